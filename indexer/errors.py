@@ -1,0 +1,9 @@
+"""Errors raised by the on-disk pieces; each message names the file, the problem and the fix."""
+
+
+class IndexerError(Exception):
+    """A problem with an index directory, its files or its inputs that the user can fix."""
+
+
+class IndexLockedError(IndexerError):
+    """Another process is writing this index right now."""

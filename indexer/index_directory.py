@@ -1,0 +1,187 @@
+"""The index directory: a manifest naming the current files, swapped atomically, and a writer lock.
+
+Layout (txtai-style, one directory that loads back whole):
+    manifest.json               what the index holds and which files are current
+    vectors.<generation>.faiss  the FAISS index
+    documents.<generation>.db   the SQLite document store
+    whitening.<generation>.safetensors  the fitted whitening-k transform, when there is one
+    .lock                       held by the one process writing
+
+A write puts a new generation's files beside the current ones and then replaces manifest.json in one
+os.replace. A run that is interrupted or killed leaves the old manifest, which still names the old files:
+readers never see a half-written index. Files no manifest names are removed by the next writer.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from indexer.errors import IndexerError, IndexLockedError
+
+MANIFEST = "manifest.json"
+LOCK = ".lock"
+FORMAT_VERSION = 1
+_GENERATION_FILE = re.compile(r"^(vectors|documents|whitening)\.\d+\.(faiss|db|safetensors)(-journal)?$")
+_SUFFIXES = {"vectors": "faiss", "documents": "db", "whitening": "safetensors"}
+
+
+class IndexDirectory:
+    """Reads the manifest and hands out the paths it names; writers go through `writing()`."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+
+    def exists(self) -> bool:
+        return (self.path / MANIFEST).is_file()
+
+    def read_manifest(self) -> dict[str, Any]:
+        """The current manifest, checked against the files it names."""
+        manifest_path = self.path / MANIFEST
+        if not self.path.is_dir():
+            raise IndexerError(
+                f"no index at {self.path}: build one with `searchengine index FILE` or point --index-dir at one"
+            )
+        if not manifest_path.is_file():
+            raise IndexerError(
+                f"{self.path} holds no searchengine index (no {MANIFEST}; an indexing run may have been "
+                "interrupted before it finished): build one with `searchengine index FILE`"
+            )
+        try:
+            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+            version, files, sizes = manifest["format_version"], manifest["files"], manifest["sizes"]
+        except (ValueError, KeyError, TypeError) as exc:
+            raise IndexerError(f"{manifest_path} is corrupt ({exc}); rebuild the index") from None
+        if version != FORMAT_VERSION:
+            raise IndexerError(
+                f"{self.path} uses index format {version}, this searchengine reads format {FORMAT_VERSION}; "
+                "rebuild the index with this version"
+            )
+        for role, name in files.items():
+            file = self.path / name
+            if not file.is_file():
+                raise IndexerError(f"index file {file} is missing; rebuild the index")
+            if file.stat().st_size != sizes.get(role):
+                raise IndexerError(
+                    f"index file {file} has {file.stat().st_size} bytes but the manifest says {sizes.get(role)}: "
+                    "it is truncated or was changed; rebuild the index"
+                )
+        return manifest
+
+    def file(self, manifest: dict[str, Any], role: str) -> Path | None:
+        """The path of the current file for `role` ('vectors', 'documents', 'whitening'), if it has one."""
+        name = manifest["files"].get(role)
+        return self.path / name if name else None
+
+    def size_on_disk(self, manifest: dict[str, Any]) -> int:
+        return sum(manifest["sizes"].values())
+
+    @contextmanager
+    def writing(self) -> Iterator[Generation]:
+        """Hold the writer lock and yield a new generation; its files count only once it is committed."""
+        if self.path.exists() and not self.path.is_dir():
+            raise IndexerError(f"{self.path} is a file, not an index directory; choose another --index-dir")
+        if self.path.is_dir() and not self.exists() and _foreign_entries(self.path):
+            raise IndexerError(
+                f"{self.path} already exists and is not a searchengine index; choose another --index-dir "
+                "so nothing in it is overwritten"
+            )
+        self.path.mkdir(parents=True, exist_ok=True)
+        with open(self.path / LOCK, "a+") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                lock.seek(0)
+                holder = lock.read().strip() or "another process"
+                raise IndexLockedError(
+                    f"index {self.path} is being written by {holder}; wait for it to finish and try again"
+                ) from None
+            lock.seek(0)
+            lock.truncate()
+            lock.write(f"process {os.getpid()}")
+            lock.flush()
+            current = self._current_files()
+            self._remove_unreferenced(current)
+            generation = Generation(self, current)
+            try:
+                yield generation
+            finally:
+                if not generation.committed:
+                    generation.discard()
+
+    def _current_files(self) -> set[str]:
+        if not self.exists():
+            return set()
+        try:
+            return set(json.loads((self.path / MANIFEST).read_text(encoding="utf-8"))["files"].values())
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise IndexerError(f"{self.path / MANIFEST} is corrupt; remove the directory and rebuild") from None
+
+    def _remove_unreferenced(self, keep: set[str]) -> None:
+        for entry in self.path.iterdir():
+            if _GENERATION_FILE.match(entry.name) and entry.name not in keep or entry.name.endswith(".tmp"):
+                entry.unlink(missing_ok=True)
+
+
+class Generation:
+    """The files of one write; `commit` makes them current by replacing the manifest."""
+
+    def __init__(self, directory: IndexDirectory, previous: set[str]) -> None:
+        self.directory = directory
+        self.previous = previous
+        self.number = time.time_ns()
+        self.committed = False
+        self.created: list[Path] = []
+
+    def path(self, role: str) -> Path:
+        """A fresh path for this generation's file of `role`."""
+        path = self.directory.path / f"{role}.{self.number}.{_SUFFIXES[role]}"
+        self.created.append(path)
+        return path
+
+    def commit(self, manifest: dict[str, Any], paths: dict[str, Path | None]) -> None:
+        """Name `paths` (role -> file) in `manifest`, write it to a temporary file, fsync, swap it into place."""
+        files = {role: path.name for role, path in paths.items() if path is not None}
+        manifest = {
+            "format_version": FORMAT_VERSION,
+            **manifest,
+            "files": files,
+            "sizes": {role: (self.directory.path / name).stat().st_size for role, name in files.items()},
+        }
+        for name in files.values():
+            _fsync(self.directory.path / name)
+        temporary = self.directory.path / f"{MANIFEST}.tmp"
+        temporary.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+        _fsync(temporary)
+        os.replace(temporary, self.directory.path / MANIFEST)
+        _fsync(self.directory.path)
+        self.committed = True
+        for name in self.previous - set(files.values()):
+            (self.directory.path / name).unlink(missing_ok=True)
+
+    def discard(self) -> None:
+        for path in self.created:
+            path.unlink(missing_ok=True)
+            Path(f"{path}-journal").unlink(missing_ok=True)
+
+
+def _fsync(path: Path) -> None:
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _foreign_entries(path: Path) -> bool:
+    return any(
+        entry.name not in (LOCK, f"{MANIFEST}.tmp") and not _GENERATION_FILE.match(entry.name)
+        for entry in path.iterdir()
+    )

@@ -1,0 +1,3 @@
+from searchengine.cli import app
+
+app(prog_name="searchengine")

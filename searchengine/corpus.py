@@ -1,0 +1,73 @@
+"""Read a corpus as a stream of documents: .txt (one per line), .jsonl (a "text" field), or '-' for stdin."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from indexer.store import Document
+from searchengine.errors import SearchEngineError
+
+STDIN = "-"
+
+
+def read_corpus(source: str | Path, jsonl: bool | None = None) -> Iterator[Document]:
+    """Yield the documents of `source` in order, skipping blank lines.
+
+    `jsonl` defaults to True for names ending in .jsonl. Lines that are not UTF-8, hold NUL bytes (a binary
+    file) or, in JSONL, are not an object with a string "text" field raise SearchEngineError naming the line.
+    """
+    name = str(source)
+    if jsonl is None:
+        jsonl = name.endswith(".jsonl")
+    if name == STDIN:
+        yield from _read_lines(sys.stdin.buffer, "<stdin>", jsonl)
+        return
+    path = Path(source)
+    if path.is_dir():
+        raise SearchEngineError(f"{path} is a directory; pass a .txt or .jsonl file (or - for standard input)")
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        raise SearchEngineError(f"corpus file {path} does not exist") from None
+    except OSError as exc:
+        raise SearchEngineError(f"cannot read corpus file {path}: {exc.strerror}") from None
+    with handle:
+        yield from _read_lines(handle, name, jsonl)
+
+
+def _read_lines(handle: BinaryIO, name: str, jsonl: bool) -> Iterator[Document]:
+    for number, raw in enumerate(handle, start=1):
+        if b"\x00" in raw:
+            raise SearchEngineError(
+                f"{name} line {number} contains NUL bytes: this looks like a binary file, not text. "
+                "Index a UTF-8 .txt (one document per line) or .jsonl file"
+            )
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SearchEngineError(
+                f"{name} line {number} is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
+                "convert the file to UTF-8, e.g. `iconv -f latin1 -t utf-8`"
+            ) from None
+        if number == 1:
+            line = line.removeprefix("\ufeff")
+        if not line.strip():
+            continue
+        yield _parse_json_line(line, name, number) if jsonl else Document(line.strip(), name, number)
+
+
+def _parse_json_line(line: str, name: str, number: int) -> Document:
+    try:
+        record = json.loads(line)
+    except ValueError as exc:
+        raise SearchEngineError(f"{name} line {number} is not valid JSON ({exc.msg}, column {exc.colno})") from None
+    if not isinstance(record, dict) or not isinstance(record.get("text"), str):
+        raise SearchEngineError(f'{name} line {number} needs a JSON object with a string "text" field')
+    text = record.pop("text").strip()
+    if not text:
+        raise SearchEngineError(f'{name} line {number} has an empty "text" field')
+    return Document(text, name, number, record)

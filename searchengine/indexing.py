@@ -1,0 +1,278 @@
+"""The write path: stream documents through the store and the encoder into a FAISS index, then commit."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from importlib.metadata import version
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+import faiss
+import numpy as np
+import torch
+import transformers
+from tqdm import tqdm
+
+from indexer.index_directory import Generation, IndexDirectory
+from indexer.store import Document, DocumentStore
+from indexer.vector_index import VectorIndex, default_factory
+from indexer.whitening import CovarianceAccumulator, Whitening
+from searchengine.embedding import to_index_vectors
+from searchengine.encoder import Encoder
+from searchengine.errors import SearchEngineError
+
+CHUNK = 2048
+"""Documents read, stored and embedded together; bounds memory whatever the corpus size."""
+TRAINING_SAMPLE = 100_000
+"""At most this many vectors train an index type that needs training (IVF, PQ)."""
+
+
+@dataclass
+class IndexingReport:
+    """What an indexing run did."""
+
+    documents: int = 0
+    """Texts read (non-blank lines)."""
+    added: int = 0
+    """Distinct new texts embedded and added."""
+    repeats: int = 0
+    """Texts already in the index (or earlier in the input), counted instead of stored again."""
+    truncated: int = 0
+    """Texts longer than the model's limit, embedded from their first tokens."""
+    index_type: str = ""
+    index_type_chosen: bool = False
+    """True when searchengine picked the FAISS type from the corpus size."""
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    """What a new index is built with."""
+
+    index_type: str | None = None
+    whiten_k: int | None = None
+    whiten_fit: Iterable[Document] | None = None
+    """Documents to fit whitening on instead of the corpus."""
+
+
+def build_index(
+    directory: IndexDirectory,
+    documents: Iterable[Document],
+    encoder: Encoder,
+    settings: IndexSettings,
+    total: int | None = None,
+    progress: bool = False,
+) -> IndexingReport:
+    """Replace whatever `directory` holds with an index of `documents`; the old index stays until commit."""
+    report = IndexingReport()
+    started = time.perf_counter()
+    truncated_before = encoder.truncated
+    with directory.writing() as generation:
+        store = DocumentStore(generation.path("documents"), writable=True)
+        whitening = None
+        if settings.whiten_k is not None and settings.whiten_fit is not None:
+            whitening = _fit_whitening(settings.whiten_fit, encoder, settings.whiten_k, progress)
+        report.index_type = settings.index_type or default_factory(total)
+        report.index_type_chosen = settings.index_type is None
+        vectors = VectorIndex.create(report.index_type, settings.whiten_k or encoder.dimension)
+        needs_fit = settings.whiten_k is not None and whitening is None
+        if needs_fit or vectors.needs_training:
+            whitening = _spool_and_add(
+                generation, store, vectors, encoder, documents, settings.whiten_k if needs_fit else None,
+                whitening, report, total, progress,
+            )
+        else:
+            _stream_and_add(store, vectors, encoder, documents, whitening, report, total, progress)
+        if report.documents == 0:
+            raise SearchEngineError("the corpus holds no text to index (it is empty or only blank lines)")
+        report.truncated = encoder.truncated - truncated_before
+        _commit(generation, directory, store, vectors, whitening, encoder, report, previous=None)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def append_to_index(
+    directory: IndexDirectory,
+    documents: Iterable[Document],
+    encoder: Encoder,
+    total: int | None = None,
+    progress: bool = False,
+) -> IndexingReport:
+    """Add `documents` to the existing index in `directory`, applying its fitted whitening."""
+    report = IndexingReport()
+    started = time.perf_counter()
+    truncated_before = encoder.truncated
+    with directory.writing() as generation:
+        previous = directory.read_manifest()
+        store_path = generation.path("documents")
+        shutil.copyfile(directory.file(previous, "documents"), store_path)
+        store = DocumentStore(store_path, writable=True)
+        vectors = VectorIndex.load(directory.file(previous, "vectors"), previous["index"]["type"])
+        whitening_path = directory.file(previous, "whitening")
+        whitening = Whitening.load(whitening_path) if whitening_path else None
+        report.index_type = previous["index"]["type"]
+        _stream_and_add(store, vectors, encoder, documents, whitening, report, total, progress)
+        if report.documents == 0:
+            raise SearchEngineError("the input holds no text to add (it is empty or only blank lines)")
+        report.truncated = encoder.truncated - truncated_before
+        _commit(generation, directory, store, vectors, whitening, encoder, report, previous=previous)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _chunks(documents: Iterable[Document]) -> Iterator[list[Document]]:
+    iterator = iter(documents)
+    while chunk := list(islice(iterator, CHUNK)):
+        yield chunk
+
+
+def _progress(total: int | None, enabled: bool, description: str) -> tqdm:
+    return tqdm(total=total, disable=not enabled, unit=" docs", unit_scale=True, desc=description, leave=True)
+
+
+def _store_and_encode(
+    store: DocumentStore, encoder: Encoder, chunk: list[Document], report: IndexingReport
+) -> tuple[np.ndarray, np.ndarray]:
+    ids, positions = store.add(chunk)
+    report.documents += len(chunk)
+    report.added += len(ids)
+    report.repeats += len(chunk) - len(ids)
+    return np.asarray(ids, dtype=np.int64), encoder.encode([chunk[p].text for p in positions])
+
+
+def _stream_and_add(
+    store: DocumentStore,
+    vectors: VectorIndex,
+    encoder: Encoder,
+    documents: Iterable[Document],
+    whitening: Whitening | None,
+    report: IndexingReport,
+    total: int | None,
+    progress: bool,
+) -> None:
+    with _progress(total, progress, "Indexing") as bar:
+        for chunk in _chunks(documents):
+            ids, embeddings = _store_and_encode(store, encoder, chunk, report)
+            if len(ids):
+                vectors.add(to_index_vectors(embeddings, whitening), ids)
+            bar.update(len(chunk))
+
+
+def _spool_and_add(
+    generation: Generation,
+    store: DocumentStore,
+    vectors: VectorIndex,
+    encoder: Encoder,
+    documents: Iterable[Document],
+    fit_k: int | None,
+    whitening: Whitening | None,
+    report: IndexingReport,
+    total: int | None,
+    progress: bool,
+) -> Whitening | None:
+    """Embed everything once into a spool file on disk, fit whitening and/or train the index on it, then add.
+
+    The spool keeps memory flat for corpora larger than RAM; the text is never embedded twice.
+    """
+    spool_path = generation.directory.path / f"spool.{generation.number}.tmp"
+    statistics = CovarianceAccumulator(encoder.dimension) if fit_k is not None else None
+    all_ids: list[np.ndarray] = []
+    try:
+        with spool_path.open("wb") as spool, _progress(total, progress, "Embedding") as bar:
+            for chunk in _chunks(documents):
+                ids, embeddings = _store_and_encode(store, encoder, chunk, report)
+                if statistics is not None:
+                    statistics.update(embeddings)
+                spool.write(np.ascontiguousarray(embeddings, dtype=np.float32).tobytes())
+                all_ids.append(ids)
+                bar.update(len(chunk))
+        if report.added == 0:
+            return whitening
+        if statistics is not None:
+            whitening = Whitening.fit(statistics, fit_k)
+        spooled = np.memmap(spool_path, dtype=np.float32, mode="r").reshape(-1, encoder.dimension)
+        if vectors.needs_training:
+            rows = np.random.default_rng(0).permutation(len(spooled))[:TRAINING_SAMPLE]
+            vectors.train(to_index_vectors(spooled[np.sort(rows)], whitening))
+        ids = np.concatenate(all_ids)
+        with _progress(len(spooled), progress, "Adding") as bar:
+            for start in range(0, len(spooled), CHUNK * 8):
+                stop = start + CHUNK * 8
+                vectors.add(to_index_vectors(spooled[start:stop], whitening), ids[start:stop])
+                bar.update(min(stop, len(spooled)) - start)
+        del spooled
+        return whitening
+    finally:
+        spool_path.unlink(missing_ok=True)
+
+
+def _fit_whitening(documents: Iterable[Document], encoder: Encoder, k: int, progress: bool) -> Whitening:
+    statistics = CovarianceAccumulator(encoder.dimension)
+    seen: set[str] = set()
+    with _progress(None, progress, "Fitting whitening") as bar:
+        for chunk in _chunks(documents):
+            fresh = [document.text for document in chunk if document.content_hash not in seen]
+            seen.update(document.content_hash for document in chunk)
+            statistics.update(encoder.encode(fresh))
+            bar.update(len(chunk))
+    return Whitening.fit(statistics, k)
+
+
+def _commit(
+    generation: Generation,
+    directory: IndexDirectory,
+    store: DocumentStore,
+    vectors: VectorIndex,
+    whitening: Whitening | None,
+    encoder: Encoder,
+    report: IndexingReport,
+    previous: dict[str, Any] | None,
+) -> None:
+    vectors_path = generation.path("vectors")
+    vectors.save(vectors_path)
+    if previous is not None:
+        whitening_path = directory.file(previous, "whitening")
+    elif whitening is not None:
+        whitening_path = generation.path("whitening")
+        whitening.save(whitening_path)
+    else:
+        whitening_path = None
+    now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    manifest = {
+        "model": model_identity(encoder),
+        "whitening": None if whitening is None else {"k": whitening.k, "fit_count": whitening.fit_count},
+        "index": {"type": vectors.factory, "metric": "inner_product", "dimension": vectors.dimension},
+        "count": {"vectors": vectors.count, "documents": store.total()},
+        "created_at": previous["created_at"] if previous else now,
+        "updated_at": now,
+        "versions": {
+            "searchengine": version("searchengine"),
+            "faiss": faiss.__version__,
+            "torch": torch.__version__,
+            "transformers": transformers.__version__,
+        },
+    }
+    store.close()
+    generation.commit(
+        manifest, {"vectors": vectors_path, "documents": store.path, "whitening": whitening_path}
+    )
+
+
+def model_identity(encoder: Encoder) -> dict[str, Any]:
+    """How the manifest names a model: enough to reload it and to tell a different one apart."""
+    source = encoder.source
+    return {
+        "name": source.name,
+        "spec": source.spec,
+        "fingerprint": encoder.fingerprint,
+        "pooling": source.pooling,
+        "normalize": source.normalize,
+        "dimension": encoder.dimension,
+        "max_seq_length": encoder.max_seq_length,
+    }
+

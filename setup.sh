@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Set up searchengine in ./.venv: PyTorch first (the CPU build where there is no NVIDIA GPU, so pip never pulls
+# gigabytes of CUDA), then the project. `./setup.sh --dev` adds the test dependencies.
+set -euo pipefail
+cd "$(dirname "$0")"
+TORCH_VERSION=2.13.0
+PYTHON=${PYTHON:-python3}
+
+[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+pip() { .venv/bin/python -m pip --disable-pip-version-check -q "$@"; }
+
+if ! .venv/bin/python -c "import torch" 2>/dev/null; then
+  if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
+    echo "setup: NVIDIA GPU found; installing PyTorch $TORCH_VERSION with CUDA" >&2
+    pip install "torch==$TORCH_VERSION"
+  else
+    echo "setup: no GPU; installing the CPU build of PyTorch $TORCH_VERSION" >&2
+    # A local CPU wheel (pip's find-links) works offline; otherwise take it from PyTorch's CPU index.
+    pip install --no-index "torch==$TORCH_VERSION+cpu" 2>/dev/null ||
+      pip install "torch==$TORCH_VERSION" --index-url https://download.pytorch.org/whl/cpu
+  fi
+fi
+
+if [ "${1:-}" = "--dev" ]; then
+  pip install -e ".[dev]"
+else
+  pip install -e .
+fi
+echo "setup: ready; run .venv/bin/searchengine --help" >&2
