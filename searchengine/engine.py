@@ -120,6 +120,26 @@ class SearchEngine:
         return engine
 
     @classmethod
+    def create(
+        cls,
+        path: str | Path | None = None,
+        *,
+        model: str | Path | None = None,
+        pooling: str | None = None,
+        index: str = "Flat",
+        encoder: Encoder | None = None,
+    ) -> SearchEngine:
+        """Make an empty index to `add` documents to later (index types that need training are refused)."""
+        encoder = encoder or Encoder(model, pooling)
+        target = Path(path) if path is not None else default_index_dir()
+        report = build_index(
+            IndexDirectory(target), iter(()), encoder, IndexSettings(index_type=index), total=0, allow_empty=True
+        )
+        engine = cls(target, encoder)
+        engine.last_report = report
+        return engine
+
+    @classmethod
     def open(
         cls,
         path: str | Path | None = None,
@@ -258,11 +278,10 @@ def _text_document(text: str, number: int) -> Document:
 
 
 def _count(corpus: Corpus, jsonl: bool | None) -> int | None:
-    """Documents in a corpus file, read once up front so bad input fails before any embedding (None for stdin)."""
-    if isinstance(corpus, (str, Path)):
-        if str(corpus) == STDIN:
-            return None
-        return sum(1 for _ in read_corpus(corpus, jsonl))
-    if isinstance(corpus, Sequence):
-        return sum(1 for text in corpus if text.strip())
-    return None
+    """Documents in a corpus file or list, read once up front so bad input fails before any embedding.
+
+    None for standard input and one-shot iterators, which can be read only once.
+    """
+    if str(corpus) == STDIN or not isinstance(corpus, (str, Path, Sequence)):
+        return None
+    return sum(1 for _ in _documents(corpus, jsonl))

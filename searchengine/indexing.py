@@ -27,6 +27,7 @@ from searchengine.errors import SearchEngineError
 
 CHUNK = 2048
 """Documents read, stored and embedded together; bounds memory whatever the corpus size."""
+NO_TEXT = "the input holds no text to index (it is empty or only blank lines)"
 TRAINING_SAMPLE = 100_000
 """At most this many vectors train an index type that needs training (IVF, PQ)."""
 
@@ -67,8 +68,15 @@ def build_index(
     settings: IndexSettings,
     total: int | None = None,
     progress: bool = False,
+    allow_empty: bool = False,
 ) -> IndexingReport:
-    """Replace whatever `directory` holds with an index of `documents`; the old index stays until commit."""
+    """Replace whatever `directory` holds with an index of `documents`; the old index stays until commit.
+
+    `allow_empty` lets an empty corpus make an empty index (to `add` to later); such an index cannot be one
+    that needs fitting or training, since there is nothing to fit on.
+    """
+    if total == 0 and not allow_empty:
+        raise SearchEngineError(NO_TEXT)
     report = IndexingReport()
     started = time.perf_counter()
     truncated_before = encoder.truncated
@@ -81,6 +89,11 @@ def build_index(
         report.index_type_chosen = settings.index_type is None
         vectors = VectorIndex.create(report.index_type, settings.whiten_k or encoder.dimension)
         needs_fit = settings.whiten_k is not None and whitening is None
+        if allow_empty and (needs_fit or vectors.needs_training):
+            raise SearchEngineError(
+                f"an empty index cannot use whitening or {report.index_type!r}, which must be fitted on documents; "
+                "build it from documents instead"
+            )
         if needs_fit or vectors.needs_training:
             whitening = _spool_and_add(
                 generation, store, vectors, encoder, documents, settings.whiten_k if needs_fit else None,
@@ -88,8 +101,8 @@ def build_index(
             )
         else:
             _stream_and_add(store, vectors, encoder, documents, whitening, report, total, progress)
-        if report.documents == 0:
-            raise SearchEngineError("the corpus holds no text to index (it is empty or only blank lines)")
+        if report.documents == 0 and not allow_empty:
+            raise SearchEngineError(NO_TEXT)
         report.truncated = encoder.truncated - truncated_before
         _commit(generation, directory, store, vectors, whitening, encoder, report, previous=None)
     report.seconds = time.perf_counter() - started
@@ -104,6 +117,8 @@ def append_to_index(
     progress: bool = False,
 ) -> IndexingReport:
     """Add `documents` to the existing index in `directory`, applying its fitted whitening."""
+    if total == 0:
+        raise SearchEngineError(NO_TEXT)
     report = IndexingReport()
     started = time.perf_counter()
     truncated_before = encoder.truncated
@@ -118,7 +133,7 @@ def append_to_index(
         report.index_type = previous["index"]["type"]
         _stream_and_add(store, vectors, encoder, documents, whitening, report, total, progress)
         if report.documents == 0:
-            raise SearchEngineError("the input holds no text to add (it is empty or only blank lines)")
+            raise SearchEngineError(NO_TEXT)
         report.truncated = encoder.truncated - truncated_before
         _commit(generation, directory, store, vectors, whitening, encoder, report, previous=previous)
     report.seconds = time.perf_counter() - started

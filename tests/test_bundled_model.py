@@ -1,0 +1,41 @@
+"""Integration tests on the bundled all-MiniLM-L6-v2: parity with sentence-transformers and real retrieval."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from searchengine import Encoder, SearchEngine
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURE = Path(__file__).parent / "fixtures" / "minilm_reference.npz"
+
+
+@pytest.fixture(scope="module")
+def minilm() -> Encoder:
+    return Encoder()
+
+
+def test_embeddings_match_sentence_transformers(minilm: Encoder) -> None:
+    """Reference vectors were computed once with sentence-transformers (tests/fixtures/make_minilm_reference.py)."""
+    reference = np.load(FIXTURE)
+    ours = minilm.encode([str(s) for s in reference["sentences"]], batch_size=5)
+    assert np.abs(ours - reference["vectors"]).max() < 1e-5
+
+
+def test_sample_corpus_answers_the_readme_query(minilm: Encoder, tmp_path: Path) -> None:
+    engine = SearchEngine.build(ROOT / "examples" / "corpus.txt", tmp_path / "demo", encoder=minilm)
+    hits = [hit.text.lower() for hit in engine.search("how do I reset my password", k=3)]
+    assert "password" in hits[0] and "password" in hits[1], hits
+    assert all(re.search(r"password|login|account", text) for text in hits), hits
+
+
+def test_readme_commands_are_the_ones_ci_runs() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()[-1]
+    commands = re.findall(r"```(?:bash|sh)?\n(.*?)\n```", readme, flags=re.S)
+    assert commands[1].strip() == ci
+    assert "searchengine index examples/corpus.txt" in commands[0]
