@@ -5,6 +5,7 @@ Layout (txtai-style, one directory that loads back whole):
     vectors.<generation>.faiss  the FAISS index
     documents.<generation>.db   the SQLite document store
     whitening.<generation>.safetensors  the fitted whitening-k transform, when there is one
+    spool.<generation>.tmp      embeddings on disk while whitening is fitted or the index trained
     .lock                       held by the one process writing
 
 A write puts a new generation's files beside the current ones and then replaces manifest.json in one
@@ -29,8 +30,8 @@ from indexer.errors import IndexerError, IndexLockedError
 MANIFEST = "manifest.json"
 LOCK = ".lock"
 FORMAT_VERSION = 1
-_GENERATION_FILE = re.compile(r"^(vectors|documents|whitening)\.\d+\.(faiss|db|safetensors)(-journal)?$")
-_SUFFIXES = {"vectors": "faiss", "documents": "db", "whitening": "safetensors"}
+_GENERATION_FILE = re.compile(r"^(vectors|documents|whitening|spool)\.\d+\.(faiss|db|safetensors|tmp)(-journal)?$")
+_SUFFIXES = {"vectors": "faiss", "documents": "db", "whitening": "safetensors", "spool": "tmp"}
 
 
 class IndexDirectory:
@@ -57,6 +58,8 @@ class IndexDirectory:
         try:
             manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
             version, files, sizes = manifest["format_version"], manifest["files"], manifest["sizes"]
+            if not isinstance(files, dict) or not isinstance(sizes, dict):
+                raise TypeError("'files' and 'sizes' must be objects")
         except (ValueError, KeyError, TypeError) as exc:
             raise IndexerError(f"{manifest_path} is corrupt ({exc}); rebuild the index") from None
         if version != FORMAT_VERSION:
@@ -126,7 +129,7 @@ class IndexDirectory:
 
     def _remove_unreferenced(self, keep: set[str]) -> None:
         for entry in self.path.iterdir():
-            if _GENERATION_FILE.match(entry.name) and entry.name not in keep or entry.name.endswith(".tmp"):
+            if _GENERATION_FILE.match(entry.name) and entry.name not in keep or entry.name == f"{MANIFEST}.tmp":
                 entry.unlink(missing_ok=True)
 
 
@@ -141,7 +144,7 @@ class Generation:
         self.created: list[Path] = []
 
     def path(self, role: str) -> Path:
-        """A fresh path for this generation's file of `role`."""
+        """A fresh path for this generation's file of `role` (vectors, documents, whitening or spool)."""
         path = self.directory.path / f"{role}.{self.number}.{_SUFFIXES[role]}"
         self.created.append(path)
         return path

@@ -53,7 +53,7 @@ class DocumentStore:
             if writable:
                 connection = sqlite3.connect(str(path))
             else:
-                connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+                connection = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
             self.db = sqlite_utils.Database(connection)
             with self._guard():
                 self._create_table_if_missing(writable)

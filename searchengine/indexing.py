@@ -194,7 +194,7 @@ def _spool_and_add(
 
     The spool keeps memory flat for corpora larger than RAM; the text is never embedded twice.
     """
-    spool_path = generation.directory.path / f"spool.{generation.number}.tmp"
+    spool_path = generation.path("spool")
     statistics = CovarianceAccumulator(encoder.dimension) if fit_k is not None else None
     all_ids: list[np.ndarray] = []
     try:

@@ -178,10 +178,6 @@ def test_read_only_open_of_a_missing_file_raises_and_creates_nothing(tmp_path: P
 
 @pytest.mark.parametrize("name", ["index#2", "50%20off", "what?", "100%"])
 def test_read_only_open_works_whatever_the_directory_name(tmp_path: Path, name: str) -> None:
-    # BUG: DocumentStore(writable=False) builds the URI f"file:{path}?mode=ro" without quoting the path, so
-    # '#', '?' and '%' in a directory name (e.g. --index-dir "index#2") change the path SQLite opens: with '#'
-    # it silently creates and opens an empty database at a truncated path (and drops mode=ro), and '%20'
-    # is decoded to a space. The path should be quoted (urllib.parse.quote / pathlib.Path.as_uri()).
     directory = tmp_path / name
     directory.mkdir()
     path = directory / "documents.db"

@@ -154,7 +154,8 @@ def test_fit_with_just_enough_samples_works() -> None:
     """k + 1 points in general position span k directions after centring."""
     data, _ = _anisotropic(5, [1.0] * 4)
     whitening = Whitening.fit(_accumulate(data, []), k=4)
-    np.testing.assert_allclose(np.cov(whitening.apply(data).astype(np.float64), rowvar=False, bias=True), np.eye(4), atol=1e-3)
+    whitened = whitening.apply(data).astype(np.float64)
+    np.testing.assert_allclose(np.cov(whitened, rowvar=False, bias=True), np.eye(4), atol=1e-3)
 
 
 def test_fit_rejects_rank_deficient_data() -> None:

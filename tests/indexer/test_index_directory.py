@@ -1,0 +1,347 @@
+"""The index directory: manifest checks, atomic generations, clean-up of stale files and the writer lock."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from indexer.errors import IndexerError, IndexLockedError
+from indexer.index_directory import FORMAT_VERSION, LOCK, MANIFEST, IndexDirectory
+
+
+def _commit(directory: IndexDirectory, contents: dict[str, bytes], **manifest) -> dict:
+    """Write one generation holding `contents` (role -> bytes), commit it and return the new manifest."""
+    with directory.writing() as generation:
+        paths = {}
+        for role, data in contents.items():
+            path = generation.path(role)
+            path.write_bytes(data)
+            paths[role] = path
+        generation.commit(dict(manifest), paths)
+    return directory.read_manifest()
+
+
+def _names(path: Path) -> set[str]:
+    return {entry.name for entry in path.iterdir()}
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> IndexDirectory:
+    return IndexDirectory(tmp_path / "index")
+
+
+@pytest.fixture
+def committed(index: IndexDirectory) -> dict:
+    """An index holding one committed generation with vectors and documents."""
+    return _commit(index, {"vectors": b"V" * 100, "documents": b"D" * 37}, note="first")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# commit and read_manifest
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_commit_makes_the_files_current(index: IndexDirectory) -> None:
+    assert not index.exists()
+    manifest = _commit(index, {"vectors": b"v" * 10, "documents": b"d" * 20, "whitening": b"w" * 5}, extra={"a": 1})
+    assert index.exists()
+    assert manifest["format_version"] == FORMAT_VERSION
+    assert manifest["extra"] == {"a": 1}
+    assert manifest["sizes"] == {"vectors": 10, "documents": 20, "whitening": 5}
+    assert index.file(manifest, "vectors").read_bytes() == b"v" * 10
+    assert index.file(manifest, "documents").read_bytes() == b"d" * 20
+    assert index.file(manifest, "whitening").read_bytes() == b"w" * 5
+    for role, name in manifest["files"].items():
+        assert (index.path / name).stat().st_size == manifest["sizes"][role]
+    assert index.size_on_disk(manifest) == 35
+    # The manifest is plain JSON on disk, with no temporary left behind.
+    assert json.loads((index.path / MANIFEST).read_text(encoding="utf-8")) == manifest
+    assert not (index.path / f"{MANIFEST}.tmp").exists()
+
+
+def test_file_names_follow_the_layout(committed: dict) -> None:
+    assert committed["files"]["vectors"].startswith("vectors.") and committed["files"]["vectors"].endswith(".faiss")
+    assert committed["files"]["documents"].startswith("documents.") and committed["files"]["documents"].endswith(".db")
+
+
+def test_a_role_committed_as_none_is_not_named(index: IndexDirectory) -> None:
+    with index.writing() as generation:
+        vectors = generation.path("vectors")
+        vectors.write_bytes(b"x")
+        unused = generation.path("whitening")  # asked for but never written
+        generation.commit({}, {"vectors": vectors, "whitening": None})
+    manifest = index.read_manifest()
+    assert set(manifest["files"]) == {"vectors"}
+    assert index.file(manifest, "whitening") is None
+    assert not unused.exists()
+
+
+def test_read_manifest_of_a_missing_directory(tmp_path: Path) -> None:
+    with pytest.raises(IndexerError, match="no index at"):
+        IndexDirectory(tmp_path / "nowhere").read_manifest()
+
+
+def test_read_manifest_of_a_directory_without_manifest(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(IndexerError, match="holds no searchengine index"):
+        IndexDirectory(tmp_path / "empty").read_manifest()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "{not json",
+        "",
+        '{"format_version": 1, "files": {}}',  # no sizes
+        '["a", "list"]',
+        '"a string"',
+        "null",
+    ],
+    ids=["syntax", "empty", "missing-key", "list", "string", "null"],
+)
+def test_read_manifest_of_a_corrupt_manifest(index: IndexDirectory, committed: dict, text: str) -> None:
+    (index.path / MANIFEST).write_text(text, encoding="utf-8")
+    with pytest.raises(IndexerError, match="corrupt"):
+        index.read_manifest()
+
+
+def test_read_manifest_of_a_manifest_that_is_not_utf8(index: IndexDirectory, committed: dict) -> None:
+    (index.path / MANIFEST).write_bytes(b'{"format_version": 1, \xff\xfe}')
+    with pytest.raises(IndexerError):
+        index.read_manifest()
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("files", ["vectors.1.faiss"]), ("files", "vectors.1.faiss"), ("files", 42), ("sizes", [100, 37])],
+    ids=["files-list", "files-string", "files-number", "sizes-list"],
+)
+def test_read_manifest_with_a_field_of_the_wrong_type(index: IndexDirectory, committed: dict, key: str, value) -> None:
+    manifest = json.loads((index.path / MANIFEST).read_text(encoding="utf-8"))
+    manifest[key] = value
+    (index.path / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+    with pytest.raises(IndexerError):
+        index.read_manifest()
+
+
+@pytest.mark.parametrize("version", [0, 2, "1", None])
+def test_read_manifest_of_another_format_version(index: IndexDirectory, committed: dict, version) -> None:
+    manifest = json.loads((index.path / MANIFEST).read_text(encoding="utf-8"))
+    manifest["format_version"] = version
+    (index.path / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
+    with pytest.raises(IndexerError, match="format"):
+        index.read_manifest()
+
+
+def test_read_manifest_with_a_referenced_file_missing(index: IndexDirectory, committed: dict) -> None:
+    missing = index.file(committed, "documents")
+    missing.unlink()
+    with pytest.raises(IndexerError, match="missing") as error:
+        index.read_manifest()
+    assert missing.name in str(error.value)
+
+
+@pytest.mark.parametrize("data", [b"D" * 36, b"", b"D" * 38], ids=["truncated", "emptied", "grown"])
+def test_read_manifest_with_a_referenced_file_of_the_wrong_size(
+    index: IndexDirectory, committed: dict, data: bytes
+) -> None:
+    changed = index.file(committed, "documents")
+    changed.write_bytes(data)
+    with pytest.raises(IndexerError, match="truncated or was changed") as error:
+        index.read_manifest()
+    assert changed.name in str(error.value)
+    assert str(len(data)) in str(error.value)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# failed writes, generations and clean-up
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_exception_before_commit_discards_the_new_files_and_keeps_the_old_index(
+    index: IndexDirectory, committed: dict
+) -> None:
+    before = _names(index.path)
+    manifest_text = (index.path / MANIFEST).read_text(encoding="utf-8")
+    with pytest.raises(RuntimeError, match="boom"):
+        with index.writing() as generation:
+            new_vectors = generation.path("vectors")
+            new_documents = generation.path("documents")
+            new_vectors.write_bytes(b"new")
+            new_documents.write_bytes(b"new")
+            Path(f"{new_documents}-journal").write_bytes(b"journal")  # as SQLite leaves mid-transaction
+            raise RuntimeError("boom")
+    assert not new_vectors.exists()
+    assert not new_documents.exists()
+    assert not Path(f"{new_documents}-journal").exists()
+    assert _names(index.path) == before
+    assert (index.path / MANIFEST).read_text(encoding="utf-8") == manifest_text
+    assert index.read_manifest() == committed
+    assert index.file(committed, "vectors").read_bytes() == b"V" * 100
+    assert index.file(committed, "documents").read_bytes() == b"D" * 37
+
+
+def test_exception_in_the_first_write_leaves_no_index(index: IndexDirectory) -> None:
+    with pytest.raises(ValueError):
+        with index.writing() as generation:
+            generation.path("vectors").write_bytes(b"partial")
+            raise ValueError("interrupted")
+    assert not index.exists()
+    assert _names(index.path) <= {LOCK}
+    with pytest.raises(IndexerError):
+        index.read_manifest()
+
+
+def test_second_commit_removes_the_previous_generation(index: IndexDirectory, committed: dict) -> None:
+    old_files = set(committed["files"].values())
+    manifest = _commit(index, {"vectors": b"v2" * 3, "documents": b"d2"}, note="second")
+    assert manifest["note"] == "second"
+    assert not old_files & set(manifest["files"].values())
+    for name in old_files:
+        assert not (index.path / name).exists()
+    assert _names(index.path) == {MANIFEST, LOCK, *manifest["files"].values()}
+    assert index.file(manifest, "vectors").read_bytes() == b"v2" * 3
+
+
+def test_commit_may_keep_a_file_of_the_previous_generation(index: IndexDirectory) -> None:
+    """An append may reuse the old whitening file: a file named by the new manifest is not deleted."""
+    first = _commit(index, {"vectors": b"1", "whitening": b"W"})
+    whitening = index.file(first, "whitening")
+    with index.writing() as generation:
+        vectors = generation.path("vectors")
+        vectors.write_bytes(b"22")
+        generation.commit({}, {"vectors": vectors, "whitening": whitening})
+    second = index.read_manifest()
+    assert second["files"]["whitening"] == whitening.name
+    assert whitening.read_bytes() == b"W"
+    assert not index.file(first, "vectors").exists()
+
+
+def test_files_left_by_a_killed_run_are_removed_by_the_next_writer(index: IndexDirectory, committed: dict) -> None:
+    stale = [
+        "vectors.123.faiss",
+        "documents.123.db",
+        "documents.123.db-journal",
+        "whitening.123.safetensors",
+        "spool.123.tmp",
+        f"{MANIFEST}.tmp",
+    ]
+    for name in stale:
+        (index.path / name).write_bytes(b"stale")
+    for name in ("notes.txt", "x.tmp"):  # only index-shaped files are touched
+        (index.path / name).write_bytes(b"not ours")
+    with index.writing():
+        for name in stale:
+            assert not (index.path / name).exists(), name
+        assert (index.path / "notes.txt").exists() and (index.path / "x.tmp").exists()
+        # The current generation is kept while the writer holds the lock.
+        assert index.read_manifest() == committed
+
+
+def test_a_killed_first_run_does_not_block_the_next_one(index: IndexDirectory) -> None:
+    """A run killed before its first commit leaves generation files and its spool but no manifest."""
+    index.path.mkdir()
+    (index.path / LOCK).write_text("process 1", encoding="utf-8")
+    (index.path / "documents.123.db").write_bytes(b"half")
+    (index.path / "spool.123.tmp").write_bytes(b"embeddings")
+    manifest = _commit(index, {"vectors": b"v", "documents": b"d"})
+    assert _names(index.path) == {MANIFEST, LOCK, *manifest["files"].values()}
+
+
+def test_a_killed_first_run_leaving_only_generation_files_is_cleaned_up(index: IndexDirectory) -> None:
+    index.path.mkdir()
+    (index.path / "documents.123.db").write_bytes(b"half")
+    (index.path / "documents.123.db-journal").write_bytes(b"j")
+    (index.path / f"{MANIFEST}.tmp").write_bytes(b"{")
+    manifest = _commit(index, {"vectors": b"v"})
+    assert _names(index.path) == {MANIFEST, LOCK, *manifest["files"].values()}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# the writer lock
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_a_second_writer_is_refused_while_the_first_holds_the_lock(index: IndexDirectory, committed: dict) -> None:
+    """flock locks belong to an open file description, so a second open in this process conflicts too."""
+    with index.writing() as first:
+        kept = first.path("vectors")
+        kept.write_bytes(b"in progress")
+        with pytest.raises(IndexLockedError, match=f"process {os.getpid()}"):
+            with IndexDirectory(index.path).writing():
+                pass  # pragma: no cover
+        # The refused writer removed nothing: neither the first writer's file nor the current index.
+        assert kept.exists()
+        assert index.read_manifest() == committed
+        first.commit({}, {"vectors": kept})
+    assert index.read_manifest()["files"] == {"vectors": kept.name}
+
+
+def test_index_locked_error_is_an_indexer_error() -> None:
+    assert issubclass(IndexLockedError, IndexerError)
+
+
+def test_the_lock_is_released_after_a_write(index: IndexDirectory, committed: dict) -> None:
+    with index.writing():
+        pass
+    with pytest.raises(KeyError):
+        with index.writing():
+            raise KeyError("fails inside")
+    with index.writing() as generation:  # neither a plain exit nor an exception left the lock held
+        assert generation.committed is False
+
+
+def test_reading_is_not_blocked_by_a_writer(index: IndexDirectory, committed: dict) -> None:
+    with index.writing():
+        assert IndexDirectory(index.path).read_manifest() == committed
+
+
+# ---------------------------------------------------------------------------------------------------------
+# refusing paths that are not index directories
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_writing_into_a_foreign_directory_is_refused_and_deletes_nothing(tmp_path: Path) -> None:
+    target = tmp_path / "my documents"
+    target.mkdir()
+    contents = {"report.txt": b"important", "x.tmp": b"mine", "vectors.1.faiss": b"looks like ours"}
+    for name, data in contents.items():
+        (target / name).write_bytes(data)
+    (target / "sub").mkdir()
+    with pytest.raises(IndexerError, match="not a searchengine index"):
+        with IndexDirectory(target).writing():
+            pass  # pragma: no cover
+    assert _names(target) == {*contents, "sub"}
+    for name, data in contents.items():
+        assert (target / name).read_bytes() == data
+
+
+def test_writing_into_an_existing_empty_directory_works(tmp_path: Path) -> None:
+    target = tmp_path / "empty"
+    target.mkdir()
+    manifest = _commit(IndexDirectory(target), {"vectors": b"v"})
+    assert manifest["sizes"] == {"vectors": 1}
+
+
+def test_writing_creates_missing_parent_directories(tmp_path: Path) -> None:
+    index = IndexDirectory(tmp_path / "a" / "b" / "index")
+    _commit(index, {"documents": b"d"})
+    assert index.exists()
+
+
+def test_writing_to_a_path_that_is_a_file_is_refused(tmp_path: Path) -> None:
+    target = tmp_path / "index"
+    target.write_bytes(b"a file")
+    with pytest.raises(IndexerError, match="is a file"):
+        with IndexDirectory(target).writing():
+            pass  # pragma: no cover
+    assert target.read_bytes() == b"a file"
+
+
+def test_index_directory_accepts_a_string_path(tmp_path: Path) -> None:
+    index = IndexDirectory(str(tmp_path / "index"))
+    assert index.path == tmp_path / "index"
+    assert not index.exists()
