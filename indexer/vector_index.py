@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import faiss
@@ -74,6 +75,22 @@ class VectorIndex:
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top-k inner products and ids per query row; missing results have id -1."""
         return self.index.search(np.ascontiguousarray(queries, dtype=np.float32), k)
+
+    def ids(self) -> np.ndarray:
+        """Every stored id, in the order the vectors were added."""
+        return faiss.vector_to_array(self.index.id_map).astype(np.int64)
+
+    def stored_vectors(self, batch_size: int = 65_536) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(ids, vectors) in batches, read back from the index itself (approximate for PQ/SQ codes)."""
+        inner = faiss.downcast_index(self.index.index)
+        try:
+            faiss.extract_index_ivf(inner).make_direct_map()
+        except RuntimeError:
+            pass
+        ids = self.ids()
+        for start in range(0, len(ids), batch_size):
+            stop = min(start + batch_size, len(ids))
+            yield ids[start:stop], inner.reconstruct_n(start, stop - start)
 
     def save(self, path: Path) -> None:
         faiss.write_index(_on_cpu(self.index), str(path))

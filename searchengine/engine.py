@@ -233,6 +233,10 @@ class SearchEngine:
         self.last_report = report
         return report
 
+    def stored_vectors(self, batch_size: int = 65_536) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(document ids, vectors) as the index holds them, in batches; never re-encodes the corpus."""
+        return self._vectors.stored_vectors(batch_size)
+
     def info(self) -> IndexInfo:
         manifest = self.manifest
         model = manifest["model"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from itertools import islice
@@ -104,9 +105,43 @@ def build_index(
         if report.documents == 0 and not allow_empty:
             raise SearchEngineError(NO_TEXT)
         report.truncated = encoder.truncated - truncated_before
-        _commit(generation, directory, store, vectors, whitening, encoder, report, previous=None)
+        _commit(generation, directory, store, vectors, whitening, model_identity(encoder), previous=None)
     report.seconds = time.perf_counter() - started
     return report
+
+
+@dataclass
+class IndexRewrite:
+    """A writable copy of the current index, inside `rewriting()`: change it, and it is committed whole."""
+
+    store: DocumentStore
+    vectors: VectorIndex
+    whitening: Whitening | None
+    manifest: dict[str, Any]
+    """The manifest of the index being rewritten."""
+
+
+@contextmanager
+def rewriting(directory: IndexDirectory) -> Iterator[IndexRewrite]:
+    """Hold the writer lock over a copy of the current index; commit it as a new generation if the block
+    finishes, discard it if the block raises (the current index is never modified in place)."""
+    with directory.writing() as generation:
+        previous = directory.read_manifest()
+        store_path = generation.path("documents")
+        shutil.copyfile(directory.file(previous, "documents"), store_path)
+        whitening_path = directory.file(previous, "whitening")
+        rewrite = IndexRewrite(
+            store=DocumentStore(store_path, writable=True),
+            vectors=VectorIndex.load(directory.file(previous, "vectors"), previous["index"]["type"]),
+            whitening=Whitening.load(whitening_path) if whitening_path else None,
+            manifest=previous,
+        )
+        try:
+            yield rewrite
+        except BaseException:
+            rewrite.store.close()
+            raise
+        _commit(generation, directory, rewrite.store, rewrite.vectors, rewrite.whitening, previous["model"], previous)
 
 
 def append_to_index(
@@ -122,20 +157,12 @@ def append_to_index(
     report = IndexingReport()
     started = time.perf_counter()
     truncated_before = encoder.truncated
-    with directory.writing() as generation:
-        previous = directory.read_manifest()
-        store_path = generation.path("documents")
-        shutil.copyfile(directory.file(previous, "documents"), store_path)
-        store = DocumentStore(store_path, writable=True)
-        vectors = VectorIndex.load(directory.file(previous, "vectors"), previous["index"]["type"])
-        whitening_path = directory.file(previous, "whitening")
-        whitening = Whitening.load(whitening_path) if whitening_path else None
-        report.index_type = previous["index"]["type"]
-        _stream_and_add(store, vectors, encoder, documents, whitening, report, total, progress)
+    with rewriting(directory) as rewrite:
+        report.index_type = rewrite.manifest["index"]["type"]
+        _stream_and_add(rewrite.store, rewrite.vectors, encoder, documents, rewrite.whitening, report, total, progress)
         if report.documents == 0:
             raise SearchEngineError(NO_TEXT)
         report.truncated = encoder.truncated - truncated_before
-        _commit(generation, directory, store, vectors, whitening, encoder, report, previous=previous)
     report.seconds = time.perf_counter() - started
     return report
 
@@ -244,8 +271,7 @@ def _commit(
     store: DocumentStore,
     vectors: VectorIndex,
     whitening: Whitening | None,
-    encoder: Encoder,
-    report: IndexingReport,
+    model: dict[str, Any],
     previous: dict[str, Any] | None,
 ) -> None:
     vectors_path = generation.path("vectors")
@@ -259,7 +285,7 @@ def _commit(
         whitening_path = None
     now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     manifest = {
-        "model": model_identity(encoder),
+        "model": model,
         "whitening": None if whitening is None else {"k": whitening.k, "fit_count": whitening.fit_count},
         "index": {"type": vectors.factory, "metric": "inner_product", "dimension": vectors.dimension},
         "count": {"vectors": vectors.count, "documents": store.total()},
