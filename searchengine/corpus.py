@@ -1,7 +1,9 @@
-"""Read a corpus as a stream of documents: .txt (one per line), .jsonl (a "text" field), or '-' for stdin."""
+"""Read a corpus as a stream of documents: .txt (one per line), .jsonl (a "text" field), either gzipped, or
+'-' for stdin."""
 
 from __future__ import annotations
 
+import gzip
 import json
 import sys
 from collections.abc import Iterator
@@ -17,12 +19,12 @@ STDIN = "-"
 def read_corpus(source: str | Path, jsonl: bool | None = None) -> Iterator[Document]:
     """Yield the documents of `source` in order, skipping blank lines.
 
-    `jsonl` defaults to True for names ending in .jsonl. Lines that are not UTF-8, hold NUL bytes (a binary
+    `jsonl` defaults to True for names ending in .jsonl (or .jsonl.gz); .gz files are decompressed as read. Lines that are not UTF-8, hold NUL bytes (a binary
     file) or, in JSONL, are not an object with a string "text" field raise SearchEngineError naming the line.
     """
     name = str(source)
     if jsonl is None:
-        jsonl = name.endswith(".jsonl")
+        jsonl = name.removesuffix(".gz").endswith(".jsonl")
     if name == STDIN:
         yield from _read_lines(sys.stdin.buffer, "<stdin>", jsonl)
         return
@@ -36,7 +38,14 @@ def read_corpus(source: str | Path, jsonl: bool | None = None) -> Iterator[Docum
     except OSError as exc:
         raise SearchEngineError(f"cannot read corpus file {path}: {exc.strerror}") from None
     with handle:
-        yield from _read_lines(handle, name, jsonl)
+        if name.endswith(".gz"):
+            with gzip.open(handle) as unzipped:
+                try:
+                    yield from _read_lines(unzipped, name, jsonl)
+                except (OSError, EOFError) as exc:
+                    raise SearchEngineError(f"{path} is not a readable gzip file ({exc})") from None
+        else:
+            yield from _read_lines(handle, name, jsonl)
 
 
 def _read_lines(handle: BinaryIO, name: str, jsonl: bool) -> Iterator[Document]:

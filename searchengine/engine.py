@@ -284,8 +284,11 @@ def _text_document(text: str, number: int) -> Document:
 def _count(corpus: Corpus, jsonl: bool | None) -> int | None:
     """Documents in a corpus file or list, read once up front so bad input fails before any embedding.
 
-    None for standard input and one-shot iterators, which can be read only once.
+    None for standard input, pipes and one-shot iterators, which can be read only once.
     """
-    if str(corpus) == STDIN or not isinstance(corpus, (str, Path, Sequence)):
+    if isinstance(corpus, (str, Path)):
+        if str(corpus) == STDIN or (Path(corpus).exists() and not Path(corpus).is_file()):
+            return None
+    elif not isinstance(corpus, Sequence):
         return None
     return sum(1 for _ in _documents(corpus, jsonl))

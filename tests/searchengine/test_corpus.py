@@ -258,3 +258,20 @@ def test_a_file_named_dash_in_a_path_is_a_file(tmp_path: Path, monkeypatch: pyte
     monkeypatch.setattr(sys, "stdin", _FakeStdin(b"from stdin\n"))
     path = _write(tmp_path / "-", b"from disk\n")
     assert [d.text for d in read_corpus(path)] == ["from disk"]
+
+
+def test_gzipped_corpus_is_read_as_text(tmp_path: Path) -> None:
+    import gzip
+
+    path = tmp_path / "c.jsonl.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        handle.write('{"text": "zipped", "n": 1}\n\n{"text": "two"}\n')
+    documents = list(read_corpus(path))
+    assert [(d.text, d.line, d.metadata) for d in documents] == [("zipped", 1, {"n": 1}), ("two", 3, {})]
+
+
+def test_broken_gzip_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "c.txt.gz"
+    path.write_bytes(b"not gzip at all")
+    with pytest.raises(SearchEngineError, match="not a readable gzip file"):
+        list(read_corpus(path))

@@ -214,3 +214,17 @@ def test_corrupt_manifest_is_reported(engine: SearchEngine) -> None:
 def test_non_string_texts_are_refused(tmp_path: Path, tiny_encoder: Encoder) -> None:
     with pytest.raises(SearchEngineError, match="not a str"):
         SearchEngine.build(["fine", 42], tmp_path / "i", encoder=tiny_encoder)
+
+
+def test_a_pipe_is_read_once(tmp_path: Path, tiny_encoder: Encoder, sentences: list[str]) -> None:
+    """Process substitution (`<(zcat corpus.gz)`) hands over a FIFO, which cannot be counted and re-read."""
+    import os
+    import threading
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_text("\n".join(sentences) + "\n", encoding="utf-8"))
+    writer.start()
+    engine = SearchEngine.build(fifo, tmp_path / "i", encoder=tiny_encoder)
+    writer.join()
+    assert len(engine) == len(sentences)
