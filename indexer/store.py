@@ -11,11 +11,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import sqlite_utils
 
 from indexer.errors import IndexerError
 
 TABLE = "documents"
+EXTERNAL_IDS_TABLE = "external_ids"
+"""User-given ids (e.g. a .jsonl "id" field) -> the row holding that document's current text, for upserts."""
+TOMBSTONES_TABLE = "tombstones"
+"""Ids whose vectors are still in an index type that cannot delete in place (HNSW, PQ) until `compact`."""
+FILTER_OPERATORS = ("=", "!=", ">", ">=", "<", "<=")
+COLUMN_FIELDS = ("id", "source", "line", "text", "count")
+"""Filterable fields that are columns; any other field name is looked up in the metadata JSON."""
+CLUSTERING_TABLE = "clustering"
+"""One row: how the stored clustering was made."""
+CLUSTER_MEMBERS_TABLE = "cluster_members"
+"""One row per clustered document: its cluster and its cosine to the cluster's centroid."""
+DUPLICATES_TABLE = "duplicates"
+"""Near-duplicates marked by `searchengine mine --dedupe`: a document, the earlier one it duplicates, their cosine."""
 
 
 @dataclass(frozen=True)
@@ -26,6 +40,8 @@ class Document:
     source: str | None = None
     line: int | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
+    external_id: str | None = None
+    """A user-given id: adding a document with an id already stored replaces that document (upsert)."""
 
     @property
     def content_hash(self) -> str:
@@ -42,6 +58,42 @@ class StoredDocument:
     line: int | None
     metadata: dict[str, Any]
     count: int
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A metadata filter such as year >= 2020: `field` is a column in COLUMN_FIELDS or a metadata key."""
+
+    field: str
+    operator: str
+    value: str | int | float | bool | None
+
+
+@dataclass(frozen=True)
+class StoreChange:
+    """What `DocumentStore.add` did: rows to embed, and rows whose vectors must go."""
+
+    ids: list[int]
+    """Ids of the new rows."""
+    positions: list[int]
+    """For each new row, the position in the input of the text it holds."""
+    removed: list[int]
+    """Rows that upserts left with no occurrence: deleted from the store, their vectors to be dropped."""
+
+    def __iter__(self) -> Iterator[list[int]]:
+        return iter((self.ids, self.positions, self.removed))
+
+
+@dataclass(frozen=True)
+class ClusteringRecord:
+    """The stored clustering's description: its method and parameters, and how many clusters and documents."""
+
+    method: str
+    parameters: dict[str, Any]
+    clusters: int
+    documents: int
+    """Documents in some cluster (community detection leaves outliers out; later additions are in none)."""
+    created_at: str
 
 
 class DocumentStore:
@@ -61,15 +113,22 @@ class DocumentStore:
             raise self._corrupt(exc) from None
 
     def _create_table_if_missing(self, writable: bool) -> None:
-        if TABLE in self.db.table_names():
+        tables = set(self.db.table_names())
+        if TABLE in tables and not writable:
             return
         if not writable:
             raise IndexerError(f"document store {self.path} has no documents table; rebuild the index")
-        self.db[TABLE].create(
-            {"id": int, "text": str, "source": str, "line": int, "metadata": str, "hash": str, "count": int},
-            pk="id",
-        )
-        self.db[TABLE].create_index(["hash"], unique=True)
+        if TABLE not in tables:
+            self.db[TABLE].create(
+                {"id": int, "text": str, "source": str, "line": int, "metadata": str, "hash": str, "count": int},
+                pk="id",
+            )
+            self.db[TABLE].create_index(["hash"], unique=True)
+        if EXTERNAL_IDS_TABLE not in tables:
+            self.db[EXTERNAL_IDS_TABLE].create({"external_id": str, "id": int}, pk="external_id")
+            self.db[EXTERNAL_IDS_TABLE].create_index(["id"])
+        if TOMBSTONES_TABLE not in tables:
+            self.db[TOMBSTONES_TABLE].create({"id": int}, pk="id")
 
     def _corrupt(self, exc: Exception) -> IndexerError:
         return IndexerError(f"document store {self.path} is corrupt or unreadable ({exc}); rebuild the index")
@@ -91,48 +150,175 @@ class DocumentStore:
         with self._guard():
             return int(self.db.execute(f"SELECT coalesce(sum(count), 0) FROM {TABLE}").fetchone()[0])
 
-    def add(self, documents: Sequence[Document]) -> tuple[list[int], list[int]]:
-        """Store the texts not seen before and count repeats of the others.
+    def add(self, documents: Sequence[Document]) -> StoreChange:
+        """Store texts not seen before, count repeats, and point each external id at its new text (upsert).
 
-        Returns (ids, positions): the new rows' ids, and for each the position in `documents` of the text it
-        holds, so the caller embeds only those.
+        A text stored under an external id that now names another text loses one occurrence; a row left with
+        none is deleted and reported in `removed`, so the caller drops its vector.
         """
         hashes = [document.content_hash for document in documents]
         with self._guard(), self.db.conn:
             known = self._ids_by_hash(set(hashes))
+            external = self._ids_by_external_id({d.external_id for d in documents if d.external_id is not None})
             next_id = int(self.db.execute(f"SELECT coalesce(max(id), -1) + 1 FROM {TABLE}").fetchone()[0])
             new_rows: dict[str, dict[str, Any]] = {}
-            repeats: dict[str, int] = {}
-            positions: list[int] = []
+            new_by_id: dict[int, dict[str, Any]] = {}
+            delta: dict[int, int] = {}
+            moved: dict[str, int] = {}
+
+            def bump(row_id: int, amount: int) -> None:
+                if row_id in new_by_id:
+                    new_by_id[row_id]["count"] += amount
+                else:
+                    delta[row_id] = delta.get(row_id, 0) + amount
+
             for position, (document, digest) in enumerate(zip(documents, hashes)):
-                if digest in known or digest in new_rows:
-                    repeats[digest] = repeats.get(digest, 0) + 1
-                    continue
-                new_rows[digest] = {
-                    "id": next_id + len(new_rows),
-                    "text": document.text,
-                    "source": document.source,
-                    "line": document.line,
-                    "metadata": json.dumps(document.metadata, ensure_ascii=False),
-                    "hash": digest,
-                    "count": 1,
-                }
-                positions.append(position)
-            self.db[TABLE].insert_all(new_rows.values(), batch_size=1000)
-            self.db.conn.executemany(
-                f"UPDATE {TABLE} SET count = count + ? WHERE hash = ?",
-                [(extra, digest) for digest, extra in repeats.items()],
+                target = known.get(digest, new_rows[digest]["id"] if digest in new_rows else None)
+                previous = external.get(document.external_id) if document.external_id is not None else None
+                if previous is not None and previous == target:
+                    continue  # the same id with the same text again: nothing changes
+                if target is None:
+                    target = next_id + len(new_rows)
+                    new_rows[digest] = new_by_id[target] = {
+                        "id": target,
+                        "text": document.text,
+                        "source": document.source,
+                        "line": document.line,
+                        "metadata": json.dumps(document.metadata, ensure_ascii=False),
+                        "hash": digest,
+                        "count": 1,
+                        "position": position,
+                    }
+                else:
+                    bump(target, 1)
+                if previous is not None:
+                    bump(previous, -1)
+                if document.external_id is not None:
+                    external[document.external_id] = moved[document.external_id] = target
+            kept = [row for row in new_rows.values() if row["count"] > 0]
+            self.db[TABLE].insert_all(
+                ({key: value for key, value in row.items() if key != "position"} for row in kept), batch_size=1000
             )
-        return [row["id"] for row in new_rows.values()], positions
+            self.db.conn.executemany(
+                f"UPDATE {TABLE} SET count = count + ? WHERE id = ?", [(amount, i) for i, amount in delta.items()]
+            )
+            removed = [i for i, amount in delta.items() if amount < 0]
+            emptied = self._select_in(f"SELECT id FROM {TABLE} WHERE count <= 0 AND id IN", removed)
+            removed = [row[0] for row in emptied]
+            self._delete_rows(removed)
+            self.db[EXTERNAL_IDS_TABLE].upsert_all(
+                ({"external_id": key, "id": value} for key, value in moved.items()), pk="external_id"
+            )
+        return StoreChange([row["id"] for row in kept], [row["position"] for row in kept], removed)
+
+    def _select_in(self, sql: str, values: Sequence[Any]) -> list[tuple]:
+        """Run `sql (?, ?, ...)` over `values` in chunks that stay under SQLite's parameter limit."""
+        rows: list[tuple] = []
+        values = list(values)
+        for start in range(0, len(values), 500):
+            chunk = values[start : start + 500]
+            rows.extend(self.db.execute(f"{sql} ({','.join('?' * len(chunk))})", chunk).fetchall())
+        return rows
+
+    def _ids_by_external_id(self, external_ids: set[str]) -> dict[str, int]:
+        sql = f"SELECT external_id, id FROM {EXTERNAL_IDS_TABLE} WHERE external_id IN"
+        return dict(self._select_in(sql, sorted(external_ids)))
+
+    def _delete_rows(self, ids: Sequence[int]) -> None:
+        for sql in (f"DELETE FROM {TABLE} WHERE id IN", f"DELETE FROM {EXTERNAL_IDS_TABLE} WHERE id IN"):
+            self._select_in(sql, ids)
+
+    def delete(self, ids: Sequence[int]) -> None:
+        """Delete documents by id, all or none: an id that is not stored raises IndexerError."""
+        ids = sorted(set(int(i) for i in ids))
+        with self._guard(), self.db.conn:
+            present = {row[0] for row in self._select_in(f"SELECT id FROM {TABLE} WHERE id IN", ids)}
+            missing = [i for i in ids if i not in present]
+            if missing:
+                raise IndexerError(f"no document with id {', '.join(map(str, missing[:10]))}; nothing was deleted")
+            self._delete_rows(ids)
+
+    def ids_for_external(self, external_ids: Sequence[str]) -> list[int]:
+        """The rows that external ids name; an unknown one raises IndexerError."""
+        with self._guard():
+            found = self._ids_by_external_id(set(external_ids))
+        missing = [e for e in external_ids if e not in found]
+        if missing:
+            raise IndexerError(f"no document with external id {', '.join(missing[:10])}; nothing was deleted")
+        return sorted({found[e] for e in external_ids})
+
+    def matching_ids(self, conditions: Sequence[Condition]) -> np.ndarray:
+        """Ids of the documents meeting every condition, as parameterised SQL over columns and metadata."""
+        clauses, parameters = [], []
+        with self._guard():
+            for condition in conditions:
+                if condition.operator not in FILTER_OPERATORS:
+                    raise IndexerError(
+                        f"unknown operator {condition.operator!r}; use one of {' '.join(FILTER_OPERATORS)}"
+                    )
+                if condition.field in COLUMN_FIELDS:
+                    clauses.append(f"{condition.field} {condition.operator} ?")
+                else:
+                    path = _json_path(condition.field)
+                    if self.db.execute(
+                        f"SELECT 1 FROM {TABLE} WHERE json_type(metadata, ?) IS NOT NULL LIMIT 1", [path]
+                    ).fetchone() is None:
+                        raise IndexerError(
+                            f"no document has a field {condition.field!r}; fields: {', '.join(self.fields())}"
+                        )
+                    clauses.append(f"json_extract(metadata, ?) {condition.operator} ?")
+                    parameters.append(path)
+                parameters.append(condition.value)
+            where = " AND ".join(clauses) or "1"
+            rows = self.db.execute(f"SELECT id FROM {TABLE} WHERE {where} ORDER BY id", parameters).fetchall()
+        return np.array([row[0] for row in rows], dtype=np.int64)
+
+    def fields(self, limit: int = 50) -> list[str]:
+        """Filterable field names: the columns, then metadata keys found in the documents."""
+        keys = self.db.execute(
+            f"SELECT DISTINCT key FROM {TABLE}, json_each({TABLE}.metadata) ORDER BY key LIMIT ?", [limit]
+        ).fetchall()
+        return [*COLUMN_FIELDS, *(key for (key,) in keys)]
+
+    def add_tombstones(self, ids: Sequence[int]) -> None:
+        with self._guard(), self.db.conn:
+            self.db[TOMBSTONES_TABLE].insert_all(({"id": int(i)} for i in ids), replace=True)
+
+    def tombstones(self) -> np.ndarray:
+        """Ids deleted from the store whose vectors are still in the vector index."""
+        with self._guard():
+            if TOMBSTONES_TABLE not in self.db.table_names():
+                return np.zeros(0, dtype=np.int64)
+            rows = self.db.execute(f"SELECT id FROM {TOMBSTONES_TABLE} ORDER BY id").fetchall()
+        return np.array([row[0] for row in rows], dtype=np.int64)
+
+    def clear_tombstones(self) -> None:
+        with self._guard(), self.db.conn:
+            self.db.execute(f"DELETE FROM {TOMBSTONES_TABLE}")
+
+    def mark_duplicates(self, marks: Sequence[tuple[int, int, float]]) -> None:
+        """Replace every near-duplicate mark with `marks`: (id, id of the earlier document it duplicates, cosine)."""
+        rows = [(int(i), int(original), float(score)) for i, original, score in marks]
+        with self._guard(), self.db.conn:
+            self.db.execute(f"DROP TABLE IF EXISTS {DUPLICATES_TABLE}")
+            self.db[DUPLICATES_TABLE].create({"id": int, "duplicate_of": int, "score": float}, pk="id")
+            self.db.conn.executemany(
+                f"INSERT INTO {DUPLICATES_TABLE} (id, duplicate_of, score) VALUES (?, ?, ?)", rows
+            )
+
+    def duplicates(self) -> dict[int, int]:
+        """Each document marked a near-duplicate -> the earlier document it duplicates (deleted ones left out)."""
+        with self._guard():
+            if DUPLICATES_TABLE not in self.db.table_names():
+                return {}
+            rows = self.db.execute(
+                f"SELECT m.id, m.duplicate_of FROM {DUPLICATES_TABLE} AS m JOIN {TABLE} AS d ON d.id = m.id "
+                f"JOIN {TABLE} AS o ON o.id = m.duplicate_of ORDER BY m.id"
+            ).fetchall()
+        return dict(rows)
 
     def _ids_by_hash(self, hashes: set[str]) -> dict[str, int]:
-        found: dict[str, int] = {}
-        ordered = sorted(hashes)
-        for start in range(0, len(ordered), 500):
-            chunk = ordered[start : start + 500]
-            marks = ",".join("?" * len(chunk))
-            found.update(self.db.execute(f"SELECT hash, id FROM {TABLE} WHERE hash IN ({marks})", chunk).fetchall())
-        return found
+        return dict(self._select_in(f"SELECT hash, id FROM {TABLE} WHERE hash IN", sorted(hashes)))
 
     def get(self, ids: Sequence[int]) -> dict[int, StoredDocument]:
         """The stored rows for `ids` (unknown ids are left out)."""
@@ -155,5 +341,81 @@ class DocumentStore:
                     )
         return rows
 
+    def save_clustering(
+        self,
+        method: str,
+        parameters: dict[str, Any],
+        ids: Sequence[int],
+        clusters: Sequence[int],
+        centrality: Sequence[float],
+        created_at: str,
+    ) -> None:
+        """Replace any stored clustering: document `ids[i]` is in cluster `clusters[i]`, at cosine `centrality[i]`
+        to that cluster's centroid."""
+        rows = [(int(i), int(c), float(s)) for i, c, s in zip(ids, clusters, centrality)]
+        with self._guard(), self.db.conn:
+            for table in (CLUSTERING_TABLE, CLUSTER_MEMBERS_TABLE):
+                self.db.execute(f"DROP TABLE IF EXISTS {table}")
+            self.db[CLUSTERING_TABLE].insert(
+                {
+                    "method": method,
+                    "parameters": json.dumps(parameters),
+                    "clusters": len({row[1] for row in rows}),
+                    "documents": len(rows),
+                    "created_at": created_at,
+                }
+            )
+            self.db[CLUSTER_MEMBERS_TABLE].create({"document": int, "cluster": int, "centrality": float}, pk="document")
+            self.db.conn.executemany(
+                f"INSERT INTO {CLUSTER_MEMBERS_TABLE} (document, cluster, centrality) VALUES (?, ?, ?)", rows
+            )
+            self.db[CLUSTER_MEMBERS_TABLE].create_index(["cluster", "centrality"])
+
+    def clustering(self) -> ClusteringRecord | None:
+        """How the stored clustering was made, or None when the index has not been clustered."""
+        with self._guard():
+            if CLUSTERING_TABLE not in self.db.table_names():
+                return None
+            row = next(iter(self.db.query(f"SELECT * FROM {CLUSTERING_TABLE}")))
+        return ClusteringRecord(
+            method=row["method"],
+            parameters=json.loads(row["parameters"]),
+            clusters=row["clusters"],
+            documents=row["documents"],
+            created_at=row["created_at"],
+        )
+
+    def clusters_of(self, ids: Sequence[int]) -> dict[int, int]:
+        """The stored cluster of each of `ids` that is in one (empty when there is no clustering)."""
+        with self._guard():
+            if CLUSTER_MEMBERS_TABLE not in self.db.table_names():
+                return {}
+            sql = f"SELECT document, cluster FROM {CLUSTER_MEMBERS_TABLE} WHERE document IN"
+            return dict(self._select_in(sql, sorted(set(int(i) for i in ids))))
+
+    def cluster_members(self) -> dict[int, list[int]]:
+        """Every stored cluster's document ids, most central first, by cluster id (empty without a clustering).
+
+        Documents deleted since the clustering was made are left out.
+        """
+        members: dict[int, list[int]] = {}
+        with self._guard():
+            if CLUSTER_MEMBERS_TABLE not in self.db.table_names():
+                return members
+            rows = self.db.execute(
+                f"SELECT m.cluster, m.document FROM {CLUSTER_MEMBERS_TABLE} AS m JOIN {TABLE} AS d "
+                "ON d.id = m.document ORDER BY m.cluster, m.centrality DESC, m.document"
+            )
+            for cluster, document in rows:
+                members.setdefault(cluster, []).append(document)
+        return members
+
     def close(self) -> None:
         self.db.conn.close()
+
+
+def _json_path(key: str) -> str:
+    """The JSON path of a top-level metadata key, refusing names that would need escaping."""
+    if not key or any(ch in key for ch in '"\\'):
+        raise IndexerError(f"field name {key!r} cannot be filtered on; use names without quotes or backslashes")
+    return f'$."{key}"'

@@ -17,6 +17,8 @@ HNSW_EF_SEARCH = 128
 HNSW_EF_CONSTRUCTION = 80
 IVF_NPROBE_FRACTION = 16
 """IVF indexes search nlist / 16 cells (at least 1)."""
+EXACT_CHUNK = 65_536
+"""Candidates scored per matrix product when a filtered search falls back to exact search."""
 
 
 def default_factory(count: int | None) -> str:
@@ -37,12 +39,16 @@ class VectorIndex:
         try:
             inner = faiss.index_factory(dimension, factory, faiss.METRIC_INNER_PRODUCT)
         except RuntimeError as exc:
-            reason = str(exc).strip().splitlines()[-1]
             raise IndexerError(
-                f"FAISS cannot build index type {factory!r} for dimension {dimension}: {reason}. "
+                f"FAISS cannot build index type {factory!r} for dimension {dimension}: {_reason(exc)}. "
                 'Use a factory string such as "Flat", "HNSW32" or "IVF1024,Flat"'
             ) from None
         _tune(inner)
+        ivf = _ivf_of(inner)
+        if ivf is not None:
+            # IVF stores ids itself; a hashtable direct map lets it reconstruct and remove by id.
+            ivf.set_direct_map_type(faiss.DirectMap.Hashtable)
+            return cls(inner, factory)
         index = inner if isinstance(inner, faiss.IndexIDMap) else faiss.IndexIDMap2(inner)
         return cls(index, factory)
 
@@ -63,34 +69,94 @@ class VectorIndex:
         try:
             self.index.train(np.ascontiguousarray(vectors, dtype=np.float32))
         except RuntimeError as exc:
-            reason = str(exc).strip().splitlines()[-1]
             raise IndexerError(
-                f"training index type {self.factory!r} on {len(vectors)} vectors failed: {reason}. "
+                f"training index type {self.factory!r} on {len(vectors)} vectors failed: {_reason(exc)}. "
                 "Index more documents or choose a smaller index (fewer IVF lists, or Flat/HNSW32)"
             ) from None
 
     def add(self, vectors: np.ndarray, ids: np.ndarray) -> None:
         self.index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), np.asarray(ids, dtype=np.int64))
 
-    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Top-k inner products and ids per query row; missing results have id -1."""
-        return self.index.search(np.ascontiguousarray(queries, dtype=np.float32), k)
+    def search(
+        self, queries: np.ndarray, k: int, allowed: np.ndarray | None = None, excluded: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k inner products and ids per query row, best first; missing results have id -1.
+
+        `allowed` restricts the search to those ids and `excluded` leaves those out. The restriction runs inside
+        the FAISS search (id selectors); where that comes back short of k while k candidates exist (a selective
+        filter on an approximate index, or a type without selector support), the candidates are searched
+        exactly instead, so a filtered query still returns k results when k match.
+        """
+        queries = np.ascontiguousarray(queries, dtype=np.float32)
+        selector = _selector(allowed, excluded)
+        if selector is None:
+            return self.index.search(queries, k)
+        try:
+            scores, ids = self.index.search(queries, k, params=self._search_parameters(selector))
+        except RuntimeError:  # this index type takes no search parameters
+            scores, ids = None, None
+        candidates = self.ids() if allowed is None else np.asarray(allowed, dtype=np.int64)
+        if excluded is not None and len(excluded):
+            candidates = np.setdiff1d(candidates, excluded)
+        wanted = min(k, len(candidates))
+        if ids is not None and bool(((ids >= 0).sum(axis=1) >= wanted).all()):
+            return scores, ids
+        return self._exact_search(queries, k, candidates)
+
+    def _exact_search(self, queries: np.ndarray, k: int, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Brute-force top-k over the stored vectors of `candidates`, in chunks."""
+        best_scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
+        best_ids = np.full((len(queries), k), -1, dtype=np.int64)
+        for start in range(0, len(candidates), EXACT_CHUNK):
+            chunk = candidates[start : start + EXACT_CHUNK]
+            scores = np.concatenate([best_scores, queries @ self.reconstruct(chunk).T], axis=1)
+            ids = np.concatenate([best_ids, np.broadcast_to(chunk, (len(queries), len(chunk)))], axis=1)
+            top = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+            best_scores, best_ids = np.take_along_axis(scores, top, 1), np.take_along_axis(ids, top, 1)
+        best_ids[~np.isfinite(best_scores)] = -1
+        return best_scores, best_ids
+
+    def _search_parameters(self, selector: faiss.IDSelector) -> faiss.SearchParameters:
+        ivf = _ivf_of(self.index)
+        if ivf is not None:
+            return faiss.SearchParametersIVF(sel=selector, nprobe=ivf.nprobe)
+        inner = faiss.downcast_index(self.index.index)
+        if hasattr(inner, "hnsw"):
+            return faiss.SearchParametersHNSW(sel=selector, efSearch=inner.hnsw.efSearch)
+        return faiss.SearchParameters(sel=selector)
+
+    def reconstruct(self, ids: np.ndarray) -> np.ndarray:
+        """The stored vectors of `ids` (approximate for PQ/SQ codes)."""
+        return self.index.reconstruct_batch(np.asarray(ids, dtype=np.int64))
+
+    def remove(self, ids: np.ndarray) -> bool:
+        """Remove vectors in place; False when the index type cannot (HNSW, PQ), so the caller must tombstone."""
+        try:
+            self.index.remove_ids(np.asarray(ids, dtype=np.int64))
+        except RuntimeError:
+            return False
+        return True
 
     def ids(self) -> np.ndarray:
-        """Every stored id, in the order the vectors were added."""
-        return faiss.vector_to_array(self.index.id_map).astype(np.int64)
+        """Every stored id: in insertion order, or by inverted list for IVF types."""
+        ivf = _ivf_of(self.index)
+        if ivf is None:
+            return faiss.vector_to_array(self.index.id_map).astype(np.int64)
+        lists = ivf.invlists
+        return np.concatenate(
+            [np.zeros(0, dtype=np.int64)]
+            + [faiss.rev_swig_ptr(lists.get_ids(i), lists.list_size(i)).copy() for i in range(ivf.nlist)]
+        ).astype(np.int64)
 
     def stored_vectors(self, batch_size: int = 65_536) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """(ids, vectors) in batches, read back from the index itself (approximate for PQ/SQ codes)."""
-        inner = faiss.downcast_index(self.index.index)
-        try:
-            faiss.extract_index_ivf(inner).make_direct_map()
-        except RuntimeError:
-            pass
         ids = self.ids()
         for start in range(0, len(ids), batch_size):
             stop = min(start + batch_size, len(ids))
-            yield ids[start:stop], inner.reconstruct_n(start, stop - start)
+            if _ivf_of(self.index) is None:
+                yield ids[start:stop], faiss.downcast_index(self.index.index).reconstruct_n(start, stop - start)
+            else:
+                yield ids[start:stop], self.index.reconstruct_batch(ids[start:stop])
 
     def save(self, path: Path) -> None:
         faiss.write_index(_on_cpu(self.index), str(path))
@@ -103,6 +169,32 @@ class VectorIndex:
         except RuntimeError:
             raise IndexerError(f"vector index file {path} is corrupt or truncated; rebuild the index") from None
         return cls(_on_gpu_when_present(index), factory)
+
+
+def _selector(allowed: np.ndarray | None, excluded: np.ndarray | None) -> faiss.IDSelector | None:
+    """An id selector for FAISS search; Python keeps the parts alive through the `referenced` attribute."""
+    parts = []
+    if allowed is not None:
+        parts.append(faiss.IDSelectorBatch(np.asarray(allowed, dtype=np.int64)))
+    if excluded is not None and len(excluded):
+        parts.append(faiss.IDSelectorNot(faiss.IDSelectorBatch(np.asarray(excluded, dtype=np.int64))))
+    if not parts:
+        return None
+    selector = parts[0] if len(parts) == 1 else faiss.IDSelectorAnd(parts[0], parts[1])
+    selector.referenced = parts
+    return selector
+
+
+def _reason(exc: RuntimeError) -> str:
+    """The last line of a FAISS C++ error: the part that says what was wrong."""
+    return str(exc).strip().splitlines()[-1]
+
+
+def _ivf_of(index: faiss.Index) -> faiss.IndexIVF | None:
+    try:
+        return faiss.extract_index_ivf(index)
+    except RuntimeError:
+        return None
 
 
 def _tune(index: faiss.Index) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
@@ -27,6 +28,9 @@ IndexDirOption = typer.Option(
     "-d",
     help="Index directory [default: $SEARCHENGINE_INDEX or ./searchengine-index].",
     show_default=False,
+)
+IdFieldOption = typer.Option(
+    None, "--id-field", help="A .jsonl field holding each document's own id: adding that id again replaces it."
 )
 ModelOption = typer.Option(
     None, "--model", "-m", help="Model directory or Hugging Face id [default: bundled all-MiniLM-L6-v2]."
@@ -69,6 +73,7 @@ def index(
     ),
     append: bool = typer.Option(False, "--append", help="Add to the existing index instead of replacing it."),
     jsonl: bool = typer.Option(False, "--jsonl", help="Read JSON lines whatever the name (e.g. from stdin)."),
+    id_field: Optional[str] = IdFieldOption,
     batch_size: int = typer.Option(64, min=1, help="Texts per forward pass."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
 ) -> None:
@@ -98,7 +103,7 @@ def index(
                     "--whiten-k and --whiten-fit"
                 )
             engine = SearchEngine.open(target, model=model)
-            report = engine.add(corpus, jsonl=fmt, progress=not quiet)
+            report = engine.add(corpus, jsonl=fmt, id_field=id_field, progress=not quiet)
         else:
             if whiten_fit is not None and whiten_k is None:
                 raise SearchEngineError("--whiten-fit says what to fit whitening on; add --whiten-k K to use it")
@@ -112,15 +117,18 @@ def index(
                 whiten_fit=whiten_fit,
                 batch_size=batch_size,
                 jsonl=fmt,
+                id_field=id_field,
                 progress=not quiet,
             )
             report = engine.last_report
         if quiet:
             return
         rate = report.documents / report.seconds if report.seconds else 0.0
+        replaced = f", {report.replaced} replaced by upsert" if report.replaced else ""
         typer.echo(
-            f"Indexed {report.documents} texts from {corpus} ({report.added} new, {report.repeats} repeats) "
-            f"into {target} in {report.seconds:.1f} s ({rate:.0f} texts/s); the index holds {len(engine)}."
+            f"Indexed {report.documents} texts from {corpus} ({report.added} new, {report.repeats} repeats"
+            f"{replaced}) into {target} in {report.seconds:.1f} s ({rate:.0f} texts/s); the index holds "
+            f"{len(engine)}."
         )
         if report.index_type_chosen:
             typer.echo(
@@ -147,15 +155,21 @@ def query(
         None, "--model", "-m", help="Expect this model; it must be the one the index was built with."
     ),
     whiten_k: Optional[int] = typer.Option(None, "--whiten-k", help="Expect this whitening-k in the index."),
+    where: list[str] = typer.Option(
+        [], "--where", "-w", help="Metadata filter FIELD OP VALUE (OP: = != > >= < <=); repeat to combine (AND)."
+    ),
 ) -> None:
     """Find the documents closest in meaning to a query.
 
     Prints rank, cosine score, document id and text. The index's own model encodes the query; --model and
-    --whiten-k only assert what the index must have been built with.
+    --whiten-k only assert what the index must have been built with. Filters run inside the vector search, so
+    k results come back whenever k documents match; fields are metadata keys or id, source, line, text, count.
 
     Examples:
 
       searchengine query "how do I reset my password" -k 5
+
+      searchengine query "budget tips" --where lang=en --where "year>=2020"
 
       searchengine query --file questions.txt --json
     """
@@ -165,18 +179,22 @@ def query(
     with _user_errors(target):
         queries = _queries(text, file)
         engine = SearchEngine.open(target, model=model, whiten_k=whiten_k)
-        results = engine.search_batch(queries, k)
+        results = engine.search_batch(queries, k, where)
+        if where and not any(results):
+            typer.echo(f"No documents match {' and '.join(where)}.", err=True)
+            return
         if as_json:
             payload = [{"query": q, "hits": [asdict(hit) for hit in hits]} for q, hits in zip(queries, results)]
             typer.echo(json.dumps(payload if file else payload[0], ensure_ascii=False, indent=2))
             return
-        if k > len(engine):
+        if k > len(engine) and not where:
             typer.echo(f"(the index holds {len(engine)} texts, so at most {len(engine)} results)", err=True)
         for position, (q, hits) in enumerate(zip(queries, results)):
             if file:
                 typer.echo(("\n" if position else "") + f"Query: {q}")
             for rank, hit in enumerate(hits, start=1):
-                typer.echo(f"{rank:>3}  {hit.score:.4f}  #{hit.id:<6} {hit.text}")
+                cluster = f"[c{hit.cluster}] " if hit.cluster is not None else ""
+                typer.echo(f"{rank:>3}  {hit.score:.4f}  #{hit.id:<6} {cluster}{hit.text}")
 
 
 def _queries(text: str | None, file: Path | None) -> list[str]:
@@ -217,6 +235,8 @@ def info(
         directory = IndexDirectory(target)
         manifest = directory.read_manifest()
         model, whitening = manifest["model"], manifest["whitening"]
+        clustering = _stored_clustering(directory, manifest)
+        duplicates = _marked_duplicates(directory, manifest)
         details = {
             "path": str(target),
             "documents": manifest["count"]["documents"],
@@ -228,17 +248,279 @@ def info(
             if whitening
             else "none",
             "index type": f"{manifest['index']['type']} (FAISS, inner product)",
+            "deleted, not compacted": _tombstone_summary(manifest),
+            "clustering": _clustering_summary(clustering),
+            "near-duplicates": _duplicates_summary(duplicates),
             "size on disk": _human_bytes(directory.size_on_disk(manifest)),
             "built": manifest["created_at"],
             "updated": manifest["updated_at"],
             "versions": ", ".join(f"{name} {v}" for name, v in manifest["versions"].items()),
         }
         if as_json:
-            typer.echo(json.dumps(manifest, indent=2))
+            extra = {"clustering": asdict(clustering) if clustering else None, "duplicates": duplicates}
+            typer.echo(json.dumps({**manifest, **extra}, indent=2))
             return
         width = max(len(key) for key in details)
         for key, value in details.items():
             typer.echo(f"{key + ':':<{width + 1}} {value}")
+
+
+def _stored_clustering(directory, manifest: dict):  # noqa: ANN001, ANN202 (imports stay lazy for a fast --help)
+    """The clustering record kept in the index's document store, or None."""
+    from indexer.store import DocumentStore
+
+    store = DocumentStore(directory.file(manifest, "documents"))
+    try:
+        return store.clustering()
+    finally:
+        store.close()
+
+
+def _marked_duplicates(directory, manifest: dict) -> int:  # noqa: ANN001
+    """How many documents `mine --dedupe` marked as near-duplicates."""
+    from indexer.store import DocumentStore
+
+    store = DocumentStore(directory.file(manifest, "documents"))
+    try:
+        return len(store.duplicates())
+    finally:
+        store.close()
+
+
+def _duplicates_summary(count: int) -> str:
+    if not count:
+        return "none marked (mark them with `searchengine mine --threshold 0.95 --dedupe`)"
+    return f"{count} texts marked as near-duplicates of earlier ones (`searchengine mine --dedupe`)"
+
+
+def _clustering_summary(clustering) -> str:  # noqa: ANN001
+    if clustering is None:
+        return "none (make one with `searchengine cluster`)"
+    parameters = ", ".join(f"{name}={value}" for name, value in clustering.parameters.items())
+    return (
+        f"{clustering.method} ({parameters}): {clustering.clusters} clusters of {clustering.documents} texts, "
+        f"made {clustering.created_at}"
+    )
+
+
+@app.command()
+def cluster(
+    method: str = typer.Option("kmeans", "--method", help="kmeans, community or agglomerative."),
+    k: Optional[int] = typer.Option(
+        None, "--k", "-k", help="Number of clusters (kmeans); agglomerative: cut the tree into k clusters."
+    ),
+    threshold: Optional[float] = typer.Option(
+        None,
+        "--threshold",
+        help="Cosine similarity in (0, 1]. community: least similarity to a community's centre (default 0.75); "
+        "agglomerative: merge groups only while their average pairwise similarity is at least this.",
+    ),
+    min_size: Optional[int] = typer.Option(
+        None, "--min-size", help="community: smallest community kept (default 10)."
+    ),
+    seed: int = typer.Option(0, "--seed", help="Random seed of kmeans."),
+    top: int = typer.Option(3, "--top", help="Most central texts shown per cluster."),
+    as_json: bool = typer.Option(False, "--json", help="Print every cluster, with all member ids, as JSON."),
+    index_dir: Optional[Path] = IndexDirOption,
+) -> None:
+    """Group the indexed texts by meaning and store the clusters with the index.
+
+    Clusters the vectors already in the index (nothing is re-encoded). kmeans splits all texts into --k
+    clusters. community finds groups whose texts are at least --threshold similar to a centre text, with
+    at least --min-size members, and leaves the rest in no cluster. agglomerative (average linkage, up to
+    20,000 texts) cuts its tree into --k clusters or at --threshold. Clusters are numbered by size, largest
+    first, and shown with their most central texts. The clustering replaces any earlier one; afterwards
+    `query` shows each hit's cluster (c0, c1, ...) and `info` shows how it was made.
+
+    Examples:
+
+      searchengine cluster --method kmeans --k 20
+
+      searchengine cluster --method community --threshold 0.8 --min-size 5 --json > clusters.json
+    """
+    from indexer.index_directory import IndexDirectory
+    from searchengine.clustering import ClusterSettings, cluster_index
+    from searchengine.engine import default_index_dir
+
+    target = index_dir or default_index_dir()
+    with _user_errors(target):
+        started = time.perf_counter()
+        settings = ClusterSettings(method, k, threshold, min_size, seed)
+        clustering = cluster_index(IndexDirectory(target), settings, top)
+        seconds = time.perf_counter() - started
+        if as_json:
+            typer.echo(json.dumps(asdict(clustering), ensure_ascii=False, indent=2))
+            return
+        for group in clustering.clusters:
+            typer.echo(f"Cluster {group.id} ({group.size} texts)")
+            for doc_id, text in zip(group.central_ids, group.central_texts):
+                typer.echo(f"    #{doc_id:<6} {text}")
+        clustered = sum(group.size for group in clustering.clusters)
+        parameters = ", ".join(f"{name}={value}" for name, value in clustering.parameters.items())
+        typer.echo(
+            f"\nClustered {clustered} texts into {len(clustering.clusters)} clusters with {clustering.method} "
+            f"({parameters}) in {seconds:.1f} s; {clustering.unclustered} texts are in no cluster. Stored with the "
+            f"index in {target}: `query` shows each hit's cluster as [cN]."
+        )
+
+
+def _tombstone_summary(manifest: dict) -> str:
+    pending = manifest["count"].get("tombstones", 0)
+    if not pending:
+        return "none"
+    return f"{pending} vectors kept as tombstones ({manifest['index']['type']} cannot delete in place); " \
+        "run `searchengine compact`"
+
+
+@app.command()
+def add(
+    corpus: str = typer.Argument(..., help="A .txt or .jsonl file (gzipped or not), or - for stdin."),
+    index_dir: Optional[Path] = IndexDirOption,
+    jsonl: bool = typer.Option(False, "--jsonl", help="Read JSON lines whatever the name (e.g. from stdin)."),
+    id_field: Optional[str] = IdFieldOption,
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
+) -> None:
+    """Add documents to an existing index, with the model and whitening it was built with.
+
+    With --id-field, a document whose id is already in the index replaces the stored one (upsert). Readers
+    see the old index until the new one is complete.
+
+    Examples:
+
+      searchengine add more-notes.txt
+
+      searchengine add changed.jsonl --id-field id
+    """
+    index(
+        corpus=corpus, index_dir=index_dir, model=None, pooling=None, index_type=None, whiten_k=None,
+        whiten_fit=None, append=True, jsonl=jsonl, id_field=id_field, batch_size=64, quiet=quiet,
+    )
+
+
+@app.command()
+def delete(
+    ids: list[str] = typer.Argument(..., help="Document ids (as `query` prints them, with or without #)."),
+    external: bool = typer.Option(False, "--external", help="The ids are external ids given with --id-field."),
+    index_dir: Optional[Path] = IndexDirOption,
+) -> None:
+    """Delete documents from the index: all of them, or none if any id is unknown.
+
+    Examples:
+
+      searchengine delete 17 42
+
+      searchengine delete --external doc-2024-001
+    """
+    from searchengine.engine import SearchEngine, default_index_dir
+
+    target = index_dir or default_index_dir()
+    with _user_errors(target):
+        engine = SearchEngine.open(target)
+        if external:
+            deleted = engine.delete(external_ids=ids)
+        else:
+            deleted = engine.delete(ids=[_document_id(value) for value in ids])
+        typer.echo(f"Deleted {len(deleted)} documents; the index holds {len(engine)}.")
+        if len(engine.tombstones):
+            typer.echo(
+                f"{len(engine.tombstones)} vectors stay as tombstones ({engine.info().index_type} cannot delete in "
+                "place); they are never returned. Run `searchengine compact` to reclaim the space."
+            )
+
+
+def _document_id(value: str) -> int:
+    try:
+        return int(value.removeprefix("#"))
+    except ValueError:
+        raise SearchEngineError(f"{value!r} is not a document id (a number); use --external for your own ids") from None
+
+
+@app.command()
+def compact(index_dir: Optional[Path] = IndexDirOption) -> None:
+    """Rebuild the vector index without the vectors of deleted documents (needed for HNSW and PQ types).
+
+    Example:
+
+      searchengine compact --index-dir ~/indexes/docs
+    """
+    from searchengine.engine import SearchEngine, default_index_dir
+
+    target = index_dir or default_index_dir()
+    with _user_errors(target):
+        dropped = SearchEngine.open(target).compact()
+        typer.echo(f"Dropped {dropped} deleted vectors." if dropped else "Nothing to compact: no deleted vectors.")
+
+
+@app.command()
+def mine(
+    top: Optional[int] = typer.Option(
+        None, "--top", "-n", help="Show the N most similar pairs (20 when no --threshold is given)."
+    ),
+    threshold: Optional[float] = typer.Option(
+        None, "--threshold", "-t", help="Every pair with cosine similarity at least this, in (0, 1]."
+    ),
+    dedupe: bool = typer.Option(
+        False,
+        "--dedupe",
+        help="Mark the later document of every pair above --threshold as a near-duplicate of the earlier one, "
+        "stored with the index (replaces earlier marks; `info` counts them).",
+    ),
+    method: str = typer.Option(
+        "auto",
+        "--method",
+        help="exact (every pair scored, in chunks), ann (each text's nearest neighbours from the FAISS index) or "
+        "auto (exact up to 50,000 texts).",
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the pairs as JSON."),
+    index_dir: Optional[Path] = IndexDirOption,
+) -> None:
+    """Find the most similar pairs of indexed texts: paraphrases and near-duplicates.
+
+    Uses the vectors already in the index (nothing is re-encoded). Prints rank, cosine score, and both texts
+    with their ids, best first; each pair once, the smaller id first.
+
+    Examples:
+
+      searchengine mine --top 10
+
+      searchengine mine --threshold 0.9 --json > pairs.json
+
+      searchengine mine --threshold 0.95 --dedupe
+    """
+    from searchengine.engine import SearchEngine, default_index_dir
+    from searchengine.paraphrase_mining import check_request, choose_method
+
+    target = index_dir or default_index_dir()
+    with _user_errors(target):
+        if dedupe and (threshold is None or top is not None):
+            raise SearchEngineError(
+                "--dedupe marks every pair above --threshold: give --threshold (e.g. 0.95), not --top"
+            )
+        check_request(top, threshold)
+        engine = SearchEngine.open(target)
+        chosen = choose_method(len(engine), method)
+        started = time.perf_counter()
+        pairs = engine.dedupe(threshold, chosen) if dedupe else engine.mine(top, threshold, chosen)
+        seconds = time.perf_counter() - started
+        if as_json:
+            payload = {"method": chosen, "texts": len(engine), "seconds": seconds, "dedupe": dedupe}
+            payload["pairs"] = [asdict(pair) for pair in pairs]
+            typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
+            return
+        how = (
+            f"exact: all {len(engine) * (len(engine) - 1) // 2:,} pairs of {len(engine):,} texts scored"
+            if chosen == "exact"
+            else f"ann: nearest neighbours of each of {len(engine):,} texts from the {engine.info().index_type} index"
+        )
+        typer.echo(f"{len(pairs)} pairs ({how}) in {seconds:.1f} s.")
+        for rank, pair in enumerate(pairs, start=1):
+            typer.echo(f"{rank:>3}  {pair.score:.4f}  #{pair.first_id:<6} {pair.first_text}")
+            typer.echo(f"{'':>13}#{pair.second_id:<6} {pair.second_text}")
+        if dedupe:
+            typer.echo(
+                f"Marked {len(pairs)} texts as near-duplicates (cosine >= {threshold}) of earlier ones in {target}; "
+                "`searchengine info` counts them."
+            )
 
 
 def _human_bytes(size: int) -> str:

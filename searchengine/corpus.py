@@ -16,17 +16,20 @@ from searchengine.errors import SearchEngineError
 STDIN = "-"
 
 
-def read_corpus(source: str | Path, jsonl: bool | None = None) -> Iterator[Document]:
+def read_corpus(source: str | Path, jsonl: bool | None = None, id_field: str | None = None) -> Iterator[Document]:
     """Yield the documents of `source` in order, skipping blank lines.
 
     `jsonl` defaults to True for names ending in .jsonl (or .jsonl.gz); .gz files are decompressed as read. Lines that are not UTF-8, hold NUL bytes (a binary
     file) or, in JSONL, are not an object with a string "text" field raise SearchEngineError naming the line.
+    `id_field` names a JSONL field holding each document's own id (Document.external_id), for upserts.
     """
     name = str(source)
     if jsonl is None:
         jsonl = name.removesuffix(".gz").endswith(".jsonl")
+    if id_field is not None and not jsonl:
+        raise SearchEngineError(f"an id field needs JSON lines, but {name} is read as plain text; pass a .jsonl file")
     if name == STDIN:
-        yield from _read_lines(sys.stdin.buffer, "<stdin>", jsonl)
+        yield from _read_lines(sys.stdin.buffer, "<stdin>", jsonl, id_field)
         return
     path = Path(source)
     if path.is_dir():
@@ -41,14 +44,14 @@ def read_corpus(source: str | Path, jsonl: bool | None = None) -> Iterator[Docum
         if name.endswith(".gz"):
             with gzip.open(handle) as unzipped:
                 try:
-                    yield from _read_lines(unzipped, name, jsonl)
+                    yield from _read_lines(unzipped, name, jsonl, id_field)
                 except (OSError, EOFError) as exc:
                     raise SearchEngineError(f"{path} is not a readable gzip file ({exc})") from None
         else:
-            yield from _read_lines(handle, name, jsonl)
+            yield from _read_lines(handle, name, jsonl, id_field)
 
 
-def _read_lines(handle: BinaryIO, name: str, jsonl: bool) -> Iterator[Document]:
+def _read_lines(handle: BinaryIO, name: str, jsonl: bool, id_field: str | None = None) -> Iterator[Document]:
     for number, raw in enumerate(handle, start=1):
         if b"\x00" in raw:
             raise SearchEngineError(
@@ -66,10 +69,10 @@ def _read_lines(handle: BinaryIO, name: str, jsonl: bool) -> Iterator[Document]:
             line = line.removeprefix("\ufeff")
         if not line.strip():
             continue
-        yield _parse_json_line(line, name, number) if jsonl else Document(line.strip(), name, number)
+        yield _parse_json_line(line, name, number, id_field) if jsonl else Document(line.strip(), name, number)
 
 
-def _parse_json_line(line: str, name: str, number: int) -> Document:
+def _parse_json_line(line: str, name: str, number: int, id_field: str | None) -> Document:
     try:
         record = json.loads(line)
     except ValueError as exc:
@@ -79,4 +82,9 @@ def _parse_json_line(line: str, name: str, number: int) -> Document:
     text = record.pop("text").strip()
     if not text:
         raise SearchEngineError(f'{name} line {number} has an empty "text" field')
-    return Document(text, name, number, record)
+    external_id = None
+    if id_field is not None:
+        external_id = record.pop(id_field, None)
+        if not isinstance(external_id, (str, int)) or isinstance(external_id, bool):
+            raise SearchEngineError(f'{name} line {number} needs a string or integer "{id_field}" field (the id)')
+    return Document(text, name, number, record, None if external_id is None else str(external_id))

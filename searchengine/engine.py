@@ -12,21 +12,31 @@ import numpy as np
 
 from indexer.errors import IndexerError
 from indexer.index_directory import IndexDirectory
-from indexer.store import Document, DocumentStore
+from indexer.store import ClusteringRecord, Document, DocumentStore
 from indexer.vector_index import VectorIndex
 from indexer.whitening import Whitening
+from searchengine.clustering import Cluster, ClusterSettings, Clustering, cluster_index, read_clustering
 from searchengine.corpus import STDIN, read_corpus
 from searchengine.embedding import to_index_vectors
 from searchengine.encoder import Encoder
 from searchengine.errors import SearchEngineError
-from searchengine.indexing import IndexingReport, IndexSettings, append_to_index, build_index
+from searchengine.filters import Filters, conditions_of
+from searchengine.indexing import (
+    IndexingReport,
+    IndexSettings,
+    append_to_index,
+    build_index,
+    compact_index,
+    delete_from_index,
+)
+from searchengine.paraphrase_mining import Pair, dedupe_index, mine_documents, with_texts
 from searchengine.search import Hit, nearest_documents
 
 DEFAULT_INDEX_DIR = "searchengine-index"
 """Where the CLI and API keep the index unless told otherwise (or $SEARCHENGINE_INDEX says)."""
 
-Corpus = str | Path | Iterable[str]
-"""A corpus file (.txt, .jsonl, or '-' for stdin), or the texts themselves."""
+Corpus = str | Path | Iterable[str | Document]
+"""A corpus file (.txt, .jsonl, gzipped or not, or '-' for stdin), or the texts (or Documents) themselves."""
 
 
 def default_index_dir() -> Path:
@@ -54,6 +64,10 @@ class IndexInfo:
     created_at: str
     updated_at: str
     versions: dict[str, str]
+    clustering: ClusteringRecord | None = None
+    """How the stored clustering was made (`searchengine cluster`), if the index has one."""
+    duplicates: int = 0
+    """Documents marked near-duplicates of earlier ones (`searchengine mine --dedupe`)."""
 
 
 class SearchEngine:
@@ -94,6 +108,7 @@ class SearchEngine:
         encoder: Encoder | None = None,
         batch_size: int = 64,
         jsonl: bool | None = None,
+        id_field: str | None = None,
         progress: bool = False,
     ) -> SearchEngine:
         """Index `corpus` into `path`, replacing any index there only once the new one is complete.
@@ -104,6 +119,7 @@ class SearchEngine:
         whiten_k: fit BERT-whitening and keep k dimensions; fitted on `whiten_fit` when given, else the corpus.
         encoder: an already loaded Encoder to reuse (then model/pooling/batch_size are ignored).
         jsonl: read a corpus file as JSON lines (True) or plain lines (False); None decides by the .jsonl suffix.
+        id_field: a .jsonl field holding each document's own id, for later upserts and deletes by that id.
         """
         encoder = encoder or Encoder(model, pooling, batch_size=batch_size)
         target = Path(path) if path is not None else default_index_dir()
@@ -113,7 +129,12 @@ class SearchEngine:
             whiten_fit=None if whiten_fit is None else _documents(whiten_fit, jsonl),
         )
         report = build_index(
-            IndexDirectory(target), _documents(corpus, jsonl), encoder, settings, _count(corpus, jsonl), progress
+            IndexDirectory(target),
+            _documents(corpus, jsonl, id_field),
+            encoder,
+            settings,
+            _count(corpus, jsonl, id_field),
+            progress,
         )
         engine = cls(target, encoder)
         engine.last_report = report
@@ -193,45 +214,133 @@ class SearchEngine:
             except IndexerError:
                 if attempt == 2 or self.directory.read_manifest() == manifest:
                     raise
-        if vectors.count != manifest["count"]["vectors"] or store.count() != vectors.count:
+        tombstones, live = store.tombstones(), store.count()
+        if live != manifest["count"]["vectors"] or vectors.count != live + len(tombstones):
             raise IndexerError(
-                f"index {self.path} is inconsistent: {vectors.count} vectors, {store.count()} stored texts, "
-                f"manifest says {manifest['count']['vectors']}; rebuild the index"
+                f"index {self.path} is inconsistent: {vectors.count} vectors, {live} stored texts and "
+                f"{len(tombstones)} deleted, manifest says {manifest['count']['vectors']}; rebuild the index"
             )
         if self._store is not None:
             self._store.close()
         self.manifest, self._vectors, self._store, self._whitening = manifest, vectors, store, whitening
+        self._tombstones, self._live = tombstones, live
 
     def __len__(self) -> int:
-        """Number of distinct texts (vectors) in the index."""
-        return self._vectors.count if self._vectors is not None else 0
+        """Number of distinct texts in the index (deleted ones not counted)."""
+        return self._live
+
+    @property
+    def tombstones(self) -> np.ndarray:
+        """Ids of deleted documents whose vectors wait for `compact()` (index types that cannot delete)."""
+        return self._tombstones
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors as this index stores them: encoder output, whitened when fitted, L2-normalised."""
         return to_index_vectors(self.encoder.encode(list(texts)), self._whitening)
 
-    def search(self, query: str, k: int = 10) -> list[Hit]:
-        """The k documents most similar to `query`, best first."""
-        return self.search_batch([query], k)[0]
+    def search(self, query: str, k: int = 10, where: Filters = None) -> list[Hit]:
+        """The k documents most similar to `query`, best first.
 
-    def search_batch(self, queries: Sequence[str], k: int = 10) -> list[list[Hit]]:
+        where: metadata filters that must all hold, e.g. ["lang=en", "year>=2020"] or {"lang": "en"}; the
+        filter runs inside the vector search, so k results come back whenever k documents match.
+        """
+        return self.search_batch([query], k, where)[0]
+
+    def search_batch(self, queries: Sequence[str], k: int = 10, where: Filters = None) -> list[list[Hit]]:
         """`search` for many queries at once (encoded and searched as one batch)."""
         if k < 1:
             raise SearchEngineError(f"k must be at least 1, not {k}")
         if len(self) == 0:
-            raise SearchEngineError(f"index {self.path} is empty: add documents with `searchengine index --append`")
-        if not queries:
-            return []
-        return nearest_documents(self._vectors, self._store, self.encode(queries), min(k, len(self)))
+            raise SearchEngineError(f"index {self.path} is empty: add documents with `searchengine add FILE`")
+        conditions = conditions_of(where)
+        allowed = self._store.matching_ids(conditions) if conditions else None
+        if not queries or (allowed is not None and len(allowed) == 0):
+            return [[] for _ in queries]
+        excluded = self._tombstones if len(self._tombstones) else None
+        k = min(k, len(self) if allowed is None else len(allowed))
+        return nearest_documents(self._vectors, self._store, self.encode(queries), k, allowed, excluded)
 
-    def add(self, corpus: Corpus, jsonl: bool | None = None, progress: bool = False) -> IndexingReport:
-        """Append documents (a file path or texts); repeats of indexed texts are counted, not stored twice."""
+    def add(
+        self, corpus: Corpus, jsonl: bool | None = None, id_field: str | None = None, progress: bool = False
+    ) -> IndexingReport:
+        """Append documents (a file path, texts or Documents); repeats of indexed texts are counted, not stored
+        twice. A document whose external id (`id_field` of a .jsonl file, or Document.external_id) is already
+        stored replaces the old one (upsert)."""
         report = append_to_index(
-            self.directory, _documents(corpus, jsonl), self.encoder, _count(corpus, jsonl), progress
+            self.directory, _documents(corpus, jsonl, id_field), self.encoder, _count(corpus, jsonl, id_field),
+            progress,
         )
         self._load()
         self.last_report = report
         return report
+
+    def delete(self, ids: Sequence[int] = (), external_ids: Sequence[str] = ()) -> list[int]:
+        """Delete documents by id and/or external id, all or none (an unknown id deletes nothing).
+
+        Index types that cannot delete in place (HNSW, PQ) keep the vectors as tombstones, never returned by
+        searches, until `compact()`.
+        """
+        if not ids and not external_ids:
+            raise SearchEngineError("say which documents to delete: give ids or external ids")
+        deleted = delete_from_index(self.directory, list(ids), list(external_ids))
+        self._load()
+        return deleted
+
+    def compact(self) -> int:
+        """Rebuild the vector index without tombstoned vectors; returns how many were dropped (0: no work)."""
+        if not len(self._tombstones):
+            return 0
+        dropped = compact_index(self.directory)
+        self._load()
+        return dropped
+
+    def cluster(
+        self,
+        method: str = "kmeans",
+        *,
+        k: int | None = None,
+        threshold: float | None = None,
+        min_size: int | None = None,
+        seed: int = 0,
+        top: int = 3,
+    ) -> list[Cluster]:
+        """Cluster the stored vectors (never re-encoding) and store the clustering with the index, replacing any
+        earlier one; later hits carry their cluster id.
+
+        method: "kmeans" (needs k), "community" (threshold 0.75 and min_size 10 unless given; outliers join no
+        cluster) or "agglomerative" (k or threshold; up to 20,000 texts). Clusters are numbered by size, largest
+        first, and list their `top` most central texts.
+        """
+        clustering = cluster_index(self.directory, ClusterSettings(method, k, threshold, min_size, seed), top)
+        self._load()
+        return clustering.clusters
+
+    def clustering(self, top: int = 3) -> Clustering | None:
+        """The clustering stored with the index, with each cluster's `top` most central texts; None if none."""
+        return read_clustering(self._store, top)
+
+    def mine(
+        self,
+        top: int | None = None,
+        threshold: float | None = None,
+        method: str = "auto",
+        neighbours: int | None = None,
+    ) -> list[Pair]:
+        """The most similar pairs of documents in the index, best first, from the stored vectors (never re-encoded).
+
+        top: the `top` best pairs (20 when neither is given); threshold: every pair with cosine >= threshold; both:
+        the best `top` of those. method: "exact" (chunked, every pair scored), "ann" (each text's `neighbours`
+        nearest from the FAISS index) or "auto" (exact up to 50,000 texts).
+        """
+        return mine_documents(self._vectors, self._store, top, threshold, method, neighbours)
+
+    def dedupe(self, threshold: float, method: str = "auto", neighbours: int | None = None) -> list[Pair]:
+        """Mark the later document of each pair with cosine >= threshold as a duplicate of the earlier one
+        (replacing earlier marks), stored with the index; returns one pair per duplicate (`second_id` duplicates
+        `first_id`). `info().duplicates` counts them."""
+        marks = dedupe_index(self.directory, threshold, method, neighbours)
+        self._load()
+        return with_texts(marks, self._store)
 
     def stored_vectors(self, batch_size: int = 65_536) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """(document ids, vectors) as the index holds them, in batches; never re-encodes the corpus."""
@@ -255,6 +364,8 @@ class SearchEngine:
             created_at=manifest["created_at"],
             updated_at=manifest["updated_at"],
             versions=manifest["versions"],
+            clustering=self._store.clustering(),
+            duplicates=len(self._store.duplicates()),
         )
 
     def close(self) -> None:
@@ -269,19 +380,24 @@ class SearchEngine:
         self.close()
 
 
-def _documents(corpus: Corpus, jsonl: bool | None) -> Iterator[Document]:
+def _documents(corpus: Corpus, jsonl: bool | None, id_field: str | None = None) -> Iterator[Document]:
     if isinstance(corpus, (str, Path)):
-        return read_corpus(corpus, jsonl)
-    return (_text_document(text, number) for number, text in enumerate(corpus, start=1) if str(text).strip())
+        return read_corpus(corpus, jsonl, id_field)
+    if id_field is not None:
+        raise SearchEngineError("id_field names a field of a .jsonl file; give Documents with external_id instead")
+    documents = (_text_document(text, number) for number, text in enumerate(corpus, start=1))
+    return (document for document in documents if document.text)
 
 
-def _text_document(text: str, number: int) -> Document:
+def _text_document(text: str | Document, number: int) -> Document:
+    if isinstance(text, Document):
+        return text
     if not isinstance(text, str):
         raise SearchEngineError(f"text number {number} is a {type(text).__name__}, not a str")
     return Document(text.strip(), None, number)
 
 
-def _count(corpus: Corpus, jsonl: bool | None) -> int | None:
+def _count(corpus: Corpus, jsonl: bool | None, id_field: str | None = None) -> int | None:
     """Documents in a corpus file or list, read once up front so bad input fails before any embedding.
 
     None for standard input, pipes and one-shot iterators, which can be read only once.
@@ -291,4 +407,4 @@ def _count(corpus: Corpus, jsonl: bool | None) -> int | None:
             return None
     elif not isinstance(corpus, Sequence):
         return None
-    return sum(1 for _ in _documents(corpus, jsonl))
+    return sum(1 for _ in _documents(corpus, jsonl, id_field))

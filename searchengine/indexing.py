@@ -43,6 +43,8 @@ class IndexingReport:
     """Distinct new texts embedded and added."""
     repeats: int = 0
     """Texts already in the index (or earlier in the input), counted instead of stored again."""
+    replaced: int = 0
+    """Stored texts removed because an upsert gave their external id a new text."""
     truncated: int = 0
     """Texts longer than the model's limit, embedded from their first tokens."""
     index_type: str = ""
@@ -179,12 +181,21 @@ def _progress(total: int | None, enabled: bool, description: str) -> tqdm:
 
 def _store_and_encode(
     store: DocumentStore, encoder: Encoder, chunk: list[Document], report: IndexingReport
-) -> tuple[np.ndarray, np.ndarray]:
-    ids, positions = store.add(chunk)
+) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """Store a chunk; embed its new texts. Returns their ids and vectors, and the ids upserts removed."""
+    change = store.add(chunk)
     report.documents += len(chunk)
-    report.added += len(ids)
-    report.repeats += len(chunk) - len(ids)
-    return np.asarray(ids, dtype=np.int64), encoder.encode([chunk[p].text for p in positions])
+    report.added += len(change.ids)
+    report.repeats += len(chunk) - len(change.ids)
+    report.replaced += len(change.removed)
+    embeddings = encoder.encode([chunk[p].text for p in change.positions])
+    return np.asarray(change.ids, dtype=np.int64), embeddings, change.removed
+
+
+def drop_vectors(store: DocumentStore, vectors: VectorIndex, ids: list[int] | np.ndarray) -> None:
+    """Remove deleted documents' vectors, or tombstone them where the index type cannot remove in place."""
+    if len(ids) and not vectors.remove(np.asarray(ids, dtype=np.int64)):
+        store.add_tombstones(ids)
 
 
 def _stream_and_add(
@@ -199,7 +210,8 @@ def _stream_and_add(
 ) -> None:
     with _progress(total, progress, "Indexing") as bar:
         for chunk in _chunks(documents):
-            ids, embeddings = _store_and_encode(store, encoder, chunk, report)
+            ids, embeddings, removed = _store_and_encode(store, encoder, chunk, report)
+            drop_vectors(store, vectors, removed)
             if len(ids):
                 vectors.add(to_index_vectors(embeddings, whitening), ids)
             bar.update(len(chunk))
@@ -224,10 +236,12 @@ def _spool_and_add(
     spool_path = generation.path("spool")
     statistics = CovarianceAccumulator(encoder.dimension) if fit_k is not None else None
     all_ids: list[np.ndarray] = []
+    removed: set[int] = set()
     try:
         with spool_path.open("wb") as spool, _progress(total, progress, "Embedding") as bar:
             for chunk in _chunks(documents):
-                ids, embeddings = _store_and_encode(store, encoder, chunk, report)
+                ids, embeddings, removed_now = _store_and_encode(store, encoder, chunk, report)
+                removed.update(removed_now)
                 if statistics is not None:
                     statistics.update(embeddings)
                 spool.write(np.ascontiguousarray(embeddings, dtype=np.float32).tobytes())
@@ -245,7 +259,8 @@ def _spool_and_add(
         with _progress(len(spooled), progress, "Adding") as bar:
             for start in range(0, len(spooled), CHUNK * 8):
                 stop = start + CHUNK * 8
-                vectors.add(to_index_vectors(spooled[start:stop], whitening), ids[start:stop])
+                live = ~np.isin(ids[start:stop], list(removed))  # texts an upsert replaced later in the input
+                vectors.add(to_index_vectors(spooled[start:stop][live], whitening), ids[start:stop][live])
                 bar.update(min(stop, len(spooled)) - start)
         del spooled
         return whitening
@@ -288,7 +303,7 @@ def _commit(
         "model": model,
         "whitening": None if whitening is None else {"k": whitening.k, "fit_count": whitening.fit_count},
         "index": {"type": vectors.factory, "metric": "inner_product", "dimension": vectors.dimension},
-        "count": {"vectors": vectors.count, "documents": store.total()},
+        "count": {"vectors": store.count(), "documents": store.total(), "tombstones": len(store.tombstones())},
         "created_at": previous["created_at"] if previous else now,
         "updated_at": now,
         "versions": {
@@ -317,3 +332,29 @@ def model_identity(encoder: Encoder) -> dict[str, Any]:
         "max_seq_length": encoder.max_seq_length,
     }
 
+
+
+def delete_from_index(directory: IndexDirectory, ids: list[int] | None, external_ids: list[str] | None) -> list[int]:
+    """Delete documents by id or by external id, all or none; returns the ids deleted."""
+    with rewriting(directory) as rewrite:
+        targets = list(ids or []) + (rewrite.store.ids_for_external(external_ids) if external_ids else [])
+        rewrite.store.delete(targets)
+        drop_vectors(rewrite.store, rewrite.vectors, sorted(set(targets)))
+    return sorted(set(targets))
+
+
+def compact_index(directory: IndexDirectory) -> int:
+    """Rebuild the vector index without tombstoned vectors (HNSW, PQ); returns how many were dropped."""
+    with rewriting(directory) as rewrite:
+        dropped = rewrite.store.tombstones()
+        old = rewrite.vectors
+        live = np.setdiff1d(old.ids(), dropped)
+        fresh = VectorIndex.create(old.factory, old.dimension)
+        if fresh.needs_training:
+            sample = np.random.default_rng(0).permutation(live)[:TRAINING_SAMPLE]
+            fresh.train(old.reconstruct(np.sort(sample)))
+        for start in range(0, len(live), CHUNK * 8):
+            fresh.add(old.reconstruct(live[start : start + CHUNK * 8]), live[start : start + CHUNK * 8])
+        rewrite.vectors = fresh
+        rewrite.store.clear_tombstones()
+    return len(dropped)

@@ -23,14 +23,23 @@ class Hit:
     metadata: dict[str, Any] = field(default_factory=dict)
     count: int = 1
     """How many times this exact text was indexed."""
+    cluster: int | None = None
+    """The document's cluster in the clustering stored with the index (`searchengine cluster`), if any."""
 
 
 def nearest_documents(
-    vectors: VectorIndex, store: DocumentStore, queries: np.ndarray, k: int
+    vectors: VectorIndex,
+    store: DocumentStore,
+    queries: np.ndarray,
+    k: int,
+    allowed: np.ndarray | None = None,
+    excluded: np.ndarray | None = None,
 ) -> list[list[Hit]]:
-    """The k best hits per query row (fewer when the index holds fewer), best first."""
-    scores, ids = vectors.search(queries, k)
+    """The k best hits per query row (fewer when fewer qualify), best first, among `allowed` ids (all when
+    None) and never `excluded` ones (tombstones)."""
+    scores, ids = vectors.search(queries, k, allowed, excluded)
     documents = store.get([int(i) for i in ids.ravel() if i >= 0])
+    clusters = store.clusters_of(list(documents))
     results = []
     for row_scores, row_ids in zip(scores, ids):
         hits = []
@@ -47,6 +56,7 @@ def nearest_documents(
                     line=document.line,
                     metadata=document.metadata,
                     count=document.count,
+                    cluster=clusters.get(document.id),
                 )
             )
         results.append(hits)

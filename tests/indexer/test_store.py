@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from indexer.errors import IndexerError
-from indexer.store import Document, DocumentStore
+from indexer.store import Document, DocumentStore, StoreChange
 
 
 @pytest.fixture
@@ -30,10 +30,10 @@ def test_new_store_is_empty(store: DocumentStore) -> None:
 
 
 def test_add_returns_new_ids_and_their_positions(store: DocumentStore) -> None:
-    ids, positions = store.add(_docs("alpha", "beta", "gamma"))
+    ids, positions, _ = store.add(_docs("alpha", "beta", "gamma"))
     assert ids == [0, 1, 2]
     assert positions == [0, 1, 2]
-    ids, positions = store.add(_docs("delta", "epsilon"))
+    ids, positions, _ = store.add(_docs("delta", "epsilon"))
     assert ids == [3, 4]
     assert positions == [0, 1]
     rows = store.get([0, 3, 4])
@@ -41,7 +41,7 @@ def test_add_returns_new_ids_and_their_positions(store: DocumentStore) -> None:
 
 
 def test_duplicates_in_one_batch_are_stored_once_and_counted(store: DocumentStore) -> None:
-    ids, positions = store.add(_docs("same", "other", "same", "same"))
+    ids, positions, _ = store.add(_docs("same", "other", "same", "same"))
     assert ids == [0, 1]
     assert positions == [0, 1]  # only the first occurrence is new; the caller embeds positions 0 and 1
     assert store.count() == 2
@@ -54,7 +54,7 @@ def test_duplicates_in_one_batch_are_stored_once_and_counted(store: DocumentStor
 
 def test_duplicates_across_batches_are_stored_once_and_counted(store: DocumentStore) -> None:
     store.add(_docs("one", "two"))
-    ids, positions = store.add(_docs("two", "three", "one", "two"))
+    ids, positions, _ = store.add(_docs("two", "three", "one", "two"))
     assert ids == [2]
     assert positions == [1]
     assert store.count() == 3
@@ -65,13 +65,13 @@ def test_duplicates_across_batches_are_stored_once_and_counted(store: DocumentSt
 
 def test_a_batch_of_only_known_texts_adds_nothing(store: DocumentStore) -> None:
     store.add(_docs("a", "b"))
-    assert store.add(_docs("b", "a")) == ([], [])
+    assert store.add(_docs("b", "a")) == StoreChange([], [], [])
     assert store.count() == 2
     assert store.total() == 4
 
 
 def test_texts_differing_only_in_case_or_whitespace_are_distinct(store: DocumentStore) -> None:
-    ids, _ = store.add(_docs("Text", "text", "text "))
+    ids, _, _ = store.add(_docs("Text", "text", "text "))
     assert len(ids) == 3
     assert store.count() == 3
 
@@ -82,7 +82,7 @@ def test_fields_and_metadata_round_trip(store: DocumentStore) -> None:
         "tags": ["a", "b"],
         "nested": {"n": 1, "x": 2.5, "none": None, "flag": True},
     }
-    ids, _ = store.add(
+    ids, _, _ = store.add(
         [
             Document("café crème 🙂", "données.jsonl", 7, metadata),
             Document("no origin"),
@@ -122,9 +122,9 @@ def test_get_accepts_numpy_ids(store: DocumentStore) -> None:
 def test_many_documents_in_chunks(store: DocumentStore) -> None:
     """More than the 500-row chunk used for lookups, with duplicates spread across chunk boundaries."""
     texts = [f"document {i}" for i in range(1200)]
-    ids, positions = store.add(_docs(*texts))
+    ids, positions, _ = store.add(_docs(*texts))
     assert ids == list(range(1200))
-    ids, positions = store.add(_docs(*texts[::3], "brand new"))
+    ids, positions, _ = store.add(_docs(*texts[::3], "brand new"))
     assert ids == [1200]
     assert positions == [400]
     assert store.count() == 1201
@@ -142,7 +142,7 @@ def test_reopen_keeps_everything(tmp_path: Path) -> None:
     again = DocumentStore(path, writable=True)
     assert again.count() == 2
     assert again.total() == 3
-    ids, _ = again.add(_docs("c"))
+    ids, _, _ = again.add(_docs("c"))
     assert ids == [2]  # ids continue after the existing ones
     again.close()
 
@@ -255,3 +255,41 @@ def test_pages_overwritten_with_garbage_raise_indexer_error_on_query(tmp_path: P
         store = DocumentStore(path)
         store.total()
         store.get(range(500))
+
+
+def test_no_clustering_until_one_is_saved(store: DocumentStore) -> None:
+    store.add(_docs("alpha", "beta"))
+    assert store.clustering() is None
+    assert store.clusters_of([0, 1]) == {}
+    assert store.cluster_members() == {}
+
+
+def test_saved_clustering_reads_back_and_survives_reopening(store: DocumentStore) -> None:
+    store.add(_docs("alpha", "beta", "gamma", "delta", "epsilon"))
+    store.save_clustering("kmeans", {"k": 2, "seed": 0}, [0, 1, 2, 4], [1, 0, 0, 1], [0.5, 0.7, 0.9, 0.8], "now")
+    store.close()
+    reopened = DocumentStore(store.path)
+    record = reopened.clustering()
+    assert (record.method, record.parameters, record.clusters, record.documents, record.created_at) == (
+        "kmeans", {"k": 2, "seed": 0}, 2, 4, "now"
+    )
+    assert reopened.clusters_of([0, 1, 3, 4, 99]) == {0: 1, 1: 0, 4: 1}
+    assert reopened.cluster_members() == {0: [2, 1], 1: [4, 0]}  # most central first
+    reopened.close()
+
+
+def test_saving_a_clustering_replaces_the_previous_one(store: DocumentStore) -> None:
+    store.add(_docs("alpha", "beta", "gamma"))
+    store.save_clustering("kmeans", {"k": 3}, [0, 1, 2], [0, 1, 2], [1.0, 1.0, 1.0], "first")
+    store.save_clustering("community", {"threshold": 0.9, "min_size": 2}, [0, 2], [0, 0], [0.9, 0.95], "second")
+    assert store.clustering().method == "community"
+    assert store.cluster_members() == {0: [2, 0]}
+    assert store.clusters_of([0, 1, 2]) == {0: 0, 2: 0}
+
+
+def test_cluster_lookups_take_more_ids_than_sqlite_parameters(store: DocumentStore) -> None:
+    store.add(_docs(*(f"text {i}" for i in range(1200))))
+    ids = list(range(1200))
+    store.save_clustering("kmeans", {"k": 2}, ids, [i % 2 for i in ids], [1.0] * 1200, "now")
+    assert store.clusters_of(ids) == {i: i % 2 for i in ids}
+    assert [len(members) for members in store.cluster_members().values()] == [600, 600]
