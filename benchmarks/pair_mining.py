@@ -139,11 +139,11 @@ def main() -> None:
     parser.add_argument("--validate-n", type=int, help="score all pairs of this many sentences (default 100)")
     parser.add_argument("--index-n", type=int, help="sentences for the engine path (default 2000)")
     args = parser.parse_args()
-    sizes = args.sizes or ([100, 300] if args.quick else [1000, 2000, 5000, 10000, 20000])
-    cross_sizes = args.cross_sizes or ([100, 300] if args.quick else [1000, 2000, 5000, 10000])
-    sample_pairs = args.sample_pairs or (90 if args.quick else 3000)
-    validate_n = args.validate_n or (14 if args.quick else 100)
-    index_n = args.index_n or (100 if args.quick else 2000)
+    sizes = args.sizes or ([100, 200] if args.quick else [1000, 2000, 5000, 10000, 20000])
+    cross_sizes = args.cross_sizes or ([100, 200] if args.quick else [1000, 2000, 5000, 10000])
+    sample_pairs = args.sample_pairs or (60 if args.quick else 3000)
+    validate_n = args.validate_n or (10 if args.quick else 100)
+    index_n = args.index_n or (50 if args.quick else 2000)
     mining_runs = 3 if args.quick else 5
 
     pool = sentence_pool(args.data, max(sizes + cross_sizes + [validate_n, index_n]))

@@ -230,7 +230,9 @@ def test_interrupted_or_killed_indexing_leaves_previous_index(
     process.stdin.flush()
     _wait_for_new_files(index_dir, names_before, process)
     process.send_signal(sig)
-    _, stderr = process.communicate(timeout=60)
+    process.wait(timeout=60)  # stdin stays open until the process is gone: EOF must not race the signal
+    process.stdin.close()
+    stderr = process.stderr.read()
     if sig == signal.SIGINT:
         assert process.returncode == 130
         assert b"Interrupted: nothing was changed" in stderr and b"Traceback" not in stderr

@@ -15,7 +15,7 @@ from indexer.vector_index import VectorIndex
 from searchengine import SearchEngine, SearchEngineError, mine_vectors
 from searchengine.cli import app
 from searchengine.encoder import Encoder
-from searchengine.paraphrase_mining import mine_index
+from searchengine.paraphrase_mining import ScoredPair, duplicate_marks, mine_index
 
 NEAR_DUPLICATE = "how do i reset my password ?"
 """Close to the first fixture sentence under the tiny model (cosine 0.93; every other pair is below 0.7)."""
@@ -73,6 +73,12 @@ def test_pairs_are_ordered_ids_without_self_pairs() -> None:
     assert (found[0].first, found[0].second) == tuple(sorted((int(ids[4]), int(ids[30]))))
     assert found[0].score == pytest.approx(1.0, abs=1e-5)
     assert mine_vectors(vectors[:1], top=5) == []
+
+
+def test_each_duplicate_points_at_its_earliest_partner() -> None:
+    pairs = [ScoredPair(2, 5, 0.97), ScoredPair(0, 5, 0.95), ScoredPair(5, 7, 0.96), ScoredPair(1, 3, 0.99)]
+    marks = duplicate_marks(pairs)
+    assert [(m.second, m.first, m.score) for m in marks] == [(3, 1, 0.99), (5, 0, 0.95), (7, 5, 0.96)]
 
 
 def test_default_is_top_twenty() -> None:
