@@ -15,8 +15,9 @@ if ! .venv/bin/python -c "import torch" 2>/dev/null; then
     pip install "torch==$TORCH_VERSION"
   else
     echo "setup: no GPU; installing the CPU build of PyTorch $TORCH_VERSION" >&2
-    # A local CPU wheel (pip's find-links) works offline; otherwise take it from PyTorch's CPU index.
-    pip install --no-index "torch==$TORCH_VERSION+cpu" 2>/dev/null ||
+    # "+cpu" builds are found where pip already knows one (a local wheel through find-links, or a configured
+    # index); PyPI has none, so elsewhere this fails at once and PyTorch's own CPU index is used.
+    pip install "torch==$TORCH_VERSION+cpu" 2>/dev/null ||
       pip install "torch==$TORCH_VERSION" --index-url https://download.pytorch.org/whl/cpu
   fi
 fi
