@@ -30,6 +30,7 @@ from indexer.errors import IndexerError, IndexLockedError
 MANIFEST = "manifest.json"
 LOCK = ".lock"
 FORMAT_VERSION = 1
+READ_ATTEMPTS = 3
 _GENERATION_FILE = re.compile(r"^(vectors|documents|whitening|spool)\.\d+\.(faiss|db|safetensors|tmp)(-journal)?$")
 _SUFFIXES = {"vectors": "faiss", "documents": "db", "whitening": "safetensors", "spool": "tmp"}
 
@@ -44,7 +45,29 @@ class IndexDirectory:
         return (self.path / MANIFEST).is_file()
 
     def read_manifest(self) -> dict[str, Any]:
-        """The current manifest, checked against the files it names."""
+        """The current manifest, checked against the files it names.
+
+        A writer may replace the manifest and remove the files it named between our reading it and checking
+        them; then the check is made again on the new manifest.
+        """
+        for attempt in range(READ_ATTEMPTS):
+            stamp = self.manifest_stamp()
+            try:
+                return self._read_manifest_once()
+            except IndexerError:
+                if attempt == READ_ATTEMPTS - 1 or self.manifest_stamp() == stamp:
+                    raise
+        raise AssertionError("unreachable")
+
+    def manifest_stamp(self) -> tuple[int, int] | None:
+        """Changes whenever a writer commits (each commit is a new file renamed into place)."""
+        try:
+            status = (self.path / MANIFEST).stat()
+        except OSError:
+            return None
+        return status.st_ino, status.st_mtime_ns
+
+    def _read_manifest_once(self) -> dict[str, Any]:
         manifest_path = self.path / MANIFEST
         if not self.path.is_dir():
             raise IndexerError(

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from indexer.errors import IndexerError
-from indexer.index_directory import IndexDirectory
+from indexer.index_directory import READ_ATTEMPTS, IndexDirectory
 from indexer.store import ClusteringRecord, Document, DocumentStore
 from indexer.vector_index import VectorIndex
 from indexer.whitening import Whitening
@@ -202,8 +202,9 @@ class SearchEngine:
         return cls(directory.path, encoder)
 
     def _load(self) -> None:
-        # A writer may commit and remove the files between reading the manifest and opening them: retry once.
-        for attempt in (1, 2):
+        # A writer may commit and remove the files between reading the manifest and opening them: read again.
+        for attempt in range(READ_ATTEMPTS):
+            stamp = self.directory.manifest_stamp()
             manifest = self.directory.read_manifest()
             try:
                 whitening_path = self.directory.file(manifest, "whitening")
@@ -212,7 +213,7 @@ class SearchEngine:
                 store = DocumentStore(self.directory.file(manifest, "documents"))
                 break
             except IndexerError:
-                if attempt == 2 or self.directory.read_manifest() == manifest:
+                if attempt == READ_ATTEMPTS - 1 or self.directory.manifest_stamp() == stamp:
                     raise
         tombstones, live = store.tombstones(), store.count()
         if live != manifest["count"]["vectors"] or vectors.count != live + len(tombstones):
