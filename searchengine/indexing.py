@@ -6,7 +6,7 @@ import shutil
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from importlib.metadata import version
 from itertools import islice
 from pathlib import Path
@@ -51,7 +51,6 @@ class IndexingReport:
     index_type_chosen: bool = False
     """True when searchengine picked the FAISS type from the corpus size."""
     seconds: float = 0.0
-    notes: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
