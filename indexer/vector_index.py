@@ -158,6 +158,17 @@ class VectorIndex:
             else:
                 yield ids[start:stop], self.index.reconstruct_batch(ids[start:stop])
 
+    def stored_matrix(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every (id, vector) as two arrays, filled batch by batch into one preallocated matrix."""
+        ids = np.empty(self.count, dtype=np.int64)
+        matrix = np.empty((self.count, self.dimension), dtype=np.float32)
+        start = 0
+        for batch_ids, batch in self.stored_vectors():
+            ids[start : start + len(batch_ids)] = batch_ids
+            matrix[start : start + len(batch_ids)] = batch
+            start += len(batch_ids)
+        return ids, matrix
+
     def save(self, path: Path) -> None:
         faiss.write_index(_on_cpu(self.index), str(path))
 

@@ -283,14 +283,8 @@ def centrality(vectors: np.ndarray, labels: np.ndarray, chunk: int = 65_536) -> 
 
 
 def stored_matrix(vectors: VectorIndex) -> tuple[np.ndarray, np.ndarray]:
-    """(ids, vectors) of every vector in the index as one array, re-normalised (PQ codes come back approximate)."""
-    ids = np.empty(vectors.count, dtype=np.int64)
-    matrix = np.empty((vectors.count, vectors.dimension), dtype=np.float32)
-    start = 0
-    for batch_ids, batch in vectors.stored_vectors():
-        ids[start : start + len(batch_ids)] = batch_ids
-        matrix[start : start + len(batch_ids)] = batch
-        start += len(batch_ids)
+    """(ids, vectors) of every vector in the index, re-normalised (PQ codes come back approximate)."""
+    ids, matrix = vectors.stored_matrix()
     faiss.normalize_L2(matrix)
     return ids, matrix
 

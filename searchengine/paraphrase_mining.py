@@ -127,7 +127,7 @@ def mine_index(
     if count <= 0:
         raise SearchEngineError("the index is empty: there are no pairs to mine; add documents first")
     if choose_method(count, method) == "exact":
-        ids, vectors = (np.concatenate(parts) for parts in zip(*index.stored_vectors()))
+        ids, vectors = index.stored_matrix()
         live = ~np.isin(ids, excluded)
         return mine_vectors(vectors[live], top, threshold, ids[live])
     k = min(count - 1, neighbours or max(ANN_NEIGHBOURS, top or 0))
