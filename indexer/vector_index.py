@@ -95,12 +95,18 @@ class VectorIndex:
             scores, ids = self.index.search(queries, k, params=self._search_parameters(selector))
         except RuntimeError:  # this index type takes no search parameters
             scores, ids = None, None
-        candidates = self.ids() if allowed is None else np.asarray(allowed, dtype=np.int64)
-        if excluded is not None and len(excluded):
-            candidates = np.setdiff1d(candidates, excluded)
-        wanted = min(k, len(candidates))
-        if ids is not None and bool(((ids >= 0).sum(axis=1) >= wanted).all()):
+        excluded = np.zeros(0, dtype=np.int64) if excluded is None else np.asarray(excluded, dtype=np.int64)
+        if allowed is None:
+            # Excluded ids are stored ones (tombstones), so this counts the candidates without listing them; an
+            # overestimate only sends the search to the exact path below, which is right either way.
+            available = self.count - len(excluded)
+        else:
+            candidates = np.setdiff1d(np.asarray(allowed, dtype=np.int64), excluded)
+            available = len(candidates)
+        if ids is not None and bool(((ids >= 0).sum(axis=1) >= min(k, available)).all()):
             return scores, ids
+        if allowed is None:
+            candidates = np.setdiff1d(self.ids(), excluded)
         return self._exact_search(queries, k, candidates)
 
     def _exact_search(self, queries: np.ndarray, k: int, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
