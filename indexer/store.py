@@ -203,7 +203,7 @@ class DocumentStore:
                 f"UPDATE {TABLE} SET count = count + ? WHERE id = ?", [(amount, i) for i, amount in delta.items()]
             )
             removed = [i for i, amount in delta.items() if amount < 0]
-            emptied = self._select_in(f"SELECT id FROM {TABLE} WHERE count <= 0 AND id IN", removed)
+            emptied = self._in_chunks(f"SELECT id FROM {TABLE} WHERE count <= 0 AND id IN", removed)
             removed = [row[0] for row in emptied]
             self._delete_rows(removed)
             self.db[EXTERNAL_IDS_TABLE].upsert_all(
@@ -211,8 +211,9 @@ class DocumentStore:
             )
         return StoreChange([row["id"] for row in kept], [row["position"] for row in kept], removed)
 
-    def _select_in(self, sql: str, values: Sequence[Any]) -> list[tuple]:
-        """Run `sql (?, ?, ...)` over `values` in chunks that stay under SQLite's parameter limit."""
+    def _in_chunks(self, sql: str, values: Sequence[Any]) -> list[tuple]:
+        """Run `sql (?, ?, ...)` (a SELECT or DELETE ending in `IN`) over `values` in chunks that stay under
+        SQLite's parameter limit; returns the rows of all chunks."""
         rows: list[tuple] = []
         values = list(values)
         for start in range(0, len(values), 500):
@@ -222,17 +223,17 @@ class DocumentStore:
 
     def _ids_by_external_id(self, external_ids: set[str]) -> dict[str, int]:
         sql = f"SELECT external_id, id FROM {EXTERNAL_IDS_TABLE} WHERE external_id IN"
-        return dict(self._select_in(sql, sorted(external_ids)))
+        return dict(self._in_chunks(sql, sorted(external_ids)))
 
     def _delete_rows(self, ids: Sequence[int]) -> None:
         for sql in (f"DELETE FROM {TABLE} WHERE id IN", f"DELETE FROM {EXTERNAL_IDS_TABLE} WHERE id IN"):
-            self._select_in(sql, ids)
+            self._in_chunks(sql, ids)
 
     def delete(self, ids: Sequence[int]) -> None:
         """Delete documents by id, all or none: an id that is not stored raises IndexerError."""
         ids = sorted(set(int(i) for i in ids))
         with self._guard(), self.db.conn:
-            present = {row[0] for row in self._select_in(f"SELECT id FROM {TABLE} WHERE id IN", ids)}
+            present = {row[0] for row in self._in_chunks(f"SELECT id FROM {TABLE} WHERE id IN", ids)}
             missing = [i for i in ids if i not in present]
             if missing:
                 raise IndexerError(f"no document with id {', '.join(map(str, missing[:10]))}; nothing was deleted")
@@ -318,28 +319,17 @@ class DocumentStore:
         return dict(rows)
 
     def _ids_by_hash(self, hashes: set[str]) -> dict[str, int]:
-        return dict(self._select_in(f"SELECT hash, id FROM {TABLE} WHERE hash IN", sorted(hashes)))
+        return dict(self._in_chunks(f"SELECT hash, id FROM {TABLE} WHERE hash IN", sorted(hashes)))
 
     def get(self, ids: Sequence[int]) -> dict[int, StoredDocument]:
         """The stored rows for `ids` (unknown ids are left out)."""
-        rows: dict[int, StoredDocument] = {}
-        unique = sorted(set(int(i) for i in ids))
+        sql = f"SELECT id, text, source, line, metadata, count FROM {TABLE} WHERE id IN"
         with self._guard():
-            for start in range(0, len(unique), 500):
-                chunk = unique[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                for row in self.db.query(
-                    f"SELECT id, text, source, line, metadata, count FROM {TABLE} WHERE id IN ({marks})", chunk
-                ):
-                    rows[row["id"]] = StoredDocument(
-                        id=row["id"],
-                        text=row["text"],
-                        source=row["source"],
-                        line=row["line"],
-                        metadata=json.loads(row["metadata"] or "{}"),
-                        count=row["count"],
-                    )
-        return rows
+            rows = self._in_chunks(sql, sorted(set(int(i) for i in ids)))
+        return {
+            row_id: StoredDocument(row_id, text, source, line, json.loads(metadata or "{}"), count)
+            for row_id, text, source, line, metadata, count in rows
+        }
 
     def save_clustering(
         self,
@@ -391,7 +381,7 @@ class DocumentStore:
             if CLUSTER_MEMBERS_TABLE not in self.db.table_names():
                 return {}
             sql = f"SELECT document, cluster FROM {CLUSTER_MEMBERS_TABLE} WHERE document IN"
-            return dict(self._select_in(sql, sorted(set(int(i) for i in ids))))
+            return dict(self._in_chunks(sql, sorted(set(int(i) for i in ids))))
 
     def cluster_members(self) -> dict[int, list[int]]:
         """Every stored cluster's document ids, most central first, by cluster id (empty without a clustering).
