@@ -1,0 +1,1 @@
+"""Measure sentence encoders: STS correlation, BEIR-style retrieval, embedding-space analysis."""

@@ -1,0 +1,89 @@
+"""A few steps of every bi-encoder method on the tiny offline BERT lower its loss, and the result saves as a
+model the encoder loads."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from searchengine.encoder import Encoder
+from searchengine.errors import SearchEngineError
+from training.augmentations import Augmentation
+from training.loop import TrainingSettings
+from training.methods.consert import train_consert
+from training.methods.sbert_classification import train_sbert_classification
+from training.methods.sbert_regression import train_sbert_regression
+from training.methods.sbert_triplet import train_sbert_triplet
+from training.methods.simcse import train_simcse
+from training.methods.supervised_contrastive import train_supervised_contrastive
+
+SETTINGS = TrainingSettings(steps=24, learning_rate=2e-3, warmup=0.0, eval_every=100, progress=False)
+
+
+def assert_learned(report) -> None:  # noqa: ANN001
+    assert report.steps == SETTINGS.steps and not report.interrupted
+    assert statistics.mean(report.losses[-6:]) < statistics.mean(report.losses[:6]), report.losses
+
+
+def test_sbert_classification(tiny_model, nli_file, sts_file, tmp_path) -> None:
+    out = tmp_path / "model"
+    report = train_sbert_classification(tiny_model, nli_file, out, SETTINGS, batch_size=6, eval_file=sts_file)
+    assert_learned(report)
+    assert report.base_score is not None and report.best_score is not None
+    assert Encoder(out).encode(["the cat"]).shape == (1, 32)
+
+
+def test_sbert_regression(tiny_model, sts_file, tmp_path) -> None:
+    assert_learned(train_sbert_regression(tiny_model, sts_file, tmp_path / "m", SETTINGS, batch_size=6))
+
+
+def test_sbert_triplet(tiny_model, triplet_file, tmp_path) -> None:
+    assert_learned(train_sbert_triplet(tiny_model, triplet_file, tmp_path / "m", SETTINGS, batch_size=6))
+
+
+def test_simcse(tiny_model, sentence_file, tmp_path) -> None:
+    assert_learned(train_simcse(tiny_model, sentence_file, tmp_path / "m", SETTINGS, batch_size=8))
+
+
+def test_supervised_contrastive(tiny_model, triplet_file, tmp_path) -> None:
+    assert_learned(train_supervised_contrastive(tiny_model, triplet_file, tmp_path / "m", SETTINGS, batch_size=6))
+
+
+@pytest.mark.parametrize(
+    ("schedule", "adversarial", "views"),
+    [
+        ("unsup", None, ("shuffle", "feature_cutoff:0.2")),
+        ("unsup", None, ("token_cutoff", "dropout")),
+        ("joint", None, ("shuffle", "token_cutoff")),
+        ("joint", 0.1, ("none", "none")),
+        ("sup-unsup", None, ("shuffle", "feature_cutoff")),
+        ("joint-unsup", 0.1, ("shuffle", "feature_cutoff")),
+    ],
+)
+def test_consert_schedules(tiny_model, sentence_file, nli_file, tmp_path, schedule, adversarial, views) -> None:
+    report = train_consert(
+        tiny_model, tmp_path / "m", SETTINGS, schedule, sentence_file, nli_file,
+        tuple(Augmentation.parse(v) for v in views), adversarial=adversarial, batch_size=8, supervised_batch_size=6,
+    )  # fmt: skip
+    assert_learned(report)
+    if schedule in ("sup-unsup", "joint-unsup"):
+        assert report.details["first_phase"]["steps"] == SETTINGS.steps
+
+
+def test_consert_refuses_adversarial_without_a_supervised_loss(tiny_model, sentence_file, tmp_path) -> None:
+    with pytest.raises(SearchEngineError, match="needs one"):
+        train_consert(tiny_model, tmp_path / "m", SETTINGS, "unsup", sentence_file, adversarial=0.1)
+    with pytest.raises(SearchEngineError, match="--nli"):
+        train_consert(tiny_model, tmp_path / "m", SETTINGS, "joint")
+    assert not (tmp_path / "m").exists()
+
+
+def test_the_same_seed_gives_the_same_model(tiny_model, sentence_file, tmp_path) -> None:
+    settings = TrainingSettings(steps=4, learning_rate=1e-3, progress=False, seed=7)
+    for name in ("a", "b"):
+        train_simcse(tiny_model, sentence_file, tmp_path / name, settings, batch_size=4)
+    texts = ["the cat sat", "snow in the city"]
+    np.testing.assert_array_equal(Encoder(tmp_path / "a").encode(texts), Encoder(tmp_path / "b").encode(texts))

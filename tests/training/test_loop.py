@@ -1,0 +1,85 @@
+"""The shared training loop: best checkpoint kept, Ctrl-C leaves the last good one, nothing half-written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from torch import nn
+
+from training.loop import TrainingSettings, cycle, train
+from training.model_directory import writing_model_directory
+
+
+class Line(nn.Module):
+    """y = w x, fitted to y = 3x; save() writes w so a test can tell checkpoints apart."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.zeros(1))
+
+    def save(self, directory: Path) -> None:
+        (directory / "w.txt").write_text(f"{self.w.item():.6f}")
+
+
+def _line_loss(model: Line):
+    xs = torch.linspace(-1, 1, 8)
+    return lambda batch: ((model.w * xs - 3 * xs) ** 2).mean()
+
+
+def test_the_best_scoring_checkpoint_is_kept(tmp_path: Path) -> None:
+    model = Line()
+    scores = iter([0.0, 5.0, 9.0, 7.0])  # base, step 2, step 4, step 6
+    settings = TrainingSettings(steps=6, eval_every=2, learning_rate=0.1, progress=False)
+    report = train("line", model, _line_loss(model), cycle([1, 2, 3], 1, 0), settings, tmp_path / "out", evaluate=lambda: next(scores))
+    assert report.base_score == 0.0 and report.best_step == 4 and report.best_score == 9.0
+    log = json.loads((tmp_path / "out" / "training_log.json").read_text())
+    assert log["best_step"] == 4 and [e["score"] for e in log["evaluations"]] == [5.0, 9.0], "saved at the best step"
+    assert report.losses[-1] < report.losses[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"], "no partial or old directories left behind"
+
+
+def test_ctrl_c_keeps_the_last_good_checkpoint(tmp_path: Path) -> None:
+    model = Line()
+    inner = _line_loss(model)
+    calls = {"n": 0}
+
+    def interrupted_at_step_5(batch: object) -> torch.Tensor:
+        calls["n"] += 1
+        if calls["n"] == 5:
+            raise KeyboardInterrupt
+        return inner(batch)
+
+    settings = TrainingSettings(steps=10, eval_every=2, learning_rate=0.1, progress=False)
+    report = train("line", model, interrupted_at_step_5, cycle([1], 1, 0), settings, tmp_path / "out")
+    assert report.interrupted and report.steps == 4 and report.saved
+    log = json.loads((tmp_path / "out" / "training_log.json").read_text())
+    assert log["steps"] == 4
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_a_failed_write_leaves_the_old_model_untouched(tmp_path: Path) -> None:
+    out = tmp_path / "model"
+    out.mkdir()
+    (out / "weights").write_text("good")
+    with pytest.raises(KeyboardInterrupt):
+        with writing_model_directory(out) as partial:
+            (partial / "weights").write_text("half")
+            raise KeyboardInterrupt
+    assert (out / "weights").read_text() == "good"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
+    with writing_model_directory(out) as partial:
+        (partial / "weights").write_text("new")
+    assert (out / "weights").read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
+
+
+def test_cycle_is_seeded_and_keeps_batches_full() -> None:
+    first = cycle(list(range(10)), 4, seed=3)
+    second = cycle(list(range(10)), 4, seed=3)
+    batches = [next(first) for _ in range(5)]
+    assert batches == [next(second) for _ in range(5)]
+    assert all(len(batch) == 4 for batch in batches)
+    assert len(set(batches[0] + batches[1])) == 8, "no repeats within an epoch"

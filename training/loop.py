@@ -1,0 +1,178 @@
+"""The training loop every method shares: AdamW with linear warm-up and decay, a progress bar showing loss and
+throughput, evaluation every few steps, the best checkpoint kept, reproducible seeds, and a clean stop on
+Ctrl-C that leaves the last good checkpoint in place."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+from tqdm.auto import tqdm
+
+from training.model_directory import writing_model_directory
+
+Batch = object
+LossFunction = Callable[[Batch], torch.Tensor]
+
+
+@dataclass
+class TrainingSettings:
+    steps: int = 500
+    """Optimizer steps (batches) to run."""
+    learning_rate: float = 2e-5
+    warmup: float = 0.1
+    """Fraction of the steps with a linearly rising learning rate."""
+    eval_every: int = 100
+    """Evaluate (or, without an evaluation, save) every this many steps and at the end."""
+    seed: int = 0
+    max_grad_norm: float = 1.0
+    progress: bool = True
+
+
+@dataclass
+class Evaluation:
+    step: int
+    score: float
+
+
+@dataclass
+class TrainingReport:
+    method: str
+    steps: int
+    """Steps actually run (fewer than asked when interrupted)."""
+    seconds: float
+    texts: int
+    """Sentences passed through the encoder, for throughput."""
+    final_loss: float
+    losses: list[float] = field(default_factory=list)
+    """The loss of every step, in order."""
+    evaluations: list[Evaluation] = field(default_factory=list)
+    base_score: float | None = None
+    """The evaluation before the first step: what training has to beat."""
+    best_step: int | None = None
+    best_score: float | None = None
+    interrupted: bool = False
+    saved: bool = False
+    settings: dict = field(default_factory=dict)
+    details: dict = field(default_factory=dict)
+    """Method-specific options, written into the model's training_log.json."""
+
+
+def seed_everything(seed: int) -> None:
+    """Seed Python, NumPy and torch so a run with the same seed and data gives the same model."""
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def train(
+    method: str,
+    model: nn.Module,
+    loss_function: LossFunction,
+    batches: Iterator[Batch],
+    settings: TrainingSettings,
+    out: Path | None,
+    save: Callable[[Path], None] | None = None,
+    evaluate: Callable[[], float] | None = None,
+    texts_per_batch: Callable[[Batch], int] = len,
+    extra_parameters: list[nn.Parameter] | None = None,
+    details: dict | None = None,
+) -> TrainingReport:
+    """Run `settings.steps` steps of `loss_function` over `batches` and keep the best checkpoint in `out`.
+
+    With `evaluate` (higher is better), the model is saved to `out` whenever the score improves on earlier
+    checkpoints (the base's own score is recorded, not competed against: the result is always trained); without it,
+    at every `eval_every` steps and at the end. `save(directory)` writes a checkpoint (default: model.save).
+    `out=None` trains without saving (a first phase of a schedule). Ctrl-C stops after the current step and
+    leaves the last saved checkpoint untouched; `report.interrupted` says so."""
+    save = save or model.save  # type: ignore[attr-defined]
+    parameters = [p for p in model.parameters() if p.requires_grad] + list(extra_parameters or [])
+    optimizer = torch.optim.AdamW(parameters, lr=settings.learning_rate, weight_decay=0.01)
+    warmup_steps = max(1, int(settings.steps * settings.warmup))
+
+    def schedule(step: int) -> float:
+        if step < warmup_steps:
+            return (step + 1) / warmup_steps
+        return max(0.0, (settings.steps - step) / max(1, settings.steps - warmup_steps))
+
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
+    report = TrainingReport(
+        method=method, steps=0, seconds=0.0, texts=0, final_loss=math.nan, settings=asdict(settings), details=details or {}
+    )
+    started = time.perf_counter()
+    running_loss = None
+    model.train()
+    bar = tqdm(total=settings.steps, desc=method, unit="step", disable=not settings.progress, dynamic_ncols=True)
+
+    def checkpoint(step: int) -> None:
+        if out is None:
+            return
+        report.seconds = time.perf_counter() - started
+        if evaluate is not None:
+            score = evaluate()
+            report.evaluations.append(Evaluation(step, score))
+            if settings.progress:
+                bar.write(f"step {step}: dev score {score:.2f}")
+            if report.best_score is not None and score <= report.best_score:
+                return
+            report.best_step, report.best_score = step, score
+        with writing_model_directory(out) as directory:
+            save(directory)
+            report.saved = True
+            (directory / "training_log.json").write_text(json.dumps(asdict(report), indent=2) + "\n", encoding="utf-8")
+
+    try:
+        if evaluate is not None and out is not None:
+            report.base_score = evaluate()
+            if settings.progress:
+                bar.write(f"before training: dev score {report.base_score:.2f}")
+        for step in range(1, settings.steps + 1):
+            batch = next(batches)
+            loss = loss_function(batch)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(parameters, settings.max_grad_norm)
+            optimizer.step()
+            scheduler.step()
+            value = float(loss.detach())
+            running_loss = value if running_loss is None else 0.9 * running_loss + 0.1 * value
+            report.steps, report.final_loss = step, value
+            report.losses.append(round(value, 6))
+            report.texts += texts_per_batch(batch)
+            elapsed = time.perf_counter() - started
+            bar.set_postfix(loss=f"{running_loss:.4f}", texts_per_s=f"{report.texts / elapsed:.0f}")
+            bar.update(1)
+            if step % settings.eval_every == 0 or step == settings.steps:
+                checkpoint(step)
+    except KeyboardInterrupt:
+        report.interrupted = True
+        bar.write(
+            f"Interrupted at step {report.steps}: "
+            + (f"the last good checkpoint in {out} is kept." if report.saved else "no checkpoint was written.")
+        )
+    finally:
+        bar.close()
+        model.eval()
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def cycle(items: list, batch_size: int, seed: int) -> Iterator[list]:
+    """Endless batches of `items`, reshuffled every epoch with a seeded generator; the last short batch of an
+    epoch is dropped so every batch has the same size (in-batch negatives need that)."""
+    if len(items) < batch_size:
+        batch_size = len(items)
+    generator = random.Random(seed)
+    order = list(range(len(items)))
+    while True:
+        generator.shuffle(order)
+        for start in range(0, len(order) - batch_size + 1, batch_size):
+            yield [items[i] for i in order[start : start + batch_size]]

@@ -1,0 +1,47 @@
+"""SBERT triplet objective (Reimers & Gurevych 2019, §3): max(||a - p|| - ||a - n|| + margin, 0), Euclidean."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from searchengine.labelled_data import Triplet, read_triplets
+from training.bi_encoder_run import run_bi_encoder_training
+from training.loop import TrainingReport, TrainingSettings, cycle, seed_everything
+from training.objectives.triplet import triplet_loss
+from training.sentence_model import SentenceModel
+
+
+def train_sbert_triplet(
+    base: str | Path,
+    data: Path,
+    out: Path | None,
+    settings: TrainingSettings,
+    batch_size: int = 16,
+    eval_file: Path | None = None,
+    pooling: str | None = None,
+    max_seq_length: int = 64,
+    margin: float = 1.0,
+) -> TrainingReport:
+    """Train on `anchor<TAB>positive<TAB>negative` rows."""
+    triplets = read_triplets(data)
+    seed_everything(settings.seed)
+    model = SentenceModel(base, pooling, max_seq_length)
+
+    def loss(batch: list[Triplet]) -> torch.Tensor:
+        vectors = model.embed_texts([t.anchor for t in batch] + [t.positive for t in batch] + [t.negative for t in batch])
+        anchor, positive, negative = vectors.chunk(3)
+        return triplet_loss(anchor, positive, negative, margin)
+
+    return run_bi_encoder_training(
+        "sbert-triplet",
+        model,
+        loss,
+        cycle(triplets, batch_size, settings.seed),
+        settings,
+        out,
+        eval_file,
+        texts_per_batch=lambda batch: 3 * len(batch),
+        details={"data": str(data), "triplets": len(triplets), "batch_size": batch_size, "margin": margin},
+    )

@@ -1,0 +1,48 @@
+"""Supervised contrastive learning with hard negatives (supervised SimCSE, Gao et al. 2021) on NLI triplets:
+the premise must pick its entailment among every entailment and every contradiction in the batch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from searchengine.labelled_data import Triplet, read_triplets
+from training.bi_encoder_run import run_bi_encoder_training
+from training.loop import TrainingReport, TrainingSettings, cycle, seed_everything
+from training.objectives.contrastive import info_nce
+from training.sentence_model import SentenceModel
+
+
+def train_supervised_contrastive(
+    base: str | Path,
+    data: Path,
+    out: Path | None,
+    settings: TrainingSettings,
+    batch_size: int = 32,
+    eval_file: Path | None = None,
+    pooling: str | None = None,
+    max_seq_length: int = 64,
+    temperature: float = 0.05,
+) -> TrainingReport:
+    """Train on `anchor<TAB>positive<TAB>negative` rows (premise, entailment, contradiction)."""
+    triplets = read_triplets(data)
+    seed_everything(settings.seed)
+    model = SentenceModel(base, pooling, max_seq_length)
+
+    def loss(batch: list[Triplet]) -> torch.Tensor:
+        vectors = model.embed_texts([t.anchor for t in batch] + [t.positive for t in batch] + [t.negative for t in batch])
+        anchor, positive, negative = vectors.chunk(3)
+        return info_nce(anchor, positive, temperature, hard_negatives=negative)
+
+    return run_bi_encoder_training(
+        "supervised-contrastive",
+        model,
+        loss,
+        cycle(triplets, batch_size, settings.seed),
+        settings,
+        out,
+        eval_file,
+        texts_per_batch=lambda batch: 3 * len(batch),
+        details={"data": str(data), "triplets": len(triplets), "batch_size": batch_size, "temperature": temperature},
+    )
