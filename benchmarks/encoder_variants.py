@@ -18,11 +18,11 @@ import time
 import warnings
 from pathlib import Path
 
-import numpy as np
 import torch
-from scipy.stats import spearmanr
 
 from searchengine import Encoder
+from searchengine.evaluation.sts import sts_spearman
+from searchengine.labelled_data import read_scored_pairs
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -45,9 +45,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "encoder_variants.json")
     args = parser.parse_args()
 
-    rows = [line.split("\t") for line in (args.data / "stsb" / "test.tsv").read_text(encoding="utf-8").splitlines()[1:]]
-    left, right, gold = [r[1] for r in rows], [r[2] for r in rows], np.array([float(r[0]) for r in rows])
-    texts = list(dict.fromkeys(left + right))[: args.sentences]
+    pairs = read_scored_pairs(args.data / "stsb" / "test.tsv")
+    texts = list(dict.fromkeys(text for pair in pairs for text in (pair.first, pair.second)))[: args.sentences]
     encoders = variants()
     for encoder in encoders.values():
         encoder.encode(texts[:128])  # warm-up
@@ -65,12 +64,10 @@ def main() -> None:
         "variants": {},
     }
     for name, encoder in encoders.items():
-        a, b = encoder.encode(left), encoder.encode(right)
-        a, b = a / np.linalg.norm(a, axis=1, keepdims=True), b / np.linalg.norm(b, axis=1, keepdims=True)
         results["variants"][name] = {
             "sentences_per_s": len(texts) / statistics.median(times[name]),
             "speed_vs_fp32": statistics.median(f / t for f, t in zip(times["fp32"], times[name])),
-            "stsb_test_spearman": float(spearmanr((a * b).sum(1), gold).statistic * 100),
+            "stsb_test_spearman": sts_spearman(encoder.encode, pairs),
         }
         row = results["variants"][name]
         print(f"{name:<15} {row['sentences_per_s']:6.0f}/s  {row['speed_vs_fp32']:.2f}x fp32  "

@@ -138,6 +138,11 @@ def main() -> None:
     parser.add_argument("--sample-pairs", type=int, help="cross-encoder pairs timed for the rate (default 3000)")
     parser.add_argument("--validate-n", type=int, help="score all pairs of this many sentences (default 100)")
     parser.add_argument("--index-n", type=int, help="sentences for the engine path (default 2000)")
+    parser.add_argument(
+        "--cross-encoder", type=Path,
+        help="a trained cross-encoder directory (`searchengine train cross-encoder`) scored with "
+        "searchengine.cross_encoder.CrossEncoder [default: the bundled MiniLM with a random 1-logit head]",
+    )  # fmt: skip
     args = parser.parse_args()
     sizes = args.sizes or ([100, 200] if args.quick else [1000, 2000, 5000, 10000, 20000])
     cross_sizes = args.cross_sizes or ([100, 200] if args.quick else [1000, 2000, 5000, 10000])
@@ -205,7 +210,14 @@ def main() -> None:
     print(f"engine path n={index_n}: build {built:.1f} s + SearchEngine.mine {mined:.3f} s")
 
     # Cross-encoder: a timed sample, extrapolated; validated on all pairs of a small n.
-    cross = CrossEncoder()
+    if args.cross_encoder is not None:
+        from searchengine.cross_encoder import CrossEncoder as TrainedCrossEncoder
+
+        cross = TrainedCrossEncoder(args.cross_encoder, batch_size=64)
+        cross_model = f"cross-encoder {args.cross_encoder} (searchengine.cross_encoder.CrossEncoder, sigmoid scores)"
+    else:
+        cross = CrossEncoder()
+        cross_model = "bundled all-MiniLM-L6-v2 body + randomly initialised 1-logit regression head (untrained)"
     rng = np.random.default_rng(0)
     n_sample = max(cross_sizes)
     sample = []
@@ -233,7 +245,7 @@ def main() -> None:
     assert same_pairs, "the bi-encoder miner and the cross-encoder did not consider the same pairs"
     cross_best = pair_indices[int(np.argmax(cross_scores))]
     results["cross_encoder"] = {
-        "model": "bundled all-MiniLM-L6-v2 body + randomly initialised 1-logit regression head (untrained)",
+        "model": cross_model,
         "batch_size": cross.batch_size,
         "sample_pairs": len(sample),
         "sample_from_n": n_sample,
@@ -246,7 +258,9 @@ def main() -> None:
             "predicted_s": predicted,
             "measured_over_predicted": measured / predicted,
             "bi_encoder_top_pair": [pool[bi_pairs[0].first], pool[bi_pairs[0].second]],
-            "cross_encoder_top_pair_untrained_head": [pool[cross_best[0]], pool[cross_best[1]]],
+            ("cross_encoder_top_pair" if args.cross_encoder else "cross_encoder_top_pair_untrained_head"): [
+                pool[cross_best[0]], pool[cross_best[1]]
+            ],
         },
     }
     print(f"validation n={validate_n}: {len(pair_indices)} pairs in {measured:.1f} s, predicted {predicted:.1f} s "

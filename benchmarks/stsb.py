@@ -24,23 +24,11 @@ import time
 from itertools import islice
 from pathlib import Path
 
-import numpy as np
 import torch
-from scipy.stats import spearmanr
 
 from searchengine import Encoder, SearchEngine
-
-
-def read_sts(path: Path) -> tuple[list[str], list[str], np.ndarray]:
-    rows = [line.rstrip("\n").split("\t") for line in path.read_text(encoding="utf-8").splitlines()[1:]]
-    return [r[1] for r in rows], [r[2] for r in rows], np.array([float(r[0]) for r in rows])
-
-
-def spearman(engine_or_encoder, left: list[str], right: list[str], gold: np.ndarray) -> float:
-    a, b = engine_or_encoder.encode(left), engine_or_encoder.encode(right)
-    a = a / np.linalg.norm(a, axis=1, keepdims=True)
-    b = b / np.linalg.norm(b, axis=1, keepdims=True)
-    return float(spearmanr((a * b).sum(1), gold).statistic * 100)
+from searchengine.evaluation.sts import sts_spearman
+from searchengine.labelled_data import RatedPair, read_scored_pairs
 
 
 def interleaved_rates(ours, theirs, texts: list[str], runs: int) -> tuple[float, float, float]:
@@ -71,7 +59,8 @@ def main() -> None:
     ks = [128] if args.quick else [64, 128, 256]
     wiki_count = 2_000 if args.quick else args.wiki
 
-    left, right, gold = read_sts(args.data / "stsb" / "test.tsv")
+    pairs = read_scored_pairs(args.data / "stsb" / "test.tsv")
+    left, right = [p.first for p in pairs], [p.second for p in pairs]
     with gzip.open(args.data / "unsup" / "wiki_sentences.txt.gz", "rt", encoding="utf-8") as handle:
         wiki = [line.strip() for line in islice(handle, wiki_count)]
     encoder = Encoder()
@@ -81,12 +70,12 @@ def main() -> None:
             "machine": {"cpu": platform.processor() or platform.machine(), "cores": torch.get_num_threads()},
             "versions": {"torch": torch.__version__},
             "model": encoder.name,
-            "sts_test_pairs": len(gold),
+            "sts_test_pairs": len(pairs),
         }
     )
-    print(f"model {encoder.name}; STS-B test: {len(gold)} pairs")
+    print(f"model {encoder.name}; STS-B test: {len(pairs)} pairs")
     if "quality" in sections:
-        measure_quality(results, encoder, left, right, gold, ks, wiki)
+        measure_quality(results, encoder, pairs, ks, wiki)
     if "throughput" in sections:
         measure_throughput(results, encoder, left + right, runs)
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -95,10 +84,11 @@ def main() -> None:
 
 
 def measure_quality(
-    results: dict, encoder: Encoder, left: list[str], right: list[str], gold: np.ndarray, ks: list[int], wiki: list[str]
+    results: dict, encoder: Encoder, pairs: list[RatedPair], ks: list[int], wiki: list[str]
 ) -> None:
+    left, right = [p.first for p in pairs], [p.second for p in pairs]
     sentences = left + right
-    quality = [{"whitening": "none", "dimension": encoder.dimension, "spearman": spearman(encoder, left, right, gold)}]
+    quality = [{"whitening": "none", "dimension": encoder.dimension, "spearman": sts_spearman(encoder.encode, pairs)}]
     with tempfile.TemporaryDirectory() as scratch:
         for k in ks:
             for fit_name, fit in (("STS-B test sentences", None), (f"{len(wiki)} Wikipedia sentences", wiki)):
@@ -109,15 +99,15 @@ def measure_quality(
                     {
                         "whitening": f"k={k}, fitted on {fit_name}",
                         "dimension": k,
-                        "spearman": spearman(engine, left, right, gold),
+                        "spearman": sts_spearman(engine.encode, pairs),
                         "index_bytes": engine.info().size_bytes,
                     }
                 )
         plain = SearchEngine.build(sentences, Path(scratch) / "plain", encoder=encoder)
         quality[0]["index_bytes"] = plain.info().size_bytes
-        pairs = [(a, b) for a, b, g in zip(left, right, gold) if g >= 4.0][:20]
+        close = [(p.first, p.second) for p in pairs if p.score >= 0.8][:20]
         found = 0
-        for (a, b), hits in zip(pairs, plain.search_batch([a for a, _ in pairs], k=5)):
+        for (a, b), hits in zip(close, plain.search_batch([a for a, _ in close], k=5)):
             found += any(hit.text == b.strip() for hit in hits)
         any_pairs = list(zip(left, right))[:20]
         found_any = sum(

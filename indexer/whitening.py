@@ -10,6 +10,10 @@ from safetensors.numpy import load_file, save_file
 
 from indexer.errors import IndexerError
 
+RANK_TOLERANCE = 1e-12
+"""A direction whose variance is below this fraction of the largest one counts as absent (whitening would divide
+by ~0 there). Encoders have such directions: all-MiniLM-L6-v2's pooled vectors keep 3 of 384 dimensions constant."""
+
 
 class CovarianceAccumulator:
     """Running mean and covariance in float64, merged chunk by chunk (Chan et al.'s pairwise update)."""
@@ -49,6 +53,12 @@ class Whitening:
     def k(self) -> int:
         return int(self.matrix.shape[1])
 
+    @staticmethod
+    def max_k(statistics: CovarianceAccumulator) -> int:
+        """The largest k that fit() accepts: how many directions the embeddings span."""
+        s = np.linalg.svd(statistics.covariance(), compute_uv=False)
+        return int(np.count_nonzero(s > s[0] * RANK_TOLERANCE)) if s[0] > 0 else 0
+
     @classmethod
     def fit(cls, statistics: CovarianceAccumulator, k: int) -> Whitening:
         """SVD of the covariance; keep the k directions of largest variance, each scaled to unit variance."""
@@ -61,10 +71,10 @@ class Whitening:
                 "use a smaller k or fit on a larger file"
             )
         u, s, _ = np.linalg.svd(statistics.covariance())
-        if s[k - 1] <= s[0] * 1e-12:
+        if s[k - 1] <= s[0] * RANK_TOLERANCE:
             raise IndexerError(
                 f"the embeddings span fewer than {k} directions, so whitening-k {k} would divide by zero; "
-                "use a smaller k"
+                f"use a smaller k (at most {cls.max_k(statistics)})"
             )
         return cls(statistics.mean, u[:, :k] / np.sqrt(s[:k]), statistics.count)
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 _PUBLIC = {
     "Cluster": "searchengine.clustering",
+    "CrossEncoder": "searchengine.cross_encoder",
     "Document": "indexer.store",
     "Encoder": "searchengine.encoder",
     "Hit": "searchengine.search",
@@ -27,6 +28,7 @@ __all__ = sorted(_PUBLIC)
 if TYPE_CHECKING:
     from indexer.store import Document
     from searchengine.clustering import Cluster
+    from searchengine.cross_encoder import CrossEncoder
     from searchengine.encoder import Encoder
     from searchengine.engine import IndexInfo, SearchEngine
     from searchengine.errors import SearchEngineError

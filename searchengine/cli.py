@@ -57,7 +57,16 @@ def index(
     index_dir: Optional[Path] = IndexDirOption,
     model: Optional[str] = ModelOption,
     pooling: Optional[str] = typer.Option(
-        None, help="Override pooling: mean, cls, max, mean_sqrt_len, last2avg, first_last_avg."
+        None, help="Override pooling: mean, cls, max, mean_sqrt_len, last2avg, first_last_avg, prompt."
+    ),
+    template: Optional[str] = typer.Option(
+        None,
+        "--template",
+        help='Prompt pooling (PromptBERT) with this template: one [X] for the text, one [MASK] whose state is the '
+        'vector, e.g. \'This sentence : "[X]" means [MASK] .\' [default: the model\'s own prompt].',
+    ),
+    denoise: Optional[bool] = typer.Option(
+        None, "--denoise/--no-denoise", help="Prompt pooling: subtract the bare template's [MASK] state."
     ),
     index_type: Optional[str] = typer.Option(
         None,
@@ -97,9 +106,10 @@ def index(
     fmt = True if jsonl else None
     with _user_errors(target):
         if append:
-            if index_type or whiten_k or whiten_fit or pooling:
+            if index_type or whiten_k or whiten_fit or pooling or template is not None or denoise is not None:
                 raise SearchEngineError(
                     "--append adds to an index with the settings it was built with; drop --index, --pooling, "
+                    "--template, --denoise, "
                     "--whiten-k and --whiten-fit"
                 )
             engine = SearchEngine.open(target, model=model)
@@ -112,6 +122,7 @@ def index(
                 target,
                 model=model,
                 pooling=pooling,
+                encoder=_prompt_encoder(model, pooling, template, denoise, batch_size),
                 index=index_type,
                 whiten_k=whiten_k,
                 whiten_fit=whiten_fit,
@@ -158,12 +169,24 @@ def query(
     where: list[str] = typer.Option(
         [], "--where", "-w", help="Metadata filter FIELD OP VALUE (OP: = != > >= < <=); repeat to combine (AND)."
     ),
+    rerank: Optional[str] = typer.Option(
+        None,
+        "--rerank",
+        help="Rescore the top candidates with this cross-encoder (a directory from `searchengine train "
+        "cross-encoder`, or any sentence-transformers CrossEncoder directory or Hub id).",
+    ),
+    rerank_top: Optional[int] = typer.Option(
+        None, "--rerank-top", min=1, help="Candidates the cross-encoder rescores (at least -k) [default: 100]."
+    ),
 ) -> None:
     """Find the documents closest in meaning to a query.
 
     Prints rank, cosine score, document id and text. The index's own model encodes the query; --model and
     --whiten-k only assert what the index must have been built with. Filters run inside the vector search, so
     k results come back whenever k documents match; fields are metadata keys or id, source, line, text, count.
+    With --rerank, a cross-encoder reads the query and each of the --rerank-top best candidates together and
+    the k best by its score are shown: its score first, then the cosine that retrieved the hit. Slower per query
+    (one transformer pass per candidate), usually more accurate.
 
     Examples:
 
@@ -172,29 +195,44 @@ def query(
       searchengine query "budget tips" --where lang=en --where "year>=2020"
 
       searchengine query --file questions.txt --json
+
+      searchengine query "how do I reset my password" --rerank my-cross-encoder --rerank-top 50
     """
-    from searchengine.engine import SearchEngine, default_index_dir
+    from searchengine.engine import DEFAULT_RERANK_TOP, SearchEngine, default_index_dir
 
     target = index_dir or default_index_dir()
     with _user_errors(target):
         queries = _queries(text, file)
+        if rerank_top is not None and rerank is None:
+            raise SearchEngineError(
+                "--rerank-top says how many candidates a cross-encoder rescores; add --rerank MODEL"
+            )
         engine = SearchEngine.open(target, model=model, whiten_k=whiten_k)
-        results = engine.search_batch(queries, k, where)
+        top = max(k, rerank_top or DEFAULT_RERANK_TOP)
+        results = engine.search_batch(queries, k, where, rerank=rerank, rerank_top=top)
         if where and not any(results):
             typer.echo(f"No documents match {' and '.join(where)}.", err=True)
             return
         if as_json:
-            payload = [{"query": q, "hits": [asdict(hit) for hit in hits]} for q, hits in zip(queries, results)]
+            reranked = {"rerank": {"model": rerank, "top": top}} if rerank else {}
+            payload = [
+                {"query": q, **reranked, "hits": [asdict(hit) for hit in hits]} for q, hits in zip(queries, results)
+            ]
             typer.echo(json.dumps(payload if file else payload[0], ensure_ascii=False, indent=2))
             return
         if k > len(engine) and not where:
             typer.echo(f"(the index holds {len(engine)} texts, so at most {len(engine)} results)", err=True)
+        if rerank:
+            typer.echo(
+                f"(reranked by {rerank} from the top {top} by cosine: cross-encoder score, then cosine)", err=True
+            )
         for position, (q, hits) in enumerate(zip(queries, results)):
             if file:
                 typer.echo(("\n" if position else "") + f"Query: {q}")
             for rank, hit in enumerate(hits, start=1):
                 cluster = f"[c{hit.cluster}] " if hit.cluster is not None else ""
-                typer.echo(f"{rank:>3}  {hit.score:.4f}  #{hit.id:<6} {cluster}{hit.text}")
+                cosine = f"(cos {hit.retrieval_score:.4f})  " if hit.retrieval_score is not None else ""
+                typer.echo(f"{rank:>3}  {hit.score:.4f}  {cosine}#{hit.id:<6} {cluster}{hit.text}")
 
 
 def _queries(text: str | None, file: Path | None) -> list[str]:
@@ -242,7 +280,10 @@ def info(
             "documents": manifest["count"]["documents"],
             "distinct texts (vectors)": manifest["count"]["vectors"],
             "model": f"{model['name']} (fingerprint {model['fingerprint']})",
-            "pooling": model["pooling"] + (" + normalize" if model["normalize"] else ""),
+            "pooling": model["pooling"]
+            + (f" {model['prompt']['template']!r}" if model.get("prompt") else "")
+            + (" (denoised)" if (model.get("prompt") or {}).get("denoise") else "")
+            + (" + normalize" if model["normalize"] else ""),
             "dimension": manifest["index"]["dimension"],
             "whitening": f"whitening-k {whitening['k']} (fitted on {whitening['fit_count']} texts)"
             if whitening
@@ -392,7 +433,8 @@ def add(
       searchengine add changed.jsonl --id-field id
     """
     index(
-        corpus=corpus, index_dir=index_dir, model=None, pooling=None, index_type=None, whiten_k=None,
+        corpus=corpus, index_dir=index_dir, model=None, pooling=None, template=None, denoise=None, index_type=None,
+        whiten_k=None,
         whiten_fit=None, append=True, jsonl=jsonl, id_field=id_field, batch_size=64, quiet=quiet,
     )
 
@@ -523,6 +565,65 @@ def mine(
             )
 
 
+@app.command()
+def analyze(
+    data: Path = typer.Option(..., "--data", help="Sentences, one a line (.txt or .txt.gz), e.g. Wikipedia sentences."),
+    model: Optional[str] = ModelOption,
+    sts: Optional[Path] = typer.Option(
+        None, "--sts", help="Also report STS Spearman x100: a score<TAB>sentence1<TAB>sentence2 file with a header."
+    ),
+    limit: Optional[int] = typer.Option(None, "--limit", min=2, help="Use only the first N sentences of --data."),
+    pairs: int = typer.Option(
+        100_000, "--pairs", min=0, help="Random sentence pairs for anisotropy (0: the exact mean over all pairs)."
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed of the random pairs."),
+    top_frequent: int = typer.Option(
+        36, "--top-frequent", min=0, help="The N most frequent tokens of --data count as biased (PromptBERT: 36)."
+    ),
+    max_score: float = typer.Option(5.0, "--max-score", help="The largest gold score of the --sts file's scale."),
+    batch_size: int = typer.Option(64, min=1, help="Texts per forward pass."),
+    as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
+) -> None:
+    """PromptBERT's analysis: anisotropy (mean cosine of random sentence pairs) and STS Spearman of the static
+    token embedding average (with and without biased tokens), the embedding layer, first-last and last-layer
+    averages and [CLS].
+
+    Biased tokens: the --top-frequent most frequent tokens of --data, special tokens, '##' subword pieces,
+    punctuation/symbol-only tokens and uppercase-initial tokens.
+
+    Example: searchengine analyze --data wiki_sentences.txt.gz --limit 10000 --sts ../shared/data/stsb/test.tsv
+    """
+    with _user_errors():
+        from searchengine.encoder import Encoder
+        from searchengine.evaluation.anisotropy import REPRESENTATIONS, analyze as run_analysis, read_sentences
+        from searchengine.labelled_data import read_scored_pairs
+
+        sentences = read_sentences(data, limit)
+        sts_pairs = read_scored_pairs(sts, max_score) if sts else None
+        encoder = Encoder(model, batch_size=batch_size)
+        started = time.perf_counter()
+        report = run_analysis(encoder, sentences, sts_pairs, pairs, seed, top_frequent)
+        seconds = time.perf_counter() - started
+        if as_json:
+            payload = {"model": encoder.name, "model_pooling": encoder.pooling, "data": str(data)}
+            payload.update({"sts": str(sts) if sts else None, **report.as_dict(), "seconds": seconds})
+            typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
+            return
+        how = f"{pairs:,} random pairs, seed {seed}" if pairs else "all pairs"
+        typer.echo(f"{encoder.name} (pools {encoder.pooling}): {len(sentences):,} sentences, {how}, {seconds:.1f} s")
+        typer.echo(f"{'representation':<22} {'anisotropy':>10}" + (f" {'STS Spearman':>13}" if sts_pairs else ""))
+        for name in REPRESENTATIONS:
+            line = f"{name:<22} {report.anisotropy[name]:>10.4f}"
+            if report.sts_spearman:
+                line += f" {report.sts_spearman[name]:>13.2f}"
+            typer.echo(line)
+        biased = report.biased
+        typer.echo(
+            f"Biased tokens: {len(biased.ids):,} vocabulary ids, {biased.data_share:.1%} of the data's tokens; "
+            f"top {len(biased.frequent)}: {' '.join(biased.frequent)}"
+        )
+
+
 def _human_bytes(size: int) -> str:
     value = float(size)
     for unit in ("B", "KiB", "MiB", "GiB"):
@@ -530,3 +631,23 @@ def _human_bytes(size: int) -> str:
             return f"{value:.1f} {unit}" if unit != "B" else f"{size} B"
         value /= 1024
     raise AssertionError("unreachable")
+
+
+def _prompt_encoder(model: str | None, pooling: str | None, template: str | None, denoise: bool | None, batch_size: int):  # noqa: ANN202
+    """An Encoder with the --template / --denoise overrides of prompt pooling, or None to let the engine load one."""
+    if template is None and denoise is None:
+        return None
+    from searchengine.encoder import Encoder
+
+    return Encoder(model, pooling, batch_size=batch_size, template=template, denoise=denoise)
+
+
+def _register_subcommand_groups() -> None:
+    from searchengine.cli_eval import eval_app
+    from searchengine.cli_train import train_app
+
+    app.add_typer(train_app, name="train")
+    app.add_typer(eval_app, name="eval")
+
+
+_register_subcommand_groups()

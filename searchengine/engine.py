@@ -17,6 +17,7 @@ from indexer.vector_index import VectorIndex
 from indexer.whitening import Whitening
 from searchengine.clustering import Cluster, ClusterSettings, Clustering, cluster_index, read_clustering
 from searchengine.corpus import STDIN, read_corpus
+from searchengine.cross_encoder import CrossEncoder
 from searchengine.embedding import to_index_vectors
 from searchengine.encoder import Encoder
 from searchengine.errors import SearchEngineError
@@ -30,9 +31,11 @@ from searchengine.indexing import (
     delete_from_index,
 )
 from searchengine.paraphrase_mining import Pair, dedupe_index, mine_documents, with_texts
-from searchengine.search import Hit, nearest_documents
+from searchengine.search import Hit, nearest_documents, rerank_hits
 
 DEFAULT_INDEX_DIR = "searchengine-index"
+DEFAULT_RERANK_TOP = 100
+"""Candidates the bi-encoder retrieves for a cross-encoder to rerank, unless told otherwise."""
 """Where the CLI and API keep the index unless told otherwise (or $SEARCHENGINE_INDEX says)."""
 
 Corpus = str | Path | Iterable[str | Document]
@@ -70,6 +73,20 @@ class IndexInfo:
     """Documents marked near-duplicates of earlier ones (`searchengine mine --dedupe`)."""
 
 
+def _prompt_difference(built: dict | None, given: Any) -> str:  # noqa: ANN401 (a PromptConfig or None)
+    """Names the prompt templates when they are what differs (prompt pooling, searchengine.prompt_pooling)."""
+    given_dict = given.as_dict() if given is not None else None
+    if built == given_dict:
+        return ""
+
+    def show(prompt: dict | None) -> str:
+        if not prompt:
+            return "none"
+        return f"template {prompt['template']!r}" + (" with denoising" if prompt.get("denoise") else "")
+
+    return f" (the index's prompt: {show(built)}; the encoder's: {show(given_dict)})"
+
+
 class SearchEngine:
     """Build, open, search and grow an index directory.
 
@@ -88,6 +105,7 @@ class SearchEngine:
         self._vectors: VectorIndex | None = None
         self._store: DocumentStore | None = None
         self._whitening: Whitening | None = None
+        self._cross_encoders: dict[str, CrossEncoder] = {}
         self._load()
 
     @property
@@ -191,13 +209,15 @@ class SearchEngine:
             )
         if encoder is None:
             spec = model if model is not None else built_with["spec"]
-            encoder = Encoder(spec, built_with["pooling"])
+            prompt = built_with.get("prompt") or {}  # prompt pooling: the template the index was built with
+            encoder = Encoder(spec, built_with["pooling"], template=prompt.get("template"), denoise=prompt.get("denoise"))
         if encoder.fingerprint != built_with["fingerprint"] or encoder.pooling != built_with["pooling"]:
             raise SearchEngineError(
                 f"index {directory.path} was built with model {built_with['name']} "
                 f"({built_with['pooling']} pooling, fingerprint {built_with['fingerprint']}), but the model "
                 f"given is {encoder.name} ({encoder.pooling} pooling, fingerprint {encoder.fingerprint}); "
                 "query with the index's own model or rebuild the index with this one"
+                + _prompt_difference(built_with.get("prompt"), encoder.source.prompt)
             )
         return cls(directory.path, encoder)
 
@@ -239,18 +259,43 @@ class SearchEngine:
         """Vectors as this index stores them: encoder output, whitened when fitted, L2-normalised."""
         return to_index_vectors(self.encoder.encode(list(texts)), self._whitening)
 
-    def search(self, query: str, k: int = 10, where: Filters = None) -> list[Hit]:
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        where: Filters = None,
+        *,
+        rerank: str | Path | CrossEncoder | None = None,
+        rerank_top: int = DEFAULT_RERANK_TOP,
+    ) -> list[Hit]:
         """The k documents most similar to `query`, best first.
 
         where: metadata filters that must all hold, e.g. ["lang=en", "year>=2020"] or {"lang": "en"}; the
         filter runs inside the vector search, so k results come back whenever k documents match.
+        rerank: a cross-encoder (directory, Hub id or loaded CrossEncoder) that rescores the bi-encoder's
+        `rerank_top` best candidates (at least k, filters applied); the k best by its score come back, with
+        `score` the cross-encoder's and `retrieval_score` the cosine. A loaded model is kept for later calls.
         """
-        return self.search_batch([query], k, where)[0]
+        return self.search_batch([query], k, where, rerank=rerank, rerank_top=rerank_top)[0]
 
-    def search_batch(self, queries: Sequence[str], k: int = 10, where: Filters = None) -> list[list[Hit]]:
-        """`search` for many queries at once (encoded and searched as one batch)."""
+    def search_batch(
+        self,
+        queries: Sequence[str],
+        k: int = 10,
+        where: Filters = None,
+        *,
+        rerank: str | Path | CrossEncoder | None = None,
+        rerank_top: int = DEFAULT_RERANK_TOP,
+    ) -> list[list[Hit]]:
+        """`search` for many queries at once (encoded and searched as one batch; reranked pairs scored together)."""
         if k < 1:
             raise SearchEngineError(f"k must be at least 1, not {k}")
+        if rerank is not None:
+            if rerank_top < 1:
+                raise SearchEngineError(f"rerank_top must be at least 1, not {rerank_top}")
+            cross_encoder = self.cross_encoder(rerank)
+            results = self.search_batch(queries, max(k, rerank_top), where)
+            return rerank_hits(cross_encoder, list(queries), results, k)
         if len(self) == 0:
             raise SearchEngineError(f"index {self.path} is empty: add documents with `searchengine add FILE`")
         conditions = conditions_of(where)
@@ -260,6 +305,17 @@ class SearchEngine:
         excluded = self._tombstones if len(self._tombstones) else None
         k = min(k, len(self) if allowed is None else len(allowed))
         return nearest_documents(self._vectors, self._store, self.encode(queries), k, allowed, excluded)
+
+    def cross_encoder(self, model: str | Path | CrossEncoder) -> CrossEncoder:
+        """The cross-encoder `model` names, loaded on the first call and kept for later ones (a loaded
+        CrossEncoder is used as it is). Raises SearchEngineError for anything that is not a cross-encoder."""
+        if isinstance(model, CrossEncoder):
+            return model
+        path = Path(str(model)).expanduser()
+        key = str(path.resolve()) if path.is_dir() else str(model)
+        if key not in self._cross_encoders:
+            self._cross_encoders[key] = CrossEncoder(model, device=getattr(self.encoder, "device", None))
+        return self._cross_encoders[key]
 
     def add(
         self, corpus: Corpus, jsonl: bool | None = None, id_field: str | None = None, progress: bool = False

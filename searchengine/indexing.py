@@ -329,6 +329,7 @@ def model_identity(encoder: Encoder) -> dict[str, Any]:
         "normalize": source.normalize,
         "dimension": encoder.dimension,
         "max_seq_length": encoder.max_seq_length,
+        **({"prompt": source.prompt.as_dict()} if source.prompt is not None else {}),
     }
 
 

@@ -19,7 +19,7 @@ NLI_LABELS = ("contradiction", "entailment", "neutral")
 
 
 @dataclass(frozen=True)
-class ScoredPair:
+class RatedPair:
     first: str
     second: str
     score: float
@@ -79,7 +79,7 @@ def _rows(path: Path, header: tuple[str, str, str]) -> Iterator[tuple[int, list[
         raise SearchEngineError(f"{path}: cannot read it ({exc})") from None
 
 
-def read_scored_pairs(path: Path, max_score: float = 5.0) -> list[ScoredPair]:
+def read_scored_pairs(path: Path, max_score: float = 5.0) -> list[RatedPair]:
     """Read `score<TAB>sentence1<TAB>sentence2` rows; scores must lie in [0, max_score]."""
     pairs = []
     for number, (score, first, second) in _rows(path, ("score", "sentence1", "sentence2")):
@@ -91,7 +91,7 @@ def read_scored_pairs(path: Path, max_score: float = 5.0) -> list[ScoredPair]:
             raise SearchEngineError(
                 f"{path}:{number}: score {value} is outside 0..{max_score:g}; pass --max-score for another scale"
             )
-        pairs.append(ScoredPair(first, second, value / max_score))
+        pairs.append(RatedPair(first, second, value / max_score))
     return pairs
 
 

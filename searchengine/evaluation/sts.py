@@ -9,12 +9,12 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import spearmanr
 
-from searchengine.labelled_data import ScoredPair, read_scored_pairs
+from searchengine.labelled_data import RatedPair, read_scored_pairs
 
 EmbedFunction = Callable[[Sequence[str]], np.ndarray]
 
 
-def sts_spearman(embed: EmbedFunction, pairs: Sequence[ScoredPair]) -> float:
+def sts_spearman(embed: EmbedFunction, pairs: Sequence[RatedPair]) -> float:
     """Spearman x 100 of cos(embed(first), embed(second)) against the gold scores.
 
     Each distinct sentence is embedded once."""

@@ -56,9 +56,9 @@ def test_unknown_hub_id_offline(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_unsupported_module_is_named(tmp_path: Path) -> None:
     model = write_tiny_model(tmp_path / "dense")
     modules = json.loads((model / "modules.json").read_text())
-    modules.append({"idx": 3, "name": "3", "path": "3_Dense", "type": "sentence_transformers.models.Dense"})
+    modules.append({"idx": 3, "name": "3", "path": "3_LayerNorm", "type": "sentence_transformers.models.LayerNorm"})
     (model / "modules.json").write_text(json.dumps(modules))
-    with pytest.raises(SearchEngineError, match="Dense"):
+    with pytest.raises(SearchEngineError, match="LayerNorm"):
         locate_model(model)
 
 
@@ -74,3 +74,11 @@ def test_pooling_override_is_checked(tiny_model: Path) -> None:
     assert locate_model(tiny_model, pooling="cls").pooling == "cls"
     with pytest.raises(SearchEngineError, match="unknown pooling"):
         locate_model(tiny_model, pooling="median")
+
+
+@pytest.mark.parametrize(("mode", "expected"), [("cls", "cls"), (["mean_sqrt_len_tokens"], "mean_sqrt_len")])
+def test_sentence_transformers_6_pooling_config(tmp_path: Path, mode: str | list[str], expected: str) -> None:
+    """sentence-transformers 6 saves {"pooling_mode": ...} instead of one pooling_mode_* flag per mode."""
+    model = write_tiny_model(tmp_path / "st6")
+    (model / "1_Pooling" / "config.json").write_text(json.dumps({"embedding_dimension": 32, "pooling_mode": mode}))
+    assert locate_model(model).pooling == expected

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import torch
 
-from searchengine.labelled_data import ScoredPair, read_scored_pairs
+from searchengine.labelled_data import RatedPair, read_scored_pairs
 from training.bi_encoder_run import run_bi_encoder_training
 from training.loop import TrainingReport, TrainingSettings, cycle, seed_everything
 from training.objectives.cosine_regression import cosine_regression_loss
@@ -30,7 +30,7 @@ def train_sbert_regression(
     seed_everything(settings.seed)
     model = SentenceModel(base, pooling, max_seq_length)
 
-    def loss(batch: list[ScoredPair]) -> torch.Tensor:
+    def loss(batch: list[RatedPair]) -> torch.Tensor:
         u = model.embed_texts([pair.first for pair in batch])
         v = model.embed_texts([pair.second for pair in batch])
         return cosine_regression_loss(u, v, torch.tensor([pair.score for pair in batch], device=u.device))

@@ -1,0 +1,175 @@
+"""BEIR-style retrieval evaluation: metrics against hand-computed values, exact search, file checks, the CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from searchengine.cli import app
+from searchengine.errors import SearchEngineError
+from searchengine.evaluation.retrieval import (
+    document_text,
+    evaluate_retrieval,
+    exact_search,
+    query_metrics,
+    read_retrieval_set,
+    score_rankings,
+)
+
+runner = CliRunner()
+
+
+def test_metrics_of_a_hand_made_ranking() -> None:
+    # Relevant: d2 (grade 2) at rank 2, d4 (grade 1) at rank 4, d9 (grade 3) not retrieved; d3 judged 0.
+    metrics = query_metrics(["d1", "d2", "d3", "d4"], {"d2": 2, "d4": 1, "d9": 3, "d3": 0})
+    dcg = 2 / math.log2(3) + 1 / math.log2(5)
+    idcg = 3 / math.log2(2) + 2 / math.log2(3) + 1 / math.log2(4)
+    assert metrics["ndcg@10"] == pytest.approx(dcg / idcg)
+    assert metrics["ndcg@10"] == pytest.approx(0.355436, abs=1e-6)
+    assert metrics["recall@100"] == pytest.approx(2 / 3)
+    assert metrics["mrr@10"] == pytest.approx(0.5)
+
+
+def test_cutoffs() -> None:
+    ranking = [f"x{i}" for i in range(10)] + ["hit"] + [f"y{i}" for i in range(89)] + ["late"]
+    metrics = query_metrics(ranking, {"hit": 1, "late": 1})
+    assert metrics["ndcg@10"] == 0.0 and metrics["mrr@10"] == 0.0  # rank 11 is past both cutoffs
+    assert metrics["recall@100"] == pytest.approx(0.5)  # rank 11 counts, rank 101 does not
+    perfect = query_metrics(["b", "a", "c"], {"a": 1, "b": 3})
+    assert perfect == {"ndcg@10": pytest.approx(1.0), "recall@100": 1.0, "mrr@10": 1.0}
+    swapped = query_metrics(["a", "b"], {"a": 1, "b": 3})
+    assert swapped["ndcg@10"] == pytest.approx((1 + 3 / math.log2(3)) / (3 + 1 / math.log2(3)))
+    assert swapped["mrr@10"] == 1.0
+
+
+def test_averages_skip_queries_without_relevant_judgements() -> None:
+    rankings = {"q1": ["a"], "q2": ["x", "b"], "q3": ["c"]}
+    scores = score_rankings(rankings, {"q1": {"a": 1}, "q2": {"b": 1}, "q3": {"c": 0}}, documents=5)
+    assert scores.queries == 2 and scores.documents == 5
+    assert scores.mrr_at_10 == pytest.approx((1 + 0.5) / 2)
+    assert scores.ndcg_at_10 == pytest.approx((1 + 1 / math.log2(3)) / 2)
+    assert scores.recall_at_100 == 1.0
+
+
+def test_exact_search_order_exclusion_and_top_k() -> None:
+    documents = np.array([[1, 0], [0, 1], [1, 1], [-1, 0]], dtype=np.float32)
+    queries = np.array([[1, 0.1], [0, 2]], dtype=np.float32)
+    assert exact_search(queries, documents, top_k=4) == [[0, 2, 1, 3], [1, 2, 0, 3]]
+    assert exact_search(queries, documents, top_k=2) == [[0, 2], [1, 2]]
+    assert exact_search(queries, documents, top_k=4, excluded=[0, -1]) == [[2, 1, 3], [1, 2, 0, 3]]
+    assert exact_search(queries, documents, top_k=2, excluded=[0, 1]) == [[2, 1], [2, 0]]
+
+
+def test_exact_search_in_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(0)
+    documents, queries = rng.normal(size=(50, 8)), rng.normal(size=(7, 8))
+    whole = exact_search(queries, documents, top_k=5)
+    monkeypatch.setattr("searchengine.evaluation.retrieval.SCORE_BUDGET_BYTES", 4 * 50 * 2)  # 2 queries a block
+    assert exact_search(queries, documents, top_k=5) == whole
+
+
+def write_set(directory: Path, corpus: list[dict], queries: list[dict], qrels: str) -> tuple[Path, Path, Path]:
+    directory.mkdir(parents=True, exist_ok=True)
+    paths = directory / "corpus.jsonl", directory / "queries.jsonl", directory / "qrels.tsv"
+    paths[0].write_text("".join(json.dumps(row) + "\n" for row in corpus), encoding="utf-8")
+    paths[1].write_text("".join(json.dumps(row) + "\n" for row in queries), encoding="utf-8")
+    paths[2].write_text(qrels, encoding="utf-8")
+    return paths
+
+
+CORPUS = [
+    {"_id": "d1", "title": "Pets", "text": "the cat sat on the mat"},
+    {"_id": "d2", "title": "", "text": "stock prices fell as the market rate rose"},
+    {"_id": "d3", "text": "bake the bread in a hot oven"},
+    {"_id": "q1", "title": "", "text": "the cat sat"},
+]
+QUERIES = [{"_id": "q1", "text": "the cat sat"}, {"_id": "q2", "text": "market prices"}, {"_id": "q3", "text": "x"}]
+QRELS = "query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td3\t0\nq2\td2\t1\n"
+
+
+def test_reading_joins_title_and_text(tmp_path: Path) -> None:
+    dataset = read_retrieval_set(*write_set(tmp_path, CORPUS, QUERIES, QRELS))
+    assert dataset.corpus_texts[:3] == ["Pets the cat sat on the mat", CORPUS[1]["text"], CORPUS[2]["text"]]
+    assert dataset.qrels == {"q1": {"d1": 2, "d3": 0}, "q2": {"d2": 1}}
+    assert document_text("T", "body") == "T body" and document_text("", " body ") == "body"
+
+
+def test_evaluation_ignores_identical_ids(tmp_path: Path) -> None:
+    dataset = read_retrieval_set(*write_set(tmp_path, CORPUS, QUERIES, QRELS))
+    vectors = {
+        "Pets the cat sat on the mat": [1.0, 0.0, 0.0],
+        CORPUS[1]["text"]: [0.0, 1.0, 0.0],
+        CORPUS[2]["text"]: [0.9, 0.0, 0.5],
+        "the cat sat": [0.8, 0.0, 0.6],  # closest to d3 (grade 0), then d1
+        "market prices": [0.0, 1.0, 0.1],
+    }
+    embed = lambda texts: np.array([vectors[t] for t in texts], dtype=np.float32)  # noqa: E731
+    scores = evaluate_retrieval(embed, dataset)
+    # q1: its own id (the corpus copy of the query) is skipped; d3 (grade 0) then d1 (grade 2): MRR 1/2.
+    assert scores.per_query["q1"]["mrr@10"] == 0.5
+    assert scores.per_query["q1"]["ndcg@10"] == pytest.approx((2 / math.log2(3)) / 2)
+    assert scores.per_query["q2"] == {"ndcg@10": 1.0, "recall@100": 1.0, "mrr@10": 1.0}
+    assert scores.queries == 2 and scores.documents == 4
+    kept = evaluate_retrieval(embed, dataset, ignore_identical_ids=False)
+    assert kept.per_query["q1"]["mrr@10"] == pytest.approx(1 / 3)  # q1's own copy now ranks first
+
+
+@pytest.mark.parametrize(
+    ("which", "content", "fragments"),
+    [
+        ("corpus", '{"_id": "d1", "text": "a"}\n{"_id": "d2", "text": \n', ["corpus.jsonl:2", "not valid JSON"]),
+        ("corpus", '{"_id": "d1", "text": "a"}\n{"_id": "d1", "text": "b"}\n', ["corpus.jsonl:2", "used on line 1"]),
+        ("corpus", '{"_id": "d1"}\n', ["corpus.jsonl:1", '"text" is missing']),
+        ("corpus", "[1, 2]\n", ["corpus.jsonl:1", "expected a JSON object"]),
+        ("corpus", "", ["corpus.jsonl", "no lines"]),
+        ("queries", '{"_id": "q1", "text": 5}\n', ["queries.jsonl:1", '"text" is a int']),
+        ("qrels", "query\tdoc\tscore\nq1\td1\t1\n", ["qrels.tsv:1", "header"]),
+        ("qrels", "query-id\tcorpus-id\tscore\nq1\tnope\t1\n", ["qrels.tsv:2", "corpus-id 'nope'"]),
+        ("qrels", "query-id\tcorpus-id\tscore\nq1\td1\t1\nq9\td1\t1\n", ["qrels.tsv:3", "query-id 'q9'"]),
+        ("qrels", "query-id\tcorpus-id\tscore\nq1\td1\thigh\n", ["qrels.tsv:2", "not an integer"]),
+        ("qrels", "query-id\tcorpus-id\tscore\nq1\td1\n", ["qrels.tsv:2", "2 tab-separated fields"]),
+        ("qrels", "query-id\tcorpus-id\tscore\nq1\td1\t0\n", ["qrels.tsv", "no query has a judgement with score > 0"]),
+        ("qrels", "query-id\tcorpus-id\tscore\nq1\td1\t1\nq1\td1\t2\n", ["qrels.tsv:3", "judged twice"]),
+    ],
+)
+def test_bad_input_names_file_and_line(tmp_path: Path, which: str, content: str, fragments: list[str]) -> None:
+    paths = write_set(tmp_path, CORPUS, QUERIES, QRELS)
+    {"corpus": paths[0], "queries": paths[1], "qrels": paths[2]}[which].write_text(content, encoding="utf-8")
+    with pytest.raises(SearchEngineError) as error:
+        read_retrieval_set(*paths)
+    for fragment in fragments:
+        assert fragment in str(error.value)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    paths = write_set(tmp_path, CORPUS, QUERIES, QRELS)
+    with pytest.raises(SearchEngineError, match="nothing.jsonl: no such file"):
+        read_retrieval_set(paths[0], tmp_path / "nothing.jsonl", paths[2])
+
+
+def test_cli_end_to_end(tmp_path: Path, tiny_model: Path) -> None:
+    corpus = [{"_id": f"d{i}", "text": text} for i, text in enumerate(
+        ["the cat sat on the mat", "stock prices fell", "bake the bread in a hot oven", "the king and queen"]
+    )]
+    queries = [{"_id": "a", "text": "the cat sat on the mat"}, {"_id": "b", "text": "bake the bread in a hot oven"}]
+    paths = write_set(tmp_path, corpus, queries, "query-id\tcorpus-id\tscore\na\td0\t1\nb\td2\t2\n")
+    args = ["eval", "retrieval", "--corpus", paths[0], "--queries", paths[1], "--qrels", paths[2]]
+    args += ["--model", tiny_model]
+    result = runner.invoke(app, [str(a) for a in [*args, "--json"]])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.output)
+    # Each query's text is in the corpus under another id: cosine 1, rank 1.
+    assert payload["ndcg@10"] == pytest.approx(1.0) and payload["mrr@10"] == pytest.approx(1.0)
+    assert payload["recall@100"] == 1.0 and payload["queries"] == 2 and payload["documents"] == 4
+    text = runner.invoke(app, [str(a) for a in args])
+    assert text.exit_code == 0 and "nDCG@10     1.0000" in text.output and "2 queries, 4 documents" in text.output
+    paths[2].write_text("query-id\tcorpus-id\tscore\na\td7\t1\n", encoding="utf-8")
+    bad = runner.invoke(app, [str(a) for a in args])
+    assert bad.exit_code == 1 and "Traceback" not in bad.output
+    message = bad.output.strip()
+    assert message.startswith("Error: ") and "\n" not in message and "qrels.tsv:2" in message and "'d7'" in message
