@@ -92,11 +92,13 @@ class IndexDirectory:
             )
         for role, name in files.items():
             file = self.path / name
-            if not file.is_file():
-                raise IndexerError(f"index file {file} is missing; rebuild the index")
-            if file.stat().st_size != sizes.get(role):
+            try:  # one stat: a writer may remove an old generation's file at any moment
+                size = file.stat().st_size
+            except OSError:
+                raise IndexerError(f"index file {file} is missing; rebuild the index") from None
+            if size != sizes.get(role):
                 raise IndexerError(
-                    f"index file {file} has {file.stat().st_size} bytes but the manifest says {sizes.get(role)}: "
+                    f"index file {file} has {size} bytes but the manifest says {sizes.get(role)}: "
                     "it is truncated or was changed; rebuild the index"
                 )
         return manifest
