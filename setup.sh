@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up searchengine in ./.venv: PyTorch first (the CPU build where there is no NVIDIA GPU, so pip never pulls
-# gigabytes of CUDA), then the project. `./setup.sh --dev` adds the test dependencies.
+# gigabytes of CUDA), then the project with ONNX Runtime (the encoder's fastest lossless CPU backend, measured in
+# docs/benchmarks.md). `./setup.sh --dev` adds the test dependencies.
 set -euo pipefail
 cd "$(dirname "$0")"
 TORCH_VERSION=2.13.0
@@ -25,6 +26,6 @@ fi
 if [ "${1:-}" = "--dev" ]; then
   pip install -e ".[dev]"
 else
-  pip install -e .
+  pip install -e ".[onnx]"
 fi
 echo "setup: ready; run .venv/bin/searchengine --help" >&2

@@ -13,12 +13,12 @@ _PUBLIC = {
     "CrossEncoder": "searchengine.cross_encoder",
     "Document": "indexer.store",
     "Encoder": "searchengine.encoder",
+    "EncoderSpeed": "searchengine.encoder",
     "Hit": "searchengine.search",
     "IndexInfo": "searchengine.engine",
     "IndexingReport": "searchengine.indexing",
     "Pair": "searchengine.paraphrase_mining",
     "ScoredPair": "searchengine.paraphrase_mining",
-    "mine_vectors": "searchengine.paraphrase_mining",
     "SearchEngine": "searchengine.engine",
     "SearchEngineError": "searchengine.errors",
     "mine_vectors": "searchengine.paraphrase_mining",
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from indexer.store import Document
     from searchengine.clustering import Cluster
     from searchengine.cross_encoder import CrossEncoder
-    from searchengine.encoder import Encoder
+    from searchengine.encoder import Encoder, EncoderSpeed
     from searchengine.engine import IndexInfo, SearchEngine
     from searchengine.errors import SearchEngineError
     from searchengine.indexing import IndexingReport

@@ -35,6 +35,21 @@ IdFieldOption = typer.Option(
 ModelOption = typer.Option(
     None, "--model", "-m", help="Model directory or Hugging Face id [default: bundled all-MiniLM-L6-v2]."
 )
+PrecisionOption = typer.Option(
+    "auto",
+    "--precision",
+    help="Encoder precision: auto (bf16 on CPUs with native bf16, else fp32), fp32, bf16, fp16 (GPU) or int8 "
+    "(faster on CPU, about 1 point of STS-B lower; docs/benchmarks.md).",
+)
+BackendOption = typer.Option(
+    "auto",
+    "--backend",
+    help="Run the encoder in torch or onnx (ONNX Runtime, the 'onnx' extra; 4x faster per query on CPU, same "
+    "vectors); auto: onnx where installed and able to run the model, else torch.",
+)
+ThreadsOption = typer.Option(
+    None, "--threads", min=1, help="CPU threads while encoding [default: torch's or ONNX Runtime's own choice]."
+)
 
 
 @contextmanager
@@ -84,6 +99,9 @@ def index(
     jsonl: bool = typer.Option(False, "--jsonl", help="Read JSON lines whatever the name (e.g. from stdin)."),
     id_field: Optional[str] = IdFieldOption,
     batch_size: int = typer.Option(64, min=1, help="Texts per forward pass."),
+    precision: str = PrecisionOption,
+    backend: str = BackendOption,
+    threads: Optional[int] = ThreadsOption,
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
 ) -> None:
     """Embed every document of CORPUS and save a searchable index.
@@ -100,10 +118,12 @@ def index(
 
       cat more.txt | searchengine index - --append
     """
+    from searchengine.encoder import Encoder, EncoderSpeed
     from searchengine.engine import SearchEngine, default_index_dir
 
     target = index_dir or default_index_dir()
     fmt = True if jsonl else None
+    speed = EncoderSpeed(precision, backend, threads)
     with _user_errors(target):
         if append:
             if index_type or whiten_k or whiten_fit or pooling or template is not None or denoise is not None:
@@ -112,7 +132,7 @@ def index(
                     "--template, --denoise, "
                     "--whiten-k and --whiten-fit"
                 )
-            engine = SearchEngine.open(target, model=model)
+            engine = SearchEngine.open(target, model=model, speed=speed)
             report = engine.add(corpus, jsonl=fmt, id_field=id_field, progress=not quiet)
         else:
             if whiten_fit is not None and whiten_k is None:
@@ -120,13 +140,12 @@ def index(
             engine = SearchEngine.build(
                 corpus,
                 target,
-                model=model,
-                pooling=pooling,
-                encoder=_prompt_encoder(model, pooling, template, denoise, batch_size),
+                encoder=Encoder(
+                    model, pooling, batch_size=batch_size, template=template, denoise=denoise, **speed.options()
+                ),
                 index=index_type,
                 whiten_k=whiten_k,
                 whiten_fit=whiten_fit,
-                batch_size=batch_size,
                 jsonl=fmt,
                 id_field=id_field,
                 progress=not quiet,
@@ -178,6 +197,9 @@ def query(
     rerank_top: Optional[int] = typer.Option(
         None, "--rerank-top", min=1, help="Candidates the cross-encoder rescores (at least -k) [default: 100]."
     ),
+    precision: str = PrecisionOption,
+    backend: str = BackendOption,
+    threads: Optional[int] = ThreadsOption,
 ) -> None:
     """Find the documents closest in meaning to a query.
 
@@ -198,6 +220,7 @@ def query(
 
       searchengine query "how do I reset my password" --rerank my-cross-encoder --rerank-top 50
     """
+    from searchengine.encoder import EncoderSpeed
     from searchengine.engine import DEFAULT_RERANK_TOP, SearchEngine, default_index_dir
 
     target = index_dir or default_index_dir()
@@ -207,7 +230,8 @@ def query(
             raise SearchEngineError(
                 "--rerank-top says how many candidates a cross-encoder rescores; add --rerank MODEL"
             )
-        engine = SearchEngine.open(target, model=model, whiten_k=whiten_k)
+        speed = EncoderSpeed(precision, backend, threads)
+        engine = SearchEngine.open(target, model=model, whiten_k=whiten_k, speed=speed)
         top = max(k, rerank_top or DEFAULT_RERANK_TOP)
         results = engine.search_batch(queries, k, where, rerank=rerank, rerank_top=top)
         if where and not any(results):
@@ -283,6 +307,7 @@ def info(
             "pooling": model["pooling"]
             + (f" {model['prompt']['template']!r}" if model.get("prompt") else "")
             + (" (denoised)" if (model.get("prompt") or {}).get("denoise") else "")
+            + "".join(f" + {transform}" for transform in model.get("transforms", []))
             + (" + normalize" if model["normalize"] else ""),
             "dimension": manifest["index"]["dimension"],
             "whitening": f"whitening-k {whitening['k']} (fitted on {whitening['fit_count']} texts)"
@@ -419,6 +444,9 @@ def add(
     index_dir: Optional[Path] = IndexDirOption,
     jsonl: bool = typer.Option(False, "--jsonl", help="Read JSON lines whatever the name (e.g. from stdin)."),
     id_field: Optional[str] = IdFieldOption,
+    precision: str = PrecisionOption,
+    backend: str = BackendOption,
+    threads: Optional[int] = ThreadsOption,
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
 ) -> None:
     """Add documents to an existing index, with the model and whitening it was built with.
@@ -435,7 +463,8 @@ def add(
     index(
         corpus=corpus, index_dir=index_dir, model=None, pooling=None, template=None, denoise=None, index_type=None,
         whiten_k=None,
-        whiten_fit=None, append=True, jsonl=jsonl, id_field=id_field, batch_size=64, quiet=quiet,
+        whiten_fit=None, append=True, jsonl=jsonl, id_field=id_field, batch_size=64, precision=precision,
+        backend=backend, threads=threads, quiet=quiet,
     )
 
 
@@ -600,7 +629,7 @@ def analyze(
 
         sentences = read_sentences(data, limit)
         sts_pairs = read_scored_pairs(sts, max_score) if sts else None
-        encoder = Encoder(model, batch_size=batch_size)
+        encoder = Encoder(model, batch_size=batch_size, backend="torch")  # the analysis reads every layer
         started = time.perf_counter()
         report = run_analysis(encoder, sentences, sts_pairs, pairs, seed, top_frequent)
         seconds = time.perf_counter() - started
@@ -631,15 +660,6 @@ def _human_bytes(size: int) -> str:
             return f"{value:.1f} {unit}" if unit != "B" else f"{size} B"
         value /= 1024
     raise AssertionError("unreachable")
-
-
-def _prompt_encoder(model: str | None, pooling: str | None, template: str | None, denoise: bool | None, batch_size: int):  # noqa: ANN202
-    """An Encoder with the --template / --denoise overrides of prompt pooling, or None to let the engine load one."""
-    if template is None and denoise is None:
-        return None
-    from searchengine.encoder import Encoder
-
-    return Encoder(model, pooling, batch_size=batch_size, template=template, denoise=denoise)
 
 
 def _register_subcommand_groups() -> None:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +16,23 @@ from searchengine.errors import SearchEngineError
 from searchengine.model_source import ModelSource, locate_model
 from searchengine.model_transforms import apply_transforms, load_transforms, output_dimension
 from searchengine.pooling import NEEDS_ALL_LAYERS, pool
+from searchengine.precision import apply_precision, resolve_precision
 from searchengine.prompt_pooling import PromptPooling
+
+BACKENDS = ("auto", "torch", "onnx")
+
+
+@dataclass(frozen=True)
+class EncoderSpeed:
+    """How an Encoder runs, for the places that load one for you (SearchEngine.build/open, the CLI)."""
+
+    precision: str = "auto"
+    backend: str = "auto"
+    threads: int | None = None
+
+    def options(self) -> dict:
+        """Keyword arguments for Encoder."""
+        return asdict(self)
 
 
 def default_device() -> str:
@@ -26,8 +44,13 @@ class Encoder:
     """Turns texts into float32 sentence vectors, the way sentence-transformers would for the same model.
 
     Smart batching: texts are sorted by token count so each batch pads only to its own longest text, and
-    vectors come back in input order. Texts longer than the model's limit are truncated and counted in
-    `truncated`.
+    vectors come back in input order (`smart_batching=False` keeps input order, for measuring what it saves).
+    Texts longer than the model's limit are truncated and counted in `truncated`.
+
+    Speed options (measured in docs/benchmarks.md): `precision` ("auto", "fp32", "bf16", "fp16", "int8"; see
+    searchengine.precision), `backend` ("torch"; "onnx" for ONNX Runtime, the optional `onnx` extra; "auto": onnx
+    where it can run this model and precision and is installed, the fastest choice measured that keeps quality,
+    else torch), `threads` (intra-op threads while encoding; default: the library's own choice) and `batch_size`.
 
     pooling="prompt" (PromptBERT, searchengine.prompt_pooling) wraps each text in `template` (default: the model's
     prompt module, else 'This sentence : "[X]" means [MASK] .') and uses the [MASK] state; `denoise` subtracts the
@@ -43,6 +66,10 @@ class Encoder:
         *,
         template: str | None = None,
         denoise: bool | None = None,
+        precision: str = "auto",
+        backend: str = "auto",
+        threads: int | None = None,
+        smart_batching: bool = True,
     ) -> None:
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         import transformers
@@ -64,6 +91,14 @@ class Encoder:
         self.prompt = PromptPooling(self.tokenizer, self.source.prompt) if self.source.prompt else None
         self.device = device or default_device()
         self.model.to(self.device).eval()
+        if backend not in BACKENDS:
+            raise SearchEngineError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+        if threads is not None and threads < 1:
+            raise SearchEngineError(f"threads must be at least 1, not {threads}")
+        self.threads = threads
+        self.smart_batching = smart_batching
+        self.precision: str = resolve_precision(precision, self.device)
+        """The concrete precision the transformer runs in ("auto" resolved for this device)."""
         limits = [self.source.max_seq_length, self.model.config.max_position_embeddings]
         if self.tokenizer.model_max_length < 1_000_000:
             limits.append(self.tokenizer.model_max_length)
@@ -74,6 +109,38 @@ class Encoder:
         self.transforms = [module.to(self.device) for module in load_transforms(self.source, self.pooled_dimension)]
         self.dimension: int = output_dimension(self.transforms[-1]) if self.transforms else self.pooled_dimension
         self.truncated = 0
+        self.backend: str = self._resolve_backend(backend)
+        """The backend the transformer runs in ("auto" resolved)."""
+        if self.backend == "onnx":
+            from searchengine.onnx_backend import OnnxTransformer
+
+            self.model = OnnxTransformer(self.model, self.fingerprint, self._input_names, self.precision, self.threads)
+        else:
+            self.model = apply_precision(self.model, self.precision)
+
+    def _resolve_backend(self, backend: str) -> str:
+        """ONNX Runtime where asked for (a clear error where it cannot run), or where "auto" finds it can."""
+        from searchengine.onnx_backend import ONNX_PRECISIONS, onnxruntime_installed
+
+        if backend not in BACKENDS:
+            raise SearchEngineError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+        problem = None
+        if self.device != "cpu":
+            problem = "the onnx backend runs on the CPU; use --backend torch on a GPU"
+        elif self.prompt is not None or self.pooling in NEEDS_ALL_LAYERS:
+            problem = f"the onnx backend pools the last layer only, not {self.pooling!r}; use --backend torch for it"
+        elif self.precision not in ONNX_PRECISIONS:
+            problem = f"the onnx backend runs {' or '.join(ONNX_PRECISIONS)}, not {self.precision}; use --backend torch"
+        if backend == "auto":
+            return "onnx" if problem is None and onnxruntime_installed() else "torch"
+        if backend == "onnx" and problem is not None:
+            raise SearchEngineError(problem)
+        return backend
+
+    @property
+    def _input_names(self) -> list[str]:
+        names = ["input_ids", "attention_mask"]
+        return names + ["token_type_ids"] if "token_type_ids" in self.tokenizer.model_input_names else names
 
     @property
     def name(self) -> str:
@@ -105,13 +172,30 @@ class Encoder:
             tokens = self.tokenizer(prepared, truncation=True, max_length=self.max_seq_length, padding=False)
             self.truncated += sum(1 for encoding in tokens.encodings if encoding.overflowing)
             ids = tokens["input_ids"]
-        order = np.argsort([-len(row) for row in ids], kind="stable")
+        if self.smart_batching:
+            order = np.argsort([-len(row) for row in ids], kind="stable")
+        else:
+            order = np.arange(len(ids))
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
         size = batch_size or self.batch_size
-        for start in range(0, len(order), size):
-            rows = order[start : start + size]
-            out[rows] = self._encode_batch([ids[i] for i in rows], pre_normalize)
+        with self._threads():
+            for start in range(0, len(order), size):
+                rows = order[start : start + size]
+                out[rows] = self._encode_batch([ids[i] for i in rows], pre_normalize)
         return out
+
+    @contextlib.contextmanager
+    def _threads(self) -> Iterator[None]:
+        """torch's intra-op thread count set to `threads` while encoding, restored after (it is process-wide)."""
+        if self.threads is None or self.backend == "onnx":  # ONNX Runtime's session has its own setting
+            yield
+            return
+        before = torch.get_num_threads()
+        torch.set_num_threads(self.threads)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
 
     def _encode_batch(self, ids: list[list[int]], pre_normalize: bool = False) -> np.ndarray:
         width = max(len(row) for row in ids)
@@ -122,15 +206,16 @@ class Encoder:
             attention_mask[i, : len(row)] = 1
         all_layers = self.pooling in NEEDS_ALL_LAYERS
         inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
-        if "token_type_ids" in self.tokenizer.model_input_names:
+        if "token_type_ids" in self._input_names:
             inputs["token_type_ids"] = torch.zeros_like(input_ids)
         with torch.inference_mode():
             output = self.model(
                 **{key: value.to(self.device) for key, value in inputs.items()}, output_hidden_states=all_layers
             )
             layers = output.hidden_states if all_layers else (output.last_hidden_state,)
+            layers = tuple(layer.float() for layer in layers)  # pool in fp32 whatever the model ran in
             if self.prompt is not None:
-                vectors = self.prompt.pool(self.model, output.last_hidden_state, attention_mask.to(self.device))
+                vectors = self.prompt.pool(self.model, layers[-1], attention_mask.to(self.device)).float()
             else:
                 vectors = pool(self.pooling, layers, attention_mask.to(self.device))
             vectors = apply_transforms(self.transforms, vectors)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from searchengine.clustering import Cluster, ClusterSettings, Clustering, cluste
 from searchengine.corpus import STDIN, read_corpus
 from searchengine.cross_encoder import CrossEncoder
 from searchengine.embedding import to_index_vectors
-from searchengine.encoder import Encoder
+from searchengine.encoder import Encoder, EncoderSpeed
 from searchengine.errors import SearchEngineError
 from searchengine.filters import Filters, conditions_of
 from searchengine.indexing import (
@@ -31,7 +32,7 @@ from searchengine.indexing import (
     delete_from_index,
 )
 from searchengine.paraphrase_mining import Pair, dedupe_index, mine_documents, with_texts
-from searchengine.search import Hit, nearest_documents, rerank_hits
+from searchengine.search import Hit, nearest_documents, one_thread, rerank_hits
 
 DEFAULT_INDEX_DIR = "searchengine-index"
 DEFAULT_RERANK_TOP = 100
@@ -125,6 +126,7 @@ class SearchEngine:
         whiten_fit: Corpus | None = None,
         encoder: Encoder | None = None,
         batch_size: int = 64,
+        speed: EncoderSpeed | None = None,
         jsonl: bool | None = None,
         id_field: str | None = None,
         progress: bool = False,
@@ -135,11 +137,12 @@ class SearchEngine:
         pooling: override the model's pooling (mean, cls, max, mean_sqrt_len, last2avg, first_last_avg).
         index: a FAISS factory string ("Flat", "HNSW32", "IVF1024,PQ32"); None picks one from the corpus size.
         whiten_k: fit BERT-whitening and keep k dimensions; fitted on `whiten_fit` when given, else the corpus.
-        encoder: an already loaded Encoder to reuse (then model/pooling/batch_size are ignored).
+        encoder: an already loaded Encoder to reuse (then model/pooling/batch_size/speed are ignored).
+        speed: precision, backend and threads of the Encoder loaded here (see Encoder).
         jsonl: read a corpus file as JSON lines (True) or plain lines (False); None decides by the .jsonl suffix.
         id_field: a .jsonl field holding each document's own id, for later upserts and deletes by that id.
         """
-        encoder = encoder or Encoder(model, pooling, batch_size=batch_size)
+        encoder = encoder or Encoder(model, pooling, batch_size=batch_size, **(speed or EncoderSpeed()).options())
         target = Path(path) if path is not None else default_index_dir()
         settings = IndexSettings(
             index_type=index,
@@ -187,11 +190,13 @@ class SearchEngine:
         pooling: str | None = None,
         whiten_k: int | None = None,
         encoder: Encoder | None = None,
+        speed: EncoderSpeed | None = None,
     ) -> SearchEngine:
         """Open an existing index with the model it was built with.
 
         Passing `model`, `pooling` or `whiten_k` states what you expect: a different one raises
-        SearchEngineError instead of silently comparing vectors from two different spaces.
+        SearchEngineError instead of silently comparing vectors from two different spaces. `speed`: precision,
+        backend and threads of the Encoder loaded here (ignored when `encoder` is given).
         """
         directory = IndexDirectory(Path(path) if path is not None else default_index_dir())
         manifest = directory.read_manifest()
@@ -210,7 +215,13 @@ class SearchEngine:
         if encoder is None:
             spec = model if model is not None else built_with["spec"]
             prompt = built_with.get("prompt") or {}  # prompt pooling: the template the index was built with
-            encoder = Encoder(spec, built_with["pooling"], template=prompt.get("template"), denoise=prompt.get("denoise"))
+            encoder = Encoder(
+                spec,
+                built_with["pooling"],
+                template=prompt.get("template"),
+                denoise=prompt.get("denoise"),
+                **(speed or EncoderSpeed()).options(),
+            )
         if encoder.fingerprint != built_with["fingerprint"] or encoder.pooling != built_with["pooling"]:
             raise SearchEngineError(
                 f"index {directory.path} was built with model {built_with['name']} "
@@ -304,7 +315,8 @@ class SearchEngine:
             return [[] for _ in queries]
         excluded = self._tombstones if len(self._tombstones) else None
         k = min(k, len(self) if allowed is None else len(allowed))
-        return nearest_documents(self._vectors, self._store, self.encode(queries), k, allowed, excluded)
+        with one_thread() if len(queries) == 1 else contextlib.nullcontext():
+            return nearest_documents(self._vectors, self._store, self.encode(queries), k, allowed, excluded)
 
     def cross_encoder(self, model: str | Path | CrossEncoder) -> CrossEncoder:
         """The cross-encoder `model` names, loaded on the first call and kept for later ones (a loaded

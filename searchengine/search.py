@@ -2,16 +2,37 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+import faiss
 import numpy as np
+import torch
 
 from indexer.store import DocumentStore
 from indexer.vector_index import VectorIndex
 
 if TYPE_CHECKING:
     from searchengine.cross_encoder import CrossEncoder
+
+
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """torch and faiss on one thread each, restored afterwards: how a single query runs fastest here.
+
+    Measured at 1M vectors (docs/benchmarks.md): end-to-end p50 7.3 ms on one thread against 12.1 ms with their
+    default two, whose OpenMP workers keep spinning after each call and compete with the encoder. The setting
+    is process-wide while the block runs."""
+    torch_threads, faiss_threads = torch.get_num_threads(), faiss.omp_get_max_threads()
+    torch.set_num_threads(1)
+    faiss.omp_set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(torch_threads)
+        faiss.omp_set_num_threads(faiss_threads)
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,17 @@ def write_tiny_model(directory: Path, seed: int = 0, pooling: str = "mean", norm
     return directory
 
 
+@pytest.fixture(scope="session", autouse=True)
+def onnx_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """ONNX exports (the encoder's default backend where onnxruntime is installed) go to a temporary folder, not
+    the user's cache; set in the environment so the CLI and benchmark subprocesses use it too."""
+    import os
+
+    path = tmp_path_factory.mktemp("searchengine-cache")
+    os.environ["SEARCHENGINE_CACHE"] = str(path)
+    return path
+
+
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_tiny_model(tmp_path_factory.mktemp("tiny-model"))

@@ -155,6 +155,8 @@ def represent(
     batch_size: int | None = None,
 ) -> Representations:
     """One forward pass per batch (length-sorted, as the encoder does) giving every representation."""
+    if encoder.backend != "torch":
+        raise SearchEngineError("the analysis reads every layer of the torch model: load the Encoder with backend='torch'")
     ids = tokenize(encoder, texts)
     dimension = int(encoder.model.config.hidden_size)  # the transformer's, not the model's output size
     out = {name: np.empty((len(texts), dimension), dtype=np.float32) for name in REPRESENTATIONS}

@@ -61,7 +61,7 @@ def built(vectors: np.ndarray, ids: np.ndarray):
 
 @pytest.mark.parametrize("factory", ["Flat", "HNSW32", "IVF4,Flat"])
 def test_exact_enough_types_find_each_vector_itself(factory: str, built, vectors: np.ndarray, ids: np.ndarray) -> None:
-    """Flat is exact; HNSW32 (efSearch 128) and IVF4 on 1000 points find a stored vector as its own top hit."""
+    """Flat is exact; HNSW32 (the default efSearch) and IVF4 on 1000 points find a stored vector as its own top hit."""
     index = built(factory)
     assert index.count == len(vectors)
     assert index.dimension == DIMENSION

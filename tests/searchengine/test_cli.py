@@ -249,3 +249,24 @@ def test_second_writer_gets_a_clear_error(index_dir: Path, tiny_model: Path) -> 
     with IndexDirectory(index_dir).writing():
         result = run("index", "-", "--append", "-d", index_dir, input="text\n")
     assert_one_line_error(result, "is being written by")
+
+
+def test_speed_options_index_and_query(
+    tmp_path: Path, corpus: Path, tiny_model: Path, sentences: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SEARCHENGINE_CACHE", str(tmp_path / "cache"))
+    target = tmp_path / "fast"
+    result = run("index", corpus, "-d", target, "--model", tiny_model, "--precision", "int8", "--threads", "1")
+    assert result.exit_code == 0, result.output
+    for options in (["--backend", "onnx"], ["--precision", "fp32", "--threads", "1"]):
+        result = run("query", sentences[2], "-k", "1", "-d", target, "--json", *options)
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.output)["hits"][0]["text"] == sentences[2]
+
+
+@pytest.mark.parametrize(
+    ("options", "fragment"),
+    [(["--precision", "fp16"], "fp16 is for GPUs"), (["--backend", "tensorrt"], "unknown backend")],
+)
+def test_bad_speed_options_are_one_line_errors(index_dir: Path, options: list[str], fragment: str) -> None:
+    assert_one_line_error(run("query", "anything", "-d", index_dir, *options), fragment)

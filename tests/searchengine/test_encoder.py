@@ -80,3 +80,26 @@ def test_plain_hugging_face_directory_uses_mean_pooling(tmp_path: Path, tiny_enc
 def test_fingerprint_tells_models_apart(tiny_encoder: Encoder, tiny_model: Path, other_tiny_model: Path) -> None:
     assert Encoder(tiny_model).fingerprint == tiny_encoder.fingerprint
     assert Encoder(other_tiny_model).fingerprint != tiny_encoder.fingerprint
+
+
+def test_without_smart_batching_vectors_are_the_same(tiny_model: Path, tiny_encoder: Encoder, sentences: list[str]) -> None:
+    plain = Encoder(tiny_model, smart_batching=False)
+    np.testing.assert_allclose(plain.encode(sentences, batch_size=3), tiny_encoder.encode(sentences, batch_size=3), atol=1e-5)
+
+
+def test_threads_apply_while_encoding_only(tiny_model: Path, sentences: list[str]) -> None:
+    import torch
+
+    before = torch.get_num_threads()
+    seen: list[int] = []
+    encoder = Encoder(tiny_model, threads=1, backend="torch")  # ONNX Runtime sets its threads in its session
+    original = encoder._encode_batch  # noqa: SLF001
+
+    def spy(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        seen.append(torch.get_num_threads())
+        return original(*args, **kwargs)
+
+    encoder._encode_batch = spy  # noqa: SLF001
+    encoder.encode(sentences)
+    assert seen and set(seen) == {1}
+    assert torch.get_num_threads() == before

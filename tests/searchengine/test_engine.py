@@ -228,3 +228,27 @@ def test_a_pipe_is_read_once(tmp_path: Path, tiny_encoder: Encoder, sentences: l
     engine = SearchEngine.build(fifo, tmp_path / "i", encoder=tiny_encoder)
     writer.join()
     assert len(engine) == len(sentences)
+
+
+def test_a_single_query_runs_on_one_thread_and_restores_the_setting(
+    engine: SearchEngine, sentences: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import faiss
+    import torch
+
+    import searchengine.engine as engine_module
+
+    seen: list[tuple[int, int]] = []
+    search = engine_module.nearest_documents
+
+    def watching(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        seen.append((torch.get_num_threads(), faiss.omp_get_max_threads()))
+        return search(*args, **kwargs)
+
+    monkeypatch.setattr(engine_module, "nearest_documents", watching)
+    torch.set_num_threads(2)
+    faiss.omp_set_num_threads(2)
+    assert engine.search(sentences[0], k=1)[0].text == sentences[0]
+    engine.search_batch(sentences[:2], k=1)
+    assert seen == [(1, 1), (2, 2)]
+    assert (torch.get_num_threads(), faiss.omp_get_max_threads()) == (2, 2)

@@ -27,6 +27,12 @@ from searchengine.labelled_data import RatedPair
 runner = CliRunner()
 
 
+
+@pytest.fixture(scope="module")
+def tiny_encoder(tiny_model: Path) -> Encoder:
+    """The analysis reads every layer of the torch model."""
+    return Encoder(tiny_model, backend="torch")
+
 def test_anisotropy_of_identical_opposite_and_orthogonal_vectors() -> None:
     same = np.tile([[0.3, -1.0, 2.0]], (5, 1))
     assert anisotropy(same, pairs=1000) == pytest.approx(1.0)

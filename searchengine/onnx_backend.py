@@ -1,0 +1,163 @@
+"""ONNX Runtime as the encoder's transformer (the optional `onnx` extra): export once, cache, run.
+
+The transformer (not the tokenizer, pooling or post-processing, which stay in the Encoder) is exported with
+torch.onnx.export (eager attention, so that ONNX Runtime's transformer optimizer can fuse each attention block
+into one op, with the layer norms and GELUs; BERT-family models only) and, for int8, quantized with
+onnxruntime.quantization.quantize_dynamic (per-channel int8 weights, activations quantized at run time).
+Exports are cached by the model's fingerprint and the precision, so the export (seconds) happens once per
+model and machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import logging
+import os
+import tempfile
+import warnings
+from pathlib import Path
+from collections.abc import Iterator
+from types import SimpleNamespace
+
+import numpy as np
+import torch
+
+from searchengine.errors import SearchEngineError
+
+ONNX_PRECISIONS = ("fp32", "int8")
+OPSET = 17
+FUSABLE_MODEL_TYPES = frozenset({"bert", "roberta", "xlm-roberta"})
+"""Architectures onnxruntime.transformers.optimizer fuses as model_type="bert"; others run unfused."""
+
+
+def cache_directory() -> Path:
+    """Where exported models are kept: $SEARCHENGINE_CACHE, else $XDG_CACHE_HOME/searchengine, else ~/.cache."""
+    if os.environ.get("SEARCHENGINE_CACHE"):
+        return Path(os.environ["SEARCHENGINE_CACHE"]) / "onnx"
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "searchengine" / "onnx"
+
+
+def onnxruntime_installed() -> bool:
+    """Whether the `onnx` extra is installed (checked without importing it)."""
+    try:
+        return all(importlib.util.find_spec(name) is not None for name in ("onnxruntime", "onnx"))
+    except (ImportError, ValueError, AttributeError):  # a broken or blocked installation counts as missing
+        return False
+
+
+def _import_onnxruntime():  # noqa: ANN202 (the module)
+    try:
+        import onnxruntime
+    except ImportError:
+        raise SearchEngineError(
+            "the onnx backend needs ONNX Runtime: pip install 'searchengine[onnx]' (or .venv/bin/pip install "
+            "onnxruntime onnx), or use --backend torch"
+        ) from None
+    return onnxruntime
+
+
+class OnnxTransformer:
+    """Runs an exported transformer in ONNX Runtime; called like the Hugging Face model it replaces."""
+
+    def __init__(
+        self, model: torch.nn.Module, fingerprint: str, input_names: list[str], precision: str, threads: int | None
+    ) -> None:
+        onnxruntime = _import_onnxruntime()
+        self.precision = precision
+        self.input_names = input_names
+        self.path = cache_directory() / f"{fingerprint[:24]}-{precision}.onnx"
+        if not self.path.exists():
+            self._export(model, fingerprint)
+        options = onnxruntime.SessionOptions()
+        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+        if threads:
+            options.intra_op_num_threads = threads
+        options.inter_op_num_threads = 1
+        try:
+            self.session = onnxruntime.InferenceSession(
+                str(self.path), options, providers=["CPUExecutionProvider"]
+            )
+        except Exception as exc:  # noqa: BLE001 (ORT raises its own exception types)
+            raise SearchEngineError(
+                f"cannot load the cached ONNX model {self.path} ({str(exc).splitlines()[0]}); delete it to re-export"
+            ) from None
+
+    def _export(self, model: torch.nn.Module, fingerprint: str) -> None:
+        """Export (and quantize) into a temporary file beside the cache entry, then rename it into place."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=self.path.parent, prefix=".export-") as scratch:
+            fp32 = Path(scratch) / "fp32.onnx"
+            example = tuple(torch.ones((2, 8), dtype=torch.long) for _ in self.input_names)
+            axes = {name: {0: "batch", 1: "tokens"} for name in [*self.input_names, "last_hidden_state"]}
+            attention = model.config._attn_implementation  # noqa: SLF001 (transformers' own switch)
+            fusable = model.config.model_type in FUSABLE_MODEL_TYPES
+            if fusable:
+                model.set_attn_implementation("eager")  # SDPA exports as ops the fusion does not recognise
+            try:
+                with warnings.catch_warnings(), torch.no_grad():
+                    warnings.simplefilter("ignore")  # tracer and deprecation notices about the legacy exporter
+                    torch.onnx.export(
+                        _LastHiddenState(model, self.input_names).eval(),
+                        example,
+                        str(fp32),
+                        input_names=self.input_names,
+                        output_names=["last_hidden_state"],
+                        dynamic_axes=axes,
+                        opset_version=OPSET,
+                        dynamo=False,
+                    )
+            finally:
+                if fusable:
+                    model.set_attn_implementation(attention)
+            final = fp32
+            if fusable:
+                from onnxruntime.transformers.optimizer import optimize_model
+
+                final = Path(scratch) / "fused.onnx"
+                fused = optimize_model(
+                    str(fp32), "bert", model.config.num_attention_heads, model.config.hidden_size
+                )
+                fused.save_model_to_file(str(final))
+            if self.precision == "int8":
+                from onnx import TensorProto
+                from onnxruntime.quantization import QuantType, quantize_dynamic
+
+                source, final = final, Path(scratch) / "int8.onnx"
+                with _quiet_root_logger():  # its advice to run a pre-processing step logs at WARNING
+                    quantize_dynamic(
+                        str(source), str(final), weight_type=QuantType.QInt8, per_channel=True,
+                        extra_options={"DefaultTensorType": TensorProto.FLOAT},  # fused ops have no shape inference
+                    )
+            os.replace(final, self.path)
+
+    def __call__(self, output_hidden_states: bool = False, **inputs: torch.Tensor) -> SimpleNamespace:
+        """The last layer's states; `output_hidden_states` is always False here (the Encoder never asks for all
+        layers from this backend)."""
+        feeds = {name: inputs[name].cpu().numpy().astype(np.int64) for name in self.input_names}
+        (last,) = self.session.run(["last_hidden_state"], feeds)
+        return SimpleNamespace(last_hidden_state=torch.from_numpy(last))
+
+
+class _LastHiddenState(torch.nn.Module):
+    """The Hugging Face model with positional inputs and one output, as torch.onnx.export wants it."""
+
+    def __init__(self, model: torch.nn.Module, input_names: list[str]) -> None:
+        super().__init__()
+        self.model = model
+        self.input_names = input_names
+
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+        return self.model(**dict(zip(self.input_names, inputs))).last_hidden_state
+
+
+@contextlib.contextmanager
+def _quiet_root_logger() -> Iterator[None]:
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        root.setLevel(level)
