@@ -9,7 +9,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib.metadata import version
 from itertools import islice
-from pathlib import Path
 from typing import Any
 
 import faiss
@@ -330,6 +329,8 @@ def model_identity(encoder: Encoder) -> dict[str, Any]:
         "dimension": encoder.dimension,
         "max_seq_length": encoder.max_seq_length,
         **({"prompt": source.prompt.as_dict()} if source.prompt is not None else {}),
+        **({"transforms": [f"{kind.rsplit('.', 1)[-1]} ({folder.name})" for kind, folder in source.transforms]}
+           if source.transforms else {}),
     }
 
 

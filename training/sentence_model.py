@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from searchengine.errors import SearchEngineError
+from searchengine.labelled_data import Triplet
 from searchengine.model_source import ModelSource, locate_model
 from searchengine.pooling import NEEDS_ALL_LAYERS, pool
 
@@ -103,6 +104,12 @@ class SentenceModel(nn.Module):
     def embed_texts(self, texts: Sequence[str], max_length: int | None = None) -> torch.Tensor:
         """tokenize + forward, with gradients."""
         return self(self.tokenize(texts, max_length))
+
+    def embed_triplets(self, triplets: Sequence[Triplet]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """(anchor, positive, negative) vectors of `triplets`, from one forward pass, with gradients."""
+        texts = [t.anchor for t in triplets] + [t.positive for t in triplets] + [t.negative for t in triplets]
+        anchor, positive, negative = self.embed_texts(texts).chunk(3)
+        return anchor, positive, negative
 
     @contextmanager
     def editing_embeddings(self, edit: EmbeddingEdit) -> Iterator[None]:

@@ -158,3 +158,17 @@ def test_a_model_saved_by_sentence_transformers_loads_here(dense_model: Path, fl
         model.save(str(tmp_path / name))
         ours = Encoder(tmp_path / name).encode(TEXTS)
         assert np.abs(ours - Encoder(source).encode(TEXTS)).max() < 1e-6, name
+
+
+def test_info_lists_the_transform_modules(dense_model: Path, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from searchengine.cli import app
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
+    runner = CliRunner()
+    built = runner.invoke(app, ["index", str(corpus), "-d", str(tmp_path / "idx"), "--model", str(dense_model), "-q"])
+    assert built.exit_code == 0, built.output
+    shown = runner.invoke(app, ["info", "-d", str(tmp_path / "idx")])
+    assert "pooling:" in shown.output and "mean + Dense (2_Dense) + normalize" in shown.output, shown.output

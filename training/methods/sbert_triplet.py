@@ -30,8 +30,7 @@ def train_sbert_triplet(
     model = SentenceModel(base, pooling, max_seq_length)
 
     def loss(batch: list[Triplet]) -> torch.Tensor:
-        vectors = model.embed_texts([t.anchor for t in batch] + [t.positive for t in batch] + [t.negative for t in batch])
-        anchor, positive, negative = vectors.chunk(3)
+        anchor, positive, negative = model.embed_triplets(batch)
         return triplet_loss(anchor, positive, negative, margin)
 
     return run_bi_encoder_training(

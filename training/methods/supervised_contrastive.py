@@ -31,8 +31,7 @@ def train_supervised_contrastive(
     model = SentenceModel(base, pooling, max_seq_length)
 
     def loss(batch: list[Triplet]) -> torch.Tensor:
-        vectors = model.embed_texts([t.anchor for t in batch] + [t.positive for t in batch] + [t.negative for t in batch])
-        anchor, positive, negative = vectors.chunk(3)
+        anchor, positive, negative = model.embed_triplets(batch)
         return info_nce(anchor, positive, temperature, hard_negatives=negative)
 
     return run_bi_encoder_training(
