@@ -33,6 +33,7 @@ from indexer.store import DocumentStore, StoredDocument
 from indexer.vector_index import VectorIndex
 from searchengine import SearchEngine
 from searchengine.clustering import ClusterSettings, cluster_labels, stored_matrix
+from synthetic import noisy_copies
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -123,16 +124,7 @@ def scaled_vectors(index_dir: Path, n: int, noise: float, seed: int = 0) -> np.n
     directory = IndexDirectory(index_dir)
     manifest = directory.read_manifest()
     _, real = stored_matrix(VectorIndex.load(directory.file(manifest, "vectors"), manifest["index"]["type"]))
-    if n <= len(real):
-        return np.ascontiguousarray(real[:n])
-    out = np.empty((n, real.shape[1]), dtype=np.float32)
-    out[: len(real)] = real
-    rng = np.random.default_rng(seed)
-    for start in range(len(real), n, len(real)):
-        stop = min(start + len(real), n)
-        block = real[: stop - start] + rng.normal(scale=noise, size=(stop - start, real.shape[1])).astype(np.float32)
-        out[start:stop] = block / np.linalg.norm(block, axis=1, keepdims=True)
-    return out
+    return noisy_copies(real, n, noise, seed)
 
 
 def peak_rss_mib() -> float:
