@@ -69,7 +69,13 @@ class OnnxTransformer:
         self.input_names = input_names
         self.path = cache_directory() / f"{fingerprint[:24]}-{precision}.onnx"
         if not self.path.exists():
-            self._export(model, fingerprint)
+            try:
+                self._export(model)
+            except OSError as exc:
+                raise SearchEngineError(
+                    f"cannot write the ONNX export to {self.path.parent} ({exc.strerror or exc}); set "
+                    "SEARCHENGINE_CACHE to a writable folder, or use --backend torch"
+                ) from None
         options = onnxruntime.SessionOptions()
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
         if threads:
@@ -84,7 +90,7 @@ class OnnxTransformer:
                 f"cannot load the cached ONNX model {self.path} ({str(exc).splitlines()[0]}); delete it to re-export"
             ) from None
 
-    def _export(self, model: torch.nn.Module, fingerprint: str) -> None:
+    def _export(self, model: torch.nn.Module) -> None:
         """Export (and quantize) into a temporary file beside the cache entry, then rename it into place."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=self.path.parent, prefix=".export-") as scratch:

@@ -89,3 +89,11 @@ def test_unknown_backend_and_bad_threads(tiny_model: Path) -> None:
         Encoder(tiny_model, backend="tensorrt")
     with pytest.raises(SearchEngineError, match="at least 1"):
         Encoder(tiny_model, threads=0)
+
+
+def test_an_unwritable_cache_is_a_clear_error(tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder would be", encoding="utf-8")
+    monkeypatch.setenv("SEARCHENGINE_CACHE", str(blocker))
+    with pytest.raises(SearchEngineError, match="SEARCHENGINE_CACHE to a writable folder"):
+        Encoder(tiny_model, backend="onnx")
