@@ -91,8 +91,6 @@ class Encoder:
         self.prompt = PromptPooling(self.tokenizer, self.source.prompt) if self.source.prompt else None
         self.device = device or default_device()
         self.model.to(self.device).eval()
-        if backend not in BACKENDS:
-            raise SearchEngineError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
         if threads is not None and threads < 1:
             raise SearchEngineError(f"threads must be at least 1, not {threads}")
         self.threads = threads
