@@ -28,11 +28,11 @@ from pathlib import Path
 
 import numpy as np
 
-from indexer.index_directory import IndexDirectory
-from indexer.store import DocumentStore, StoredDocument
-from indexer.vector_index import VectorIndex
+from searchengine.indexer.index_directory import IndexDirectory
+from searchengine.indexer.store import DocumentStore, StoredDocument
+from searchengine.indexer.vector_index import VectorIndex
 from searchengine import SearchEngine
-from searchengine.clustering import ClusterSettings, cluster_labels, stored_matrix
+from searchengine.analysis.clustering import ClusterSettings, cluster_labels, stored_matrix
 from synthetic import noisy_copies
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"

@@ -38,7 +38,7 @@ import torch
 import transformers
 
 from searchengine import Encoder, SearchEngine, mine_vectors
-from searchengine.model_source import bundled_model_path
+from searchengine.encoding.model_source import bundled_model_path
 
 ROOT = Path(__file__).resolve().parents[1]
 PAPER_TARGET_S = 5.0
@@ -141,7 +141,7 @@ def main() -> None:
     parser.add_argument(
         "--cross-encoder", type=Path,
         help="a trained cross-encoder directory (`searchengine train cross-encoder`) scored with "
-        "searchengine.cross_encoder.CrossEncoder [default: the bundled MiniLM with a random 1-logit head]",
+        "searchengine.encoding.cross_encoder.CrossEncoder [default: the bundled MiniLM with a random 1-logit head]",
     )  # fmt: skip
     args = parser.parse_args()
     sizes = args.sizes or ([100, 200] if args.quick else [1000, 2000, 5000, 10000, 20000])
@@ -211,10 +211,10 @@ def main() -> None:
 
     # Cross-encoder: a timed sample, extrapolated; validated on all pairs of a small n.
     if args.cross_encoder is not None:
-        from searchengine.cross_encoder import CrossEncoder as TrainedCrossEncoder
+        from searchengine.encoding.cross_encoder import CrossEncoder as TrainedCrossEncoder
 
         cross = TrainedCrossEncoder(args.cross_encoder, batch_size=64)
-        cross_model = f"cross-encoder {args.cross_encoder} (searchengine.cross_encoder.CrossEncoder, sigmoid scores)"
+        cross_model = f"cross-encoder {args.cross_encoder} (searchengine.encoding.cross_encoder.CrossEncoder, sigmoid scores)"
     else:
         cross = CrossEncoder()
         cross_model = "bundled all-MiniLM-L6-v2 body + randomly initialised 1-logit regression head (untrained)"

@@ -40,8 +40,8 @@ import numpy as np
 import torch
 
 from searchengine import SearchEngine
-from searchengine.cross_encoder import CrossEncoder
-from searchengine.labelled_data import read_scored_pairs
+from searchengine.encoding.cross_encoder import CrossEncoder
+from searchengine.evaluation.labelled_data import read_scored_pairs
 
 ROOT = Path(__file__).resolve().parents[1]
 K = 10
@@ -97,7 +97,7 @@ def random_head_cross_encoder(directory: Path) -> Path:
     """The bundled MiniLM with a seeded random one-output head, saved as a cross-encoder directory."""
     import transformers
 
-    from searchengine.model_source import bundled_model_path
+    from searchengine.encoding.model_source import bundled_model_path
 
     transformers.utils.logging.set_verbosity_error()
     transformers.utils.logging.disable_progress_bar()

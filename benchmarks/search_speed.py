@@ -11,7 +11,7 @@ Ground truth is exact inner-product top-10 (faiss IndexFlatIP) over the same vec
 or not); recall@10 = |approximate top-10 & exact top-10| / 10, averaged over the queries.
 
 Whitening-k is fitted like the engine fits it (CovarianceAccumulator over the indexed vectors in chunks of
-2,048, Whitening.fit), then vectors are L2-normalised (searchengine.embedding.to_index_vectors).
+2,048, Whitening.fit), then vectors are L2-normalised (searchengine.engine.embedding.to_index_vectors).
 
 Per configuration: build seconds (train on at most 100,000 sampled vectors, as the engine does, then add),
 RSS growth during the build, the size of the index file, recall@10, QPS with one query per search call (the
@@ -65,13 +65,13 @@ import numpy as np
 import torch
 from scipy.stats import spearmanr
 
-from indexer.index_directory import IndexDirectory
-from indexer.vector_index import HNSW_EF_SEARCH, IVF_NPROBE_FRACTION, VectorIndex, default_factory
-from indexer.whitening import CovarianceAccumulator, Whitening
+from searchengine.indexer.index_directory import IndexDirectory
+from searchengine.indexer.vector_index import HNSW_EF_SEARCH, IVF_NPROBE_FRACTION, VectorIndex, default_factory
+from searchengine.indexer.whitening import CovarianceAccumulator, Whitening
 from searchengine import Encoder, SearchEngine
-from searchengine.embedding import to_index_vectors
-from searchengine.indexing import CHUNK, TRAINING_SAMPLE
-from searchengine.search import nearest_documents
+from searchengine.engine.embedding import to_index_vectors
+from searchengine.engine.indexing import CHUNK, TRAINING_SAMPLE
+from searchengine.engine.search import nearest_documents
 from synthetic import DEFAULT_NOISE, noisy_copies
 
 ROOT = Path(__file__).resolve().parents[1]

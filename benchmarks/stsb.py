@@ -28,7 +28,7 @@ import torch
 
 from searchengine import Encoder, SearchEngine
 from searchengine.evaluation.sts import sts_spearman
-from searchengine.labelled_data import RatedPair, read_scored_pairs
+from searchengine.evaluation.labelled_data import RatedPair, read_scored_pairs
 
 
 def interleaved_rates(ours, theirs, texts: list[str], runs: int) -> tuple[float, float, float]:

@@ -36,7 +36,7 @@ import platform
 import time
 from pathlib import Path
 
-from searchengine.labelled_data import read_scored_pairs
+from searchengine.evaluation.labelled_data import read_scored_pairs
 
 MAX_SCORE = 5.0
 
@@ -101,7 +101,7 @@ def main() -> None:
     report: dict = {"min_score": args.min_score, "splits": {}}
     encoder = None
     if args.evaluate:
-        from searchengine.encoder import Encoder
+        from searchengine.encoding.encoder import Encoder
 
         encoder = Encoder(args.evaluate, pooling=args.pooling)
         report.update({"model": encoder.name, "pooling": encoder.pooling, "machine": platform.platform()})

@@ -1,7 +1,9 @@
 """Errors raised by the on-disk pieces; each message names the file, the problem and the fix."""
 
+from searchengine.errors import SearchEngineError
 
-class IndexerError(Exception):
+
+class IndexerError(SearchEngineError):
     """A problem with an index directory, its files or its inputs that the user can fix."""
 
 

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from indexer.errors import IndexerError, IndexLockedError
+from searchengine.indexer.errors import IndexerError, IndexLockedError
 
 MANIFEST = "manifest.json"
 LOCK = ".lock"

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import sqlite_utils
 
-from indexer.errors import IndexerError
+from searchengine.indexer.errors import IndexerError
 
 TABLE = "documents"
 EXTERNAL_IDS_TABLE = "external_ids"

@@ -8,7 +8,7 @@ from pathlib import Path
 import faiss
 import numpy as np
 
-from indexer.errors import IndexerError
+from searchengine.indexer.errors import IndexerError
 
 EXACT_SEARCH_LIMIT = 200_000
 """Up to this many vectors the default index is exact ("Flat"); beyond it, graph search ("HNSW32")."""

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 from safetensors.numpy import load_file, save_file
 
-from indexer.errors import IndexerError
+from searchengine.indexer.errors import IndexerError
 
 RANK_TOLERANCE = 1e-12
 """A direction whose variance is below this fraction of the largest one counts as absent (whitening would divide

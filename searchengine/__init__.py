@@ -9,32 +9,32 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _PUBLIC = {
-    "Cluster": "searchengine.clustering",
-    "CrossEncoder": "searchengine.cross_encoder",
-    "Document": "indexer.store",
-    "Encoder": "searchengine.encoder",
-    "EncoderSpeed": "searchengine.encoder",
-    "Hit": "searchengine.search",
-    "IndexInfo": "searchengine.engine",
-    "IndexingReport": "searchengine.indexing",
-    "Pair": "searchengine.paraphrase_mining",
-    "ScoredPair": "searchengine.paraphrase_mining",
-    "SearchEngine": "searchengine.engine",
+    "Cluster": "searchengine.analysis.clustering",
+    "CrossEncoder": "searchengine.encoding.cross_encoder",
+    "Document": "searchengine.indexer.store",
+    "Encoder": "searchengine.encoding.encoder",
+    "EncoderSpeed": "searchengine.encoding.encoder",
+    "Hit": "searchengine.engine.search",
+    "IndexInfo": "searchengine.engine.search_engine",
+    "IndexingReport": "searchengine.engine.indexing",
+    "Pair": "searchengine.analysis.paraphrase_mining",
+    "ScoredPair": "searchengine.analysis.paraphrase_mining",
+    "SearchEngine": "searchengine.engine.search_engine",
     "SearchEngineError": "searchengine.errors",
-    "mine_vectors": "searchengine.paraphrase_mining",
+    "mine_vectors": "searchengine.analysis.paraphrase_mining",
 }
 __all__ = sorted(_PUBLIC)
 
 if TYPE_CHECKING:
-    from indexer.store import Document
-    from searchengine.clustering import Cluster
-    from searchengine.cross_encoder import CrossEncoder
-    from searchengine.encoder import Encoder, EncoderSpeed
-    from searchengine.engine import IndexInfo, SearchEngine
+    from searchengine.indexer.store import Document
+    from searchengine.analysis.clustering import Cluster
+    from searchengine.encoding.cross_encoder import CrossEncoder
+    from searchengine.encoding.encoder import Encoder, EncoderSpeed
+    from searchengine.engine.search_engine import IndexInfo, SearchEngine
     from searchengine.errors import SearchEngineError
-    from searchengine.indexing import IndexingReport
-    from searchengine.paraphrase_mining import Pair, ScoredPair, mine_vectors
-    from searchengine.search import Hit
+    from searchengine.engine.indexing import IndexingReport
+    from searchengine.analysis.paraphrase_mining import Pair, ScoredPair, mine_vectors
+    from searchengine.engine.search import Hit
 
 
 def __getattr__(name: str) -> Any:

@@ -1,4 +1,6 @@
-"""The one exception type the CLI turns into a one-line message instead of a traceback."""
+"""The root of every error searchengine raises on purpose: catch `SearchEngineError` to catch them all.
+
+Messages name the problem and the fix in the library's words; the command line adds its flag names."""
 
 
 class SearchEngineError(Exception):

@@ -93,7 +93,7 @@ def other_tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_encoder(tiny_model: Path):
-    from searchengine.encoder import Encoder
+    from searchengine.encoding.encoder import Encoder
 
     return Encoder(tiny_model)
 

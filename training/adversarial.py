@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import torch
 
-from training.sentence_model import SentenceModel
+from searchengine.training.sentence_model import SentenceModel
 
 
 def embed_recording_embeddings(

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 
 from searchengine.errors import SearchEngineError
-from training.sentence_model import SentenceModel
+from searchengine.training.sentence_model import SentenceModel
 
 AUGMENTATIONS = ("none", "shuffle", "token_cutoff", "feature_cutoff", "dropout")
 DEFAULT_RATES = {"token_cutoff": 0.15, "feature_cutoff": 0.2, "dropout": 0.1}

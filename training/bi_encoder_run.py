@@ -9,9 +9,9 @@ from pathlib import Path
 import torch
 
 from searchengine.evaluation.sts import sts_spearman
-from searchengine.labelled_data import read_scored_pairs
-from training.loop import Batch, TrainingReport, TrainingSettings, train
-from training.sentence_model import SentenceModel
+from searchengine.evaluation.labelled_data import read_scored_pairs
+from searchengine.training.loop import Batch, TrainingReport, TrainingSettings, train
+from searchengine.training.sentence_model import SentenceModel
 
 
 def sts_evaluator(model: SentenceModel, eval_file: Path | None) -> Callable[[], float] | None:

@@ -1,4 +1,4 @@
-"""Fit BERT-flow (Li et al., 2020) on a corpus: the invertible network of `searchengine.flow` trained by maximum
+"""Fit BERT-flow (Li et al., 2020) on a corpus: the invertible network of `searchengine.encoding.flow` trained by maximum
 likelihood under a standard Gaussian prior, with the encoder frozen (its embeddings are computed once).
 
 Actnorm layers are initialised from the data (Glow's data-dependent init: every block's input starts with zero
@@ -20,9 +20,9 @@ import numpy as np
 import torch
 
 from searchengine.errors import SearchEngineError
-from searchengine.flow import Flow
-from searchengine.model_source import FLOW_MODULE_TYPE
-from training.postprocessing import FitReport, corpus_vectors, load_base, read_texts, write_model_with_module
+from searchengine.encoding.flow import Flow
+from searchengine.encoding.model_source import FLOW_MODULE_TYPE
+from searchengine.training.postprocessing import FitReport, corpus_vectors, load_base, read_texts, write_model_with_module
 
 INIT_ROWS = 4096
 NOISE_FRACTION = 1e-3

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import numpy as np
 
-from indexer.whitening import CovarianceAccumulator
+from searchengine.indexer.whitening import CovarianceAccumulator
 from searchengine.errors import SearchEngineError
-from searchengine.model_source import DENSE_MODULE_TYPE
-from searchengine.model_transforms import write_dense_module
-from training.postprocessing import FitReport, corpus_vectors, load_base, read_texts, write_model_with_module
+from searchengine.encoding.model_source import DENSE_MODULE_TYPE
+from searchengine.encoding.model_transforms import write_dense_module
+from searchengine.training.postprocessing import FitReport, corpus_vectors, load_base, read_texts, write_model_with_module
 
 
 CONSTANT_FRACTION = 1e-6

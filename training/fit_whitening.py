@@ -11,12 +11,12 @@ from pathlib import Path
 
 import numpy as np
 
-from indexer.errors import IndexerError
-from indexer.whitening import CovarianceAccumulator, Whitening
+from searchengine.indexer.errors import IndexerError
+from searchengine.indexer.whitening import CovarianceAccumulator, Whitening
 from searchengine.errors import SearchEngineError
-from searchengine.model_source import DENSE_MODULE_TYPE
-from searchengine.model_transforms import write_dense_module
-from training.postprocessing import FitReport, corpus_vectors, load_base, read_texts, write_model_with_module
+from searchengine.encoding.model_source import DENSE_MODULE_TYPE
+from searchengine.encoding.model_transforms import write_dense_module
+from searchengine.training.postprocessing import FitReport, corpus_vectors, load_base, read_texts, write_model_with_module
 
 
 def fit_whitening(

@@ -17,7 +17,7 @@ import torch
 from torch import nn
 from tqdm.auto import tqdm
 
-from training.model_directory import writing_model_directory
+from searchengine.training.model_directory import writing_model_directory
 
 Batch = object
 LossFunction = Callable[[Batch], torch.Tensor]

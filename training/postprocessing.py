@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from searchengine.errors import SearchEngineError
-from training.model_directory import copy_model_files, writing_model_directory
+from searchengine.training.model_directory import copy_model_files, writing_model_directory
 
 FIT_INFO_FILE = "searchengine_fit.json"
 """Written next to each fitted module: the method, corpus and settings, for people (not read back)."""
@@ -46,7 +46,7 @@ class FitReport:
 
 def load_base(base: str | Path | None, device: str | None = None, batch_size: int = 64):  # noqa: ANN201
     """The frozen base encoder; it must be a sentence-transformers directory so a module can be added to it."""
-    from searchengine.encoder import Encoder
+    from searchengine.encoding.encoder import Encoder
 
     encoder = Encoder(base, device=device, batch_size=batch_size)
     if not (encoder.source.path / "modules.json").is_file():
@@ -59,7 +59,7 @@ def load_base(base: str | Path | None, device: str | None = None, batch_size: in
 
 def read_texts(corpus: str | Path) -> list[str]:
     """The corpus's distinct texts in file order (duplicates would weigh the fitted statistics)."""
-    from searchengine.corpus import read_corpus
+    from searchengine.engine.corpus import read_corpus
 
     texts = list(dict.fromkeys(document.text for document in read_corpus(corpus)))
     if not texts:

@@ -1,4 +1,4 @@
-"""A trainable PromptBERT encoder: SentenceModel's transformer with prompt pooling (searchengine.prompt_pooling)
+"""A trainable PromptBERT encoder: SentenceModel's transformer with prompt pooling (searchengine.encoding.prompt_pooling)
 instead of token pooling, any template per call (training uses two), saved with a prompt module so that
 `searchengine index --model DIR` wraps texts in the same template."""
 
@@ -11,15 +11,15 @@ from pathlib import Path
 
 import torch
 
-from searchengine.prompt_pooling import PromptPooling
-from searchengine.prompt_template import (
+from searchengine.encoding.prompt_pooling import PromptPooling
+from searchengine.encoding.prompt_template import (
     PROMPT_MODULE_FOLDER,
     PROMPT_MODULE_TYPE,
     PROMPT_POOLING,
     PromptConfig,
     write_prompt_module,
 )
-from training.sentence_model import SentenceModel
+from searchengine.training.sentence_model import SentenceModel
 
 
 class PromptSentenceModel(SentenceModel):
@@ -67,7 +67,7 @@ class PromptSentenceModel(SentenceModel):
     def save(self, directory: Path) -> None:
         """SentenceModel's layout with its Pooling module replaced by the prompt module (same place in
         modules.json), so searchengine finds the template; sentence-transformers cannot apply it (see
-        searchengine.prompt_pooling) but loads the transformer."""
+        searchengine.encoding.prompt_pooling) but loads the transformer."""
         directory = Path(directory)
         super().save(directory)
         modules = json.loads((directory / "modules.json").read_text(encoding="utf-8"))

@@ -1,6 +1,6 @@
 """A trainable bi-encoder: the transformer and pooling of a model directory, with gradients, plus the hooks the
 augmentations need (position ids, edits to the embedding layer's output), saved back in the
-sentence-transformers layout that `searchengine.encoder.Encoder` and sentence-transformers load."""
+sentence-transformers layout that `searchengine.encoding.encoder.Encoder` and sentence-transformers load."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ import torch
 from torch import nn
 
 from searchengine.errors import SearchEngineError
-from searchengine.labelled_data import Triplet
-from searchengine.model_source import ModelSource, locate_model
-from searchengine.pooling import NEEDS_ALL_LAYERS, pool
+from searchengine.evaluation.labelled_data import Triplet
+from searchengine.encoding.model_source import ModelSource, locate_model
+from searchengine.encoding.pooling import NEEDS_ALL_LAYERS, pool
 
 EmbeddingEdit = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 """(embedding-layer output (batch, seq, dim), attention mask (batch, seq)) -> edited output."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from searchengine.corpus import read_corpus
+from searchengine.engine.corpus import read_corpus
 from searchengine.errors import SearchEngineError
 
 

@@ -37,8 +37,8 @@ import numpy as np
 import torch
 
 from searchengine.errors import SearchEngineError
-from searchengine.labelled_data import RatedPair
-from searchengine.pooling import pool
+from searchengine.evaluation.labelled_data import RatedPair
+from searchengine.encoding.pooling import pool
 
 REPRESENTATIONS = ("static_avg", "static_avg_unbiased", "embedding_layer_avg", "first_last_avg", "last_avg", "cls")
 DEFAULT_TOP_FREQUENT = 36
@@ -149,7 +149,7 @@ def tokenize(encoder, texts: Sequence[str]) -> list[list[int]]:  # noqa: ANN001
 
 
 def represent(
-    encoder,  # noqa: ANN001 (a searchengine.encoder.Encoder)
+    encoder,  # noqa: ANN001 (a searchengine.encoding.encoder.Encoder)
     texts: Sequence[str],
     biased: frozenset[int] = frozenset(),
     batch_size: int | None = None,
@@ -237,7 +237,7 @@ class AnalysisReport:
 
 
 def analyze(
-    encoder,  # noqa: ANN001 (a searchengine.encoder.Encoder)
+    encoder,  # noqa: ANN001 (a searchengine.encoding.encoder.Encoder)
     sentences: Sequence[str],
     sts_pairs: Sequence[RatedPair] | None = None,
     pairs: int | None = 100_000,

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import spearmanr
 
-from searchengine.labelled_data import RatedPair, read_scored_pairs
+from searchengine.evaluation.labelled_data import RatedPair, read_scored_pairs
 
 EmbedFunction = Callable[[Sequence[str]], np.ndarray]
 

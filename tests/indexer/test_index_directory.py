@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from indexer.errors import IndexerError, IndexLockedError
-from indexer.index_directory import FORMAT_VERSION, LOCK, MANIFEST, IndexDirectory
+from searchengine.indexer.errors import IndexerError, IndexLockedError
+from searchengine.indexer.index_directory import FORMAT_VERSION, LOCK, MANIFEST, IndexDirectory
 
 
 def _commit(directory: IndexDirectory, contents: dict[str, bytes], **manifest) -> dict:

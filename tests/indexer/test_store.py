@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from indexer.errors import IndexerError
-from indexer.store import Document, DocumentStore, StoreChange
+from searchengine.indexer.errors import IndexerError
+from searchengine.indexer.store import Document, DocumentStore, StoreChange
 
 
 @pytest.fixture

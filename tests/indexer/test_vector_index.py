@@ -6,8 +6,8 @@ import faiss
 import numpy as np
 import pytest
 
-from indexer.errors import IndexerError
-from indexer.vector_index import (
+from searchengine.indexer.errors import IndexerError
+from searchengine.indexer.vector_index import (
     EXACT_SEARCH_LIMIT,
     HNSW_EF_CONSTRUCTION,
     HNSW_EF_SEARCH,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from indexer.errors import IndexerError
-from indexer.whitening import CovarianceAccumulator, Whitening
+from searchengine.indexer.errors import IndexerError
+from searchengine.indexer.whitening import CovarianceAccumulator, Whitening
 
 
 def _accumulate(data: np.ndarray, sizes: list[int]) -> CovarianceAccumulator:

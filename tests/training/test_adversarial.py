@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from training.adversarial import embed_perturbed, embed_recording_embeddings, fgv_perturbation
-from training.sentence_model import SentenceModel
+from searchengine.training.adversarial import embed_perturbed, embed_recording_embeddings, fgv_perturbation
+from searchengine.training.sentence_model import SentenceModel
 
 
 def test_fgv_has_norm_epsilon_and_increases_the_loss(tiny_model) -> None:

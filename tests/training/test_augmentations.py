@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from searchengine.errors import SearchEngineError
-from training.augmentations import (
+from searchengine.training.augmentations import (
     Augmentation,
     element_dropout,
     embed_view,
@@ -14,7 +14,7 @@ from training.augmentations import (
     shuffled_position_ids,
     token_cutoff,
 )
-from training.sentence_model import SentenceModel
+from searchengine.training.sentence_model import SentenceModel
 
 MASK = torch.tensor([[1, 1, 1, 1, 1, 1, 0, 0], [1, 1, 1, 0, 0, 0, 0, 0]])
 

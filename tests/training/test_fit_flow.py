@@ -11,12 +11,12 @@ import pytest
 import torch
 from safetensors.numpy import load_file
 
-from searchengine.encoder import Encoder
+from searchengine.encoding.encoder import Encoder
 from searchengine.errors import SearchEngineError
-from searchengine.flow import Flow
-from searchengine.model_source import FLOW_MODULE_TYPE
+from searchengine.encoding.flow import Flow
+from searchengine.encoding.model_source import FLOW_MODULE_TYPE
 from tests.training.postprocessing_data import write_corpus
-from training.fit_flow import fit_flow, train_flow
+from searchengine.training.fit_flow import fit_flow, train_flow
 
 
 @pytest.fixture(scope="module")

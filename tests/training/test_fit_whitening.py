@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 from safetensors.numpy import load_file
 
-from indexer.whitening import CovarianceAccumulator, Whitening
-from searchengine.encoder import Encoder
+from searchengine.indexer.whitening import CovarianceAccumulator, Whitening
+from searchengine.encoding.encoder import Encoder
 from searchengine.errors import SearchEngineError
-from searchengine.model_source import DENSE_MODULE_TYPE, locate_model
+from searchengine.encoding.model_source import DENSE_MODULE_TYPE, locate_model
 from tests.training.postprocessing_data import word_salad, write_corpus
-from training.fit_whitening import fit_whitening
+from searchengine.training.fit_whitening import fit_whitening
 
 
 @pytest.fixture(scope="module")

@@ -9,8 +9,8 @@ import pytest
 import torch
 from torch import nn
 
-from training.loop import TrainingSettings, cycle, train
-from training.model_directory import writing_model_directory
+from searchengine.training.loop import TrainingSettings, cycle, train
+from searchengine.training.model_directory import writing_model_directory
 
 
 class Line(nn.Module):

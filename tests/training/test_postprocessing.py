@@ -11,10 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from searchengine.cli import app
-from searchengine.encoder import Encoder
+from searchengine.encoding.encoder import Encoder
 from tests.training.postprocessing_data import write_corpus
-from training.fit_normalisation import fit_sn
-from training.fit_whitening import fit_whitening
+from searchengine.training.fit_normalisation import fit_sn
+from searchengine.training.fit_whitening import fit_whitening
 
 runner = CliRunner()
 
@@ -125,8 +125,8 @@ def test_precomputed_vectors_fit_the_same_model(tiny_model: Path, corpus: Path, 
     from safetensors.numpy import load_file
 
     from searchengine.errors import SearchEngineError
-    from training.fit_normalisation import fit_natsv
-    from training.postprocessing import embed_all, load_base, read_texts
+    from searchengine.training.fit_normalisation import fit_natsv
+    from searchengine.training.postprocessing import embed_all, load_base, read_texts
 
     vectors = embed_all(load_base(tiny_model), read_texts(corpus), False, "test")
     fit_natsv(tiny_model, corpus, tmp_path / "own", 2, progress=False)

@@ -17,16 +17,16 @@ from pathlib import Path
 import torch
 
 from searchengine.errors import SearchEngineError
-from searchengine.labelled_data import LabelledPair, read_labelled_pairs
-from training.adversarial import embed_perturbed, embed_recording_embeddings, fgv_perturbation
-from training.augmentations import Augmentation, embed_view
-from training.bi_encoder_run import run_bi_encoder_training
-from training.loop import TrainingReport, TrainingSettings, cycle, seed_everything
-from training.methods.sbert_classification import train_sbert_classification
-from training.objectives.contrastive import nt_xent
-from training.objectives.softmax_classification import SoftmaxClassifier, softmax_classification_loss
-from training.sentence_model import SentenceModel
-from training.sentences import read_sentences
+from searchengine.evaluation.labelled_data import LabelledPair, read_labelled_pairs
+from searchengine.training.adversarial import embed_perturbed, embed_recording_embeddings, fgv_perturbation
+from searchengine.training.augmentations import Augmentation, embed_view
+from searchengine.training.bi_encoder_run import run_bi_encoder_training
+from searchengine.training.loop import TrainingReport, TrainingSettings, cycle, seed_everything
+from searchengine.training.methods.sbert_classification import train_sbert_classification
+from searchengine.training.objectives.contrastive import nt_xent
+from searchengine.training.objectives.softmax_classification import SoftmaxClassifier, softmax_classification_loss
+from searchengine.training.sentence_model import SentenceModel
+from searchengine.training.sentences import read_sentences
 
 SCHEDULES = ("unsup", "joint", "sup-unsup", "joint-unsup")
 DEFAULT_VIEWS = (Augmentation("shuffle"), Augmentation("feature_cutoff", 0.2))

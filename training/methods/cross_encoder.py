@@ -5,7 +5,7 @@ default loss for one-label cross-encoders (BinaryCrossEntropyLoss), so sigmoid(l
 
 The model is saved as a Hugging Face sequence-classification directory whose config.json names the sigmoid
 activation the way sentence-transformers v4-v5 write it, which `transformers.AutoModelForSequenceClassification`,
-`sentence_transformers.CrossEncoder` and `searchengine.cross_encoder.CrossEncoder` all load."""
+`sentence_transformers.CrossEncoder` and `searchengine.encoding.cross_encoder.CrossEncoder` all load."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ from pathlib import Path
 import torch
 from scipy.stats import spearmanr
 
-from searchengine.cross_encoder import SIGMOID, score_pairs
+from searchengine.encoding.cross_encoder import SIGMOID, score_pairs
 from searchengine.errors import SearchEngineError
-from searchengine.labelled_data import RatedPair, read_scored_pairs
-from searchengine.model_source import locate_model
-from training.loop import TrainingReport, TrainingSettings, cycle, seed_everything, train
+from searchengine.evaluation.labelled_data import RatedPair, read_scored_pairs
+from searchengine.encoding.model_source import locate_model
+from searchengine.training.loop import TrainingReport, TrainingSettings, cycle, seed_everything, train
 
 
 class CrossEncoderModel(torch.nn.Module):

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import torch
 
-from searchengine.labelled_data import LabelledPair, read_labelled_pairs
-from training.bi_encoder_run import run_bi_encoder_training
-from training.loop import TrainingReport, TrainingSettings, cycle, seed_everything
-from training.objectives.softmax_classification import SoftmaxClassifier, softmax_classification_loss
-from training.sentence_model import SentenceModel
+from searchengine.evaluation.labelled_data import LabelledPair, read_labelled_pairs
+from searchengine.training.bi_encoder_run import run_bi_encoder_training
+from searchengine.training.loop import TrainingReport, TrainingSettings, cycle, seed_everything
+from searchengine.training.objectives.softmax_classification import SoftmaxClassifier, softmax_classification_loss
+from searchengine.training.sentence_model import SentenceModel
 
 
 def train_sbert_classification(

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import torch
 
-from training.bi_encoder_run import run_bi_encoder_training
-from training.loop import TrainingReport, TrainingSettings, cycle, seed_everything
-from training.objectives.contrastive import info_nce
-from training.sentence_model import SentenceModel
-from training.sentences import read_sentences
+from searchengine.training.bi_encoder_run import run_bi_encoder_training
+from searchengine.training.loop import TrainingReport, TrainingSettings, cycle, seed_everything
+from searchengine.training.objectives.contrastive import info_nce
+from searchengine.training.sentence_model import SentenceModel
+from searchengine.training.sentences import read_sentences
 
 
 def train_simcse(

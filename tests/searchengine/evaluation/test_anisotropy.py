@@ -11,7 +11,7 @@ import torch
 from typer.testing import CliRunner
 
 from searchengine.cli import app
-from searchengine.encoder import Encoder
+from searchengine.encoding.encoder import Encoder
 from searchengine.errors import SearchEngineError
 from searchengine.evaluation.anisotropy import (
     REPRESENTATIONS,
@@ -22,7 +22,7 @@ from searchengine.evaluation.anisotropy import (
     represent,
     tokenize,
 )
-from searchengine.labelled_data import RatedPair
+from searchengine.evaluation.labelled_data import RatedPair
 
 runner = CliRunner()
 

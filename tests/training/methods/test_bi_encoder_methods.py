@@ -9,16 +9,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from searchengine.encoder import Encoder
+from searchengine.encoding.encoder import Encoder
 from searchengine.errors import SearchEngineError
-from training.augmentations import Augmentation
-from training.loop import TrainingSettings
-from training.methods.consert import train_consert
-from training.methods.sbert_classification import train_sbert_classification
-from training.methods.sbert_regression import train_sbert_regression
-from training.methods.sbert_triplet import train_sbert_triplet
-from training.methods.simcse import train_simcse
-from training.methods.supervised_contrastive import train_supervised_contrastive
+from searchengine.training.augmentations import Augmentation
+from searchengine.training.loop import TrainingSettings
+from searchengine.training.methods.consert import train_consert
+from searchengine.training.methods.sbert_classification import train_sbert_classification
+from searchengine.training.methods.sbert_regression import train_sbert_regression
+from searchengine.training.methods.sbert_triplet import train_sbert_triplet
+from searchengine.training.methods.simcse import train_simcse
+from searchengine.training.methods.supervised_contrastive import train_supervised_contrastive
 
 SETTINGS = TrainingSettings(steps=24, learning_rate=2e-3, warmup=0.0, eval_every=100, progress=False)
 

@@ -12,11 +12,11 @@ import torch
 from typer.testing import CliRunner
 
 from searchengine.cli import app
-from searchengine.cross_encoder import CrossEncoder
+from searchengine.encoding.cross_encoder import CrossEncoder
 from searchengine.errors import SearchEngineError
-from searchengine.labelled_data import read_scored_pairs
-from training.loop import TrainingSettings
-from training.methods.cross_encoder import CrossEncoderModel, train_cross_encoder
+from searchengine.evaluation.labelled_data import read_scored_pairs
+from searchengine.training.loop import TrainingSettings
+from searchengine.training.methods.cross_encoder import CrossEncoderModel, train_cross_encoder
 
 runner = CliRunner()
 

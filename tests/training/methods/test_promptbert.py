@@ -13,13 +13,13 @@ import torch
 from typer.testing import CliRunner
 
 from searchengine.cli import app
-from searchengine.encoder import Encoder
+from searchengine.encoding.encoder import Encoder
 from searchengine.errors import SearchEngineError
-from searchengine.prompt_template import PROMPT_MODULE_FOLDER, PROMPT_MODULE_TYPE, PromptConfig
-from training.loop import TrainingSettings, cycle, seed_everything, train
-from training.methods.promptbert import TEMPLATE_1, TEMPLATE_2, train_promptbert
-from training.objectives.contrastive import info_nce
-from training.prompt_model import PromptSentenceModel
+from searchengine.encoding.prompt_template import PROMPT_MODULE_FOLDER, PROMPT_MODULE_TYPE, PromptConfig
+from searchengine.training.loop import TrainingSettings, cycle, seed_everything, train
+from searchengine.training.methods.promptbert import TEMPLATE_1, TEMPLATE_2, train_promptbert
+from searchengine.training.objectives.contrastive import info_nce
+from searchengine.training.prompt_model import PromptSentenceModel
 
 runner = CliRunner()
 

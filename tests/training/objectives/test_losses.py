@@ -7,10 +7,10 @@ import math
 import pytest
 import torch
 
-from training.objectives.contrastive import info_nce, nt_xent
-from training.objectives.cosine_regression import cosine_regression_loss
-from training.objectives.softmax_classification import SoftmaxClassifier, softmax_classification_loss
-from training.objectives.triplet import triplet_loss
+from searchengine.training.objectives.contrastive import info_nce, nt_xent
+from searchengine.training.objectives.cosine_regression import cosine_regression_loss
+from searchengine.training.objectives.softmax_classification import SoftmaxClassifier, softmax_classification_loss
+from searchengine.training.objectives.triplet import triplet_loss
 
 
 def test_triplet_loss_by_hand() -> None:

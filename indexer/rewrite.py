@@ -1,0 +1,90 @@
+"""Change an index as a whole: a writable copy of the current generation, committed with its manifest in one
+swap, or discarded if anything fails. Every write path (build, add, delete, compact, cluster, dedupe) ends here."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from searchengine.indexer.index_directory import Generation, IndexDirectory
+from searchengine.indexer.store import DocumentStore
+from searchengine.indexer.vector_index import VectorIndex
+from searchengine.indexer.whitening import Whitening
+
+
+@dataclass
+class IndexRewrite:
+    """A writable copy of the current index, inside `rewriting()`: change it, and it is committed whole."""
+
+    store: DocumentStore
+    vectors: VectorIndex
+    whitening: Whitening | None
+    manifest: dict[str, Any]
+    """The manifest of the index being rewritten."""
+
+
+@contextmanager
+def rewriting(directory: IndexDirectory, versions: dict[str, str] | None = None) -> Iterator[IndexRewrite]:
+    """Hold the writer lock over a copy of the current index; commit it as a new generation if the block
+    finishes, discard it if the block raises (the current index is never modified in place). `versions`
+    replace the recorded library versions (a rewrite that encodes nothing keeps the previous ones)."""
+    with directory.writing() as generation:
+        previous = directory.read_manifest()
+        store_path = generation.path("documents")
+        shutil.copyfile(directory.file(previous, "documents"), store_path)
+        whitening_path = directory.file(previous, "whitening")
+        rewrite = IndexRewrite(
+            store=DocumentStore(store_path, writable=True),
+            vectors=VectorIndex.load(directory.file(previous, "vectors"), previous["index"]["type"]),
+            whitening=Whitening.load(whitening_path) if whitening_path else None,
+            manifest=previous,
+        )
+        try:
+            yield rewrite
+        except BaseException:
+            rewrite.store.close()
+            raise
+        commit_generation(
+            generation, directory, rewrite.store, rewrite.vectors, rewrite.whitening, previous["model"],
+            {**previous["versions"], **(versions or {})}, previous,
+        )
+
+
+def commit_generation(
+    generation: Generation,
+    directory: IndexDirectory,
+    store: DocumentStore,
+    vectors: VectorIndex,
+    whitening: Whitening | None,
+    model: dict[str, Any],
+    versions: dict[str, str],
+    previous: dict[str, Any] | None,
+) -> None:
+    """Save the vectors (and a new whitening) into `generation` and commit it with its manifest."""
+    vectors_path = generation.path("vectors")
+    vectors.save(vectors_path)
+    if previous is not None:
+        whitening_path = directory.file(previous, "whitening")
+    elif whitening is not None:
+        whitening_path = generation.path("whitening")
+        whitening.save(whitening_path)
+    else:
+        whitening_path = None
+    now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    manifest = {
+        "model": model,
+        "whitening": None if whitening is None else {"k": whitening.k, "fit_count": whitening.fit_count},
+        "index": {"type": vectors.factory, "metric": "inner_product", "dimension": vectors.dimension},
+        "count": {"vectors": store.count(), "documents": store.total(), "tombstones": len(store.tombstones())},
+        "created_at": previous["created_at"] if previous else now,
+        "updated_at": now,
+        "versions": versions,
+    }
+    store.close()
+    generation.commit(
+        manifest, {"vectors": vectors_path, "documents": store.path, "whitening": whitening_path}
+    )

@@ -1,0 +1,22 @@
+"""The searchengine command line: one typer app, one module per command group, one error funnel
+(`searchengine.cli.errors`). Commands import the library inside their bodies, so `--help` loads no model."""
+
+from __future__ import annotations
+
+import typer
+
+from searchengine.cli import analysis, evaluation, index, maintenance, query, train
+
+app = typer.Typer(
+    help="Semantic search over your own text: index a corpus once, then query it by meaning.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+for command in (
+    index.index, query.query, maintenance.info, analysis.cluster, index.add, maintenance.delete,
+    maintenance.compact, analysis.mine, evaluation.analyze,
+):
+    app.command()(command)
+app.add_typer(train.train_app, name="train")
+app.add_typer(evaluation.eval_app, name="eval")

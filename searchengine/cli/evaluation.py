@@ -1,0 +1,148 @@
+"""`searchengine eval sts|retrieval` and `searchengine analyze`: measure a model on labelled data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from searchengine.cli.errors import user_errors
+from searchengine.cli.options import ModelOption
+
+eval_app = typer.Typer(help="Measure a model: STS correlation or BEIR-style retrieval.", no_args_is_help=True)
+
+
+@eval_app.command()
+def sts(
+    files: list[Path] = typer.Argument(..., help="STS files: score<TAB>sentence1<TAB>sentence2 with a header."),
+    model: str = typer.Option("default", "--model", "-m", help="Model directory or Hugging Face id."),
+    pooling: Optional[str] = typer.Option(None, help="Override the model's pooling."),
+    template: Optional[str] = typer.Option(
+        None, "--template", help='Prompt pooling with this template (one [X], one [MASK]), e.g. \'This sentence : "[X]" means [MASK] .\''
+    ),
+    denoise: Optional[bool] = typer.Option(
+        None, "--denoise/--no-denoise", help="Prompt pooling: subtract the bare template's [MASK] state."
+    ),
+    max_score: float = typer.Option(5.0, "--max-score", help="The largest gold score of the files' scale."),
+    batch_size: int = typer.Option(64, min=1, help="Texts per forward pass."),
+) -> None:
+    """Spearman x 100 between cosine similarity and gold scores, one row per file plus their average.
+
+    Example: searchengine eval sts ../shared/data/stsb/dev.tsv ../shared/data/stsb/test.tsv --model my-model
+    """
+    with user_errors():
+        from searchengine.encoding.encoder import Encoder
+        from searchengine.evaluation.sts import sts_spearman
+        from searchengine.evaluation.labelled_data import read_scored_pairs
+
+        datasets = [(path, read_scored_pairs(path, max_score)) for path in files]
+        encoder = Encoder(model, pooling=pooling, batch_size=batch_size, template=template, denoise=denoise)
+        scores = []
+        for path, pairs in datasets:
+            scores.append(sts_spearman(encoder.encode, pairs))
+            typer.echo(f"{str(path):<50} {len(pairs):>6} pairs  Spearman {scores[-1]:6.2f}")
+        if len(scores) > 1:
+            typer.echo(f"{'average':<50} {'':>6}        Spearman {sum(scores) / len(scores):6.2f}")
+
+
+@eval_app.command()
+def retrieval(
+    corpus: Path = typer.Option(..., "--corpus", help='BEIR corpus.jsonl: {"_id", "title", "text"} a line.'),
+    queries: Path = typer.Option(..., "--queries", help='BEIR queries.jsonl: {"_id", "text"} a line.'),
+    qrels: Path = typer.Option(..., "--qrels", help="BEIR qrels .tsv with the header query-id, corpus-id, score."),
+    model: str = typer.Option("default", "--model", "-m", help="Model directory or Hugging Face id."),
+    pooling: Optional[str] = typer.Option(None, help="Override the model's pooling."),
+    batch_size: int = typer.Option(64, min=1, help="Texts per forward pass."),
+    keep_identical_ids: bool = typer.Option(
+        False, "--keep-identical-ids", help="Let a query retrieve the document with its own id (BEIR drops it)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
+) -> None:
+    """nDCG@10, Recall@100 and MRR@10 (0..1) of exact cosine search over a BEIR-format dataset.
+
+    Documents are embedded as title + " " + text. Only queries with a judgement of score > 0 count.
+
+    Example: searchengine eval retrieval --corpus corpus.jsonl --queries queries.jsonl --qrels qrels/test.tsv
+    """
+    with user_errors():
+        import json
+        import time
+
+        from searchengine.encoding.encoder import Encoder
+        from searchengine.evaluation.retrieval import evaluate_retrieval, read_retrieval_set
+
+        dataset = read_retrieval_set(corpus, queries, qrels)
+        encoder = Encoder(model, pooling=pooling, batch_size=batch_size)
+        started = time.perf_counter()
+        scores = evaluate_retrieval(encoder.encode, dataset, ignore_identical_ids=not keep_identical_ids)
+        seconds = time.perf_counter() - started
+        if as_json:
+            payload = {"model": encoder.name, "pooling": encoder.pooling, **scores.as_dict(), "seconds": seconds}
+            payload.update({"corpus_file": str(corpus), "queries_file": str(queries), "qrels_file": str(qrels)})
+            typer.echo(json.dumps(payload, indent=2))
+            return
+        typer.echo(
+            f"{scores.queries} queries, {scores.documents} documents, exact search in {seconds:.1f} s ({encoder.name})"
+        )
+        typer.echo(f"nDCG@10     {scores.ndcg_at_10:.4f}")
+        typer.echo(f"Recall@100  {scores.recall_at_100:.4f}")
+        typer.echo(f"MRR@10      {scores.mrr_at_10:.4f}")
+
+
+def analyze(
+    data: Path = typer.Option(..., "--data", help="Sentences, one a line (.txt or .txt.gz), e.g. Wikipedia sentences."),
+    model: Optional[str] = ModelOption,
+    sts: Optional[Path] = typer.Option(
+        None, "--sts", help="Also report STS Spearman x100: a score<TAB>sentence1<TAB>sentence2 file with a header."
+    ),
+    limit: Optional[int] = typer.Option(None, "--limit", min=2, help="Use only the first N sentences of --data."),
+    pairs: int = typer.Option(
+        100_000, "--pairs", min=0, help="Random sentence pairs for anisotropy (0: the exact mean over all pairs)."
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed of the random pairs."),
+    top_frequent: int = typer.Option(
+        36, "--top-frequent", min=0, help="The N most frequent tokens of --data count as biased (PromptBERT: 36)."
+    ),
+    max_score: float = typer.Option(5.0, "--max-score", help="The largest gold score of the --sts file's scale."),
+    batch_size: int = typer.Option(64, min=1, help="Texts per forward pass."),
+    as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
+) -> None:
+    """PromptBERT's analysis: anisotropy (mean cosine of random sentence pairs) and STS Spearman of the static
+    token embedding average (with and without biased tokens), the embedding layer, first-last and last-layer
+    averages and [CLS].
+
+    Biased tokens: the --top-frequent most frequent tokens of --data, special tokens, '##' subword pieces,
+    punctuation/symbol-only tokens and uppercase-initial tokens.
+
+    Example: searchengine analyze --data wiki_sentences.txt.gz --limit 10000 --sts ../shared/data/stsb/test.tsv
+    """
+    with user_errors():
+        from searchengine.encoding.encoder import Encoder
+        from searchengine.evaluation.anisotropy import REPRESENTATIONS, analyze as run_analysis, read_sentences
+        from searchengine.evaluation.labelled_data import read_scored_pairs
+
+        sentences = read_sentences(data, limit)
+        sts_pairs = read_scored_pairs(sts, max_score) if sts else None
+        encoder = Encoder(model, batch_size=batch_size, backend="torch")  # the analysis reads every layer
+        started = time.perf_counter()
+        report = run_analysis(encoder, sentences, sts_pairs, pairs, seed, top_frequent)
+        seconds = time.perf_counter() - started
+        if as_json:
+            payload = {"model": encoder.name, "model_pooling": encoder.pooling, "data": str(data)}
+            payload.update({"sts": str(sts) if sts else None, **report.as_dict(), "seconds": seconds})
+            typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
+            return
+        how = f"{pairs:,} random pairs, seed {seed}" if pairs else "all pairs"
+        typer.echo(f"{encoder.name} (pools {encoder.pooling}): {len(sentences):,} sentences, {how}, {seconds:.1f} s")
+        typer.echo(f"{'representation':<22} {'anisotropy':>10}" + (f" {'STS Spearman':>13}" if sts_pairs else ""))
+        for name in REPRESENTATIONS:
+            line = f"{name:<22} {report.anisotropy[name]:>10.4f}"
+            if report.sts_spearman:
+                line += f" {report.sts_spearman[name]:>13.2f}"
+            typer.echo(line)
+        biased = report.biased
+        typer.echo(
+            f"Biased tokens: {len(biased.ids):,} vocabulary ids, {biased.data_share:.1%} of the data's tokens; "
+            f"top {len(biased.frequent)}: {' '.join(biased.frequent)}"
+        )

@@ -1,0 +1,149 @@
+"""`searchengine index` and `searchengine add`: embed a corpus into an index."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from searchengine.cli.errors import user_errors
+from searchengine.cli.options import BackendOption, IdFieldOption, IndexDirOption, ModelOption, PrecisionOption, ThreadsOption
+from searchengine.errors import SearchEngineError
+
+
+def index(
+    corpus: str = typer.Argument(..., help="A .txt file (one document per line), a .jsonl file, or - for stdin."),
+    index_dir: Optional[Path] = IndexDirOption,
+    model: Optional[str] = ModelOption,
+    pooling: Optional[str] = typer.Option(
+        None, help="Override pooling: mean, cls, max, mean_sqrt_len, last2avg, first_last_avg, prompt."
+    ),
+    template: Optional[str] = typer.Option(
+        None,
+        "--template",
+        help='Prompt pooling (PromptBERT) with this template: one [X] for the text, one [MASK] whose state is the '
+        'vector, e.g. \'This sentence : "[X]" means [MASK] .\' [default: the model\'s own prompt].',
+    ),
+    denoise: Optional[bool] = typer.Option(
+        None, "--denoise/--no-denoise", help="Prompt pooling: subtract the bare template's [MASK] state."
+    ),
+    index_type: Optional[str] = typer.Option(
+        None,
+        "--index",
+        help='FAISS factory string, e.g. "Flat", "HNSW32", "IVF1024,PQ32" [default: Flat up to 200,000 texts, '
+        "else HNSW32].",
+    ),
+    whiten_k: Optional[int] = typer.Option(
+        None, "--whiten-k", min=1, help="Fit BERT-whitening and keep this many dimensions (e.g. 128)."
+    ),
+    whiten_fit: Optional[Path] = typer.Option(
+        None, "--whiten-fit", help="Fit whitening on this file instead of the corpus (needs --whiten-k)."
+    ),
+    append: bool = typer.Option(False, "--append", help="Add to the existing index instead of replacing it."),
+    jsonl: bool = typer.Option(False, "--jsonl", help="Read JSON lines whatever the name (e.g. from stdin)."),
+    id_field: Optional[str] = IdFieldOption,
+    batch_size: int = typer.Option(64, min=1, help="Texts per forward pass."),
+    precision: str = PrecisionOption,
+    backend: str = BackendOption,
+    threads: Optional[int] = ThreadsOption,
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
+) -> None:
+    """Embed every document of CORPUS and save a searchable index.
+
+    Each non-blank line of a .txt file is a document; a .jsonl file needs a "text" field per line and keeps the
+    other fields as metadata. Identical texts are stored once and counted. The previous index stays intact
+    until the new one is complete, so an interrupted run loses nothing.
+
+    Examples:
+
+      searchengine index notes.txt
+
+      searchengine index docs.jsonl --index-dir ~/indexes/docs --index HNSW32 --whiten-k 256
+
+      cat more.txt | searchengine index - --append
+    """
+    from searchengine.encoding.encoder import Encoder, EncoderSpeed
+    from searchengine.engine.search_engine import SearchEngine, default_index_dir
+
+    target = index_dir or default_index_dir()
+    fmt = True if jsonl else None
+    speed = EncoderSpeed(precision, backend, threads)
+    with user_errors(target):
+        if append:
+            if index_type or whiten_k or whiten_fit or pooling or template is not None or denoise is not None:
+                raise SearchEngineError(
+                    "--append adds to an index with the settings it was built with; drop --index, --pooling, "
+                    "--template, --denoise, "
+                    "--whiten-k and --whiten-fit"
+                )
+            engine = SearchEngine.open(target, model=model, speed=speed)
+            report = engine.add(corpus, jsonl=fmt, id_field=id_field, progress=not quiet)
+        else:
+            if whiten_fit is not None and whiten_k is None:
+                raise SearchEngineError("--whiten-fit says what to fit whitening on; add --whiten-k K to use it")
+            engine = SearchEngine.build(
+                corpus,
+                target,
+                encoder=Encoder(
+                    model, pooling, batch_size=batch_size, template=template, denoise=denoise, **speed.options()
+                ),
+                index=index_type,
+                whiten_k=whiten_k,
+                whiten_fit=whiten_fit,
+                jsonl=fmt,
+                id_field=id_field,
+                progress=not quiet,
+            )
+            report = engine.last_report
+        if quiet:
+            return
+        rate = report.documents / report.seconds if report.seconds else 0.0
+        replaced = f", {report.replaced} replaced by upsert" if report.replaced else ""
+        typer.echo(
+            f"Indexed {report.documents} texts from {corpus} ({report.added} new, {report.repeats} repeats"
+            f"{replaced}) into {target} in {report.seconds:.1f} s ({rate:.0f} texts/s); the index holds "
+            f"{len(engine)}."
+        )
+        if report.index_type_chosen:
+            typer.echo(
+                f"Index type {report.index_type}, chosen for this corpus size (exact search up to 200,000 texts); "
+                "pass --index to choose another."
+            )
+        if report.truncated:
+            typer.echo(
+                f"{report.truncated} texts were longer than the model's {engine.encoder.max_seq_length} tokens "
+                "and were embedded from their beginning."
+            )
+
+
+def add(
+    corpus: str = typer.Argument(..., help="A .txt or .jsonl file (gzipped or not), or - for stdin."),
+    index_dir: Optional[Path] = IndexDirOption,
+    jsonl: bool = typer.Option(False, "--jsonl", help="Read JSON lines whatever the name (e.g. from stdin)."),
+    id_field: Optional[str] = IdFieldOption,
+    precision: str = PrecisionOption,
+    backend: str = BackendOption,
+    threads: Optional[int] = ThreadsOption,
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
+) -> None:
+    """Add documents to an existing index, with the model and whitening it was built with.
+
+    With --id-field, a document whose id is already in the index replaces the stored one (upsert). Readers
+    see the old index until the new one is complete.
+
+    Examples:
+
+      searchengine add more-notes.txt
+
+      searchengine add changed.jsonl --id-field id
+    """
+    index(
+        corpus=corpus, index_dir=index_dir, model=None, pooling=None, template=None, denoise=None, index_type=None,
+        whiten_k=None,
+        whiten_fit=None, append=True, jsonl=jsonl, id_field=id_field, batch_size=64, precision=precision,
+        backend=backend, threads=threads, quiet=quiet,
+    )

@@ -1,0 +1,34 @@
+"""Options shared by several commands, defined once so their names and help agree everywhere."""
+
+from __future__ import annotations
+
+import typer
+
+IndexDirOption = typer.Option(
+    None,
+    "--index-dir",
+    "-d",
+    help="Index directory [default: $SEARCHENGINE_INDEX or ./searchengine-index].",
+    show_default=False,
+)
+IdFieldOption = typer.Option(
+    None, "--id-field", help="A .jsonl field holding each document's own id: adding that id again replaces it."
+)
+ModelOption = typer.Option(
+    None, "--model", "-m", help="Model directory or Hugging Face id [default: bundled all-MiniLM-L6-v2]."
+)
+PrecisionOption = typer.Option(
+    "auto",
+    "--precision",
+    help="Encoder precision: auto (bf16 on CPUs with native bf16, else fp32), fp32, bf16, fp16 (GPU) or int8 "
+    "(faster on CPU, about 1 point of STS-B lower; docs/benchmarks.md).",
+)
+BackendOption = typer.Option(
+    "auto",
+    "--backend",
+    help="Run the encoder in torch or onnx (ONNX Runtime, the 'onnx' extra; 4x faster per query on CPU, same "
+    "vectors); auto: onnx where installed and able to run the model, else torch.",
+)
+ThreadsOption = typer.Option(
+    None, "--threads", min=1, help="CPU threads while encoding [default: torch's or ONNX Runtime's own choice]."
+)

@@ -1,0 +1,222 @@
+"""Sentence encoder: tokenize, smart-batch, run the transformer, pool, normalise."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from searchengine.errors import SearchEngineError
+from searchengine.encoding.model_source import ModelSource, locate_model
+from searchengine.encoding.model_transforms import apply_transforms, load_transforms, output_dimension
+from searchengine.encoding.pooling import NEEDS_ALL_LAYERS, pool
+from searchengine.encoding.precision import apply_precision, resolve_precision
+from searchengine.encoding.prompt_pooling import PromptPooling
+
+BACKENDS = ("auto", "torch", "onnx")
+
+
+@dataclass(frozen=True)
+class EncoderSpeed:
+    """How an Encoder runs, for the places that load one for you (SearchEngine.build/open, the CLI)."""
+
+    precision: str = "auto"
+    backend: str = "auto"
+    threads: int | None = None
+
+    def options(self) -> dict:
+        """Keyword arguments for Encoder."""
+        return asdict(self)
+
+
+def default_device() -> str:
+    """CUDA when PyTorch sees a GPU, CPU otherwise."""
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+class Encoder:
+    """Turns texts into float32 sentence vectors, the way sentence-transformers would for the same model.
+
+    Smart batching: texts are sorted by token count so each batch pads only to its own longest text, and
+    vectors come back in input order (`smart_batching=False` keeps input order, for measuring what it saves).
+    Texts longer than the model's limit are truncated and counted in `truncated`.
+
+    Speed options (measured in docs/benchmarks.md): `precision` ("auto", "fp32", "bf16", "fp16", "int8"; see
+    searchengine.encoding.precision), `backend` ("torch"; "onnx" for ONNX Runtime, the optional `onnx` extra; "auto": onnx
+    where it can run this model and precision and is installed, the fastest choice measured that keeps quality,
+    else torch), `threads` (intra-op threads while encoding; default: the library's own choice) and `batch_size`.
+
+    pooling="prompt" (PromptBERT, searchengine.encoding.prompt_pooling) wraps each text in `template` (default: the model's
+    prompt module, else 'This sentence : "[X]" means [MASK] .') and uses the [MASK] state; `denoise` subtracts the
+    bare template's state. Either option implies prompt pooling.
+    """
+
+    def __init__(
+        self,
+        model: str | Path | None = None,
+        pooling: str | None = None,
+        device: str | None = None,
+        batch_size: int = 64,
+        *,
+        template: str | None = None,
+        denoise: bool | None = None,
+        precision: str = "auto",
+        backend: str = "auto",
+        threads: int | None = None,
+        smart_batching: bool = True,
+    ) -> None:
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        import transformers
+
+        transformers.utils.logging.set_verbosity_error()
+        transformers.utils.logging.disable_progress_bar()
+        self.source: ModelSource = locate_model(model, pooling, template, denoise)
+        path = self.source.transformer_path
+        try:
+            self.tokenizer = transformers.AutoTokenizer.from_pretrained(path)
+            self.model = transformers.AutoModel.from_pretrained(path, use_safetensors=True)
+        except (OSError, ValueError) as exc:
+            first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise SearchEngineError(
+                f"cannot load the model in {path}: {first_line} (searchengine loads safetensors weights only)"
+            ) from None
+        if not self.tokenizer.is_fast:
+            raise SearchEngineError(f"{path} has no fast tokenizer (tokenizer.json); searchengine needs one")
+        self.prompt = PromptPooling(self.tokenizer, self.source.prompt) if self.source.prompt else None
+        self.device = device or default_device()
+        self.model.to(self.device).eval()
+        if threads is not None and threads < 1:
+            raise SearchEngineError(f"threads must be at least 1, not {threads}")
+        self.threads = threads
+        self.smart_batching = smart_batching
+        self.precision: str = resolve_precision(precision, self.device)
+        """The concrete precision the transformer runs in ("auto" resolved for this device)."""
+        limits = [self.source.max_seq_length, self.model.config.max_position_embeddings]
+        if self.tokenizer.model_max_length < 1_000_000:
+            limits.append(self.tokenizer.model_max_length)
+        self.max_seq_length: int = min(limit for limit in limits if limit)
+        self.batch_size = batch_size
+        self.pooled_dimension: int = int(self.model.config.hidden_size)
+        """Size of the pooled vectors, before the model's post-processing modules (Dense, Flow)."""
+        self.transforms = [module.to(self.device) for module in load_transforms(self.source, self.pooled_dimension)]
+        self.dimension: int = output_dimension(self.transforms[-1]) if self.transforms else self.pooled_dimension
+        self.truncated = 0
+        self.backend: str = self._resolve_backend(backend)
+        """The backend the transformer runs in ("auto" resolved)."""
+        if self.backend == "onnx":
+            from searchengine.encoding.onnx_backend import OnnxTransformer
+
+            self.model = OnnxTransformer(self.model, self.fingerprint, self._input_names, self.precision, self.threads)
+        else:
+            self.model = apply_precision(self.model, self.precision)
+
+    def _resolve_backend(self, backend: str) -> str:
+        """ONNX Runtime where asked for (a clear error where it cannot run), or where "auto" finds it can."""
+        from searchengine.encoding.onnx_backend import ONNX_PRECISIONS, onnxruntime_installed
+
+        if backend not in BACKENDS:
+            raise SearchEngineError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+        problem = None
+        if self.device != "cpu":
+            problem = "the onnx backend runs on the CPU; use --backend torch on a GPU"
+        elif self.prompt is not None or self.pooling in NEEDS_ALL_LAYERS:
+            problem = f"the onnx backend pools the last layer only, not {self.pooling!r}; use --backend torch for it"
+        elif self.precision not in ONNX_PRECISIONS:
+            problem = f"the onnx backend runs {' or '.join(ONNX_PRECISIONS)}, not {self.precision}; use --backend torch"
+        if backend == "auto":
+            return "onnx" if problem is None and onnxruntime_installed() else "torch"
+        if backend == "onnx" and problem is not None:
+            raise SearchEngineError(problem)
+        return backend
+
+    @property
+    def _input_names(self) -> list[str]:
+        names = ["input_ids", "attention_mask"]
+        return names + ["token_type_ids"] if "token_type_ids" in self.tokenizer.model_input_names else names
+
+    @property
+    def name(self) -> str:
+        return self.source.name
+
+    @functools.cached_property
+    def fingerprint(self) -> str:
+        """Identifies the model's weights and tokenizer (see ModelSource.fingerprint)."""
+        return self.source.fingerprint()
+
+    @property
+    def pooling(self) -> str:
+        return self.source.pooling
+
+    def encode(self, texts: Sequence[str], batch_size: int | None = None, *, pre_normalize: bool = False) -> np.ndarray:
+        """Embed `texts` into an (n, dimension) float32 array, rows in input order.
+
+        `pre_normalize`: return what the model's Normalize module would receive (pooled, then through the model's
+        post-processing modules, not L2-normalised); what a new post-processing module is fitted on."""
+        if len(texts) == 0:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        prepared = [text.strip() for text in texts]
+        if self.source.do_lower_case:
+            prepared = [text.lower() for text in prepared]
+        if self.prompt is not None:  # the sentence inside the template; only the sentence is truncated
+            ids, truncated = self.prompt.tokenize(prepared, self.max_seq_length)
+            self.truncated += truncated
+        else:
+            tokens = self.tokenizer(prepared, truncation=True, max_length=self.max_seq_length, padding=False)
+            self.truncated += sum(1 for encoding in tokens.encodings if encoding.overflowing)
+            ids = tokens["input_ids"]
+        if self.smart_batching:
+            order = np.argsort([-len(row) for row in ids], kind="stable")
+        else:
+            order = np.arange(len(ids))
+        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        size = batch_size or self.batch_size
+        with self._threads():
+            for start in range(0, len(order), size):
+                rows = order[start : start + size]
+                out[rows] = self._encode_batch([ids[i] for i in rows], pre_normalize)
+        return out
+
+    @contextlib.contextmanager
+    def _threads(self) -> Iterator[None]:
+        """torch's intra-op thread count set to `threads` while encoding, restored after (it is process-wide)."""
+        if self.threads is None or self.backend == "onnx":  # ONNX Runtime's session has its own setting
+            yield
+            return
+        before = torch.get_num_threads()
+        torch.set_num_threads(self.threads)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
+
+    def _encode_batch(self, ids: list[list[int]], pre_normalize: bool = False) -> np.ndarray:
+        width = max(len(row) for row in ids)
+        input_ids = torch.full((len(ids), width), self.tokenizer.pad_token_id or 0, dtype=torch.long)
+        attention_mask = torch.zeros((len(ids), width), dtype=torch.long)
+        for i, row in enumerate(ids):
+            input_ids[i, : len(row)] = torch.tensor(row)
+            attention_mask[i, : len(row)] = 1
+        all_layers = self.pooling in NEEDS_ALL_LAYERS
+        inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
+        if "token_type_ids" in self._input_names:
+            inputs["token_type_ids"] = torch.zeros_like(input_ids)
+        with torch.inference_mode():
+            output = self.model(
+                **{key: value.to(self.device) for key, value in inputs.items()}, output_hidden_states=all_layers
+            )
+            layers = output.hidden_states if all_layers else (output.last_hidden_state,)
+            layers = tuple(layer.float() for layer in layers)  # pool in fp32 whatever the model ran in
+            if self.prompt is not None:
+                vectors = self.prompt.pool(self.model, layers[-1], attention_mask.to(self.device)).float()
+            else:
+                vectors = pool(self.pooling, layers, attention_mask.to(self.device))
+            vectors = apply_transforms(self.transforms, vectors)
+            if self.source.normalize and not pre_normalize:
+                vectors = torch.nn.functional.normalize(vectors, p=2, dim=1)
+        return vectors.float().cpu().numpy()

@@ -1,0 +1,90 @@
+"""Read a corpus as a stream of documents: .txt (one per line), .jsonl (a "text" field), either gzipped, or
+'-' for stdin."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from searchengine.indexer.store import Document
+from searchengine.errors import SearchEngineError
+
+STDIN = "-"
+
+
+def read_corpus(source: str | Path, jsonl: bool | None = None, id_field: str | None = None) -> Iterator[Document]:
+    """Yield the documents of `source` in order, skipping blank lines.
+
+    `jsonl` defaults to True for names ending in .jsonl (or .jsonl.gz); .gz files are decompressed as read. Lines that are not UTF-8, hold NUL bytes (a binary
+    file) or, in JSONL, are not an object with a string "text" field raise SearchEngineError naming the line.
+    `id_field` names a JSONL field holding each document's own id (Document.external_id), for upserts.
+    """
+    name = str(source)
+    if jsonl is None:
+        jsonl = name.removesuffix(".gz").endswith(".jsonl")
+    if id_field is not None and not jsonl:
+        raise SearchEngineError(f"an id field needs JSON lines, but {name} is read as plain text; pass a .jsonl file")
+    if name == STDIN:
+        yield from _read_lines(sys.stdin.buffer, "<stdin>", jsonl, id_field)
+        return
+    path = Path(source)
+    if path.is_dir():
+        raise SearchEngineError(f"{path} is a directory; pass a .txt or .jsonl file (or - for standard input)")
+    try:
+        handle = path.open("rb")
+    except FileNotFoundError:
+        raise SearchEngineError(f"corpus file {path} does not exist") from None
+    except OSError as exc:
+        raise SearchEngineError(f"cannot read corpus file {path}: {exc.strerror}") from None
+    with handle:
+        if name.endswith(".gz"):
+            with gzip.open(handle) as unzipped:
+                try:
+                    yield from _read_lines(unzipped, name, jsonl, id_field)
+                except (OSError, EOFError) as exc:
+                    raise SearchEngineError(f"{path} is not a readable gzip file ({exc})") from None
+        else:
+            yield from _read_lines(handle, name, jsonl, id_field)
+
+
+def _read_lines(handle: BinaryIO, name: str, jsonl: bool, id_field: str | None = None) -> Iterator[Document]:
+    for number, raw in enumerate(handle, start=1):
+        if b"\x00" in raw:
+            raise SearchEngineError(
+                f"{name} line {number} contains NUL bytes: this looks like a binary file, not text. "
+                "Index a UTF-8 .txt (one document per line) or .jsonl file"
+            )
+        try:
+            line = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SearchEngineError(
+                f"{name} line {number} is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
+                "convert the file to UTF-8, e.g. `iconv -f latin1 -t utf-8`"
+            ) from None
+        if number == 1:
+            line = line.removeprefix("\ufeff")
+        if not line.strip():
+            continue
+        yield _parse_json_line(line, name, number, id_field) if jsonl else Document(line.strip(), name, number)
+
+
+def _parse_json_line(line: str, name: str, number: int, id_field: str | None) -> Document:
+    try:
+        record = json.loads(line)
+    except ValueError as exc:
+        raise SearchEngineError(f"{name} line {number} is not valid JSON ({exc.msg}, column {exc.colno})") from None
+    if not isinstance(record, dict) or not isinstance(record.get("text"), str):
+        raise SearchEngineError(f'{name} line {number} needs a JSON object with a string "text" field')
+    text = record.pop("text").strip()
+    if not text:
+        raise SearchEngineError(f'{name} line {number} has an empty "text" field')
+    external_id = None
+    if id_field is not None:
+        external_id = record.pop(id_field, None)
+        if not isinstance(external_id, (str, int)) or isinstance(external_id, bool):
+            raise SearchEngineError(f'{name} line {number} needs a string or integer "{id_field}" field (the id)')
+    return Document(text, name, number, record, None if external_id is None else str(external_id))

@@ -1,0 +1,301 @@
+"""The write path: stream documents through the store and the encoder into a FAISS index, then commit."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from importlib.metadata import version
+from itertools import islice
+from typing import Any
+
+import faiss
+import numpy as np
+import torch
+import transformers
+from tqdm import tqdm
+
+from searchengine.indexer.index_directory import IndexDirectory
+from searchengine.indexer.rewrite import commit_generation, rewriting
+from searchengine.indexer.store import Document, DocumentStore
+from searchengine.indexer.vector_index import VectorIndex, default_factory
+from searchengine.indexer.whitening import CovarianceAccumulator, Whitening
+from searchengine.engine.embedding import to_index_vectors
+from searchengine.encoding.encoder import Encoder
+from searchengine.errors import SearchEngineError
+
+CHUNK = 2048
+"""Documents read, stored and embedded together; bounds memory whatever the corpus size."""
+NO_TEXT = "the input holds no text to index (it is empty or only blank lines)"
+TRAINING_SAMPLE = 100_000
+"""At most this many vectors train an index type that needs training (IVF, PQ)."""
+
+
+@dataclass
+class IndexingReport:
+    """What an indexing run did."""
+
+    documents: int = 0
+    """Texts read (non-blank lines)."""
+    added: int = 0
+    """Distinct new texts embedded and added."""
+    repeats: int = 0
+    """Texts already in the index (or earlier in the input), counted instead of stored again."""
+    replaced: int = 0
+    """Stored texts removed because an upsert gave their external id a new text."""
+    truncated: int = 0
+    """Texts longer than the model's limit, embedded from their first tokens."""
+    index_type: str = ""
+    index_type_chosen: bool = False
+    """True when searchengine picked the FAISS type from the corpus size."""
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    """What a new index is built with."""
+
+    index_type: str | None = None
+    whiten_k: int | None = None
+    whiten_fit: Iterable[Document] | None = None
+    """Documents to fit whitening on instead of the corpus."""
+
+
+def build_index(
+    directory: IndexDirectory,
+    documents: Iterable[Document],
+    encoder: Encoder,
+    settings: IndexSettings,
+    total: int | None = None,
+    progress: bool = False,
+    allow_empty: bool = False,
+) -> IndexingReport:
+    """Replace whatever `directory` holds with an index of `documents`; the old index stays until commit.
+
+    `allow_empty` lets an empty corpus make an empty index (to `add` to later); such an index cannot be one
+    that needs fitting or training, since there is nothing to fit on.
+    """
+    if total == 0 and not allow_empty:
+        raise SearchEngineError(NO_TEXT)
+    report = IndexingReport()
+    started = time.perf_counter()
+    truncated_before = encoder.truncated
+    with directory.writing() as generation:
+        store = DocumentStore(generation.path("documents"), writable=True)
+        whitening = None
+        if settings.whiten_k is not None and settings.whiten_fit is not None:
+            whitening = _fit_whitening(settings.whiten_fit, encoder, settings.whiten_k, progress)
+        report.index_type = settings.index_type or default_factory(total)
+        report.index_type_chosen = settings.index_type is None
+        vectors = VectorIndex.create(report.index_type, settings.whiten_k or encoder.dimension)
+        needs_fit = settings.whiten_k is not None and whitening is None
+        if allow_empty and (needs_fit or vectors.needs_training):
+            raise SearchEngineError(
+                f"an empty index cannot use whitening or {report.index_type!r}, which must be fitted on documents; "
+                "build it from documents instead"
+            )
+        if needs_fit or vectors.needs_training:
+            whitening = _spool_and_add(
+                generation, store, vectors, encoder, documents, settings.whiten_k if needs_fit else None,
+                whitening, report, total, progress,
+            )
+        else:
+            _stream_and_add(store, vectors, encoder, documents, whitening, report, total, progress)
+        if report.documents == 0 and not allow_empty:
+            raise SearchEngineError(NO_TEXT)
+        report.truncated = encoder.truncated - truncated_before
+        commit_generation(
+            generation, directory, store, vectors, whitening, model_identity(encoder), library_versions(), previous=None
+        )
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def append_to_index(
+    directory: IndexDirectory,
+    documents: Iterable[Document],
+    encoder: Encoder,
+    total: int | None = None,
+    progress: bool = False,
+) -> IndexingReport:
+    """Add `documents` to the existing index in `directory`, applying its fitted whitening."""
+    if total == 0:
+        raise SearchEngineError(NO_TEXT)
+    report = IndexingReport()
+    started = time.perf_counter()
+    truncated_before = encoder.truncated
+    with rewriting(directory, library_versions()) as rewrite:
+        report.index_type = rewrite.manifest["index"]["type"]
+        _stream_and_add(rewrite.store, rewrite.vectors, encoder, documents, rewrite.whitening, report, total, progress)
+        if report.documents == 0:
+            raise SearchEngineError(NO_TEXT)
+        report.truncated = encoder.truncated - truncated_before
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def _chunks(documents: Iterable[Document]) -> Iterator[list[Document]]:
+    iterator = iter(documents)
+    while chunk := list(islice(iterator, CHUNK)):
+        yield chunk
+
+
+def _progress(total: int | None, enabled: bool, description: str) -> tqdm:
+    return tqdm(total=total, disable=not enabled, unit=" docs", unit_scale=True, desc=description, leave=True)
+
+
+def _store_and_encode(
+    store: DocumentStore, encoder: Encoder, chunk: list[Document], report: IndexingReport
+) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """Store a chunk; embed its new texts. Returns their ids and vectors, and the ids upserts removed."""
+    change = store.add(chunk)
+    report.documents += len(chunk)
+    report.added += len(change.ids)
+    report.repeats += len(chunk) - len(change.ids)
+    report.replaced += len(change.removed)
+    embeddings = encoder.encode([chunk[p].text for p in change.positions])
+    return np.asarray(change.ids, dtype=np.int64), embeddings, change.removed
+
+
+def drop_vectors(store: DocumentStore, vectors: VectorIndex, ids: list[int] | np.ndarray) -> None:
+    """Remove deleted documents' vectors, or tombstone them where the index type cannot remove in place."""
+    if len(ids) and not vectors.remove(np.asarray(ids, dtype=np.int64)):
+        store.add_tombstones(ids)
+
+
+def _stream_and_add(
+    store: DocumentStore,
+    vectors: VectorIndex,
+    encoder: Encoder,
+    documents: Iterable[Document],
+    whitening: Whitening | None,
+    report: IndexingReport,
+    total: int | None,
+    progress: bool,
+) -> None:
+    with _progress(total, progress, "Indexing") as bar:
+        for chunk in _chunks(documents):
+            ids, embeddings, removed = _store_and_encode(store, encoder, chunk, report)
+            drop_vectors(store, vectors, removed)
+            if len(ids):
+                vectors.add(to_index_vectors(embeddings, whitening), ids)
+            bar.update(len(chunk))
+
+
+def _spool_and_add(
+    generation: Generation,
+    store: DocumentStore,
+    vectors: VectorIndex,
+    encoder: Encoder,
+    documents: Iterable[Document],
+    fit_k: int | None,
+    whitening: Whitening | None,
+    report: IndexingReport,
+    total: int | None,
+    progress: bool,
+) -> Whitening | None:
+    """Embed everything once into a spool file on disk, fit whitening and/or train the index on it, then add.
+
+    The spool keeps memory flat for corpora larger than RAM; the text is never embedded twice.
+    """
+    spool_path = generation.path("spool")
+    statistics = CovarianceAccumulator(encoder.dimension) if fit_k is not None else None
+    all_ids: list[np.ndarray] = []
+    removed: set[int] = set()
+    try:
+        with spool_path.open("wb") as spool, _progress(total, progress, "Embedding") as bar:
+            for chunk in _chunks(documents):
+                ids, embeddings, removed_now = _store_and_encode(store, encoder, chunk, report)
+                removed.update(removed_now)
+                if statistics is not None:
+                    statistics.update(embeddings)
+                spool.write(np.ascontiguousarray(embeddings, dtype=np.float32).tobytes())
+                all_ids.append(ids)
+                bar.update(len(chunk))
+        if report.added == 0:
+            return whitening
+        if statistics is not None:
+            whitening = Whitening.fit(statistics, fit_k)
+        spooled = np.memmap(spool_path, dtype=np.float32, mode="r").reshape(-1, encoder.dimension)
+        if vectors.needs_training:
+            rows = np.random.default_rng(0).permutation(len(spooled))[:TRAINING_SAMPLE]
+            vectors.train(to_index_vectors(spooled[np.sort(rows)], whitening))
+        ids = np.concatenate(all_ids)
+        with _progress(len(spooled), progress, "Adding") as bar:
+            for start in range(0, len(spooled), CHUNK * 8):
+                stop = start + CHUNK * 8
+                live = ~np.isin(ids[start:stop], list(removed))  # texts an upsert replaced later in the input
+                vectors.add(to_index_vectors(spooled[start:stop][live], whitening), ids[start:stop][live])
+                bar.update(min(stop, len(spooled)) - start)
+        del spooled
+        return whitening
+    finally:
+        spool_path.unlink(missing_ok=True)
+
+
+def _fit_whitening(documents: Iterable[Document], encoder: Encoder, k: int, progress: bool) -> Whitening:
+    statistics = CovarianceAccumulator(encoder.dimension)
+    seen: set[str] = set()
+    with _progress(None, progress, "Fitting whitening") as bar:
+        for chunk in _chunks(documents):
+            fresh = [document.text for document in chunk if document.content_hash not in seen]
+            seen.update(document.content_hash for document in chunk)
+            statistics.update(encoder.encode(fresh))
+            bar.update(len(chunk))
+    return Whitening.fit(statistics, k)
+
+
+def library_versions() -> dict[str, str]:
+    """The versions a manifest records: what built the index and what encodes its queries."""
+    return {
+        "searchengine": version("searchengine"),
+        "faiss": faiss.__version__,
+        "torch": torch.__version__,
+        "transformers": transformers.__version__,
+    }
+
+
+def model_identity(encoder: Encoder) -> dict[str, Any]:
+    """How the manifest names a model: enough to reload it and to tell a different one apart."""
+    source = encoder.source
+    return {
+        "name": source.name,
+        "spec": source.spec,
+        "fingerprint": encoder.fingerprint,
+        "pooling": source.pooling,
+        "normalize": source.normalize,
+        "dimension": encoder.dimension,
+        "max_seq_length": encoder.max_seq_length,
+        **({"prompt": source.prompt.as_dict()} if source.prompt is not None else {}),
+        **({"transforms": [f"{kind.rsplit('.', 1)[-1]} ({folder.name})" for kind, folder in source.transforms]}
+           if source.transforms else {}),
+    }
+
+
+
+def delete_from_index(directory: IndexDirectory, ids: list[int] | None, external_ids: list[str] | None) -> list[int]:
+    """Delete documents by id or by external id, all or none; returns the ids deleted."""
+    with rewriting(directory) as rewrite:
+        targets = list(ids or []) + (rewrite.store.ids_for_external(external_ids) if external_ids else [])
+        rewrite.store.delete(targets)
+        drop_vectors(rewrite.store, rewrite.vectors, sorted(set(targets)))
+    return sorted(set(targets))
+
+
+def compact_index(directory: IndexDirectory) -> int:
+    """Rebuild the vector index without tombstoned vectors (HNSW, PQ); returns how many were dropped."""
+    with rewriting(directory) as rewrite:
+        dropped = rewrite.store.tombstones()
+        old = rewrite.vectors
+        live = np.setdiff1d(old.ids(), dropped)
+        fresh = VectorIndex.create(old.factory, old.dimension)
+        if fresh.needs_training:
+            sample = np.random.default_rng(0).permutation(live)[:TRAINING_SAMPLE]
+            fresh.train(old.reconstruct(np.sort(sample)))
+        for start in range(0, len(live), CHUNK * 8):
+            fresh.add(old.reconstruct(live[start : start + CHUNK * 8]), live[start : start + CHUNK * 8])
+        rewrite.vectors = fresh
+        rewrite.store.clear_tombstones()
+    return len(dropped)

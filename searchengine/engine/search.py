@@ -1,0 +1,105 @@
+"""The query path: nearest neighbours in the vector index, joined with their documents."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+import faiss
+import numpy as np
+import torch
+
+from searchengine.indexer.store import DocumentStore
+from searchengine.indexer.vector_index import VectorIndex
+
+if TYPE_CHECKING:
+    from searchengine.encoding.cross_encoder import CrossEncoder
+
+
+@contextmanager
+def one_thread() -> Iterator[None]:
+    """torch and faiss on one thread each, restored afterwards: how a single query runs fastest here.
+
+    Measured at 1M vectors (docs/benchmarks.md): end-to-end p50 7.3 ms on one thread against 12.1 ms with their
+    default two, whose OpenMP workers keep spinning after each call and compete with the encoder. The setting
+    is process-wide while the block runs."""
+    torch_threads, faiss_threads = torch.get_num_threads(), faiss.omp_get_max_threads()
+    torch.set_num_threads(1)
+    faiss.omp_set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(torch_threads)
+        faiss.omp_set_num_threads(faiss_threads)
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result: `score` is the cosine similarity in the index's vector space, or, when the results
+    were reranked, the cross-encoder's score (and `retrieval_score` keeps the cosine)."""
+
+    id: int
+    score: float
+    text: str
+    source: str | None = None
+    line: int | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    count: int = 1
+    """How many times this exact text was indexed."""
+    cluster: int | None = None
+    """The document's cluster in the clustering stored with the index (`searchengine cluster`), if any."""
+    retrieval_score: float | None = None
+    """When reranked: the bi-encoder's cosine similarity that retrieved the hit (None when not reranked)."""
+
+
+def nearest_documents(
+    vectors: VectorIndex,
+    store: DocumentStore,
+    queries: np.ndarray,
+    k: int,
+    allowed: np.ndarray | None = None,
+    excluded: np.ndarray | None = None,
+) -> list[list[Hit]]:
+    """The k best hits per query row (fewer when fewer qualify), best first, among `allowed` ids (all when
+    None) and never `excluded` ones (tombstones)."""
+    scores, ids = vectors.search(queries, k, allowed, excluded)
+    documents = store.get([int(i) for i in ids.ravel() if i >= 0])
+    clusters = store.clusters_of(list(documents))
+    results = []
+    for row_scores, row_ids in zip(scores, ids):
+        hits = []
+        for score, doc_id in zip(row_scores, row_ids):
+            document = documents.get(int(doc_id))
+            if document is None:
+                continue
+            hits.append(
+                Hit(
+                    id=document.id,
+                    score=float(score),
+                    text=document.text,
+                    source=document.source,
+                    line=document.line,
+                    metadata=document.metadata,
+                    count=document.count,
+                    cluster=clusters.get(document.id),
+                )
+            )
+        results.append(hits)
+    return results
+
+
+def rerank_hits(cross_encoder: CrossEncoder, queries: list[str], results: list[list[Hit]], k: int) -> list[list[Hit]]:
+    """Rescore every query's candidates with the cross-encoder (all pairs in one smart-batched call) and keep the
+    k best per query by that score, best first (ties keep the retrieval order). Each hit's `score` becomes the
+    cross-encoder's and `retrieval_score` keeps the cosine."""
+    pairs = [(query, hit.text) for query, hits in zip(queries, results) for hit in hits]
+    scores = cross_encoder.score(pairs) if pairs else np.zeros(0, dtype=np.float32)
+    reranked, start = [], 0
+    for hits in results:
+        own = scores[start : start + len(hits)]
+        start += len(hits)
+        order = np.argsort(-own, kind="stable")[:k]
+        reranked.append([replace(hits[i], score=float(own[i]), retrieval_score=hits[i].score) for i in order])
+    return reranked

@@ -1,0 +1,479 @@
+"""SearchEngine: the Python API over an index directory (encoder + whitening + FAISS + SQLite store)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from searchengine.indexer.errors import IndexerError
+from searchengine.indexer.index_directory import READ_ATTEMPTS, IndexDirectory
+from searchengine.indexer.store import ClusteringRecord, Document, DocumentStore
+from searchengine.indexer.vector_index import VectorIndex
+from searchengine.indexer.whitening import Whitening
+from searchengine.analysis.clustering import Cluster, ClusterSettings, Clustering, cluster_index, read_clustering
+from searchengine.engine.corpus import STDIN, read_corpus
+from searchengine.encoding.cross_encoder import CrossEncoder
+from searchengine.engine.embedding import to_index_vectors
+from searchengine.encoding.encoder import Encoder, EncoderSpeed
+from searchengine.errors import SearchEngineError
+from searchengine.engine.filters import Filters, conditions_of
+from searchengine.engine.indexing import (
+    IndexingReport,
+    IndexSettings,
+    append_to_index,
+    build_index,
+    compact_index,
+    delete_from_index,
+)
+from searchengine.analysis.paraphrase_mining import Pair, dedupe_index, mine_documents, with_texts
+from searchengine.engine.search import Hit, nearest_documents, one_thread, rerank_hits
+
+DEFAULT_INDEX_DIR = "searchengine-index"
+DEFAULT_RERANK_TOP = 100
+"""Candidates the bi-encoder retrieves for a cross-encoder to rerank, unless told otherwise."""
+"""Where the CLI and API keep the index unless told otherwise (or $SEARCHENGINE_INDEX says)."""
+
+Corpus = str | Path | Iterable[str | Document]
+"""A corpus file (.txt, .jsonl, gzipped or not, or '-' for stdin), or the texts (or Documents) themselves."""
+
+
+def default_index_dir() -> Path:
+    return Path(os.environ.get("SEARCHENGINE_INDEX", DEFAULT_INDEX_DIR))
+
+
+@dataclass(frozen=True)
+class IndexInfo:
+    """What an index holds, as `searchengine info` shows it."""
+
+    path: str
+    documents: int
+    """Texts indexed, repeats included."""
+    vectors: int
+    """Distinct texts, one vector each."""
+    model: str
+    model_fingerprint: str
+    pooling: str
+    dimension: int
+    """Dimension of the stored vectors (k when whitened)."""
+    model_dimension: int
+    whitening: int | None
+    index_type: str
+    size_bytes: int
+    created_at: str
+    updated_at: str
+    versions: dict[str, str]
+    clustering: ClusteringRecord | None = None
+    """How the stored clustering was made (`searchengine cluster`), if the index has one."""
+    duplicates: int = 0
+    """Documents marked near-duplicates of earlier ones (`searchengine mine --dedupe`)."""
+
+
+def _prompt_difference(built: dict | None, given: Any) -> str:  # noqa: ANN401 (a PromptConfig or None)
+    """Names the prompt templates when they are what differs (prompt pooling, searchengine.encoding.prompt_pooling)."""
+    given_dict = given.as_dict() if given is not None else None
+    if built == given_dict:
+        return ""
+
+    def show(prompt: dict | None) -> str:
+        if not prompt:
+            return "none"
+        return f"template {prompt['template']!r}" + (" with denoising" if prompt.get("denoise") else "")
+
+    return f" (the index's prompt: {show(built)}; the encoder's: {show(given_dict)})"
+
+
+class SearchEngine:
+    """Build, open, search and grow an index directory.
+
+    >>> engine = SearchEngine.build(["a cat sat on the mat", "stocks fell sharply"], "my-index")
+    >>> engine.search("kitten", k=1)[0].text
+    'a cat sat on the mat'
+    """
+
+    def __init__(self, path: Path, encoder: Encoder) -> None:
+        """Use `open` or `build`; this constructor loads whatever manifest is current in `path`."""
+        self.directory = IndexDirectory(path)
+        self.encoder = encoder
+        self.manifest: dict[str, Any] = {}
+        self.last_report: IndexingReport | None = None
+        """What the last build or add did."""
+        self._vectors: VectorIndex | None = None
+        self._store: DocumentStore | None = None
+        self._whitening: Whitening | None = None
+        self._cross_encoders: dict[str, CrossEncoder] = {}
+        self._load()
+
+    @property
+    def path(self) -> Path:
+        return self.directory.path
+
+    @classmethod
+    def build(
+        cls,
+        corpus: Corpus,
+        path: str | Path | None = None,
+        *,
+        model: str | Path | None = None,
+        pooling: str | None = None,
+        index: str | None = None,
+        whiten_k: int | None = None,
+        whiten_fit: Corpus | None = None,
+        encoder: Encoder | None = None,
+        batch_size: int = 64,
+        speed: EncoderSpeed | None = None,
+        jsonl: bool | None = None,
+        id_field: str | None = None,
+        progress: bool = False,
+    ) -> SearchEngine:
+        """Index `corpus` into `path`, replacing any index there only once the new one is complete.
+
+        model: None for the bundled all-MiniLM-L6-v2, a model directory or a Hugging Face id.
+        pooling: override the model's pooling (mean, cls, max, mean_sqrt_len, last2avg, first_last_avg).
+        index: a FAISS factory string ("Flat", "HNSW32", "IVF1024,PQ32"); None picks one from the corpus size.
+        whiten_k: fit BERT-whitening and keep k dimensions; fitted on `whiten_fit` when given, else the corpus.
+        encoder: an already loaded Encoder to reuse (then model/pooling/batch_size/speed are ignored).
+        speed: precision, backend and threads of the Encoder loaded here (see Encoder).
+        jsonl: read a corpus file as JSON lines (True) or plain lines (False); None decides by the .jsonl suffix.
+        id_field: a .jsonl field holding each document's own id, for later upserts and deletes by that id.
+        """
+        encoder = encoder or Encoder(model, pooling, batch_size=batch_size, **(speed or EncoderSpeed()).options())
+        target = Path(path) if path is not None else default_index_dir()
+        settings = IndexSettings(
+            index_type=index,
+            whiten_k=whiten_k,
+            whiten_fit=None if whiten_fit is None else _documents(whiten_fit, jsonl),
+        )
+        report = build_index(
+            IndexDirectory(target),
+            _documents(corpus, jsonl, id_field),
+            encoder,
+            settings,
+            _count(corpus, jsonl, id_field),
+            progress,
+        )
+        engine = cls(target, encoder)
+        engine.last_report = report
+        return engine
+
+    @classmethod
+    def create(
+        cls,
+        path: str | Path | None = None,
+        *,
+        model: str | Path | None = None,
+        pooling: str | None = None,
+        index: str = "Flat",
+        encoder: Encoder | None = None,
+    ) -> SearchEngine:
+        """Make an empty index to `add` documents to later (index types that need training are refused)."""
+        encoder = encoder or Encoder(model, pooling)
+        target = Path(path) if path is not None else default_index_dir()
+        report = build_index(
+            IndexDirectory(target), iter(()), encoder, IndexSettings(index_type=index), total=0, allow_empty=True
+        )
+        engine = cls(target, encoder)
+        engine.last_report = report
+        return engine
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Path | None = None,
+        *,
+        model: str | Path | None = None,
+        pooling: str | None = None,
+        whiten_k: int | None = None,
+        encoder: Encoder | None = None,
+        speed: EncoderSpeed | None = None,
+    ) -> SearchEngine:
+        """Open an existing index with the model it was built with.
+
+        Passing `model`, `pooling` or `whiten_k` states what you expect: a different one raises
+        SearchEngineError instead of silently comparing vectors from two different spaces. `speed`: precision,
+        backend and threads of the Encoder loaded here (ignored when `encoder` is given).
+        """
+        directory = IndexDirectory(Path(path) if path is not None else default_index_dir())
+        manifest = directory.read_manifest()
+        built_with = manifest["model"]
+        if whiten_k is not None and (manifest["whitening"] or {}).get("k") != whiten_k:
+            built = manifest["whitening"]["k"] if manifest["whitening"] else "no"
+            raise SearchEngineError(
+                f"index {directory.path} was built with {built} whitening, not whitening-k {whiten_k}; "
+                "drop the option or rebuild the index with it"
+            )
+        if pooling is not None and pooling != built_with["pooling"]:
+            raise SearchEngineError(
+                f"index {directory.path} was built with {built_with['pooling']} pooling, not {pooling}; "
+                "drop the option or rebuild the index with it"
+            )
+        if encoder is None:
+            spec = model if model is not None else built_with["spec"]
+            prompt = built_with.get("prompt") or {}  # prompt pooling: the template the index was built with
+            encoder = Encoder(
+                spec,
+                built_with["pooling"],
+                template=prompt.get("template"),
+                denoise=prompt.get("denoise"),
+                **(speed or EncoderSpeed()).options(),
+            )
+        if encoder.fingerprint != built_with["fingerprint"] or encoder.pooling != built_with["pooling"]:
+            raise SearchEngineError(
+                f"index {directory.path} was built with model {built_with['name']} "
+                f"({built_with['pooling']} pooling, fingerprint {built_with['fingerprint']}), but the model "
+                f"given is {encoder.name} ({encoder.pooling} pooling, fingerprint {encoder.fingerprint}); "
+                "query with the index's own model or rebuild the index with this one"
+                + _prompt_difference(built_with.get("prompt"), encoder.source.prompt)
+            )
+        return cls(directory.path, encoder)
+
+    def _load(self) -> None:
+        # A writer may commit and remove the files between reading the manifest and opening them: read again.
+        for attempt in range(READ_ATTEMPTS):
+            stamp = self.directory.manifest_stamp()
+            manifest = self.directory.read_manifest()
+            try:
+                whitening_path = self.directory.file(manifest, "whitening")
+                whitening = Whitening.load(whitening_path) if whitening_path else None
+                vectors = VectorIndex.load(self.directory.file(manifest, "vectors"), manifest["index"]["type"])
+                store = DocumentStore(self.directory.file(manifest, "documents"))
+                break
+            except IndexerError:
+                if attempt == READ_ATTEMPTS - 1 or self.directory.manifest_stamp() == stamp:
+                    raise
+        tombstones, live = store.tombstones(), store.count()
+        if live != manifest["count"]["vectors"] or vectors.count != live + len(tombstones):
+            raise IndexerError(
+                f"index {self.path} is inconsistent: {vectors.count} vectors, {live} stored texts and "
+                f"{len(tombstones)} deleted, manifest says {manifest['count']['vectors']}; rebuild the index"
+            )
+        if self._store is not None:
+            self._store.close()
+        self.manifest, self._vectors, self._store, self._whitening = manifest, vectors, store, whitening
+        self._tombstones, self._live = tombstones, live
+
+    def __len__(self) -> int:
+        """Number of distinct texts in the index (deleted ones not counted)."""
+        return self._live
+
+    @property
+    def tombstones(self) -> np.ndarray:
+        """Ids of deleted documents whose vectors wait for `compact()` (index types that cannot delete)."""
+        return self._tombstones
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors as this index stores them: encoder output, whitened when fitted, L2-normalised."""
+        return to_index_vectors(self.encoder.encode(list(texts)), self._whitening)
+
+    def search(
+        self,
+        query: str,
+        k: int = 10,
+        where: Filters = None,
+        *,
+        rerank: str | Path | CrossEncoder | None = None,
+        rerank_top: int = DEFAULT_RERANK_TOP,
+    ) -> list[Hit]:
+        """The k documents most similar to `query`, best first.
+
+        where: metadata filters that must all hold, e.g. ["lang=en", "year>=2020"] or {"lang": "en"}; the
+        filter runs inside the vector search, so k results come back whenever k documents match.
+        rerank: a cross-encoder (directory, Hub id or loaded CrossEncoder) that rescores the bi-encoder's
+        `rerank_top` best candidates (at least k, filters applied); the k best by its score come back, with
+        `score` the cross-encoder's and `retrieval_score` the cosine. A loaded model is kept for later calls.
+        """
+        return self.search_batch([query], k, where, rerank=rerank, rerank_top=rerank_top)[0]
+
+    def search_batch(
+        self,
+        queries: Sequence[str],
+        k: int = 10,
+        where: Filters = None,
+        *,
+        rerank: str | Path | CrossEncoder | None = None,
+        rerank_top: int = DEFAULT_RERANK_TOP,
+    ) -> list[list[Hit]]:
+        """`search` for many queries at once (encoded and searched as one batch; reranked pairs scored together)."""
+        if k < 1:
+            raise SearchEngineError(f"k must be at least 1, not {k}")
+        if rerank is not None:
+            if rerank_top < 1:
+                raise SearchEngineError(f"rerank_top must be at least 1, not {rerank_top}")
+            cross_encoder = self.cross_encoder(rerank)
+            results = self.search_batch(queries, max(k, rerank_top), where)
+            return rerank_hits(cross_encoder, list(queries), results, k)
+        if len(self) == 0:
+            raise SearchEngineError(f"index {self.path} is empty: add documents with `searchengine add FILE`")
+        conditions = conditions_of(where)
+        allowed = self._store.matching_ids(conditions) if conditions else None
+        if not queries or (allowed is not None and len(allowed) == 0):
+            return [[] for _ in queries]
+        excluded = self._tombstones if len(self._tombstones) else None
+        k = min(k, len(self) if allowed is None else len(allowed))
+        with one_thread() if len(queries) == 1 else contextlib.nullcontext():
+            return nearest_documents(self._vectors, self._store, self.encode(queries), k, allowed, excluded)
+
+    def cross_encoder(self, model: str | Path | CrossEncoder) -> CrossEncoder:
+        """The cross-encoder `model` names, loaded on the first call and kept for later ones (a loaded
+        CrossEncoder is used as it is). Raises SearchEngineError for anything that is not a cross-encoder."""
+        if isinstance(model, CrossEncoder):
+            return model
+        path = Path(str(model)).expanduser()
+        key = str(path.resolve()) if path.is_dir() else str(model)
+        if key not in self._cross_encoders:
+            self._cross_encoders[key] = CrossEncoder(model, device=getattr(self.encoder, "device", None))
+        return self._cross_encoders[key]
+
+    def add(
+        self, corpus: Corpus, jsonl: bool | None = None, id_field: str | None = None, progress: bool = False
+    ) -> IndexingReport:
+        """Append documents (a file path, texts or Documents); repeats of indexed texts are counted, not stored
+        twice. A document whose external id (`id_field` of a .jsonl file, or Document.external_id) is already
+        stored replaces the old one (upsert)."""
+        report = append_to_index(
+            self.directory, _documents(corpus, jsonl, id_field), self.encoder, _count(corpus, jsonl, id_field),
+            progress,
+        )
+        self._load()
+        self.last_report = report
+        return report
+
+    def delete(self, ids: Sequence[int] = (), external_ids: Sequence[str] = ()) -> list[int]:
+        """Delete documents by id and/or external id, all or none (an unknown id deletes nothing).
+
+        Index types that cannot delete in place (HNSW, PQ) keep the vectors as tombstones, never returned by
+        searches, until `compact()`.
+        """
+        if not ids and not external_ids:
+            raise SearchEngineError("say which documents to delete: give ids or external ids")
+        deleted = delete_from_index(self.directory, list(ids), list(external_ids))
+        self._load()
+        return deleted
+
+    def compact(self) -> int:
+        """Rebuild the vector index without tombstoned vectors; returns how many were dropped (0: no work)."""
+        if not len(self._tombstones):
+            return 0
+        dropped = compact_index(self.directory)
+        self._load()
+        return dropped
+
+    def cluster(
+        self,
+        method: str = "kmeans",
+        *,
+        k: int | None = None,
+        threshold: float | None = None,
+        min_size: int | None = None,
+        seed: int = 0,
+        top: int = 3,
+    ) -> list[Cluster]:
+        """Cluster the stored vectors (never re-encoding) and store the clustering with the index, replacing any
+        earlier one; later hits carry their cluster id.
+
+        method: "kmeans" (needs k), "community" (threshold 0.75 and min_size 10 unless given; outliers join no
+        cluster) or "agglomerative" (k or threshold; up to 20,000 texts). Clusters are numbered by size, largest
+        first, and list their `top` most central texts.
+        """
+        clustering = cluster_index(self.directory, ClusterSettings(method, k, threshold, min_size, seed), top)
+        self._load()
+        return clustering.clusters
+
+    def clustering(self, top: int = 3) -> Clustering | None:
+        """The clustering stored with the index, with each cluster's `top` most central texts; None if none."""
+        return read_clustering(self._store, top)
+
+    def mine(
+        self,
+        top: int | None = None,
+        threshold: float | None = None,
+        method: str = "auto",
+        neighbours: int | None = None,
+    ) -> list[Pair]:
+        """The most similar pairs of documents in the index, best first, from the stored vectors (never re-encoded).
+
+        top: the `top` best pairs (20 when neither is given); threshold: every pair with cosine >= threshold; both:
+        the best `top` of those. method: "exact" (chunked, every pair scored), "ann" (each text's `neighbours`
+        nearest from the FAISS index) or "auto" (exact up to 50,000 texts).
+        """
+        return mine_documents(self._vectors, self._store, top, threshold, method, neighbours)
+
+    def dedupe(self, threshold: float, method: str = "auto", neighbours: int | None = None) -> list[Pair]:
+        """Mark the later document of each pair with cosine >= threshold as a duplicate of the earlier one
+        (replacing earlier marks), stored with the index; returns one pair per duplicate (`second_id` duplicates
+        `first_id`). `info().duplicates` counts them."""
+        marks = dedupe_index(self.directory, threshold, method, neighbours)
+        self._load()
+        return with_texts(marks, self._store)
+
+    def stored_vectors(self, batch_size: int = 65_536) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(document ids, vectors) as the index holds them, in batches; never re-encodes the corpus."""
+        return self._vectors.stored_vectors(batch_size)
+
+    def info(self) -> IndexInfo:
+        manifest = self.manifest
+        model = manifest["model"]
+        return IndexInfo(
+            path=str(self.path),
+            documents=manifest["count"]["documents"],
+            vectors=manifest["count"]["vectors"],
+            model=model["name"],
+            model_fingerprint=model["fingerprint"],
+            pooling=model["pooling"],
+            dimension=manifest["index"]["dimension"],
+            model_dimension=model["dimension"],
+            whitening=(manifest["whitening"] or {}).get("k"),
+            index_type=manifest["index"]["type"],
+            size_bytes=self.directory.size_on_disk(manifest),
+            created_at=manifest["created_at"],
+            updated_at=manifest["updated_at"],
+            versions=manifest["versions"],
+            clustering=self._store.clustering(),
+            duplicates=len(self._store.duplicates()),
+        )
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+    def __enter__(self) -> SearchEngine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _documents(corpus: Corpus, jsonl: bool | None, id_field: str | None = None) -> Iterator[Document]:
+    if isinstance(corpus, (str, Path)):
+        return read_corpus(corpus, jsonl, id_field)
+    if id_field is not None:
+        raise SearchEngineError("id_field names a field of a .jsonl file; give Documents with external_id instead")
+    documents = (_text_document(text, number) for number, text in enumerate(corpus, start=1))
+    return (document for document in documents if document.text)
+
+
+def _text_document(text: str | Document, number: int) -> Document:
+    if isinstance(text, Document):
+        return text
+    if not isinstance(text, str):
+        raise SearchEngineError(f"text number {number} is a {type(text).__name__}, not a str")
+    return Document(text.strip(), None, number)
+
+
+def _count(corpus: Corpus, jsonl: bool | None, id_field: str | None = None) -> int | None:
+    """Documents in a corpus file or list, read once up front so bad input fails before any embedding.
+
+    None for standard input, pipes and one-shot iterators, which can be read only once.
+    """
+    if isinstance(corpus, (str, Path)):
+        if str(corpus) == STDIN or (Path(corpus).exists() and not Path(corpus).is_file()):
+            return None
+    elif not isinstance(corpus, Sequence):
+        return None
+    return sum(1 for _ in _documents(corpus, jsonl, id_field))

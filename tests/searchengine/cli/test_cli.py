@@ -1,0 +1,272 @@
+"""The CLI through typer's test runner (and, for signals, a real process): output, JSON, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from searchengine.cli import app
+
+runner = CliRunner()
+
+
+def run(*args: str, input: str | None = None):  # noqa: ANN201
+    return runner.invoke(app, [str(a) for a in args], input=input)
+
+
+def assert_one_line_error(result, *fragments: str) -> None:  # noqa: ANN001
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output
+    message = result.output.strip()
+    assert message.startswith("Error: ") and "\n" not in message, message
+    for fragment in fragments:
+        assert fragment in message, message
+
+
+@pytest.fixture
+def corpus(tmp_path: Path, sentences: list[str]) -> Path:
+    path = tmp_path / "corpus.txt"
+    path.write_text("\n".join(sentences) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def index_dir(tmp_path: Path, corpus: Path, tiny_model: Path) -> Path:
+    target = tmp_path / "idx"
+    result = run("index", corpus, "-d", target, "--model", tiny_model)
+    assert result.exit_code == 0, result.output
+    return target
+
+
+def test_index_reports_what_it_did(tmp_path: Path, corpus: Path, tiny_model: Path, sentences: list[str]) -> None:
+    result = run("index", corpus, "-d", tmp_path / "i", "--model", tiny_model)
+    assert result.exit_code == 0, result.output
+    assert f"Indexed {len(sentences)} texts" in result.output
+    assert "Index type Flat, chosen for this corpus size" in result.output
+
+
+def test_query_prints_rank_score_id_text(index_dir: Path, sentences: list[str]) -> None:
+    result = run("query", sentences[2], "-k", "3", "-d", index_dir)
+    assert result.exit_code == 0, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 3
+    rank, score, doc_id, *text = lines[0].split()
+    assert (rank, doc_id, " ".join(text)) == ("1", "#2", sentences[2])
+    assert float(score) == pytest.approx(1.0, abs=1e-4)
+
+
+def test_query_json(index_dir: Path, sentences: list[str]) -> None:
+    result = run("query", sentences[1], "-k", "2", "--json", "-d", index_dir)
+    payload = json.loads(result.output)
+    assert payload["query"] == sentences[1]
+    assert [hit["id"] for hit in payload["hits"]][0] == 1
+    assert set(payload["hits"][0]) >= {"id", "score", "text", "source", "line", "metadata"}
+
+
+def test_queries_from_a_file_run_as_one_batch(index_dir: Path, tmp_path: Path, sentences: list[str]) -> None:
+    queries = tmp_path / "q.txt"
+    queries.write_text(f"{sentences[0]}\n\n{sentences[5]}\n", encoding="utf-8")
+    result = run("query", "--file", queries, "-k", "1", "--json", "-d", index_dir)
+    payload = json.loads(result.output)
+    assert [entry["hits"][0]["text"] for entry in payload] == [sentences[0], sentences[5]]
+    text_result = run("query", "--file", queries, "-k", "1", "-d", index_dir)
+    assert f"Query: {sentences[5]}" in text_result.output
+
+
+def test_k_larger_than_index_says_so(index_dir: Path, sentences: list[str]) -> None:
+    result = run("query", "cat", "-k", "500", "-d", index_dir)
+    assert result.exit_code == 0
+    assert f"the index holds {len(sentences)} texts" in result.output
+
+
+def test_info(index_dir: Path, sentences: list[str]) -> None:
+    result = run("info", "-d", index_dir)
+    assert result.exit_code == 0, result.output
+    for fragment in (f"documents:                {len(sentences)}", "pooling:", "mean + normalize", "dimension:",
+                     "32", "whitening:                none", "Flat (FAISS", "size on disk:", "built:"):
+        assert fragment in result.output
+    manifest = json.loads(run("info", "-d", index_dir, "--json").output)
+    assert manifest["count"]["vectors"] == len(sentences)
+
+
+def test_stdin_jsonl_and_append(index_dir: Path, tiny_model: Path, sentences: list[str]) -> None:
+    lines = json.dumps({"text": "a new text about rain", "tag": "weather"}) + "\n"
+    result = run("index", "-", "--jsonl", "--append", "-d", index_dir, input=lines)
+    assert result.exit_code == 0, result.output
+    payload = json.loads(run("query", "a new text about rain", "-k", "1", "--json", "-d", index_dir).output)
+    assert payload["hits"][0]["metadata"] == {"tag": "weather"}
+    assert f"documents:                {len(sentences) + 1}" in run("info", "-d", index_dir).output
+
+
+def test_whiten_k_option(tmp_path: Path, tiny_model: Path, sentences: list[str]) -> None:
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join(f"{a} {b}" for a in sentences for b in sentences[:4]), encoding="utf-8")
+    result = run("index", corpus, "-d", tmp_path / "w", "--model", tiny_model, "--whiten-k", "8", "-q")
+    assert result.exit_code == 0, result.output
+    assert "whitening-k 8" in run("info", "-d", tmp_path / "w").output
+    assert run("query", "cat", "-d", tmp_path / "w", "--whiten-k", "8").exit_code == 0
+    assert_one_line_error(run("query", "cat", "-d", tmp_path / "w", "--whiten-k", "4"), "whitening")
+
+
+def test_help_teaches_with_examples() -> None:
+    for command in ("index", "query", "info"):
+        result = run(command, "--help")
+        assert result.exit_code == 0 and "Example" in result.output
+
+
+# Bad input: one line, exit 1, nothing lost.
+
+
+def test_empty_corpus(tmp_path: Path, tiny_model: Path) -> None:
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n  \n", encoding="utf-8")
+    assert_one_line_error(run("index", empty, "-d", tmp_path / "i", "--model", tiny_model), "no text to index")
+    assert not (tmp_path / "i" / "manifest.json").exists()
+
+
+def test_binary_corpus_names_the_line(tmp_path: Path, tiny_model: Path, index_dir: Path) -> None:
+    binary = tmp_path / "blob.txt"
+    binary.write_bytes(b"fine text\n\x89PNG\x00\x00\x01\n")
+    before = run("query", "cat", "-d", index_dir).output
+    assert_one_line_error(run("index", binary, "-d", index_dir, "--model", tiny_model), "line 2", "binary")
+    assert run("query", "cat", "-d", index_dir).output == before
+
+
+def test_non_utf8_corpus_names_the_line(tmp_path: Path, tiny_model: Path) -> None:
+    latin = tmp_path / "latin.txt"
+    latin.write_bytes("first\nsecond\ncaf\xe9\n".encode("latin-1"))
+    assert_one_line_error(run("index", latin, "-d", tmp_path / "i", "--model", tiny_model), "line 3", "UTF-8")
+
+
+def test_long_lines_are_truncated_and_counted(tmp_path: Path, tiny_model: Path) -> None:
+    corpus = tmp_path / "long.txt"
+    corpus.write_text("short line\n" + "word " * 5000 + "\n", encoding="utf-8")
+    result = run("index", corpus, "-d", tmp_path / "i", "--model", tiny_model)
+    assert result.exit_code == 0, result.output
+    assert "1 texts were longer than the model's 64 tokens" in result.output
+
+
+def test_missing_corpus_file(tmp_path: Path, tiny_model: Path) -> None:
+    assert_one_line_error(run("index", tmp_path / "nope.txt", "-d", tmp_path / "i"), "does not exist")
+
+
+def test_missing_index(tmp_path: Path) -> None:
+    assert_one_line_error(run("query", "cat", "-d", tmp_path / "none"), "no index at", "searchengine index")
+    assert_one_line_error(run("info", "-d", tmp_path / "none"), "no index at")
+
+
+def test_corrupt_index(index_dir: Path) -> None:
+    manifest = json.loads((index_dir / "manifest.json").read_text())
+    (index_dir / manifest["files"]["vectors"]).write_bytes(b"garbage")
+    assert_one_line_error(run("query", "cat", "-d", index_dir), "truncated", "rebuild")
+
+
+def test_model_mismatch(index_dir: Path, other_tiny_model: Path) -> None:
+    assert_one_line_error(run("query", "cat", "-d", index_dir, "--model", other_tiny_model), "was built with model")
+
+
+def test_query_on_empty_index(tmp_path: Path, tiny_model: Path) -> None:
+    from searchengine import SearchEngine
+
+    SearchEngine.create(tmp_path / "empty", model=tiny_model)
+    assert_one_line_error(run("query", "cat", "-d", tmp_path / "empty"), "is empty")
+
+
+def test_unknown_model_and_pooling(tmp_path: Path, corpus: Path, tiny_model: Path) -> None:
+    assert_one_line_error(run("index", corpus, "-d", tmp_path / "i", "--model", "./no/such/model"), "does not exist")
+    assert_one_line_error(
+        run("index", corpus, "-d", tmp_path / "i", "--model", tiny_model, "--pooling", "median"), "unknown pooling"
+    )
+
+
+def test_bad_factory_string(tmp_path: Path, corpus: Path, tiny_model: Path) -> None:
+    assert_one_line_error(
+        run("index", corpus, "-d", tmp_path / "i", "--model", tiny_model, "--index", "NotAType99"), "NotAType99"
+    )
+
+
+def test_index_into_a_foreign_directory_refuses(tmp_path: Path, corpus: Path, tiny_model: Path) -> None:
+    foreign = tmp_path / "photos"
+    foreign.mkdir()
+    (foreign / "holiday.jpg").write_bytes(b"jpeg")
+    assert_one_line_error(run("index", corpus, "-d", foreign, "--model", tiny_model), "not a searchengine index")
+    assert (foreign / "holiday.jpg").read_bytes() == b"jpeg"
+
+
+def test_query_needs_text_or_file(index_dir: Path) -> None:
+    assert_one_line_error(run("query", "-d", index_dir), "give one query")
+    assert_one_line_error(run("query", "   ", "-d", index_dir), "empty")
+
+
+def _spawn_indexer(index_dir: Path, model: Path) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    command = [sys.executable, "-m", "searchengine", "index", "-", "-d", str(index_dir), "--model", str(model)]
+    return subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+
+
+def _wait_for_new_files(index_dir: Path, before: set[str], process: subprocess.Popen) -> None:
+    deadline = time.monotonic() + 60
+    while not set(p.name for p in index_dir.iterdir()) - before - {".lock"}:
+        assert process.poll() is None and time.monotonic() < deadline, process.stderr.read().decode()
+        time.sleep(0.05)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL])
+def test_interrupted_or_killed_indexing_leaves_previous_index(
+    index_dir: Path, tiny_model: Path, sentences: list[str], sig: signal.Signals
+) -> None:
+    before = run("query", sentences[0], "-k", "5", "-d", index_dir).output
+    names_before = set(p.name for p in index_dir.iterdir())
+    process = _spawn_indexer(index_dir, tiny_model)
+    process.stdin.write(("a replacement text that never lands\n" * 5000).encode())
+    process.stdin.flush()
+    _wait_for_new_files(index_dir, names_before, process)
+    process.send_signal(sig)
+    process.wait(timeout=60)  # stdin stays open until the process is gone: EOF must not race the signal
+    process.stdin.close()
+    stderr = process.stderr.read()
+    if sig == signal.SIGINT:
+        assert process.returncode == 130
+        assert b"Interrupted: nothing was changed" in stderr and b"Traceback" not in stderr
+    assert run("query", sentences[0], "-k", "5", "-d", index_dir).output == before
+    # The next writer clears what the dead run left behind.
+    assert run("index", "-", "--append", "-d", index_dir, input="one more text\n").exit_code == 0
+    manifest = json.loads((index_dir / "manifest.json").read_text())
+    assert set(p.name for p in index_dir.iterdir()) == {".lock", "manifest.json", *manifest["files"].values()}
+
+
+def test_second_writer_gets_a_clear_error(index_dir: Path, tiny_model: Path) -> None:
+    from searchengine.indexer.index_directory import IndexDirectory
+
+    with IndexDirectory(index_dir).writing():
+        result = run("index", "-", "--append", "-d", index_dir, input="text\n")
+    assert_one_line_error(result, "is being written by")
+
+
+def test_speed_options_index_and_query(
+    tmp_path: Path, corpus: Path, tiny_model: Path, sentences: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SEARCHENGINE_CACHE", str(tmp_path / "cache"))
+    target = tmp_path / "fast"
+    result = run("index", corpus, "-d", target, "--model", tiny_model, "--precision", "int8", "--threads", "1")
+    assert result.exit_code == 0, result.output
+    for options in (["--backend", "onnx"], ["--precision", "fp32", "--threads", "1"]):
+        result = run("query", sentences[2], "-k", "1", "-d", target, "--json", *options)
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.output)["hits"][0]["text"] == sentences[2]
+
+
+@pytest.mark.parametrize(
+    ("options", "fragment"),
+    [(["--precision", "fp16"], "fp16 is for GPUs"), (["--backend", "tensorrt"], "unknown backend")],
+)
+def test_bad_speed_options_are_one_line_errors(index_dir: Path, options: list[str], fragment: str) -> None:
+    assert_one_line_error(run("query", "anything", "-d", index_dir, *options), fragment)

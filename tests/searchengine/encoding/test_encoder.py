@@ -1,0 +1,105 @@
+"""The encoder on the tiny model: order, batching, pooling, truncation, normalisation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from searchengine.encoding.encoder import Encoder
+from tests.conftest import write_tiny_model
+
+
+def test_shape_dtype_and_unit_norm(tiny_encoder: Encoder, sentences: list[str]) -> None:
+    vectors = tiny_encoder.encode(sentences)
+    assert vectors.shape == (len(sentences), 32) and vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_smart_batching_keeps_input_order(tiny_encoder: Encoder, sentences: list[str]) -> None:
+    one_by_one = np.stack([tiny_encoder.encode([s])[0] for s in sentences])
+    for batch_size in (1, 3, 64):
+        np.testing.assert_allclose(tiny_encoder.encode(sentences, batch_size=batch_size), one_by_one, atol=1e-5)
+
+
+def test_padding_does_not_change_a_vector(tiny_encoder: Encoder) -> None:
+    short = "the cat sat"
+    alone = tiny_encoder.encode([short])[0]
+    beside_long = tiny_encoder.encode([short, "the " * 50], batch_size=2)[0]
+    np.testing.assert_allclose(alone, beside_long, atol=1e-5)
+
+
+def test_empty_input(tiny_encoder: Encoder) -> None:
+    assert tiny_encoder.encode([]).shape == (0, 32)
+
+
+def test_truncation_is_counted(tiny_model: Path) -> None:
+    encoder = Encoder(tiny_model)
+    encoder.encode(["short", "word " * 100, "also short", "cat " * 63])
+    assert encoder.truncated == 2  # 100 and 63 words + [CLS] + [SEP] exceed 64 tokens
+    assert encoder.max_seq_length == 64
+
+
+@pytest.mark.parametrize("pooling", ["cls", "max", "last2avg", "first_last_avg"])
+def test_each_pooling_gives_its_own_vectors(tiny_model: Path, tiny_encoder: Encoder, sentences: list[str], pooling: str) -> None:
+    other = Encoder(tiny_model, pooling=pooling)
+    assert other.pooling == pooling
+    vectors = other.encode(sentences)
+    assert vectors.shape == (len(sentences), 32)
+    assert not np.allclose(vectors, tiny_encoder.encode(sentences), atol=1e-3)
+
+
+def test_mean_sqrt_len_scales_the_mean_by_sqrt_of_length(tmp_path: Path) -> None:
+    model = write_tiny_model(tmp_path / "raw", normalize=False)
+    texts = ["the cat sat", "the storm and cold wind and snow"]  # every word is in the vocabulary
+    mean, scaled = Encoder(model).encode(texts), Encoder(model, pooling="mean_sqrt_len").encode(texts)
+    lengths = np.array([5.0, 9.0])  # words + [CLS] + [SEP]
+    np.testing.assert_allclose(scaled, mean * np.sqrt(lengths)[:, None], rtol=1e-4)
+
+
+def test_pooling_comes_from_the_model_config(tmp_path: Path) -> None:
+    assert Encoder(write_tiny_model(tmp_path / "cls", pooling="cls")).pooling == "cls"
+
+
+def test_no_normalize_module_means_raw_vectors(tmp_path: Path, sentences: list[str]) -> None:
+    encoder = Encoder(write_tiny_model(tmp_path / "raw", normalize=False))
+    norms = np.linalg.norm(encoder.encode(sentences), axis=1)
+    assert not np.allclose(norms, 1.0, atol=1e-3)
+
+
+def test_plain_hugging_face_directory_uses_mean_pooling(tmp_path: Path, tiny_encoder: Encoder, sentences: list[str]) -> None:
+    model = write_tiny_model(tmp_path / "hf")
+    (model / "modules.json").unlink()
+    encoder = Encoder(model)
+    assert (encoder.pooling, encoder.source.normalize) == ("mean", False)
+    raw = encoder.encode(sentences)
+    np.testing.assert_allclose(raw / np.linalg.norm(raw, axis=1, keepdims=True), tiny_encoder.encode(sentences), atol=1e-5)
+
+
+def test_fingerprint_tells_models_apart(tiny_encoder: Encoder, tiny_model: Path, other_tiny_model: Path) -> None:
+    assert Encoder(tiny_model).fingerprint == tiny_encoder.fingerprint
+    assert Encoder(other_tiny_model).fingerprint != tiny_encoder.fingerprint
+
+
+def test_without_smart_batching_vectors_are_the_same(tiny_model: Path, tiny_encoder: Encoder, sentences: list[str]) -> None:
+    plain = Encoder(tiny_model, smart_batching=False)
+    np.testing.assert_allclose(plain.encode(sentences, batch_size=3), tiny_encoder.encode(sentences, batch_size=3), atol=1e-5)
+
+
+def test_threads_apply_while_encoding_only(tiny_model: Path, sentences: list[str]) -> None:
+    import torch
+
+    before = torch.get_num_threads()
+    seen: list[int] = []
+    encoder = Encoder(tiny_model, threads=1, backend="torch")  # ONNX Runtime sets its threads in its session
+    original = encoder._encode_batch  # noqa: SLF001
+
+    def spy(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        seen.append(torch.get_num_threads())
+        return original(*args, **kwargs)
+
+    encoder._encode_batch = spy  # noqa: SLF001
+    encoder.encode(sentences)
+    assert seen and set(seen) == {1}
+    assert torch.get_num_threads() == before

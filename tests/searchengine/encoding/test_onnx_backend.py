@@ -1,0 +1,99 @@
+"""The ONNX Runtime backend on the tiny model: same vectors as torch, cached exports, clear errors."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from searchengine.encoding.encoder import Encoder
+from searchengine.errors import SearchEngineError
+from searchengine.encoding.onnx_backend import OnnxTransformer
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("SEARCHENGINE_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache" / "onnx"
+
+
+@pytest.fixture(scope="module")
+def torch_encoder(tiny_model: Path) -> Encoder:
+    return Encoder(tiny_model, backend="torch", precision="fp32")
+
+
+def test_fp32_gives_the_torch_vectors(tiny_model: Path, torch_encoder: Encoder, sentences: list[str]) -> None:
+    onnx = Encoder(tiny_model, backend="onnx", precision="fp32")
+    assert isinstance(onnx.model, OnnxTransformer) and not isinstance(torch_encoder.model, OnnxTransformer)
+    np.testing.assert_allclose(onnx.encode(sentences), torch_encoder.encode(sentences), atol=1e-5)
+    assert onnx.precision == "fp32"
+
+
+def test_auto_picks_onnx_where_it_can_run(tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("searchengine.encoding.encoder.resolve_precision", lambda precision, device: "fp32")
+    assert Encoder(tiny_model).backend == "onnx"
+    assert Encoder(tiny_model, precision="int8").backend == "onnx"
+    assert Encoder(tiny_model, pooling="first_last_avg").backend == "torch"  # needs every layer
+    monkeypatch.setattr("searchengine.encoding.encoder.resolve_precision", lambda precision, device: "bf16")
+    assert Encoder(tiny_model).backend == "torch"  # a CPU with native bf16: torch bf16
+    with pytest.raises(SearchEngineError, match="runs fp32 or int8"):
+        Encoder(tiny_model, backend="onnx")
+
+
+def test_auto_falls_back_to_torch_without_onnxruntime(tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    assert Encoder(tiny_model, precision="fp32").backend == "torch"
+
+
+def test_int8_is_close_but_quantized(tiny_model: Path, torch_encoder: Encoder, sentences: list[str]) -> None:
+    vectors = Encoder(tiny_model, backend="onnx", precision="int8").encode(sentences)
+    reference = torch_encoder.encode(sentences)
+    assert (vectors * reference).sum(1).min() > 0.9
+    assert not np.allclose(vectors, reference, atol=1e-6)
+
+
+def test_the_export_is_made_once_and_reused(tiny_model: Path, cache: Path, sentences: list[str]) -> None:
+    first = Encoder(tiny_model, backend="onnx", precision="fp32")
+    (exported,) = cache.glob("*-fp32.onnx")
+    stamp = exported.stat().st_mtime_ns
+    second = Encoder(tiny_model, backend="onnx", precision="fp32", threads=1)
+    assert exported.stat().st_mtime_ns == stamp and list(cache.iterdir()) == [exported]
+    np.testing.assert_allclose(first.encode(sentences), second.encode(sentences), atol=1e-6)
+
+
+def test_a_corrupt_cached_export_names_the_file_and_the_fix(tiny_model: Path, cache: Path) -> None:
+    Encoder(tiny_model, backend="onnx", precision="fp32")
+    (exported,) = cache.glob("*-fp32.onnx")
+    exported.write_bytes(b"not an onnx model")
+    with pytest.raises(SearchEngineError, match="delete it to re-export") as error:
+        Encoder(tiny_model, backend="onnx", precision="fp32")
+    assert str(exported) in str(error.value)
+
+
+def test_missing_onnxruntime_says_how_to_install_it(tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # what an environment without the extra looks like
+    with pytest.raises(SearchEngineError, match=r"searchengine\[onnx\]"):
+        Encoder(tiny_model, backend="onnx")
+
+
+@pytest.mark.parametrize("pooling", ["last2avg", "first_last_avg"])
+def test_poolings_that_need_every_layer_are_refused(tiny_model: Path, pooling: str) -> None:
+    with pytest.raises(SearchEngineError, match="last layer only"):
+        Encoder(tiny_model, pooling=pooling, backend="onnx")
+
+
+def test_unknown_backend_and_bad_threads(tiny_model: Path) -> None:
+    with pytest.raises(SearchEngineError, match="unknown backend"):
+        Encoder(tiny_model, backend="tensorrt")
+    with pytest.raises(SearchEngineError, match="at least 1"):
+        Encoder(tiny_model, threads=0)
+
+
+def test_an_unwritable_cache_is_a_clear_error(tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder would be", encoding="utf-8")
+    monkeypatch.setenv("SEARCHENGINE_CACHE", str(blocker))
+    with pytest.raises(SearchEngineError, match="SEARCHENGINE_CACHE to a writable folder"):
+        Encoder(tiny_model, backend="onnx")

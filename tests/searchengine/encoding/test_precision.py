@@ -1,0 +1,70 @@
+"""Precision choice: what "auto" means per device and CPU, what each device refuses, and what each precision does."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from searchengine.encoding.encoder import Encoder
+from searchengine.errors import SearchEngineError
+from searchengine.encoding.precision import apply_precision, cpu_has_native_bf16, resolve_precision
+
+
+def _cpuinfo(tmp_path: Path, flags: str) -> Path:
+    path = tmp_path / "cpuinfo"
+    path.write_text(f"processor\t: 0\nmodel name\t: Test CPU\nflags\t\t: fpu sse2 avx2 {flags}\n\n", encoding="utf-8")
+    return path
+
+
+def test_native_bf16_is_read_from_the_cpu_flags(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    assert cpu_has_native_bf16(_cpuinfo(tmp_path / "a", "avx512f")) is False
+    (tmp_path / "b").mkdir()
+    assert cpu_has_native_bf16(_cpuinfo(tmp_path / "b", "avx512f avx512_bf16")) is True
+    (tmp_path / "c").mkdir()
+    assert cpu_has_native_bf16(_cpuinfo(tmp_path / "c", "amx_tile amx_bf16")) is True
+    assert cpu_has_native_bf16(tmp_path / "missing") is False
+
+
+def test_auto_follows_the_hardware(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("searchengine.encoding.precision.cpu_has_native_bf16", lambda: False)
+    assert resolve_precision("auto", "cpu") == "fp32"
+    monkeypatch.setattr("searchengine.encoding.precision.cpu_has_native_bf16", lambda: True)
+    assert resolve_precision("auto", "cpu") == "bf16"
+    assert resolve_precision("auto", "cuda") == "fp32"
+
+
+@pytest.mark.parametrize(
+    ("precision", "device", "message"),
+    [("int4", "cpu", "unknown precision"), ("int8", "cuda", "CPU only"), ("fp16", "cpu", "for GPUs")],
+)
+def test_unsupported_choices_are_refused_with_the_fix(precision: str, device: str, message: str) -> None:
+    with pytest.raises(SearchEngineError, match=message):
+        resolve_precision(precision, device)
+
+
+def test_explicit_cpu_precisions_are_kept() -> None:
+    assert [resolve_precision(p, "cpu") for p in ("fp32", "bf16", "int8")] == ["fp32", "bf16", "int8"]
+
+
+def test_apply_precision_casts_or_quantizes() -> None:
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4))
+    assert apply_precision(model, "fp32") is model
+    assert next(apply_precision(torch.nn.Sequential(torch.nn.Linear(4, 4)), "bf16").parameters()).dtype == torch.bfloat16
+    quantized = apply_precision(torch.nn.Sequential(torch.nn.Linear(4, 4)), "int8")
+    assert "Quantized" in type(quantized[0]).__name__ or "quantized" in type(quantized[0]).__module__
+
+
+@pytest.mark.parametrize("precision", ["bf16", "int8"])
+def test_lower_precisions_stay_close_to_fp32(tiny_model: Path, sentences: list[str], precision: str) -> None:
+    fp32 = Encoder(tiny_model, precision="fp32").encode(sentences)
+    lower = Encoder(tiny_model, precision=precision)
+    assert lower.precision == precision
+    vectors = lower.encode(sentences)
+    assert vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
+    cosines = (vectors * fp32).sum(1)
+    assert cosines.min() > 0.95 and not np.allclose(vectors, fp32, atol=1e-7)

@@ -1,0 +1,277 @@
+"""Reading a corpus: .txt lines, .jsonl records, standard input, and errors that name the line."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from searchengine.indexer.store import Document
+from searchengine.engine.corpus import read_corpus
+from searchengine.errors import SearchEngineError
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+class _FakeStdin:
+    """Stands in for sys.stdin: the corpus reader reads bytes from `.buffer`."""
+
+    def __init__(self, data: bytes) -> None:
+        self.buffer = io.BytesIO(data)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# .txt
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_txt_one_document_per_line(tmp_path: Path) -> None:
+    path = _write(tmp_path / "corpus.txt", b"first line\n  second line\t \n\n   \n\t\nlast line without newline")
+    documents = list(read_corpus(path))
+    assert documents == [
+        Document("first line", str(path), 1),
+        Document("second line", str(path), 2),
+        Document("last line without newline", str(path), 6),
+    ]
+
+
+def test_txt_line_numbers_count_blank_lines(tmp_path: Path) -> None:
+    path = _write(tmp_path / "c.txt", b"\n\na\n\n\nb\n")
+    assert [(d.text, d.line) for d in read_corpus(path)] == [("a", 3), ("b", 6)]
+
+
+def test_txt_source_is_the_name_given(tmp_path: Path) -> None:
+    path = _write(tmp_path / "notes.txt", b"hello\n")
+    [document] = read_corpus(path)
+    assert document.source == str(path)
+    assert document.metadata == {}
+    [document] = read_corpus(str(path))
+    assert document.source == str(path)
+
+
+def test_txt_windows_line_endings_are_stripped(tmp_path: Path) -> None:
+    path = _write(tmp_path / "dos.txt", b"one\r\ntwo\r\n\r\nthree\r\n")
+    assert [(d.text, d.line) for d in read_corpus(path)] == [("one", 1), ("two", 2), ("three", 4)]
+
+
+def test_txt_utf8_text_and_bom(tmp_path: Path) -> None:
+    path = _write(tmp_path / "bom.txt", "\ufeffcafé\n日本語 🙂\n".encode("utf-8"))
+    assert [d.text for d in read_corpus(path)] == ["café", "日本語 🙂"]
+
+
+def test_txt_bom_alone_on_the_first_line_is_a_blank_line(tmp_path: Path) -> None:
+    path = _write(tmp_path / "bom.txt", "\ufeff\ntext\n".encode("utf-8"))
+    assert [(d.text, d.line) for d in read_corpus(path)] == [("text", 2)]
+
+
+def test_txt_only_a_leading_bom_is_removed(tmp_path: Path) -> None:
+    """A U+FEFF later in the file is text (a zero-width no-break space), not a byte-order mark."""
+    path = _write(tmp_path / "c.txt", "a\n\ufeffb\n".encode("utf-8"))
+    assert [d.text for d in read_corpus(path)] == ["a", "\ufeffb"]
+
+
+def test_empty_and_blank_files_yield_nothing(tmp_path: Path) -> None:
+    assert list(read_corpus(_write(tmp_path / "empty.txt", b""))) == []
+    assert list(read_corpus(_write(tmp_path / "blank.txt", b"\n \n\t\n"))) == []
+    assert list(read_corpus(_write(tmp_path / "blank.jsonl", b"\n\n"))) == []
+
+
+def test_reading_is_lazy_and_in_order(tmp_path: Path) -> None:
+    path = _write(tmp_path / "c.txt", b"".join(f"line {i}\n".encode() for i in range(1000)))
+    documents = read_corpus(path)
+    assert next(documents).text == "line 0"
+    assert next(documents).text == "line 1"
+    assert [d.line for d in documents] == list(range(3, 1001))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# .jsonl
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_jsonl_text_field_and_metadata(tmp_path: Path) -> None:
+    records = [
+        {"text": "  first  ", "id": 7, "tags": ["a", "b"]},
+        {"title": "Ünïcødé", "text": "second", "nested": {"x": None}},
+    ]
+    data = "\n".join(json.dumps(record, ensure_ascii=False) for record in records).encode("utf-8")
+    path = _write(tmp_path / "corpus.jsonl", data.replace(b"\n", b"\n\n"))
+    assert list(read_corpus(path)) == [
+        Document("first", str(path), 1, {"id": 7, "tags": ["a", "b"]}),
+        Document("second", str(path), 3, {"title": "Ünïcødé", "nested": {"x": None}}),
+    ]
+
+
+def test_jsonl_with_bom(tmp_path: Path) -> None:
+    path = _write(tmp_path / "bom.jsonl", '\ufeff{"text": "x"}\n'.encode("utf-8"))
+    assert [d.text for d in read_corpus(path)] == ["x"]
+
+
+def test_jsonl_true_forces_json_for_a_txt_name(tmp_path: Path) -> None:
+    path = _write(tmp_path / "records.txt", b'{"text": "hello", "k": 1}\n')
+    assert list(read_corpus(path, jsonl=True)) == [Document("hello", str(path), 1, {"k": 1})]
+    # Without the flag the same line is plain text.
+    assert [d.text for d in read_corpus(path)] == ['{"text": "hello", "k": 1}']
+
+
+def test_jsonl_false_reads_a_jsonl_name_as_text(tmp_path: Path) -> None:
+    path = _write(tmp_path / "records.jsonl", b"not json at all\n")
+    assert [d.text for d in read_corpus(path, jsonl=False)] == ["not json at all"]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# errors
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _error(path: Path, jsonl: bool | None = None) -> str:
+    with pytest.raises(SearchEngineError) as error:
+        list(read_corpus(path, jsonl=jsonl))
+    return str(error.value)
+
+
+def test_invalid_utf8_names_the_line(tmp_path: Path) -> None:
+    message = _error(_write(tmp_path / "latin1.txt", b"ok\n\xff\xfe bad\n"))
+    assert "line 2" in message
+    assert "UTF-8" in message
+    assert "0xff" in message
+
+
+def test_invalid_utf8_reports_the_column(tmp_path: Path) -> None:
+    message = _error(_write(tmp_path / "latin1.txt", "first\n\nna\xefve\n".encode("latin-1")))
+    assert "line 3" in message
+    assert "0xef" in message
+    assert "column 3" in message
+
+
+def test_invalid_utf8_after_valid_documents_yields_those_first(tmp_path: Path) -> None:
+    path = _write(tmp_path / "c.txt", b"good one\ngood two\n\x80\n")
+    documents = read_corpus(path)
+    assert [next(documents).text, next(documents).text] == ["good one", "good two"]
+    with pytest.raises(SearchEngineError, match="line 3"):
+        next(documents)
+
+
+def test_nul_bytes_are_reported_as_binary(tmp_path: Path) -> None:
+    message = _error(_write(tmp_path / "image.txt", b"text\nmore\nbin\x00ary\n"))
+    assert "line 3" in message
+    assert "NUL" in message
+    assert "binary" in message
+
+
+def test_utf16_file_is_reported_as_binary(tmp_path: Path) -> None:
+    message = _error(_write(tmp_path / "utf16.txt", "hello\nworld\n".encode("utf-16")))
+    assert "line 1" in message
+    assert "NUL" in message
+
+
+@pytest.mark.parametrize(
+    ("lines", "bad_line", "expected"),
+    [
+        (b'{"text": "ok"}\n{"text": "unterminated\n', 2, "not valid JSON"),
+        (b'{"text": "ok"}\n\n{text: "no quotes"}\n', 3, "not valid JSON"),
+        (b"plain text line\n", 1, "not valid JSON"),
+        (b'{"text": "ok"}\n["text", "a list"]\n', 2, 'string "text"'),
+        (b'"just a string"\n', 1, 'string "text"'),
+        (b'{"body": "no text field"}\n', 1, 'string "text"'),
+        (b'{"text": 42}\n', 1, 'string "text"'),
+        (b'{"text": null}\n', 1, 'string "text"'),
+        (b'{"text": ["a"]}\n', 1, 'string "text"'),
+        (b'{"text": "ok"}\n{"text": ""}\n', 2, 'empty "text"'),
+        (b'{"text": "   \\t "}\n', 1, 'empty "text"'),
+    ],
+    ids=[
+        "unterminated", "unquoted-key", "plain-text", "list", "string", "no-text", "number", "null",
+        "text-list", "empty-text", "blank-text",
+    ],
+)
+def test_jsonl_errors_name_the_line(tmp_path: Path, lines: bytes, bad_line: int, expected: str) -> None:
+    path = _write(tmp_path / "corpus.jsonl", lines)
+    message = _error(path)
+    assert f"line {bad_line}" in message
+    assert expected in message
+    assert str(path) in message
+
+
+def test_invalid_json_reports_the_column(tmp_path: Path) -> None:
+    message = _error(_write(tmp_path / "c.jsonl", b'{"text": "a",, "x": 1}\n'))
+    assert "line 1" in message
+    assert "column 14" in message
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    path = tmp_path / "absent.txt"
+    message = _error(path)
+    assert str(path) in message
+    assert "does not exist" in message
+
+
+def test_a_directory_is_refused(tmp_path: Path) -> None:
+    message = _error(tmp_path)
+    assert "is a directory" in message
+    assert str(tmp_path) in message
+
+
+def test_an_unreadable_file_is_a_search_engine_error(tmp_path: Path) -> None:
+    import os
+
+    if os.geteuid() == 0:
+        pytest.skip("root can read files without read permission")
+    path = _write(tmp_path / "secret.txt", b"text\n")
+    path.chmod(0)
+    try:
+        assert "cannot read" in _error(path)
+    finally:
+        path.chmod(0o600)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# standard input
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_dash_reads_text_from_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stdin", _FakeStdin("\ufeffone\n\n two \n".encode("utf-8")))
+    assert list(read_corpus("-")) == [Document("one", "<stdin>", 1), Document("two", "<stdin>", 3)]
+
+
+def test_dash_reads_jsonl_from_stdin_when_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stdin", _FakeStdin(b'{"text": "from a pipe", "n": 1}\n'))
+    assert list(read_corpus("-", jsonl=True)) == [Document("from a pipe", "<stdin>", 1, {"n": 1})]
+
+
+def test_stdin_errors_name_stdin_and_the_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stdin", _FakeStdin(b"fine\n\xc3\x28\n"))
+    with pytest.raises(SearchEngineError) as error:
+        list(read_corpus("-"))
+    assert "<stdin> line 2" in str(error.value)
+
+
+def test_a_file_named_dash_in_a_path_is_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only the bare name '-' means stdin; ./- (or any path) is read from disk."""
+    monkeypatch.setattr(sys, "stdin", _FakeStdin(b"from stdin\n"))
+    path = _write(tmp_path / "-", b"from disk\n")
+    assert [d.text for d in read_corpus(path)] == ["from disk"]
+
+
+def test_gzipped_corpus_is_read_as_text(tmp_path: Path) -> None:
+    import gzip
+
+    path = tmp_path / "c.jsonl.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        handle.write('{"text": "zipped", "n": 1}\n\n{"text": "two"}\n')
+    documents = list(read_corpus(path))
+    assert [(d.text, d.line, d.metadata) for d in documents] == [("zipped", 1, {"n": 1}), ("two", 3, {})]
+
+
+def test_broken_gzip_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "c.txt.gz"
+    path.write_bytes(b"not gzip at all")
+    with pytest.raises(SearchEngineError, match="not a readable gzip file"):
+        list(read_corpus(path))

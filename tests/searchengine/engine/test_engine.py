@@ -1,0 +1,254 @@
+"""The Python API end to end on the tiny model: build, open, search, add, and every bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from searchengine.indexer.errors import IndexerError
+from searchengine import SearchEngine, SearchEngineError
+from searchengine.encoding.encoder import Encoder
+
+
+@pytest.fixture
+def engine(tmp_path: Path, tiny_encoder: Encoder, sentences: list[str]) -> SearchEngine:
+    return SearchEngine.build(sentences, tmp_path / "index", encoder=tiny_encoder)
+
+
+def _all_results(engine: SearchEngine, queries: list[str], k: int = 5) -> list[list[tuple[int, float]]]:
+    return [[(hit.id, round(hit.score, 5)) for hit in hits] for hits in engine.search_batch(queries, k)]
+
+
+def test_each_text_finds_itself_first(engine: SearchEngine, sentences: list[str]) -> None:
+    for hits, sentence in zip(engine.search_batch(sentences, k=3), sentences):
+        assert hits[0].text == sentence
+        assert hits[0].score == pytest.approx(1.0, abs=1e-5)
+        assert len(hits) == 3 and hits[0].score >= hits[1].score >= hits[2].score
+
+
+def test_search_equals_search_batch_and_hits_are_typed(engine: SearchEngine, sentences: list[str]) -> None:
+    single = engine.search(sentences[3], k=4)
+    assert single == engine.search_batch([sentences[3]], k=4)[0]
+    assert single[0].id == 3 and single[0].line == 4 and single[0].count == 1 and single[0].metadata == {}
+
+
+def test_scores_are_cosine_of_encoder_vectors(engine: SearchEngine, tiny_encoder: Encoder, sentences: list[str]) -> None:
+    raw = tiny_encoder.encode(["a query about the moon", sentences[4]])
+    expected = float(raw[0] @ raw[1] / np.linalg.norm(raw[0]) / np.linalg.norm(raw[1]))
+    hits = {hit.id: hit.score for hit in engine.search("a query about the moon", k=len(sentences))}
+    assert hits[4] == pytest.approx(expected, abs=1e-5)
+
+
+def test_open_reloads_the_same_index(engine: SearchEngine, tiny_encoder: Encoder, sentences: list[str]) -> None:
+    before = _all_results(engine, sentences)
+    reopened = SearchEngine.open(engine.path)
+    assert reopened.encoder.fingerprint == tiny_encoder.fingerprint
+    assert _all_results(reopened, sentences) == before
+
+
+def test_k_larger_than_index_returns_everything(engine: SearchEngine, sentences: list[str]) -> None:
+    assert len(engine.search("cat", k=1000)) == len(sentences)
+
+
+def test_k_below_one_is_refused(engine: SearchEngine) -> None:
+    with pytest.raises(SearchEngineError, match="k must be at least 1"):
+        engine.search("cat", k=0)
+
+
+def test_identical_texts_are_stored_once_and_counted(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    engine = SearchEngine.build(["the cat", "the dog", "the cat", " the cat "], tmp_path / "i", encoder=tiny_encoder)
+    assert len(engine) == 2
+    assert engine.last_report.repeats == 2
+    assert engine.info().documents == 4 and engine.info().vectors == 2
+    assert engine.search("the cat", k=1)[0].count == 3
+
+
+def test_add_appends_and_counts_repeats(engine: SearchEngine, sentences: list[str]) -> None:
+    report = engine.add(["a brand new text about the sun", sentences[0]])
+    assert (report.added, report.repeats) == (1, 1)
+    assert len(engine) == len(sentences) + 1
+    assert engine.search("a brand new text about the sun", k=1)[0].id == len(sentences)
+    assert len(SearchEngine.open(engine.path)) == len(sentences) + 1
+
+
+def test_jsonl_metadata_is_kept(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    corpus = tmp_path / "docs.jsonl"
+    corpus.write_text(
+        json.dumps({"text": "the cat sat", "author": "Zoë", "year": 2021}) + "\n" + json.dumps({"text": "dogs run"}) + "\n",
+        encoding="utf-8",
+    )
+    engine = SearchEngine.build(corpus, tmp_path / "i", encoder=tiny_encoder)
+    hit = engine.search("the cat sat", k=1)[0]
+    assert hit.metadata == {"author": "Zoë", "year": 2021}
+    assert (hit.source, hit.line) == (str(corpus), 1)
+
+
+def test_whitening_k_is_fitted_saved_and_applied(tmp_path: Path, tiny_encoder: Encoder, sentences: list[str]) -> None:
+    texts = sentences + [f"{a} {b}" for a in sentences[:6] for b in sentences[6:]]
+    engine = SearchEngine.build(texts, tmp_path / "i", encoder=tiny_encoder, whiten_k=8)
+    info = engine.info()
+    assert (info.dimension, info.model_dimension, info.whitening) == (8, 32, 8)
+    assert engine.encode(["x"]).shape == (1, 8)
+    reopened = SearchEngine.open(engine.path, whiten_k=8)
+    assert reopened.search(texts[5], k=1)[0].text == texts[5]
+    with pytest.raises(SearchEngineError, match="whitening"):
+        SearchEngine.open(engine.path, whiten_k=16)
+
+
+def test_whitening_can_be_fitted_on_another_corpus(tmp_path: Path, tiny_encoder: Encoder, sentences: list[str]) -> None:
+    fit = [f"{a} {b}" for a in sentences for b in sentences[:3]]
+    engine = SearchEngine.build(sentences[:4], tmp_path / "i", encoder=tiny_encoder, whiten_k=4, whiten_fit=fit)
+    assert engine.manifest["whitening"]["fit_count"] == len(set(fit))
+    assert engine.search(sentences[2], k=1)[0].text == sentences[2]
+
+
+@pytest.mark.parametrize("factory", ["HNSW32", "IVF4,Flat"])
+def test_other_faiss_types_train_and_search(tmp_path: Path, tiny_encoder: Encoder, sentences: list[str], factory: str) -> None:
+    texts = [f"{a} {b}" for a in sentences for b in sentences]
+    engine = SearchEngine.build(texts, tmp_path / "i", encoder=tiny_encoder, index=factory)
+    assert engine.info().index_type == factory and len(engine) == len(texts)
+    found = sum(engine.search(text, k=1)[0].text == text for text in texts[:20])
+    assert found >= 18
+
+
+def test_empty_corpus_is_refused_and_leaves_old_index(engine: SearchEngine, tiny_encoder: Encoder, sentences: list[str]) -> None:
+    before = _all_results(engine, sentences)
+    with pytest.raises(SearchEngineError, match="no text to index"):
+        SearchEngine.build(["", "   "], engine.path, encoder=tiny_encoder)
+    assert _all_results(SearchEngine.open(engine.path), sentences) == before
+
+
+def test_query_on_empty_index(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    engine = SearchEngine.create(tmp_path / "empty", encoder=tiny_encoder)
+    with pytest.raises(SearchEngineError, match="is empty"):
+        engine.search("anything")
+    engine.add(["now there is one text"])
+    assert engine.search("now there is one text", k=3)[0].score == pytest.approx(1.0, abs=1e-5)
+
+
+def test_empty_index_cannot_need_training(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    with pytest.raises(SearchEngineError, match="fitted on documents"):
+        SearchEngine.create(tmp_path / "empty", encoder=tiny_encoder, index="IVF4,Flat")
+
+
+def test_interrupted_build_keeps_previous_index(engine: SearchEngine, tiny_encoder: Encoder, sentences: list[str]) -> None:
+    before = _all_results(engine, sentences)
+    files_before = sorted(p.name for p in engine.path.iterdir())
+
+    def interrupted():
+        yield from ["one new text", "another new text"] * 3000
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        SearchEngine.build(interrupted(), engine.path, encoder=tiny_encoder)
+    assert sorted(p.name for p in engine.path.iterdir()) == files_before
+    assert _all_results(SearchEngine.open(engine.path), sentences) == before
+
+
+def test_interrupted_append_keeps_previous_index(engine: SearchEngine, sentences: list[str]) -> None:
+    before = _all_results(engine, sentences)
+
+    def interrupted():
+        yield from [f"text number {i}" for i in range(5000)]
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        engine.add(interrupted())
+    assert len(engine) == len(sentences)
+    assert _all_results(SearchEngine.open(engine.path), sentences) == before
+
+
+def test_missing_index_directory(tmp_path: Path) -> None:
+    with pytest.raises(IndexerError, match="no index at"):
+        SearchEngine.open(tmp_path / "nowhere")
+
+
+def test_a_different_model_is_refused(engine: SearchEngine, other_tiny_model: Path) -> None:
+    with pytest.raises(SearchEngineError, match="was built with model"):
+        SearchEngine.open(engine.path, model=other_tiny_model)
+
+
+def test_a_different_pooling_is_refused(engine: SearchEngine) -> None:
+    with pytest.raises(SearchEngineError, match="mean pooling, not cls"):
+        SearchEngine.open(engine.path, pooling="cls")
+
+
+def test_model_changed_on_disk_is_detected(tmp_path: Path, sentences: list[str]) -> None:
+    import shutil
+
+    from tests.conftest import write_tiny_model
+
+    model = write_tiny_model(tmp_path / "model")
+    engine = SearchEngine.build(sentences, tmp_path / "i", model=model)
+    shutil.rmtree(model)
+    write_tiny_model(model, seed=5)
+    with pytest.raises(SearchEngineError, match="fingerprint"):
+        SearchEngine.open(engine.path)
+
+
+@pytest.mark.parametrize("role", ["vectors", "documents"])
+def test_truncated_index_file_is_reported(engine: SearchEngine, role: str) -> None:
+    path = engine.directory.file(engine.manifest, role)
+    path.write_bytes(path.read_bytes()[:100])
+    with pytest.raises(IndexerError, match="truncated"):
+        SearchEngine.open(engine.path)
+
+
+@pytest.mark.parametrize("role", ["vectors", "documents"])
+def test_corrupt_index_file_of_the_right_size_is_reported(engine: SearchEngine, role: str) -> None:
+    path = engine.directory.file(engine.manifest, role)
+    path.write_bytes(b"\x13" * path.stat().st_size)
+    with pytest.raises(IndexerError, match="corrupt"):
+        SearchEngine.open(engine.path)
+
+
+def test_corrupt_manifest_is_reported(engine: SearchEngine) -> None:
+    (engine.path / "manifest.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(IndexerError, match="corrupt"):
+        SearchEngine.open(engine.path)
+
+
+def test_non_string_texts_are_refused(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    with pytest.raises(SearchEngineError, match="not a str"):
+        SearchEngine.build(["fine", 42], tmp_path / "i", encoder=tiny_encoder)
+
+
+def test_a_pipe_is_read_once(tmp_path: Path, tiny_encoder: Encoder, sentences: list[str]) -> None:
+    """Process substitution (`<(zcat corpus.gz)`) hands over a FIFO, which cannot be counted and re-read."""
+    import os
+    import threading
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_text("\n".join(sentences) + "\n", encoding="utf-8"))
+    writer.start()
+    engine = SearchEngine.build(fifo, tmp_path / "i", encoder=tiny_encoder)
+    writer.join()
+    assert len(engine) == len(sentences)
+
+
+def test_a_single_query_runs_on_one_thread_and_restores_the_setting(
+    engine: SearchEngine, sentences: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import faiss
+    import torch
+
+    import searchengine.engine.search_engine as engine_module
+
+    seen: list[tuple[int, int]] = []
+    search = engine_module.nearest_documents
+
+    def watching(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+        seen.append((torch.get_num_threads(), faiss.omp_get_max_threads()))
+        return search(*args, **kwargs)
+
+    monkeypatch.setattr(engine_module, "nearest_documents", watching)
+    torch.set_num_threads(2)
+    faiss.omp_set_num_threads(2)
+    assert engine.search(sentences[0], k=1)[0].text == sentences[0]
+    engine.search_batch(sentences[:2], k=1)
+    assert seen == [(1, 1), (2, 2)]
+    assert (torch.get_num_threads(), faiss.omp_get_max_threads()) == (2, 2)
