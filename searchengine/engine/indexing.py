@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import shutil
 import time
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib.metadata import version
 from itertools import islice
@@ -17,7 +15,7 @@ import torch
 import transformers
 from tqdm import tqdm
 
-from searchengine.indexer.index_directory import IndexDirectory
+from searchengine.indexer.index_directory import Generation, IndexDirectory
 from searchengine.indexer.rewrite import commit_generation, rewriting
 from searchengine.indexer.store import Document, DocumentStore
 from searchengine.indexer.vector_index import VectorIndex, default_factory

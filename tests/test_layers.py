@@ -1,0 +1,104 @@
+"""The layer rule, written here once and enforced over every module of the installed package.
+
+searchengine is built in layers. A sub-package may import itself and the layers it lists below, nothing else;
+imports inside functions (the lazy ones) count too. The storage layer (indexer) knows nothing of models, the
+encoders know nothing of indexes, only the command line imports training, and nothing imports the command line.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+from pathlib import Path
+
+import searchengine
+
+ALLOWED: dict[str, set[str]] = {
+    "errors": set(),
+    "indexer": {"errors"},
+    "encoding": {"errors"},
+    "evaluation": {"errors", "encoding"},
+    "analysis": {"errors", "indexer"},
+    "engine": {"errors", "indexer", "encoding", "analysis"},
+    "server": {"errors", "indexer", "encoding", "analysis", "engine"},
+    "training": {"errors", "indexer", "encoding", "evaluation", "engine"},
+    "cli": {"errors", "indexer", "encoding", "evaluation", "analysis", "engine", "server", "training"},
+}
+"""Each layer and the layers it may import. `searchengine/__init__.py` (lazy public names) and `__main__.py`
+stand above them all."""
+
+ROOT_MODULES = {"searchengine", "searchengine.__main__"}
+
+
+def _package_files() -> dict[str, Path]:
+    """Every module of the installed package by dotted name, wherever its folder lives (indexer/ and training/
+    install as searchengine.indexer and searchengine.training)."""
+    files: dict[str, Path] = {}
+    # An editable install maps indexer/ and training/ in by name, so they are not in searchengine/'s folder.
+    pending = ["searchengine"] + [
+        f"searchengine.{layer}" for layer in ALLOWED if importlib.util.find_spec(f"searchengine.{layer}") is not None
+    ]
+    while pending:
+        name = pending.pop()
+        spec = importlib.util.find_spec(name)
+        assert spec is not None and spec.origin, name
+        files[name] = Path(spec.origin)
+        for folder in spec.submodule_search_locations or []:
+            for entry in sorted(Path(folder).iterdir()):
+                if entry.is_dir() and (entry / "__init__.py").exists() and f"{name}.{entry.name}" not in files:
+                    pending.append(f"{name}.{entry.name}")
+                elif entry.suffix == ".py" and entry.name != "__init__.py":
+                    files[f"{name}.{entry.stem}"] = entry
+    return files
+
+
+def _imported_modules(module: str, path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                found.add(".".join(base + ([node.module] if node.module else [])))
+            elif node.module:
+                found.add(node.module)
+    return {name for name in found if name == "searchengine" or name.startswith("searchengine.")}
+
+
+def _layer(module: str) -> str:
+    return module.split(".")[1]
+
+
+def test_every_module_belongs_to_a_layer() -> None:
+    layers = {_layer(name) for name in _package_files() if name not in ROOT_MODULES}
+    assert layers <= set(ALLOWED), f"add these to ALLOWED with the layers they may import: {layers - set(ALLOWED)}"
+
+
+def test_imports_point_down_the_layers() -> None:
+    files = _package_files()
+    assert {"searchengine.indexer.store", "searchengine.training.loop", "searchengine.cli"} <= set(files)
+    violations = []
+    for module, path in files.items():
+        if module in ROOT_MODULES:
+            continue
+        own = _layer(module)
+        for imported in _imported_modules(module, path):
+            target = _layer(imported) if imported != "searchengine" else "searchengine"
+            if target != own and target not in ALLOWED[own]:
+                violations.append(f"{module} imports {imported} ({own} may import {sorted(ALLOWED[own])})")
+    assert not violations, "\n".join(violations)
+
+
+def test_the_rule_catches_an_upward_import(tmp_path: Path) -> None:
+    """The checker itself: an indexer module importing the engine is found."""
+    bad = tmp_path / "bad.py"
+    bad.write_text("def f():\n    from searchengine.engine.search import Hit\n")
+    assert _imported_modules("searchengine.indexer.bad", bad) == {"searchengine.engine.search"}
+    assert "engine" not in ALLOWED["indexer"]
+
+
+def test_the_package_root_is_the_only_public_import_name() -> None:
+    assert Path(searchengine.__file__).parent.name == "searchengine"
