@@ -31,7 +31,7 @@ def option(
 
 
 @dataclass(kw_only=True)
-class Options:
+class MethodOptions:
     """What every method takes: the model to start from and where to write the result."""
 
     base: str = option(
@@ -45,7 +45,7 @@ class Options:
 
 
 @dataclass(kw_only=True)
-class FitOptions(Options):
+class FitOptions(MethodOptions):
     """A post-processing fit: the frozen base embeds a corpus once, and the fitted transform is saved as a module of
     the model, so indexing and queries apply it by themselves."""
 
@@ -64,7 +64,7 @@ SEED_HELP = "Random seed: the same seed and data give the same model."
 
 
 @dataclass(kw_only=True)
-class TrainingOptions(Options):
+class TrainingOptions(MethodOptions):
     """A run of the shared training loop (training/loop.py): optimizer steps, peak learning rate, evaluation on an
     STS file every few steps keeping the best checkpoint, seed; the train function gets them as `settings`."""
 

@@ -2,8 +2,8 @@
 fields the command line turns into options) and the function that runs it.
 
 Adding a method: a module with its train function (keyword-only arguments named like the options' fields, see
-Options.arguments), its options dataclass, and one line in METHODS. The train function is named here, not imported,
-so listing the methods and their options loads no torch."""
+MethodOptions.arguments), its options dataclass, and one line in METHODS. The train function is named here, not
+imported, so listing the methods and their options loads no torch."""
 
 from __future__ import annotations
 
@@ -25,12 +25,12 @@ from searchengine.training.method_options import (
     SupervisedContrastiveOptions,
     WhiteningOptions,
 )
-from searchengine.training.options import Options
+from searchengine.training.options import MethodOptions
 
 
 @dataclass(frozen=True)
 class Method:
-    options: type[Options]
+    options: type[MethodOptions]
     train: str
     """"module:function", called with the options' arguments() as keywords; it returns a report with summary()."""
 
@@ -39,7 +39,7 @@ class Method:
         module, _, name = self.train.partition(":")
         return getattr(import_module(module), name)
 
-    def run(self, options: Options) -> Any:
+    def run(self, options: MethodOptions) -> Any:
         """Train (or fit) with `options`; returns the function's report."""
         return self.train_function()(**options.arguments())
 

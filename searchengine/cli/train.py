@@ -16,7 +16,7 @@ from typing import Any, get_type_hints
 import typer
 
 from searchengine.cli.errors import user_errors
-from searchengine.training.options import Options, TrainingOptions
+from searchengine.training.options import MethodOptions, TrainingOptions
 from searchengine.training.registry import METHODS, Method
 
 train_app = typer.Typer(
@@ -29,7 +29,7 @@ def _display_order(options: type) -> list[Field]:
     """Required options first; then --base, the method's own options, and those of the groups it builds on, the
     most specific group first (so --quiet comes last)."""
     place = {}
-    for depth, cls in enumerate((Options, *options.__mro__)):
+    for depth, cls in enumerate((MethodOptions, *options.__mro__)):
         for position, name in enumerate(inspect.get_annotations(cls)):
             place.setdefault(name, (depth, position))
     return sorted(fields(options), key=lambda item: (item.default is not MISSING, place[item.name]))
