@@ -96,7 +96,7 @@ def main() -> None:
             fit, options = TRANSFORMS[name]
             out = Path(scratch) / name
             started = time.perf_counter()
-            report = fit("default", corpus, out, progress=True, vectors=vectors, **options)
+            report = fit(base="default", corpus=corpus, out=out, progress=True, vectors=vectors, **options)
             seconds = time.perf_counter() - started
             modules = load_transforms(locate_model(out), base.pooled_dimension)
             results[name] = {

@@ -114,10 +114,10 @@ def _mean_log_likelihood(flow: Flow, data: torch.Tensor) -> float:
 
 
 def fit_flow(
+    *,
     base: str | Path | None,
     corpus: str | Path,
     out: str | Path,
-    *,
     blocks: int = 8,
     hidden: int = 256,
     epochs: int = 10,

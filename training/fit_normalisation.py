@@ -36,10 +36,10 @@ def _statistics(
 
 
 def fit_sn(
+    *,
     base: str | Path | None,
     corpus: str | Path,
     out: str | Path,
-    *,
     device: str | None = None,
     batch_size: int = 64,
     progress: bool = True,
@@ -70,11 +70,11 @@ def fit_sn(
 
 
 def fit_natsv(
+    *,
     base: str | Path | None,
     corpus: str | Path,
     out: str | Path,
     k: int = 1,
-    *,
     centre: bool = False,
     device: str | None = None,
     batch_size: int = 64,

@@ -20,11 +20,11 @@ from searchengine.training.postprocessing import FitReport, corpus_vectors, load
 
 
 def fit_whitening(
+    *,
     base: str | Path | None,
     corpus: str | Path,
     out: str | Path,
     k: int | None = None,
-    *,
     device: str | None = None,
     batch_size: int = 64,
     progress: bool = True,

@@ -18,23 +18,10 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from searchengine.training.model_directory import writing_model_directory
+from searchengine.training.settings import TrainingSettings
 
 Batch = object
 LossFunction = Callable[[Batch], torch.Tensor]
-
-
-@dataclass
-class TrainingSettings:
-    steps: int = 500
-    """Optimizer steps (batches) to run."""
-    learning_rate: float = 2e-5
-    warmup: float = 0.1
-    """Fraction of the steps with a linearly rising learning rate."""
-    eval_every: int = 100
-    """Evaluate (or, without an evaluation, save) every this many steps and at the end."""
-    seed: int = 0
-    max_grad_norm: float = 1.0
-    progress: bool = True
 
 
 @dataclass
@@ -64,6 +51,15 @@ class TrainingReport:
     settings: dict = field(default_factory=dict)
     details: dict = field(default_factory=dict)
     """Method-specific options, written into the model's training_log.json."""
+
+    def summary(self) -> str:
+        """One line: steps, time, throughput, final loss, and the kept checkpoint's dev score against the base's."""
+        rate = self.texts / self.seconds if self.seconds else 0.0
+        line = f"{self.method}: {self.steps} steps in {self.seconds:.0f} s ({rate:.0f} texts/s), final loss {self.final_loss:.4f}"
+        if self.best_score is not None:
+            base = f" (base {self.base_score:.2f})" if self.base_score is not None else ""
+            line += f"; best dev {self.best_score:.2f} at step {self.best_step}{base}"
+        return line
 
 
 def seed_everything(seed: int) -> None:

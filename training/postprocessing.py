@@ -38,10 +38,15 @@ class FitReport:
     details: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> str:
-        return (
+        """One line: what was written where, and for a flow its log-likelihood before and after training."""
+        line = (
             f"Wrote {self.out}: {self.method} ({self.input_dimension} -> {self.output_dimension} dimensions) "
             f"fitted on {self.texts:,} texts in {self.seconds:.1f} s, saved as module {self.module_path}"
         )
+        curve = self.details.get("log_likelihood")
+        if curve:
+            line += f"; log-likelihood per dimension {curve[0]:.3f} -> {curve[-1]:.3f} nats"
+        return line
 
 
 def load_base(base: str | Path | None, device: str | None = None, batch_size: int = 64):  # noqa: ANN201

@@ -53,7 +53,7 @@ def test_same_seed_same_flow(embeddings: np.ndarray) -> None:
 def test_fitted_model_embeds_through_the_flow(
     tiny_model: Path, tiny_encoder: Encoder, corpus: Path, tmp_path: Path
 ) -> None:
-    report = fit_flow(tiny_model, corpus, tmp_path / "f", blocks=2, hidden=16, epochs=2, progress=False)
+    report = fit_flow(base=tiny_model, corpus=corpus, out=tmp_path / "f", blocks=2, hidden=16, epochs=2, progress=False)
     curve = report.details["log_likelihood"]
     assert len(curve) == 3 and curve[-1] > curve[0]
     modules = json.loads((tmp_path / "f" / "modules.json").read_text())
@@ -66,7 +66,7 @@ def test_fitted_model_embeds_through_the_flow(
     assert np.abs(encoder.encode(texts, pre_normalize=True) - expected).max() < 1e-5
     assert np.allclose(np.linalg.norm(encoder.encode(texts), axis=1), 1.0, atol=1e-6)
     # Refitting with the same seed writes the same weights.
-    fit_flow(tiny_model, corpus, tmp_path / "g", blocks=2, hidden=16, epochs=2, progress=False)
+    fit_flow(base=tiny_model, corpus=corpus, out=tmp_path / "g", blocks=2, hidden=16, epochs=2, progress=False)
     first = load_file(str(tmp_path / "f" / "2_Flow" / "model.safetensors"))
     second = load_file(str(tmp_path / "g" / "2_Flow" / "model.safetensors"))
     assert first.keys() == second.keys() and all(np.array_equal(first[key], second[key]) for key in first)
@@ -80,16 +80,16 @@ def test_bad_settings_are_one_clear_error(
     tiny_model: Path, corpus: Path, tmp_path: Path, settings: dict, message: str
 ) -> None:
     with pytest.raises(SearchEngineError, match=message):
-        fit_flow(tiny_model, corpus, tmp_path / "f", progress=False, **settings)
+        fit_flow(base=tiny_model, corpus=corpus, out=tmp_path / "f", progress=False, **settings)
     assert not (tmp_path / "f").exists()
 
 
 def test_empty_corpus_and_missing_base(tiny_model: Path, corpus: Path, tmp_path: Path) -> None:
     (tmp_path / "empty.txt").write_text("", encoding="utf-8")
     with pytest.raises(SearchEngineError, match="no texts to fit on"):
-        fit_flow(tiny_model, tmp_path / "empty.txt", tmp_path / "f", progress=False)
+        fit_flow(base=tiny_model, corpus=tmp_path / "empty.txt", out=tmp_path / "f", progress=False)
     with pytest.raises(SearchEngineError, match="does not exist"):
-        fit_flow(tmp_path / "nope", corpus, tmp_path / "f", progress=False)
+        fit_flow(base=tmp_path / "nope", corpus=corpus, out=tmp_path / "f", progress=False)
 
 
 def test_constant_dimensions_do_not_break_training() -> None:

@@ -30,7 +30,7 @@ def base_vectors(tiny_encoder: Encoder, texts: list[str]) -> np.ndarray:
 
 
 def test_sn_standardises_every_dimension(tiny_model: Path, corpus: Path, texts: list[str], tmp_path: Path) -> None:
-    report = fit_sn(tiny_model, corpus, tmp_path / "sn", progress=False)
+    report = fit_sn(base=tiny_model, corpus=corpus, out=tmp_path / "sn", progress=False)
     assert (report.method, report.output_dimension) == ("sn", 32)
     vectors = Encoder(tmp_path / "sn").encode(texts, pre_normalize=True).astype(np.float64)
     assert np.abs(vectors.mean(axis=0)).max() < 1e-4
@@ -41,7 +41,7 @@ def test_sn_standardises_every_dimension(tiny_model: Path, corpus: Path, texts: 
 def test_natsv_nulls_the_top_singular_directions(
     tiny_model: Path, corpus: Path, texts: list[str], base_vectors: np.ndarray, tmp_path: Path, k: int
 ) -> None:
-    fit_natsv(tiny_model, corpus, tmp_path / "n", k, progress=False)
+    fit_natsv(base=tiny_model, corpus=corpus, out=tmp_path / "n", k=k, progress=False)
     vectors = Encoder(tmp_path / "n").encode(texts, pre_normalize=True).astype(np.float64)
     _, singular_values, vt = np.linalg.svd(base_vectors, full_matrices=False)  # not centred
     top = vt[:k].T
@@ -54,7 +54,7 @@ def test_natsv_nulls_the_top_singular_directions(
 def test_natsv_centred_removes_principal_directions(
     tiny_model: Path, corpus: Path, texts: list[str], base_vectors: np.ndarray, tmp_path: Path
 ) -> None:
-    report = fit_natsv(tiny_model, corpus, tmp_path / "n", 2, centre=True, progress=False)
+    report = fit_natsv(base=tiny_model, corpus=corpus, out=tmp_path / "n", k=2, centre=True, progress=False)
     assert report.method == "natsv-2-centred" and 0 < report.details["energy_removed"] < 1
     vectors = Encoder(tmp_path / "n").encode(texts, pre_normalize=True).astype(np.float64)
     centred = base_vectors - base_vectors.mean(axis=0)
@@ -66,15 +66,15 @@ def test_natsv_centred_removes_principal_directions(
 @pytest.mark.parametrize("k", [0, 32, 40])
 def test_natsv_bad_k(tiny_model: Path, corpus: Path, tmp_path: Path, k: int) -> None:
     with pytest.raises(SearchEngineError, match=f"below the embedding dimension 32.*not {k}"):
-        fit_natsv(tiny_model, corpus, tmp_path / "n", k, progress=False)
+        fit_natsv(base=tiny_model, corpus=corpus, out=tmp_path / "n", k=k, progress=False)
 
 
 def test_too_few_texts(tiny_model: Path, tmp_path: Path) -> None:
     (tmp_path / "one.txt").write_text("the cat sat\nthe cat sat\n", encoding="utf-8")
     with pytest.raises(SearchEngineError, match="at least 2 distinct texts"):
-        fit_sn(tiny_model, tmp_path / "one.txt", tmp_path / "sn", progress=False)
+        fit_sn(base=tiny_model, corpus=tmp_path / "one.txt", out=tmp_path / "sn", progress=False)
     with pytest.raises(SearchEngineError, match="at least 5 distinct texts"):
-        fit_natsv(tiny_model, tmp_path / "one.txt", tmp_path / "n", 5, progress=False)
+        fit_natsv(base=tiny_model, corpus=tmp_path / "one.txt", out=tmp_path / "n", k=5, progress=False)
 
 
 def test_sn_sets_constant_dimensions_to_zero(
@@ -87,7 +87,7 @@ def test_sn_sets_constant_dimensions_to_zero(
     vectors = base_vectors.astype(np.float32)
     vectors[:, 5] = 0.25
     vectors[:, 9] = 1e-7 + 1e-15 * np.arange(len(vectors))
-    report = fit_sn(tiny_model, corpus, tmp_path / "sn", progress=False, vectors=vectors)
+    report = fit_sn(base=tiny_model, corpus=corpus, out=tmp_path / "sn", progress=False, vectors=vectors)
     assert report.details["constant_dimensions"] == [5, 9]
     tensors = load_file(str(tmp_path / "sn" / "2_Dense" / "model.safetensors"))
     weight, bias = tensors["linear.weight"], tensors["linear.bias"]

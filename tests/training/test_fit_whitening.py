@@ -33,7 +33,7 @@ def test_identity_covariance_on_the_fit_data(
     tiny_model: Path, corpus: Path, fit_texts: list[str], tmp_path: Path, k: int
 ) -> None:
     # The tiny model's LayerNorm has no learnt gain or bias, so its pooled vectors sum to 0: 31 of 32 directions.
-    report = fit_whitening(tiny_model, corpus, tmp_path / "w", k, progress=False)
+    report = fit_whitening(base=tiny_model, corpus=corpus, out=tmp_path / "w", k=k, progress=False)
     assert (report.input_dimension, report.output_dimension, report.texts) == (32, k, len(fit_texts))
     encoder = Encoder(tmp_path / "w")
     assert encoder.dimension == k
@@ -45,7 +45,7 @@ def test_identity_covariance_on_the_fit_data(
 def test_the_index_whitening_fit_and_an_exact_round_trip(
     tiny_model: Path, tiny_encoder: Encoder, corpus: Path, fit_texts: list[str], tmp_path: Path
 ) -> None:
-    fit_whitening(tiny_model, corpus, tmp_path / "w", 16, progress=False)
+    fit_whitening(base=tiny_model, corpus=corpus, out=tmp_path / "w", k=16, progress=False)
     base = tiny_encoder.encode(fit_texts, pre_normalize=True)
     statistics = CovarianceAccumulator(32)
     statistics.update(base)
@@ -68,12 +68,12 @@ def test_default_k_is_every_direction_the_embeddings_span(
     tiny_model: Path, corpus: Path, fit_texts: list[str], tmp_path: Path
 ) -> None:
     """The tiny model's vectors span 31 of 32 dimensions: whitening all 32 would divide by ~0, so 31 are kept."""
-    report = fit_whitening(tiny_model, corpus, tmp_path / "w", progress=False)
+    report = fit_whitening(base=tiny_model, corpus=corpus, out=tmp_path / "w", progress=False)
     assert (report.method, report.output_dimension) == ("whitening", 31)
     vectors = Encoder(tmp_path / "w").encode(fit_texts, pre_normalize=True).astype(np.float64)
     assert np.abs(np.cov(vectors.T, bias=True) - np.eye(31)).max() < 1e-3
     with pytest.raises(SearchEngineError, match=r"span fewer than 32 directions.*at most 31"):
-        fit_whitening(tiny_model, corpus, tmp_path / "w32", 32, progress=False)
+        fit_whitening(base=tiny_model, corpus=corpus, out=tmp_path / "w32", k=32, progress=False)
     assert not (tmp_path / "w32").exists()
 
 
@@ -87,15 +87,15 @@ def test_bad_k_is_one_clear_error(
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(word_salad(count)) + "\n", encoding="utf-8")
     with pytest.raises(SearchEngineError, match=message):
-        fit_whitening(tiny_model, corpus, tmp_path / "w", k, progress=False)
+        fit_whitening(base=tiny_model, corpus=corpus, out=tmp_path / "w", k=k, progress=False)
 
 
 def test_empty_corpus_and_missing_base(tiny_model: Path, corpus: Path, tmp_path: Path) -> None:
     empty = tmp_path / "empty.txt"
     empty.write_text("\n  \n", encoding="utf-8")
     with pytest.raises(SearchEngineError, match="no texts to fit on"):
-        fit_whitening(tiny_model, empty, tmp_path / "w", 4, progress=False)
+        fit_whitening(base=tiny_model, corpus=empty, out=tmp_path / "w", k=4, progress=False)
     with pytest.raises(SearchEngineError, match="does not exist"):
-        fit_whitening(tmp_path / "no-such-model", corpus, tmp_path / "w", 4, progress=False)
+        fit_whitening(base=tmp_path / "no-such-model", corpus=corpus, out=tmp_path / "w", k=4, progress=False)
     with pytest.raises(SearchEngineError, match="does not exist"):
-        fit_whitening(tiny_model, tmp_path / "missing.txt", tmp_path / "w", 4, progress=False)
+        fit_whitening(base=tiny_model, corpus=tmp_path / "missing.txt", out=tmp_path / "w", k=4, progress=False)

@@ -63,8 +63,8 @@ def test_each_command_writes_a_model(
 
 def test_stacking_on_a_calibrated_base(tiny_model: Path, corpus: Path, tmp_path: Path) -> None:
     """A module is fitted on what it will receive: the base's own transforms run first."""
-    fit_whitening(tiny_model, corpus, tmp_path / "w", 12, progress=False)
-    fit_sn(tmp_path / "w", corpus, tmp_path / "ws", progress=False)
+    fit_whitening(base=tiny_model, corpus=corpus, out=tmp_path / "w", k=12, progress=False)
+    fit_sn(base=tmp_path / "w", corpus=corpus, out=tmp_path / "ws", progress=False)
     modules = json.loads((tmp_path / "ws" / "modules.json").read_text())
     assert [m["path"] for m in modules] == ["", "1_Pooling", "2_Dense", "3_Dense", "2_Normalize"]
     assert [m["idx"] for m in modules] == [0, 1, 2, 3, 4]
@@ -129,9 +129,9 @@ def test_precomputed_vectors_fit_the_same_model(tiny_model: Path, corpus: Path, 
     from searchengine.training.postprocessing import embed_all, load_base, read_texts
 
     vectors = embed_all(load_base(tiny_model), read_texts(corpus), False, "test")
-    fit_natsv(tiny_model, corpus, tmp_path / "own", 2, progress=False)
-    fit_natsv(tiny_model, corpus, tmp_path / "shared", 2, progress=False, vectors=vectors)
+    fit_natsv(base=tiny_model, corpus=corpus, out=tmp_path / "own", k=2, progress=False)
+    fit_natsv(base=tiny_model, corpus=corpus, out=tmp_path / "shared", k=2, progress=False, vectors=vectors)
     own, shared = (load_file(str(tmp_path / name / "2_Dense" / "model.safetensors")) for name in ("own", "shared"))
     assert all(np.abs(own[key] - shared[key]).max() < 1e-6 for key in own)
     with pytest.raises(SearchEngineError, match="precomputed vectors have shape"):
-        fit_sn(tiny_model, corpus, tmp_path / "bad", progress=False, vectors=vectors[:10])
+        fit_sn(base=tiny_model, corpus=corpus, out=tmp_path / "bad", progress=False, vectors=vectors[:10])

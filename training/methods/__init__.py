@@ -1,1 +1,1 @@
-"""One module per training method; each exposes a train_<method>() function that the CLI calls."""
+"""One module per training method; each exposes a train_<method>() function, named in training/registry.py."""

@@ -13,6 +13,7 @@ which needs that supervised loss: so it is refused for the unsup and sup-unsup s
 from __future__ import annotations
 
 from pathlib import Path
+from typing import get_args
 
 import torch
 
@@ -22,21 +23,23 @@ from searchengine.training.adversarial import embed_perturbed, embed_recording_e
 from searchengine.training.augmentations import Augmentation, embed_view
 from searchengine.training.bi_encoder_run import run_bi_encoder_training
 from searchengine.training.loop import TrainingReport, TrainingSettings, cycle, seed_everything
+from searchengine.training.method_options import Schedule
 from searchengine.training.methods.sbert_classification import train_sbert_classification
 from searchengine.training.objectives.contrastive import nt_xent
 from searchengine.training.objectives.softmax_classification import SoftmaxClassifier, softmax_classification_loss
 from searchengine.training.sentence_model import SentenceModel
 from searchengine.training.sentences import read_sentences
 
-SCHEDULES = ("unsup", "joint", "sup-unsup", "joint-unsup")
+SCHEDULES = get_args(Schedule)
 DEFAULT_VIEWS = (Augmentation("shuffle"), Augmentation("feature_cutoff", 0.2))
 
 
 def train_consert(
+    *,
     base: str | Path,
     out: Path,
     settings: TrainingSettings,
-    schedule: str = "unsup",
+    schedule: Schedule = "unsup",
     data: Path | None = None,
     nli: Path | None = None,
     views: tuple[Augmentation, Augmentation] = DEFAULT_VIEWS,
@@ -84,7 +87,9 @@ def train_consert(
     if schedule == "joint":
         return _train_joint(model, pairs, out, settings, views, temperature, alpha, adversarial, supervised_batch_size, eval_file, details)
     if schedule == "sup-unsup":
-        first = train_sbert_classification(base, nli, None, first_settings, supervised_batch_size, model=model)
+        first = train_sbert_classification(
+            base=base, data=nli, out=None, settings=first_settings, batch_size=supervised_batch_size, model=model
+        )
     elif schedule == "joint-unsup":
         first = _train_joint(model, pairs, None, first_settings, views, temperature, alpha, adversarial, supervised_batch_size, None, {})
     else:

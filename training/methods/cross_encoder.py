@@ -81,6 +81,7 @@ def pair_spearman(score: Callable[[list[tuple[str, str]]], object], pairs: list[
 
 
 def train_cross_encoder(
+    *,
     base: str | Path,
     data: Path,
     out: Path | None,

@@ -25,6 +25,7 @@ TEMPLATE_2 = 'This sentence : "[X]" means [MASK] .'
 
 
 def train_promptbert(
+    *,
     base: str | Path,
     data: Path,
     out: Path | None,

@@ -15,6 +15,7 @@ from searchengine.training.sentence_model import SentenceModel
 
 
 def train_sbert_classification(
+    *,
     base: str | Path,
     data: Path,
     out: Path | None,

@@ -14,6 +14,7 @@ from searchengine.training.sentence_model import SentenceModel
 
 
 def train_sbert_triplet(
+    *,
     base: str | Path,
     data: Path,
     out: Path | None,

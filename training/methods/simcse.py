@@ -15,6 +15,7 @@ from searchengine.training.sentences import read_sentences
 
 
 def train_simcse(
+    *,
     base: str | Path,
     data: Path,
     out: Path | None,

@@ -3,12 +3,19 @@ that indexes and answers queries."""
 
 from __future__ import annotations
 
+import inspect
 import json
+import re
+import subprocess
+import sys
+from dataclasses import MISSING, fields
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from searchengine.cli import app
+from searchengine.training.registry import METHODS
 
 runner = CliRunner()
 
@@ -53,3 +60,72 @@ def test_train_errors_are_one_line(tiny_model: Path, tmp_path: Path) -> None:
     result = runner.invoke(app, ["train", "simcse", "--data", str(bad), "--base", str(tmp_path / "nope"), "--out", str(tmp_path / "m")])
     assert result.exit_code == 1 and "does not exist" in result.output
     assert not (tmp_path / "m").exists()
+
+
+# The `train` subcommands are generated from the registry: every method listed, every option of its dataclass in
+# its --help with its flag, short flag, default and bound.
+
+WIDE = {"COLUMNS": "250"}  # one row per option in rich's help table
+
+
+def option_rows(help_text: str) -> dict[str, str]:
+    """The row of each option in a rich --help table, by its long flag."""
+    rows = {}
+    for line in help_text.splitlines():
+        match = re.match(r"│ [ *]  (--[\w-]+)", line)
+        if match:
+            rows[match.group(1)] = line
+    return rows
+
+
+def test_train_lists_every_registered_method_in_order() -> None:
+    result = runner.invoke(app, ["train", "--help"], env=WIDE)
+    assert result.exit_code == 0, result.output
+    listed = [name for name in re.findall(r"^│ (\S+) ", result.output, re.MULTILINE) if not name.startswith("-")]
+    assert listed == list(METHODS)
+
+
+@pytest.mark.parametrize("name", list(METHODS))
+def test_each_method_help_shows_its_options_with_their_defaults(name: str) -> None:
+    options = METHODS[name].options
+    result = runner.invoke(app, ["train", name, "--help"], env=WIDE)
+    assert result.exit_code == 0, result.output
+    assert inspect.getdoc(options).splitlines()[0] in result.output
+    rows = option_rows(result.output)
+    flags = {}
+    for item in fields(options):
+        flag = item.metadata.get("flag", "--" + item.name.replace("_", "-")).split("/")[0]
+        flags[flag] = item
+        row = rows[flag]
+        if item.default is MISSING:
+            assert "[required]" in row, row
+        elif item.default is True:
+            assert f"[default: {flag[2:]}]" in row, row
+        elif item.default not in (None, False):
+            assert f"[default: {item.default}]" in row, row
+        for key, sign in (("min", ">="), ("max", "<=")):
+            if key in item.metadata:
+                assert f"x{sign}{item.metadata[key]}" in row, row
+        if "short" in item.metadata:
+            assert f" {item.metadata['short']} " in row, row
+    assert set(rows) == {*flags, "--help"}
+
+
+def test_the_options_keep_their_flags_and_defaults() -> None:
+    """A few flags that do not follow from the field names, as the command line has always spelled them."""
+    rows = {name: option_rows(runner.invoke(app, ["train", name, "--help"], env=WIDE).output) for name in METHODS}
+    assert " -d " in rows["whitening"]["--data"] and " -d " not in rows["simcse"]["--data"]
+    assert "--no-denoise" in rows["promptbert"]["--denoise"] and "--one-order" in rows["cross-encoder"]["--both-orders"]
+    assert "[default: 2e-05]" in rows["simcse"]["--lr"] and "[default: 0.001]" in rows["flow"]["--lr"]
+    assert "[default: 32]" in rows["simcse"]["--max-seq-length"] and "[default: 64]" in rows["sbert-nli"]["--max-seq-length"]
+    assert "unsup|joint|sup-unsup|joint-unsup" in rows["consert"]["--schedule"]
+
+
+def test_listing_the_methods_loads_no_training_code() -> None:
+    code = (
+        "import sys; from typer.testing import CliRunner; from searchengine.cli import app; "
+        "assert CliRunner().invoke(app, ['train', 'consert', '--help']).exit_code == 0; "
+        "print(sorted(name for name in ('torch', 'transformers', 'numpy') if name in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"

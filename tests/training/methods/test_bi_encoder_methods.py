@@ -30,26 +30,37 @@ def assert_learned(report) -> None:  # noqa: ANN001
 
 def test_sbert_classification(tiny_model, nli_file, sts_file, tmp_path) -> None:
     out = tmp_path / "model"
-    report = train_sbert_classification(tiny_model, nli_file, out, SETTINGS, batch_size=6, eval_file=sts_file)
+    report = train_sbert_classification(
+        base=tiny_model, data=nli_file, out=out, settings=SETTINGS, batch_size=6, eval_file=sts_file
+    )
     assert_learned(report)
     assert report.base_score is not None and report.best_score is not None
     assert Encoder(out).encode(["the cat"]).shape == (1, 32)
 
 
 def test_sbert_regression(tiny_model, sts_file, tmp_path) -> None:
-    assert_learned(train_sbert_regression(tiny_model, sts_file, tmp_path / "m", SETTINGS, batch_size=6))
+    assert_learned(
+        train_sbert_regression(base=tiny_model, data=sts_file, out=tmp_path / "m", settings=SETTINGS, batch_size=6)
+    )
 
 
 def test_sbert_triplet(tiny_model, triplet_file, tmp_path) -> None:
-    assert_learned(train_sbert_triplet(tiny_model, triplet_file, tmp_path / "m", SETTINGS, batch_size=6))
+    assert_learned(
+        train_sbert_triplet(base=tiny_model, data=triplet_file, out=tmp_path / "m", settings=SETTINGS, batch_size=6)
+    )
 
 
 def test_simcse(tiny_model, sentence_file, tmp_path) -> None:
-    assert_learned(train_simcse(tiny_model, sentence_file, tmp_path / "m", SETTINGS, batch_size=8))
+    assert_learned(
+        train_simcse(base=tiny_model, data=sentence_file, out=tmp_path / "m", settings=SETTINGS, batch_size=8)
+    )
 
 
 def test_supervised_contrastive(tiny_model, triplet_file, tmp_path) -> None:
-    assert_learned(train_supervised_contrastive(tiny_model, triplet_file, tmp_path / "m", SETTINGS, batch_size=6))
+    report = train_supervised_contrastive(
+        base=tiny_model, data=triplet_file, out=tmp_path / "m", settings=SETTINGS, batch_size=6
+    )
+    assert_learned(report)
 
 
 @pytest.mark.parametrize(
@@ -65,8 +76,8 @@ def test_supervised_contrastive(tiny_model, triplet_file, tmp_path) -> None:
 )
 def test_consert_schedules(tiny_model, sentence_file, nli_file, tmp_path, schedule, adversarial, views) -> None:
     report = train_consert(
-        tiny_model, tmp_path / "m", SETTINGS, schedule, sentence_file, nli_file,
-        tuple(Augmentation.parse(v) for v in views), adversarial=adversarial, batch_size=8, supervised_batch_size=6,
+        base=tiny_model, out=tmp_path / "m", settings=SETTINGS, schedule=schedule, data=sentence_file, nli=nli_file,
+        views=tuple(Augmentation.parse(v) for v in views), adversarial=adversarial, batch_size=8, supervised_batch_size=6,
     )  # fmt: skip
     assert_learned(report)
     if schedule in ("sup-unsup", "joint-unsup"):
@@ -75,15 +86,17 @@ def test_consert_schedules(tiny_model, sentence_file, nli_file, tmp_path, schedu
 
 def test_consert_refuses_adversarial_without_a_supervised_loss(tiny_model, sentence_file, tmp_path) -> None:
     with pytest.raises(SearchEngineError, match="needs one"):
-        train_consert(tiny_model, tmp_path / "m", SETTINGS, "unsup", sentence_file, adversarial=0.1)
+        train_consert(
+            base=tiny_model, out=tmp_path / "m", settings=SETTINGS, schedule="unsup", data=sentence_file, adversarial=0.1
+        )
     with pytest.raises(SearchEngineError, match="--nli"):
-        train_consert(tiny_model, tmp_path / "m", SETTINGS, "joint")
+        train_consert(base=tiny_model, out=tmp_path / "m", settings=SETTINGS, schedule="joint")
     assert not (tmp_path / "m").exists()
 
 
 def test_the_same_seed_gives_the_same_model(tiny_model, sentence_file, tmp_path) -> None:
     settings = TrainingSettings(steps=4, learning_rate=1e-3, progress=False, seed=7)
     for name in ("a", "b"):
-        train_simcse(tiny_model, sentence_file, tmp_path / name, settings, batch_size=4)
+        train_simcse(base=tiny_model, data=sentence_file, out=tmp_path / name, settings=settings, batch_size=4)
     texts = ["the cat sat", "snow in the city"]
     np.testing.assert_array_equal(Encoder(tmp_path / "a").encode(texts), Encoder(tmp_path / "b").encode(texts))
