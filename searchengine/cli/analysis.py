@@ -11,7 +11,7 @@ from typing import Optional
 import typer
 
 from searchengine.cli.errors import user_errors
-from searchengine.cli.options import BackendOption, IdFieldOption, IndexDirOption, ModelOption, PrecisionOption, ThreadsOption
+from searchengine.cli.options import IndexDirOption
 from searchengine.errors import SearchEngineError
 
 
