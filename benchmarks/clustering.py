@@ -123,7 +123,7 @@ def scaled_vectors(index_dir: Path, n: int, noise: float, seed: int = 0) -> np.n
     """n vectors: the index's real vectors, then noisy re-normalised copies of them until there are n."""
     directory = IndexDirectory(index_dir)
     manifest = directory.read_manifest()
-    _, real = stored_matrix(VectorIndex.load(directory.file(manifest, "vectors"), manifest["index"]["type"]))
+    _, real = stored_matrix(VectorIndex.load(directory.file(manifest, "vectors"), manifest.index.type))
     return noisy_copies(real, n, noise, seed)
 
 
@@ -142,7 +142,7 @@ def scale(args: argparse.Namespace) -> dict:
     sizes = sizes[sizes > 0]
     return {
         "n": args.n,
-        "real_vectors": int(min(args.n, IndexDirectory(args.vectors_index).read_manifest()["count"]["vectors"])),
+        "real_vectors": int(min(args.n, IndexDirectory(args.vectors_index).read_manifest().count.vectors)),
         "noise_sigma": args.noise,
         "method": args.method,
         "parameters": settings.parameters(),

@@ -336,13 +336,13 @@ def build_engine(
     seconds = time.perf_counter() - started
     with SearchEngine.open(path, encoder=encoder) as engine:
         info = engine.info()
-        sizes = engine.manifest["sizes"]
+        sizes = {role: stored.size for role, stored in engine.manifest.files.items()}
     return {
         "built_by": "SearchEngine.build (store + whitening fit + index; embeddings from the cache)",
         "build_seconds": round(seconds, 2),
         "rss_growth_mib": round((rss_bytes() - rss_before) / 2**20, 1),
         "index_dir_bytes": info.size_bytes,
-        "file_bytes": dict(sizes),
+        "file_bytes": sizes,
         "build_load_average_1min": [load_before, load()],
     }
 

@@ -16,20 +16,18 @@ readers never see a half-written index. Files no manifest names are removed by t
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 from searchengine.indexer.errors import IndexerError, IndexLockedError
+from searchengine.indexer.manifest import Manifest, StoredFile, named_files
 
 MANIFEST = "manifest.json"
 LOCK = ".lock"
-FORMAT_VERSION = 1
 READ_ATTEMPTS = 3
 _GENERATION_FILE = re.compile(r"^(vectors|documents|whitening|spool)\.\d+\.(faiss|db|safetensors|tmp)(-journal)?$")
 _SUFFIXES = {"vectors": "faiss", "documents": "db", "whitening": "safetensors", "spool": "tmp"}
@@ -44,7 +42,7 @@ class IndexDirectory:
     def exists(self) -> bool:
         return (self.path / MANIFEST).is_file()
 
-    def read_manifest(self) -> dict[str, Any]:
+    def read_manifest(self) -> Manifest:
         """The current manifest, checked against the files it names.
 
         A writer may replace the manifest and remove the files it named between our reading it and checking
@@ -67,7 +65,7 @@ class IndexDirectory:
             return None
         return status.st_ino, status.st_mtime_ns
 
-    def _read_manifest_once(self) -> dict[str, Any]:
+    def _read_manifest_once(self) -> Manifest:
         manifest_path = self.path / MANIFEST
         if not self.path.is_dir():
             raise IndexerError(
@@ -78,38 +76,24 @@ class IndexDirectory:
                 f"{self.path} holds no searchengine index (no {MANIFEST}; an indexing run may have been "
                 "interrupted before it finished): build one with `searchengine index FILE`"
             )
-        try:
-            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-            version, files, sizes = manifest["format_version"], manifest["files"], manifest["sizes"]
-            if not isinstance(files, dict) or not isinstance(sizes, dict):
-                raise TypeError("'files' and 'sizes' must be objects")
-        except (ValueError, KeyError, TypeError) as exc:
-            raise IndexerError(f"{manifest_path} is corrupt ({exc}); rebuild the index") from None
-        if version != FORMAT_VERSION:
-            raise IndexerError(
-                f"{self.path} uses index format {version}, this searchengine reads format {FORMAT_VERSION}; "
-                "rebuild the index with this version"
-            )
-        for role, name in files.items():
-            file = self.path / name
+        manifest = Manifest.read(manifest_path)
+        for stored in manifest.files.values():
+            file = self.path / stored.name
             try:  # one stat: a writer may remove an old generation's file at any moment
                 size = file.stat().st_size
             except OSError:
                 raise IndexerError(f"index file {file} is missing; rebuild the index") from None
-            if size != sizes.get(role):
+            if size != stored.size:
                 raise IndexerError(
-                    f"index file {file} has {size} bytes but the manifest says {sizes.get(role)}: "
+                    f"index file {file} has {size} bytes but the manifest says {stored.size}: "
                     "it is truncated or was changed; rebuild the index"
                 )
         return manifest
 
-    def file(self, manifest: dict[str, Any], role: str) -> Path | None:
+    def file(self, manifest: Manifest, role: str) -> Path | None:
         """The path of the current file for `role` ('vectors', 'documents', 'whitening'), if it has one."""
-        name = manifest["files"].get(role)
-        return self.path / name if name else None
-
-    def size_on_disk(self, manifest: dict[str, Any]) -> int:
-        return sum(manifest["sizes"].values())
+        stored = manifest.files.get(role)
+        return self.path / stored.name if stored else None
 
     @contextmanager
     def writing(self) -> Iterator[Generation]:
@@ -145,12 +129,7 @@ class IndexDirectory:
                     generation.discard()
 
     def _current_files(self) -> set[str]:
-        if not self.exists():
-            return set()
-        try:
-            return set(json.loads((self.path / MANIFEST).read_text(encoding="utf-8"))["files"].values())
-        except (ValueError, KeyError, TypeError, AttributeError):
-            raise IndexerError(f"{self.path / MANIFEST} is corrupt; remove the directory and rebuild") from None
+        return named_files(self.path / MANIFEST) if self.exists() else set()
 
     def _remove_unreferenced(self, keep: set[str]) -> None:
         for entry in self.path.iterdir():
@@ -174,24 +153,23 @@ class Generation:
         self.created.append(path)
         return path
 
-    def commit(self, manifest: dict[str, Any], paths: dict[str, Path | None]) -> None:
+    def commit(self, manifest: Manifest, paths: dict[str, Path | None]) -> None:
         """Name `paths` (role -> file) in `manifest`, write it to a temporary file, fsync, swap it into place."""
-        files = {role: path.name for role, path in paths.items() if path is not None}
-        manifest = {
-            "format_version": FORMAT_VERSION,
-            **manifest,
-            "files": files,
-            "sizes": {role: (self.directory.path / name).stat().st_size for role, name in files.items()},
+        files = {
+            role: StoredFile(path.name, (self.directory.path / path.name).stat().st_size)
+            for role, path in paths.items()
+            if path is not None
         }
-        for name in files.values():
-            _fsync(self.directory.path / name)
+        manifest = manifest.with_files(files)
+        for stored in files.values():
+            _fsync(self.directory.path / stored.name)
         temporary = self.directory.path / f"{MANIFEST}.tmp"
-        temporary.write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
+        temporary.write_text(manifest.to_json(), encoding="utf-8")
         _fsync(temporary)
         os.replace(temporary, self.directory.path / MANIFEST)
         _fsync(self.directory.path)
         self.committed = True
-        for name in self.previous - set(files.values()):
+        for name in self.previous - {stored.name for stored in files.values()}:
             (self.directory.path / name).unlink(missing_ok=True)
 
     def discard(self) -> None:

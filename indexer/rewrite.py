@@ -8,9 +8,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
 from searchengine.indexer.index_directory import Generation, IndexDirectory
+from searchengine.indexer.manifest import Counts, Manifest, ModelIdentity, VectorIndexSpec, WhiteningFit
 from searchengine.indexer.store import DocumentStore
 from searchengine.indexer.vector_index import VectorIndex
 from searchengine.indexer.whitening import Whitening
@@ -23,7 +23,7 @@ class IndexRewrite:
     store: DocumentStore
     vectors: VectorIndex
     whitening: Whitening | None
-    manifest: dict[str, Any]
+    manifest: Manifest
     """The manifest of the index being rewritten."""
 
 
@@ -39,7 +39,7 @@ def rewriting(directory: IndexDirectory, versions: dict[str, str] | None = None)
         whitening_path = directory.file(previous, "whitening")
         rewrite = IndexRewrite(
             store=DocumentStore(store_path, writable=True),
-            vectors=VectorIndex.load(directory.file(previous, "vectors"), previous["index"]["type"]),
+            vectors=VectorIndex.load(directory.file(previous, "vectors"), previous.index.type),
             whitening=Whitening.load(whitening_path) if whitening_path else None,
             manifest=previous,
         )
@@ -49,8 +49,8 @@ def rewriting(directory: IndexDirectory, versions: dict[str, str] | None = None)
             rewrite.store.close()
             raise
         commit_generation(
-            generation, directory, rewrite.store, rewrite.vectors, rewrite.whitening, previous["model"],
-            {**previous["versions"], **(versions or {})}, previous,
+            generation, directory, rewrite.store, rewrite.vectors, rewrite.whitening, previous.model,
+            {**previous.versions, **(versions or {})}, previous,
         )
 
 
@@ -60,9 +60,9 @@ def commit_generation(
     store: DocumentStore,
     vectors: VectorIndex,
     whitening: Whitening | None,
-    model: dict[str, Any],
+    model: ModelIdentity,
     versions: dict[str, str],
-    previous: dict[str, Any] | None,
+    previous: Manifest | None,
 ) -> None:
     """Save the vectors (and a new whitening) into `generation` and commit it with its manifest."""
     vectors_path = generation.path("vectors")
@@ -75,15 +75,15 @@ def commit_generation(
     else:
         whitening_path = None
     now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    manifest = {
-        "model": model,
-        "whitening": None if whitening is None else {"k": whitening.k, "fit_count": whitening.fit_count},
-        "index": {"type": vectors.factory, "metric": "inner_product", "dimension": vectors.dimension},
-        "count": {"vectors": store.count(), "documents": store.total(), "tombstones": len(store.tombstones())},
-        "created_at": previous["created_at"] if previous else now,
-        "updated_at": now,
-        "versions": versions,
-    }
+    manifest = Manifest(
+        model=model,
+        whitening=None if whitening is None else WhiteningFit(k=whitening.k, fit_count=whitening.fit_count),
+        index=VectorIndexSpec(type=vectors.factory, metric="inner_product", dimension=vectors.dimension),
+        count=Counts(vectors=store.count(), documents=store.total(), tombstones=len(store.tombstones())),
+        created_at=previous.created_at if previous else now,
+        updated_at=now,
+        versions=versions,
+    )
     store.close()
     generation.commit(
         manifest, {"vectors": vectors_path, "documents": store.path, "whitening": whitening_path}

@@ -13,9 +13,6 @@ from typing import Any
 
 import faiss
 import numpy as np
-from scipy import sparse
-from scipy.cluster.hierarchy import fcluster, linkage
-from scipy.spatial.distance import pdist
 
 from searchengine.indexer.index_directory import IndexDirectory
 from searchengine.indexer.store import DocumentStore
@@ -245,6 +242,9 @@ def agglomerative_labels(vectors: np.ndarray, k: int | None = None, threshold: f
         )
     if len(vectors) == 1:
         return np.zeros(1, dtype=np.int64)
+    from scipy.cluster.hierarchy import fcluster, linkage  # scipy loads only when clustering: opening stays fast
+    from scipy.spatial.distance import pdist
+
     distances = np.clip(pdist(vectors.astype(np.float64), "cosine"), 0.0, 2.0)
     tree = linkage(distances, method="average")
     if k is not None:
@@ -268,6 +268,8 @@ def by_size(labels: np.ndarray) -> np.ndarray:
 
 def centrality(vectors: np.ndarray, labels: np.ndarray, chunk: int = 65_536) -> np.ndarray:
     """Each row's cosine to its cluster's (normalised mean) centroid; NaN for rows in no cluster."""
+    from scipy import sparse  # scipy loads only when clustering: opening an index stays fast
+
     rows = np.flatnonzero(labels >= 0)
     clusters = int(labels.max(initial=-1)) + 1
     membership = sparse.csr_matrix(

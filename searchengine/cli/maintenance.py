@@ -5,13 +5,18 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from searchengine.cli.errors import user_errors
 from searchengine.cli.options import IndexDirOption
 from searchengine.errors import SearchEngineError
+
+if TYPE_CHECKING:  # imported inside the commands, so `--help` stays fast
+    from searchengine.indexer.index_directory import IndexDirectory
+    from searchengine.indexer.manifest import Manifest
+    from searchengine.indexer.store import ClusteringRecord
 
 
 def info(
@@ -31,42 +36,40 @@ def info(
     with user_errors(target):
         directory = IndexDirectory(target)
         manifest = directory.read_manifest()
-        model, whitening = manifest["model"], manifest["whitening"]
+        model, whitening = manifest.model, manifest.whitening
         clustering = _stored_clustering(directory, manifest)
         duplicates = _marked_duplicates(directory, manifest)
         details = {
             "path": str(target),
-            "documents": manifest["count"]["documents"],
-            "distinct texts (vectors)": manifest["count"]["vectors"],
-            "model": f"{model['name']} (fingerprint {model['fingerprint']})",
-            "pooling": model["pooling"]
-            + (f" {model['prompt']['template']!r}" if model.get("prompt") else "")
-            + (" (denoised)" if (model.get("prompt") or {}).get("denoise") else "")
-            + "".join(f" + {transform}" for transform in model.get("transforms", []))
-            + (" + normalize" if model["normalize"] else ""),
-            "dimension": manifest["index"]["dimension"],
-            "whitening": f"whitening-k {whitening['k']} (fitted on {whitening['fit_count']} texts)"
-            if whitening
-            else "none",
-            "index type": f"{manifest['index']['type']} (FAISS, inner product)",
+            "documents": manifest.count.documents,
+            "distinct texts (vectors)": manifest.count.vectors,
+            "model": f"{model.name} (fingerprint {model.fingerprint})",
+            "pooling": model.pooling
+            + (f" {model.prompt.template!r}" if model.prompt else "")
+            + (" (denoised)" if model.prompt and model.prompt.denoise else "")
+            + "".join(f" + {transform}" for transform in model.transforms)
+            + (" + normalize" if model.normalize else ""),
+            "dimension": manifest.index.dimension,
+            "whitening": f"whitening-k {whitening.k} (fitted on {whitening.fit_count} texts)" if whitening else "none",
+            "index type": f"{manifest.index.type} (FAISS, inner product)",
             "deleted, not compacted": _tombstone_summary(manifest),
             "clustering": _clustering_summary(clustering),
             "near-duplicates": _duplicates_summary(duplicates),
-            "size on disk": _human_bytes(directory.size_on_disk(manifest)),
-            "built": manifest["created_at"],
-            "updated": manifest["updated_at"],
-            "versions": ", ".join(f"{name} {v}" for name, v in manifest["versions"].items()),
+            "size on disk": _human_bytes(manifest.size_on_disk),
+            "built": manifest.created_at,
+            "updated": manifest.updated_at,
+            "versions": ", ".join(f"{name} {v}" for name, v in manifest.versions.items()),
         }
         if as_json:
             extra = {"clustering": asdict(clustering) if clustering else None, "duplicates": duplicates}
-            typer.echo(json.dumps({**manifest, **extra}, indent=2))
+            typer.echo(json.dumps({**manifest.as_json_dict(), **extra}, indent=2))
             return
         width = max(len(key) for key in details)
         for key, value in details.items():
             typer.echo(f"{key + ':':<{width + 1}} {value}")
 
 
-def _stored_clustering(directory, manifest: dict):  # noqa: ANN001, ANN202 (imports stay lazy for a fast --help)
+def _stored_clustering(directory: IndexDirectory, manifest: Manifest) -> ClusteringRecord | None:
     """The clustering record kept in the index's document store, or None."""
     from searchengine.indexer.store import DocumentStore
 
@@ -77,7 +80,7 @@ def _stored_clustering(directory, manifest: dict):  # noqa: ANN001, ANN202 (impo
         store.close()
 
 
-def _marked_duplicates(directory, manifest: dict) -> int:  # noqa: ANN001
+def _marked_duplicates(directory: IndexDirectory, manifest: Manifest) -> int:
     """How many documents `mine --dedupe` marked as near-duplicates."""
     from searchengine.indexer.store import DocumentStore
 
@@ -94,7 +97,7 @@ def _duplicates_summary(count: int) -> str:
     return f"{count} texts marked as near-duplicates of earlier ones (`searchengine mine --dedupe`)"
 
 
-def _clustering_summary(clustering) -> str:  # noqa: ANN001
+def _clustering_summary(clustering: ClusteringRecord | None) -> str:
     if clustering is None:
         return "none (make one with `searchengine cluster`)"
     parameters = ", ".join(f"{name}={value}" for name, value in clustering.parameters.items())
@@ -104,11 +107,11 @@ def _clustering_summary(clustering) -> str:  # noqa: ANN001
     )
 
 
-def _tombstone_summary(manifest: dict) -> str:
-    pending = manifest["count"].get("tombstones", 0)
+def _tombstone_summary(manifest: Manifest) -> str:
+    pending = manifest.count.tombstones
     if not pending:
         return "none"
-    return f"{pending} vectors kept as tombstones ({manifest['index']['type']} cannot delete in place); " \
+    return f"{pending} vectors kept as tombstones ({manifest.index.type} cannot delete in place); " \
         "run `searchengine compact`"
 
 

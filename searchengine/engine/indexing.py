@@ -7,22 +7,24 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from importlib.metadata import version
 from itertools import islice
-from typing import Any
+from typing import TYPE_CHECKING
 
 import faiss
 import numpy as np
-import torch
-import transformers
 from tqdm import tqdm
 
-from searchengine.indexer.index_directory import Generation, IndexDirectory
+from searchengine.indexer.index_directory import IndexDirectory
+from searchengine.indexer.manifest import ModelIdentity, PromptRecord
 from searchengine.indexer.rewrite import commit_generation, rewriting
 from searchengine.indexer.store import Document, DocumentStore
 from searchengine.indexer.vector_index import VectorIndex, default_factory
 from searchengine.indexer.whitening import CovarianceAccumulator, Whitening
 from searchengine.engine.embedding import to_index_vectors
-from searchengine.encoding.encoder import Encoder
 from searchengine.errors import SearchEngineError
+
+if TYPE_CHECKING:  # the encoder (torch, transformers) is imported only by what encodes
+    from searchengine.encoding.encoder import Encoder
+    from searchengine.indexer.index_directory import Generation
 
 CHUNK = 2048
 """Documents read, stored and embedded together; bounds memory whatever the corpus size."""
@@ -125,7 +127,7 @@ def append_to_index(
     started = time.perf_counter()
     truncated_before = encoder.truncated
     with rewriting(directory, library_versions()) as rewrite:
-        report.index_type = rewrite.manifest["index"]["type"]
+        report.index_type = rewrite.manifest.index.type
         _stream_and_add(rewrite.store, rewrite.vectors, encoder, documents, rewrite.whitening, report, total, progress)
         if report.documents == 0:
             raise SearchEngineError(NO_TEXT)
@@ -247,6 +249,9 @@ def _fit_whitening(documents: Iterable[Document], encoder: Encoder, k: int, prog
 
 def library_versions() -> dict[str, str]:
     """The versions a manifest records: what built the index and what encodes its queries."""
+    import torch
+    import transformers
+
     return {
         "searchengine": version("searchengine"),
         "faiss": faiss.__version__,
@@ -255,22 +260,20 @@ def library_versions() -> dict[str, str]:
     }
 
 
-def model_identity(encoder: Encoder) -> dict[str, Any]:
+def model_identity(encoder: Encoder) -> ModelIdentity:
     """How the manifest names a model: enough to reload it and to tell a different one apart."""
     source = encoder.source
-    return {
-        "name": source.name,
-        "spec": source.spec,
-        "fingerprint": encoder.fingerprint,
-        "pooling": source.pooling,
-        "normalize": source.normalize,
-        "dimension": encoder.dimension,
-        "max_seq_length": encoder.max_seq_length,
-        **({"prompt": source.prompt.as_dict()} if source.prompt is not None else {}),
-        **({"transforms": [f"{kind.rsplit('.', 1)[-1]} ({folder.name})" for kind, folder in source.transforms]}
-           if source.transforms else {}),
-    }
-
+    return ModelIdentity(
+        name=source.name,
+        spec=source.spec,
+        fingerprint=encoder.fingerprint,
+        pooling=source.pooling,
+        normalize=source.normalize,
+        dimension=encoder.dimension,
+        max_seq_length=encoder.max_seq_length,
+        prompt=None if source.prompt is None else PromptRecord(source.prompt.template, source.prompt.denoise),
+        transforms=tuple(f"{kind.rsplit('.', 1)[-1]} ({folder.name})" for kind, folder in source.transforms),
+    )
 
 
 def delete_from_index(directory: IndexDirectory, ids: list[int] | None, external_ids: list[str] | None) -> list[int]:

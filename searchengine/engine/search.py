@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 
 import faiss
 import numpy as np
-import torch
 
 from searchengine.indexer.store import DocumentStore
 from searchengine.indexer.vector_index import VectorIndex
@@ -25,6 +24,8 @@ def one_thread() -> Iterator[None]:
     Measured at 1M vectors (docs/benchmarks.md): end-to-end p50 7.3 ms on one thread against 12.1 ms with their
     default two, whose OpenMP workers keep spinning after each call and compete with the encoder. The setting
     is process-wide while the block runs."""
+    import torch  # imported here: opening an index to inspect or change it never needs torch
+
     torch_threads, faiss_threads = torch.get_num_threads(), faiss.omp_get_max_threads()
     torch.set_num_threads(1)
     faiss.omp_set_num_threads(1)

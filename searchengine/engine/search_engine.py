@@ -7,20 +7,19 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.index_directory import READ_ATTEMPTS, IndexDirectory
+from searchengine.indexer.manifest import Manifest, ModelIdentity, PromptRecord
 from searchengine.indexer.store import ClusteringRecord, Document, DocumentStore
 from searchengine.indexer.vector_index import VectorIndex
 from searchengine.indexer.whitening import Whitening
 from searchengine.analysis.clustering import Cluster, ClusterSettings, Clustering, cluster_index, read_clustering
 from searchengine.engine.corpus import STDIN, read_corpus
-from searchengine.encoding.cross_encoder import CrossEncoder
 from searchengine.engine.embedding import to_index_vectors
-from searchengine.encoding.encoder import Encoder, EncoderSpeed
 from searchengine.errors import SearchEngineError
 from searchengine.engine.filters import Filters, conditions_of
 from searchengine.engine.indexing import (
@@ -33,6 +32,12 @@ from searchengine.engine.indexing import (
 )
 from searchengine.analysis.paraphrase_mining import Pair, dedupe_index, mine_documents, with_texts
 from searchengine.engine.search import Hit, nearest_documents, one_thread, rerank_hits
+
+if TYPE_CHECKING:  # the encoders (torch, transformers) are imported only when something encodes
+    from searchengine.encoding.cross_encoder import CrossEncoder
+    from searchengine.encoding.encoder import Encoder, EncoderSpeed
+    from searchengine.encoding.model_source import ModelSource
+    from searchengine.encoding.prompt_template import PromptConfig
 
 DEFAULT_INDEX_DIR = "searchengine-index"
 DEFAULT_RERANK_TOP = 100
@@ -74,18 +79,52 @@ class IndexInfo:
     """Documents marked near-duplicates of earlier ones (`searchengine mine --dedupe`)."""
 
 
-def _prompt_difference(built: dict | None, given: Any) -> str:  # noqa: ANN401 (a PromptConfig or None)
+def _prompt_difference(built: PromptRecord | None, given: PromptConfig | None) -> str:
     """Names the prompt templates when they are what differs (prompt pooling, searchengine.encoding.prompt_pooling)."""
-    given_dict = given.as_dict() if given is not None else None
-    if built == given_dict:
-        return ""
 
-    def show(prompt: dict | None) -> str:
-        if not prompt:
+    def show(prompt: PromptRecord | PromptConfig | None) -> str:
+        if prompt is None:
             return "none"
-        return f"template {prompt['template']!r}" + (" with denoising" if prompt.get("denoise") else "")
+        return f"template {prompt.template!r}" + (" with denoising" if prompt.denoise else "")
 
-    return f" (the index's prompt: {show(built)}; the encoder's: {show(given_dict)})"
+    same = (built is None) == (given is None) and (
+        built is None or (built.template, built.denoise) == (given.template, given.denoise)
+    )
+    if same:
+        return ""
+    return f" (the index's prompt: {show(built)}; the encoder's: {show(given)})"
+
+
+def _check_same_model(path: Path, built_with: ModelIdentity, source: ModelSource, fingerprint: str) -> None:
+    """Refuse a model other than the one the index was built with: its vectors live in another space."""
+    if fingerprint != built_with.fingerprint or source.pooling != built_with.pooling:
+        raise SearchEngineError(
+            f"index {path} was built with model {built_with.name} "
+            f"({built_with.pooling} pooling, fingerprint {built_with.fingerprint}), but the model "
+            f"given is {source.name} ({source.pooling} pooling, fingerprint {fingerprint}); "
+            "query with the index's own model or rebuild the index with this one"
+            + _prompt_difference(built_with.prompt, source.prompt)
+        )
+
+
+def _load_encoder(
+    path: Path, built_with: ModelIdentity, model: str | Path | None, speed: EncoderSpeed | None
+) -> Encoder:
+    """The encoder of an index: `model` (the index's own when None) with the pooling and prompt template the
+    index was built with, checked to be the model that made the index's vectors."""
+    from searchengine.encoding.encoder import Encoder, EncoderSpeed
+
+    spec = model if model is not None else built_with.spec
+    options = {**_prompt_options(built_with), **(speed or EncoderSpeed()).options()}
+    encoder = Encoder(spec, built_with.pooling, **options)
+    _check_same_model(path, built_with, encoder.source, encoder.fingerprint)
+    return encoder
+
+
+def _prompt_options(built_with: ModelIdentity) -> dict[str, str | bool]:
+    """The prompt template and denoising of the index's prompt pooling, as Encoder and locate_model take them."""
+    prompt = built_with.prompt
+    return {} if prompt is None else {"template": prompt.template, "denoise": prompt.denoise}
 
 
 class SearchEngine:
@@ -96,11 +135,22 @@ class SearchEngine:
     'a cat sat on the mat'
     """
 
-    def __init__(self, path: Path, encoder: Encoder) -> None:
-        """Use `open` or `build`; this constructor loads whatever manifest is current in `path`."""
+    def __init__(
+        self,
+        path: Path,
+        encoder: Encoder | None = None,
+        *,
+        model: str | Path | None = None,
+        speed: EncoderSpeed | None = None,
+    ) -> None:
+        """Use `open`, `build` or `create`; this constructor loads whatever manifest is current in `path`.
+        Without `encoder`, `model` (the index's own when None) is loaded with `speed` on first use."""
         self.directory = IndexDirectory(path)
-        self.encoder = encoder
-        self.manifest: dict[str, Any] = {}
+        self._encoder = encoder
+        self._model = model
+        self._speed = speed
+        self.manifest: Manifest
+        """What the index holds, as of the last load (open, and after each change made through this engine)."""
         self.last_report: IndexingReport | None = None
         """What the last build or add did."""
         self._vectors: VectorIndex | None = None
@@ -112,6 +162,15 @@ class SearchEngine:
     @property
     def path(self) -> Path:
         return self.directory.path
+
+    @property
+    def encoder(self) -> Encoder:
+        """The encoder of queries and added documents. An opened index loads it on first use, so inspecting,
+        deleting, compacting, clustering and mining never load the model; loading it checks that it is the model
+        the index was built with."""
+        if self._encoder is None:
+            self._encoder = _load_encoder(self.path, self.manifest.model, self._model, self._speed)
+        return self._encoder
 
     @classmethod
     def build(
@@ -142,7 +201,10 @@ class SearchEngine:
         jsonl: read a corpus file as JSON lines (True) or plain lines (False); None decides by the .jsonl suffix.
         id_field: a .jsonl field holding each document's own id, for later upserts and deletes by that id.
         """
-        encoder = encoder or Encoder(model, pooling, batch_size=batch_size, **(speed or EncoderSpeed()).options())
+        if encoder is None:
+            from searchengine.encoding.encoder import Encoder, EncoderSpeed
+
+            encoder = Encoder(model, pooling, batch_size=batch_size, **(speed or EncoderSpeed()).options())
         target = Path(path) if path is not None else default_index_dir()
         settings = IndexSettings(
             index_type=index,
@@ -172,7 +234,10 @@ class SearchEngine:
         encoder: Encoder | None = None,
     ) -> SearchEngine:
         """Make an empty index to `add` documents to later (index types that need training are refused)."""
-        encoder = encoder or Encoder(model, pooling)
+        if encoder is None:
+            from searchengine.encoding.encoder import Encoder
+
+            encoder = Encoder(model, pooling)
         target = Path(path) if path is not None else default_index_dir()
         report = build_index(
             IndexDirectory(target), iter(()), encoder, IndexSettings(index_type=index), total=0, allow_empty=True
@@ -194,43 +259,35 @@ class SearchEngine:
     ) -> SearchEngine:
         """Open an existing index with the model it was built with.
 
-        Passing `model`, `pooling` or `whiten_k` states what you expect: a different one raises
-        SearchEngineError instead of silently comparing vectors from two different spaces. `speed`: precision,
-        backend and threads of the Encoder loaded here (ignored when `encoder` is given).
+        The model is loaded only when something encodes (search, add, encode): inspecting, deleting, compacting,
+        clustering and mining use the stored vectors alone. Passing `model`, `pooling` or `whiten_k` states what
+        you expect: a different one raises SearchEngineError here (`model` is checked from its files, without
+        loading it) instead of silently comparing vectors from two different spaces; the index's own model is
+        checked when it is loaded. `speed`: precision, backend and threads of the Encoder loaded then (ignored
+        when `encoder` is given).
         """
         directory = IndexDirectory(Path(path) if path is not None else default_index_dir())
         manifest = directory.read_manifest()
-        built_with = manifest["model"]
-        if whiten_k is not None and (manifest["whitening"] or {}).get("k") != whiten_k:
-            built = manifest["whitening"]["k"] if manifest["whitening"] else "no"
+        built_with = manifest.model
+        if whiten_k is not None and (manifest.whitening is None or manifest.whitening.k != whiten_k):
+            built = manifest.whitening.k if manifest.whitening else "no"
             raise SearchEngineError(
                 f"index {directory.path} was built with {built} whitening, not whitening-k {whiten_k}; "
                 "drop the option or rebuild the index with it"
             )
-        if pooling is not None and pooling != built_with["pooling"]:
+        if pooling is not None and pooling != built_with.pooling:
             raise SearchEngineError(
-                f"index {directory.path} was built with {built_with['pooling']} pooling, not {pooling}; "
+                f"index {directory.path} was built with {built_with.pooling} pooling, not {pooling}; "
                 "drop the option or rebuild the index with it"
             )
-        if encoder is None:
-            spec = model if model is not None else built_with["spec"]
-            prompt = built_with.get("prompt") or {}  # prompt pooling: the template the index was built with
-            encoder = Encoder(
-                spec,
-                built_with["pooling"],
-                template=prompt.get("template"),
-                denoise=prompt.get("denoise"),
-                **(speed or EncoderSpeed()).options(),
-            )
-        if encoder.fingerprint != built_with["fingerprint"] or encoder.pooling != built_with["pooling"]:
-            raise SearchEngineError(
-                f"index {directory.path} was built with model {built_with['name']} "
-                f"({built_with['pooling']} pooling, fingerprint {built_with['fingerprint']}), but the model "
-                f"given is {encoder.name} ({encoder.pooling} pooling, fingerprint {encoder.fingerprint}); "
-                "query with the index's own model or rebuild the index with this one"
-                + _prompt_difference(built_with.get("prompt"), encoder.source.prompt)
-            )
-        return cls(directory.path, encoder)
+        if encoder is not None:
+            _check_same_model(directory.path, built_with, encoder.source, encoder.fingerprint)
+        elif model is not None:
+            from searchengine.encoding.model_source import locate_model
+
+            source = locate_model(model, built_with.pooling, **_prompt_options(built_with))
+            _check_same_model(directory.path, built_with, source, source.fingerprint())
+        return cls(directory.path, encoder, model=model, speed=speed)
 
     def _load(self) -> None:
         # A writer may commit and remove the files between reading the manifest and opening them: read again.
@@ -240,17 +297,17 @@ class SearchEngine:
             try:
                 whitening_path = self.directory.file(manifest, "whitening")
                 whitening = Whitening.load(whitening_path) if whitening_path else None
-                vectors = VectorIndex.load(self.directory.file(manifest, "vectors"), manifest["index"]["type"])
+                vectors = VectorIndex.load(self.directory.file(manifest, "vectors"), manifest.index.type)
                 store = DocumentStore(self.directory.file(manifest, "documents"))
                 break
             except IndexerError:
                 if attempt == READ_ATTEMPTS - 1 or self.directory.manifest_stamp() == stamp:
                     raise
         tombstones, live = store.tombstones(), store.count()
-        if live != manifest["count"]["vectors"] or vectors.count != live + len(tombstones):
+        if live != manifest.count.vectors or vectors.count != live + len(tombstones):
             raise IndexerError(
                 f"index {self.path} is inconsistent: {vectors.count} vectors, {live} stored texts and "
-                f"{len(tombstones)} deleted, manifest says {manifest['count']['vectors']}; rebuild the index"
+                f"{len(tombstones)} deleted, manifest says {manifest.count.vectors}; rebuild the index"
             )
         if self._store is not None:
             self._store.close()
@@ -321,12 +378,14 @@ class SearchEngine:
     def cross_encoder(self, model: str | Path | CrossEncoder) -> CrossEncoder:
         """The cross-encoder `model` names, loaded on the first call and kept for later ones (a loaded
         CrossEncoder is used as it is). Raises SearchEngineError for anything that is not a cross-encoder."""
+        from searchengine.encoding.cross_encoder import CrossEncoder
+
         if isinstance(model, CrossEncoder):
             return model
         path = Path(str(model)).expanduser()
         key = str(path.resolve()) if path.is_dir() else str(model)
-        if key not in self._cross_encoders:
-            self._cross_encoders[key] = CrossEncoder(model, device=getattr(self.encoder, "device", None))
+        if key not in self._cross_encoders:  # on the bi-encoder's device if it is loaded, else the default one
+            self._cross_encoders[key] = CrossEncoder(model, device=getattr(self._encoder, "device", None))
         return self._cross_encoders[key]
 
     def add(
@@ -417,22 +476,21 @@ class SearchEngine:
 
     def info(self) -> IndexInfo:
         manifest = self.manifest
-        model = manifest["model"]
         return IndexInfo(
             path=str(self.path),
-            documents=manifest["count"]["documents"],
-            vectors=manifest["count"]["vectors"],
-            model=model["name"],
-            model_fingerprint=model["fingerprint"],
-            pooling=model["pooling"],
-            dimension=manifest["index"]["dimension"],
-            model_dimension=model["dimension"],
-            whitening=(manifest["whitening"] or {}).get("k"),
-            index_type=manifest["index"]["type"],
-            size_bytes=self.directory.size_on_disk(manifest),
-            created_at=manifest["created_at"],
-            updated_at=manifest["updated_at"],
-            versions=manifest["versions"],
+            documents=manifest.count.documents,
+            vectors=manifest.count.vectors,
+            model=manifest.model.name,
+            model_fingerprint=manifest.model.fingerprint,
+            pooling=manifest.model.pooling,
+            dimension=manifest.index.dimension,
+            model_dimension=manifest.model.dimension,
+            whitening=None if manifest.whitening is None else manifest.whitening.k,
+            index_type=manifest.index.type,
+            size_bytes=manifest.size_on_disk,
+            created_at=manifest.created_at,
+            updated_at=manifest.updated_at,
+            versions=dict(manifest.versions),
             clustering=self._store.clustering(),
             duplicates=len(self._store.duplicates()),
         )

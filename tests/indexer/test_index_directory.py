@@ -9,10 +9,35 @@ from pathlib import Path
 import pytest
 
 from searchengine.indexer.errors import IndexerError, IndexLockedError
-from searchengine.indexer.index_directory import FORMAT_VERSION, LOCK, MANIFEST, IndexDirectory
+from searchengine.indexer.index_directory import LOCK, MANIFEST, IndexDirectory
+from searchengine.indexer.manifest import (
+    FORMAT_VERSION,
+    Counts,
+    Manifest,
+    ModelIdentity,
+    StoredFile,
+    VectorIndexSpec,
+    WhiteningFit,
+)
 
 
-def _commit(directory: IndexDirectory, contents: dict[str, bytes], **manifest) -> dict:
+FIRST, SECOND = "2026-01-01T00:00:00+0000", "2026-01-02T00:00:00+0000"
+
+
+def _manifest(updated_at: str = FIRST, whitened: bool = False) -> Manifest:
+    """A manifest naming no files yet; commits can be told apart by `updated_at`."""
+    return Manifest(
+        model=ModelIdentity("tiny", "default", "0123456789abcdef", "mean", True, 32, 64),
+        whitening=WhiteningFit(k=8, fit_count=4) if whitened else None,
+        index=VectorIndexSpec("Flat", "inner_product", 32),
+        count=Counts(vectors=3, documents=4),
+        created_at=FIRST,
+        updated_at=updated_at,
+        versions={"searchengine": "0.1.0"},
+    )
+
+
+def _commit(directory: IndexDirectory, contents: dict[str, bytes], updated_at: str = FIRST) -> Manifest:
     """Write one generation holding `contents` (role -> bytes), commit it and return the new manifest."""
     with directory.writing() as generation:
         paths = {}
@@ -20,12 +45,16 @@ def _commit(directory: IndexDirectory, contents: dict[str, bytes], **manifest) -
             path = generation.path(role)
             path.write_bytes(data)
             paths[role] = path
-        generation.commit(dict(manifest), paths)
+        generation.commit(_manifest(updated_at, whitened="whitening" in contents), paths)
     return directory.read_manifest()
 
 
 def _names(path: Path) -> set[str]:
     return {entry.name for entry in path.iterdir()}
+
+
+def _file_names(manifest: Manifest) -> set[str]:
+    return {stored.name for stored in manifest.files.values()}
 
 
 @pytest.fixture
@@ -34,9 +63,9 @@ def index(tmp_path: Path) -> IndexDirectory:
 
 
 @pytest.fixture
-def committed(index: IndexDirectory) -> dict:
+def committed(index: IndexDirectory) -> Manifest:
     """An index holding one committed generation with vectors and documents."""
-    return _commit(index, {"vectors": b"V" * 100, "documents": b"D" * 37}, note="first")
+    return _commit(index, {"vectors": b"V" * 100, "documents": b"D" * 37})
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -46,35 +75,39 @@ def committed(index: IndexDirectory) -> dict:
 
 def test_commit_makes_the_files_current(index: IndexDirectory) -> None:
     assert not index.exists()
-    manifest = _commit(index, {"vectors": b"v" * 10, "documents": b"d" * 20, "whitening": b"w" * 5}, extra={"a": 1})
+    manifest = _commit(index, {"vectors": b"v" * 10, "documents": b"d" * 20, "whitening": b"w" * 5})
     assert index.exists()
-    assert manifest["format_version"] == FORMAT_VERSION
-    assert manifest["extra"] == {"a": 1}
-    assert manifest["sizes"] == {"vectors": 10, "documents": 20, "whitening": 5}
+    assert manifest == _manifest(whitened=True).with_files(manifest.files)
+    assert {role: stored.size for role, stored in manifest.files.items()} == {
+        "vectors": 10, "documents": 20, "whitening": 5
+    }
     assert index.file(manifest, "vectors").read_bytes() == b"v" * 10
     assert index.file(manifest, "documents").read_bytes() == b"d" * 20
     assert index.file(manifest, "whitening").read_bytes() == b"w" * 5
-    for role, name in manifest["files"].items():
-        assert (index.path / name).stat().st_size == manifest["sizes"][role]
-    assert index.size_on_disk(manifest) == 35
+    assert manifest.size_on_disk == 35
     # The manifest is plain JSON on disk, with no temporary left behind.
-    assert json.loads((index.path / MANIFEST).read_text(encoding="utf-8")) == manifest
+    on_disk = json.loads((index.path / MANIFEST).read_text(encoding="utf-8"))
+    assert on_disk["format_version"] == FORMAT_VERSION
+    assert on_disk["sizes"] == {"vectors": 10, "documents": 20, "whitening": 5}
+    assert on_disk == manifest.as_json_dict()
     assert not (index.path / f"{MANIFEST}.tmp").exists()
 
 
-def test_file_names_follow_the_layout(committed: dict) -> None:
-    assert committed["files"]["vectors"].startswith("vectors.") and committed["files"]["vectors"].endswith(".faiss")
-    assert committed["files"]["documents"].startswith("documents.") and committed["files"]["documents"].endswith(".db")
+def test_file_names_follow_the_layout(committed: Manifest) -> None:
+    vectors, documents = committed.files["vectors"].name, committed.files["documents"].name
+    assert vectors.startswith("vectors.") and vectors.endswith(".faiss")
+    assert documents.startswith("documents.") and documents.endswith(".db")
 
 
 def test_a_role_committed_as_none_is_not_named(index: IndexDirectory) -> None:
     with index.writing() as generation:
-        vectors = generation.path("vectors")
+        vectors, documents = generation.path("vectors"), generation.path("documents")
         vectors.write_bytes(b"x")
+        documents.write_bytes(b"y")
         unused = generation.path("whitening")  # asked for but never written
-        generation.commit({}, {"vectors": vectors, "whitening": None})
+        generation.commit(_manifest(), {"vectors": vectors, "documents": documents, "whitening": None})
     manifest = index.read_manifest()
-    assert set(manifest["files"]) == {"vectors"}
+    assert set(manifest.files) == {"vectors", "documents"}
     assert index.file(manifest, "whitening") is None
     assert not unused.exists()
 
@@ -102,13 +135,13 @@ def test_read_manifest_of_a_directory_without_manifest(tmp_path: Path) -> None:
     ],
     ids=["syntax", "empty", "missing-key", "list", "string", "null"],
 )
-def test_read_manifest_of_a_corrupt_manifest(index: IndexDirectory, committed: dict, text: str) -> None:
+def test_read_manifest_of_a_corrupt_manifest(index: IndexDirectory, committed: Manifest, text: str) -> None:
     (index.path / MANIFEST).write_text(text, encoding="utf-8")
     with pytest.raises(IndexerError, match="corrupt"):
         index.read_manifest()
 
 
-def test_read_manifest_of_a_manifest_that_is_not_utf8(index: IndexDirectory, committed: dict) -> None:
+def test_read_manifest_of_a_manifest_that_is_not_utf8(index: IndexDirectory, committed: Manifest) -> None:
     (index.path / MANIFEST).write_bytes(b'{"format_version": 1, \xff\xfe}')
     with pytest.raises(IndexerError):
         index.read_manifest()
@@ -119,16 +152,18 @@ def test_read_manifest_of_a_manifest_that_is_not_utf8(index: IndexDirectory, com
     [("files", ["vectors.1.faiss"]), ("files", "vectors.1.faiss"), ("files", 42), ("sizes", [100, 37])],
     ids=["files-list", "files-string", "files-number", "sizes-list"],
 )
-def test_read_manifest_with_a_field_of_the_wrong_type(index: IndexDirectory, committed: dict, key: str, value) -> None:
+def test_read_manifest_with_a_field_of_the_wrong_type(
+    index: IndexDirectory, committed: Manifest, key: str, value
+) -> None:
     manifest = json.loads((index.path / MANIFEST).read_text(encoding="utf-8"))
     manifest[key] = value
     (index.path / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
-    with pytest.raises(IndexerError):
+    with pytest.raises(IndexerError, match=f"corrupt: key '{key}'"):
         index.read_manifest()
 
 
-@pytest.mark.parametrize("version", [0, 2, "1", None])
-def test_read_manifest_of_another_format_version(index: IndexDirectory, committed: dict, version) -> None:
+@pytest.mark.parametrize("version", [0, 2, "1", None, True])
+def test_read_manifest_of_another_format_version(index: IndexDirectory, committed: Manifest, version) -> None:
     manifest = json.loads((index.path / MANIFEST).read_text(encoding="utf-8"))
     manifest["format_version"] = version
     (index.path / MANIFEST).write_text(json.dumps(manifest), encoding="utf-8")
@@ -136,7 +171,7 @@ def test_read_manifest_of_another_format_version(index: IndexDirectory, committe
         index.read_manifest()
 
 
-def test_read_manifest_with_a_referenced_file_missing(index: IndexDirectory, committed: dict) -> None:
+def test_read_manifest_with_a_referenced_file_missing(index: IndexDirectory, committed: Manifest) -> None:
     missing = index.file(committed, "documents")
     missing.unlink()
     with pytest.raises(IndexerError, match="missing") as error:
@@ -146,7 +181,7 @@ def test_read_manifest_with_a_referenced_file_missing(index: IndexDirectory, com
 
 @pytest.mark.parametrize("data", [b"D" * 36, b"", b"D" * 38], ids=["truncated", "emptied", "grown"])
 def test_read_manifest_with_a_referenced_file_of_the_wrong_size(
-    index: IndexDirectory, committed: dict, data: bytes
+    index: IndexDirectory, committed: Manifest, data: bytes
 ) -> None:
     changed = index.file(committed, "documents")
     changed.write_bytes(data)
@@ -162,7 +197,7 @@ def test_read_manifest_with_a_referenced_file_of_the_wrong_size(
 
 
 def test_exception_before_commit_discards_the_new_files_and_keeps_the_old_index(
-    index: IndexDirectory, committed: dict
+    index: IndexDirectory, committed: Manifest
 ) -> None:
     before = _names(index.path)
     manifest_text = (index.path / MANIFEST).read_text(encoding="utf-8")
@@ -195,32 +230,36 @@ def test_exception_in_the_first_write_leaves_no_index(index: IndexDirectory) -> 
         index.read_manifest()
 
 
-def test_second_commit_removes_the_previous_generation(index: IndexDirectory, committed: dict) -> None:
-    old_files = set(committed["files"].values())
-    manifest = _commit(index, {"vectors": b"v2" * 3, "documents": b"d2"}, note="second")
-    assert manifest["note"] == "second"
-    assert not old_files & set(manifest["files"].values())
+def test_second_commit_removes_the_previous_generation(index: IndexDirectory, committed: Manifest) -> None:
+    old_files = _file_names(committed)
+    manifest = _commit(index, {"vectors": b"v2" * 3, "documents": b"d2"}, updated_at=SECOND)
+    assert manifest.updated_at == SECOND
+    assert not old_files & _file_names(manifest)
     for name in old_files:
         assert not (index.path / name).exists()
-    assert _names(index.path) == {MANIFEST, LOCK, *manifest["files"].values()}
+    assert _names(index.path) == {MANIFEST, LOCK, *_file_names(manifest)}
     assert index.file(manifest, "vectors").read_bytes() == b"v2" * 3
 
 
 def test_commit_may_keep_a_file_of_the_previous_generation(index: IndexDirectory) -> None:
     """An append may reuse the old whitening file: a file named by the new manifest is not deleted."""
-    first = _commit(index, {"vectors": b"1", "whitening": b"W"})
+    first = _commit(index, {"vectors": b"1", "documents": b"D", "whitening": b"W"})
     whitening = index.file(first, "whitening")
     with index.writing() as generation:
-        vectors = generation.path("vectors")
+        vectors, documents = generation.path("vectors"), generation.path("documents")
         vectors.write_bytes(b"22")
-        generation.commit({}, {"vectors": vectors, "whitening": whitening})
+        documents.write_bytes(b"DD")
+        paths = {"vectors": vectors, "documents": documents, "whitening": whitening}
+        generation.commit(_manifest(whitened=True), paths)
     second = index.read_manifest()
-    assert second["files"]["whitening"] == whitening.name
+    assert second.files["whitening"] == StoredFile(whitening.name, 1)
     assert whitening.read_bytes() == b"W"
     assert not index.file(first, "vectors").exists()
 
 
-def test_files_left_by_a_killed_run_are_removed_by_the_next_writer(index: IndexDirectory, committed: dict) -> None:
+def test_files_left_by_a_killed_run_are_removed_by_the_next_writer(
+    index: IndexDirectory, committed: Manifest
+) -> None:
     stale = [
         "vectors.123.faiss",
         "documents.123.db",
@@ -248,7 +287,7 @@ def test_a_killed_first_run_does_not_block_the_next_one(index: IndexDirectory) -
     (index.path / "documents.123.db").write_bytes(b"half")
     (index.path / "spool.123.tmp").write_bytes(b"embeddings")
     manifest = _commit(index, {"vectors": b"v", "documents": b"d"})
-    assert _names(index.path) == {MANIFEST, LOCK, *manifest["files"].values()}
+    assert _names(index.path) == {MANIFEST, LOCK, *_file_names(manifest)}
 
 
 def test_a_killed_first_run_leaving_only_generation_files_is_cleaned_up(index: IndexDirectory) -> None:
@@ -256,8 +295,8 @@ def test_a_killed_first_run_leaving_only_generation_files_is_cleaned_up(index: I
     (index.path / "documents.123.db").write_bytes(b"half")
     (index.path / "documents.123.db-journal").write_bytes(b"j")
     (index.path / f"{MANIFEST}.tmp").write_bytes(b"{")
-    manifest = _commit(index, {"vectors": b"v"})
-    assert _names(index.path) == {MANIFEST, LOCK, *manifest["files"].values()}
+    manifest = _commit(index, {"vectors": b"v", "documents": b"d"})
+    assert _names(index.path) == {MANIFEST, LOCK, *_file_names(manifest)}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -265,7 +304,9 @@ def test_a_killed_first_run_leaving_only_generation_files_is_cleaned_up(index: I
 # ---------------------------------------------------------------------------------------------------------
 
 
-def test_a_second_writer_is_refused_while_the_first_holds_the_lock(index: IndexDirectory, committed: dict) -> None:
+def test_a_second_writer_is_refused_while_the_first_holds_the_lock(
+    index: IndexDirectory, committed: Manifest
+) -> None:
     """flock locks belong to an open file description, so a second open in this process conflicts too."""
     with index.writing() as first:
         kept = first.path("vectors")
@@ -276,15 +317,17 @@ def test_a_second_writer_is_refused_while_the_first_holds_the_lock(index: IndexD
         # The refused writer removed nothing: neither the first writer's file nor the current index.
         assert kept.exists()
         assert index.read_manifest() == committed
-        first.commit({}, {"vectors": kept})
-    assert index.read_manifest()["files"] == {"vectors": kept.name}
+        documents = first.path("documents")
+        documents.write_bytes(b"documents")
+        first.commit(_manifest(), {"vectors": kept, "documents": documents})
+    assert _file_names(index.read_manifest()) == {kept.name, documents.name}
 
 
 def test_index_locked_error_is_an_indexer_error() -> None:
     assert issubclass(IndexLockedError, IndexerError)
 
 
-def test_the_lock_is_released_after_a_write(index: IndexDirectory, committed: dict) -> None:
+def test_the_lock_is_released_after_a_write(index: IndexDirectory, committed: Manifest) -> None:
     with index.writing():
         pass
     with pytest.raises(KeyError):
@@ -294,7 +337,7 @@ def test_the_lock_is_released_after_a_write(index: IndexDirectory, committed: di
         assert generation.committed is False
 
 
-def test_reading_is_not_blocked_by_a_writer(index: IndexDirectory, committed: dict) -> None:
+def test_reading_is_not_blocked_by_a_writer(index: IndexDirectory, committed: Manifest) -> None:
     with index.writing():
         assert IndexDirectory(index.path).read_manifest() == committed
 
@@ -322,13 +365,13 @@ def test_writing_into_a_foreign_directory_is_refused_and_deletes_nothing(tmp_pat
 def test_writing_into_an_existing_empty_directory_works(tmp_path: Path) -> None:
     target = tmp_path / "empty"
     target.mkdir()
-    manifest = _commit(IndexDirectory(target), {"vectors": b"v"})
-    assert manifest["sizes"] == {"vectors": 1}
+    manifest = _commit(IndexDirectory(target), {"vectors": b"v", "documents": b"dd"})
+    assert manifest.size_on_disk == 3
 
 
 def test_writing_creates_missing_parent_directories(tmp_path: Path) -> None:
     index = IndexDirectory(tmp_path / "a" / "b" / "index")
-    _commit(index, {"documents": b"d"})
+    _commit(index, {"vectors": b"v", "documents": b"d"})
     assert index.exists()
 
 

@@ -97,6 +97,58 @@ def test_info(index_dir: Path, sentences: list[str]) -> None:
     assert manifest["count"]["vectors"] == len(sentences)
 
 
+def test_info_json_is_the_manifest_on_disk_and_the_stored_extras(index_dir: Path) -> None:
+    printed = json.loads(run("info", "-d", index_dir, "--json").output)
+    on_disk = json.loads((index_dir / "manifest.json").read_text(encoding="utf-8"))
+    assert printed == {**on_disk, "clustering": None, "duplicates": 0}
+    assert list(printed) == [
+        "format_version", "model", "whitening", "index", "count", "created_at", "updated_at", "versions", "files",
+        "sizes", "clustering", "duplicates",
+    ]
+
+
+_WITHOUT_ENCODING = """
+import sys
+
+from typer.testing import CliRunner
+
+from searchengine.cli import app
+
+index = sys.argv[1]
+commands = [
+    ["info", "-d", index], ["info", "--json", "-d", index], ["mine", "--top", "3", "-d", index],
+    ["mine", "--threshold", "0.99", "--dedupe", "-d", index], ["cluster", "--k", "2", "-d", index],
+    ["delete", "0", "-d", index], ["compact", "-d", index],
+]
+for command in commands:
+    result = CliRunner().invoke(app, command)
+    assert result.exit_code == 0, (command, result.output)
+    loaded = [name for name in ("transformers", "torch") if name in sys.modules]
+    assert not loaded, f"searchengine {command[0]} imported {loaded}"
+assert "Dropped 1 deleted vectors" in result.output
+"""
+
+
+def test_commands_that_do_not_encode_load_no_model(tmp_path: Path, corpus: Path, tiny_model: Path) -> None:
+    """info, mine, cluster, delete and compact work from the stored vectors: in a fresh process they import neither
+    transformers nor torch, so no transformer is built (and none of torch's start-up time is paid)."""
+    target = tmp_path / "hnsw"
+    assert run("index", corpus, "-d", target, "--model", tiny_model, "--index", "HNSW32", "-q").exit_code == 0
+    completed = subprocess.run(
+        [sys.executable, "-c", _WITHOUT_ENCODING, str(target)], capture_output=True, text=True, timeout=300
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+
+
+@pytest.mark.parametrize("command", [["info"], ["delete", "1"], ["mine"], ["cluster", "--k", "2"], ["query", "cat"]])
+def test_a_damaged_manifest_is_one_line(index_dir: Path, command: list[str]) -> None:
+    manifest = json.loads((index_dir / "manifest.json").read_text(encoding="utf-8"))
+    manifest["count"]["vectors"] = None
+    (index_dir / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+    problem = "manifest.json is corrupt: key 'count.vectors' is null"
+    assert_one_line_error(run(*command, "-d", index_dir), problem, "rebuild")
+
+
 def test_stdin_jsonl_and_append(index_dir: Path, tiny_model: Path, sentences: list[str]) -> None:
     lines = json.dumps({"text": "a new text about rain", "tag": "weather"}) + "\n"
     result = run("index", "-", "--jsonl", "--append", "-d", index_dir, input=lines)

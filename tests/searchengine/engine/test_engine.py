@@ -101,7 +101,7 @@ def test_whitening_k_is_fitted_saved_and_applied(tmp_path: Path, tiny_encoder: E
 def test_whitening_can_be_fitted_on_another_corpus(tmp_path: Path, tiny_encoder: Encoder, sentences: list[str]) -> None:
     fit = [f"{a} {b}" for a in sentences for b in sentences[:3]]
     engine = SearchEngine.build(sentences[:4], tmp_path / "i", encoder=tiny_encoder, whiten_k=4, whiten_fit=fit)
-    assert engine.manifest["whitening"]["fit_count"] == len(set(fit))
+    assert engine.manifest.whitening.fit_count == len(set(fit))
     assert engine.search(sentences[2], k=1)[0].text == sentences[2]
 
 
@@ -167,8 +167,11 @@ def test_missing_index_directory(tmp_path: Path) -> None:
 
 
 def test_a_different_model_is_refused(engine: SearchEngine, other_tiny_model: Path) -> None:
+    """A model the caller names is checked when the index is opened, from its files, before anything encodes."""
     with pytest.raises(SearchEngineError, match="was built with model"):
         SearchEngine.open(engine.path, model=other_tiny_model)
+    with pytest.raises(SearchEngineError, match="was built with model"):
+        SearchEngine.open(engine.path, encoder=Encoder(other_tiny_model))
 
 
 def test_a_different_pooling_is_refused(engine: SearchEngine) -> None:
@@ -185,8 +188,105 @@ def test_model_changed_on_disk_is_detected(tmp_path: Path, sentences: list[str])
     engine = SearchEngine.build(sentences, tmp_path / "i", model=model)
     shutil.rmtree(model)
     write_tiny_model(model, seed=5)
+    reopened = SearchEngine.open(engine.path)  # the index's own model is checked when it is loaded
     with pytest.raises(SearchEngineError, match="fingerprint"):
-        SearchEngine.open(engine.path)
+        reopened.search("cat")
+
+
+def test_an_index_whose_model_is_gone_can_still_be_inspected_and_changed(tmp_path: Path, sentences: list[str]) -> None:
+    """Only encoding needs the model: info, delete, compact, mine and cluster work from the stored vectors."""
+    import shutil
+
+    from tests.conftest import write_tiny_model
+
+    model = write_tiny_model(tmp_path / "model")
+    SearchEngine.build(sentences, tmp_path / "i", model=model, index="HNSW32")
+    shutil.rmtree(model)
+    engine = SearchEngine.open(tmp_path / "i")
+    assert engine.info().vectors == len(engine) == len(sentences)
+    assert len(engine.mine(top=2)) == 2
+    assert len(engine.cluster(k=3)) == 3
+    assert engine.delete([0, 1]) == [0, 1] and len(engine.tombstones) == 2
+    assert engine.compact() == 2 and len(engine) == len(sentences) - 2
+    with pytest.raises(SearchEngineError, match="does not exist"):
+        engine.search("cat")
+
+
+_OPEN_AND_CHANGE = """
+import sys
+
+from searchengine import SearchEngine
+
+engine = SearchEngine.open(sys.argv[1])
+assert len(engine) == engine.info().vectors == 12
+engine.mine(top=3)
+engine.dedupe(0.99)
+engine.cluster(k=2)
+engine.clustering()
+list(engine.stored_vectors())
+engine.delete([0])
+assert engine.compact() == 1
+loaded = [name for name in ("transformers", "torch") if name in sys.modules]
+assert not loaded, f"opening and changing the index imported {loaded}"
+assert engine.search("the cat sat on the mat", k=1)[0].text == "the cat sat on the mat"
+assert "transformers" in sys.modules  # searching loads the model
+"""
+
+
+def test_opening_loads_no_model_until_something_encodes(tmp_path: Path, tiny_model: Path, sentences: list[str]) -> None:
+    """In a fresh process: open, inspect, mine, cluster, delete and compact import neither transformers nor torch
+    (so no transformer is built); the first search loads the model."""
+    import subprocess
+    import sys
+
+    SearchEngine.build(sentences, tmp_path / "i", model=tiny_model, index="HNSW32")
+    completed = subprocess.run(
+        [sys.executable, "-c", _OPEN_AND_CHANGE, str(tmp_path / "i")], capture_output=True, text=True, timeout=300
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+
+
+def _manifest_written_before_typing(index: Path, model: Path, fingerprint: str) -> dict:
+    """manifest.json as the code before the typed manifest (commit 71e681a) wrote it for a whitened Flat index of
+    the 12 sentences, naming this index's files."""
+    files = {role: next(index.glob(f"{role}.*")).name for role in ("vectors", "documents", "whitening")}
+    return {
+        "format_version": 1,
+        "model": {
+            "name": str(model),
+            "spec": str(model),
+            "fingerprint": fingerprint,
+            "pooling": "mean",
+            "normalize": True,
+            "dimension": 32,
+            "max_seq_length": 64,
+        },
+        "whitening": {"k": 8, "fit_count": 12},
+        "index": {"type": "Flat", "metric": "inner_product", "dimension": 8},
+        "count": {"vectors": 12, "documents": 12, "tombstones": 0},
+        "created_at": "2026-11-23T14:05:46+0000",
+        "updated_at": "2026-11-23T14:05:46+0000",
+        "versions": {"searchengine": "0.1.0", "faiss": "1.15.1", "torch": "2.13.0+cpu", "transformers": "5.23.0"},
+        "files": files,
+        "sizes": {role: (index / name).stat().st_size for role, name in files.items()},
+    }
+
+
+def test_an_index_written_before_the_typed_manifest_opens(
+    tmp_path: Path, tiny_model: Path, tiny_encoder: Encoder, sentences: list[str]
+) -> None:
+    built = SearchEngine.build(sentences, tmp_path / "i", encoder=tiny_encoder, whiten_k=8)
+    before = _all_results(built, sentences)
+    old = _manifest_written_before_typing(built.path, tiny_model.resolve(), tiny_encoder.fingerprint)
+    (built.path / "manifest.json").write_text(json.dumps(old, indent=2) + "\n", encoding="utf-8")
+    engine = SearchEngine.open(built.path, whiten_k=8)
+    assert (len(engine), engine.info().whitening, engine.info().created_at) == (12, 8, "2026-11-23T14:05:46+0000")
+    assert _all_results(engine, sentences) == before
+    engine.delete([0])
+    rewritten = json.loads((built.path / "manifest.json").read_text(encoding="utf-8"))
+    assert list(rewritten) == list(old)  # the same JSON, keys in the same order
+    assert rewritten["model"] == old["model"] and rewritten["created_at"] == old["created_at"]
+    assert rewritten["count"] == {"vectors": 11, "documents": 11, "tombstones": 0}
 
 
 @pytest.mark.parametrize("role", ["vectors", "documents"])

@@ -1,0 +1,317 @@
+"""The index manifest (manifest.json) as typed records, read and written here only.
+
+It says what an index holds (the model that made its vectors, the whitening, the FAISS type, counts, library
+versions, build times) and which files are current, with their sizes. `Manifest.read` checks every key and
+type, so a damaged or hand-edited manifest is one IndexerError naming the file, the key and the fix, never a
+KeyError somewhere else. The JSON is format 1 as written since the first release; the keys added later within
+it (count.tombstones, model.prompt, model.transforms) are optional, so every format-1 index still opens.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, ClassVar, NoReturn
+
+from searchengine.indexer.errors import IndexerError
+
+FORMAT_VERSION = 1
+ROLES = ("vectors", "documents", "whitening")
+"""The files an index may name; vectors and documents it always has."""
+_REBUILD = "rebuild the index from its corpus with `searchengine index`"
+
+
+@dataclass(frozen=True)
+class PromptRecord:
+    """The template of prompt pooling the index was built with (PromptBERT)."""
+
+    template: str
+    denoise: bool
+
+
+@dataclass(frozen=True)
+class ModelIdentity:
+    """The model that made the vectors: enough to load it again and to tell a different one apart."""
+
+    name: str
+    spec: str
+    """How to find it again: 'default', an absolute directory or a Hub id."""
+    fingerprint: str
+    pooling: str
+    normalize: bool
+    dimension: int
+    """Size of the model's output vectors (before whitening)."""
+    max_seq_length: int
+    prompt: PromptRecord | None = None
+    transforms: tuple[str, ...] = ()
+    """The model's own post-processing modules, described ('whitening (2_Dense)')."""
+
+
+@dataclass(frozen=True)
+class WhiteningFit:
+    """The whitening-k transform fitted for the index."""
+
+    k: int
+    fit_count: int
+    """Distinct texts it was fitted on."""
+
+
+@dataclass(frozen=True)
+class VectorIndexSpec:
+    """The FAISS index: its factory string, metric and the dimension of the vectors it stores."""
+
+    type: str
+    metric: str
+    dimension: int
+
+
+@dataclass(frozen=True)
+class Counts:
+    vectors: int
+    """Distinct live texts, one vector each."""
+    documents: int
+    """Texts indexed, repeats included."""
+    tombstones: int = 0
+    """Vectors of deleted texts kept until `compact` (index types that cannot delete in place)."""
+
+
+@dataclass(frozen=True)
+class StoredFile:
+    """One current file of the index: its name in the index directory and its size when committed."""
+
+    name: str
+    size: int
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """What an index holds and which files are current. `files` is filled in when a generation is committed."""
+
+    model: ModelIdentity
+    whitening: WhiteningFit | None
+    index: VectorIndexSpec
+    count: Counts
+    created_at: str
+    updated_at: str
+    versions: dict[str, str]
+    """Library versions that built (or last encoded into) the index."""
+    files: dict[str, StoredFile] = field(default_factory=dict)
+    """Role ('vectors', 'documents', 'whitening') -> the current file."""
+    format_version: ClassVar[int] = FORMAT_VERSION
+
+    @property
+    def size_on_disk(self) -> int:
+        """Bytes of all current files."""
+        return sum(stored.size for stored in self.files.values())
+
+    def with_files(self, files: dict[str, StoredFile]) -> Manifest:
+        return replace(self, files=dict(files))
+
+    def as_json_dict(self) -> dict[str, Any]:
+        """The manifest as its JSON object, keys in the order written to disk (what `info --json` prints)."""
+        model: dict[str, Any] = {
+            "name": self.model.name,
+            "spec": self.model.spec,
+            "fingerprint": self.model.fingerprint,
+            "pooling": self.model.pooling,
+            "normalize": self.model.normalize,
+            "dimension": self.model.dimension,
+            "max_seq_length": self.model.max_seq_length,
+        }
+        if self.model.prompt is not None:
+            model["prompt"] = {"template": self.model.prompt.template, "denoise": self.model.prompt.denoise}
+        if self.model.transforms:
+            model["transforms"] = list(self.model.transforms)
+        whitening = self.whitening
+        return {
+            "format_version": self.format_version,
+            "model": model,
+            "whitening": None if whitening is None else {"k": whitening.k, "fit_count": whitening.fit_count},
+            "index": {"type": self.index.type, "metric": self.index.metric, "dimension": self.index.dimension},
+            "count": {"vectors": self.count.vectors, "documents": self.count.documents,
+                      "tombstones": self.count.tombstones},
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+            "versions": dict(self.versions),
+            "files": {role: stored.name for role, stored in self.files.items()},
+            "sizes": {role: stored.size for role, stored in self.files.items()},
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.as_json_dict(), indent=2) + "\n"
+
+    @classmethod
+    def read(cls, path: Path) -> Manifest:
+        """Read and check the manifest at `path` (an existing file)."""
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            raise IndexerError(f"{path} is corrupt (it is not UTF-8 text); {_REBUILD}") from None
+        return cls.from_json(text, path)
+
+    @classmethod
+    def from_json(cls, text: str, path: Path) -> Manifest:
+        """Parse and check a manifest's text; `path` names it in errors. Raises IndexerError on anything wrong."""
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise IndexerError(f"{path} is corrupt (not JSON: {exc}); {_REBUILD}") from None
+        top = _Object(data, "", path)
+        version = top.get("format_version", "a format number")
+        if version != FORMAT_VERSION or isinstance(version, bool):
+            raise IndexerError(
+                f"{path.parent} uses index format {version!r}, this searchengine reads format {FORMAT_VERSION}; "
+                "rebuild the index with this version"
+            )
+        whitening = top.object("whitening", optional=True)
+        files = _files(top)
+        if (whitening is None) == ("whitening" in files):
+            top.fail("whitening", "and files.whitening disagree: an index has both or neither")
+        return cls(
+            model=_model_identity(top.object("model")),
+            whitening=None if whitening is None else WhiteningFit(
+                k=whitening.integer("k", minimum=1), fit_count=whitening.integer("fit_count")
+            ),
+            index=_vector_index_spec(top.object("index")),
+            count=_counts(top.object("count")),
+            created_at=top.string("created_at"),
+            updated_at=top.string("updated_at"),
+            versions=top.object("versions").mapping(str, "a string"),
+            files=files,
+        )
+
+
+def named_files(path: Path) -> set[str]:
+    """The file names the manifest at `path` names, read from its 'files' alone: what a writer must keep while it
+    rebuilds over an index whose other manifest keys may be damaged."""
+    try:
+        files = json.loads(path.read_text(encoding="utf-8"))["files"]
+        names = set(files.values())
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise IndexerError(f"{path} is corrupt; remove the directory and rebuild") from None
+    if not all(isinstance(name, str) for name in names):
+        raise IndexerError(f"{path} is corrupt; remove the directory and rebuild")
+    return names
+
+
+def _model_identity(model: _Object) -> ModelIdentity:
+    prompt = model.object("prompt", optional=True)
+    transforms = model.typed("transforms", list, "a list of strings", optional=True) or []
+    if not all(isinstance(item, str) for item in transforms):
+        model.fail("transforms", "should be a list of strings", transforms)
+    return ModelIdentity(
+        name=model.string("name"),
+        spec=model.string("spec"),
+        fingerprint=model.string("fingerprint"),
+        pooling=model.string("pooling"),
+        normalize=model.boolean("normalize"),
+        dimension=model.integer("dimension", minimum=1),
+        max_seq_length=model.integer("max_seq_length", minimum=1),
+        prompt=None if prompt is None else PromptRecord(prompt.string("template"), prompt.boolean("denoise")),
+        transforms=tuple(transforms),
+    )
+
+
+def _vector_index_spec(index: _Object) -> VectorIndexSpec:
+    return VectorIndexSpec(
+        type=index.string("type"), metric=index.string("metric"), dimension=index.integer("dimension", minimum=1)
+    )
+
+
+def _counts(count: _Object) -> Counts:
+    return Counts(
+        vectors=count.integer("vectors"),
+        documents=count.integer("documents"),
+        tombstones=count.integer("tombstones", optional=True) or 0,
+    )
+
+
+def _files(top: _Object) -> dict[str, StoredFile]:
+    names = top.object("files").mapping(str, "a file name")
+    sizes = top.object("sizes").mapping(int, "a size in bytes")
+    for role, name in names.items():
+        if role not in ROLES:
+            top.fail(f"files.{role}", f"is not a file an index has (those are {', '.join(ROLES)})", name)
+        if not name or Path(name).name != name:
+            top.fail(f"files.{role}", "should be a file name in the index directory", name)
+        if role not in sizes:
+            top.fail(f"sizes.{role}", "is missing")
+    for role in ("vectors", "documents"):
+        if role not in names:
+            top.fail(f"files.{role}", "is missing")
+    return {role: StoredFile(name, sizes[role]) for role, name in names.items()}
+
+
+_MISSING = object()
+
+
+class _Object:
+    """One JSON object of a manifest, read key by key: a missing key, a null or a value of the wrong type is one
+    IndexerError naming the manifest, the key's dotted path and the fix."""
+
+    def __init__(self, data: object, where: str, path: Path) -> None:
+        self.where, self.path = where, path
+        if not isinstance(data, dict):
+            what = f"key '{where}'" if where else "the manifest"
+            raise IndexerError(f"{path} is corrupt: {what} should be a JSON object, not {_show(data)}; {_REBUILD}")
+        self.data: dict[str, Any] = data
+
+    def fail(self, key: str, problem: str, value: object = _MISSING) -> NoReturn:
+        shown = "" if value is _MISSING else f" (it is {_show(value)})"
+        raise IndexerError(f"{self.path} is corrupt: key '{self._key(key)}' {problem}{shown}; {_REBUILD}")
+
+    def _key(self, key: str) -> str:
+        return f"{self.where}.{key}" if self.where else key
+
+    def get(self, key: str, kind: str, optional: bool = False) -> Any:  # noqa: ANN401 (any JSON value)
+        """The value of `key`; None for an optional key that is absent or null (keys format 1 gained later)."""
+        value = self.data.get(key, _MISSING)
+        if value is _MISSING or value is None:
+            if optional:
+                return None
+            self.fail(key, "is missing" if value is _MISSING else f"is null; it should be {kind}")
+        return value
+
+    def typed(self, key: str, expected: type, kind: str, optional: bool = False) -> Any:  # noqa: ANN401
+        value = self.get(key, kind, optional)
+        if value is not None and not _is(value, expected):
+            self.fail(key, f"should be {kind}", value)
+        return value
+
+    def string(self, key: str) -> str:
+        return self.typed(key, str, "a string")
+
+    def boolean(self, key: str) -> bool:
+        return self.typed(key, bool, "true or false")
+
+    def integer(self, key: str, minimum: int = 0, optional: bool = False) -> int | None:
+        number = self.typed(key, int, "a whole number", optional)
+        if number is not None and number < minimum:
+            self.fail(key, f"should be at least {minimum}", number)
+        return number
+
+    def object(self, key: str, optional: bool = False) -> _Object | None:
+        value = self.get(key, "a JSON object", optional)
+        return None if value is None else _Object(value, self._key(key), self.path)
+
+    def mapping(self, expected: type, kind: str) -> dict[str, Any]:
+        """Every value of this object, each checked to be `expected` (and not negative, if a number)."""
+        for key, value in self.data.items():
+            if value is None:
+                self.fail(key, f"is null; it should be {kind}")
+            if not _is(value, expected):
+                self.fail(key, f"should be {kind}", value)
+            if expected is int and value < 0:
+                self.fail(key, "should be at least 0", value)
+        return dict(self.data)
+
+
+def _is(value: object, expected: type) -> bool:
+    """isinstance, except that JSON true/false are not numbers."""
+    return isinstance(value, expected) and (expected is bool or not isinstance(value, bool))
+
+
+def _show(value: object) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
