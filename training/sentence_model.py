@@ -5,7 +5,6 @@ sentence-transformers layout that `searchengine.encoding.encoder.Encoder` and se
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -16,6 +15,7 @@ from torch import nn
 
 from searchengine.errors import SearchEngineError
 from searchengine.evaluation.labelled_data import Triplet
+from searchengine.encoding.hf_loading import load_pretrained
 from searchengine.encoding.model_source import ModelSource, locate_model
 from searchengine.encoding.pooling import NEEDS_ALL_LAYERS, pool
 
@@ -35,11 +35,6 @@ class SentenceModel(nn.Module):
 
     def __init__(self, base: str | Path = "default", pooling: str | None = None, max_seq_length: int = 64) -> None:
         super().__init__()
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        import transformers
-
-        transformers.utils.logging.set_verbosity_error()
-        transformers.utils.logging.disable_progress_bar()
         self.source: ModelSource = locate_model(base, pooling)
         if self.source.pooling not in _ST_POOLING_FLAGS:
             raise SearchEngineError(
@@ -52,11 +47,7 @@ class SentenceModel(nn.Module):
                 "fitted to its current weights; train from the model without them, then fit them again"
             )
         path = self.source.transformer_path
-        try:
-            self.tokenizer = transformers.AutoTokenizer.from_pretrained(path)
-            self.transformer = transformers.AutoModel.from_pretrained(path, use_safetensors=True)
-        except (OSError, ValueError) as exc:
-            raise SearchEngineError(f"cannot load the base model in {path}: {str(exc).splitlines()[0]}") from None
+        self.tokenizer, self.transformer = load_pretrained(path, "the base model")
         self.pooling = self.source.pooling
         self.normalize = self.source.normalize
         self.max_seq_length = min(max_seq_length, self.transformer.config.max_position_embeddings)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -13,6 +12,7 @@ import numpy as np
 import torch
 
 from searchengine.errors import SearchEngineError
+from searchengine.encoding.hf_loading import load_pretrained
 from searchengine.encoding.model_source import ModelSource, locate_model
 from searchengine.encoding.model_transforms import apply_transforms, load_transforms, output_dimension
 from searchengine.encoding.pooling import NEEDS_ALL_LAYERS, pool
@@ -71,21 +71,9 @@ class Encoder:
         threads: int | None = None,
         smart_batching: bool = True,
     ) -> None:
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        import transformers
-
-        transformers.utils.logging.set_verbosity_error()
-        transformers.utils.logging.disable_progress_bar()
         self.source: ModelSource = locate_model(model, pooling, template, denoise)
         path = self.source.transformer_path
-        try:
-            self.tokenizer = transformers.AutoTokenizer.from_pretrained(path)
-            self.model = transformers.AutoModel.from_pretrained(path, use_safetensors=True)
-        except (OSError, ValueError) as exc:
-            first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise SearchEngineError(
-                f"cannot load the model in {path}: {first_line} (searchengine loads safetensors weights only)"
-            ) from None
+        self.tokenizer, self.model = load_pretrained(path, "the model")
         if not self.tokenizer.is_fast:
             raise SearchEngineError(f"{path} has no fast tokenizer (tokenizer.json); searchengine needs one")
         self.prompt = PromptPooling(self.tokenizer, self.source.prompt) if self.source.prompt else None

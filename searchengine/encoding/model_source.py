@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from searchengine.errors import SearchEngineError
+from searchengine.encoding.hf_loading import model_directory
 from searchengine.encoding.pooling import POOLING_MODES
 from searchengine.encoding.prompt_template import (
     PROMPT_MODULE_TYPE,
@@ -108,7 +109,7 @@ def locate_model(
     if model is None or str(model) == DEFAULT_MODEL:
         name, spec, path = BUNDLED_NAME, DEFAULT_MODEL, bundled_model_path()
     else:
-        name, path = str(model), _local_or_downloaded(str(model))
+        name, path = str(model), model_directory(str(model))
         spec = str(path) if Path(model).expanduser().is_dir() else str(model)
     if template is not None or denoise is not None:
         if pooling not in (None, PROMPT_POOLING):
@@ -137,23 +138,6 @@ def locate_model(
         f"{path} is not a model directory: it has neither modules.json (sentence-transformers) nor config.json "
         "(Hugging Face)"
     )
-
-
-def _local_or_downloaded(model: str) -> Path:
-    path = Path(model).expanduser()
-    if path.is_dir():
-        return path.resolve()
-    if path.exists() or model.startswith((".", "/", "~")) or model.count("/") > 1:
-        raise SearchEngineError(f"model directory {model} does not exist; pass an existing directory or a Hub id")
-    try:
-        from huggingface_hub import snapshot_download
-
-        return Path(snapshot_download(model, allow_patterns=["*.json", "*.txt", "*.safetensors", "*.model"]))
-    except Exception as exc:  # the hub client raises many types: offline, unknown repo, no permission
-        raise SearchEngineError(
-            f"cannot find model {model!r}: it is not a local directory and it could not be fetched from the "
-            f"Hugging Face Hub ({type(exc).__name__}). Check the name, go online once, or pass a model directory"
-        ) from None
 
 
 def _read_json(path: Path) -> dict:
