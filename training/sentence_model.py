@@ -8,6 +8,7 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import torch
@@ -22,6 +23,9 @@ from searchengine.encoding.pooling import NEEDS_ALL_LAYERS, pool
 EmbeddingEdit = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 """(embedding-layer output (batch, seq, dim), attention mask (batch, seq)) -> edited output."""
 
+TrainablePooling = Literal["mean", "cls", "max", "mean_sqrt_len"]
+"""The pooling modes sentence-transformers' Pooling module saves, so the ones a trained model can keep."""
+
 _ST_POOLING_FLAGS = {
     "cls": "pooling_mode_cls_token",
     "mean": "pooling_mode_mean_tokens",
@@ -33,7 +37,9 @@ _ST_POOLING_FLAGS = {
 class SentenceModel(nn.Module):
     """Transformer + pooling with gradients. `forward` returns un-normalised sentence vectors."""
 
-    def __init__(self, base: str | Path = "default", pooling: str | None = None, max_seq_length: int = 64) -> None:
+    def __init__(
+        self, base: str | Path = "default", pooling: TrainablePooling | None = None, max_seq_length: int = 64
+    ) -> None:
         super().__init__()
         self.source: ModelSource = locate_model(base, pooling)
         if self.source.pooling not in _ST_POOLING_FLAGS:

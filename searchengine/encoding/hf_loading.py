@@ -35,7 +35,7 @@ def model_directory(model: str) -> Path:
         ) from None
 
 
-def quiet_transformers() -> ModuleType:
+def _quiet_transformers() -> ModuleType:
     """The transformers module, imported with its logging and progress bars off and tokenizers' fork warning
     silenced (searchengine reports progress and problems itself)."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -51,7 +51,7 @@ def load_pretrained(path: Path, what: str, auto_class: str = "AutoModel", **opti
 
     auto_class: the transformers class that builds the model ("AutoModel", "AutoModelForSequenceClassification");
     options: passed on to its from_pretrained. what: how the error names the model ("the cross-encoder")."""
-    transformers = quiet_transformers()
+    transformers = _quiet_transformers()
     try:
         tokenizer = transformers.AutoTokenizer.from_pretrained(path)
         model = getattr(transformers, auto_class).from_pretrained(path, use_safetensors=True, **options)

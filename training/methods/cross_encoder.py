@@ -85,7 +85,7 @@ def train_cross_encoder(
     base: a bi-encoder or Hugging Face model directory or Hub id ("default": the bundled MiniLM), whose
     transformer gets a new one-output head; or a one-output cross-encoder to train further. both_orders: train
     on (a, b) and (b, a), as SBERT's STS-B cross-encoder example does, so the score does not depend on the order.
-    `--eval` scores: Spearman x 100 of the predicted scores against the gold ones."""
+    eval_file scores: Spearman x 100 of the predicted scores against the gold ones."""
     pairs = read_scored_pairs(data, max_score)
     if both_orders:
         pairs = pairs + [RatedPair(pair.second, pair.first, pair.score) for pair in pairs]

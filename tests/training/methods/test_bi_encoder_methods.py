@@ -76,7 +76,7 @@ def test_consert_schedules(tiny_model, sentence_file, nli_file, tmp_path, schedu
 def test_consert_refuses_adversarial_without_a_supervised_loss(tiny_model, sentence_file, tmp_path) -> None:
     with pytest.raises(SearchEngineError, match="needs one"):
         train_consert(tiny_model, tmp_path / "m", SETTINGS, "unsup", sentence_file, adversarial=0.1)
-    with pytest.raises(SearchEngineError, match="--nli"):
+    with pytest.raises(SearchEngineError, match="needs NLI pairs .*: give a file of them as nli"):
         train_consert(tiny_model, tmp_path / "m", SETTINGS, "joint")
     assert not (tmp_path / "m").exists()
 
