@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Optional
 

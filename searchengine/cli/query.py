@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Optional
@@ -11,7 +10,7 @@ from typing import Optional
 import typer
 
 from searchengine.cli.errors import user_errors
-from searchengine.cli.options import BackendOption, IdFieldOption, IndexDirOption, ModelOption, PrecisionOption, ThreadsOption
+from searchengine.cli.options import BackendOption, IndexDirOption, PrecisionOption, ThreadsOption
 from searchengine.encoding.backend import Backend
 from searchengine.encoding.precision import Precision
 from searchengine.errors import SearchEngineError
