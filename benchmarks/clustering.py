@@ -32,7 +32,8 @@ from searchengine.indexer.index_directory import IndexDirectory
 from searchengine.indexer.store import DocumentStore, StoredDocument
 from searchengine.indexer.vector_index import VectorIndex
 from searchengine import SearchEngine
-from searchengine.analysis.clustering import ClusterSettings, cluster_labels, stored_matrix
+from searchengine.analysis.cluster_settings import ClusterSettings
+from searchengine.analysis.clustering import cluster_labels, stored_matrix
 from synthetic import noisy_copies
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"

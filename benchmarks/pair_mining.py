@@ -35,9 +35,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
-import transformers
 
 from searchengine import Encoder, SearchEngine, mine_vectors
+from searchengine.encoding.hf_loading import load_pretrained
 from searchengine.encoding.model_source import bundled_model_path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -64,11 +64,11 @@ class CrossEncoder:
     """The bundled MiniLM with a fresh 1-logit head, scoring sentence pairs the way a cross-encoder does."""
 
     def __init__(self, batch_size: int = 64) -> None:
-        transformers.utils.logging.set_verbosity_error()
-        path = bundled_model_path()
-        self.tokenizer = transformers.AutoTokenizer.from_pretrained(path)
         torch.manual_seed(0)
-        self.model = transformers.AutoModelForSequenceClassification.from_pretrained(path, num_labels=1).eval()
+        self.tokenizer, self.model = load_pretrained(
+            bundled_model_path(), "the bundled model", "AutoModelForSequenceClassification", num_labels=1
+        )
+        self.model.eval()
         self.batch_size = batch_size
 
     def score(self, pairs: list[tuple[str, str]]) -> np.ndarray:

@@ -95,17 +95,15 @@ def latency(engine: SearchEngine, queries: list[str], runs: int, **rerank: objec
 
 def random_head_cross_encoder(directory: Path) -> Path:
     """The bundled MiniLM with a seeded random one-output head, saved as a cross-encoder directory."""
-    import transformers
-
+    from searchengine.encoding.hf_loading import load_pretrained
     from searchengine.encoding.model_source import bundled_model_path
 
-    transformers.utils.logging.set_verbosity_error()
-    transformers.utils.logging.disable_progress_bar()
     torch.manual_seed(0)
-    path = bundled_model_path()
-    model = transformers.AutoModelForSequenceClassification.from_pretrained(path, num_labels=1)
+    tokenizer, model = load_pretrained(
+        bundled_model_path(), "the bundled model", "AutoModelForSequenceClassification", num_labels=1
+    )
     model.save_pretrained(directory, safe_serialization=True)
-    transformers.AutoTokenizer.from_pretrained(path).save_pretrained(directory)
+    tokenizer.save_pretrained(directory)
     return directory
 
 

@@ -69,7 +69,8 @@ class IndexDirectory:
         manifest_path = self.path / MANIFEST
         if not self.path.is_dir():
             raise IndexerError(
-                f"no index at {self.path}: build one with `searchengine index FILE` or point --index-dir at one"
+                f"no index at {self.path}: build one there with `searchengine index FILE`, or use the directory of "
+                "an existing index"
             )
         if not manifest_path.is_file():
             raise IndexerError(
@@ -99,10 +100,10 @@ class IndexDirectory:
     def writing(self) -> Iterator[Generation]:
         """Hold the writer lock and yield a new generation; its files count only once it is committed."""
         if self.path.exists() and not self.path.is_dir():
-            raise IndexerError(f"{self.path} is a file, not an index directory; choose another --index-dir")
+            raise IndexerError(f"{self.path} is a file, not an index directory; choose another index directory")
         if self.path.is_dir() and not self.exists() and _foreign_entries(self.path):
             raise IndexerError(
-                f"{self.path} already exists and is not a searchengine index; choose another --index-dir "
+                f"{self.path} already exists and is not a searchengine index; choose another index directory "
                 "so nothing in it is overwritten"
             )
         self.path.mkdir(parents=True, exist_ok=True)

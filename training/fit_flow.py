@@ -73,7 +73,7 @@ def train_flow(
                 norm = torch.nn.utils.clip_grad_norm_(flow.parameters(), 10.0)
                 if not torch.isfinite(norm):
                     raise SearchEngineError(
-                        "flow training diverged (the gradients are not finite); use a smaller --lr"
+                        "flow training diverged (the gradients are not finite); use a smaller learning rate"
                     )
                 optimiser.step()
                 bar.update(1)
@@ -81,7 +81,7 @@ def train_flow(
             bar.set_postfix(log_likelihood=f"{history[-1]:.3f}")
             if not np.isfinite(history[-1]):
                 raise SearchEngineError(
-                    "flow training diverged (the log-likelihood is not finite); use a smaller --lr"
+                    "flow training diverged (the log-likelihood is not finite); use a smaller learning rate"
                 )
     return flow.eval(), history
 

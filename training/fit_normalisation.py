@@ -94,7 +94,7 @@ def fit_natsv(
     texts = read_texts(corpus)
     if len(texts) < k + (1 if centre else 0):
         raise SearchEngineError(f"NATSV with k={k} needs at least {k + int(centre)} distinct texts, but {corpus} has "
-                                f"{len(texts)}; use a smaller --k or a larger file")
+                                f"{len(texts)}; use a smaller k or a larger file")
     statistics = _statistics(encoder, texts, progress, "NATSV", vectors)
     mean = statistics.mean
     # X^T X / n: the covariance, plus mean mean^T when not centring; its eigenvectors are X's right singular vectors.
@@ -102,7 +102,7 @@ def fit_natsv(
     eigenvalues, eigenvectors = np.linalg.eigh(moment)
     order = np.argsort(eigenvalues)[::-1]
     if eigenvalues[order[k - 1]] <= max(eigenvalues[order[0]], 1e-30) * 1e-12:
-        raise SearchEngineError(f"the embeddings of {corpus} span fewer than {k} directions; use a smaller --k")
+        raise SearchEngineError(f"the embeddings of {corpus} span fewer than {k} directions; use a smaller k")
     top = eigenvectors[:, order[:k]]
     projection = np.eye(dimension) - top @ top.T  # symmetric, so it is its own transpose
     bias = -projection @ mean if centre else np.zeros(dimension)

@@ -45,7 +45,7 @@ def fit_whitening(
     if k is not None and len(texts) <= k:
         raise SearchEngineError(
             f"whitening-k {k} needs more than {k} distinct texts to fit, but {corpus} has {len(texts)}; "
-            "use a smaller --k or a larger file"
+            "use a smaller k or a larger file"
         )
     statistics = CovarianceAccumulator(dimension)
     for chunk in corpus_vectors(encoder, texts, progress, "whitening", vectors):

@@ -20,7 +20,7 @@ def writing_model_directory(out: Path) -> Iterator[Path]:
     the old directory moves aside, the new one moves in, then the old one is deleted."""
     out = Path(out).expanduser().absolute()
     if out.exists() and not out.is_dir():
-        raise SearchEngineError(f"{out} exists and is not a directory; choose another --out")
+        raise SearchEngineError(f"{out} exists and is not a directory; choose another output directory")
     out.parent.mkdir(parents=True, exist_ok=True)
     partial = out.parent / f".{out.name}.partial-{os.getpid()}"
     shutil.rmtree(partial, ignore_errors=True)

@@ -57,7 +57,7 @@ def load_base(base: str | Path | None, device: str | None = None, batch_size: in
     if not (encoder.source.path / "modules.json").is_file():
         raise SearchEngineError(
             f"{encoder.source.path} is a plain Hugging Face model (no modules.json); post-processing modules are "
-            "added to a sentence-transformers model directory, so pass one as --base"
+            "added to a sentence-transformers model directory, so start from one"
         )
     return encoder
 

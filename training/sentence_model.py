@@ -5,10 +5,10 @@ sentence-transformers layout that `searchengine.encoding.encoder.Encoder` and se
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import torch
@@ -16,11 +16,15 @@ from torch import nn
 
 from searchengine.errors import SearchEngineError
 from searchengine.evaluation.labelled_data import Triplet
+from searchengine.encoding.hf_loading import load_pretrained
 from searchengine.encoding.model_source import ModelSource, locate_model
 from searchengine.encoding.pooling import NEEDS_ALL_LAYERS, pool
 
 EmbeddingEdit = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 """(embedding-layer output (batch, seq, dim), attention mask (batch, seq)) -> edited output."""
+
+TrainablePooling = Literal["mean", "cls", "max", "mean_sqrt_len"]
+"""The pooling modes sentence-transformers' Pooling module saves, so the ones a trained model can keep."""
 
 _ST_POOLING_FLAGS = {
     "cls": "pooling_mode_cls_token",
@@ -33,13 +37,10 @@ _ST_POOLING_FLAGS = {
 class SentenceModel(nn.Module):
     """Transformer + pooling with gradients. `forward` returns un-normalised sentence vectors."""
 
-    def __init__(self, base: str | Path = "default", pooling: str | None = None, max_seq_length: int = 64) -> None:
+    def __init__(
+        self, base: str | Path = "default", pooling: TrainablePooling | None = None, max_seq_length: int = 64
+    ) -> None:
         super().__init__()
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        import transformers
-
-        transformers.utils.logging.set_verbosity_error()
-        transformers.utils.logging.disable_progress_bar()
         self.source: ModelSource = locate_model(base, pooling)
         if self.source.pooling not in _ST_POOLING_FLAGS:
             raise SearchEngineError(
@@ -52,11 +53,7 @@ class SentenceModel(nn.Module):
                 "fitted to its current weights; train from the model without them, then fit them again"
             )
         path = self.source.transformer_path
-        try:
-            self.tokenizer = transformers.AutoTokenizer.from_pretrained(path)
-            self.transformer = transformers.AutoModel.from_pretrained(path, use_safetensors=True)
-        except (OSError, ValueError) as exc:
-            raise SearchEngineError(f"cannot load the base model in {path}: {str(exc).splitlines()[0]}") from None
+        self.tokenizer, self.transformer = load_pretrained(path, "the base model")
         self.pooling = self.source.pooling
         self.normalize = self.source.normalize
         self.max_seq_length = min(max_seq_length, self.transformer.config.max_position_embeddings)

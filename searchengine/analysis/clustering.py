@@ -17,12 +17,10 @@ import numpy as np
 from searchengine.indexer.index_directory import IndexDirectory
 from searchengine.indexer.store import DocumentStore
 from searchengine.indexer.vector_index import VectorIndex
+from searchengine.analysis.cluster_settings import ClusterSettings
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.rewrite import rewriting
 
-METHODS = ("kmeans", "community", "agglomerative")
-DEFAULT_THRESHOLD = 0.75
-DEFAULT_MIN_SIZE = 10
 AGGLOMERATIVE_LIMIT = 20_000
 """Agglomerative clustering holds all n(n-1)/2 distances as float64: 1.6 GB at this size."""
 EXACT_COMMUNITY_LIMIT = 200_000
@@ -33,66 +31,6 @@ MAX_CHUNK_ROWS = 4096
 KMEANS_ITERATIONS = 20
 SEEDING_SAMPLE = 40
 """k-means++ seeding looks at up to this many rows per cluster."""
-
-
-@dataclass(frozen=True)
-class ClusterSettings:
-    """What to cluster with. Unset values take each method's default; options a method does not use are refused."""
-
-    method: str = "kmeans"
-    k: int | None = None
-    """Number of clusters: required for kmeans; for agglomerative, cut the tree into k clusters."""
-    threshold: float | None = None
-    """Cosine similarity in (0, 1]: community members' least similarity to its centre (default 0.75); for
-    agglomerative, two groups merge only while their average pairwise similarity is at least this."""
-    min_size: int | None = None
-    """Smallest community kept (community detection only, default 10)."""
-    seed: int = 0
-    """Random seed of k-means."""
-
-    def parameters(self) -> dict[str, Any]:
-        """The parameters that define the clustering, defaults filled in; raises SearchEngineError on bad ones."""
-        if self.method not in METHODS:
-            raise SearchEngineError(f"unknown clustering method {self.method!r}: choose one of {', '.join(METHODS)}")
-        if self.k is not None and self.k < 1:
-            raise SearchEngineError(f"--k must be at least 1, not {self.k}")
-        if self.threshold is not None and not 0 < self.threshold <= 1:
-            raise SearchEngineError(f"--threshold is a cosine similarity in (0, 1], not {self.threshold}")
-        if self.min_size is not None and self.min_size < 1:
-            raise SearchEngineError(f"--min-size must be at least 1, not {self.min_size}")
-        if self.method == "kmeans":
-            self._refuse("threshold", "min_size")
-            if self.k is None:
-                raise SearchEngineError("kmeans needs the number of clusters: pass --k, e.g. --k 20")
-            return {"k": self.k, "seed": self.seed}
-        if self.method == "community":
-            self._refuse("k")
-            threshold = DEFAULT_THRESHOLD if self.threshold is None else self.threshold
-            return {"threshold": threshold, "min_size": self.min_size or DEFAULT_MIN_SIZE}
-        self._refuse("min_size")
-        if (self.k is None) == (self.threshold is None):
-            raise SearchEngineError("agglomerative clustering cuts its tree by --k or by --threshold: give one of them")
-        return {"k": self.k} if self.k is not None else {"threshold": self.threshold}
-
-    def _refuse(self, *options: str) -> None:
-        for option in options:
-            if getattr(self, option) is not None:
-                flag = "--" + option.replace("_", "-")
-                raise SearchEngineError(f"{self.method} does not use {flag}; drop it (see `searchengine cluster --help`)")
-
-    def check_count(self, count: int) -> None:
-        """Refuse to cluster `count` vectors with these settings when it cannot work."""
-        parameters = self.parameters()
-        if count == 0:
-            raise SearchEngineError("the index is empty: there is nothing to cluster; add documents first")
-        if parameters.get("k") is not None and parameters["k"] > count:
-            raise SearchEngineError(
-                f"cannot make {parameters['k']} clusters of {count} texts: pass --k {count} or less"
-            )
-        if parameters.get("min_size", 0) > count:
-            raise SearchEngineError(
-                f"--min-size {parameters['min_size']} is more than the {count} texts in the index; pass a smaller one"
-            )
 
 
 @dataclass(frozen=True)
@@ -238,7 +176,7 @@ def agglomerative_labels(vectors: np.ndarray, k: int | None = None, threshold: f
     if len(vectors) > AGGLOMERATIVE_LIMIT:
         raise SearchEngineError(
             f"agglomerative clustering keeps every pairwise distance in memory and is limited to "
-            f"{AGGLOMERATIVE_LIMIT:,} texts, not {len(vectors):,}: use --method kmeans or community"
+            f"{AGGLOMERATIVE_LIMIT:,} texts, not {len(vectors):,}: use the kmeans or community method"
         )
     if len(vectors) == 1:
         return np.zeros(1, dtype=np.int64)
@@ -296,7 +234,7 @@ def cluster_index(directory: IndexDirectory, settings: ClusterSettings, top: int
     replacing any earlier clustering). On any error the index is left as it was."""
     parameters = settings.parameters()
     if top < 0:
-        raise SearchEngineError(f"--top must be 0 or more, not {top}")
+        raise SearchEngineError(f"top must be 0 or more, not {top}")
     with rewriting(directory) as rewrite:
         ids, matrix = stored_matrix(rewrite.vectors)
         live = ~np.isin(ids, rewrite.store.tombstones())

@@ -6,7 +6,7 @@ Two ways to find them:
   holds one block of scores, never n x n.
 - ann: each stored vector asks the index's own FAISS search for its k nearest neighbours, in batches. With an
   HNSW or IVF index this is approximate; with a Flat index the neighbours are exact but every pair is scored twice.
-`choose_method` picks exact up to EXACT_MINING_LIMIT vectors and ann above.
+`choose_method` (searchengine.analysis.mining_request) picks exact up to EXACT_MINING_LIMIT vectors and ann above.
 """
 
 from __future__ import annotations
@@ -18,13 +18,10 @@ import numpy as np
 from searchengine.indexer.index_directory import IndexDirectory
 from searchengine.indexer.store import DocumentStore
 from searchengine.indexer.vector_index import VectorIndex
+from searchengine.analysis.mining_request import MiningMethod, check_request, choose_method
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.rewrite import rewriting
 
-DEFAULT_TOP = 20
-"""Pairs returned when neither a count nor a threshold is given."""
-EXACT_MINING_LIMIT = 50_000
-"""Up to this many vectors `auto` mines exactly (about n^2/2 dot products); above it through the FAISS index."""
 ANN_NEIGHBOURS = 10
 """Neighbours per vector asked of the index in ann mode (at least `top` in top-N mode)."""
 BLOCK_BYTES = 256 * 1024 * 1024
@@ -33,7 +30,6 @@ BLOCK_ROWS = 512
 """Rows per block in exact mode, fewer when n is so large that BLOCK_BYTES would be exceeded."""
 SEARCH_BATCH = 4096
 """Stored vectors searched per FAISS call in ann mode."""
-METHODS = ("auto", "exact", "ann")
 LOWEST = float(np.finfo(np.float32).min)
 """Below every real score, above the -inf that masks the lower triangle."""
 
@@ -56,26 +52,6 @@ class Pair:
     score: float
     first_text: str
     second_text: str
-
-
-def check_request(top: int | None, threshold: float | None) -> int | None:
-    """Validate a mining request; returns the pair count to keep (DEFAULT_TOP when neither is given)."""
-    if threshold is not None and not 0.0 < threshold <= 1.0:
-        raise SearchEngineError(
-            f"the threshold is a cosine similarity in (0, 1], not {threshold}; e.g. --threshold 0.9"
-        )
-    if top is not None and top < 1:
-        raise SearchEngineError(f"--top must be at least 1, not {top}")
-    return DEFAULT_TOP if top is None and threshold is None else top
-
-
-def choose_method(count: int, method: str = "auto") -> str:
-    """'exact' or 'ann' for an index of `count` vectors; 'auto' is exact up to EXACT_MINING_LIMIT."""
-    if method not in METHODS:
-        raise SearchEngineError(f"unknown mining method {method!r}; choose one of: {', '.join(METHODS)}")
-    if method != "auto":
-        return method
-    return "exact" if count <= EXACT_MINING_LIMIT else "ann"
 
 
 def mine_vectors(
@@ -112,7 +88,7 @@ def mine_index(
     index: VectorIndex,
     top: int | None = None,
     threshold: float | None = None,
-    method: str = "auto",
+    method: MiningMethod = "auto",
     neighbours: int | None = None,
     excluded: np.ndarray | None = None,
 ) -> list[ScoredPair]:
@@ -153,7 +129,7 @@ def mine_documents(
     store: DocumentStore,
     top: int | None = None,
     threshold: float | None = None,
-    method: str = "auto",
+    method: MiningMethod = "auto",
     neighbours: int | None = None,
 ) -> list[Pair]:
     """`mine_index` with each pair's texts fetched from the document store (deleted documents never pair)."""
@@ -177,7 +153,7 @@ def duplicate_marks(pairs: list[ScoredPair]) -> list[ScoredPair]:
 
 
 def dedupe_index(
-    directory: IndexDirectory, threshold: float, method: str = "auto", neighbours: int | None = None
+    directory: IndexDirectory, threshold: float, method: MiningMethod = "auto", neighbours: int | None = None
 ) -> list[ScoredPair]:
     """Mark the later document of every pair scoring >= `threshold` as a duplicate of the earlier one, replacing
     earlier marks, and commit it as a new generation of the index. Returns the marks (see `duplicate_marks`).

@@ -12,13 +12,15 @@ import typer
 
 from searchengine.cli.errors import user_errors
 from searchengine.cli.options import IndexDirOption
+from searchengine.analysis.cluster_settings import ClusterMethod
+from searchengine.analysis.mining_request import MiningMethod
 from searchengine.errors import SearchEngineError
 
 
 def cluster(
-    method: str = typer.Option("kmeans", "--method", help="kmeans, community or agglomerative."),
+    method: ClusterMethod = typer.Option("kmeans", "--method", help="Clustering method, described below."),
     k: Optional[int] = typer.Option(
-        None, "--k", "-k", help="Number of clusters (kmeans); agglomerative: cut the tree into k clusters."
+        None, "--k", "-k", min=1, help="Number of clusters (kmeans); agglomerative: cut the tree into k clusters."
     ),
     threshold: Optional[float] = typer.Option(
         None,
@@ -27,10 +29,10 @@ def cluster(
         "agglomerative: merge groups only while their average pairwise similarity is at least this.",
     ),
     min_size: Optional[int] = typer.Option(
-        None, "--min-size", help="community: smallest community kept (default 10)."
+        None, "--min-size", min=1, help="community: smallest community kept (default 10)."
     ),
     seed: int = typer.Option(0, "--seed", help="Random seed of kmeans."),
-    top: int = typer.Option(3, "--top", help="Most central texts shown per cluster."),
+    top: int = typer.Option(3, "--top", min=0, help="Most central texts shown per cluster."),
     as_json: bool = typer.Option(False, "--json", help="Print every cluster, with all member ids, as JSON."),
     index_dir: Optional[Path] = IndexDirOption,
 ) -> None:
@@ -50,7 +52,8 @@ def cluster(
       searchengine cluster --method community --threshold 0.8 --min-size 5 --json > clusters.json
     """
     from searchengine.indexer.index_directory import IndexDirectory
-    from searchengine.analysis.clustering import ClusterSettings, cluster_index
+    from searchengine.analysis.cluster_settings import ClusterSettings
+    from searchengine.analysis.clustering import cluster_index
     from searchengine.engine.search_engine import default_index_dir
 
     target = index_dir or default_index_dir()
@@ -77,7 +80,7 @@ def cluster(
 
 def mine(
     top: Optional[int] = typer.Option(
-        None, "--top", "-n", help="Show the N most similar pairs (20 when no --threshold is given)."
+        None, "--top", "-n", min=1, help="Show the N most similar pairs (20 when no --threshold is given)."
     ),
     threshold: Optional[float] = typer.Option(
         None, "--threshold", "-t", help="Every pair with cosine similarity at least this, in (0, 1]."
@@ -88,7 +91,7 @@ def mine(
         help="Mark the later document of every pair above --threshold as a near-duplicate of the earlier one, "
         "stored with the index (replaces earlier marks; `info` counts them).",
     ),
-    method: str = typer.Option(
+    method: MiningMethod = typer.Option(
         "auto",
         "--method",
         help="exact (every pair scored, in chunks), ann (each text's nearest neighbours from the FAISS index) or "
@@ -111,7 +114,7 @@ def mine(
       searchengine mine --threshold 0.95 --dedupe
     """
     from searchengine.engine.search_engine import SearchEngine, default_index_dir
-    from searchengine.analysis.paraphrase_mining import check_request, choose_method
+    from searchengine.analysis.mining_request import check_request, choose_method
 
     target = index_dir or default_index_dir()
     with user_errors(target):

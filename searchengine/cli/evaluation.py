@@ -11,6 +11,7 @@ import typer
 
 from searchengine.cli.errors import user_errors
 from searchengine.cli.options import ModelOption
+from searchengine.encoding.model_source import Pooling
 
 eval_app = typer.Typer(help="Measure a model: STS correlation or BEIR-style retrieval.", no_args_is_help=True)
 
@@ -19,7 +20,7 @@ eval_app = typer.Typer(help="Measure a model: STS correlation or BEIR-style retr
 def sts(
     files: list[Path] = typer.Argument(..., help="STS files: score<TAB>sentence1<TAB>sentence2 with a header."),
     model: str = typer.Option("default", "--model", "-m", help="Model directory or Hugging Face id."),
-    pooling: Optional[str] = typer.Option(None, help="Override the model's pooling."),
+    pooling: Optional[Pooling] = typer.Option(None, help="Override the model's pooling."),
     template: Optional[str] = typer.Option(
         None, "--template", help='Prompt pooling with this template (one [X], one [MASK]), e.g. \'This sentence : "[X]" means [MASK] .\''
     ),
@@ -54,7 +55,7 @@ def retrieval(
     queries: Path = typer.Option(..., "--queries", help='BEIR queries.jsonl: {"_id", "text"} a line.'),
     qrels: Path = typer.Option(..., "--qrels", help="BEIR qrels .tsv with the header query-id, corpus-id, score."),
     model: str = typer.Option("default", "--model", "-m", help="Model directory or Hugging Face id."),
-    pooling: Optional[str] = typer.Option(None, help="Override the model's pooling."),
+    pooling: Optional[Pooling] = typer.Option(None, help="Override the model's pooling."),
     batch_size: int = typer.Option(64, min=1, help="Texts per forward pass."),
     keep_identical_ids: bool = typer.Option(
         False, "--keep-identical-ids", help="Let a query retrieve the document with its own id (BEIR drops it)."
@@ -120,6 +121,9 @@ def analyze(
     Example: searchengine analyze --data wiki_sentences.txt.gz --limit 10000 --sts ../shared/data/stsb/test.tsv
     """
     with user_errors():
+        import json
+        import time
+
         from searchengine.encoding.encoder import Encoder
         from searchengine.evaluation.anisotropy import REPRESENTATIONS, analyze as run_analysis, read_sentences
         from searchengine.evaluation.labelled_data import read_scored_pairs

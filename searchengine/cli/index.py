@@ -9,6 +9,9 @@ import typer
 
 from searchengine.cli.errors import user_errors
 from searchengine.cli.options import BackendOption, IdFieldOption, IndexDirOption, ModelOption, PrecisionOption, ThreadsOption
+from searchengine.encoding.backend import Backend
+from searchengine.encoding.model_source import Pooling
+from searchengine.encoding.precision import Precision
 from searchengine.errors import SearchEngineError
 
 
@@ -16,9 +19,7 @@ def index(
     corpus: str = typer.Argument(..., help="A .txt file (one document per line), a .jsonl file, or - for stdin."),
     index_dir: Optional[Path] = IndexDirOption,
     model: Optional[str] = ModelOption,
-    pooling: Optional[str] = typer.Option(
-        None, help="Override pooling: mean, cls, max, mean_sqrt_len, last2avg, first_last_avg, prompt."
-    ),
+    pooling: Optional[Pooling] = typer.Option(None, help="Override the model's pooling."),
     template: Optional[str] = typer.Option(
         None,
         "--template",
@@ -44,8 +45,8 @@ def index(
     jsonl: bool = typer.Option(False, "--jsonl", help="Read JSON lines whatever the name (e.g. from stdin)."),
     id_field: Optional[str] = IdFieldOption,
     batch_size: int = typer.Option(64, min=1, help="Texts per forward pass."),
-    precision: str = PrecisionOption,
-    backend: str = BackendOption,
+    precision: Precision = PrecisionOption,
+    backend: Backend = BackendOption,
     threads: Optional[int] = ThreadsOption,
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
 ) -> None:
@@ -122,8 +123,8 @@ def add(
     index_dir: Optional[Path] = IndexDirOption,
     jsonl: bool = typer.Option(False, "--jsonl", help="Read JSON lines whatever the name (e.g. from stdin)."),
     id_field: Optional[str] = IdFieldOption,
-    precision: str = PrecisionOption,
-    backend: str = BackendOption,
+    precision: Precision = PrecisionOption,
+    backend: Backend = BackendOption,
     threads: Optional[int] = ThreadsOption,
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
 ) -> None:

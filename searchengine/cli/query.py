@@ -11,6 +11,8 @@ import typer
 
 from searchengine.cli.errors import user_errors
 from searchengine.cli.options import BackendOption, IndexDirOption, PrecisionOption, ThreadsOption
+from searchengine.encoding.backend import Backend
+from searchengine.encoding.precision import Precision
 from searchengine.errors import SearchEngineError
 
 
@@ -38,8 +40,8 @@ def query(
     rerank_top: Optional[int] = typer.Option(
         None, "--rerank-top", min=1, help="Candidates the cross-encoder rescores (at least -k) [default: 100]."
     ),
-    precision: str = PrecisionOption,
-    backend: str = BackendOption,
+    precision: Precision = PrecisionOption,
+    backend: Backend = BackendOption,
     threads: Optional[int] = ThreadsOption,
 ) -> None:
     """Find the documents closest in meaning to a query.

@@ -14,13 +14,13 @@ sigmoid for one-output models (so scores lie in 0..1) unless the model's configu
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from searchengine.encoding.hf_loading import load_pretrained, model_directory
 from searchengine.errors import SearchEngineError
 
 Pair = tuple[str, str]
@@ -57,24 +57,12 @@ class CrossEncoder:
         batch_size: int = 32,
         max_length: int | None = None,
     ) -> None:
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        import transformers
-
-        transformers.utils.logging.set_verbosity_error()
-        transformers.utils.logging.disable_progress_bar()
         self.name = str(model)
         self.path = _model_directory(model)
         self.config = _check_cross_encoder(self.path)
-        try:
-            self.tokenizer = transformers.AutoTokenizer.from_pretrained(self.path)
-            self.model = transformers.AutoModelForSequenceClassification.from_pretrained(
-                self.path, use_safetensors=True
-            )
-        except (OSError, ValueError) as exc:
-            first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise SearchEngineError(
-                f"cannot load the cross-encoder in {self.path}: {first_line} (safetensors weights only)"
-            ) from None
+        self.tokenizer, self.model = load_pretrained(
+            self.path, "the cross-encoder", "AutoModelForSequenceClassification"
+        )
         self.device = device or default_device()
         self.model.to(self.device).eval()
         self.activation_name, self._activation = _activation(self.path, self.config)
@@ -148,8 +136,6 @@ def score_pairs(
 
 
 def _model_directory(model: str | Path) -> Path:
-    from searchengine.encoding.model_source import _local_or_downloaded
-
     if str(model) in ("", "default"):
         raise SearchEngineError(f"there is no bundled cross-encoder; {_FIX}")
     path = Path(model).expanduser()
@@ -158,7 +144,7 @@ def _model_directory(model: str | Path) -> Path:
     if not path.exists() and (isinstance(model, Path) or str(model).startswith((".", "/", "~"))):
         raise SearchEngineError(f"cross-encoder directory {model} does not exist; {_FIX}")
     try:
-        return _local_or_downloaded(str(model))
+        return model_directory(str(model))
     except SearchEngineError as exc:
         raise SearchEngineError(f"{exc} (looking for a cross-encoder)") from None
 

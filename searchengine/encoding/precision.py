@@ -12,13 +12,16 @@ from __future__ import annotations
 import functools
 import warnings
 from pathlib import Path
-
-import torch
+from typing import TYPE_CHECKING, Literal, get_args
 
 from searchengine.errors import SearchEngineError
 
-PRECISIONS = ("auto", "fp32", "bf16", "fp16", "int8")
-_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+if TYPE_CHECKING:  # torch loads where a model is cast, so the command line can list the choices cheaply
+    import torch
+
+Precision = Literal["auto", "fp32", "bf16", "fp16", "int8"]
+"""auto: bf16 on CPUs with native bf16, else fp32; fp16 on GPUs only; int8 (dynamic quantization) on CPUs only."""
+PRECISIONS: tuple[str, ...] = get_args(Precision)
 
 
 @functools.cache
@@ -31,7 +34,7 @@ def cpu_has_native_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
     return bool({"avx512_bf16", "amx_bf16"} & set(flags.split()))
 
 
-def resolve_precision(precision: str, device: str) -> str:
+def resolve_precision(precision: Precision, device: str) -> str:
     """The concrete precision `precision` means on `device`; a clear error where the device cannot run it."""
     if precision not in PRECISIONS:
         raise SearchEngineError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
@@ -40,8 +43,11 @@ def resolve_precision(precision: str, device: str) -> str:
         return "bf16" if not cuda and cpu_has_native_bf16() else "fp32"
     if precision == "int8" and cuda:
         raise SearchEngineError("int8 (dynamic quantization) runs on the CPU only; on a GPU use fp16 or bf16")
-    if precision == "bf16" and cuda and not torch.cuda.is_bf16_supported():
-        raise SearchEngineError("this GPU has no bf16 support; use fp16")
+    if precision == "bf16" and cuda:
+        import torch
+
+        if not torch.cuda.is_bf16_supported():
+            raise SearchEngineError("this GPU has no bf16 support; use fp16")
     if precision == "fp16" and not cuda:
         raise SearchEngineError("fp16 is for GPUs; on a CPU use fp32, bf16 or int8")
     return precision
@@ -49,8 +55,11 @@ def resolve_precision(precision: str, device: str) -> str:
 
 def apply_precision(model: torch.nn.Module, precision: str) -> torch.nn.Module:
     """The model cast (bf16, fp16) or dynamically quantized (int8: every Linear layer's weights) to `precision`."""
-    if precision in _DTYPES:
-        return model.to(_DTYPES[precision])
+    import torch
+
+    dtypes = {"bf16": torch.bfloat16, "fp16": torch.float16}
+    if precision in dtypes:
+        return model.to(dtypes[precision])
     if precision == "int8":
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # torch.ao's deprecation notice

@@ -27,7 +27,7 @@ def check_template(template: str) -> str:
         raise SearchEngineError(
             f"prompt template {template!r} must contain {SENTENCE_SLOT} (the sentence) exactly once and {MASK_SLOT} "
             f"(whose hidden state is the sentence vector) exactly once; it has {slots} {SENTENCE_SLOT} and {masks} "
-            f"{MASK_SLOT}. Example: --template '{DEFAULT_TEMPLATE}'"
+            f"{MASK_SLOT}. Example: '{DEFAULT_TEMPLATE}'"
         )
     return template
 

@@ -17,7 +17,8 @@ from searchengine.indexer.manifest import Manifest, ModelIdentity, PromptRecord
 from searchengine.indexer.store import ClusteringRecord, Document, DocumentStore
 from searchengine.indexer.vector_index import VectorIndex
 from searchengine.indexer.whitening import Whitening
-from searchengine.analysis.clustering import Cluster, ClusterSettings, Clustering, cluster_index, read_clustering
+from searchengine.analysis.cluster_settings import ClusterMethod, ClusterSettings
+from searchengine.analysis.clustering import Cluster, Clustering, cluster_index, read_clustering
 from searchengine.engine.corpus import STDIN, read_corpus
 from searchengine.engine.embedding import to_index_vectors
 from searchengine.errors import SearchEngineError
@@ -30,12 +31,14 @@ from searchengine.engine.indexing import (
     compact_index,
     delete_from_index,
 )
+from searchengine.analysis.mining_request import MiningMethod
 from searchengine.analysis.paraphrase_mining import Pair, dedupe_index, mine_documents, with_texts
 from searchengine.engine.search import Hit, nearest_documents, one_thread, rerank_hits
 
 if TYPE_CHECKING:  # the encoders (torch, transformers) are imported only when something encodes
     from searchengine.encoding.cross_encoder import CrossEncoder
     from searchengine.encoding.encoder import Encoder, EncoderSpeed
+    from searchengine.encoding.model_source import Pooling
     from searchengine.encoding.model_source import ModelSource
     from searchengine.encoding.prompt_template import PromptConfig
 
@@ -179,7 +182,7 @@ class SearchEngine:
         path: str | Path | None = None,
         *,
         model: str | Path | None = None,
-        pooling: str | None = None,
+        pooling: Pooling | None = None,
         index: str | None = None,
         whiten_k: int | None = None,
         whiten_fit: Corpus | None = None,
@@ -229,7 +232,7 @@ class SearchEngine:
         path: str | Path | None = None,
         *,
         model: str | Path | None = None,
-        pooling: str | None = None,
+        pooling: Pooling | None = None,
         index: str = "Flat",
         encoder: Encoder | None = None,
     ) -> SearchEngine:
@@ -252,7 +255,7 @@ class SearchEngine:
         path: str | Path | None = None,
         *,
         model: str | Path | None = None,
-        pooling: str | None = None,
+        pooling: Pooling | None = None,
         whiten_k: int | None = None,
         encoder: Encoder | None = None,
         speed: EncoderSpeed | None = None,
@@ -424,7 +427,7 @@ class SearchEngine:
 
     def cluster(
         self,
-        method: str = "kmeans",
+        method: ClusterMethod = "kmeans",
         *,
         k: int | None = None,
         threshold: float | None = None,
@@ -451,7 +454,7 @@ class SearchEngine:
         self,
         top: int | None = None,
         threshold: float | None = None,
-        method: str = "auto",
+        method: MiningMethod = "auto",
         neighbours: int | None = None,
     ) -> list[Pair]:
         """The most similar pairs of documents in the index, best first, from the stored vectors (never re-encoded).
@@ -462,7 +465,7 @@ class SearchEngine:
         """
         return mine_documents(self._vectors, self._store, top, threshold, method, neighbours)
 
-    def dedupe(self, threshold: float, method: str = "auto", neighbours: int | None = None) -> list[Pair]:
+    def dedupe(self, threshold: float, method: MiningMethod = "auto", neighbours: int | None = None) -> list[Pair]:
         """Mark the later document of each pair with cosine >= threshold as a duplicate of the earlier one
         (replacing earlier marks), stored with the index; returns one pair per duplicate (`second_id` duplicates
         `first_id`). `info().duplicates` counts them."""

@@ -44,7 +44,7 @@ REPRESENTATIONS = ("static_avg", "static_avg_unbiased", "embedding_layer_avg", "
 DEFAULT_TOP_FREQUENT = 36
 """How many of the data's most frequent tokens count as biased (PromptBERT removes its top 36)."""
 BIAS_RULE = (
-    "a token id is biased when it is one of the --top-frequent most frequent token ids in the tokenized --data "
+    "a token id is biased when it is one of the top_frequent most frequent token ids in the tokenized "
     "sentences (special tokens counted; ties broken by lower id), a special token, a WordPiece continuation "
     "piece (starts with '##'), made only of punctuation or symbol characters (Unicode categories P* and S*), "
     "or starts with an uppercase letter (none in an uncased vocabulary)"

@@ -89,7 +89,8 @@ def read_scored_pairs(path: Path, max_score: float = 5.0) -> list[RatedPair]:
             raise SearchEngineError(f"{path}:{number}: score {score!r} is not a number") from None
         if not (math.isfinite(value) and 0.0 <= value <= max_score):
             raise SearchEngineError(
-                f"{path}:{number}: score {value} is outside 0..{max_score:g}; pass --max-score for another scale"
+                f"{path}:{number}: score {value} is outside 0..{max_score:g}; for another scale, set max_score "
+                "to its largest score"
             )
         pairs.append(RatedPair(first, second, value / max_score))
     return pairs

@@ -27,7 +27,7 @@ from searchengine.training.method_options import Schedule
 from searchengine.training.methods.sbert_classification import train_sbert_classification
 from searchengine.training.objectives.contrastive import nt_xent
 from searchengine.training.objectives.softmax_classification import SoftmaxClassifier, softmax_classification_loss
-from searchengine.training.sentence_model import SentenceModel
+from searchengine.training.sentence_model import SentenceModel, TrainablePooling
 from searchengine.training.sentences import read_sentences
 
 SCHEDULES = get_args(Schedule)
@@ -50,7 +50,7 @@ def train_consert(
     batch_size: int = 32,
     supervised_batch_size: int = 16,
     eval_file: Path | None = None,
-    pooling: str | None = None,
+    pooling: TrainablePooling | None = None,
     max_seq_length: int = 64,
     limit: int | None = None,
 ) -> TrainingReport:
@@ -59,13 +59,15 @@ def train_consert(
     if schedule not in SCHEDULES:
         raise SearchEngineError(f"unknown schedule {schedule!r}; choose one of {', '.join(SCHEDULES)}")
     if schedule != "joint" and data is None:
-        raise SearchEngineError(f"the {schedule} schedule trains on unlabelled sentences: pass --data FILE")
+        raise SearchEngineError(f"the {schedule} schedule trains on unlabelled sentences: give a file of them as data")
     if schedule != "unsup" and nli is None:
-        raise SearchEngineError(f"the {schedule} schedule needs NLI pairs (premise, hypothesis, label): pass --nli FILE")
+        raise SearchEngineError(
+            f"the {schedule} schedule needs NLI pairs (premise, hypothesis, label): give a file of them as nli"
+        )
     if adversarial is not None and schedule not in ("joint", "joint-unsup"):
         raise SearchEngineError(
             "adversarial augmentation perturbs along the gradient of a supervised loss, so it needs one: "
-            "use --schedule joint or joint-unsup with --nli"
+            "use the joint or joint-unsup schedule with a file of NLI pairs as nli"
         )
     if len(views) != 2:
         raise SearchEngineError(f"ConSERT contrasts exactly two views, got {len(views)}")

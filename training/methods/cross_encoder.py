@@ -9,7 +9,6 @@ activation the way sentence-transformers v4-v5 write it, which `transformers.Aut
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import torch
 from scipy.stats import spearmanr
 
 from searchengine.encoding.cross_encoder import SIGMOID, score_pairs
-from searchengine.errors import SearchEngineError
+from searchengine.encoding.hf_loading import load_pretrained
 from searchengine.evaluation.labelled_data import RatedPair, read_scored_pairs
 from searchengine.encoding.model_source import locate_model
 from searchengine.training.loop import TrainingReport, TrainingSettings, cycle, seed_everything, train
@@ -28,22 +27,12 @@ class CrossEncoderModel(torch.nn.Module):
 
     def __init__(self, base: str | Path = "default", max_seq_length: int = 256) -> None:
         super().__init__()
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        import transformers
-
-        transformers.utils.logging.set_verbosity_error()
-        transformers.utils.logging.disable_progress_bar()
         self.source = locate_model(base)
-        path = self.source.transformer_path
-        try:
-            self.tokenizer = transformers.AutoTokenizer.from_pretrained(path)
-            # A bi-encoder or plain transformer gets a new (seeded) head; a one-output cross-encoder keeps its own.
-            self.transformer = transformers.AutoModelForSequenceClassification.from_pretrained(
-                path, num_labels=1, ignore_mismatched_sizes=True, use_safetensors=True
-            )
-        except (OSError, ValueError) as exc:
-            first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise SearchEngineError(f"cannot load the base model in {path}: {first_line}") from None
+        # A bi-encoder or plain transformer gets a new (seeded) head; a one-output cross-encoder keeps its own.
+        self.tokenizer, self.transformer = load_pretrained(
+            self.source.transformer_path, "the base model", "AutoModelForSequenceClassification",
+            num_labels=1, ignore_mismatched_sizes=True,
+        )
         self.max_seq_length = min(max_seq_length, self.transformer.config.max_position_embeddings)
 
     @property
@@ -97,7 +86,7 @@ def train_cross_encoder(
     base: a bi-encoder or Hugging Face model directory or Hub id ("default": the bundled MiniLM), whose
     transformer gets a new one-output head; or a one-output cross-encoder to train further. both_orders: train
     on (a, b) and (b, a), as SBERT's STS-B cross-encoder example does, so the score does not depend on the order.
-    `--eval` scores: Spearman x 100 of the predicted scores against the gold ones."""
+    eval_file scores: Spearman x 100 of the predicted scores against the gold ones."""
     pairs = read_scored_pairs(data, max_score)
     if both_orders:
         pairs = pairs + [RatedPair(pair.second, pair.first, pair.score) for pair in pairs]

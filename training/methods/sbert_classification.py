@@ -11,7 +11,7 @@ from searchengine.evaluation.labelled_data import LabelledPair, read_labelled_pa
 from searchengine.training.bi_encoder_run import run_bi_encoder_training
 from searchengine.training.loop import TrainingReport, TrainingSettings, cycle, seed_everything
 from searchengine.training.objectives.softmax_classification import SoftmaxClassifier, softmax_classification_loss
-from searchengine.training.sentence_model import SentenceModel
+from searchengine.training.sentence_model import SentenceModel, TrainablePooling
 
 
 def train_sbert_classification(
@@ -22,7 +22,7 @@ def train_sbert_classification(
     settings: TrainingSettings,
     batch_size: int = 16,
     eval_file: Path | None = None,
-    pooling: str | None = None,
+    pooling: TrainablePooling | None = None,
     max_seq_length: int = 64,
     model: SentenceModel | None = None,
 ) -> TrainingReport:

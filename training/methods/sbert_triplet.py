@@ -10,7 +10,7 @@ from searchengine.evaluation.labelled_data import Triplet, read_triplets
 from searchengine.training.bi_encoder_run import run_bi_encoder_training
 from searchengine.training.loop import TrainingReport, TrainingSettings, cycle, seed_everything
 from searchengine.training.objectives.triplet import triplet_loss
-from searchengine.training.sentence_model import SentenceModel
+from searchengine.training.sentence_model import SentenceModel, TrainablePooling
 
 
 def train_sbert_triplet(
@@ -21,7 +21,7 @@ def train_sbert_triplet(
     settings: TrainingSettings,
     batch_size: int = 16,
     eval_file: Path | None = None,
-    pooling: str | None = None,
+    pooling: TrainablePooling | None = None,
     max_seq_length: int = 64,
     margin: float = 1.0,
 ) -> TrainingReport:

@@ -10,7 +10,7 @@ import torch
 from searchengine.training.bi_encoder_run import run_bi_encoder_training
 from searchengine.training.loop import TrainingReport, TrainingSettings, cycle, seed_everything
 from searchengine.training.objectives.contrastive import info_nce
-from searchengine.training.sentence_model import SentenceModel
+from searchengine.training.sentence_model import SentenceModel, TrainablePooling
 from searchengine.training.sentences import read_sentences
 
 
@@ -22,7 +22,7 @@ def train_simcse(
     settings: TrainingSettings,
     batch_size: int = 64,
     eval_file: Path | None = None,
-    pooling: str | None = None,
+    pooling: TrainablePooling | None = None,
     max_seq_length: int = 32,
     temperature: float = 0.05,
     limit: int | None = None,

@@ -11,7 +11,7 @@ from searchengine.evaluation.labelled_data import Triplet, read_triplets
 from searchengine.training.bi_encoder_run import run_bi_encoder_training
 from searchengine.training.loop import TrainingReport, TrainingSettings, cycle, seed_everything
 from searchengine.training.objectives.contrastive import info_nce
-from searchengine.training.sentence_model import SentenceModel
+from searchengine.training.sentence_model import SentenceModel, TrainablePooling
 
 
 def train_supervised_contrastive(
@@ -22,7 +22,7 @@ def train_supervised_contrastive(
     settings: TrainingSettings,
     batch_size: int = 32,
     eval_file: Path | None = None,
-    pooling: str | None = None,
+    pooling: TrainablePooling | None = None,
     max_seq_length: int = 64,
     temperature: float = 0.05,
 ) -> TrainingReport:

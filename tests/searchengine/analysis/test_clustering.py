@@ -14,8 +14,8 @@ from searchengine.indexer.index_directory import IndexDirectory
 from searchengine.indexer.vector_index import VectorIndex
 from searchengine import SearchEngine, SearchEngineError
 from searchengine.cli import app
+from searchengine.analysis.cluster_settings import ClusterSettings
 from searchengine.analysis.clustering import (
-    ClusterSettings,
     agglomerative_labels,
     by_size,
     centrality,
@@ -25,6 +25,7 @@ from searchengine.analysis.clustering import (
 )
 from searchengine.encoding.encoder import Encoder
 from searchengine.indexer.rewrite import rewriting
+from tests.searchengine.cli.usage_errors import assert_usage_error
 
 runner = CliRunner()
 DIMENSION = 32  # the tiny model's
@@ -152,15 +153,15 @@ def test_centrality_is_cosine_to_the_normalised_mean() -> None:
     [
         (ClusterSettings("spectral", k=2), "unknown clustering method 'spectral'"),
         (ClusterSettings("kmeans"), "kmeans needs the number of clusters"),
-        (ClusterSettings("kmeans", k=0), "--k must be at least 1"),
-        (ClusterSettings("kmeans", k=2, threshold=0.5), "kmeans does not use --threshold"),
+        (ClusterSettings("kmeans", k=0), "k must be at least 1"),
+        (ClusterSettings("kmeans", k=2, threshold=0.5), "kmeans does not use threshold"),
         (ClusterSettings("community", threshold=0.0), r"threshold is a cosine similarity in \(0, 1\]"),
         (ClusterSettings("community", threshold=1.5), r"threshold is a cosine similarity in \(0, 1\]"),
-        (ClusterSettings("community", k=3), "community does not use --k"),
-        (ClusterSettings("community", min_size=0), "--min-size must be at least 1"),
-        (ClusterSettings("agglomerative"), "by --k or by --threshold"),
-        (ClusterSettings("agglomerative", k=2, threshold=0.5), "by --k or by --threshold"),
-        (ClusterSettings("agglomerative", k=2, min_size=3), "agglomerative does not use --min-size"),
+        (ClusterSettings("community", k=3), "community does not use k"),
+        (ClusterSettings("community", min_size=0), "min_size must be at least 1"),
+        (ClusterSettings("agglomerative"), "by k or by threshold"),
+        (ClusterSettings("agglomerative", k=2, threshold=0.5), "by k or by threshold"),
+        (ClusterSettings("agglomerative", k=2, min_size=3), "agglomerative does not use min_size"),
     ],
 )
 def test_bad_settings_are_refused(settings: ClusterSettings, message: str) -> None:
@@ -176,9 +177,9 @@ def test_defaults_are_filled_in() -> None:
 
 def test_too_few_vectors_are_refused() -> None:
     vectors, _ = grouped_vectors(groups=2, per_group=3)
-    with pytest.raises(SearchEngineError, match="cannot make 7 clusters of 6 texts: pass --k 6 or less"):
+    with pytest.raises(SearchEngineError, match="cannot make 7 clusters of 6 texts: k must be 6 or less"):
         cluster_labels(vectors, ClusterSettings("kmeans", k=7))
-    with pytest.raises(SearchEngineError, match="--min-size 10 is more than the 6 texts"):
+    with pytest.raises(SearchEngineError, match="min_size 10 is more than the 6 texts"):
         cluster_labels(vectors, ClusterSettings("community"))
 
 
@@ -322,9 +323,8 @@ def test_cli_query_without_clustering_shows_no_cluster(grouped_engine: SearchEng
     ("args", "message"),
     [
         (("--k", "100"), "cannot make 100 clusters of 38 texts"),
-        (("--method", "dbscan"), "unknown clustering method 'dbscan'"),
         (("--method", "community", "--threshold", "0"), "threshold is a cosine similarity in (0, 1]"),
-        (("--k", "2", "--top", "-1"), "--top must be 0 or more"),
+        (("--method", "kmeans"), "kmeans needs the number of clusters"),
     ],
 )
 def test_cli_bad_input_is_one_line(grouped_engine: SearchEngine, args: tuple[str, ...], message: str) -> None:
@@ -333,6 +333,23 @@ def test_cli_bad_input_is_one_line(grouped_engine: SearchEngine, args: tuple[str
     assert result.exit_code == 1, result.output
     output = result.output.strip()
     assert output.startswith("Error: ") and "\n" not in output and message in output, output
+    assert (grouped_engine.path / "manifest.json").read_bytes() == manifest
+
+
+@pytest.mark.parametrize(
+    ("args", "option", "message"),
+    [
+        (("--method", "dbscan"), "--method", "'dbscan' is not one of 'kmeans', 'community', 'agglomerative'"),
+        (("--k", "0"), "--k", "greater than or equal to 1"),
+        (("--method", "community", "--min-size", "0"), "--min-size", "greater than or equal to 1"),
+        (("--k", "2", "--top", "-1"), "--top", "greater than or equal to 0"),
+    ],
+)
+def test_cli_refuses_bad_option_values_before_reading_the_index(
+    grouped_engine: SearchEngine, args: tuple[str, ...], option: str, message: str
+) -> None:
+    manifest = (grouped_engine.path / "manifest.json").read_bytes()
+    assert_usage_error(run("cluster", *args, "-d", grouped_engine.path), option, message)
     assert (grouped_engine.path / "manifest.json").read_bytes() == manifest
 
 

@@ -16,6 +16,7 @@ from searchengine import SearchEngine, SearchEngineError, mine_vectors
 from searchengine.cli import app
 from searchengine.encoding.encoder import Encoder
 from searchengine.analysis.paraphrase_mining import ScoredPair, duplicate_marks, mine_index
+from tests.searchengine.cli.usage_errors import assert_usage_error
 
 NEAR_DUPLICATE = "how do i reset my password ?"
 """Close to the first fixture sentence under the tiny model (cosine 0.93; every other pair is below 0.7)."""
@@ -87,7 +88,7 @@ def test_default_is_top_twenty() -> None:
 
 @pytest.mark.parametrize(("top", "threshold"), [(0, None), (-3, None), (None, 0.0), (None, -0.5), (None, 1.01)])
 def test_bad_requests_are_refused(top: int | None, threshold: float | None) -> None:
-    with pytest.raises(SearchEngineError, match="--top must be at least 1|threshold is a cosine similarity"):
+    with pytest.raises(SearchEngineError, match="top must be at least 1|threshold is a cosine similarity"):
         mine_vectors(unit_vectors(10), top=top, threshold=threshold)
 
 
@@ -204,11 +205,9 @@ def test_cli_dedupe_marks_shows_in_info_and_queries_still_work(index_dir: Path, 
     [
         (["--threshold", "0"], "threshold is a cosine similarity in (0, 1]"),
         (["--threshold", "1.5"], "threshold is a cosine similarity in (0, 1]"),
-        (["--top", "0"], "--top must be at least 1"),
         (["--dedupe"], "--dedupe marks every pair above --threshold"),
         (["--dedupe", "--threshold", "0.9", "--top", "3"], "not --top"),
         (["--threshold", "2", "--dedupe"], "threshold is a cosine similarity"),
-        (["--method", "fast"], "unknown mining method 'fast'"),
     ],
 )
 def test_cli_bad_input_is_one_line_and_leaves_the_index(index_dir: Path, args: list[str], message: str) -> None:
@@ -217,6 +216,21 @@ def test_cli_bad_input_is_one_line_and_leaves_the_index(index_dir: Path, args: l
     assert result.exit_code == 1, result.output
     assert result.output.strip() == result.output.strip().splitlines()[0] and "Traceback" not in result.output
     assert result.output.startswith("Error: ") and message in result.output
+    assert {path.name: path.read_bytes() for path in index_dir.iterdir()} == before
+
+
+@pytest.mark.parametrize(
+    ("args", "option", "message"),
+    [
+        (["--method", "fast"], "--method", "'fast' is not one of 'auto', 'exact', 'ann'"),
+        (["--top", "0"], "--top", "greater than or equal to 1"),
+    ],
+)
+def test_cli_refuses_bad_option_values_before_reading_the_index(
+    index_dir: Path, args: list[str], option: str, message: str
+) -> None:
+    before = {path.name: path.read_bytes() for path in index_dir.iterdir()}
+    assert_usage_error(run("mine", *args, "-d", index_dir), option, message)
     assert {path.name: path.read_bytes() for path in index_dir.iterdir()} == before
 
 

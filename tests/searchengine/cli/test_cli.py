@@ -14,6 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from searchengine.cli import app
+from tests.searchengine.cli.usage_errors import assert_usage_error
 
 runner = CliRunner()
 
@@ -234,9 +235,12 @@ def test_query_on_empty_index(tmp_path: Path, tiny_model: Path) -> None:
 
 def test_unknown_model_and_pooling(tmp_path: Path, corpus: Path, tiny_model: Path) -> None:
     assert_one_line_error(run("index", corpus, "-d", tmp_path / "i", "--model", "./no/such/model"), "does not exist")
-    assert_one_line_error(
-        run("index", corpus, "-d", tmp_path / "i", "--model", tiny_model, "--pooling", "median"), "unknown pooling"
+    assert_usage_error(
+        run("index", corpus, "-d", tmp_path / "i", "--model", tiny_model, "--pooling", "median"),
+        "--pooling",
+        "'median' is not one of 'mean', 'cls', 'max', 'mean_sqrt_len', 'last2avg', 'first_last_avg', 'prompt'",
     )
+    assert not (tmp_path / "i").exists()
 
 
 def test_bad_factory_string(tmp_path: Path, corpus: Path, tiny_model: Path) -> None:
@@ -316,9 +320,17 @@ def test_speed_options_index_and_query(
         assert json.loads(result.output)["hits"][0]["text"] == sentences[2]
 
 
+def test_a_precision_the_device_cannot_run_is_a_one_line_error(index_dir: Path) -> None:
+    assert_one_line_error(run("query", "anything", "-d", index_dir, "--precision", "fp16"), "fp16 is for GPUs")
+
+
 @pytest.mark.parametrize(
-    ("options", "fragment"),
-    [(["--precision", "fp16"], "fp16 is for GPUs"), (["--backend", "tensorrt"], "unknown backend")],
+    ("option", "value", "choices"),
+    [
+        ("--precision", "int4", "'auto', 'fp32', 'bf16', 'fp16', 'int8'"),
+        ("--backend", "tensorrt", "'auto', 'torch', 'onnx'"),
+    ],
 )
-def test_bad_speed_options_are_one_line_errors(index_dir: Path, options: list[str], fragment: str) -> None:
-    assert_one_line_error(run("query", "anything", "-d", index_dir, *options), fragment)
+def test_unknown_speed_options_are_usage_errors(index_dir: Path, option: str, value: str, choices: str) -> None:
+    result = run("query", "anything", "-d", index_dir, option, value)
+    assert_usage_error(result, option, f"'{value}' is not one of {choices}")

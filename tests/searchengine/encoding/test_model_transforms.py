@@ -114,6 +114,13 @@ def test_wrong_input_size_is_refused(tiny_model: Path, tmp_path: Path) -> None:
         Encoder(model)
 
 
+def test_a_bias_that_does_not_fit_the_weight_is_refused(tmp_path: Path) -> None:
+    message = r"bias shape \(3,\) does not match weight shape \(4, 16\); give one bias per weight row, shape \(4,\)"
+    with pytest.raises(SearchEngineError, match=message):
+        write_dense_module(tmp_path / "2_Dense", np.ones((4, 16), dtype=np.float32), np.zeros(3, dtype=np.float32))
+    assert not (tmp_path / "2_Dense").exists()
+
+
 def test_module_after_normalize_is_refused(dense_model: Path, tmp_path: Path) -> None:
     model = shutil.copytree(dense_model, tmp_path / "late")
     entries = json.loads((model / "modules.json").read_text())

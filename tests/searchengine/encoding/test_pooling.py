@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from searchengine.encoding.pooling import NEEDS_ALL_LAYERS, POOLING_MODES, pool
+from searchengine.errors import SearchEngineError
 
 # Two sentences, three positions, two dimensions. Sentence 0 has 2 real tokens and one padded position whose
 # values are larger than any real one (so a pooler that forgets the mask gets a visibly different answer);
@@ -129,8 +130,8 @@ def test_no_padding_mean_equals_plain_mean() -> None:
 
 
 @pytest.mark.parametrize("mode", ["", "MEAN", "average", "first-last-avg", "cls_token"])
-def test_unknown_mode_raises_value_error(mode: str) -> None:
-    with pytest.raises(ValueError, match="unknown pooling mode") as error:
+def test_unknown_mode_is_a_search_engine_error(mode: str) -> None:
+    with pytest.raises(SearchEngineError, match="unknown pooling mode") as error:
         pool(mode, HIDDEN, MASK)
     assert repr(mode) in str(error.value)
     for known in POOLING_MODES:

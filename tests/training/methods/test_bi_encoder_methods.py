@@ -89,7 +89,7 @@ def test_consert_refuses_adversarial_without_a_supervised_loss(tiny_model, sente
         train_consert(
             base=tiny_model, out=tmp_path / "m", settings=SETTINGS, schedule="unsup", data=sentence_file, adversarial=0.1
         )
-    with pytest.raises(SearchEngineError, match="--nli"):
+    with pytest.raises(SearchEngineError, match="needs NLI pairs .*: give a file of them as nli"):
         train_consert(base=tiny_model, out=tmp_path / "m", settings=SETTINGS, schedule="joint")
     assert not (tmp_path / "m").exists()
 

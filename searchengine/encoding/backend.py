@@ -1,0 +1,44 @@
+"""Which runtime runs the encoder's transformer: the choices, what "auto" picks, and why ONNX Runtime cannot run a
+given setup. Free of torch and ONNX Runtime imports, so the command line can list the choices cheaply."""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Literal, get_args
+
+from searchengine.encoding.pooling import NEEDS_ALL_LAYERS
+from searchengine.encoding.prompt_template import PROMPT_POOLING
+from searchengine.errors import SearchEngineError
+
+Backend = Literal["auto", "torch", "onnx"]
+"""torch; onnx (ONNX Runtime, the optional `onnx` extra); auto: onnx where it can run the model and is installed."""
+BACKENDS: tuple[str, ...] = get_args(Backend)
+ONNX_PRECISIONS = ("fp32", "int8")
+"""The concrete precisions the onnx backend runs (searchengine.encoding.onnx_backend)."""
+
+
+def onnxruntime_installed() -> bool:
+    """Whether the `onnx` extra is installed (checked without importing it)."""
+    try:
+        return all(importlib.util.find_spec(name) is not None for name in ("onnxruntime", "onnx"))
+    except (ImportError, ValueError, AttributeError):  # a broken or blocked installation counts as missing
+        return False
+
+
+def resolve_backend(backend: str, device: str, pooling: str, precision: str) -> str:
+    """The backend that runs a model pooled by `pooling` in the concrete `precision` on `device`: onnx where asked
+    for (a clear error where it cannot run), or where "auto" finds it can; torch otherwise."""
+    if backend not in BACKENDS:
+        raise SearchEngineError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
+    problem = None
+    if device != "cpu":
+        problem = "the onnx backend runs on the CPU; use the torch backend on a GPU"
+    elif pooling == PROMPT_POOLING or pooling in NEEDS_ALL_LAYERS:
+        problem = f"the onnx backend pools the last layer only, not {pooling!r}; use the torch backend for it"
+    elif precision not in ONNX_PRECISIONS:
+        problem = f"the onnx backend runs {' or '.join(ONNX_PRECISIONS)}, not {precision}; use the torch backend"
+    if backend == "auto":
+        return "onnx" if problem is None and onnxruntime_installed() else "torch"
+    if backend == "onnx" and problem is not None:
+        raise SearchEngineError(problem)
+    return backend

@@ -1,0 +1,63 @@
+"""Loading from Hugging Face, done one way everywhere: a model directory or Hub id becomes a local directory
+(a Hub id is downloaded once: configs, tokenizer files and safetensors weights only), and a tokenizer and model
+come from it with transformers' logging and progress bars off. Every failure is one SearchEngineError that
+names the model and the first line of the cause."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from searchengine.errors import SearchEngineError
+
+HUB_FILES = ("*.json", "*.txt", "*.safetensors", "*.model")
+"""What a Hub download fetches: configs, tokenizer files and safetensors weights, never pickled weights."""
+
+
+def model_directory(model: str) -> Path:
+    """The local directory of `model`: an existing directory as it is, else a Hub id fetched from the Hugging Face
+    Hub (or from its cache, which is all that HF_HUB_OFFLINE=1 allows)."""
+    path = Path(model).expanduser()
+    if path.is_dir():
+        return path.resolve()
+    if path.exists() or model.startswith((".", "/", "~")) or model.count("/") > 1:
+        raise SearchEngineError(f"model directory {model} does not exist; pass an existing directory or a Hub id")
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(model, allow_patterns=list(HUB_FILES)))
+    except Exception as exc:  # the hub client raises many types: offline, unknown repo, no permission
+        raise SearchEngineError(
+            f"cannot find model {model!r}: it is not a local directory and it could not be fetched from the "
+            f"Hugging Face Hub ({type(exc).__name__}). Check the name, go online once, or pass a model directory"
+        ) from None
+
+
+def _quiet_transformers() -> ModuleType:
+    """The transformers module, imported with its logging and progress bars off and tokenizers' fork warning
+    silenced (searchengine reports progress and problems itself)."""
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    import transformers
+
+    transformers.utils.logging.set_verbosity_error()
+    transformers.utils.logging.disable_progress_bar()
+    return transformers
+
+
+def load_pretrained(path: Path, what: str, auto_class: str = "AutoModel", **options: Any) -> tuple[Any, Any]:
+    """(tokenizer, model) from the Hugging Face directory `path`, safetensors weights only.
+
+    auto_class: the transformers class that builds the model ("AutoModel", "AutoModelForSequenceClassification");
+    options: passed on to its from_pretrained. what: how the error names the model ("the cross-encoder")."""
+    transformers = _quiet_transformers()
+    try:
+        tokenizer = transformers.AutoTokenizer.from_pretrained(path)
+        model = getattr(transformers, auto_class).from_pretrained(path, use_safetensors=True, **options)
+    except (OSError, ValueError) as exc:
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise SearchEngineError(
+            f"cannot load {what} in {path}: {first_line} (searchengine loads safetensors weights only)"
+        ) from None
+    return tokenizer, model

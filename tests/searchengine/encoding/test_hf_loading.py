@@ -1,0 +1,54 @@
+"""The one Hugging Face loading path: directories and Hub ids, safetensors only, one clear error."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from searchengine.encoding.hf_loading import load_pretrained, model_directory
+from searchengine.errors import SearchEngineError
+
+
+def test_a_model_directory_is_used_as_it_is(tiny_model: Path) -> None:
+    assert model_directory(str(tiny_model)) == tiny_model.resolve()
+
+
+@pytest.mark.parametrize("name", ["./definitely/not/here", "~/not-here", "a/b/c"])
+def test_a_missing_directory_is_not_looked_up_on_the_hub(name: str) -> None:
+    with pytest.raises(SearchEngineError, match="does not exist; pass an existing directory or a Hub id"):
+        model_directory(name)
+
+
+def test_an_unknown_hub_id_offline_names_the_fix(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(SearchEngineError, match="could not be fetched from the Hugging Face Hub .* pass a model"):
+        model_directory("nobody-has-this/model-xyz")
+
+
+def test_tokenizer_and_model(tiny_model: Path) -> None:
+    tokenizer, model = load_pretrained(tiny_model, "the model")
+    assert tokenizer.is_fast and type(model).__name__ == "BertModel"
+    tokenizer, model = load_pretrained(tiny_model, "the model", "AutoModelForSequenceClassification", num_labels=1)
+    assert type(model).__name__ == "BertForSequenceClassification" and model.config.num_labels == 1
+
+
+def test_pickled_weights_are_refused(tiny_model: Path, tmp_path: Path) -> None:
+    """A directory with only pytorch_model.bin (a pickle, which can run code when loaded) does not load."""
+    _, model = load_pretrained(tiny_model, "the model")
+    pickled = tmp_path / "pickled"
+    shutil.copytree(tiny_model, pickled)
+    (pickled / "model.safetensors").unlink()
+    torch.save(model.state_dict(), pickled / "pytorch_model.bin")
+    with pytest.raises(SearchEngineError, match=r"cannot load the base model in .*pickled: .*safetensors weights only"):
+        load_pretrained(pickled, "the base model")
+
+
+def test_a_directory_without_a_tokenizer_is_one_error(tiny_model: Path, tmp_path: Path) -> None:
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    shutil.copy(tiny_model / "config.json", bare / "config.json")
+    with pytest.raises(SearchEngineError, match=r"cannot load the cross-encoder in .*bare: "):
+        load_pretrained(bare, "the cross-encoder", "AutoModelForSequenceClassification")
