@@ -90,12 +90,10 @@ def _prompt_difference(built: PromptRecord | None, given: PromptConfig | None) -
             return "none"
         return f"template {prompt.template!r}" + (" with denoising" if prompt.denoise else "")
 
-    same = (built is None) == (given is None) and (
-        built is None or (built.template, built.denoise) == (given.template, given.denoise)
-    )
-    if same:
+    built_prompt, given_prompt = show(built), show(given)
+    if built_prompt == given_prompt:
         return ""
-    return f" (the index's prompt: {show(built)}; the encoder's: {show(given)})"
+    return f" (the index's prompt: {built_prompt}; the encoder's: {given_prompt})"
 
 
 def _check_same_model(path: Path, built_with: ModelIdentity, source: ModelSource, fingerprint: str) -> None:
