@@ -118,6 +118,9 @@ def analyze(
     Example: searchengine analyze --data wiki_sentences.txt.gz --limit 10000 --sts ../shared/data/stsb/test.tsv
     """
     with user_errors():
+        import json
+        import time
+
         from searchengine.encoding.encoder import Encoder
         from searchengine.evaluation.anisotropy import REPRESENTATIONS, analyze as run_analysis, read_sentences
         from searchengine.evaluation.labelled_data import read_scored_pairs

@@ -95,8 +95,8 @@ class Encoder:
             raise SearchEngineError(f"threads must be at least 1, not {threads}")
         self.threads = threads
         self.smart_batching = smart_batching
-        self.precision: str = resolve_precision(precision, self.device)
-        """The concrete precision the transformer runs in ("auto" resolved for this device)."""
+        self.precision: str = resolve_precision(precision, self.device, self._backends_at_fp32(backend))
+        """The concrete precision the transformer runs in ("auto" resolved for this device and backend)."""
         limits = [self.source.max_seq_length, self.model.config.max_position_embeddings]
         if self.tokenizer.model_max_length < 1_000_000:
             limits.append(self.tokenizer.model_max_length)
@@ -107,7 +107,7 @@ class Encoder:
         self.transforms = [module.to(self.device) for module in load_transforms(self.source, self.pooled_dimension)]
         self.dimension: int = output_dimension(self.transforms[-1]) if self.transforms else self.pooled_dimension
         self.truncated = 0
-        self.backend: str = self._resolve_backend(backend)
+        self.backend: str = self._resolve_backend(backend, self.precision)
         """The backend the transformer runs in ("auto" resolved)."""
         if self.backend == "onnx":
             from searchengine.encoding.onnx_backend import OnnxTransformer
@@ -116,8 +116,14 @@ class Encoder:
         else:
             self.model = apply_precision(self.model, self.precision)
 
-    def _resolve_backend(self, backend: str) -> str:
-        """ONNX Runtime where asked for (a clear error where it cannot run), or where "auto" finds it can."""
+    def _backends_at_fp32(self, backend: str) -> tuple[str, ...]:
+        """The backends that could run this model in fp32 here, for resolve_precision's choice of "auto"."""
+        if backend != "auto":
+            return (backend,)
+        return ("onnx", "torch") if self._resolve_backend("auto", "fp32") == "onnx" else ("torch",)
+
+    def _resolve_backend(self, backend: str, precision: str) -> str:
+        """ONNX Runtime where asked for (a clear error where it cannot run `precision`) or where "auto" finds it can."""
         from searchengine.encoding.onnx_backend import ONNX_PRECISIONS, onnxruntime_installed
 
         if backend not in BACKENDS:
@@ -127,8 +133,8 @@ class Encoder:
             problem = "the onnx backend runs on the CPU; use --backend torch on a GPU"
         elif self.prompt is not None or self.pooling in NEEDS_ALL_LAYERS:
             problem = f"the onnx backend pools the last layer only, not {self.pooling!r}; use --backend torch for it"
-        elif self.precision not in ONNX_PRECISIONS:
-            problem = f"the onnx backend runs {' or '.join(ONNX_PRECISIONS)}, not {self.precision}; use --backend torch"
+        elif precision not in ONNX_PRECISIONS:
+            problem = f"the onnx backend runs {' or '.join(ONNX_PRECISIONS)}, not {precision}; use --backend torch"
         if backend == "auto":
             return "onnx" if problem is None and onnxruntime_installed() else "torch"
         if backend == "onnx" and problem is not None:
