@@ -95,7 +95,7 @@ def other_tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def tiny_encoder(tiny_model: Path):
     from searchengine.encoding.encoder import Encoder
 
-    return Encoder(tiny_model)
+    return Encoder(tiny_model, precision="fp32")  # exact vectors on every CPU (auto may pick bf16)
 
 
 SENTENCES = [

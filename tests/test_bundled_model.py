@@ -16,7 +16,7 @@ FIXTURE = Path(__file__).parent / "fixtures" / "minilm_reference.npz"
 
 @pytest.fixture(scope="module")
 def minilm() -> Encoder:
-    return Encoder()
+    return Encoder(precision="fp32")  # the reference is fp32; auto may pick bf16
 
 
 def test_embeddings_match_sentence_transformers(minilm: Encoder) -> None:

@@ -53,7 +53,9 @@ def load_base(base: str | Path | None, device: str | None = None, batch_size: in
     """The frozen base encoder; it must be a sentence-transformers directory so a module can be added to it."""
     from searchengine.encoding.encoder import Encoder
 
-    encoder = Encoder(base, device=device, batch_size=batch_size)
+    # fp32 whatever "auto" picks on this CPU: bf16's rounding would show up as variance in directions the
+    # embeddings do not span, and the fitted statistics should not depend on the machine
+    encoder = Encoder(base, device=device, batch_size=batch_size, precision="fp32")
     if not (encoder.source.path / "modules.json").is_file():
         raise SearchEngineError(
             f"{encoder.source.path} is a plain Hugging Face model (no modules.json); post-processing modules are "

@@ -82,8 +82,8 @@ class Encoder:
             raise SearchEngineError(f"threads must be at least 1, not {threads}")
         self.threads = threads
         self.smart_batching = smart_batching
-        self.precision: str = resolve_precision(precision, self.device)
-        """The concrete precision the transformer runs in ("auto" resolved for this device)."""
+        self.precision: str = resolve_precision(precision, self.device, self._backends_at_fp32(backend))
+        """The concrete precision the transformer runs in ("auto" resolved for this device and backend)."""
         limits = [self.source.max_seq_length, self.model.config.max_position_embeddings]
         if self.tokenizer.model_max_length < 1_000_000:
             limits.append(self.tokenizer.model_max_length)
@@ -102,6 +102,12 @@ class Encoder:
             self.model = OnnxTransformer(self.model, self.fingerprint, self._input_names, self.precision, self.threads)
         else:
             self.model = apply_precision(self.model, self.precision)
+
+    def _backends_at_fp32(self, backend: str) -> tuple[str, ...]:
+        """The backends that could run this model in fp32 here, for resolve_precision's choice of "auto"."""
+        if backend != "auto":
+            return (backend,)
+        return ("onnx", "torch") if resolve_backend("auto", self.device, self.pooling, "fp32") == "onnx" else ("torch",)
 
     @property
     def _input_names(self) -> list[str]:

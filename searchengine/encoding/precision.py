@@ -1,16 +1,23 @@
 """Numeric precision of the encoder's transformer: what each device supports and what is fastest without loss.
 
-Measured on this project's benchmark machine (docs/benchmarks.md, benchmarks/encoding_speed.py): on a CPU
-without native bf16 (AMD Zen 3, AVX2) bf16 runs at a fraction of fp32's speed and dynamic int8 costs more
-than 0.1 STS-B Spearman, so "auto" is fp32 there. On CPUs whose flags include avx512_bf16 or amx_bf16, "auto"
-is bf16 (the issue's measurement on such a CPU: about 2.4x fp32, no loss; not re-measured here). On CUDA,
-"auto" is fp32 until fp16/bf16 are measured on a GPU.
+What "auto" means, from benchmarks/encoding_speed.py and docs/benchmarks.md (bundled all-MiniLM-L6-v2, STS-B):
+- A CPU without native bf16 (AMD Zen 3, AVX2): fp32. bf16 is emulated there, at about a sixth of fp32's speed,
+  and dynamic int8 costs more than 0.1 STS-B Spearman.
+- A CPU with AVX512-BF16 but no AMX (measured on 2 vCPUs of an AMD EPYC Zen 4): fp32 where ONNX Runtime runs the
+  transformer, bf16 where torch must. torch bf16 is 1.2-2.1x torch fp32 (a bf16 matmul is 2.7x fp32 per core),
+  at the same Spearman (82.04 vs 82.03), but not clearly faster than ONNX Runtime fp32, the default there: 0.5x
+  (short sentences) to 1.0x (Wikipedia sentences) its throughput at the default 2 threads, 1.4-1.9x at one
+  thread, and 2-9x its latency for a one-sentence query (on a loaded machine).
+- A CPU with AMX bf16: bf16 wherever torch can run the transformer (the issue's measurement on such a CPU:
+  about 2.4x fp32, no loss; not re-measured here: no such CPU was at hand).
+- CUDA: fp32, until fp16/bf16 are measured on a GPU.
 """
 
 from __future__ import annotations
 
 import functools
 import warnings
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, get_args
 
@@ -20,27 +27,42 @@ if TYPE_CHECKING:  # torch loads where a model is cast, so the command line can 
     import torch
 
 Precision = Literal["auto", "fp32", "bf16", "fp16", "int8"]
-"""auto: bf16 on CPUs with native bf16, else fp32; fp16 on GPUs only; int8 (dynamic quantization) on CPUs only."""
+"""auto: see the module docstring; fp16 on GPUs only; int8 (dynamic quantization) on CPUs only."""
 PRECISIONS: tuple[str, ...] = get_args(Precision)
+CPUINFO = Path("/proc/cpuinfo")
 
 
 @functools.cache
-def cpu_has_native_bf16(cpuinfo: Path = Path("/proc/cpuinfo")) -> bool:
-    """Whether the CPU computes in bf16 natively (AVX512-BF16 or AMX), read from the kernel's flag list."""
+def cpu_flags(cpuinfo: Path = CPUINFO) -> frozenset[str]:
+    """The CPU's feature flags from the kernel's list (empty where it cannot be read)."""
     try:
         flags = next((line for line in cpuinfo.read_text().splitlines() if line.startswith("flags")), "")
     except OSError:
-        return False
-    return bool({"avx512_bf16", "amx_bf16"} & set(flags.split()))
+        return frozenset()
+    return frozenset(flags.partition(":")[2].split())
 
 
-def resolve_precision(precision: Precision, device: str) -> str:
-    """The concrete precision `precision` means on `device`; a clear error where the device cannot run it."""
+def cpu_has_native_bf16(cpuinfo: Path = CPUINFO) -> bool:
+    """Whether the CPU computes in bf16 natively (AVX512-BF16 or AMX), read from the kernel's flag list."""
+    return bool({"avx512_bf16", "amx_bf16"} & cpu_flags(cpuinfo))
+
+
+def resolve_precision(
+    precision: Precision, device: str, backends: Collection[str] = ("torch",), cpuinfo: Path = CPUINFO
+) -> str:
+    """The concrete precision `precision` means on `device`; a clear error where the device cannot run it.
+
+    `backends`: which backends can run the transformer here ("torch", "onnx"; the Encoder's backend choice). "auto"
+    is bf16 on a CPU with AMX bf16 where torch can run it, on a CPU with AVX512-BF16 only where torch alone can
+    (ONNX Runtime fp32 is as fast there, see the module docstring), and fp32 everywhere else."""
     if precision not in PRECISIONS:
         raise SearchEngineError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
     cuda = device.startswith("cuda")
     if precision == "auto":
-        return "bf16" if not cuda and cpu_has_native_bf16() else "fp32"
+        if cuda or "torch" not in backends:
+            return "fp32"
+        flags = cpu_flags(cpuinfo)
+        return "bf16" if "amx_bf16" in flags or ("avx512_bf16" in flags and "onnx" not in backends) else "fp32"
     if precision == "int8" and cuda:
         raise SearchEngineError("int8 (dynamic quantization) runs on the CPU only; on a GPU use fp16 or bf16")
     if precision == "bf16" and cuda:

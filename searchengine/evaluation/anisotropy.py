@@ -182,8 +182,9 @@ def represent(
         inputs = {key: value.to(encoder.device) for key, value in inputs.items()}
         mask = inputs["attention_mask"]
         with torch.inference_mode():
-            layers = encoder.model(**inputs, output_hidden_states=True).hidden_states
-            static = embedding(inputs["input_ids"])
+            # pooled in fp32 whatever the model ran in, as the encoder pools
+            layers = tuple(layer.float() for layer in encoder.model(**inputs, output_hidden_states=True).hidden_states)
+            static = embedding(inputs["input_ids"]).float()
             unbiased = mask * ~is_biased[inputs["input_ids"]]
             empty = unbiased.sum(dim=1) == 0
             fallback += int(empty.sum())

@@ -62,7 +62,7 @@ def test_fitted_model_embeds_through_the_flow(
     flow = Flow.load(tmp_path / "f" / report.module_path)
     with torch.no_grad():
         expected = flow.transform(torch.from_numpy(tiny_encoder.encode(texts, pre_normalize=True))).numpy()
-    encoder = Encoder(tmp_path / "f")
+    encoder = Encoder(tmp_path / "f", precision="fp32")
     assert np.abs(encoder.encode(texts, pre_normalize=True) - expected).max() < 1e-5
     assert np.allclose(np.linalg.norm(encoder.encode(texts), axis=1), 1.0, atol=1e-6)
     # Refitting with the same seed writes the same weights.

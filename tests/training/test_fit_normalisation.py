@@ -32,7 +32,7 @@ def base_vectors(tiny_encoder: Encoder, texts: list[str]) -> np.ndarray:
 def test_sn_standardises_every_dimension(tiny_model: Path, corpus: Path, texts: list[str], tmp_path: Path) -> None:
     report = fit_sn(base=tiny_model, corpus=corpus, out=tmp_path / "sn", progress=False)
     assert (report.method, report.output_dimension) == ("sn", 32)
-    vectors = Encoder(tmp_path / "sn").encode(texts, pre_normalize=True).astype(np.float64)
+    vectors = Encoder(tmp_path / "sn", precision="fp32").encode(texts, pre_normalize=True).astype(np.float64)
     assert np.abs(vectors.mean(axis=0)).max() < 1e-4
     assert np.abs(vectors.std(axis=0) - 1).max() < 1e-4
 
@@ -42,7 +42,7 @@ def test_natsv_nulls_the_top_singular_directions(
     tiny_model: Path, corpus: Path, texts: list[str], base_vectors: np.ndarray, tmp_path: Path, k: int
 ) -> None:
     fit_natsv(base=tiny_model, corpus=corpus, out=tmp_path / "n", k=k, progress=False)
-    vectors = Encoder(tmp_path / "n").encode(texts, pre_normalize=True).astype(np.float64)
+    vectors = Encoder(tmp_path / "n", precision="fp32").encode(texts, pre_normalize=True).astype(np.float64)
     _, singular_values, vt = np.linalg.svd(base_vectors, full_matrices=False)  # not centred
     top = vt[:k].T
     assert np.abs(vectors @ top).max() < 1e-4 * singular_values[0]
@@ -56,7 +56,7 @@ def test_natsv_centred_removes_principal_directions(
 ) -> None:
     report = fit_natsv(base=tiny_model, corpus=corpus, out=tmp_path / "n", k=2, centre=True, progress=False)
     assert report.method == "natsv-2-centred" and 0 < report.details["energy_removed"] < 1
-    vectors = Encoder(tmp_path / "n").encode(texts, pre_normalize=True).astype(np.float64)
+    vectors = Encoder(tmp_path / "n", precision="fp32").encode(texts, pre_normalize=True).astype(np.float64)
     centred = base_vectors - base_vectors.mean(axis=0)
     top = np.linalg.svd(centred, full_matrices=False)[2][:2].T
     assert np.abs(vectors.mean(axis=0)).max() < 1e-4

@@ -35,7 +35,7 @@ def test_identity_covariance_on_the_fit_data(
     # The tiny model's LayerNorm has no learnt gain or bias, so its pooled vectors sum to 0: 31 of 32 directions.
     report = fit_whitening(base=tiny_model, corpus=corpus, out=tmp_path / "w", k=k, progress=False)
     assert (report.input_dimension, report.output_dimension, report.texts) == (32, k, len(fit_texts))
-    encoder = Encoder(tmp_path / "w")
+    encoder = Encoder(tmp_path / "w", precision="fp32")
     assert encoder.dimension == k
     vectors = encoder.encode(fit_texts, pre_normalize=True).astype(np.float64)
     assert np.abs(vectors.mean(axis=0)).max() < 1e-4
@@ -53,10 +53,10 @@ def test_the_index_whitening_fit_and_an_exact_round_trip(
     # The saved Dense is the index's transform: weight W^T, bias -mu W, stored as float32.
     tensors = load_file(str(tmp_path / "w" / "2_Dense" / "model.safetensors"))
     assert np.abs(tensors["linear.weight"] - reference.matrix.T).max() < 1e-4 * np.abs(reference.matrix).max()
-    ours = Encoder(tmp_path / "w")
+    ours = Encoder(tmp_path / "w", precision="fp32")
     assert np.abs(ours.encode(fit_texts, pre_normalize=True) - reference.apply(base)).max() < 1e-3
     # Save -> load reproduces embeddings exactly: the same folder loaded twice, and a copy of it.
-    again = Encoder(tmp_path / "w").encode(fit_texts[:20])
+    again = Encoder(tmp_path / "w", precision="fp32").encode(fit_texts[:20])
     assert np.array_equal(ours.encode(fit_texts[:20]), again)
     modules = json.loads((tmp_path / "w" / "modules.json").read_text())
     assert [m["type"].rsplit(".", 1)[-1] for m in modules] == ["Transformer", "Pooling", "Dense", "Normalize"]
@@ -70,7 +70,7 @@ def test_default_k_is_every_direction_the_embeddings_span(
     """The tiny model's vectors span 31 of 32 dimensions: whitening all 32 would divide by ~0, so 31 are kept."""
     report = fit_whitening(base=tiny_model, corpus=corpus, out=tmp_path / "w", progress=False)
     assert (report.method, report.output_dimension) == ("whitening", 31)
-    vectors = Encoder(tmp_path / "w").encode(fit_texts, pre_normalize=True).astype(np.float64)
+    vectors = Encoder(tmp_path / "w", precision="fp32").encode(fit_texts, pre_normalize=True).astype(np.float64)
     assert np.abs(np.cov(vectors.T, bias=True) - np.eye(31)).max() < 1e-3
     with pytest.raises(SearchEngineError, match=r"span fewer than 32 directions.*at most 31"):
         fit_whitening(base=tiny_model, corpus=corpus, out=tmp_path / "w32", k=32, progress=False)

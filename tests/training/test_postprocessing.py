@@ -69,7 +69,7 @@ def test_stacking_on_a_calibrated_base(tiny_model: Path, corpus: Path, tmp_path:
     assert [m["path"] for m in modules] == ["", "1_Pooling", "2_Dense", "3_Dense", "2_Normalize"]
     assert [m["idx"] for m in modules] == [0, 1, 2, 3, 4]
     texts = corpus.read_text(encoding="utf-8").split("\n")[:-1]
-    vectors = Encoder(tmp_path / "ws").encode(texts, pre_normalize=True).astype(np.float64)
+    vectors = Encoder(tmp_path / "ws", precision="fp32").encode(texts, pre_normalize=True).astype(np.float64)
     assert vectors.shape[1] == 12 and np.abs(vectors.std(axis=0) - 1).max() < 1e-3
 
 

@@ -53,7 +53,8 @@ def test_each_pooling_gives_its_own_vectors(tiny_model: Path, tiny_encoder: Enco
 def test_mean_sqrt_len_scales_the_mean_by_sqrt_of_length(tmp_path: Path) -> None:
     model = write_tiny_model(tmp_path / "raw", normalize=False)
     texts = ["the cat sat", "the storm and cold wind and snow"]  # every word is in the vocabulary
-    mean, scaled = Encoder(model).encode(texts), Encoder(model, pooling="mean_sqrt_len").encode(texts)
+    mean = Encoder(model, precision="fp32").encode(texts)
+    scaled = Encoder(model, pooling="mean_sqrt_len", precision="fp32").encode(texts)
     lengths = np.array([5.0, 9.0])  # words + [CLS] + [SEP]
     np.testing.assert_allclose(scaled, mean * np.sqrt(lengths)[:, None], rtol=1e-4)
 
@@ -71,7 +72,7 @@ def test_no_normalize_module_means_raw_vectors(tmp_path: Path, sentences: list[s
 def test_plain_hugging_face_directory_uses_mean_pooling(tmp_path: Path, tiny_encoder: Encoder, sentences: list[str]) -> None:
     model = write_tiny_model(tmp_path / "hf")
     (model / "modules.json").unlink()
-    encoder = Encoder(model)
+    encoder = Encoder(model, precision="fp32")
     assert (encoder.pooling, encoder.source.normalize) == ("mean", False)
     raw = encoder.encode(sentences)
     np.testing.assert_allclose(raw / np.linalg.norm(raw, axis=1, keepdims=True), tiny_encoder.encode(sentences), atol=1e-5)
@@ -83,7 +84,7 @@ def test_fingerprint_tells_models_apart(tiny_encoder: Encoder, tiny_model: Path,
 
 
 def test_without_smart_batching_vectors_are_the_same(tiny_model: Path, tiny_encoder: Encoder, sentences: list[str]) -> None:
-    plain = Encoder(tiny_model, smart_batching=False)
+    plain = Encoder(tiny_model, precision="fp32", smart_batching=False)
     np.testing.assert_allclose(plain.encode(sentences, batch_size=3), tiny_encoder.encode(sentences, batch_size=3), atol=1e-5)
 
 

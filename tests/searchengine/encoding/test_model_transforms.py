@@ -61,7 +61,7 @@ def flow_model(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
 def test_dense_runs_between_pooling_and_normalize(
     dense_model: Path, tiny_encoder: Encoder, dense_weights: tuple[np.ndarray, np.ndarray]
 ) -> None:
-    encoder = Encoder(dense_model)
+    encoder = Encoder(dense_model, precision="fp32")
     assert (encoder.pooled_dimension, encoder.dimension) == (32, 8)
     pooled = tiny_encoder.encode(TEXTS, pre_normalize=True)
     weight, bias = dense_weights
@@ -76,13 +76,13 @@ def test_flow_runs_and_dense_stacks_after_it(flow_model: Path, tiny_encoder: Enc
     pooled = torch.from_numpy(tiny_encoder.encode(TEXTS, pre_normalize=True))
     with torch.no_grad():
         expected = flow.transform(pooled).numpy()
-    assert np.abs(Encoder(flow_model).encode(TEXTS, pre_normalize=True) - expected).max() < 1e-5
+    assert np.abs(Encoder(flow_model, precision="fp32").encode(TEXTS, pre_normalize=True) - expected).max() < 1e-5
     stacked = with_modules(flow_model, tmp_path / "stacked", (DENSE_MODULE_TYPE, "3_Dense"))
     write_dense_module(stacked / "3_Dense", 2 * np.eye(32, dtype=np.float32)[:5], np.zeros(5, dtype=np.float32))
     assert locate_model(stacked).transforms == (
         (FLOW_MODULE_TYPE, stacked / "2_Flow"), (DENSE_MODULE_TYPE, stacked / "3_Dense")
     )
-    vectors = Encoder(stacked).encode(TEXTS, pre_normalize=True)
+    vectors = Encoder(stacked, precision="fp32").encode(TEXTS, pre_normalize=True)
     assert np.abs(vectors - 2 * expected[:, :5]).max() < 1e-5
 
 
@@ -149,22 +149,22 @@ def test_sentence_transformers_loads_the_dense_model_natively(dense_model: Path)
     model = _sentence_transformer(dense_model)
     assert [type(module).__name__ for module in model] == ["Transformer", "Pooling", "Dense", "Normalize"]
     theirs = model.encode(TEXTS, convert_to_numpy=True)
-    assert np.abs(theirs - Encoder(dense_model).encode(TEXTS)).max() < 1e-5
+    assert np.abs(theirs - Encoder(dense_model, precision="fp32").encode(TEXTS)).max() < 1e-5
 
 
 def test_sentence_transformers_loads_the_flow_model(flow_model: Path) -> None:
     model = _sentence_transformer(flow_model, trust_remote_code=True)  # ST 6 asks this for any non-ST module class
     assert isinstance(model[2], Flow)
     theirs = model.encode(TEXTS, convert_to_numpy=True)
-    assert np.abs(theirs - Encoder(flow_model).encode(TEXTS)).max() < 1e-5
+    assert np.abs(theirs - Encoder(flow_model, precision="fp32").encode(TEXTS)).max() < 1e-5
 
 
 def test_a_model_saved_by_sentence_transformers_loads_here(dense_model: Path, flow_model: Path, tmp_path: Path) -> None:
     for name, source in (("dense", dense_model), ("flow", flow_model)):
         model = _sentence_transformer(source, trust_remote_code=True)
         model.save(str(tmp_path / name))
-        ours = Encoder(tmp_path / name).encode(TEXTS)
-        assert np.abs(ours - Encoder(source).encode(TEXTS)).max() < 1e-6, name
+        ours = Encoder(tmp_path / name, precision="fp32").encode(TEXTS)
+        assert np.abs(ours - Encoder(source, precision="fp32").encode(TEXTS)).max() < 1e-6, name
 
 
 def test_info_lists_the_transform_modules(dense_model: Path, tmp_path: Path) -> None:

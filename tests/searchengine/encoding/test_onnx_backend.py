@@ -11,6 +11,7 @@ import pytest
 from searchengine.encoding.encoder import Encoder
 from searchengine.errors import SearchEngineError
 from searchengine.encoding.onnx_backend import OnnxTransformer
+from searchengine.encoding.precision import resolve_precision
 
 
 @pytest.fixture(autouse=True)
@@ -31,20 +32,30 @@ def test_fp32_gives_the_torch_vectors(tiny_model: Path, torch_encoder: Encoder, 
     assert onnx.precision == "fp32"
 
 
-def test_auto_picks_onnx_where_it_can_run(tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("searchengine.encoding.encoder.resolve_precision", lambda precision, device: "fp32")
-    assert Encoder(tiny_model).backend == "onnx"
+def test_auto_picks_onnx_where_it_can_run(tiny_model: Path) -> None:
+    assert Encoder(tiny_model, precision="fp32").backend == "onnx"
     assert Encoder(tiny_model, precision="int8").backend == "onnx"
-    assert Encoder(tiny_model, pooling="first_last_avg").backend == "torch"  # needs every layer
-    monkeypatch.setattr("searchengine.encoding.encoder.resolve_precision", lambda precision, device: "bf16")
-    assert Encoder(tiny_model).backend == "torch"  # a CPU with native bf16: torch bf16
+    assert Encoder(tiny_model, precision="fp32", pooling="first_last_avg").backend == "torch"  # needs every layer
+    assert Encoder(tiny_model, precision="bf16").backend == "torch"
     with pytest.raises(SearchEngineError, match="runs fp32 or int8"):
-        Encoder(tiny_model, backend="onnx")
+        Encoder(tiny_model, backend="onnx", precision="bf16")
+
+
+def test_auto_precision_follows_the_backend_on_this_cpu(tiny_model: Path) -> None:
+    """Whatever this CPU is: --backend onnx alone runs fp32, and "auto" asks resolve_precision with the backends
+    that can run the model (its decision table is tested in test_precision.py)."""
+    assert Encoder(tiny_model, backend="onnx").precision == "fp32"
+    either = Encoder(tiny_model)
+    assert either.precision == resolve_precision("auto", "cpu", ["onnx", "torch"])
+    assert either.backend == ("onnx" if either.precision == "fp32" else "torch")
+    for torch_only in (Encoder(tiny_model, backend="torch"), Encoder(tiny_model, pooling="prompt")):
+        assert (torch_only.backend, torch_only.precision) == ("torch", resolve_precision("auto", "cpu", ["torch"]))
 
 
 def test_auto_falls_back_to_torch_without_onnxruntime(tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
     assert Encoder(tiny_model, precision="fp32").backend == "torch"
+    assert Encoder(tiny_model).precision == resolve_precision("auto", "cpu", ["torch"])  # torch's best here
 
 
 def test_int8_is_close_but_quantized(tiny_model: Path, torch_encoder: Encoder, sentences: list[str]) -> None:

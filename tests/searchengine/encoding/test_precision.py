@@ -29,12 +29,21 @@ def test_native_bf16_is_read_from_the_cpu_flags(tmp_path: Path) -> None:
     assert cpu_has_native_bf16(tmp_path / "missing") is False
 
 
-def test_auto_follows_the_hardware(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("searchengine.encoding.precision.cpu_has_native_bf16", lambda: False)
-    assert resolve_precision("auto", "cpu") == "fp32"
-    monkeypatch.setattr("searchengine.encoding.precision.cpu_has_native_bf16", lambda: True)
-    assert resolve_precision("auto", "cpu") == "bf16"
-    assert resolve_precision("auto", "cuda") == "fp32"
+@pytest.mark.parametrize(
+    ("flags", "torch_only", "either", "onnx_only"),
+    [
+        ("fma", "fp32", "fp32", "fp32"),  # no native bf16 (Zen 3): bf16 is emulated, slow
+        ("avx512f avx512_bf16", "bf16", "fp32", "fp32"),  # Zen 4: bf16 beats torch fp32, not ONNX Runtime fp32
+        ("avx512_bf16 amx_tile amx_bf16", "bf16", "bf16", "fp32"),  # AMX: bf16 wherever torch can run it
+    ],
+)
+def test_auto_follows_the_cpu_and_the_backends(
+    tmp_path: Path, flags: str, torch_only: str, either: str, onnx_only: str
+) -> None:
+    cpuinfo = _cpuinfo(tmp_path, flags)
+    backends = (["torch"], ["onnx", "torch"], ["onnx"])
+    assert [resolve_precision("auto", "cpu", which, cpuinfo) for which in backends] == [torch_only, either, onnx_only]
+    assert resolve_precision("auto", "cuda", ["torch"], cpuinfo) == "fp32"
 
 
 @pytest.mark.parametrize(
@@ -68,3 +77,14 @@ def test_lower_precisions_stay_close_to_fp32(tiny_model: Path, sentences: list[s
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
     cosines = (vectors * fp32).sum(1)
     assert cosines.min() > 0.95 and not np.allclose(vectors, fp32, atol=1e-7)
+
+
+@pytest.mark.parametrize("pooling", ["mean", "prompt"])
+def test_bf16_gives_float32_vectors_close_to_fp32(tiny_model: Path, sentences: list[str], pooling: str) -> None:
+    """bf16 runs on every CPU (natively or emulated) and comes out as float32 numpy, whatever the pooling."""
+    fp32 = Encoder(tiny_model, pooling=pooling, precision="fp32").encode(sentences)
+    bf16 = Encoder(tiny_model, pooling=pooling, precision="bf16")
+    assert (bf16.precision, bf16.backend) == ("bf16", "torch")
+    vectors = bf16.encode(sentences, batch_size=5)
+    assert isinstance(vectors, np.ndarray) and vectors.dtype == np.float32 and vectors.shape == fp32.shape
+    assert (vectors * fp32).sum(1).min() > 0.99

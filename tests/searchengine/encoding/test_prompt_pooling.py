@@ -32,12 +32,12 @@ runner = CliRunner()
 
 @pytest.fixture(scope="module")
 def prompt_encoder(tiny_model: Path) -> Encoder:
-    return Encoder(tiny_model, pooling="prompt")
+    return Encoder(tiny_model, pooling="prompt", precision="fp32")  # fp32: compared with the transformer's own
 
 
 @pytest.fixture(scope="module")
 def denoised_encoder(tiny_model: Path) -> Encoder:
-    return Encoder(tiny_model, pooling="prompt", denoise=True)
+    return Encoder(tiny_model, pooling="prompt", denoise=True, precision="fp32")
 
 
 def prompt_model_dir(tiny_model: Path, target: Path, config: PromptConfig) -> Path:
@@ -120,7 +120,7 @@ def test_mask_position_for_varied_lengths_in_one_padded_batch(prompt_encoder: En
 
 
 def test_mask_in_the_prefix(tiny_model: Path) -> None:
-    encoder = Encoder(tiny_model, template="[MASK] : [X]")
+    encoder = Encoder(tiny_model, template="[MASK] : [X]", precision="fp32")
     rows, _ = encoder.prompt.tokenize(["the cat", "a dog ran in the garden"], 64)
     _, attention_mask = encoder.prompt.pad(rows, 0)
     assert encoder.prompt.mask_positions(attention_mask).tolist() == [1, 1]

@@ -30,8 +30,8 @@ runner = CliRunner()
 
 @pytest.fixture(scope="module")
 def tiny_encoder(tiny_model: Path) -> Encoder:
-    """The analysis reads every layer of the torch model."""
-    return Encoder(tiny_model, backend="torch")
+    """The analysis reads every layer of the torch model; fp32 so the representations match their definitions."""
+    return Encoder(tiny_model, backend="torch", precision="fp32")
 
 def test_anisotropy_of_identical_opposite_and_orthogonal_vectors() -> None:
     same = np.tile([[0.3, -1.0, 2.0]], (5, 1))
@@ -105,6 +105,16 @@ def test_representations_match_their_definitions(tiny_encoder: Encoder) -> None:
     np.testing.assert_allclose(result.vectors["embedding_layer_avg"][2], layers[0][0].mean(0).numpy(), atol=1e-5)
     first_last = ((layers[0][0] + layers[-1][0]) / 2).mean(0).numpy()
     np.testing.assert_allclose(result.vectors["first_last_avg"][2], first_last, atol=1e-5)
+
+
+def test_bf16_representations_are_float32_and_close_to_fp32(tiny_model: Path, tiny_encoder: Encoder) -> None:
+    texts = ["the cat sat on the mat", "a storm brought cold wind", "how do i reset my password"]
+    exact = represent(tiny_encoder, texts).vectors
+    bf16 = represent(Encoder(tiny_model, backend="torch", precision="bf16"), texts).vectors
+    for name in REPRESENTATIONS:
+        assert bf16[name].dtype == np.float32, name
+        norms = np.linalg.norm(bf16[name], axis=1) * np.linalg.norm(exact[name], axis=1)
+        assert ((bf16[name] * exact[name]).sum(1) / norms).min() > 0.99, name
 
 
 def test_analyze_reports_every_representation(tiny_encoder: Encoder, sentences: list[str]) -> None:
