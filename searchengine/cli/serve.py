@@ -85,7 +85,10 @@ def serve(
             typer.echo(f"Warning: listening on {host} without --api-key: anyone who reaches it can add and delete.",
                        err=True)
         config = uvicorn.Config(app, log_level="info", access_log=access_log, timeout_graceful_shutdown=5)
-        uvicorn.Server(config).run(sockets=[listener])
+        try:
+            uvicorn.Server(config).run(sockets=[listener])
+        except KeyboardInterrupt:  # uvicorn stops gracefully on Ctrl+C, then raises it again: a requested stop
+            typer.echo("Stopped.", err=True)
     finally:
         index.close()
         listener.close()
