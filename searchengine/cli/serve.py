@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import ipaddress
-import os
-import socket
 from pathlib import Path
 from typing import Optional
 
 import typer
 
 from searchengine.cli.errors import user_errors
-from searchengine.cli.options import BackendOption, IndexDirOption, PrecisionOption, ThreadsOption
+from searchengine.cli.options import BackendOption, IndexDirOption, PrecisionOption
 from searchengine.errors import SearchEngineError
 
 
@@ -38,7 +36,10 @@ def serve(
     access_log: bool = typer.Option(True, "--access-log/--no-access-log", help="Log one line per request."),
     precision: str = PrecisionOption,
     backend: str = BackendOption,
-    threads: Optional[int] = ThreadsOption,
+    threads: int = typer.Option(
+        1, "--threads", min=1,
+        help="CPU threads while encoding; 1 leaves the other cores to HTTP, and concurrent queries are batched.",
+    ),
 ) -> None:
     """Serve an index over HTTP: a JSON API (docs at /docs) and a search page at /.
 
@@ -62,12 +63,13 @@ def serve(
             raise SearchEngineError(f"--api-key-for is writes or all, not {api_key_for!r}")
         if api_key is not None and not api_key.strip():
             raise SearchEngineError("--api-key is empty (is $SEARCHENGINE_API_KEY set to nothing?); give a key")
-        listener = _listen(host, port)
         import uvicorn
 
         from searchengine.server.app import ServerSettings, create_app
+        from searchengine.server.listener import listening_socket
         from searchengine.server.served_index import ServedIndex
 
+        listener = listening_socket(host, port)
         try:
             index = ServedIndex(
                 target, speed=EncoderSpeed(precision, backend, threads), rerank=rerank, max_batch=max_batch
@@ -92,16 +94,6 @@ def serve(
     finally:
         index.close()
         listener.close()
-
-
-def _listen(host: str, port: int) -> socket.socket:
-    """The listening socket, made here so a busy port is one clear error (and --port 0 picks a free one)."""
-    try:
-        family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        return socket.create_server((host, port), family=family, backlog=2048)
-    except OSError as exc:
-        reason = os.strerror(exc.errno) if exc.errno else str(exc)
-        raise SearchEngineError(f"cannot listen on {host}:{port} ({reason}); choose another --port or --host") from None
 
 
 def _is_loopback(host: str) -> bool:

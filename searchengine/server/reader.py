@@ -2,10 +2,13 @@
 
 Queries that arrive while the thread is busy wait in a queue; the next turn takes all of them (up to
 `max_batch` queries) and answers those with the same options in one `search_batch`, so one encoder call serves
-many clients and throughput grows with concurrency. Before each turn the thread checks (one stat) whether a
-writer committed a new generation and reopens the index if so; a reopen that fails leaves the previous
-generation serving, so no request fails during the swap. The engine's SQLite connection and the encoder are
-only ever used from this thread (the encoder is shared with the writer; it serialises itself).
+many clients and throughput grows with concurrency. Torch and FAISS run on one thread here: the event loop needs
+the other core, and a batch on one thread is faster than on two that contend (docs/benchmarks.md, "Serving").
+
+Before each turn the thread checks (one stat) whether a writer committed a new generation and reopens the index
+if so; a reopen that fails leaves the previous generation serving, so no request fails during the swap. The
+engine's SQLite connection is only ever used from this thread; the encoder is shared with the writer thread and
+serialises itself.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from searchengine.engine.search import Hit
+from searchengine.engine.search import Hit, one_thread
 from searchengine.engine.search_engine import DEFAULT_RERANK_TOP, SearchEngine
 from searchengine.errors import SearchEngineError
 
@@ -103,8 +106,9 @@ class BatchingReader:
             running = True
             while running:
                 jobs, running = self._next_turn()
-                self._refresh()
-                self._answer(jobs)
+                with one_thread():
+                    self._refresh()
+                    self._answer(jobs)
         finally:
             self._engine.close()
 

@@ -3,7 +3,6 @@ TestClient) or by a real uvicorn on a free 127.0.0.1 port."""
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ from searchengine.encoding.encoder import Encoder
 from searchengine.engine.search_engine import SearchEngine
 from searchengine.indexer.store import Document
 from searchengine.server.app import ServerSettings, create_app
+from searchengine.server.listener import listening_socket
 from searchengine.server.served_index import ServedIndex
 from tests.conftest import SENTENCES
 
@@ -46,7 +46,7 @@ def running(app: object) -> Iterator[str]:
     """A real uvicorn serving `app` on a free 127.0.0.1 port, in a thread; yields its base URL."""
     import uvicorn
 
-    listener = socket.create_server(("127.0.0.1", 0))
+    listener = listening_socket("127.0.0.1", 0)
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", access_log=False))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
     thread.start()
