@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
+from searchengine.encoding.encoder import Encoder
 from searchengine.errors import SearchEngineError
 from searchengine.server.app import ServerSettings, create_app
 from searchengine.server.limits import MAX_K
 from searchengine.server.served_index import ServedIndex
 from tests.conftest import SENTENCES
+from tests.searchengine.encoding.test_cross_encoder import write_tiny_cross_encoder
 
 
 @pytest.fixture
@@ -184,3 +187,24 @@ def test_the_page_and_its_script_are_served(client: TestClient) -> None:
     script = client.get("/page.js")
     assert script.headers["content-type"].startswith("text/javascript") and "/search?" in script.text
     assert "/search" in client.get("/openapi.json").json()["paths"]
+
+
+def test_rerank_with_a_cross_encoder_the_server_offers(
+    index_path: Path, tiny_encoder: Encoder, tiny_model: Path, tmp_path: Path
+) -> None:
+    cross = str(write_tiny_cross_encoder(tmp_path / "cross", tiny_model))
+    index = ServedIndex(index_path, encoder=tiny_encoder, rerank=[cross])
+    try:
+        with TestClient(create_app(index)) as client:
+            assert client.get("/info").json()["server"]["modes"] == ["dense", f"rerank:{cross}"]
+            result = client.get("/search", params={"q": "the cat sat", "k": 3, "rerank": cross, "rerank_top": 6})
+            assert result.status_code == 200, result.text
+            body = result.json()
+            assert body["rerank"] == {"model": cross, "top": 6} and len(body["hits"]) == 3
+            assert all(hit["retrieval_score"] is not None for hit in body["hits"])
+            scores = [hit["score"] for hit in body["hits"]]
+            assert scores == sorted(scores, reverse=True)
+            other = client.get("/search", params={"q": "cat", "rerank": "another-model"})
+            assert f"reranks only with {cross}, not 'another-model'" in _error(other, 400)
+    finally:
+        index.close()
