@@ -75,12 +75,12 @@ def build_index(corpus: list[str], path: Path) -> None:
     print(f"built {path} ({len(corpus)} texts) in {time.perf_counter() - started:.0f} s", file=sys.stderr)
 
 
-def start_server(index: Path, log: Path, max_batch: int) -> tuple[subprocess.Popen, str]:
+def start_server(index: Path, log: Path, options: list[str]) -> tuple[subprocess.Popen, str]:
     """`searchengine serve` on a free 127.0.0.1 port; returns the process and its base URL once it listens."""
     sink = log.open("w")
     process = subprocess.Popen(
         [sys.executable, "-m", "searchengine", "serve", "-d", str(index), "--host", "127.0.0.1", "--port", "0",
-         "--no-access-log", "--max-batch", str(max_batch)],
+         "--no-access-log", *options],
         stdout=sink, stderr=sink,
     )
     deadline = time.monotonic() + 300
@@ -218,6 +218,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, help="seconds per level at most (default 60; --quick 30)")
     parser.add_argument("--write-batch", type=int, default=10, help="documents per POST /documents (default 10)")
     parser.add_argument("--max-batch", type=int, default=64, help="the server's --max-batch (default 64)")
+    parser.add_argument("--precision", default="auto", help="the server's --precision (default auto)")
+    parser.add_argument("--backend", default="auto", help="the server's --backend (default auto)")
     parser.add_argument("--no-writer", action="store_true", help="skip the levels with a writer")
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--cache-dir", type=Path, default=Path("/tmp/searchengine-bench-cache"))
@@ -242,7 +244,8 @@ def main() -> None:
     subprocess.run(["rm", "-rf", str(work)], check=True)
     subprocess.run(["cp", "-r", str(index), str(work)], check=True)
 
-    process, url = start_server(work, args.cache_dir / "serve-load.log", args.max_batch)
+    options = ["--max-batch", str(args.max_batch), "--precision", args.precision, "--backend", args.backend]
+    process, url = start_server(work, args.cache_dir / "serve-load.log", options)
     port = int(url.rsplit(":", 1)[1])
     try:
         warm = Client(port)
@@ -278,6 +281,7 @@ def main() -> None:
         "machine": {"cpu": cpu_name(), "cores": os.cpu_count(), "load_average_at_end": os.getloadavg()},
         "settings": {"docs": docs, "requests_per_level": requests, "seconds_per_level": seconds, "k": 10,
                      "query_words": QUERY_WORDS, "write_batch": args.write_batch, "max_batch": args.max_batch,
+                     "precision": args.precision, "backend": args.backend,
                      "index": "Flat", "model": "bundled all-MiniLM-L6-v2"},
         "levels": results_levels,
         "index_size_at_end": final_size,
