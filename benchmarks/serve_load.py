@@ -249,6 +249,7 @@ def main() -> None:
     port = int(url.rsplit(":", 1)[1])
     try:
         warm = Client(port)
+        served_with = json.loads(warm.request("GET", "/info")[1])["server"]
         for query in queries[:20]:
             status, body = warm.request("GET", "/search?" + urlencode({"q": query, "k": 10}))
             if status != 200:
@@ -281,7 +282,7 @@ def main() -> None:
         "machine": {"cpu": cpu_name(), "cores": os.cpu_count(), "load_average_at_end": os.getloadavg()},
         "settings": {"docs": docs, "requests_per_level": requests, "seconds_per_level": seconds, "k": 10,
                      "query_words": QUERY_WORDS, "write_batch": args.write_batch, "max_batch": args.max_batch,
-                     "precision": args.precision, "backend": args.backend,
+                     "precision": served_with["precision"], "backend": served_with["backend"],
                      "index": "Flat", "model": "bundled all-MiniLM-L6-v2"},
         "levels": results_levels,
         "index_size_at_end": final_size,

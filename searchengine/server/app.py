@@ -87,6 +87,7 @@ def create_app(index: ServedIndex, settings: ServerSettings = ServerSettings()) 
             **details,
             "server": {
                 "backend": index.encoder.backend,
+                "precision": index.encoder.precision,
                 "modes": ["dense", *(f"rerank:{model}" for model in index.rerank)],
                 "rerank": list(index.rerank),
                 "api_key_for": settings.api_key_for if settings.api_key else None,

@@ -135,14 +135,17 @@ class BatchingReader:
                 log.info("reopened %s: a writer committed a new generation (%d texts)", self._engine.path,
                          len(self._engine))
             self.problem = None
-        except SearchEngineError as exc:
-            if str(exc) != self.problem:
-                log.warning("still serving the previous generation of %s: %s", self._engine.path, exc)
-            self.problem = str(exc)
+        except Exception as exc:  # whatever went wrong, the generation already loaded keeps answering
+            problem = str(exc) if isinstance(exc, SearchEngineError) else f"{type(exc).__name__}: {exc}"
+            if problem != self.problem:
+                log.warning("still serving the previous generation of %s: %s", self._engine.path, problem)
+            self.problem = problem
 
     def _answer(self, jobs: list[_Search | _Call]) -> None:
         groups: dict[SearchOptions, list[_Search]] = {}
         for job in jobs:
+            if not job.future.set_running_or_notify_cancel():
+                continue  # its caller gave up waiting (e.g. the client went away)
             if isinstance(job, _Call):
                 _settle(job.future, lambda job=job: job.function(self._engine))
             else:

@@ -52,3 +52,14 @@ def test_max_batch_bounds_a_turn(served: ServedIndex) -> None:
     release.set()
     assert [future.result(30)[0][0].text for future in futures] == SENTENCES[:7]
     assert reader.batches - before == 3  # 3 + 3 + 1
+
+
+def test_a_cancelled_query_is_skipped_and_the_reader_goes_on(served: ServedIndex) -> None:
+    reader = served.reader
+    release, _ = _hold(reader)
+    given_up = reader.search(["cat"], SearchOptions(k=1))
+    assert given_up.cancel()
+    kept = reader.search(["the cat sat on the mat"], SearchOptions(k=1))
+    release.set()
+    assert kept.result(30)[0][0].text == "the cat sat on the mat"
+    assert reader.search(["the king and queen ruled the empire"], SearchOptions(k=1)).result(30)[0][0].id == 11
