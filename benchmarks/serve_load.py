@@ -75,6 +75,30 @@ def build_index(corpus: list[str], path: Path) -> None:
     print(f"built {path} ({len(corpus)} texts) in {time.perf_counter() - started:.0f} s", file=sys.stderr)
 
 
+def in_process_latency(index: Path, queries: list[str], count: int, precision: str, backend: str) -> dict:
+    """p50/p99 of SearchEngine.search on the same index and queries in this process, one at a time, on one thread
+    as the server computes: what HTTP adds is the difference."""
+    import faiss
+    import torch
+
+    from searchengine import EncoderSpeed, SearchEngine
+
+    torch.set_num_threads(1)
+    faiss.omp_set_num_threads(1)
+    engine = SearchEngine.open(index, speed=EncoderSpeed(precision, backend, 1))
+    for query in queries[:10]:
+        engine.search(query, k=10)
+    latencies = []
+    for query in queries[:count]:
+        started = time.perf_counter()
+        engine.search(query, k=10)
+        latencies.append(time.perf_counter() - started)
+    engine.close()
+    ordered = sorted(latencies)
+    return {"queries": len(ordered), "p50_ms": 1000 * ordered[len(ordered) // 2],
+            "p99_ms": 1000 * ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]}
+
+
 def start_server(index: Path, log: Path, options: list[str]) -> tuple[subprocess.Popen, str]:
     """`searchengine serve` on a free 127.0.0.1 port; returns the process and its base URL once it listens."""
     sink = log.open("w")
@@ -230,6 +254,7 @@ def main() -> None:
     seconds = args.seconds or (30.0 if args.quick else 60.0)
     levels = [int(value) for value in args.concurrency.split(",")]
 
+    load_at_start = os.getloadavg()
     corpus = list(dict.fromkeys(sentences(args.data)))
     if docs >= len(corpus):
         raise SystemExit(f"--docs must leave sentences for queries and writes: at most {len(corpus) - 2000}")
@@ -244,6 +269,9 @@ def main() -> None:
     subprocess.run(["rm", "-rf", str(work)], check=True)
     subprocess.run(["cp", "-r", str(index), str(work)], check=True)
 
+    baseline = in_process_latency(work, queries, 50 if args.quick else 500, args.precision, args.backend)
+    print(f"in process, one query at a time: p50 {baseline['p50_ms']:.1f} ms, p99 {baseline['p99_ms']:.1f} ms",
+          file=sys.stderr)
     options = ["--max-batch", str(args.max_batch), "--precision", args.precision, "--backend", args.backend]
     process, url = start_server(work, args.cache_dir / "serve-load.log", options)
     port = int(url.rsplit(":", 1)[1])
@@ -279,11 +307,13 @@ def main() -> None:
             process.kill()
 
     results = {
-        "machine": {"cpu": cpu_name(), "cores": os.cpu_count(), "load_average_at_end": os.getloadavg()},
+        "machine": {"cpu": cpu_name(), "cores": os.cpu_count(), "load_average_at_start": load_at_start,
+                    "load_average_at_end": os.getloadavg()},
         "settings": {"docs": docs, "requests_per_level": requests, "seconds_per_level": seconds, "k": 10,
                      "query_words": QUERY_WORDS, "write_batch": args.write_batch, "max_batch": args.max_batch,
                      "precision": served_with["precision"], "backend": served_with["backend"],
                      "index": "Flat", "model": "bundled all-MiniLM-L6-v2"},
+        "in_process": baseline,
         "levels": results_levels,
         "index_size_at_end": final_size,
         "checks": {
@@ -292,6 +322,8 @@ def main() -> None:
             "writes_landed": args.no_writer or final_size == docs + sum(l["documents_added"] for l in results_levels),
         },
     }
+    print(f"In process (SearchEngine.search, one query at a time): p50 {baseline['p50_ms']:.1f} ms, "
+          f"p99 {baseline['p99_ms']:.1f} ms\n")
     print(markdown(results))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
