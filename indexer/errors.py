@@ -9,3 +9,7 @@ class IndexerError(SearchEngineError):
 
 class IndexLockedError(IndexerError):
     """Another process is writing this index right now."""
+
+
+class UnknownDocumentError(IndexerError):
+    """An id (internal or external) names no stored document."""

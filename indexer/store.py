@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import sqlite_utils
 
-from searchengine.indexer.errors import IndexerError
+from searchengine.indexer.errors import IndexerError, UnknownDocumentError
 
 TABLE = "documents"
 EXTERNAL_IDS_TABLE = "external_ids"
@@ -230,22 +230,24 @@ class DocumentStore:
             self._in_chunks(sql, ids)
 
     def delete(self, ids: Sequence[int]) -> None:
-        """Delete documents by id, all or none: an id that is not stored raises IndexerError."""
+        """Delete documents by id, all or none: an id that is not stored raises UnknownDocumentError."""
         ids = sorted(set(int(i) for i in ids))
         with self._guard(), self.db.conn:
             present = {row[0] for row in self._in_chunks(f"SELECT id FROM {TABLE} WHERE id IN", ids)}
             missing = [i for i in ids if i not in present]
             if missing:
-                raise IndexerError(f"no document with id {', '.join(map(str, missing[:10]))}; nothing was deleted")
+                raise UnknownDocumentError(
+                    f"no document with id {', '.join(map(str, missing[:10]))}; nothing was deleted"
+                )
             self._delete_rows(ids)
 
     def ids_for_external(self, external_ids: Sequence[str]) -> list[int]:
-        """The rows that external ids name; an unknown one raises IndexerError."""
+        """The rows that external ids name; an unknown one raises UnknownDocumentError."""
         with self._guard():
             found = self._ids_by_external_id(set(external_ids))
         missing = [e for e in external_ids if e not in found]
         if missing:
-            raise IndexerError(f"no document with external id {', '.join(missing[:10])}; nothing was deleted")
+            raise UnknownDocumentError(f"no document with external id {', '.join(missing[:10])}; nothing was deleted")
         return sorted({found[e] for e in external_ids})
 
     def matching_ids(self, conditions: Sequence[Condition]) -> np.ndarray:

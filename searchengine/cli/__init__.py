@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from searchengine.cli import analysis, evaluation, index, maintenance, query, train
+from searchengine.cli import analysis, evaluation, index, maintenance, query, serve, train
 
 app = typer.Typer(
     help="Semantic search over your own text: index a corpus once, then query it by meaning.",
@@ -15,7 +15,7 @@ app = typer.Typer(
 )
 for command in (
     index.index, query.query, maintenance.info, analysis.cluster, index.add, maintenance.delete,
-    maintenance.compact, analysis.mine, evaluation.analyze,
+    maintenance.compact, analysis.mine, evaluation.analyze, serve.serve,
 ):
     app.command()(command)
 app.add_typer(train.train_app, name="train")

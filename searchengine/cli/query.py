@@ -43,6 +43,11 @@ def query(
     precision: Precision = PrecisionOption,
     backend: Backend = BackendOption,
     threads: Optional[int] = ThreadsOption,
+    server: Optional[str] = typer.Option(
+        None, "--server", envvar="SEARCHENGINE_SERVER", show_envvar=True,
+        help="Ask a running `searchengine serve` at this address (e.g. http://127.0.0.1:8000) instead of opening "
+        "the index here; its API key, if any, comes from $SEARCHENGINE_API_KEY.",
+    ),
 ) -> None:
     """Find the documents closest in meaning to a query.
 
@@ -62,44 +67,77 @@ def query(
       searchengine query --file questions.txt --json
 
       searchengine query "how do I reset my password" --rerank my-cross-encoder --rerank-top 50
-    """
-    from searchengine.encoding.encoder import EncoderSpeed
-    from searchengine.engine.search_engine import DEFAULT_RERANK_TOP, SearchEngine, default_index_dir
 
-    target = index_dir or default_index_dir()
-    with user_errors(target):
+      searchengine query "budget tips" --server http://127.0.0.1:8000
+    """
+    with user_errors(index_dir):
         queries = _queries(text, file)
         if rerank_top is not None and rerank is None:
             raise SearchEngineError(
                 "--rerank-top says how many candidates a cross-encoder rescores; add --rerank MODEL"
             )
-        speed = EncoderSpeed(precision, backend, threads)
-        engine = SearchEngine.open(target, model=model, whiten_k=whiten_k, speed=speed)
-        top = max(k, rerank_top or DEFAULT_RERANK_TOP)
-        results = engine.search_batch(queries, k, where, rerank=rerank, rerank_top=top)
-        if where and not any(results):
+        if server:
+            if index_dir is not None or model is not None or whiten_k is not None:
+                raise SearchEngineError(
+                    "--server answers from the server's own index and model; drop --index-dir, --model and --whiten-k"
+                )
+            from searchengine.server.client import search_remote
+
+            payload = search_remote(server, queries, k, where, rerank, rerank_top)
+            for result in payload:
+                if result.get("rerank") is None:
+                    result.pop("rerank", None)  # as the local --json output: only reranked results say so
+            held = None
+        else:
+            payload, held = _search_here(
+                queries, k, where, index_dir, model, whiten_k, rerank, rerank_top, precision, backend, threads
+            )
+        if where and not any(result["hits"] for result in payload):
             typer.echo(f"No documents match {' and '.join(where)}.", err=True)
             return
         if as_json:
-            reranked = {"rerank": {"model": rerank, "top": top}} if rerank else {}
-            payload = [
-                {"query": q, **reranked, "hits": [asdict(hit) for hit in hits]} for q, hits in zip(queries, results)
-            ]
             typer.echo(json.dumps(payload if file else payload[0], ensure_ascii=False, indent=2))
             return
-        if k > len(engine) and not where:
-            typer.echo(f"(the index holds {len(engine)} texts, so at most {len(engine)} results)", err=True)
+        if held is not None and k > held and not where:
+            typer.echo(f"(the index holds {held} texts, so at most {held} results)", err=True)
         if rerank:
+            top = payload[0]["rerank"]["top"]
             typer.echo(
                 f"(reranked by {rerank} from the top {top} by cosine: cross-encoder score, then cosine)", err=True
             )
-        for position, (q, hits) in enumerate(zip(queries, results)):
+        for position, result in enumerate(payload):
             if file:
-                typer.echo(("\n" if position else "") + f"Query: {q}")
-            for rank, hit in enumerate(hits, start=1):
-                cluster = f"[c{hit.cluster}] " if hit.cluster is not None else ""
-                cosine = f"(cos {hit.retrieval_score:.4f})  " if hit.retrieval_score is not None else ""
-                typer.echo(f"{rank:>3}  {hit.score:.4f}  {cosine}#{hit.id:<6} {cluster}{hit.text}")
+                typer.echo(("\n" if position else "") + f"Query: {result['query']}")
+            for rank, hit in enumerate(result["hits"], start=1):
+                cluster = f"[c{hit['cluster']}] " if hit["cluster"] is not None else ""
+                cosine = f"(cos {hit['retrieval_score']:.4f})  " if hit["retrieval_score"] is not None else ""
+                typer.echo(f"{rank:>3}  {hit['score']:.4f}  {cosine}#{hit['id']:<6} {cluster}{hit['text']}")
+
+
+def _search_here(
+    queries: list[str],
+    k: int,
+    where: list[str],
+    index_dir: Path | None,
+    model: str | None,
+    whiten_k: int | None,
+    rerank: str | None,
+    rerank_top: int | None,
+    precision: str,
+    backend: str,
+    threads: int | None,
+) -> tuple[list[dict], int]:
+    """Open the index in this process and search it: the results as --json prints them, and the index's size."""
+    from searchengine.encoding.encoder import EncoderSpeed
+    from searchengine.engine.search_engine import DEFAULT_RERANK_TOP, SearchEngine, default_index_dir
+
+    speed = EncoderSpeed(precision, backend, threads)
+    engine = SearchEngine.open(index_dir or default_index_dir(), model=model, whiten_k=whiten_k, speed=speed)
+    top = max(k, rerank_top or DEFAULT_RERANK_TOP)
+    results = engine.search_batch(queries, k, where, rerank=rerank, rerank_top=top)
+    reranked = {"rerank": {"model": rerank, "top": top}} if rerank else {}
+    payload = [{"query": q, **reranked, "hits": [asdict(hit) for hit in hits]} for q, hits in zip(queries, results)]
+    return payload, len(engine)
 
 
 def _queries(text: str | None, file: Path | None) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -94,6 +95,10 @@ class Encoder:
         self.transforms = [module.to(self.device) for module in load_transforms(self.source, self.pooled_dimension)]
         self.dimension: int = output_dimension(self.transforms[-1]) if self.transforms else self.pooled_dimension
         self.truncated = 0
+        self._lock = threading.Lock()
+        """Serialises tokenizing and each forward pass: the fast tokenizer is not safe to share between threads,
+        and two passes at once only compete for the same cores. Held per batch, so a long `encode` in one
+        thread (a server adding documents) lets short ones from other threads (its queries) in between."""
         self.backend: str = resolve_backend(backend, self.device, self.pooling, self.precision)
         """The backend the transformer runs in ("auto" resolved)."""
         if self.backend == "onnx":
@@ -128,7 +133,8 @@ class Encoder:
         return self.source.pooling
 
     def encode(self, texts: Sequence[str], batch_size: int | None = None, *, pre_normalize: bool = False) -> np.ndarray:
-        """Embed `texts` into an (n, dimension) float32 array, rows in input order.
+        """Embed `texts` into an (n, dimension) float32 array, rows in input order. Safe to call from several
+        threads at once (they take turns batch by batch).
 
         `pre_normalize`: return what the model's Normalize module would receive (pooled, then through the model's
         post-processing modules, not L2-normalised); what a new post-processing module is fitted on."""
@@ -137,13 +143,8 @@ class Encoder:
         prepared = [text.strip() for text in texts]
         if self.source.do_lower_case:
             prepared = [text.lower() for text in prepared]
-        if self.prompt is not None:  # the sentence inside the template; only the sentence is truncated
-            ids, truncated = self.prompt.tokenize(prepared, self.max_seq_length)
-            self.truncated += truncated
-        else:
-            tokens = self.tokenizer(prepared, truncation=True, max_length=self.max_seq_length, padding=False)
-            self.truncated += sum(1 for encoding in tokens.encodings if encoding.overflowing)
-            ids = tokens["input_ids"]
+        with self._lock:
+            ids = self._tokenize(prepared)
         if self.smart_batching:
             order = np.argsort([-len(row) for row in ids], kind="stable")
         else:
@@ -153,8 +154,19 @@ class Encoder:
         with self._threads():
             for start in range(0, len(order), size):
                 rows = order[start : start + size]
-                out[rows] = self._encode_batch([ids[i] for i in rows], pre_normalize)
+                with self._lock:
+                    out[rows] = self._encode_batch([ids[i] for i in rows], pre_normalize)
         return out
+
+    def _tokenize(self, texts: list[str]) -> list[list[int]]:
+        """Token ids per text, cut to the model's limit (counted in `truncated`)."""
+        if self.prompt is not None:  # the sentence inside the template; only the sentence is truncated
+            ids, truncated = self.prompt.tokenize(texts, self.max_seq_length)
+            self.truncated += truncated
+            return ids
+        tokens = self.tokenizer(texts, truncation=True, max_length=self.max_seq_length, padding=False)
+        self.truncated += sum(1 for encoding in tokens.encodings if encoding.overflowing)
+        return tokens["input_ids"]
 
     @contextlib.contextmanager
     def _threads(self) -> Iterator[None]:

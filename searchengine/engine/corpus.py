@@ -77,14 +77,23 @@ def _parse_json_line(line: str, name: str, number: int, id_field: str | None) ->
         record = json.loads(line)
     except ValueError as exc:
         raise SearchEngineError(f"{name} line {number} is not valid JSON ({exc.msg}, column {exc.colno})") from None
+    return document_from_record(record, f"{name} line {number}", id_field, name, number)
+
+
+def document_from_record(
+    record: object, label: str, id_field: str | None = None, source: str | None = None, line: int | None = None
+) -> Document:
+    """A Document from one JSON object as a .jsonl line holds it: a string "text", the other fields metadata, and
+    `id_field` (when given) the external id. `label` names the record in errors ("docs.jsonl line 3")."""
     if not isinstance(record, dict) or not isinstance(record.get("text"), str):
-        raise SearchEngineError(f'{name} line {number} needs a JSON object with a string "text" field')
+        raise SearchEngineError(f'{label} needs a JSON object with a string "text" field')
+    record = dict(record)
     text = record.pop("text").strip()
     if not text:
-        raise SearchEngineError(f'{name} line {number} has an empty "text" field')
+        raise SearchEngineError(f'{label} has an empty "text" field')
     external_id = None
     if id_field is not None:
         external_id = record.pop(id_field, None)
         if not isinstance(external_id, (str, int)) or isinstance(external_id, bool):
-            raise SearchEngineError(f'{name} line {number} needs a string or integer "{id_field}" field (the id)')
-    return Document(text, name, number, record, None if external_id is None else str(external_id))
+            raise SearchEngineError(f'{label} needs a string or integer "{id_field}" field (the id)')
+    return Document(text, source, line, record, None if external_id is None else str(external_id))

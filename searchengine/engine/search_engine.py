@@ -158,6 +158,7 @@ class SearchEngine:
         self._store: DocumentStore | None = None
         self._whitening: Whitening | None = None
         self._cross_encoders: dict[str, CrossEncoder] = {}
+        self._stamp: tuple[int, int] | None = None
         self._load()
 
     @property
@@ -304,6 +305,12 @@ class SearchEngine:
             except IndexerError:
                 if attempt == READ_ATTEMPTS - 1 or self.directory.manifest_stamp() == stamp:
                     raise
+        if self.manifest and manifest["model"]["fingerprint"] != self.manifest["model"]["fingerprint"]:
+            store.close()
+            raise SearchEngineError(
+                f"index {self.path} was rebuilt with model {manifest['model']['name']} (fingerprint "
+                f"{manifest['model']['fingerprint']}) since it was opened with {self.encoder.name}; open it again"
+            )
         tombstones, live = store.tombstones(), store.count()
         if live != manifest.count.vectors or vectors.count != live + len(tombstones):
             raise IndexerError(
@@ -313,7 +320,15 @@ class SearchEngine:
         if self._store is not None:
             self._store.close()
         self.manifest, self._vectors, self._store, self._whitening = manifest, vectors, store, whitening
-        self._tombstones, self._live = tombstones, live
+        self._tombstones, self._live, self._stamp = tombstones, live, stamp
+
+    def refresh(self) -> bool:
+        """Reopen the index if a writer (another process, or another SearchEngine) committed since it was loaded;
+        True if it did. One stat when nothing changed. On failure the loaded state stays as it was, and usable."""
+        if self.directory.manifest_stamp() == self._stamp:
+            return False
+        self._load()
+        return True
 
     def __len__(self) -> int:
         """Number of distinct texts in the index (deleted ones not counted)."""

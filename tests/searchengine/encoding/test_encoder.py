@@ -104,3 +104,27 @@ def test_threads_apply_while_encoding_only(tiny_model: Path, sentences: list[str
     encoder.encode(sentences)
     assert seen and set(seen) == {1}
     assert torch.get_num_threads() == before
+
+
+def test_threads_sharing_an_encoder_get_the_vectors_it_gives_alone(tiny_encoder: Encoder, sentences: list[str]) -> None:
+    import threading
+
+    expected = tiny_encoder.encode(sentences)
+    results: dict[int, np.ndarray] = {}
+    errors: list[BaseException] = []
+
+    def encode(number: int) -> None:
+        try:
+            for _ in range(5):
+                results[number] = tiny_encoder.encode(sentences[number:] + sentences[:number])
+        except BaseException as exc:  # any error fails the test
+            errors.append(exc)
+
+    threads = [threading.Thread(target=encode, args=(number,)) for number in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
+    for number, vectors in results.items():
+        np.testing.assert_allclose(vectors, np.roll(expected, -number, axis=0), atol=1e-5)

@@ -275,3 +275,16 @@ def test_broken_gzip_is_a_clear_error(tmp_path: Path) -> None:
     path.write_bytes(b"not gzip at all")
     with pytest.raises(SearchEngineError, match="not a readable gzip file"):
         list(read_corpus(path))
+
+
+def test_a_record_becomes_a_document_as_a_jsonl_line_would() -> None:
+    from searchengine.engine.corpus import document_from_record
+
+    record = {"text": "  hello  ", "id": 7, "lang": "en"}
+    document = document_from_record(record, "document 1", id_field="id")
+    assert document == Document("hello", None, None, {"lang": "en"}, "7")
+    assert record == {"text": "  hello  ", "id": 7, "lang": "en"}  # the caller's object is left as it was
+    with pytest.raises(SearchEngineError, match='^document 2 needs a JSON object with a string "text" field$'):
+        document_from_record(["text"], "document 2")
+    with pytest.raises(SearchEngineError, match='^document 3 has an empty "text" field$'):
+        document_from_record({"text": " "}, "document 3")

@@ -178,3 +178,24 @@ def test_cli_where_add_delete_compact(tmp_path: Path, tiny_model: Path) -> None:
     assert re.search(r"deleted, not compacted:\s+none", runner.invoke(app, ["info", *base]).output)
     external = runner.invoke(app, ["delete", "--external", "d7", *base])
     assert "Deleted 1 documents" in external.output
+
+
+def test_refresh_reopens_only_after_another_writer_commits(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    path = tmp_path / "shared"
+    reader = SearchEngine.build(_documents(8), path, encoder=tiny_encoder)
+    assert reader.refresh() is False
+    SearchEngine.open(path, encoder=tiny_encoder).add(["a text from another writer"])
+    assert len(reader) == 8 and reader.refresh() is True and len(reader) == 9
+    assert reader.search("a text from another writer", k=1)[0].text == "a text from another writer"
+    assert reader.refresh() is False
+
+
+def test_refresh_refuses_an_index_rebuilt_with_another_model_and_keeps_serving(
+    tmp_path: Path, tiny_encoder: Encoder, other_tiny_model: Path
+) -> None:
+    path = tmp_path / "rebuilt"
+    reader = SearchEngine.build(_documents(8), path, encoder=tiny_encoder)
+    SearchEngine.build(["other"], path, encoder=Encoder(other_tiny_model))
+    with pytest.raises(SearchEngineError, match="was rebuilt with model .* since it was opened"):
+        reader.refresh()
+    assert len(reader.search("cat", k=100)) == 8

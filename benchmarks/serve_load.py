@@ -1,0 +1,334 @@
+"""Load test of `searchengine serve`: queries/second, p50/p99 latency and errors at several concurrencies, alone
+and while a writer adds documents through the API.
+
+The index: the first --docs sentences of the Wikipedia sentences (unsup/wiki_sentences.txt.gz, 100,000 lines),
+indexed with the bundled all-MiniLM-L6-v2 (exact search, "Flat"), built once into --cache-dir. The queries: the
+first eight words of sentences the index does not hold. The server runs as its own process
+(`python -m searchengine serve --port 0` on 127.0.0.1); the clients are threads of this process, each with one
+keep-alive connection, sending GET /search?q=...&k=10.
+
+Bounded: each level stops after --requests requests or --seconds seconds, whichever comes first, and the whole
+run after the levels listed; nothing but 127.0.0.1 is ever contacted. "With a writer": one more client posts
+--write-batch new documents at a time to POST /documents, back to back, for as long as the level runs (each write
+copies the index, commits a new generation, and the server's reader reopens it).
+
+    python benchmarks/serve_load.py --docs 20000 --out benchmarks/results/serve_load.json
+    python benchmarks/serve_load.py --quick          # a smoke run: 300 documents, a few requests per level
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import http.client
+import json
+import os
+import platform
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from urllib.parse import urlencode
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / ".." / "shared" / "data"
+QUERY_WORDS = 8
+
+
+@dataclass
+class Level:
+    """One measured run: `concurrency` clients sending searches (and maybe one writer) until a bound is hit."""
+
+    concurrency: int
+    with_writer: bool
+    requests: int = 0
+    errors: int = 0
+    seconds: float = 0.0
+    qps: float = 0.0
+    p50_ms: float = 0.0
+    p99_ms: float = 0.0
+    writes: int = 0
+    write_errors: int = 0
+    documents_added: int = 0
+    write_p50_ms: float | None = None
+    error_samples: list[str] = field(default_factory=list)
+
+
+def sentences(data: Path) -> list[str]:
+    with gzip.open(data / "unsup" / "wiki_sentences.txt.gz", "rt", encoding="utf-8") as handle:
+        return [line.strip() for line in handle if line.strip()]
+
+
+def build_index(corpus: list[str], path: Path) -> None:
+    """The index of `corpus`, built once: a directory whose manifest exists is reused."""
+    if (path / "manifest.json").is_file():
+        return
+    from searchengine import SearchEngine
+
+    started = time.perf_counter()
+    SearchEngine.build(corpus, path, index="Flat", progress=True).close()
+    print(f"built {path} ({len(corpus)} texts) in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+
+
+def in_process_latency(index: Path, queries: list[str], count: int, precision: str, backend: str) -> dict:
+    """p50/p99 of SearchEngine.search on the same index and queries in this process, one at a time, on one thread
+    as the server computes: what HTTP adds is the difference."""
+    import faiss
+    import torch
+
+    from searchengine import EncoderSpeed, SearchEngine
+
+    torch.set_num_threads(1)
+    faiss.omp_set_num_threads(1)
+    engine = SearchEngine.open(index, speed=EncoderSpeed(precision, backend, 1))
+    for query in queries[:10]:
+        engine.search(query, k=10)
+    latencies = []
+    for query in queries[:count]:
+        started = time.perf_counter()
+        engine.search(query, k=10)
+        latencies.append(time.perf_counter() - started)
+    engine.close()
+    ordered = sorted(latencies)
+    return {"queries": len(ordered), "p50_ms": 1000 * ordered[len(ordered) // 2],
+            "p99_ms": 1000 * ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]}
+
+
+def start_server(index: Path, log: Path, options: list[str]) -> tuple[subprocess.Popen, str]:
+    """`searchengine serve` on a free 127.0.0.1 port; returns the process and its base URL once it listens."""
+    sink = log.open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "searchengine", "serve", "-d", str(index), "--host", "127.0.0.1", "--port", "0",
+         "--no-access-log", *options],
+        stdout=sink, stderr=sink,
+    )
+    deadline = time.monotonic() + 300
+    while not (found := re.search(r"at (http://127\.0\.0\.1:\d+)/", log.read_text())):
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            raise SystemExit("the server did not start:\n" + log.read_text())
+        time.sleep(0.1)
+    return process, found.group(1)
+
+
+class Client:
+    """One keep-alive connection to the server, reopened after a failure."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+
+    def request(self, method: str, path: str, body: bytes | None = None) -> tuple[int, bytes]:
+        headers = {"Content-Type": "application/json"} if body is not None else {}
+        try:
+            self.connection.request(method, path, body, headers)
+            response = self.connection.getresponse()
+            return response.status, response.read()
+        except (OSError, http.client.HTTPException) as exc:
+            self.connection.close()
+            self.connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=120)
+            return 0, repr(exc).encode()
+
+
+def run_level(
+    port: int, queries: list[str], concurrency: int, requests: int, seconds: float, writer_texts: list[str] | None,
+    write_batch: int,
+) -> Level:
+    level = Level(concurrency, writer_texts is not None)
+    latencies: list[float] = []
+    write_latencies: list[float] = []
+    lock = threading.Lock()
+    issued = 0
+    deadline = time.monotonic() + seconds
+    done = threading.Event()
+
+    def next_request() -> int | None:
+        nonlocal issued
+        with lock:
+            if issued >= requests or time.monotonic() > deadline:
+                return None
+            issued += 1
+            return issued
+
+    def search() -> None:
+        client = Client(port)
+        while (number := next_request()) is not None:
+            query = queries[number % len(queries)]
+            started = time.perf_counter()
+            status, body = client.request("GET", "/search?" + urlencode({"q": query, "k": 10}))
+            elapsed = time.perf_counter() - started
+            with lock:
+                latencies.append(elapsed)
+                if status != 200:
+                    level.errors += 1
+                    if len(level.error_samples) < 5:
+                        level.error_samples.append(f"{status} {body[:200]!r}")
+
+    def write() -> None:
+        client = Client(port)
+        position = 0
+        while not done.is_set() and position + write_batch <= len(writer_texts):
+            batch = writer_texts[position : position + write_batch]
+            position += write_batch
+            started = time.perf_counter()
+            body = json.dumps({"documents": [{"text": text, "origin": "load-test"} for text in batch]}).encode()
+            status, answer = client.request("POST", "/documents", body)
+            write_latencies.append(time.perf_counter() - started)
+            level.writes += 1
+            if status == 200:
+                level.documents_added += json.loads(answer)["added"]
+            else:
+                level.write_errors += 1
+                level.error_samples.append(f"write {status} {answer[:200]!r}")
+
+    started = time.perf_counter()
+    threads = [threading.Thread(target=search) for _ in range(concurrency)]
+    writer = threading.Thread(target=write) if writer_texts is not None else None
+    for thread in threads + ([writer] if writer else []):
+        thread.start()
+    for thread in threads:
+        thread.join()
+    level.seconds = time.perf_counter() - started
+    done.set()
+    if writer:
+        writer.join()
+    level.requests = len(latencies)
+    level.qps = level.requests / level.seconds
+    ordered = sorted(latencies)
+    level.p50_ms = 1000 * ordered[len(ordered) // 2]
+    level.p99_ms = 1000 * ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    if write_latencies:
+        level.write_p50_ms = 1000 * statistics.median(write_latencies)
+    return level
+
+
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def markdown(results: dict) -> str:
+    rows = [
+        "| clients | writer | requests | QPS | p50 ms | p99 ms | errors | writes (docs added) | write p50 ms |",
+        "|---:|---|---:|---:|---:|---:|---:|---|---:|",
+    ]
+    for level in results["levels"]:
+        writes = f"{level['writes']} ({level['documents_added']})" if level["with_writer"] else "–"
+        write_p50 = f"{level['write_p50_ms']:.0f}" if level["write_p50_ms"] is not None else "–"
+        errors = level["errors"] + level["write_errors"]
+        rows.append(
+            f"| {level['concurrency']} | {'yes' if level['with_writer'] else 'no'} | {level['requests']} | "
+            f"{level['qps']:.1f} | {level['p50_ms']:.1f} | {level['p99_ms']:.1f} | {errors} | {writes} | {write_p50} |"
+        )
+    return "\n".join(rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="smoke run: 300 documents, 40 requests per level")
+    parser.add_argument("--docs", type=int, help="documents in the index (default 100000; --quick 300)")
+    parser.add_argument("--concurrency", default="1,8,32", help="comma-separated client counts (default 1,8,32)")
+    parser.add_argument("--requests", type=int, help="requests per level at most (default 3000; --quick 40)")
+    parser.add_argument("--seconds", type=float, help="seconds per level at most (default 60; --quick 30)")
+    parser.add_argument("--write-batch", type=int, default=10, help="documents per POST /documents (default 10)")
+    parser.add_argument("--max-batch", type=int, default=64, help="the server's --max-batch (default 64)")
+    parser.add_argument("--precision", default="auto", help="the server's --precision (default auto)")
+    parser.add_argument("--backend", default="auto", help="the server's --backend (default auto)")
+    parser.add_argument("--no-writer", action="store_true", help="skip the levels with a writer")
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--cache-dir", type=Path, default=Path("/tmp/searchengine-bench-cache"))
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    docs = args.docs or (300 if args.quick else 100_000)
+    requests = args.requests or (40 if args.quick else 3000)
+    seconds = args.seconds or (30.0 if args.quick else 60.0)
+    levels = [int(value) for value in args.concurrency.split(",")]
+
+    load_at_start = os.getloadavg()
+    corpus = list(dict.fromkeys(sentences(args.data)))
+    if docs >= len(corpus):
+        raise SystemExit(f"--docs must leave sentences for queries and writes: at most {len(corpus) - 2000}")
+    held_out = corpus[docs:]
+    queries = [" ".join(text.split()[:QUERY_WORDS]) for text in held_out[:1000]]
+    writer_texts = held_out[1000:]
+    index = args.cache_dir / f"serve-load-{docs}"
+    args.cache_dir.mkdir(parents=True, exist_ok=True)
+    build_index(corpus[:docs], index)
+    # Writes change the index: each run serves a fresh copy of the built one.
+    work = args.cache_dir / f"serve-load-{docs}-run"
+    subprocess.run(["rm", "-rf", str(work)], check=True)
+    subprocess.run(["cp", "-r", str(index), str(work)], check=True)
+
+    baseline = in_process_latency(work, queries, 50 if args.quick else 500, args.precision, args.backend)
+    print(f"in process, one query at a time: p50 {baseline['p50_ms']:.1f} ms, p99 {baseline['p99_ms']:.1f} ms",
+          file=sys.stderr)
+    options = ["--max-batch", str(args.max_batch), "--precision", args.precision, "--backend", args.backend]
+    process, url = start_server(work, args.cache_dir / "serve-load.log", options)
+    port = int(url.rsplit(":", 1)[1])
+    try:
+        warm = Client(port)
+        served_with = json.loads(warm.request("GET", "/info")[1])["server"]
+        for query in queries[:20]:
+            status, body = warm.request("GET", "/search?" + urlencode({"q": query, "k": 10}))
+            if status != 200:
+                raise SystemExit(f"warm-up query failed: {status} {body[:300]!r}")
+        results_levels = []
+        for with_writer in (False,) if args.no_writer else (False, True):
+            for concurrency in levels:
+                level = run_level(
+                    port, queries, concurrency, requests, seconds, writer_texts if with_writer else None,
+                    args.write_batch,
+                )
+                print(
+                    f"clients {concurrency:>3} writer {'yes' if with_writer else 'no ':<3}: {level.qps:7.1f} QPS, "
+                    f"p50 {level.p50_ms:6.1f} ms, p99 {level.p99_ms:7.1f} ms, errors {level.errors + level.write_errors}"
+                    + (f", {level.writes} writes" if with_writer else ""),
+                    file=sys.stderr,
+                )
+                results_levels.append(asdict(level))
+                writer_texts = writer_texts[level.writes * args.write_batch :] if with_writer else writer_texts
+        status, body = Client(port).request("GET", "/info")
+        final_size = json.loads(body)["vectors"] if status == 200 else None
+    finally:
+        process.send_signal(signal.SIGINT)
+        try:
+            process.wait(60)
+        except subprocess.TimeoutExpired:
+            process.kill()
+
+    results = {
+        "machine": {"cpu": cpu_name(), "cores": os.cpu_count(), "load_average_at_start": load_at_start,
+                    "load_average_at_end": os.getloadavg()},
+        "settings": {"docs": docs, "requests_per_level": requests, "seconds_per_level": seconds, "k": 10,
+                     "query_words": QUERY_WORDS, "write_batch": args.write_batch, "max_batch": args.max_batch,
+                     "precision": served_with["precision"], "backend": served_with["backend"],
+                     "index": "Flat", "model": "bundled all-MiniLM-L6-v2"},
+        "in_process": baseline,
+        "levels": results_levels,
+        "index_size_at_end": final_size,
+        "checks": {
+            "no_errors": all(level["errors"] == 0 and level["write_errors"] == 0 for level in results_levels),
+            "every_level_answered": all(level["requests"] > 0 for level in results_levels),
+            "writes_landed": args.no_writer or final_size == docs + sum(l["documents_added"] for l in results_levels),
+        },
+    }
+    print(f"In process (SearchEngine.search, one query at a time): p50 {baseline['p50_ms']:.1f} ms, "
+          f"p99 {baseline['p99_ms']:.1f} ms\n")
+    print(markdown(results))
+    if args.out:
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""`searchengine serve`: the HTTP API and search page over one index, the model loaded once."""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from searchengine.cli.errors import user_errors
+from searchengine.cli.options import BackendOption, IndexDirOption, PrecisionOption
+from searchengine.errors import SearchEngineError
+
+
+def serve(
+    index_dir: Optional[Path] = IndexDirOption,
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on; 0.0.0.0 reaches beyond this machine."),
+    port: int = typer.Option(8000, "--port", "-p", min=0, max=65535, help="Port to listen on (0: any free one)."),
+    api_key: Optional[str] = typer.Option(
+        None, "--api-key", envvar="SEARCHENGINE_API_KEY", show_envvar=True,
+        help="Require 'Authorization: Bearer KEY' on what --api-key-for names.",
+    ),
+    api_key_for: str = typer.Option(
+        "writes", "--api-key-for",
+        help="What the API key guards: writes (POST /documents, DELETE) or all (searches and /info too; "
+        "/health, the page and /docs stay open).",
+    ),
+    rerank: list[str] = typer.Option(
+        [], "--rerank",
+        help="A cross-encoder requests may rerank with (rerank=MODEL), loaded at start; repeat to offer several.",
+    ),
+    max_batch: int = typer.Option(
+        64, "--max-batch", min=1, help="Queries waiting together that are encoded in one call."
+    ),
+    access_log: bool = typer.Option(True, "--access-log/--no-access-log", help="Log one line per request."),
+    precision: str = PrecisionOption,
+    backend: str = BackendOption,
+    threads: int = typer.Option(
+        1, "--threads", min=1,
+        help="CPU threads while encoding; 1 leaves the other cores to HTTP, and concurrent queries are batched.",
+    ),
+) -> None:
+    """Serve an index over HTTP: a JSON API (docs at /docs) and a search page at /.
+
+    Endpoints: GET /health, GET /info, GET /search?q=...&k=10&where=..., POST /search {"queries": [...], "k": 10,
+    "where": [...]}, POST /documents {"documents": [{"text": ...}, ...], "id_field": "id"}, DELETE
+    /documents/ID (?external=true for your own ids). A write by another process (`searchengine add`) is picked up
+    without a restart. Listens on 127.0.0.1 unless --host says otherwise. Ctrl+C stops it.
+
+    Examples:
+
+      searchengine serve
+
+      searchengine serve -d ~/indexes/docs --port 8080 --api-key "$(cat key.txt)"
+    """
+    from searchengine.encoding.encoder import EncoderSpeed
+    from searchengine.engine.search_engine import default_index_dir
+
+    target = index_dir or default_index_dir()
+    with user_errors(target):
+        if api_key_for not in ("writes", "all"):
+            raise SearchEngineError(f"--api-key-for is writes or all, not {api_key_for!r}")
+        if api_key is not None and not api_key.strip():
+            raise SearchEngineError("--api-key is empty (is $SEARCHENGINE_API_KEY set to nothing?); give a key")
+        import uvicorn
+
+        from searchengine.server.app import ServerSettings, create_app
+        from searchengine.server.listener import listening_socket
+        from searchengine.server.served_index import ServedIndex
+
+        listener = listening_socket(host, port)
+        try:
+            index = ServedIndex(
+                target, speed=EncoderSpeed(precision, backend, threads), rerank=rerank, max_batch=max_batch
+            )
+        except BaseException:
+            listener.close()
+            raise
+    try:
+        app = create_app(index, ServerSettings(api_key=api_key, api_key_for=api_key_for))
+        address, bound_port = listener.getsockname()[:2]
+        url = f"http://{'[' + address + ']' if ':' in address else address}:{bound_port}"
+        typer.echo(f"Serving {target} ({index.reader.run(len).result()} texts) at {url}/ (API docs at {url}/docs)",
+                   err=True)
+        if not _is_loopback(host) and api_key is None:
+            typer.echo(f"Warning: listening on {host} without --api-key: anyone who reaches it can add and delete.",
+                       err=True)
+        config = uvicorn.Config(app, log_level="info", access_log=access_log, timeout_graceful_shutdown=5)
+        try:
+            uvicorn.Server(config).run(sockets=[listener])
+        except KeyboardInterrupt:  # uvicorn stops gracefully on Ctrl+C, then raises it again: a requested stop
+            typer.echo("Stopped.", err=True)
+    finally:
+        index.close()
+        listener.close()
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"

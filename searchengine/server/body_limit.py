@@ -1,0 +1,58 @@
+"""An ASGI middleware that refuses request bodies over a size limit with 413, before they are read whole."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+
+class BodyLimit:
+    """Reads each request body up to `max_bytes` and hands it on; a larger one (by its Content-Length, or as it
+    streams in) gets 413 and a one-line JSON error."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            await self._refuse(scope, receive, send)
+            return
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                await self._refuse(scope, receive, send)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        body: dict[str, Any] | None = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+
+        async def replay() -> Message:
+            nonlocal body
+            if body is None:
+                return await receive()  # after the body: wait for the client to go away
+            message, body = body, None
+            return message
+
+        await self.app(scope, replay, send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        megabytes = self.max_bytes / (1024 * 1024)
+        response = JSONResponse(
+            {"error": f"the request body is larger than {megabytes:g} MiB; send fewer documents or queries at once"},
+            status_code=413,
+            headers={"Connection": "close"},
+        )
+        await response(scope, receive, send)

@@ -1,0 +1,52 @@
+"""A small client for a running `searchengine serve` (standard library only, so it starts fast): what
+`searchengine query --server URL` uses."""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+from typing import Any
+
+from searchengine.errors import SearchEngineError
+
+
+def search_remote(
+    server: str,
+    queries: list[str],
+    k: int = 10,
+    where: list[str] | None = None,
+    rerank: str | None = None,
+    rerank_top: int | None = None,
+    api_key: str | None = None,
+    timeout: float = 120.0,
+) -> list[dict[str, Any]]:
+    """POST /search on `server` (e.g. http://127.0.0.1:8000): one {"query", "rerank", "hits"} per query.
+
+    api_key: sent as a bearer token; None reads $SEARCHENGINE_API_KEY. Problems (unreachable server, a 4xx
+    answer) raise SearchEngineError with the server's one-line message."""
+    base = server.rstrip("/")
+    if not base.startswith(("http://", "https://")):
+        raise SearchEngineError(f"the server address {server!r} needs http:// or https://, e.g. http://127.0.0.1:8000")
+    body = {"queries": queries, "k": k, "where": where or [], "rerank": rerank, "rerank_top": rerank_top}
+    headers = {"Content-Type": "application/json"}
+    key = api_key if api_key is not None else os.environ.get("SEARCHENGINE_API_KEY")
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    request = urllib.request.Request(f"{base}/search", json.dumps(body).encode("utf-8"), headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return json.loads(response.read())["results"]
+    except urllib.error.HTTPError as exc:
+        try:
+            message = json.loads(exc.read())["error"]
+        except (ValueError, KeyError, TypeError):
+            message = f"{exc.code} {exc.reason}"
+        raise SearchEngineError(f"the server at {base} says: {message}") from None
+    except (urllib.error.URLError, OSError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise SearchEngineError(
+            f"cannot reach a searchengine server at {base} ({reason}); start one with `searchengine serve` "
+            "or drop --server (and $SEARCHENGINE_SERVER)"
+        ) from None

@@ -1,0 +1,12 @@
+"""The bounds every request is held to, in one place so the API, its docs and the page agree."""
+
+MAX_K = 1000
+"""Results per query."""
+MAX_QUERIES = 256
+"""Queries in one POST /search."""
+MAX_FILTERS = 32
+"""`where` conditions in one request."""
+MAX_DOCUMENTS = 1000
+"""Documents in one POST /documents (each write copies the index once, so send them together)."""
+MAX_BODY_BYTES = 8 * 1024 * 1024
+"""Request body size; larger bodies get 413 before they are read whole."""

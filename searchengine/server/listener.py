@@ -1,0 +1,26 @@
+"""The server's listening socket, made before uvicorn starts: a busy port is one clear error, port 0 picks a free
+one, and clients that connect while the model loads wait in the backlog instead of being refused."""
+
+from __future__ import annotations
+
+import os
+import socket
+
+from searchengine.errors import SearchEngineError
+
+
+def listening_socket(host: str, port: int, backlog: int = 2048) -> socket.socket:
+    """A TCP socket listening on host:port. Made with IPPROTO_TCP named, so that asyncio sets TCP_NODELAY on the
+    connections it accepts (it checks the protocol number): without it, each response waits about 40 ms for the
+    client's delayed ACK (Nagle's algorithm), measured in docs/benchmarks.md."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((host, port))
+        listener.listen(backlog)
+    except OSError as exc:
+        listener.close()
+        reason = os.strerror(exc.errno) if exc.errno else str(exc)
+        raise SearchEngineError(f"cannot listen on {host}:{port} ({reason}); choose another --port or --host") from None
+    return listener

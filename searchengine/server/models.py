@@ -1,0 +1,86 @@
+"""Request and response bodies of the HTTP API: the same names as the CLI's options and its --json output."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from searchengine.server.limits import MAX_DOCUMENTS, MAX_FILTERS, MAX_K, MAX_QUERIES
+
+
+class SearchRequest(BaseModel):
+    """POST /search: several queries answered as one batch, with the options of `searchengine query`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    queries: list[str] = Field(min_length=1, max_length=MAX_QUERIES, description="What to search for.")
+    k: int = Field(10, ge=1, le=MAX_K, description="Results per query.")
+    where: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_FILTERS,
+        description="Metadata filters FIELD OP VALUE (OP: = != > >= < <=), all of which must hold.",
+    )
+    rerank: str | None = Field(None, description="A cross-encoder the server was started with (--rerank).")
+    rerank_top: int | None = Field(None, ge=1, le=MAX_K, description="Candidates the cross-encoder rescores.")
+
+
+class HitOut(BaseModel):
+    """One result, as `searchengine query --json` prints it."""
+
+    id: int
+    score: float
+    text: str
+    source: str | None
+    line: int | None
+    metadata: dict[str, Any]
+    count: int
+    cluster: int | None
+    retrieval_score: float | None
+
+
+class RerankOut(BaseModel):
+    model: str
+    top: int
+
+
+class QueryResult(BaseModel):
+    query: str
+    rerank: RerankOut | None = Field(None, description="The cross-encoder and candidate count, when reranked.")
+    hits: list[HitOut]
+
+
+class SearchResults(BaseModel):
+    results: list[QueryResult]
+
+
+class DocumentsRequest(BaseModel):
+    """POST /documents: JSON objects like the lines of a .jsonl corpus (a "text" field, the rest metadata)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    documents: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_DOCUMENTS)
+    id_field: str | None = Field(
+        None, description="A field holding each document's own id: adding that id again replaces it (upsert)."
+    )
+
+
+class AddedOut(BaseModel):
+    """What an add did, as `searchengine add` reports it, and the index size after it."""
+
+    documents: int
+    added: int
+    repeats: int
+    replaced: int
+    truncated: int
+    seconds: float
+    index_size: int
+
+
+class DeletedOut(BaseModel):
+    deleted: list[int]
+    index_size: int
+
+
+class ErrorOut(BaseModel):
+    error: str = Field(description="One line: what is wrong and how to fix it.")

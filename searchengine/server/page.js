@@ -1,0 +1,140 @@
+// The search page: GET /info once for the summary and the modes, GET /search for each query; the query,
+// k, mode and filters live in the address so a search can be linked to and reloaded.
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+let maxK = 1000;
+
+function headers() {
+  const key = $("key").value || sessionStorage.getItem("searchengine-key") || "";
+  return key ? { Authorization: "Bearer " + key } : {};
+}
+
+async function getJSON(url) {
+  const response = await fetch(url, { headers: headers() });
+  const body = await response.json().catch(() => ({ error: response.status + " " + response.statusText }));
+  if (response.status === 401) $("keyrow").style.display = "flex";
+  if (!response.ok) throw new Error(body.error || response.statusText);
+  return body;
+}
+
+function addFilter(value) {
+  const wrap = document.createElement("span");
+  wrap.className = "filter";
+  const input = document.createElement("input");
+  input.type = "text";
+  input.placeholder = "lang=en";
+  input.value = value || "";
+  input.setAttribute("aria-label", "Filter");
+  const remove = document.createElement("button");
+  remove.type = "button";
+  remove.textContent = "\u00d7";
+  remove.title = "Remove this filter";
+  remove.onclick = () => wrap.remove();
+  wrap.append(input, remove);
+  $("filters").append(wrap);
+  return input;
+}
+
+function filters() {
+  return [...$("filters").querySelectorAll("input")].map((input) => input.value.trim()).filter(Boolean);
+}
+
+function setStatus(text, isError) {
+  $("status").textContent = text;
+  $("status").className = isError ? "error" : "";
+}
+
+function renderHit(hit, rank) {
+  const item = document.createElement("li");
+  item.className = "hit";
+  item.dataset.id = hit.id;
+  const meta = document.createElement("div");
+  meta.className = "meta";
+  const bar = `<span class="bar"><i style="width:${Math.max(0, Math.min(1, hit.score)) * 100}%"></i></span>`;
+  meta.innerHTML = `<span class="rank">${rank}</span><span class="score">${hit.score.toFixed(4)}</span>${bar}`;
+  const parts = ["#" + hit.id];
+  if (hit.retrieval_score !== null) parts.push("cosine " + hit.retrieval_score.toFixed(4));
+  if (hit.source) parts.push(hit.source + (hit.line !== null ? ":" + hit.line : ""));
+  if (hit.count > 1) parts.push("indexed " + hit.count + "\u00d7");
+  if (hit.cluster !== null) parts.push("cluster " + hit.cluster);
+  for (const part of parts) {
+    const span = document.createElement("span");
+    span.textContent = part;
+    meta.append(span);
+  }
+  const text = document.createElement("div");
+  text.className = "text";
+  text.textContent = hit.text;
+  item.append(meta, text);
+  const entries = Object.entries(hit.metadata || {});
+  if (entries.length) {
+    const chips = document.createElement("div");
+    chips.className = "chips";
+    for (const [field, value] of entries) {
+      const chip = document.createElement("button");
+      chip.type = "button";
+      chip.className = "chip";
+      const shown = typeof value === "object" ? JSON.stringify(value) : String(value);
+      chip.textContent = field + ": " + shown;
+      chip.title = "Filter on " + field + "=" + shown;
+      if (typeof value !== "object") chip.onclick = () => { addFilter(field + "=" + shown); search(); };
+      chips.append(chip);
+    }
+    item.append(chips);
+  }
+  return item;
+}
+
+async function search() {
+  const q = $("q").value.trim();
+  if (!q) { setStatus("Type what to search for.", true); return; }
+  if ($("key").value) sessionStorage.setItem("searchengine-key", $("key").value);
+  const params = new URLSearchParams({ q, k: String(Math.min(maxK, Math.max(1, Number($("k").value) || 10))) });
+  for (const condition of filters()) params.append("where", condition);
+  const mode = $("mode").value;
+  if (mode.startsWith("rerank:")) params.set("rerank", mode.slice("rerank:".length));
+  history.replaceState(null, "", "?" + params);
+  setStatus("Searching\u2026");
+  const started = performance.now();
+  try {
+    const result = await getJSON("/search?" + params);
+    const took = Math.round(performance.now() - started);
+    $("results").replaceChildren(...result.hits.map((hit, i) => renderHit(hit, i + 1)));
+    const how = result.rerank ? `, reranked by ${result.rerank.model} from the top ${result.rerank.top}` : "";
+    setStatus(result.hits.length ? `${result.hits.length} results in ${took} ms${how}` : "No documents match.");
+  } catch (error) {
+    $("results").replaceChildren();
+    setStatus(error.message, true);
+  }
+}
+
+async function loadInfo() {
+  try {
+    const info = await getJSON("/info");
+    maxK = info.server.limits.k;
+    $("k").max = String(maxK);
+    $("summary").textContent = `${info.vectors.toLocaleString()} texts \u00b7 ${info.model} \u00b7 ` +
+      `${info.index_type} index${info.whitening ? " \u00b7 whitening-" + info.whitening : ""} \u00b7 ${info.path}`;
+    for (const model of info.server.rerank) {
+      const option = new Option(`dense, reranked by ${model}`, "rerank:" + model);
+      $("mode").append(option);
+    }
+  } catch (error) {
+    setStatus(error.message, true);
+  }
+}
+
+function restoreFromAddress() {
+  const params = new URLSearchParams(location.search);
+  $("q").value = params.get("q") || "";
+  if (params.get("k")) $("k").value = params.get("k");
+  for (const condition of params.getAll("where")) addFilter(condition);
+  if (params.get("rerank")) $("mode").value = "rerank:" + params.get("rerank");
+  return Boolean(params.get("q"));
+}
+
+$("search-form").addEventListener("submit", (event) => { event.preventDefault(); search(); });
+$("add-filter").addEventListener("click", () => addFilter("").focus());
+$("key").addEventListener("change", () => { sessionStorage.setItem("searchengine-key", $("key").value); loadInfo(); });
+loadInfo().then(() => { if (restoreFromAddress()) search(); });

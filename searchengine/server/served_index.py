@@ -1,0 +1,46 @@
+"""One index directory as the server holds it: a batching reader thread and a serial writer thread sharing
+one loaded model."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from searchengine.encoding.encoder import Encoder, EncoderSpeed
+from searchengine.engine.search_engine import SearchEngine
+from searchengine.server.reader import BatchingReader
+from searchengine.server.writer import SerialWriter
+
+
+class ServedIndex:
+    """Opens the index (and loads its model and any rerankers) once; `close` stops both threads."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        speed: EncoderSpeed | None = None,
+        encoder: Encoder | None = None,
+        rerank: Sequence[str] = (),
+        max_batch: int = 64,
+    ) -> None:
+        """Raises SearchEngineError when there is no index at `path` or a model cannot be loaded.
+
+        encoder: an already loaded Encoder (then `speed` is ignored); rerank: cross-encoders requests may ask for,
+        loaded now so the first such request does not wait and a bad name fails at start."""
+        self.rerank = tuple(rerank)
+
+        def open_reader() -> SearchEngine:
+            engine = SearchEngine.open(path, encoder=encoder, speed=speed)
+            for model in self.rerank:
+                engine.cross_encoder(model)
+            return engine
+
+        self.reader = BatchingReader(open_reader, max_batch)
+        self.reader.start()
+        self.path, self.encoder = self.reader.run(lambda engine: (engine.path, engine.encoder)).result()
+        self.writer = SerialWriter(lambda: SearchEngine(self.path, self.encoder))
+
+    def close(self) -> None:
+        self.writer.close()
+        self.reader.close()

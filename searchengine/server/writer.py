@@ -1,0 +1,42 @@
+"""The server's write side: one thread adds and deletes through a SearchEngine of its own, one write at a time.
+
+Each write takes the index directory's lock, as `searchengine add` does, so a writer in another process and
+this one never overlap (the loser gets IndexLockedError). Readers keep answering from the generation they have
+until the write commits; the reader thread then notices the new manifest and reopens."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TypeVar
+
+from searchengine.engine.search_engine import SearchEngine
+
+T = TypeVar("T")
+
+
+class SerialWriter:
+    """Runs writes on one thread that owns the SearchEngine `open_engine` returns (opened at the first write)."""
+
+    def __init__(self, open_engine: Callable[[], SearchEngine]) -> None:
+        self._open_engine = open_engine
+        self._engine: SearchEngine | None = None
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="searchengine-writer")
+
+    def submit(self, function: Callable[[SearchEngine], T]) -> Future[T]:
+        """`function(engine)` on the writer thread, after the writes submitted before it."""
+        return self._executor.submit(self._write, function)
+
+    def _write(self, function: Callable[[SearchEngine], T]) -> T:
+        if self._engine is None:
+            self._engine = self._open_engine()
+        return function(self._engine)
+
+    def close(self) -> None:
+        """Finish the queued writes, then close the engine on its own thread."""
+        self._executor.submit(self._close_engine).result()
+        self._executor.shutdown(wait=True)
+
+    def _close_engine(self) -> None:
+        if self._engine is not None:
+            self._engine.close()

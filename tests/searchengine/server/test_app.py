@@ -1,0 +1,210 @@
+"""The HTTP API in-process (FastAPI's TestClient): answers, writes, auth, and one-line 4xx errors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from searchengine.encoding.encoder import Encoder
+from searchengine.errors import SearchEngineError
+from searchengine.server.app import ServerSettings, create_app
+from searchengine.server.limits import MAX_K
+from searchengine.server.served_index import ServedIndex
+from tests.conftest import SENTENCES
+from tests.searchengine.encoding.test_cross_encoder import write_tiny_cross_encoder
+
+
+@pytest.fixture
+def client(served: ServedIndex) -> Iterator[TestClient]:
+    with TestClient(create_app(served)) as test_client:
+        yield test_client
+
+
+def _error(response, status: int) -> str:  # noqa: ANN001
+    assert response.status_code == status, response.text
+    body = response.json()
+    assert list(body) == ["error"] and "\n" not in body["error"] and body["error"]
+    return body["error"]
+
+
+def test_health_and_info(client: TestClient) -> None:
+    assert client.get("/health").json() == {"status": "ok"}
+    info = client.get("/info").json()
+    assert info["vectors"] == len(SENTENCES) and info["index_type"] == "Flat"
+    assert info["server"]["modes"] == ["dense"] and info["server"]["limits"]["k"] == MAX_K
+
+
+def test_get_search_finds_the_exact_text_first_with_its_metadata(client: TestClient) -> None:
+    result = client.get("/search", params={"q": "the cat sat on the mat", "k": 3}).json()
+    assert result["query"] == "the cat sat on the mat" and result["rerank"] is None
+    assert len(result["hits"]) == 3
+    best = result["hits"][0]
+    assert best["text"] == "the cat sat on the mat" and best["score"] == pytest.approx(1.0, abs=1e-4)
+    assert best["metadata"] == {"lang": "en", "year": 2001} and best["source"] == "fixture.jsonl"
+    assert [hit["score"] for hit in result["hits"]] == sorted((hit["score"] for hit in result["hits"]), reverse=True)
+
+
+def test_post_search_answers_each_query_with_filters(client: TestClient) -> None:
+    response = client.post(
+        "/search", json={"queries": ["the cat sat on the mat", "how do i reset my password"], "k": 20,
+                         "where": ["lang=de"]}
+    )
+    results = response.json()["results"]
+    assert [r["query"] for r in results] == ["the cat sat on the mat", "how do i reset my password"]
+    for result in results:
+        assert len(result["hits"]) == len(SENTENCES) // 2
+        assert all(hit["metadata"]["lang"] == "de" for hit in result["hits"])
+    assert results[1]["hits"][0]["text"] == "how do i reset my password"
+
+
+def test_repeated_where_in_the_query_string_combines(client: TestClient) -> None:
+    hits = client.get("/search", params=[("q", "cat"), ("k", 50), ("where", "lang=en"), ("where", "year>=2009")])
+    assert sorted(hit["metadata"]["year"] for hit in hits.json()["hits"]) == [2009, 2011]
+
+
+def test_add_then_search_then_delete(client: TestClient) -> None:
+    added = client.post("/documents", json={"documents": [{"text": "a brand new kitten note", "lang": "en"}]})
+    assert added.status_code == 200, added.text
+    assert added.json()["added"] == 1 and added.json()["index_size"] == len(SENTENCES) + 1
+    best = client.get("/search", params={"q": "a brand new kitten note", "k": 1}).json()["hits"][0]
+    assert best["text"] == "a brand new kitten note" and best["metadata"] == {"lang": "en"}
+    deleted = client.delete(f"/documents/{best['id']}")
+    assert deleted.json() == {"deleted": [best["id"]], "index_size": len(SENTENCES)}
+    assert client.get("/search", params={"q": "a brand new kitten note", "k": 1}).json()["hits"][0]["id"] != best["id"]
+
+
+def test_upsert_and_delete_by_external_id(client: TestClient) -> None:
+    replaced = client.post(
+        "/documents", json={"documents": [{"id": "doc-1", "text": "the dog sat on the rug"}], "id_field": "id"}
+    ).json()
+    assert replaced["replaced"] == 1 and replaced["index_size"] == len(SENTENCES)
+    texts = [hit["text"] for hit in client.get("/search", params={"q": "cat", "k": 50}).json()["hits"]]
+    assert "the dog sat on the rug" in texts and "the cat sat on the mat" not in texts
+    assert client.delete("/documents/doc-1", params={"external": True}).json()["index_size"] == len(SENTENCES) - 1
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"q": "cat", "k": 0}, "k: Input should be greater than or equal to 1"),
+        ({"q": "cat", "k": MAX_K + 1}, f"k: Input should be less than or equal to {MAX_K}"),
+        ({"q": "cat", "k": "ten"}, "k: Input should be a valid integer"),
+        ({"q": "   "}, "the query is empty"),
+        ({}, "q: Field required"),
+        ({"q": "cat", "where": "lang"}, "cannot read the filter 'lang'"),
+        ({"q": "cat", "where": "colour=red"}, "no document has a field 'colour'"),
+        ({"q": "cat", "rerank": "some-model"}, "this server reranks with no cross-encoder"),
+        ({"q": "cat", "rerank_top": 5}, "add rerank=MODEL"),
+    ],
+)
+def test_bad_searches_get_400_and_one_line(client: TestClient, params: dict, message: str) -> None:
+    assert message in _error(client.get("/search", params=params), 400)
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ({"queries": []}, "queries: List should have at least 1 item"),
+        ({"queries": ["cat", ""]}, "query 2 is empty"),
+        ({"queries": ["cat"], "k": -1}, "k: Input should be greater than or equal to 1"),
+        ({"queries": ["cat"], "colour": 1}, "colour: Extra inputs are not permitted"),
+        ({"queries": "cat"}, "queries: Input should be a valid list"),
+    ],
+)
+def test_bad_batch_searches_get_400_and_one_line(client: TestClient, body: dict, message: str) -> None:
+    assert message in _error(client.post("/search", json=body), 400)
+
+
+def test_bodies_that_are_not_json_get_400(client: TestClient) -> None:
+    assert "not valid JSON" in _error(
+        client.post("/search", content=b'{"queries": [', headers={"Content-Type": "application/json"}), 400
+    )
+    assert "Content-Type: application/json" in _error(client.post("/search", data={"queries": "cat"}), 400)
+
+
+def test_bad_documents_get_400_and_change_nothing(client: TestClient) -> None:
+    assert 'document 2 needs a JSON object with a string "text" field' in _error(
+        client.post("/documents", json={"documents": [{"text": "fine"}, {"title": "no text"}]}), 400
+    )
+    assert 'document 1 needs a string or integer "id" field' in _error(
+        client.post("/documents", json={"documents": [{"text": "fine"}], "id_field": "id"}), 400
+    )
+    assert client.get("/info").json()["vectors"] == len(SENTENCES)
+
+
+def test_unknown_ids_get_404(client: TestClient) -> None:
+    assert "no document with id 999" in _error(client.delete("/documents/999"), 404)
+    assert "no document with external id nope" in _error(client.delete("/documents/nope?external=true"), 404)
+    assert "not a document id (a number); add ?external=true" in _error(client.delete("/documents/nope"), 400)
+    assert "no such endpoint: GET /nowhere" in _error(client.get("/nowhere"), 404)
+    assert "PUT is not allowed on /search" in _error(client.put("/search"), 405)
+
+
+def test_oversize_bodies_get_413_before_they_are_read(served: ServedIndex) -> None:
+    with TestClient(create_app(served, ServerSettings(max_body_bytes=1000))) as client:
+        big = {"documents": [{"text": "word " * 400}]}
+        assert "larger than" in _error(client.post("/documents", json=big), 413)
+        assert client.post("/search", json={"queries": ["cat"]}).status_code == 200
+    assert served.reader.run(len).result() == len(SENTENCES)
+
+
+def test_an_api_key_guards_writes_only_by_default(served: ServedIndex) -> None:
+    with TestClient(create_app(served, ServerSettings(api_key="s3cret"))) as client:
+        assert client.get("/search", params={"q": "cat"}).status_code == 200
+        new = {"documents": [{"text": "guarded text"}]}
+        assert "needs an API key for writes" in _error(client.post("/documents", json=new), 401)
+        wrong = client.post("/documents", json=new, headers={"Authorization": "Bearer nope"})
+        assert "API key is wrong" in _error(wrong, 401)
+        assert wrong.headers["www-authenticate"] == "Bearer"
+        assert _error(client.delete("/documents/1"), 401)
+        right = client.post("/documents", json=new, headers={"Authorization": "Bearer s3cret"})
+        assert right.status_code == 200 and right.json()["added"] == 1
+
+
+def test_an_api_key_for_all_guards_searches_but_not_health_or_the_page(served: ServedIndex) -> None:
+    with TestClient(create_app(served, ServerSettings(api_key="s3cret", api_key_for="all"))) as client:
+        assert "needs an API key for searches" in _error(client.get("/search", params={"q": "cat"}), 401)
+        assert _error(client.post("/search", json={"queries": ["cat"]}), 401)
+        assert _error(client.get("/info"), 401)
+        authorised = client.get("/search", params={"q": "cat"}, headers={"Authorization": "Bearer s3cret"})
+        assert authorised.status_code == 200
+        assert client.get("/health").status_code == 200 and "<form" in client.get("/").text
+
+
+def test_settings_are_checked(served: ServedIndex) -> None:
+    with pytest.raises(SearchEngineError, match="'writes' or 'all'"):
+        create_app(served, ServerSettings(api_key="k", api_key_for="reads"))  # type: ignore[arg-type]
+    with pytest.raises(SearchEngineError, match="API key is empty"):
+        create_app(served, ServerSettings(api_key="  "))
+
+
+def test_the_page_and_its_script_are_served(client: TestClient) -> None:
+    page = client.get("/")
+    assert page.headers["content-type"].startswith("text/html") and 'src="/page.js"' in page.text
+    script = client.get("/page.js")
+    assert script.headers["content-type"].startswith("text/javascript") and "/search?" in script.text
+    assert "/search" in client.get("/openapi.json").json()["paths"]
+
+
+def test_rerank_with_a_cross_encoder_the_server_offers(
+    index_path: Path, tiny_encoder: Encoder, tiny_model: Path, tmp_path: Path
+) -> None:
+    cross = str(write_tiny_cross_encoder(tmp_path / "cross", tiny_model))
+    index = ServedIndex(index_path, encoder=tiny_encoder, rerank=[cross])
+    try:
+        with TestClient(create_app(index)) as client:
+            assert client.get("/info").json()["server"]["modes"] == ["dense", f"rerank:{cross}"]
+            result = client.get("/search", params={"q": "the cat sat", "k": 3, "rerank": cross, "rerank_top": 6})
+            assert result.status_code == 200, result.text
+            body = result.json()
+            assert body["rerank"] == {"model": cross, "top": 6} and len(body["hits"]) == 3
+            assert all(hit["retrieval_score"] is not None for hit in body["hits"])
+            scores = [hit["score"] for hit in body["hits"]]
+            assert scores == sorted(scores, reverse=True)
+            other = client.get("/search", params={"q": "cat", "rerank": "another-model"})
+            assert f"reranks only with {cross}, not 'another-model'" in _error(other, 400)
+    finally:
+        index.close()

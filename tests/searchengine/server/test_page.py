@@ -1,0 +1,70 @@
+"""The search page in a real headless Chromium (Debian's, driven by Playwright): type a query, see the expected
+result; add a filter, see only matching results. Skips, saying why, where Chromium or Playwright is missing
+(.ci/run installs both)."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+
+import pytest
+
+from searchengine.server.app import ServerSettings, create_app
+from searchengine.server.served_index import ServedIndex
+from tests.searchengine.server.conftest import running
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture
+def page(served: ServedIndex) -> Iterator[object]:
+    if CHROMIUM is None:
+        pytest.skip("no Chromium on this machine: `apt-get install chromium` (Debian) runs the search page's test")
+    playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install -e '.[dev]'")
+    with running(create_app(served, ServerSettings())) as url, playwright_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
+        try:
+            browser_page = browser.new_page()
+            browser_page.set_default_timeout(30_000)
+            browser_page.goto(url + "/")
+            browser_page.wait_for_function("document.getElementById('summary').textContent.includes('texts')")
+            yield browser_page
+        finally:
+            browser.close()
+
+
+def test_typing_a_query_shows_the_expected_result_first(page) -> None:  # noqa: ANN001 (a Playwright Page)
+    assert "12 texts" in page.inner_text("#summary")
+    page.fill("#q", "the cat sat on the mat")
+    page.press("#q", "Enter")
+    page.wait_for_selector("li.hit")
+    hits = page.locator("li.hit")
+    assert hits.count() == 10
+    first = hits.nth(0)
+    assert first.locator(".text").inner_text() == "the cat sat on the mat"
+    assert first.locator(".score").inner_text() == "1.0000"
+    assert "lang: en" in first.locator(".chips").inner_text()
+    assert "results in" in page.inner_text("#status")
+    assert "q=the+cat+sat+on+the+mat" in page.url  # the search can be linked to
+
+
+def test_a_filter_and_k_narrow_the_results(page) -> None:  # noqa: ANN001
+    page.fill("#q", "how do i reset my password")
+    page.fill("#k", "3")
+    page.click("#add-filter")
+    page.fill("#filters input", "lang=de")
+    page.click("#go")
+    page.wait_for_selector("li.hit")
+    chips = page.locator("li.hit .chips").all_inner_texts()
+    assert len(chips) == 3 and all("lang: de" in chip for chip in chips)
+    assert page.locator("li.hit .text").first.inner_text() == "how do i reset my password"
+
+
+def test_a_bad_filter_shows_the_servers_message(page) -> None:  # noqa: ANN001
+    page.fill("#q", "cat")
+    page.click("#add-filter")
+    page.fill("#filters input", "colour=red")
+    page.press("#q", "Enter")
+    page.wait_for_selector("#status.error")
+    assert "no document has a field 'colour'" in page.inner_text("#status")
+    assert page.locator("li.hit").count() == 0

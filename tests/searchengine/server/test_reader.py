@@ -1,0 +1,65 @@
+"""The reader thread: queries that wait together are answered in one batch, each with its own results."""
+
+from __future__ import annotations
+
+import threading
+
+from concurrent.futures import Future
+
+from searchengine.server.reader import BatchingReader, SearchOptions
+from searchengine.server.served_index import ServedIndex
+from tests.conftest import SENTENCES
+
+
+def _hold(reader: BatchingReader) -> tuple[threading.Event, Future]:
+    """Keep the reader thread busy until the returned event is set; returns once it is busy."""
+    busy, release = threading.Event(), threading.Event()
+    held = reader.run(lambda engine: busy.set() or release.wait(30))
+    assert busy.wait(30)
+    return release, held
+
+
+def test_queries_waiting_together_are_one_batch_per_options(served: ServedIndex) -> None:
+    reader = served.reader
+    release, held = _hold(reader)
+    same = [reader.search([text], SearchOptions(k=1)) for text in SENTENCES[:8]]
+    filtered = reader.search(SENTENCES[8:10], SearchOptions(k=2, where=("lang=en",)))
+    batches_before = reader.batches
+    release.set()
+    assert held.result(30) is True
+    for text, future in zip(SENTENCES[:8], same):
+        assert future.result(30)[0][0].text == text
+    assert all(hit.metadata["lang"] == "en" for hits in filtered.result(30) for hit in hits)
+    assert reader.batches - batches_before == 2  # eight single queries in one encoder call, the filtered pair in another
+
+
+def test_an_error_reaches_only_the_queries_that_asked_for_it(served: ServedIndex) -> None:
+    reader = served.reader
+    release, _ = _hold(reader)
+    bad = reader.search(["cat"], SearchOptions(where=("colour=red",)))
+    good = reader.search(["the cat sat on the mat"], SearchOptions(k=1))
+    release.set()
+    assert "no document has a field 'colour'" in str(bad.exception(30))
+    assert good.result(30)[0][0].text == "the cat sat on the mat"
+
+
+def test_max_batch_bounds_a_turn(served: ServedIndex) -> None:
+    reader = served.reader
+    reader.max_batch = 3
+    release, _ = _hold(reader)
+    futures = [reader.search([text], SearchOptions(k=1)) for text in SENTENCES[:7]]
+    before = reader.batches
+    release.set()
+    assert [future.result(30)[0][0].text for future in futures] == SENTENCES[:7]
+    assert reader.batches - before == 3  # 3 + 3 + 1
+
+
+def test_a_cancelled_query_is_skipped_and_the_reader_goes_on(served: ServedIndex) -> None:
+    reader = served.reader
+    release, _ = _hold(reader)
+    given_up = reader.search(["cat"], SearchOptions(k=1))
+    assert given_up.cancel()
+    kept = reader.search(["the cat sat on the mat"], SearchOptions(k=1))
+    release.set()
+    assert kept.result(30)[0][0].text == "the cat sat on the mat"
+    assert reader.search(["the king and queen ruled the empire"], SearchOptions(k=1)).result(30)[0][0].id == 11
