@@ -305,11 +305,11 @@ class SearchEngine:
             except IndexerError:
                 if attempt == READ_ATTEMPTS - 1 or self.directory.manifest_stamp() == stamp:
                     raise
-        if self.manifest and manifest["model"]["fingerprint"] != self.manifest["model"]["fingerprint"]:
+        if self._stamp is not None and manifest.model.fingerprint != self.manifest.model.fingerprint:
             store.close()
             raise SearchEngineError(
-                f"index {self.path} was rebuilt with model {manifest['model']['name']} (fingerprint "
-                f"{manifest['model']['fingerprint']}) since it was opened with {self.encoder.name}; open it again"
+                f"index {self.path} was rebuilt with model {manifest.model.name} (fingerprint "
+                f"{manifest.model.fingerprint}) since it was opened with {self.manifest.model.name}; open it again"
             )
         tombstones, live = store.tombstones(), store.count()
         if live != manifest.count.vectors or vectors.count != live + len(tombstones):
