@@ -361,6 +361,11 @@ class SearchEngine:
         """`search` for many queries at once (encoded and searched as one batch; reranked pairs scored together)."""
         if k < 1:
             raise SearchEngineError(f"k must be at least 1, not {k}")
+        for number, query in enumerate(queries, start=1):
+            if not isinstance(query, str) or not query.strip():
+                shown = "is empty" if isinstance(query, str) else f"is a {type(query).__name__}, not a str"
+                which = "the query" if len(queries) == 1 else f"query number {number}"
+                raise SearchEngineError(f"{which} {shown}; say what to search for")
         if rerank is not None:
             if rerank_top < 1:
                 raise SearchEngineError(f"rerank_top must be at least 1, not {rerank_top}")
@@ -413,6 +418,9 @@ class SearchEngine:
         """
         if not ids and not external_ids:
             raise SearchEngineError("say which documents to delete: give ids or external ids")
+        for value in ids:
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < 2**63:
+                raise SearchEngineError(f"{value!r} is not a document id (a whole number from 0 to 2**63 - 1)")
         deleted = delete_from_index(self.directory, list(ids), list(external_ids))
         self._load()
         return deleted
@@ -533,7 +541,8 @@ def _count(corpus: Corpus, jsonl: bool | None, id_field: str | None = None) -> i
     None for standard input, pipes and one-shot iterators, which can be read only once.
     """
     if isinstance(corpus, (str, Path)):
-        if str(corpus) == STDIN or (Path(corpus).exists() and not Path(corpus).is_file()):
+        path = Path(corpus)
+        if str(corpus) == STDIN or (path.exists() and not path.is_file() and not path.is_dir()):  # a pipe
             return None
     elif not isinstance(corpus, Sequence):
         return None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from searchengine.indexer.store import Condition
+from searchengine.indexer.filter_sql import Condition
 from searchengine.errors import SearchEngineError
 from searchengine.engine.filters import conditions_of, parse_condition
 
