@@ -15,7 +15,7 @@ from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.index_directory import READ_ATTEMPTS, IndexDirectory
 from searchengine.indexer.manifest import Manifest, ModelIdentity, PromptRecord
 from searchengine.indexer.store import ClusteringRecord, Document, DocumentStore
-from searchengine.indexer.vector_index import VectorIndex
+from searchengine.indexer.vector_index import VectorIndex, check_trainable
 from searchengine.indexer.whitening import Whitening
 from searchengine.analysis.cluster_settings import ClusterMethod, ClusterSettings
 from searchengine.analysis.clustering import Cluster, Clustering, cluster_index, read_clustering
@@ -214,13 +214,15 @@ class SearchEngine:
             whiten_k=whiten_k,
             whiten_fit=None if whiten_fit is None else _documents(whiten_fit, jsonl),
         )
+        count = _count(corpus, jsonl, id_field)
+        if whiten_k is not None and not 1 <= whiten_k <= encoder.dimension:
+            raise SearchEngineError(
+                f"whitening k must be between 1 and the embedding dimension {encoder.dimension}, not {whiten_k}"
+            )
+        if index is not None and count is not None and whiten_fit is None:
+            check_trainable(index, count)
         report = build_index(
-            IndexDirectory(target),
-            _documents(corpus, jsonl, id_field),
-            encoder,
-            settings,
-            _count(corpus, jsonl, id_field),
-            progress,
+            IndexDirectory(target), _documents(corpus, jsonl, id_field), encoder, settings, count, progress
         )
         engine = cls(target, encoder)
         engine.last_report = report
@@ -306,6 +308,7 @@ class SearchEngine:
             except IndexerError:
                 if attempt == READ_ATTEMPTS - 1 or self.directory.manifest_stamp() == stamp:
                     raise
+        _check_dimensions(self.path, manifest, vectors, whitening)
         tombstones, live = store.tombstones(), store.count()
         if live != manifest.count.vectors or vectors.count != live + len(tombstones):
             raise IndexerError(
@@ -516,6 +519,22 @@ class SearchEngine:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _check_dimensions(path: Path, manifest: Manifest, vectors: VectorIndex, whitening: Whitening | None) -> None:
+    """Refuse files whose shapes disagree with the manifest before FAISS or numpy meets them mid-query."""
+    expected = manifest.index.dimension
+    if vectors.dimension != expected:
+        raise IndexerError(
+            f"index {path}: the vector index holds {vectors.dimension}-dimensional vectors but the manifest says "
+            f"{expected}; rebuild the index"
+        )
+    if whitening is not None and whitening.matrix.shape != (manifest.model.dimension, expected):
+        rows, columns = whitening.matrix.shape
+        raise IndexerError(
+            f"index {path}: the whitening maps {rows} to {columns} dimensions but the model has "
+            f"{manifest.model.dimension} and the index {expected}; rebuild the index"
+        )
 
 
 def _documents(corpus: Corpus, jsonl: bool | None, id_field: str | None = None) -> Iterator[Document]:

@@ -180,7 +180,7 @@ def _filter_cases() -> list[Case]:
         "contains without value": "tags contains",
         "contains on a text field": "lang contains e",
         "contains on a number field": "year contains 2",
-        "prefix with a number": "lang ^= 5",
+        "prefix on a number field": "year ^= 20",
         "like without pattern": "lang like",
         "like on a number field": "year like 20%",
         "or with nothing after": "lang=en or",
@@ -257,8 +257,10 @@ def _broken_index_cases() -> list[Case]:
         "manifest file outside": _edit_manifest(lambda d: d["files"].update(vectors="../x.faiss")),
         "vectors file missing": lambda w: _file(w, "vectors").unlink(),
         "vectors file truncated": lambda w: _file(w, "vectors").write_bytes(_file(w, "vectors").read_bytes()[:50]),
-        "vectors of the wrong dimension": _replace_file("vectors", _vectors_of_dimension(16)),
         "documents file garbage": _replace_file("documents", lambda p: p.write_bytes(b"not sqlite" * 100)),
+    }
+    content = {  # `info` reads the manifest and the document store only, so these are for commands that load
+        "vectors of the wrong dimension": _replace_file("vectors", _vectors_of_dimension(16)),
         "index dimension disagrees": _edit_manifest(lambda d: d["index"].update(dimension=16)),
         "whitening of the wrong dimension": _replace_file("whitening", _whitening_of_dimension(16, 4)),
         "whitening garbage": _replace_file("whitening", lambda p: p.write_bytes(b"\x00" * 64)),
@@ -267,6 +269,9 @@ def _broken_index_cases() -> list[Case]:
     for name, setup in breaks.items():
         cases.append(Case(f"info: {name}", ["info", "-d", "{index}"], setup))
         cases.append(Case(f"query: {name}", QUERY, setup))
+    for name, setup in content.items():
+        cases.append(Case(f"query: {name}", QUERY, setup))
+        cases.append(Case(f"compact: {name}", ["compact", "-d", "{index}"], setup))
     cases.append(Case("delete: vectors of the wrong dimension", ["delete", "1", "-d", "{index}"],
                       _replace_file("vectors", _vectors_of_dimension(16))))
     cases.append(Case("add: whitening of the wrong dimension", ["add", "{root}/c.txt", "-d", "{index}"],

@@ -146,6 +146,11 @@ def _one_line_problem(exit_code: int, output: str, fragments: tuple[str, ...]) -
     return f"message lacks {missing}" if missing else ""
 
 
+def base_of(case: Case) -> str:
+    """Which base index a case starts from: the whitened one for cases about whitening."""
+    return "whitened" if "whitening" in case.name else "plain"
+
+
 def run_case(case: Case, base: Path, model: Path, scratch: Path) -> Outcome:
     root = Path(tempfile.mkdtemp(dir=scratch))
     with _index_place(root, case.disk) as place:
@@ -164,11 +169,11 @@ def run_case(case: Case, base: Path, model: Path, scratch: Path) -> Outcome:
                 exit_code, output = result.exit_code, result.output
                 if result.exception is not None and not isinstance(result.exception, SystemExit):
                     output += f"\nTraceback: {type(result.exception).__name__}: {result.exception}"
+            problem = _one_line_problem(exit_code, output, case.fragments)
+            if not problem and snapshot(place) != before:
+                problem = "the index directory changed"
         finally:
             _restore_permissions(root)
-        problem = _one_line_problem(exit_code, output, case.fragments)
-        if not problem and snapshot(place) != before:
-            problem = "the index directory changed"
     shutil.rmtree(root, ignore_errors=True)
     return Outcome(case, not problem, problem, output)
 
@@ -234,8 +239,7 @@ def run_cases(cases: list[Case], model: Path, scratch: Path) -> Report:
     bases = build_base(scratch, model)
     report = Report()
     for case in cases:
-        base = bases["whitened" if "whitening" in case.name else "plain"]
-        report.outcomes.append(run_case(case, base, model, scratch))
+        report.outcomes.append(run_case(case, bases[base_of(case)], model, scratch))
     report.seconds = time.perf_counter() - started
     return report
 
