@@ -29,7 +29,12 @@ def query(
     ),
     whiten_k: Optional[int] = typer.Option(None, "--whiten-k", help="Expect this whitening-k in the index."),
     where: list[str] = typer.Option(
-        [], "--where", "-w", help="Metadata filter FIELD OP VALUE (OP: = != > >= < <=); repeat to combine (AND)."
+        [],
+        "--where",
+        "-w",
+        help="Metadata filter FIELD OP VALUE, OP one of = != > >= < <= ^= (prefix), in (a,b), contains (list "
+        "fields), like (% and _); join alternatives with ' or ' inside one --where, repeat --where to combine "
+        "(AND); `my field` quotes a field name with spaces.",
     ),
     rerank: Optional[str] = typer.Option(
         None,
@@ -58,6 +63,12 @@ def query(
       searchengine query "how do I reset my password" -k 5
 
       searchengine query "budget tips" --where lang=en --where "year>=2020"
+
+      searchengine query "budget tips" --where "lang in en,de" --where "tags contains news or title like Intro%"
+
+      searchengine query "budget tips" --where "`my field`=x"
+
+      cat questions.txt | searchengine query --file -
 
       searchengine query --file questions.txt --json
 
