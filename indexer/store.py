@@ -15,14 +15,14 @@ import numpy as np
 import sqlite_utils
 
 from searchengine.indexer.errors import IndexerError, UnknownDocumentError
+from searchengine.indexer.filter_sql import COLUMN_TYPES, JSON_KINDS, Filter, json_path, where_clause
 
 TABLE = "documents"
 EXTERNAL_IDS_TABLE = "external_ids"
 """User-given ids (e.g. a .jsonl "id" field) -> the row holding that document's current text, for upserts."""
 TOMBSTONES_TABLE = "tombstones"
 """Ids whose vectors are still in an index type that cannot delete in place (HNSW, PQ) until `compact`."""
-FILTER_OPERATORS = ("=", "!=", ">", ">=", "<", "<=")
-COLUMN_FIELDS = ("id", "source", "line", "text", "count")
+COLUMN_FIELDS = tuple(COLUMN_TYPES)
 """Filterable fields that are columns; any other field name is looked up in the metadata JSON."""
 CLUSTERING_TABLE = "clustering"
 """One row: how the stored clustering was made."""
@@ -58,15 +58,6 @@ class StoredDocument:
     line: int | None
     metadata: dict[str, Any]
     count: int
-
-
-@dataclass(frozen=True)
-class Condition:
-    """A metadata filter such as year >= 2020: `field` is a column in COLUMN_FIELDS or a metadata key."""
-
-    field: str
-    operator: str
-    value: str | int | float | bool | None
 
 
 @dataclass(frozen=True)
@@ -131,6 +122,17 @@ class DocumentStore:
             self.db[TOMBSTONES_TABLE].create({"id": int}, pk="id")
 
     def _corrupt(self, exc: Exception) -> IndexerError:
+        """The one-line error for a failed SQLite call: a full disk or a permission problem is not corruption."""
+        text = str(exc)
+        if "disk is full" in text:
+            return IndexerError(
+                f"no space left on device writing {self.path}: free some space and run the command again; the "
+                "index is as it was before"
+            )
+        if "readonly" in text or "unable to open" in text:
+            return IndexerError(
+                f"cannot open or write {self.path} ({text}): check the permissions of the file and its directory"
+            )
         return IndexerError(f"document store {self.path} is corrupt or unreadable ({exc}); rebuild the index")
 
     @contextmanager
@@ -250,31 +252,24 @@ class DocumentStore:
             raise UnknownDocumentError(f"no document with external id {', '.join(missing[:10])}; nothing was deleted")
         return sorted({found[e] for e in external_ids})
 
-    def matching_ids(self, conditions: Sequence[Condition]) -> np.ndarray:
-        """Ids of the documents meeting every condition, as parameterised SQL over columns and metadata."""
-        clauses, parameters = [], []
+    def matching_ids(self, filters: Sequence[Filter]) -> np.ndarray:
+        """Ids of the documents meeting every filter (a Condition, or AnyOf conditions of which one must hold),
+        as parameterised SQL over columns and metadata (indexer/filter_sql.py)."""
         with self._guard():
-            for condition in conditions:
-                if condition.operator not in FILTER_OPERATORS:
-                    raise IndexerError(
-                        f"unknown operator {condition.operator!r}; use one of {' '.join(FILTER_OPERATORS)}"
-                    )
-                if condition.field in COLUMN_FIELDS:
-                    clauses.append(f"{condition.field} {condition.operator} ?")
-                else:
-                    path = _json_path(condition.field)
-                    if self.db.execute(
-                        f"SELECT 1 FROM {TABLE} WHERE json_type(metadata, ?) IS NOT NULL LIMIT 1", [path]
-                    ).fetchone() is None:
-                        raise IndexerError(
-                            f"no document has a field {condition.field!r}; fields: {', '.join(self.fields())}"
-                        )
-                    clauses.append(f"json_extract(metadata, ?) {condition.operator} ?")
-                    parameters.append(path)
-                parameters.append(condition.value)
-            where = " AND ".join(clauses) or "1"
+            where, parameters = where_clause(filters, self._field_kinds)
             rows = self.db.execute(f"SELECT id FROM {TABLE} WHERE {where} ORDER BY id", parameters).fetchall()
         return np.array([row[0] for row in rows], dtype=np.int64)
+
+    def _field_kinds(self, key: str) -> set[str]:
+        """The kinds of value ('number', 'text', 'list', ...) that metadata key `key` holds across documents; a key
+        no document has raises IndexerError naming the fields there are."""
+        rows = self.db.execute(
+            f"SELECT DISTINCT json_type(metadata, ?) FROM {TABLE} WHERE json_type(metadata, ?) IS NOT NULL",
+            [json_path(key)] * 2,
+        ).fetchall()
+        if not rows:
+            raise IndexerError(f"no document has a field {key!r}; fields: {', '.join(self.fields())}")
+        return {JSON_KINDS[kind] for (kind,) in rows}
 
     def fields(self, limit: int = 50) -> list[str]:
         """Filterable field names: the columns, then metadata keys found in the documents."""
@@ -404,10 +399,3 @@ class DocumentStore:
 
     def close(self) -> None:
         self.db.conn.close()
-
-
-def _json_path(key: str) -> str:
-    """The JSON path of a top-level metadata key, refusing names that would need escaping."""
-    if not key or any(ch in key for ch in '"\\'):
-        raise IndexerError(f"field name {key!r} cannot be filtered on; use names without quotes or backslashes")
-    return f'$."{key}"'

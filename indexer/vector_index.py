@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -71,8 +73,10 @@ class VectorIndex:
         try:
             self.index.train(np.ascontiguousarray(vectors, dtype=np.float32))
         except RuntimeError as exc:
+            shortfall = training_shortfall(self.factory, len(vectors))
             raise IndexerError(
-                f"training index type {self.factory!r} on {len(vectors)} vectors failed: {_reason(exc)}. "
+                shortfall
+                or f"training index type {self.factory!r} on {len(vectors)} vectors failed: {_reason(exc)}. "
                 "Index more documents or choose a smaller index (fewer IVF lists, or Flat/HNSW32)"
             ) from None
 
@@ -202,6 +206,34 @@ def _selector(allowed: np.ndarray | None, excluded: np.ndarray | None) -> faiss.
     selector = parts[0] if len(parts) == 1 else faiss.IDSelectorAnd(parts[0], parts[1])
     selector.referenced = parts
     return selector
+
+
+def training_shortfall(factory: str, count: int) -> str | None:
+    """One sentence saying what to do when `count` vectors are too few for FAISS to train `factory` (an IVF
+    with more lists than vectors, a PQ with more codes than vectors), or None when they are enough."""
+    ivf = re.search(r"IVF(\d+)", factory)
+    if ivf is not None and count < int(ivf.group(1)):
+        lists = int(ivf.group(1))
+        fewer = max(1, count // 39)
+        return (
+            f"IVF{lists} needs at least 39×{lists} training vectors (and never fewer than {lists}); this corpus has "
+            f"{count}: use Flat or IVF{fewer}"
+        )
+    pq = re.search(r"PQ(\d+)(?:x(\d+))?", factory)
+    if pq is not None and count < 2 ** int(pq.group(2) or 8):
+        codes = 2 ** int(pq.group(2) or 8)
+        return (
+            f"{pq.group(0)} needs at least {codes} training vectors (one per code); this corpus has {count}: "
+            "use Flat or HNSW32"
+        )
+    return None
+
+
+def check_trainable(factory: str, count: int) -> None:
+    """Refuse, before any embedding, an index type that `count` documents cannot train."""
+    shortfall = training_shortfall(factory, count)
+    if shortfall is not None:
+        raise IndexerError(shortfall)
 
 
 def _reason(exc: RuntimeError) -> str:

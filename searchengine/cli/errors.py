@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -9,6 +10,25 @@ from pathlib import Path
 import typer
 
 from searchengine.errors import SearchEngineError
+
+_ADVICE = {
+    errno.EACCES: "give this user permission there (ls -l shows who may read and write it) or use another path",
+    errno.EPERM: "give this user permission there (ls -l shows who may read and write it) or use another path",
+    errno.EROFS: "the file system is mounted read-only; use an index directory on a writable one",
+    errno.ENOSPC: "free some space there (or use another disk) and run the command again",
+    errno.EDQUOT: "the disk quota is used up; free some space and run the command again",
+}
+
+
+def os_error_message(exc: OSError, index_dir: Path | None = None) -> str | None:
+    """One line naming the path and the cause of an operating-system refusal the user can fix (permissions,
+    a read-only or full disk), or None for other OS errors. Nothing was committed: the index is as it was."""
+    advice = _ADVICE.get(exc.errno)
+    if advice is None:
+        return None
+    path = exc.filename or index_dir
+    where = f" at {path}" if path else ""
+    return f"{exc.strerror or 'operating-system error'}{where}: {advice}; the index is as it was before"
 
 
 @contextmanager
@@ -18,6 +38,12 @@ def user_errors(index_dir: Path | None = None) -> Iterator[None]:
         yield
     except SearchEngineError as exc:
         typer.echo(f"Error: {exc}", err=True)
+        raise typer.Exit(1) from None
+    except OSError as exc:
+        message = os_error_message(exc, index_dir)
+        if message is None:
+            raise
+        typer.echo(f"Error: {message}", err=True)
         raise typer.Exit(1) from None
     except KeyboardInterrupt:
         where = f" at {index_dir}" if index_dir else ""

@@ -18,9 +18,9 @@ from searchengine.errors import SearchEngineError
 
 def query(
     text: Optional[str] = typer.Argument(None, help="What to search for."),
-    k: int = typer.Option(10, "-k", "--top-k", min=1, help="Number of results per query."),
+    k: int = typer.Option(10, "-k", "--top-k", help="Number of results per query (at least 1)."),
     file: Optional[Path] = typer.Option(
-        None, "--file", "-f", help="Read queries from this file, one per line, and run them as one batch."
+        None, "--file", "-f", help="Read queries from this file (- for standard input), one per line, and run them as one batch."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print results as JSON."),
     index_dir: Optional[Path] = IndexDirOption,
@@ -29,7 +29,12 @@ def query(
     ),
     whiten_k: Optional[int] = typer.Option(None, "--whiten-k", help="Expect this whitening-k in the index."),
     where: list[str] = typer.Option(
-        [], "--where", "-w", help="Metadata filter FIELD OP VALUE (OP: = != > >= < <=); repeat to combine (AND)."
+        [],
+        "--where",
+        "-w",
+        help="Metadata filter FIELD OP VALUE, OP one of = != > >= < <= ^= (prefix), in (a,b), contains (list "
+        "fields), like (% and _); join alternatives with ' or ' inside one --where, repeat --where to combine "
+        "(AND); `my field` quotes a field name with spaces.",
     ),
     rerank: Optional[str] = typer.Option(
         None,
@@ -63,6 +68,12 @@ def query(
       searchengine query "how do I reset my password" -k 5
 
       searchengine query "budget tips" --where lang=en --where "year>=2020"
+
+      searchengine query "budget tips" --where "lang in en,de" --where "tags contains news or title like Intro%"
+
+      searchengine query "budget tips" --where "`my field`=x"
+
+      cat questions.txt | searchengine query --file -
 
       searchengine query --file questions.txt --json
 
@@ -147,13 +158,27 @@ def _queries(text: str | None, file: Path | None) -> list[str]:
         if not text.strip():
             raise SearchEngineError("the query is empty; say what to search for")
         return [text]
-    try:
-        lines = file.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        raise SearchEngineError(f"query file {file} does not exist") from None
-    except UnicodeDecodeError:
-        raise SearchEngineError(f"query file {file} is not UTF-8 text") from None
+    lines = _query_lines(file).splitlines()
     queries = [line.strip() for line in lines if line.strip()]
     if not queries:
         raise SearchEngineError(f"query file {file} holds no queries (one per line)")
     return queries
+
+
+def _query_lines(file: Path) -> str:
+    """The text of a query file, or of standard input for '-'."""
+    if str(file) == "-":
+        data = typer.get_binary_stream("stdin").read()
+    elif file.is_dir():
+        raise SearchEngineError(f"query file {file} is a directory; pass a text file with one query per line")
+    else:
+        try:
+            data = file.read_bytes()
+        except FileNotFoundError:
+            raise SearchEngineError(f"query file {file} does not exist") from None
+    if b"\x00" in data:
+        raise SearchEngineError(f"query file {file} contains NUL bytes: it looks binary; pass UTF-8 text")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SearchEngineError(f"query file {file} is not UTF-8 text") from None

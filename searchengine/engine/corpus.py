@@ -72,11 +72,25 @@ def _read_lines(handle: BinaryIO, name: str, jsonl: bool, id_field: str | None =
         yield _parse_json_line(line, name, number, id_field) if jsonl else Document(line.strip(), name, number)
 
 
+def _refuse_constant(name: str) -> None:
+    raise ValueError(name)
+
+
 def _parse_json_line(line: str, name: str, number: int, id_field: str | None) -> Document:
     try:
-        record = json.loads(line)
-    except ValueError as exc:
+        record = json.loads(line, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as exc:
         raise SearchEngineError(f"{name} line {number} is not valid JSON ({exc.msg}, column {exc.colno})") from None
+    except ValueError as exc:  # NaN, Infinity, -Infinity: not JSON, and no filter could compare them
+        raise SearchEngineError(
+            f"{name} line {number} holds {exc}, which is not a JSON number; write null or a number instead"
+        ) from None
+    except RecursionError:
+        raise SearchEngineError(
+            f"{name} line {number} is nested too deeply to read; flatten its JSON (metadata is one object of "
+            "plain values and lists)"
+        ) from None
+    _refuse_lone_surrogates(line, record, name, number)
     return document_from_record(record, f"{name} line {number}", id_field, name, number)
 
 
@@ -97,3 +111,18 @@ def document_from_record(
         if not isinstance(external_id, (str, int)) or isinstance(external_id, bool):
             raise SearchEngineError(f'{label} needs a string or integer "{id_field}" field (the id)')
     return Document(text, source, line, record, None if external_id is None else str(external_id))
+
+
+def _refuse_lone_surrogates(line: str, record: object, name: str, number: int) -> None:
+    """JSON escapes such as "\\ud800" decode to half a character that no UTF-8 file or database can hold."""
+    if "\\u" not in line:
+        return
+    try:
+        json.dumps(record, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise SearchEngineError(
+            f"{name} line {number} holds a lone surrogate escape (\\u{ord(exc.object[exc.start]):04x}), half of a "
+            "character; fix the text or drop the escape"
+        ) from None
+    except RecursionError:
+        raise SearchEngineError(f"{name} line {number} is nested too deeply to read; flatten its JSON") from None

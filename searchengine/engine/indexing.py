@@ -143,7 +143,10 @@ def _chunks(documents: Iterable[Document]) -> Iterator[list[Document]]:
 
 
 def _progress(total: int | None, enabled: bool, description: str) -> tqdm:
-    return tqdm(total=total, disable=not enabled, unit=" docs", unit_scale=True, desc=description, leave=True)
+    """A progress bar shown after its first second, so input refused at once ends with its one error line."""
+    return tqdm(
+        total=total, disable=not enabled, unit=" docs", unit_scale=True, desc=description, leave=True, delay=1.0
+    )
 
 
 def _store_and_encode(

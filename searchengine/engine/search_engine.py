@@ -15,7 +15,7 @@ from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.index_directory import READ_ATTEMPTS, IndexDirectory
 from searchengine.indexer.manifest import Manifest, ModelIdentity, PromptRecord
 from searchengine.indexer.store import ClusteringRecord, Document, DocumentStore
-from searchengine.indexer.vector_index import VectorIndex
+from searchengine.indexer.vector_index import VectorIndex, check_trainable
 from searchengine.indexer.whitening import Whitening
 from searchengine.analysis.cluster_settings import ClusterMethod, ClusterSettings
 from searchengine.analysis.clustering import Cluster, Clustering, cluster_index, read_clustering
@@ -213,13 +213,15 @@ class SearchEngine:
             whiten_k=whiten_k,
             whiten_fit=None if whiten_fit is None else _documents(whiten_fit, jsonl),
         )
+        count = _count(corpus, jsonl, id_field)
+        if whiten_k is not None and not 1 <= whiten_k <= encoder.dimension:
+            raise SearchEngineError(
+                f"whitening k must be between 1 and the embedding dimension {encoder.dimension}, not {whiten_k}"
+            )
+        if index is not None and count is not None and whiten_fit is None:
+            check_trainable(index, count)
         report = build_index(
-            IndexDirectory(target),
-            _documents(corpus, jsonl, id_field),
-            encoder,
-            settings,
-            _count(corpus, jsonl, id_field),
-            progress,
+            IndexDirectory(target), _documents(corpus, jsonl, id_field), encoder, settings, count, progress
         )
         engine = cls(target, encoder)
         engine.last_report = report
@@ -311,6 +313,7 @@ class SearchEngine:
                 f"index {self.path} was rebuilt with model {manifest.model.name} (fingerprint "
                 f"{manifest.model.fingerprint}) since it was opened with {self.manifest.model.name}; open it again"
             )
+        _check_dimensions(self.path, manifest, vectors, whitening)
         tombstones, live = store.tombstones(), store.count()
         if live != manifest.count.vectors or vectors.count != live + len(tombstones):
             raise IndexerError(
@@ -374,6 +377,11 @@ class SearchEngine:
         """`search` for many queries at once (encoded and searched as one batch; reranked pairs scored together)."""
         if k < 1:
             raise SearchEngineError(f"k must be at least 1, not {k}")
+        for number, query in enumerate(queries, start=1):
+            if not isinstance(query, str) or not query.strip():
+                shown = "is empty" if isinstance(query, str) else f"is a {type(query).__name__}, not a str"
+                which = "the query" if len(queries) == 1 else f"query number {number}"
+                raise SearchEngineError(f"{which} {shown}; say what to search for")
         if rerank is not None:
             if rerank_top < 1:
                 raise SearchEngineError(f"rerank_top must be at least 1, not {rerank_top}")
@@ -426,6 +434,9 @@ class SearchEngine:
         """
         if not ids and not external_ids:
             raise SearchEngineError("say which documents to delete: give ids or external ids")
+        for value in ids:
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < 2**63:
+                raise SearchEngineError(f"{value!r} is not a document id (a whole number from 0 to 2**63 - 1)")
         deleted = delete_from_index(self.directory, list(ids), list(external_ids))
         self._load()
         return deleted
@@ -523,6 +534,22 @@ class SearchEngine:
         self.close()
 
 
+def _check_dimensions(path: Path, manifest: Manifest, vectors: VectorIndex, whitening: Whitening | None) -> None:
+    """Refuse files whose shapes disagree with the manifest before FAISS or numpy meets them mid-query."""
+    expected = manifest.index.dimension
+    if vectors.dimension != expected:
+        raise IndexerError(
+            f"index {path}: the vector index holds {vectors.dimension}-dimensional vectors but the manifest says "
+            f"{expected}; rebuild the index"
+        )
+    if whitening is not None and whitening.matrix.shape != (manifest.model.dimension, expected):
+        rows, columns = whitening.matrix.shape
+        raise IndexerError(
+            f"index {path}: the whitening maps {rows} to {columns} dimensions but the model has "
+            f"{manifest.model.dimension} and the index {expected}; rebuild the index"
+        )
+
+
 def _documents(corpus: Corpus, jsonl: bool | None, id_field: str | None = None) -> Iterator[Document]:
     if isinstance(corpus, (str, Path)):
         return read_corpus(corpus, jsonl, id_field)
@@ -546,7 +573,8 @@ def _count(corpus: Corpus, jsonl: bool | None, id_field: str | None = None) -> i
     None for standard input, pipes and one-shot iterators, which can be read only once.
     """
     if isinstance(corpus, (str, Path)):
-        if str(corpus) == STDIN or (Path(corpus).exists() and not Path(corpus).is_file()):
+        path = Path(corpus)
+        if str(corpus) == STDIN or (path.exists() and not path.is_file() and not path.is_dir()):  # a pipe
             return None
     elif not isinstance(corpus, Sequence):
         return None

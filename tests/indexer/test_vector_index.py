@@ -187,9 +187,11 @@ def test_invalid_factory_string_raises_indexer_error_naming_it(factory: str) -> 
 
 def test_training_ivf_with_fewer_points_than_lists_raises_indexer_error() -> None:
     index = VectorIndex.create("IVF4,Flat", DIMENSION)
-    with pytest.raises(IndexerError, match="IVF4,Flat") as error:
+    with pytest.raises(IndexerError) as error:
         index.train(_unit_vectors(2))
-    assert "2 vectors" in str(error.value)
+    assert str(error.value) == (
+        "IVF4 needs at least 39×4 training vectors (and never fewer than 4); this corpus has 2: use Flat or IVF1"
+    )
     assert index.needs_training
 
 

@@ -334,3 +334,28 @@ def test_a_precision_the_device_cannot_run_is_a_one_line_error(index_dir: Path) 
 def test_unknown_speed_options_are_usage_errors(index_dir: Path, option: str, value: str, choices: str) -> None:
     result = run("query", "anything", "-d", index_dir, option, value)
     assert_usage_error(result, option, f"'{value}' is not one of {choices}")
+
+
+def test_queries_from_standard_input(index_dir: Path, sentences: list[str]) -> None:
+    result = run("query", "--file", "-", "-k", "1", "--json", "-d", index_dir, input=f"{sentences[0]}\n{sentences[5]}\n")
+    assert result.exit_code == 0, result.output
+    assert [entry["hits"][0]["text"] for entry in json.loads(result.output)] == [sentences[0], sentences[5]]
+
+
+def test_filters_with_or_in_and_quoted_fields(tmp_path: Path, tiny_model: Path) -> None:
+    corpus = tmp_path / "c.jsonl"
+    rows = [{"text": "the cat sat", "lang": "en", "my field": "x"}, {"text": "the dog ran", "lang": "de"},
+            {"text": "the sun rose", "lang": "fr"}]
+    corpus.write_text("\n".join(json.dumps(row) for row in rows) + "\n", encoding="utf-8")
+    assert run("index", corpus, "-d", tmp_path / "i", "--model", tiny_model, "-q").exit_code == 0
+    found = {
+        where: sorted(hit["text"] for hit in json.loads(run("query", "the", "-d", tmp_path / "i", "--json",
+                                                              "--where", where).output)["hits"])
+        for where in ("lang in en,de", "lang=fr or lang=de", "`my field`=x", "text ^= the s")
+    }
+    assert found == {
+        "lang in en,de": ["the cat sat", "the dog ran"],
+        "lang=fr or lang=de": ["the dog ran", "the sun rose"],
+        "`my field`=x": ["the cat sat"],
+        "text ^= the s": ["the sun rose"],
+    }

@@ -352,3 +352,25 @@ def test_a_single_query_runs_on_one_thread_and_restores_the_setting(
     engine.search_batch(sentences[:2], k=1)
     assert seen == [(1, 1), (2, 2)]
     assert (torch.get_num_threads(), faiss.omp_get_max_threads()) == (2, 2)
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\n"])
+def test_an_empty_query_is_refused(engine: SearchEngine, query: str) -> None:
+    with pytest.raises(SearchEngineError, match="the query is empty"):
+        engine.search(query)
+    with pytest.raises(SearchEngineError, match="query number 2 is empty"):
+        engine.search_batch(["cat", query])
+
+
+@pytest.mark.parametrize("bad", [2**63, -1, -(2**70), True])
+def test_delete_refuses_ids_no_document_can_have(engine: SearchEngine, bad: int) -> None:
+    before = len(engine)
+    with pytest.raises(SearchEngineError, match="is not a document id"):
+        engine.delete(ids=[bad])
+    assert len(engine) == before
+
+
+def test_too_few_texts_for_ivf_say_what_to_do(tmp_path: Path, tiny_encoder: Encoder, sentences: list[str]) -> None:
+    with pytest.raises(SearchEngineError, match=r"IVF1024 needs at least 39×1024 training vectors.*has 12: use Flat"):
+        SearchEngine.build(sentences, tmp_path / "ivf", encoder=tiny_encoder, index="IVF1024,Flat")
+    assert not (tmp_path / "ivf").exists()

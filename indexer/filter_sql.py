@@ -1,0 +1,161 @@
+"""Metadata filters as parameterised SQL over the document store: typed, so numbers compare as numbers, and
+refused with a one-line reason when a condition could only match all or nothing by accident."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Union
+
+from searchengine.indexer.errors import IndexerError
+
+Value = Union[str, int, float, bool, None]
+
+COMPARISONS = ("=", "!=", ">", ">=", "<", "<=")
+FILTER_OPERATORS = (*COMPARISONS, "in", "contains", "^=", "like")
+COLUMN_TYPES = {"id": "number", "source": "text", "line": "number", "text": "text", "count": "number"}
+"""Filterable fields that are columns, and what they hold; any other field name is a metadata key."""
+_INT64 = (-(2**63), 2**63 - 1)
+JSON_KINDS = {
+    "integer": "number", "real": "number", "text": "text", "true": "true/false", "false": "true/false",
+    "array": "list", "object": "object", "null": "null",
+}
+"""SQLite's json_type names -> the kinds filter messages speak of."""
+
+
+@dataclass(frozen=True)
+class Condition:
+    """A metadata filter such as year >= 2020: `field` is a column in COLUMN_TYPES or a metadata key.
+
+    `value` is one plain value, or a tuple of them for `in`; `contains` looks inside list fields, `^=` is a
+    text prefix and `like` a SQL LIKE pattern (% any run, _ one character; ASCII case-insensitive)."""
+
+    field: str
+    operator: str
+    value: Value | tuple[Value, ...]
+
+
+@dataclass(frozen=True)
+class AnyOf:
+    """Conditions of which at least one must hold: `lang=en or lang=de`."""
+
+    conditions: tuple[Condition, ...]
+
+
+Filter = Union[Condition, AnyOf]
+FieldKinds = Callable[[str], set[str]]
+"""A metadata key -> the kinds its stored values have ('number', 'text', 'list', ...); empty when none has it."""
+
+
+def where_clause(filters: Sequence[Filter], kinds_of: FieldKinds) -> tuple[str, list[object]]:
+    """The SQL condition (over the documents table) that every filter holds, and its parameters."""
+    clauses, parameters = [], []
+    for item in filters:
+        group = item.conditions if isinstance(item, AnyOf) else (item,)
+        if not group:
+            raise IndexerError("an 'or' filter needs at least one condition")
+        parts = []
+        for condition in group:
+            sql, values = _condition_sql(condition, kinds_of)
+            parts.append(sql)
+            parameters.extend(values)
+        clauses.append(parts[0] if len(parts) == 1 else "(" + " OR ".join(parts) + ")")
+    return " AND ".join(clauses) or "1", parameters
+
+
+def json_path(key: str) -> str:
+    """The JSON path of a top-level metadata key, refusing names that would need escaping."""
+    if not key or any(ch in key for ch in '"\\'):
+        raise IndexerError(f"field name {key!r} cannot be filtered on; use names without quotes or backslashes")
+    return f'$."{key}"'
+
+
+def _condition_sql(condition: Condition, kinds_of: FieldKinds) -> tuple[str, list[object]]:
+    operator = condition.operator
+    if operator not in FILTER_OPERATORS:
+        raise IndexerError(f"unknown operator {operator!r}; use one of {' '.join(FILTER_OPERATORS)}")
+    values = _checked_values(condition)
+    if condition.field in COLUMN_TYPES:
+        target, prefix = condition.field, []
+        kinds = {COLUMN_TYPES[condition.field]}
+    else:
+        path = json_path(condition.field)
+        kinds = kinds_of(condition.field)
+        if not kinds:
+            raise IndexerError(f"no document has a field {condition.field!r}; name a field the documents have")
+        target, prefix = "json_extract(metadata, ?)", [path]
+    _check_kinds(condition, values, kinds)
+    if operator == "in":
+        return f"{target} IN ({', '.join('?' * len(values))})", [*prefix, *values]
+    if operator == "contains":
+        return "EXISTS (SELECT 1 FROM json_each(metadata, ?) WHERE json_each.value = ?)", [*prefix, values[0]]
+    if operator == "^=":
+        return f"substr({target}, 1, ?) = ?", [*prefix, len(values[0]), values[0]]
+    if operator == "like":
+        return f"{target} LIKE ?", [*prefix, values[0]]
+    return f"{target} {operator} ?", [*prefix, values[0]]
+
+
+def _checked_values(condition: Condition) -> list[Value]:
+    """The condition's values as a list, each a plain value SQLite can compare (a filter value of the wrong
+    shape is the caller's mistake, named as such)."""
+    shown = f"{condition.field} {condition.operator} {condition.value!r}"
+    if condition.operator == "in":
+        if not isinstance(condition.value, (tuple, list)) or not condition.value:
+            raise IndexerError(f"the filter {shown} needs a list of values for 'in', e.g. lang in en,de")
+        values = list(condition.value)
+    else:
+        values = [condition.value]
+    for value in values:
+        if value is not None and not isinstance(value, (str, int, float, bool)):
+            raise IndexerError(
+                f"the filter {shown} has a value of type {type(value).__name__}; a filter value is text, a number "
+                "or true/false (to look inside a list field write FIELD contains VALUE)"
+            )
+        if isinstance(value, int) and not isinstance(value, bool) and not _INT64[0] <= value <= _INT64[1]:
+            raise IndexerError(
+                f"the filter {shown} holds the integer {value}, beyond the 64-bit range stored numbers have; "
+                "use a smaller number"
+            )
+        if isinstance(value, float) and not math.isfinite(value):
+            raise IndexerError(f"the filter {shown} compares with {value}, which is not a finite number")
+        if isinstance(value, str) and "\x00" in value:
+            raise IndexerError(f"the filter {shown} holds a NUL character; remove it")
+    if condition.operator in ("^=", "like") and not isinstance(values[0], str):
+        raise IndexerError(f"the filter {shown} needs text to match ('{condition.operator}' works on text)")
+    return values
+
+
+def _kind(value: Value) -> str:
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, (int, float)):
+        return "number"
+    return "null" if value is None else "text"
+
+
+def _check_kinds(condition: Condition, values: list[Value], kinds: set[str]) -> None:
+    """Refuse a condition whose value can never equal or order with what the field holds."""
+    field, operator = condition.field, condition.operator
+    held = " and ".join(sorted(kinds))
+    if operator == "contains":
+        if "list" not in kinds:
+            raise IndexerError(
+                f"'{field} contains ...' looks inside lists, but {field!r} holds {held}; use = or like instead"
+            )
+        return
+    if operator in ("^=", "like"):
+        if "text" not in kinds:
+            raise IndexerError(f"'{operator}' matches text, but {field!r} holds {held}; use = < > instead")
+        return
+    for value in values:
+        kind = _kind(value)
+        if kind in kinds or kind == "null" or (kind == "true/false" and "number" in kinds):
+            continue
+        example = '"2004"' if kind == "number" else "2004"
+        raise IndexerError(
+            f"the filter {field} {operator} {value!r} compares {kind} with the field {field!r}, which holds "
+            f"{held}: it could never match. Compare {held} with {held}"
+            + (f" (quote a value to make it text, e.g. {field}={example})" if "text" in kinds else "")
+        )
