@@ -70,6 +70,15 @@ def write_tiny_model(directory: Path, seed: int = 0, pooling: str = "mean", norm
 
 
 @pytest.fixture(scope="session", autouse=True)
+def no_server_from_the_environment() -> None:
+    """`searchengine query` asks $SEARCHENGINE_SERVER when it is set: the tests query their own indexes."""
+    import os
+
+    os.environ.pop("SEARCHENGINE_SERVER", None)
+    os.environ.pop("SEARCHENGINE_API_KEY", None)
+
+
+@pytest.fixture(scope="session", autouse=True)
 def onnx_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """ONNX exports (the encoder's default backend where onnxruntime is installed) go to a temporary folder, not
     the user's cache; set in the environment so the CLI and benchmark subprocesses use it too."""
