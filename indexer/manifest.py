@@ -69,9 +69,9 @@ class VectorIndexSpec:
 @dataclass(frozen=True)
 class Counts:
     vectors: int
-    """Distinct live texts, one vector each."""
+    """Searchable vectors: one per stored document (indexes older versions wrote: one per distinct text)."""
     documents: int
-    """Texts indexed, repeats included."""
+    """Documents stored, texts repeated by several documents included."""
     tombstones: int = 0
     """Vectors of deleted texts kept until `compact` (index types that cannot delete in place)."""
 

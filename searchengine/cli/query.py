@@ -5,15 +5,19 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from searchengine.cli.errors import user_errors
+from searchengine.cli.wording import counted
 from searchengine.cli.options import BackendOption, IndexDirOption, PrecisionOption, ThreadsOption
 from searchengine.encoding.backend import Backend
 from searchengine.encoding.precision import Precision
 from searchengine.errors import SearchEngineError
+
+if TYPE_CHECKING:
+    from searchengine.engine.search import Hit
 
 
 def query(
@@ -46,9 +50,9 @@ def query(
 ) -> None:
     """Find the documents closest in meaning to a query.
 
-    Prints rank, cosine score, document id and text. The index's own model encodes the query; --model and
+    Prints rank, cosine score, document id (and your own id, given with --id-field, in parentheses) and text. The index's own model encodes the query; --model and
     --whiten-k only assert what the index must have been built with. Filters run inside the vector search, so
-    k results come back whenever k documents match; fields are metadata keys or id, source, line, text, count.
+    k results come back whenever k documents match; fields are metadata keys or id, external_id, source, line, text.
     With --rerank, a cross-encoder reads the query and each of the --rerank-top best candidates together and
     the k best by its score are shown: its score first, then the cosine that retrieved the hit. Slower per query
     (one transformer pass per candidate), usually more accurate.
@@ -83,12 +87,13 @@ def query(
         if as_json:
             reranked = {"rerank": {"model": rerank, "top": top}} if rerank else {}
             payload = [
-                {"query": q, **reranked, "hits": [asdict(hit) for hit in hits]} for q, hits in zip(queries, results)
+                {"query": q, **reranked, "hits": [_hit_json(hit) for hit in hits]} for q, hits in zip(queries, results)
             ]
             typer.echo(json.dumps(payload if file else payload[0], ensure_ascii=False, indent=2))
             return
         if k > len(engine) and not where:
-            typer.echo(f"(the index holds {len(engine)} texts, so at most {len(engine)} results)", err=True)
+            held = counted(len(engine), "document")
+            typer.echo(f"(the index holds {held}, so at most {counted(len(engine), 'result')})", err=True)
         if rerank:
             typer.echo(
                 f"(reranked by {rerank} from the top {top} by cosine: cross-encoder score, then cosine)", err=True
@@ -99,7 +104,14 @@ def query(
             for rank, hit in enumerate(hits, start=1):
                 cluster = f"[c{hit.cluster}] " if hit.cluster is not None else ""
                 cosine = f"(cos {hit.retrieval_score:.4f})  " if hit.retrieval_score is not None else ""
-                typer.echo(f"{rank:>3}  {hit.score:.4f}  {cosine}#{hit.id:<6} {cluster}{hit.text}")
+                external = f"({hit.external_id}) " if hit.external_id is not None else ""
+                typer.echo(f"{rank:>3}  {hit.score:.4f}  {cosine}#{hit.id:<6} {external}{cluster}{hit.text}")
+
+
+def _hit_json(hit: Hit) -> dict:
+    """A hit as JSON, the user's own id (external_id) right after the index's id."""
+    fields = asdict(hit)
+    return {"id": fields.pop("id"), "external_id": fields.pop("external_id"), **fields}
 
 
 def _queries(text: str | None, file: Path | None) -> list[str]:

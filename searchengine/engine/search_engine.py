@@ -61,9 +61,9 @@ class IndexInfo:
 
     path: str
     documents: int
-    """Texts indexed, repeats included."""
+    """Documents stored, each its own row (texts repeated by several documents included)."""
     vectors: int
-    """Distinct texts, one vector each."""
+    """Searchable vectors, one per document."""
     model: str
     model_fingerprint: str
     pooling: str
@@ -80,6 +80,8 @@ class IndexInfo:
     """How the stored clustering was made (`searchengine cluster`), if the index has one."""
     duplicates: int = 0
     """Documents marked near-duplicates of earlier ones (`searchengine mine --dedupe`)."""
+    repeats: int = 0
+    """Documents whose exact text an earlier document has (each is still its own document)."""
 
 
 def _prompt_difference(built: PromptRecord | None, given: PromptConfig | None) -> str:
@@ -309,7 +311,7 @@ class SearchEngine:
         tombstones, live = store.tombstones(), store.count()
         if live != manifest.count.vectors or vectors.count != live + len(tombstones):
             raise IndexerError(
-                f"index {self.path} is inconsistent: {vectors.count} vectors, {live} stored texts and "
+                f"index {self.path} is inconsistent: {vectors.count} vectors, {live} stored documents and "
                 f"{len(tombstones)} deleted, manifest says {manifest.count.vectors}; rebuild the index"
             )
         if self._store is not None:
@@ -318,7 +320,7 @@ class SearchEngine:
         self._tombstones, self._live = tombstones, live
 
     def __len__(self) -> int:
-        """Number of distinct texts in the index (deleted ones not counted)."""
+        """Number of documents in the index (deleted ones not counted)."""
         return self._live
 
     @property
@@ -394,9 +396,9 @@ class SearchEngine:
     def add(
         self, corpus: Corpus, jsonl: bool | None = None, id_field: str | None = None, progress: bool = False
     ) -> IndexingReport:
-        """Append documents (a file path, texts or Documents); repeats of indexed texts are counted, not stored
-        twice. A document whose external id (`id_field` of a .jsonl file, or Document.external_id) is already
-        stored replaces the old one (upsert)."""
+        """Append documents (a file path, texts or Documents), each its own document even when its text repeats
+        an indexed one (the report counts those). A document whose external id (`id_field` of a .jsonl file, or
+        Document.external_id) is already stored replaces the old one (upsert)."""
         report = append_to_index(
             self.directory, _documents(corpus, jsonl, id_field), self.encoder, _count(corpus, jsonl, id_field),
             progress,
@@ -496,6 +498,7 @@ class SearchEngine:
             versions=dict(manifest.versions),
             clustering=self._store.clustering(),
             duplicates=len(self._store.duplicates()),
+            repeats=self._store.repeats(),
         )
 
     def close(self) -> None:
