@@ -36,10 +36,11 @@ def rewriting(directory: IndexDirectory, versions: dict[str, str] | None = None)
     """Hold the writer lock over a copy of the current index; commit it as a new generation if the block
     finishes, discard it if the block raises (the current index is never modified in place). `versions`
     replace the recorded library versions (a rewrite that encodes nothing keeps the previous ones)."""
-    with directory.writing() as generation:
+    with directory.writing(existing=True) as generation:
         previous = directory.read_manifest()
         store_path = generation.path("documents")
         shutil.copyfile(directory.file(previous, "documents"), store_path)
+        shutil.copymode(directory.file(previous, "documents"), store_path)
         whitening_path = directory.file(previous, "whitening")
         rewrite = IndexRewrite(
             store=DocumentStore(store_path, writable=True),
@@ -82,6 +83,8 @@ def commit_generation(
     """Save the vectors (and a new whitening) into `generation` and commit it with its manifest."""
     vectors_path = generation.path("vectors")
     vectors.save(vectors_path)
+    if previous is not None:  # a rewritten file keeps the permissions of the one it replaces
+        shutil.copymode(directory.file(previous, "vectors"), vectors_path)
     if previous is not None:
         whitening_path = directory.file(previous, "whitening")
     elif whitening is not None:

@@ -36,9 +36,11 @@ def info(
     target = index_dir or default_index_dir()
     with user_errors(target):
         directory = IndexDirectory(target)
-        manifest = directory.read_manifest()
+        # Read the store of the manifest just read, again from the top if a writer swaps generations meanwhile.
+        manifest, (clustering, duplicates, repeats) = directory.read_consistently(
+            lambda current: (current, _store_summary(directory, current))
+        )
         model, whitening = manifest.model, manifest.whitening
-        clustering, duplicates, repeats = _store_summary(directory, manifest)
         details = {
             "path": str(target),
             "documents": _documents_summary(manifest, repeats),

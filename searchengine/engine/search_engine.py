@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from searchengine.indexer.errors import IndexerError
-from searchengine.indexer.index_directory import READ_ATTEMPTS, IndexDirectory
+from searchengine.indexer.index_directory import IndexDirectory
 from searchengine.indexer.manifest import Manifest, ModelIdentity, PromptRecord
 from searchengine.indexer.store import ClusteringRecord, Document, DocumentStore
 from searchengine.indexer.vector_index import VectorIndex
@@ -296,20 +296,10 @@ class SearchEngine:
 
     def _load(self) -> None:
         # A writer may commit and remove the files between reading the manifest and opening them: read again.
-        for attempt in range(READ_ATTEMPTS):
-            stamp = self.directory.manifest_stamp()
-            manifest = self.directory.read_manifest()
-            try:
-                whitening_path = self.directory.file(manifest, "whitening")
-                whitening = Whitening.load(whitening_path) if whitening_path else None
-                vectors = VectorIndex.load(self.directory.file(manifest, "vectors"), manifest.index.type)
-                store = DocumentStore(self.directory.file(manifest, "documents"))
-                break
-            except IndexerError:
-                if attempt == READ_ATTEMPTS - 1 or self.directory.manifest_stamp() == stamp:
-                    raise
+        manifest, vectors, store, whitening = self.directory.read_consistently(self._open_files)
         tombstones, live = store.tombstones(), store.count()
         if live != manifest.count.vectors or vectors.count != live + len(tombstones):
+            store.close()
             raise IndexerError(
                 f"index {self.path} is inconsistent: {vectors.count} vectors, {live} stored documents and "
                 f"{len(tombstones)} deleted, manifest says {manifest.count.vectors}; rebuild the index"
@@ -318,6 +308,12 @@ class SearchEngine:
             self._store.close()
         self.manifest, self._vectors, self._store, self._whitening = manifest, vectors, store, whitening
         self._tombstones, self._live = tombstones, live
+
+    def _open_files(self, manifest: Manifest) -> tuple[Manifest, VectorIndex, DocumentStore, Whitening | None]:
+        whitening_path = self.directory.file(manifest, "whitening")
+        whitening = Whitening.load(whitening_path) if whitening_path else None
+        vectors = VectorIndex.load(self.directory.file(manifest, "vectors"), manifest.index.type)
+        return manifest, vectors, DocumentStore(self.directory.file(manifest, "documents")), whitening
 
     def __len__(self) -> int:
         """Number of documents in the index (deleted ones not counted)."""

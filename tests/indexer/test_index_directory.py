@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from searchengine.indexer.errors import IndexerError, IndexLockedError
-from searchengine.indexer.index_directory import LOCK, MANIFEST, IndexDirectory
+from searchengine.indexer.index_directory import LOCK, MANIFEST, IndexDirectory, file_checksum
 from searchengine.indexer.manifest import (
     FORMAT_VERSION,
     Counts,
@@ -252,12 +252,12 @@ def test_commit_may_keep_a_file_of_the_previous_generation(index: IndexDirectory
         paths = {"vectors": vectors, "documents": documents, "whitening": whitening}
         generation.commit(_manifest(whitened=True), paths)
     second = index.read_manifest()
-    assert second.files["whitening"] == StoredFile(whitening.name, 1)
+    assert second.files["whitening"] == StoredFile(whitening.name, 1, file_checksum(whitening))
     assert whitening.read_bytes() == b"W"
     assert not index.file(first, "vectors").exists()
 
 
-def test_files_left_by_a_killed_run_are_removed_by_the_next_writer(
+def test_files_left_by_a_killed_run_are_removed_by_the_next_commit(
     index: IndexDirectory, committed: Manifest
 ) -> None:
     stale = [
@@ -272,12 +272,13 @@ def test_files_left_by_a_killed_run_are_removed_by_the_next_writer(
         (index.path / name).write_bytes(b"stale")
     for name in ("notes.txt", "x.tmp"):  # only index-shaped files are touched
         (index.path / name).write_bytes(b"not ours")
-    with index.writing():
-        for name in stale:
-            assert not (index.path / name).exists(), name
-        assert (index.path / "notes.txt").exists() and (index.path / "x.tmp").exists()
-        # The current generation is kept while the writer holds the lock.
+    with index.writing():  # a writer that fails (or commits nothing) changes nothing, leftovers included
         assert index.read_manifest() == committed
+    assert all((index.path / name).exists() for name in stale)
+    _commit(index, {"vectors": b"v2", "documents": b"d2"}, updated_at=SECOND)
+    for name in stale:
+        assert not (index.path / name).exists(), name
+    assert (index.path / "notes.txt").exists() and (index.path / "x.tmp").exists()  # only index-shaped files go
 
 
 def test_a_killed_first_run_does_not_block_the_next_one(index: IndexDirectory) -> None:
