@@ -15,7 +15,7 @@ app = typer.Typer(
 )
 for command in (
     index.index, query.query, maintenance.info, analysis.cluster, index.add, maintenance.delete,
-    maintenance.compact, analysis.mine, evaluation.analyze,
+    maintenance.compact, maintenance.verify, analysis.mine, evaluation.analyze,
 ):
     app.command()(command)
 app.add_typer(train.train_app, name="train")
