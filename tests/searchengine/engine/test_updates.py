@@ -291,3 +291,61 @@ def test_cli_delete_external_keeps_the_twin_and_query_json_carries_external_ids(
     assert [(list(hit)[:2], hit["external_id"]) for hit in hits] == [(["id", "external_id"], "d11"),
                                                                      (["id", "external_id"], "d12")]
     assert re.search(r"documents:\s+2 documents\n", runner.invoke(app, ["info", *base]).output)
+
+
+def test_rewritten_files_keep_their_permissions(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    engine = SearchEngine.build(["one", "two"], tmp_path / "i", encoder=tiny_encoder)
+    for entry in engine.path.iterdir():
+        entry.chmod(0o640)
+    engine.add(["three"])
+    directory = IndexDirectory(engine.path)
+    manifest = directory.read_manifest()
+    for path in (directory.file(manifest, "documents"), directory.file(manifest, "vectors"), engine.path / "manifest.json"):
+        assert path.stat().st_mode & 0o777 == 0o640, path.name
+
+
+def test_info_and_searches_never_fail_while_a_writer_keeps_committing(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    """Issue 11: about 3 in 16,000 `info` calls failed during writes. Readers loop over `info` (the CLI command's
+    own code) and open-and-search for a bounded few seconds while a writer commits as fast as it can."""
+    import time
+
+    from click.exceptions import Exit
+
+    from searchengine.cli.maintenance import info
+
+    path = tmp_path / "busy"
+    SearchEngine.build(_documents(16), path, encoder=tiny_encoder)
+    failures: list[BaseException] = []
+    calls = [0, 0]
+    done = threading.Event()
+
+    def read_info() -> None:
+        while not done.is_set():
+            try:
+                info(index_dir=path, as_json=True)
+            except (Exit, Exception) as exc:  # noqa: BLE001 (any failure at all counts)
+                failures.append(exc)
+            calls[0] += 1
+
+    def search() -> None:
+        while not done.is_set():
+            try:
+                with SearchEngine.open(path, encoder=tiny_encoder) as reader:
+                    reader.search("cat", k=3)
+            except Exception as exc:  # noqa: BLE001
+                failures.append(exc)
+            calls[1] += 1
+
+    readers = [threading.Thread(target=read_info), threading.Thread(target=search)]
+    for thread in readers:
+        thread.start()
+    writer = SearchEngine.open(path, encoder=tiny_encoder)
+    commits, deadline = 0, time.monotonic() + 4
+    while time.monotonic() < deadline:
+        writer.add([Document(f"churn {commits}", external_id="churn")])
+        commits += 1
+    done.set()
+    for thread in readers:
+        thread.join()
+    assert not failures, failures[:3]
+    assert commits >= 5 and min(calls) >= 5, (commits, calls)
