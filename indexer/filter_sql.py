@@ -14,7 +14,9 @@ Value = Union[str, int, float, bool, None]
 
 COMPARISONS = ("=", "!=", ">", ">=", "<", "<=")
 FILTER_OPERATORS = (*COMPARISONS, "in", "contains", "^=", "like")
-COLUMN_TYPES = {"id": "number", "source": "text", "line": "number", "text": "text", "count": "number"}
+COLUMN_TYPES = {
+    "id": "number", "external_id": "text", "source": "text", "line": "number", "text": "text",
+}
 """Filterable fields that are columns, and what they hold; any other field name is a metadata key."""
 _INT64 = (-(2**63), 2**63 - 1)
 JSON_KINDS = {

@@ -10,25 +10,41 @@ Layout (txtai-style, one directory that loads back whole):
 
 A write puts a new generation's files beside the current ones and then replaces manifest.json in one
 os.replace. A run that is interrupted or killed leaves the old manifest, which still names the old files:
-readers never see a half-written index. Files no manifest names are removed by the next writer.
+readers never see a half-written index. Files no manifest names (the replaced generation, leftovers of an
+interrupted run) are removed right after the next commit, so a write that fails changes nothing.
+
+The manifest records each file's size and sha256. Every open checks sizes, and the checksums of files up to
+VERIFY_ON_OPEN_BYTES (the whitening always, and the store and vectors of small indexes); a writer changing an
+existing index checks every file's checksum before it touches anything; `verify` checks them all on demand.
+File names are plain names in the directory, and a name that is a symbolic link out of it is refused.
 """
 
 from __future__ import annotations
 
+import errno
 import fcntl
+import hashlib
 import os
 import re
+import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TypeVar
 
 from searchengine.indexer.errors import IndexerError, IndexLockedError
 from searchengine.indexer.manifest import Manifest, StoredFile, named_files
 
 MANIFEST = "manifest.json"
 LOCK = ".lock"
-READ_ATTEMPTS = 3
+READ_ATTEMPTS = 10
+"""How often a reader starts over when writers keep committing while it reads (each retry follows a commit)."""
+VERIFY_ON_OPEN_BYTES = 8 << 20
+"""Files up to this size have their checksum checked on every open (about 10 ms of sha256 at 8 MiB here); larger
+ones by writers, which read them whole anyway, and by `searchengine verify`."""
+_T = TypeVar("_T")
 _GENERATION_FILE = re.compile(r"^(vectors|documents|whitening|spool)\.\d+\.(faiss|db|safetensors|tmp)(-journal)?$")
 _SUFFIXES = {"vectors": "faiss", "documents": "db", "whitening": "safetensors", "spool": "tmp"}
 
@@ -43,15 +59,20 @@ class IndexDirectory:
         return (self.path / MANIFEST).is_file()
 
     def read_manifest(self) -> Manifest:
-        """The current manifest, checked against the files it names.
+        """The current manifest, checked against the files it names (sizes, and checksums of small files)."""
+        return self.read_consistently(lambda manifest: manifest)
 
-        A writer may replace the manifest and remove the files it named between our reading it and checking
-        them; then the check is made again on the new manifest.
+    def read_consistently(self, read: Callable[[Manifest], _T]) -> _T:
+        """`read(manifest)` on the current manifest, started over whenever a writer commits meanwhile.
+
+        A writer may replace the manifest and remove the files it named between our reading it and opening them;
+        an IndexerError raised while the manifest changed underneath is that, not damage, so the read is made
+        again on the new manifest. The same error with the manifest unchanged is real and raised.
         """
         for attempt in range(READ_ATTEMPTS):
             stamp = self.manifest_stamp()
             try:
-                return self._read_manifest_once()
+                return read(self._read_manifest_once(VERIFY_ON_OPEN_BYTES))
             except IndexerError:
                 if attempt == READ_ATTEMPTS - 1 or self.manifest_stamp() == stamp:
                     raise
@@ -65,7 +86,9 @@ class IndexDirectory:
             return None
         return status.st_ino, status.st_mtime_ns
 
-    def _read_manifest_once(self) -> Manifest:
+    def _read_manifest_once(self, verify_up_to: int | None) -> Manifest:
+        """The manifest, each file it names checked to be inside the directory and of its recorded size, and
+        its checksum verified when it is at most `verify_up_to` bytes (every file when None)."""
         manifest_path = self.path / MANIFEST
         if not self.path.is_dir():
             raise IndexerError(
@@ -79,17 +102,42 @@ class IndexDirectory:
             )
         manifest = Manifest.read(manifest_path)
         for stored in manifest.files.values():
-            file = self.path / stored.name
-            try:  # one stat: a writer may remove an old generation's file at any moment
-                size = file.stat().st_size
-            except OSError:
-                raise IndexerError(f"index file {file} is missing; rebuild the index") from None
-            if size != stored.size:
-                raise IndexerError(
-                    f"index file {file} has {size} bytes but the manifest says {stored.size}: "
-                    "it is truncated or was changed; rebuild the index"
-                )
+            problem = self.check_file(stored, verify=lambda size: verify_up_to is None or size <= verify_up_to)
+            if problem:
+                raise IndexerError(f"{problem}; rebuild the index")
         return manifest
+
+    def check_file(self, stored: StoredFile, verify: Callable[[int], bool] = lambda size: True) -> str | None:
+        """What is wrong with one file the manifest names, or None: outside the directory, missing, another size,
+        or (when `verify(size)`) other bytes than its recorded checksum."""
+        file = self.path / stored.name
+        if file.is_symlink() and file.resolve().parent != self.path.resolve():
+            return f"index file {file} is a symbolic link out of the index directory, which is refused"
+        try:  # one stat: a writer may remove an old generation's file at any moment
+            size = file.stat().st_size
+        except OSError:
+            return f"index file {file} is missing"
+        if size != stored.size:
+            return f"index file {file} has {size} bytes but the manifest says {stored.size}: it is truncated or was changed"
+        if stored.checksum and verify(size):
+            try:
+                found = file_checksum(file)
+            except OSError as exc:
+                return f"index file {file} cannot be read ({exc.strerror or exc})"
+            if found != stored.checksum:
+                return (
+                    f"index file {file} is corrupt: its checksum is {found[:19]}…, the manifest records "
+                    f"{stored.checksum[:19]}… (same size, other bytes)"
+                )
+        return None
+
+    def verify(self) -> list[FileCheck]:
+        """Every file of the current index checked in full (checksums of all sizes), one result per file."""
+        manifest = Manifest.read(self.path / MANIFEST) if self.exists() else self.read_manifest()
+        return [
+            FileCheck(role, stored.name, stored.checksum is not None, self.check_file(stored))
+            for role, stored in manifest.files.items()
+        ]
 
     def file(self, manifest: Manifest, role: str) -> Path | None:
         """The path of the current file for `role` ('vectors', 'documents', 'whitening'), if it has one."""
@@ -97,8 +145,15 @@ class IndexDirectory:
         return self.path / stored.name if stored else None
 
     @contextmanager
-    def writing(self) -> Iterator[Generation]:
-        """Hold the writer lock and yield a new generation; its files count only once it is committed."""
+    def writing(self, existing: bool = False) -> Iterator[Generation]:
+        """Hold the writer lock and yield a new generation; its files count only once it is committed.
+
+        `existing`: the write changes the index there, which must exist and pass every check (each file's
+        checksum included) before anything in the directory is touched; so a write that fails on a broken index
+        changes nothing. A build over a directory (`existing` False) replaces whatever index is there.
+        """
+        if existing:
+            self._read_manifest_once(verify_up_to=None)
         if self.path.exists() and not self.path.is_dir():
             raise IndexerError(f"{self.path} is a file, not an index directory; choose another index directory")
         if self.path.is_dir() and not self.exists() and _foreign_entries(self.path):
@@ -107,7 +162,7 @@ class IndexDirectory:
                 "so nothing in it is overwritten"
             )
         self.path.mkdir(parents=True, exist_ok=True)
-        with open(self.path / LOCK, "a+") as lock:
+        with self._open_lock() as lock:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -116,18 +171,32 @@ class IndexDirectory:
                 raise IndexLockedError(
                     f"index {self.path} is being written by {holder}; wait for it to finish and try again"
                 ) from None
+            if existing:  # again under the lock: a writer may have committed since the check above
+                self._read_manifest_once(verify_up_to=None)
             lock.seek(0)
             lock.truncate()
             lock.write(f"process {os.getpid()}")
             lock.flush()
-            current = self._current_files()
-            self._remove_unreferenced(current)
-            generation = Generation(self, current)
+            generation = Generation(self)
             try:
                 yield generation
             finally:
                 if not generation.committed:
                     generation.discard()
+
+    def _open_lock(self):  # noqa: ANN202 (a text file object)
+        """The lock file, opened without ever following a symbolic link (O_NOFOLLOW): a link planted there cannot
+        make the writer truncate and write some other file."""
+        path = self.path / LOCK
+        try:
+            descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise IndexerError(
+                    f"the lock file {path} is a symbolic link, which is never followed; remove it and try again"
+                ) from None
+            raise IndexerError(f"cannot open the lock file {path} ({exc.strerror or exc})") from None
+        return os.fdopen(descriptor, "r+", encoding="utf-8")
 
     def _current_files(self) -> set[str]:
         return named_files(self.path / MANIFEST) if self.exists() else set()
@@ -141,9 +210,8 @@ class IndexDirectory:
 class Generation:
     """The files of one write; `commit` makes them current by replacing the manifest."""
 
-    def __init__(self, directory: IndexDirectory, previous: set[str]) -> None:
+    def __init__(self, directory: IndexDirectory) -> None:
         self.directory = directory
-        self.previous = previous
         self.number = time.time_ns()
         self.committed = False
         self.created: list[Path] = []
@@ -155,28 +223,57 @@ class Generation:
         return path
 
     def commit(self, manifest: Manifest, paths: dict[str, Path | None]) -> None:
-        """Name `paths` (role -> file) in `manifest`, write it to a temporary file, fsync, swap it into place."""
-        files = {
-            role: StoredFile(path.name, (self.directory.path / path.name).stat().st_size)
-            for role, path in paths.items()
-            if path is not None
-        }
+        """Name `paths` (role -> file) in `manifest` with their sizes and checksums, write it to a temporary file
+        (with the old manifest's permissions), fsync, swap it into place, then remove the files it replaced."""
+        files = {}
+        for role, path in paths.items():
+            if path is not None:
+                file = self.directory.path / path.name
+                _fsync(file)
+                files[role] = StoredFile(path.name, file.stat().st_size, file_checksum(file))
         manifest = manifest.with_files(files)
-        for stored in files.values():
-            _fsync(self.directory.path / stored.name)
         temporary = self.directory.path / f"{MANIFEST}.tmp"
         temporary.write_text(manifest.to_json(), encoding="utf-8")
+        if self.directory.exists():
+            shutil.copymode(self.directory.path / MANIFEST, temporary)
         _fsync(temporary)
         os.replace(temporary, self.directory.path / MANIFEST)
+        self.committed = True  # first thing after the swap: from here on these files are the index
         _fsync(self.directory.path)
-        self.committed = True
-        for name in self.previous - {stored.name for stored in files.values()}:
-            (self.directory.path / name).unlink(missing_ok=True)
+        self.directory._remove_unreferenced({stored.name for stored in files.values()})
 
     def discard(self) -> None:
+        """Remove this generation's files, except any the current manifest names: an interrupt that lands after
+        the manifest swap but before `committed` is set must not delete the index it just committed."""
+        try:
+            named = self.directory._current_files()
+        except IndexerError:
+            named = set()
         for path in self.created:
-            path.unlink(missing_ok=True)
-            Path(f"{path}-journal").unlink(missing_ok=True)
+            if path.name not in named:
+                path.unlink(missing_ok=True)
+                Path(f"{path}-journal").unlink(missing_ok=True)
+
+
+@dataclass(frozen=True)
+class FileCheck:
+    """One file's result from `IndexDirectory.verify`."""
+
+    role: str
+    name: str
+    has_checksum: bool
+    """False for manifests written before checksums were recorded: only the size could be checked."""
+    problem: str | None
+    """What is wrong, or None when the file is as the manifest records it."""
+
+
+def file_checksum(path: Path) -> str:
+    """'sha256:<hex>' of a file's bytes, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
+    return f"sha256:{digest.hexdigest()}"
 
 
 def _fsync(path: Path) -> None:

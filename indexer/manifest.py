@@ -1,15 +1,17 @@
 """The index manifest (manifest.json) as typed records, read and written here only.
 
 It says what an index holds (the model that made its vectors, the whitening, the FAISS type, counts, library
-versions, build times) and which files are current, with their sizes. `Manifest.read` checks every key and
+versions, build times) and which files are current, with their sizes and sha256 checksums. `Manifest.read` checks every key and
 type, so a damaged or hand-edited manifest is one IndexerError naming the file, the key and the fix, never a
 KeyError somewhere else. The JSON is format 1 as written since the first release; the keys added later within
-it (count.tombstones, model.prompt, model.transforms) are optional, so every format-1 index still opens.
+it (count.tombstones, model.prompt, model.transforms, checksums) are optional, so every format-1 index still
+opens. File names must be plain names inside the index directory: no path separators, no `.` or `..`.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar, NoReturn
@@ -69,19 +71,21 @@ class VectorIndexSpec:
 @dataclass(frozen=True)
 class Counts:
     vectors: int
-    """Distinct live texts, one vector each."""
+    """Searchable vectors: one per stored document (indexes older versions wrote: one per distinct text)."""
     documents: int
-    """Texts indexed, repeats included."""
+    """Documents stored, texts repeated by several documents included."""
     tombstones: int = 0
     """Vectors of deleted texts kept until `compact` (index types that cannot delete in place)."""
 
 
 @dataclass(frozen=True)
 class StoredFile:
-    """One current file of the index: its name in the index directory and its size when committed."""
+    """One current file of the index: its name in the index directory, its size and checksum when committed."""
 
     name: str
     size: int
+    checksum: str | None = None
+    """'sha256:<hex>' of the file's bytes; None in manifests written before checksums were recorded."""
 
 
 @dataclass(frozen=True)
@@ -124,6 +128,7 @@ class Manifest:
         if self.model.transforms:
             model["transforms"] = list(self.model.transforms)
         whitening = self.whitening
+        checksums = {role: stored.checksum for role, stored in self.files.items() if stored.checksum}
         return {
             "format_version": self.format_version,
             "model": model,
@@ -136,6 +141,7 @@ class Manifest:
             "versions": dict(self.versions),
             "files": {role: stored.name for role, stored in self.files.items()},
             "sizes": {role: stored.size for role, stored in self.files.items()},
+            **({"checksums": checksums} if checksums else {}),
         }
 
     def to_json(self) -> str:
@@ -190,9 +196,16 @@ def named_files(path: Path) -> set[str]:
         names = set(files.values())
     except (ValueError, KeyError, TypeError, AttributeError):
         raise IndexerError(f"{path} is corrupt; remove the directory and rebuild") from None
-    if not all(isinstance(name, str) for name in names):
-        raise IndexerError(f"{path} is corrupt; remove the directory and rebuild")
+    if not all(isinstance(name, str) and is_plain_name(name) for name in names):
+        raise IndexerError(
+            f"{path} is corrupt: it names a file outside the index directory; remove the directory and rebuild"
+        )
     return names
+
+
+def is_plain_name(name: str) -> bool:
+    """True for a file name that stays inside the directory it is joined to: no separators, not '.' or '..'."""
+    return bool(name) and name not in (".", "..") and "/" not in name and "\\" not in name and "\0" not in name
 
 
 def _model_identity(model: _Object) -> ModelIdentity:
@@ -230,17 +243,22 @@ def _counts(count: _Object) -> Counts:
 def _files(top: _Object) -> dict[str, StoredFile]:
     names = top.object("files").mapping(str, "a file name")
     sizes = top.object("sizes").mapping(int, "a size in bytes")
+    checksums_object = top.object("checksums", optional=True)
+    checksums = {} if checksums_object is None else checksums_object.mapping(str, "'sha256:' and a hex digest")
     for role, name in names.items():
         if role not in ROLES:
             top.fail(f"files.{role}", f"is not a file an index has (those are {', '.join(ROLES)})", name)
-        if not name or Path(name).name != name:
-            top.fail(f"files.{role}", "should be a file name in the index directory", name)
+        if not is_plain_name(name):
+            top.fail(f"files.{role}", "should be a file name in the index directory (no '/', '.' or '..')", name)
         if role not in sizes:
             top.fail(f"sizes.{role}", "is missing")
     for role in ("vectors", "documents"):
         if role not in names:
             top.fail(f"files.{role}", "is missing")
-    return {role: StoredFile(name, sizes[role]) for role, name in names.items()}
+    for role, checksum in checksums.items():
+        if role not in names or not re.fullmatch(r"sha256:[0-9a-f]{64}", checksum):
+            top.fail(f"checksums.{role}", "should be 'sha256:' and 64 hex digits of a file the index names", checksum)
+    return {role: StoredFile(name, sizes[role], checksums.get(role)) for role, name in names.items()}
 
 
 _MISSING = object()

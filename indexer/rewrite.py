@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
+import numpy as np
+
 from searchengine.indexer.index_directory import Generation, IndexDirectory
 from searchengine.indexer.manifest import Counts, Manifest, ModelIdentity, VectorIndexSpec, WhiteningFit
 from searchengine.indexer.store import DocumentStore
@@ -25,6 +27,8 @@ class IndexRewrite:
     whitening: Whitening | None
     manifest: Manifest
     """The manifest of the index being rewritten."""
+    upgraded: int = 0
+    """Documents an older store had merged into another's row, made documents of their own by this rewrite."""
 
 
 @contextmanager
@@ -32,10 +36,11 @@ def rewriting(directory: IndexDirectory, versions: dict[str, str] | None = None)
     """Hold the writer lock over a copy of the current index; commit it as a new generation if the block
     finishes, discard it if the block raises (the current index is never modified in place). `versions`
     replace the recorded library versions (a rewrite that encodes nothing keeps the previous ones)."""
-    with directory.writing() as generation:
+    with directory.writing(existing=True) as generation:
         previous = directory.read_manifest()
         store_path = generation.path("documents")
         shutil.copyfile(directory.file(previous, "documents"), store_path)
+        shutil.copymode(directory.file(previous, "documents"), store_path)
         whitening_path = directory.file(previous, "whitening")
         rewrite = IndexRewrite(
             store=DocumentStore(store_path, writable=True),
@@ -44,6 +49,7 @@ def rewriting(directory: IndexDirectory, versions: dict[str, str] | None = None)
             manifest=previous,
         )
         try:
+            rewrite.upgraded = upgrade_store(rewrite.store, rewrite.vectors)
             yield rewrite
         except BaseException:
             rewrite.store.close()
@@ -52,6 +58,16 @@ def rewriting(directory: IndexDirectory, versions: dict[str, str] | None = None)
             generation, directory, rewrite.store, rewrite.vectors, rewrite.whitening, previous.model,
             {**previous.versions, **(versions or {})}, previous,
         )
+
+
+def upgrade_store(store: DocumentStore, vectors: VectorIndex) -> int:
+    """Rewrite a store older versions wrote (identical texts merged into one row) into one row per document,
+    adding each new row's vector (a copy of the row it was merged into). Returns how many rows were added."""
+    copies = store.upgrade()
+    if copies:
+        new_ids, shared = (np.array(column, dtype=np.int64) for column in zip(*copies))
+        vectors.add(vectors.reconstruct(shared), new_ids)
+    return len(copies)
 
 
 def commit_generation(
@@ -67,6 +83,8 @@ def commit_generation(
     """Save the vectors (and a new whitening) into `generation` and commit it with its manifest."""
     vectors_path = generation.path("vectors")
     vectors.save(vectors_path)
+    if previous is not None:  # a rewritten file keeps the permissions of the one it replaces
+        shutil.copymode(directory.file(previous, "vectors"), vectors_path)
     if previous is not None:
         whitening_path = directory.file(previous, "whitening")
     elif whitening is not None:
@@ -79,7 +97,7 @@ def commit_generation(
         model=model,
         whitening=None if whitening is None else WhiteningFit(k=whitening.k, fit_count=whitening.fit_count),
         index=VectorIndexSpec(type=vectors.factory, metric="inner_product", dimension=vectors.dimension),
-        count=Counts(vectors=store.count(), documents=store.total(), tombstones=len(store.tombstones())),
+        count=Counts(vectors=store.count(), documents=store.count(), tombstones=len(store.tombstones())),
         created_at=previous.created_at if previous else now,
         updated_at=now,
         versions=versions,

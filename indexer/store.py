@@ -1,4 +1,10 @@
-"""The SQLite document store (through sqlite-utils): one row per distinct text, with where it came from."""
+"""The SQLite document store (through sqlite-utils): one row per document, with its own id, external id, origin
+and metadata. Identical texts are separate documents; a `hash` column only finds repeats (to count them and to
+encode a text once), it never merges them.
+
+Stores written before one-row-per-document (a unique `hash`, a `count` of repeats, an `external_ids` table) are
+read through a temporary view that gives them the current shape, and `upgrade` rewrites them into it; every write
+path does that inside its rewrite (searchengine.indexer.rewrite)."""
 
 from __future__ import annotations
 
@@ -18,8 +24,8 @@ from searchengine.indexer.errors import IndexerError, UnknownDocumentError
 from searchengine.indexer.filter_sql import COLUMN_TYPES, JSON_KINDS, Filter, json_path, where_clause
 
 TABLE = "documents"
-EXTERNAL_IDS_TABLE = "external_ids"
-"""User-given ids (e.g. a .jsonl "id" field) -> the row holding that document's current text, for upserts."""
+LEGACY_EXTERNAL_IDS_TABLE = "external_ids"
+"""Older stores only: user-given ids -> the (shared) row holding that document's text."""
 TOMBSTONES_TABLE = "tombstones"
 """Ids whose vectors are still in an index type that cannot delete in place (HNSW, PQ) until `compact`."""
 COLUMN_FIELDS = tuple(COLUMN_TYPES)
@@ -30,6 +36,12 @@ CLUSTER_MEMBERS_TABLE = "cluster_members"
 """One row per clustered document: its cluster and its cosine to the cluster's centroid."""
 DUPLICATES_TABLE = "duplicates"
 """Near-duplicates marked by `searchengine mine --dedupe`: a document, the earlier one it duplicates, their cosine."""
+_LEGACY_VIEW = (
+    "CREATE TEMP VIEW {TABLE} AS SELECT d.id AS id, d.text AS text, d.source AS source, d.line AS line, "
+    "d.metadata AS metadata, d.hash AS hash, {external_id} AS external_id FROM main.{TABLE} AS d"
+)
+"""An older store as the current shape, for reading: each row one document, with its first external id."""
+_LEGACY_EXTERNAL_ID = f"(SELECT min(e.external_id) FROM main.{LEGACY_EXTERNAL_IDS_TABLE} AS e WHERE e.id = d.id)"
 
 
 @dataclass(frozen=True)
@@ -50,7 +62,7 @@ class Document:
 
 @dataclass(frozen=True)
 class StoredDocument:
-    """A row of the store: `count` is how many times the same text was indexed."""
+    """A document of the store: `count` is how many stored documents hold the same text (1 when unique)."""
 
     id: int
     text: str
@@ -58,6 +70,7 @@ class StoredDocument:
     line: int | None
     metadata: dict[str, Any]
     count: int
+    external_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -65,11 +78,15 @@ class StoreChange:
     """What `DocumentStore.add` did: rows to embed, and rows whose vectors must go."""
 
     ids: list[int]
-    """Ids of the new rows."""
+    """Ids of the new rows, one per added document (upserts that left the text as it was add none)."""
     positions: list[int]
-    """For each new row, the position in the input of the text it holds."""
+    """For each new row, the position of its document in the input."""
     removed: list[int]
-    """Rows that upserts left with no occurrence: deleted from the store, their vectors to be dropped."""
+    """Rows an upsert gave a new text: deleted from the store, their vectors to be dropped."""
+    repeated: list[bool] = field(default_factory=list)
+    """For each new row, whether an earlier document (stored, or earlier in the input) already has its text."""
+    updated: int = 0
+    """Upserts that kept the stored text and replaced only its origin and metadata (the vector stays)."""
 
     def __iter__(self) -> Iterator[list[int]]:
         return iter((self.ids, self.positions, self.removed))
@@ -88,10 +105,12 @@ class ClusteringRecord:
 
 
 class DocumentStore:
-    """Texts by id; identical texts are stored once and counted. Opened read-only unless `writable`."""
+    """Documents by id, one row each. Opened read-only unless `writable`."""
 
     def __init__(self, path: Path, writable: bool = False) -> None:
         self.path = path
+        self.legacy = False
+        """True for a store in the shape older versions wrote (read through a view until `upgrade`)."""
         try:
             if writable:
                 connection = sqlite3.connect(str(path))
@@ -100,6 +119,11 @@ class DocumentStore:
             self.db = sqlite_utils.Database(connection)
             with self._guard():
                 self._create_table_if_missing(writable)
+                self.legacy = "count" in self.db[TABLE].columns_dict
+                if self.legacy:
+                    has_ids = LEGACY_EXTERNAL_IDS_TABLE in self.db.table_names()
+                    external_id = _LEGACY_EXTERNAL_ID if has_ids else "NULL"
+                    self.db.execute(_LEGACY_VIEW.format(external_id=external_id, TABLE=TABLE))
         except sqlite3.Error as exc:
             raise self._corrupt(exc) from None
 
@@ -110,14 +134,7 @@ class DocumentStore:
         if not writable:
             raise IndexerError(f"document store {self.path} has no documents table; rebuild the index")
         if TABLE not in tables:
-            self.db[TABLE].create(
-                {"id": int, "text": str, "source": str, "line": int, "metadata": str, "hash": str, "count": int},
-                pk="id",
-            )
-            self.db[TABLE].create_index(["hash"], unique=True)
-        if EXTERNAL_IDS_TABLE not in tables:
-            self.db[EXTERNAL_IDS_TABLE].create({"external_id": str, "id": int}, pk="external_id")
-            self.db[EXTERNAL_IDS_TABLE].create_index(["id"])
+            _create_documents_table(self.db, TABLE)
         if TOMBSTONES_TABLE not in tables:
             self.db[TOMBSTONES_TABLE].create({"id": int}, pk="id")
 
@@ -142,76 +159,121 @@ class DocumentStore:
         except sqlite3.DatabaseError as exc:
             raise self._corrupt(exc) from None
 
-    def count(self) -> int:
-        """Number of distinct texts stored."""
-        with self._guard():
-            return self.db[TABLE].count
+    def upgrade(self) -> list[tuple[int, int]]:
+        """Rewrite an older store (one row per distinct text) into one row per document; a no-op otherwise.
 
-    def total(self) -> int:
-        """Number of texts indexed, duplicates included."""
+        Each old row keeps its id and its first external id. Every further occurrence it counted becomes a
+        document of its own with a new id (its other external ids in turn; origin and metadata those of the first
+        occurrence, the only ones older versions kept; line unknown). Returns (new id, id whose vector it shares)
+        for those, so the caller adds their vectors.
+        """
+        if not self.legacy:
+            return []
+        with self._guard(), self.db.conn:
+            self.db.execute(f"DROP VIEW temp.{TABLE}")
+            old = f"{TABLE}_before_upgrade"
+            self.db.execute(f"ALTER TABLE main.{TABLE} RENAME TO {old}")
+            _create_documents_table(self.db, TABLE)
+            external: dict[int, list[str]] = {}
+            if LEGACY_EXTERNAL_IDS_TABLE in self.db.table_names():
+                for external_id, row_id in self.db.execute(
+                    f"SELECT external_id, id FROM {LEGACY_EXTERNAL_IDS_TABLE} ORDER BY external_id"
+                ):
+                    external.setdefault(row_id, []).append(external_id)
+            next_id = self._next_id_after(old)
+            copies: list[tuple[int, int]] = []
+            rows = self.db.execute(f"SELECT id, text, source, line, metadata, hash, count FROM {old} ORDER BY id")
+            for row_id, text, source, line, metadata, digest, count in rows.fetchall():
+                names = external.get(row_id, [])
+                occurrences = max(int(count or 1), len(names), 1)
+                for occurrence in range(occurrences):
+                    new_id = row_id if occurrence == 0 else next_id + len(copies)
+                    self.db.execute(
+                        f"INSERT INTO {TABLE} (id, external_id, text, source, line, metadata, hash) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        (new_id, names[occurrence] if occurrence < len(names) else None, text, source,
+                         line if occurrence == 0 else None, metadata, digest),
+                    )
+                    if occurrence:
+                        copies.append((new_id, row_id))
+            self.db.execute(f"DROP TABLE {old}")
+            self.db.execute(f"DROP TABLE IF EXISTS {LEGACY_EXTERNAL_IDS_TABLE}")
+        self.legacy = False
+        return copies
+
+    def _next_id_after(self, table: str) -> int:
+        """One more than the largest id in `table` or the tombstones: ids are never reused, so a tombstoned
+        vector never answers for a new document."""
+        largest = [
+            int(self.db.execute(f"SELECT coalesce(max(id), -1) FROM {name}").fetchone()[0])
+            for name in (table, TOMBSTONES_TABLE)
+        ]
+        return max(largest) + 1
+
+    def count(self) -> int:
+        """Number of documents stored (each has one vector)."""
         with self._guard():
-            return int(self.db.execute(f"SELECT coalesce(sum(count), 0) FROM {TABLE}").fetchone()[0])
+            return int(self.db.execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0])
+
+    def repeats(self) -> int:
+        """Documents whose text an earlier stored document already has."""
+        with self._guard():
+            return int(self.db.execute(f"SELECT count(*) - count(DISTINCT hash) FROM {TABLE}").fetchone()[0])
 
     def add(self, documents: Sequence[Document]) -> StoreChange:
-        """Store texts not seen before, count repeats, and point each external id at its new text (upsert).
+        """Store each document as its own row; a document whose external id is stored replaces that one (upsert).
 
-        A text stored under an external id that now names another text loses one occurrence; a row left with
-        none is deleted and reported in `removed`, so the caller drops its vector.
+        An upsert with the stored text keeps the row and its vector and replaces origin and metadata; one with a
+        new text deletes the old row (reported in `removed`, so the caller drops its vector) and adds a new one.
         """
         hashes = [document.content_hash for document in documents]
         with self._guard(), self.db.conn:
-            known = self._ids_by_hash(set(hashes))
-            external = self._ids_by_external_id({d.external_id for d in documents if d.external_id is not None})
-            next_id = int(self.db.execute(f"SELECT coalesce(max(id), -1) + 1 FROM {TABLE}").fetchone()[0])
-            new_rows: dict[str, dict[str, Any]] = {}
-            new_by_id: dict[int, dict[str, Any]] = {}
-            delta: dict[int, int] = {}
-            moved: dict[str, int] = {}
-
-            def bump(row_id: int, amount: int) -> None:
-                if row_id in new_by_id:
-                    new_by_id[row_id]["count"] += amount
-                else:
-                    delta[row_id] = delta.get(row_id, 0) + amount
-
+            if self.legacy:
+                raise IndexerError(f"document store {self.path} must be upgraded before it is written; rebuild it")
+            known = {row[0] for row in self._in_chunks(f"SELECT DISTINCT hash FROM {TABLE} WHERE hash IN",
+                                                       sorted(set(hashes)))}
+            stored = self._rows_by_external_id({d.external_id for d in documents if d.external_id is not None})
+            next_id = self._next_id_after(TABLE)
+            new_rows: dict[int, dict[str, Any]] = {}
+            pending: dict[str, int] = {}  # external id -> its new row in this input
+            updates: dict[str, tuple[str | None, int | None, str, str]] = {}  # kept text, new origin and metadata
+            removed: list[int] = []
             for position, (document, digest) in enumerate(zip(documents, hashes)):
-                target = known.get(digest, new_rows[digest]["id"] if digest in new_rows else None)
-                previous = external.get(document.external_id) if document.external_id is not None else None
-                if previous is not None and previous == target:
-                    continue  # the same id with the same text again: nothing changes
-                if target is None:
-                    target = next_id + len(new_rows)
-                    new_rows[digest] = new_by_id[target] = {
-                        "id": target,
-                        "text": document.text,
-                        "source": document.source,
-                        "line": document.line,
-                        "metadata": json.dumps(document.metadata, ensure_ascii=False),
-                        "hash": digest,
-                        "count": 1,
-                        "position": position,
-                    }
-                else:
-                    bump(target, 1)
-                if previous is not None:
-                    bump(previous, -1)
-                if document.external_id is not None:
-                    external[document.external_id] = moved[document.external_id] = target
-            kept = [row for row in new_rows.values() if row["count"] > 0]
-            self.db[TABLE].insert_all(
-                ({key: value for key, value in row.items() if key != "position"} for row in kept), batch_size=1000
-            )
-            self.db.conn.executemany(
-                f"UPDATE {TABLE} SET count = count + ? WHERE id = ?", [(amount, i) for i, amount in delta.items()]
-            )
-            removed = [i for i, amount in delta.items() if amount < 0]
-            emptied = self._in_chunks(f"SELECT id FROM {TABLE} WHERE count <= 0 AND id IN", removed)
-            removed = [row[0] for row in emptied]
+                name = document.external_id
+                metadata = json.dumps(document.metadata, ensure_ascii=False)
+                if name is not None:
+                    if name in pending:
+                        del new_rows[pending.pop(name)]  # replaced later in the same input: never stored
+                    if name in stored:
+                        row_id, stored_hash = stored[name]
+                        if stored_hash == digest and row_id not in removed:
+                            updates[name] = (document.source, document.line, metadata, name)
+                            continue
+                        updates.pop(name, None)
+                        if row_id not in removed:
+                            removed.append(row_id)
+                row_id = next_id + position
+                new_rows[row_id] = {
+                    "id": row_id, "external_id": name, "text": document.text, "source": document.source,
+                    "line": document.line, "metadata": metadata, "hash": digest, "position": position,
+                }
+                if name is not None:
+                    pending[name] = row_id
             self._delete_rows(removed)
-            self.db[EXTERNAL_IDS_TABLE].upsert_all(
-                ({"external_id": key, "id": value} for key, value in moved.items()), pk="external_id"
+            self.db.conn.executemany(
+                f"UPDATE {TABLE} SET source = ?, line = ?, metadata = ? WHERE external_id = ?", updates.values()
             )
-        return StoreChange([row["id"] for row in kept], [row["position"] for row in kept], removed)
+            self.db[TABLE].insert_all(
+                ({key: value for key, value in row.items() if key != "position"} for row in new_rows.values()),
+                batch_size=1000,
+            )
+        rows, seen, repeated = list(new_rows.values()), set(known), []
+        for row in rows:
+            repeated.append(row["hash"] in seen)
+            seen.add(row["hash"])
+        return StoreChange(
+            [row["id"] for row in rows], [row["position"] for row in rows], removed, repeated, len(updates)
+        )
 
     def _in_chunks(self, sql: str, values: Sequence[Any]) -> list[tuple]:
         """Run `sql (?, ?, ...)` (a SELECT or DELETE ending in `IN`) over `values` in chunks that stay under
@@ -223,13 +285,12 @@ class DocumentStore:
             rows.extend(self.db.execute(f"{sql} ({','.join('?' * len(chunk))})", chunk).fetchall())
         return rows
 
-    def _ids_by_external_id(self, external_ids: set[str]) -> dict[str, int]:
-        sql = f"SELECT external_id, id FROM {EXTERNAL_IDS_TABLE} WHERE external_id IN"
-        return dict(self._in_chunks(sql, sorted(external_ids)))
+    def _rows_by_external_id(self, external_ids: set[str]) -> dict[str, tuple[int, str]]:
+        sql = f"SELECT external_id, id, hash FROM {TABLE} WHERE external_id IN"
+        return {name: (row_id, digest) for name, row_id, digest in self._in_chunks(sql, sorted(external_ids))}
 
     def _delete_rows(self, ids: Sequence[int]) -> None:
-        for sql in (f"DELETE FROM {TABLE} WHERE id IN", f"DELETE FROM {EXTERNAL_IDS_TABLE} WHERE id IN"):
-            self._in_chunks(sql, ids)
+        self._in_chunks(f"DELETE FROM {TABLE} WHERE id IN", ids)
 
     def delete(self, ids: Sequence[int]) -> None:
         """Delete documents by id, all or none: an id that is not stored raises UnknownDocumentError."""
@@ -244,13 +305,13 @@ class DocumentStore:
             self._delete_rows(ids)
 
     def ids_for_external(self, external_ids: Sequence[str]) -> list[int]:
-        """The rows that external ids name; an unknown one raises UnknownDocumentError."""
+        """The documents that external ids name (one each); an unknown one raises UnknownDocumentError."""
         with self._guard():
-            found = self._ids_by_external_id(set(external_ids))
+            found = self._rows_by_external_id(set(external_ids))
         missing = [e for e in external_ids if e not in found]
         if missing:
             raise UnknownDocumentError(f"no document with external id {', '.join(missing[:10])}; nothing was deleted")
-        return sorted({found[e] for e in external_ids})
+        return sorted({found[e][0] for e in external_ids})
 
     def matching_ids(self, filters: Sequence[Filter]) -> np.ndarray:
         """Ids of the documents meeting every filter (a Condition, or AnyOf conditions of which one must hold),
@@ -315,17 +376,19 @@ class DocumentStore:
             ).fetchall()
         return dict(rows)
 
-    def _ids_by_hash(self, hashes: set[str]) -> dict[str, int]:
-        return dict(self._in_chunks(f"SELECT hash, id FROM {TABLE} WHERE hash IN", sorted(hashes)))
-
     def get(self, ids: Sequence[int]) -> dict[int, StoredDocument]:
-        """The stored rows for `ids` (unknown ids are left out)."""
-        sql = f"SELECT id, text, source, line, metadata, count FROM {TABLE} WHERE id IN"
+        """The stored documents for `ids` (unknown ids are left out), each with how many documents share its text."""
+        sql = f"SELECT id, text, source, line, metadata, hash, external_id FROM {TABLE} WHERE id IN"
         with self._guard():
             rows = self._in_chunks(sql, sorted(set(int(i) for i in ids)))
+            sharing = dict(self._in_chunks(
+                f"SELECT hash, count(*) FROM {TABLE} GROUP BY hash HAVING hash IN", sorted({row[5] for row in rows})
+            ))
         return {
-            row_id: StoredDocument(row_id, text, source, line, json.loads(metadata or "{}"), count)
-            for row_id, text, source, line, metadata, count in rows
+            row_id: StoredDocument(
+                row_id, text, source, line, json.loads(metadata or "{}"), sharing.get(digest, 1), external_id
+            )
+            for row_id, text, source, line, metadata, digest, external_id in rows
         }
 
     def save_clustering(
@@ -399,3 +462,13 @@ class DocumentStore:
 
     def close(self) -> None:
         self.db.conn.close()
+
+
+def _create_documents_table(db: sqlite_utils.Database, name: str) -> None:
+    """The documents table: one row per document; external ids unique, hashes indexed to find repeats."""
+    db[name].create(
+        {"id": int, "external_id": str, "text": str, "source": str, "line": int, "metadata": str, "hash": str},
+        pk="id",
+    )
+    db[name].create_index(["external_id"], unique=True, index_name=f"{name}_external_id")
+    db[name].create_index(["hash"], index_name=f"{name}_hash")

@@ -15,7 +15,7 @@ app = typer.Typer(
 )
 for command in (
     index.index, query.query, maintenance.info, analysis.cluster, index.add, maintenance.delete,
-    maintenance.compact, analysis.mine, evaluation.analyze, serve.serve,
+    maintenance.compact, maintenance.verify, analysis.mine, evaluation.analyze, serve.serve,
 ):
     app.command()(command)
 app.add_typer(train.train_app, name="train")

@@ -11,6 +11,7 @@ from typing import Optional
 import typer
 
 from searchengine.cli.errors import user_errors
+from searchengine.cli.wording import counted
 from searchengine.cli.options import IndexDirOption
 from searchengine.analysis.cluster_settings import ClusterMethod
 from searchengine.analysis.mining_request import MiningMethod
@@ -66,14 +67,15 @@ def cluster(
             typer.echo(json.dumps(asdict(clustering), ensure_ascii=False, indent=2))
             return
         for group in clustering.clusters:
-            typer.echo(f"Cluster {group.id} ({group.size} texts)")
+            typer.echo(f"Cluster {group.id} ({counted(group.size, 'document')})")
             for doc_id, text in zip(group.central_ids, group.central_texts):
                 typer.echo(f"    #{doc_id:<6} {text}")
         clustered = sum(group.size for group in clustering.clusters)
         parameters = ", ".join(f"{name}={value}" for name, value in clustering.parameters.items())
         typer.echo(
-            f"\nClustered {clustered} texts into {len(clustering.clusters)} clusters with {clustering.method} "
-            f"({parameters}) in {seconds:.1f} s; {clustering.unclustered} texts are in no cluster. Stored with the "
+            f"\nClustered {counted(clustered, 'document')} into {counted(len(clustering.clusters), 'cluster')} with "
+            f"{clustering.method} ({parameters}) in {seconds:.1f} s; {counted(clustering.unclustered, 'document')} "
+            f"{'is' if clustering.unclustered == 1 else 'are'} in no cluster. Stored with the "
             f"index in {target}: `query` shows each hit's cluster as [cN]."
         )
 
@@ -134,16 +136,19 @@ def mine(
             typer.echo(json.dumps(payload, ensure_ascii=False, indent=2))
             return
         how = (
-            f"exact: all {len(engine) * (len(engine) - 1) // 2:,} pairs of {len(engine):,} texts scored"
+            f"exact: all {counted(len(engine) * (len(engine) - 1) // 2, 'pair')} of "
+            f"{counted(len(engine), 'document')} scored"
             if chosen == "exact"
-            else f"ann: nearest neighbours of each of {len(engine):,} texts from the {engine.info().index_type} index"
+            else f"ann: nearest neighbours of each of {counted(len(engine), 'document')} from the "
+            f"{engine.info().index_type} index"
         )
-        typer.echo(f"{len(pairs)} pairs ({how}) in {seconds:.1f} s.")
+        typer.echo(f"{counted(len(pairs), 'pair')} ({how}) in {seconds:.1f} s.")
         for rank, pair in enumerate(pairs, start=1):
             typer.echo(f"{rank:>3}  {pair.score:.4f}  #{pair.first_id:<6} {pair.first_text}")
             typer.echo(f"{'':>13}#{pair.second_id:<6} {pair.second_text}")
         if dedupe:
             typer.echo(
-                f"Marked {len(pairs)} texts as near-duplicates (cosine >= {threshold}) of earlier ones in {target}; "
+                f"Marked {counted(len(pairs), 'document')} as near-duplicates (cosine >= {threshold}) of earlier "
+                f"ones in {target}; "
                 "`searchengine info` counts them."
             )

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from searchengine.cli.errors import user_errors
+from searchengine.cli.wording import counted
 from searchengine.cli.options import BackendOption, IdFieldOption, IndexDirOption, ModelOption, PrecisionOption, ThreadsOption
 from searchengine.encoding.backend import Backend
 from searchengine.encoding.model_source import Pooling
 from searchengine.encoding.precision import Precision
 from searchengine.errors import SearchEngineError
+
+if TYPE_CHECKING:
+    from searchengine.engine.indexing import IndexingReport
 
 
 def index(
@@ -53,7 +57,8 @@ def index(
     """Embed every document of CORPUS and save a searchable index.
 
     Each non-blank line of a .txt file is a document; a .jsonl file needs a "text" field per line and keeps the
-    other fields as metadata. Identical texts are stored once and counted. The previous index stays intact
+    other fields as metadata. Every line is its own document, also when its text repeats an earlier one (the
+    summary counts those; identical texts are encoded once). The previous index stays intact
     until the new one is complete, so an interrupted run loses nothing.
 
     Examples:
@@ -99,22 +104,16 @@ def index(
             report = engine.last_report
         if quiet:
             return
-        rate = report.documents / report.seconds if report.seconds else 0.0
-        replaced = f", {report.replaced} replaced by upsert" if report.replaced else ""
-        typer.echo(
-            f"Indexed {report.documents} texts from {corpus} ({report.added} new, {report.repeats} repeats"
-            f"{replaced}) into {target} in {report.seconds:.1f} s ({rate:.0f} texts/s); the index holds "
-            f"{len(engine)}."
-        )
+        typer.echo(indexing_summary(report, corpus, target, len(engine)))
         if report.index_type_chosen:
             typer.echo(
-                f"Index type {report.index_type}, chosen for this corpus size (exact search up to 200,000 texts); "
+                f"Index type {report.index_type}, chosen for this corpus size (exact search up to 200,000 documents); "
                 "pass --index to choose another."
             )
         if report.truncated:
             typer.echo(
-                f"{report.truncated} texts were longer than the model's {engine.encoder.max_seq_length} tokens "
-                "and were embedded from their beginning."
+                f"{counted(report.truncated, 'text')} {'was' if report.truncated == 1 else 'were'} longer than the "
+                f"model's {engine.encoder.max_seq_length} tokens and embedded from the beginning."
             )
 
 
@@ -144,4 +143,25 @@ def add(
         whiten_k=None,
         whiten_fit=None, append=True, jsonl=jsonl, id_field=id_field, batch_size=64, precision=precision,
         backend=backend, threads=threads, quiet=quiet,
+    )
+
+
+def indexing_summary(report: IndexingReport, corpus: str, target: Path, held: int) -> str:
+    """One sentence on what an index or add run did: documents read, how many repeat an earlier text, upserts."""
+    rate = report.documents / report.seconds if report.seconds else 0.0
+    parts = [f"{report.repeats:,} {'repeats' if report.repeats == 1 else 'repeat'} an earlier text"]
+    if report.replaced:
+        parts.append(f"{report.replaced:,} replaced by upsert with a new text")
+    if report.updated:
+        parts.append(f"{report.updated:,} updated by upsert (same text, new metadata)")
+    upgraded = ""
+    if report.upgraded:
+        upgraded = (
+            f" The index was written by an older version that stored repeated texts once; "
+            f"{counted(report.upgraded, 'repeat')} of those {'is' if report.upgraded == 1 else 'are'} now "
+            f"{'a document' if report.upgraded == 1 else 'documents'} of {'its' if report.upgraded == 1 else 'their'} own."
+        )
+    return (
+        f"Indexed {counted(report.documents, 'document')} from {corpus}, of which {'; '.join(parts)}, into {target} "
+        f"in {report.seconds:.1f} s ({rate:.0f} documents/s); the index holds {counted(held, 'document')}.{upgraded}"
     )

@@ -1,4 +1,4 @@
-"""`searchengine info`, `delete` and `compact`: inspect an index and remove documents from it."""
+"""`searchengine info`, `delete`, `compact` and `verify`: inspect an index, remove documents, check its files."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import typer
 
 from searchengine.cli.errors import user_errors
 from searchengine.cli.options import IndexDirOption
+from searchengine.cli.wording import counted
 from searchengine.errors import SearchEngineError
 
 if TYPE_CHECKING:  # imported inside the commands, so `--help` stays fast
@@ -35,14 +36,15 @@ def info(
     target = index_dir or default_index_dir()
     with user_errors(target):
         directory = IndexDirectory(target)
-        manifest = directory.read_manifest()
+        # Read the store of the manifest just read, again from the top if a writer swaps generations meanwhile.
+        manifest, (clustering, duplicates, repeats) = directory.read_consistently(
+            lambda current: (current, _store_summary(directory, current))
+        )
         model, whitening = manifest.model, manifest.whitening
-        clustering = _stored_clustering(directory, manifest)
-        duplicates = _marked_duplicates(directory, manifest)
         details = {
             "path": str(target),
-            "documents": manifest.count.documents,
-            "distinct texts (vectors)": manifest.count.vectors,
+            "documents": _documents_summary(manifest, repeats),
+            "vectors": _vectors_summary(manifest),
             "model": f"{model.name} (fingerprint {model.fingerprint})",
             "pooling": model.pooling
             + (f" {model.prompt.template!r}" if model.prompt else "")
@@ -50,7 +52,10 @@ def info(
             + "".join(f" + {transform}" for transform in model.transforms)
             + (" + normalize" if model.normalize else ""),
             "dimension": manifest.index.dimension,
-            "whitening": f"whitening-k {whitening.k} (fitted on {whitening.fit_count} texts)" if whitening else "none",
+            "whitening": (
+                f"whitening-k {whitening.k} (fitted on {counted(whitening.fit_count, 'distinct text')})"
+                if whitening else "none"
+            ),
             "index type": f"{manifest.index.type} (FAISS, inner product)",
             "deleted, not compacted": _tombstone_summary(manifest),
             "clustering": _clustering_summary(clustering),
@@ -61,7 +66,9 @@ def info(
             "versions": ", ".join(f"{name} {v}" for name, v in manifest.versions.items()),
         }
         if as_json:
-            extra = {"clustering": asdict(clustering) if clustering else None, "duplicates": duplicates}
+            extra = {
+                "clustering": asdict(clustering) if clustering else None, "duplicates": duplicates, "repeats": repeats
+            }
             typer.echo(json.dumps({**manifest.as_json_dict(), **extra}, indent=2))
             return
         width = max(len(key) for key in details)
@@ -69,32 +76,37 @@ def info(
             typer.echo(f"{key + ':':<{width + 1}} {value}")
 
 
-def _stored_clustering(directory: IndexDirectory, manifest: Manifest) -> ClusteringRecord | None:
-    """The clustering record kept in the index's document store, or None."""
+def _store_summary(directory: IndexDirectory, manifest: Manifest) -> tuple[ClusteringRecord | None, int, int]:
+    """From the index's document store: the stored clustering (or None), how many documents `mine --dedupe`
+    marked as near-duplicates, and how many documents repeat an earlier one's exact text."""
     from searchengine.indexer.store import DocumentStore
 
     store = DocumentStore(directory.file(manifest, "documents"))
     try:
-        return store.clustering()
+        return store.clustering(), len(store.duplicates()), store.repeats()
     finally:
         store.close()
 
 
-def _marked_duplicates(directory: IndexDirectory, manifest: Manifest) -> int:
-    """How many documents `mine --dedupe` marked as near-duplicates."""
-    from searchengine.indexer.store import DocumentStore
+def _documents_summary(manifest: Manifest, repeats: int) -> str:
+    documents = manifest.count.documents
+    if not repeats:
+        return counted(documents, "document")
+    verb = "repeats" if repeats == 1 else "repeat"
+    return f"{counted(documents, 'document')}, of which {repeats:,} {verb} an earlier document's exact text"
 
-    store = DocumentStore(directory.file(manifest, "documents"))
-    try:
-        return len(store.duplicates())
-    finally:
-        store.close()
+
+def _vectors_summary(manifest: Manifest) -> str:
+    searchable = f"{counted(manifest.count.vectors, 'vector')} searchable"
+    if manifest.count.vectors == manifest.count.documents:
+        return f"{searchable}, one per document"
+    return f"{searchable} (this index was written by an older version: one per distinct text until its next write)"
 
 
 def _duplicates_summary(count: int) -> str:
     if not count:
         return "none marked (mark them with `searchengine mine --threshold 0.95 --dedupe`)"
-    return f"{count} texts marked as near-duplicates of earlier ones (`searchengine mine --dedupe`)"
+    return f"{counted(count, 'document')} marked as near-duplicates of earlier ones (`searchengine mine --dedupe`)"
 
 
 def _clustering_summary(clustering: ClusteringRecord | None) -> str:
@@ -102,7 +114,8 @@ def _clustering_summary(clustering: ClusteringRecord | None) -> str:
         return "none (make one with `searchengine cluster`)"
     parameters = ", ".join(f"{name}={value}" for name, value in clustering.parameters.items())
     return (
-        f"{clustering.method} ({parameters}): {clustering.clusters} clusters of {clustering.documents} texts, "
+        f"{clustering.method} ({parameters}): {counted(clustering.clusters, 'cluster')} of "
+        f"{counted(clustering.documents, 'document')}, "
         f"made {clustering.created_at}"
     )
 
@@ -111,7 +124,7 @@ def _tombstone_summary(manifest: Manifest) -> str:
     pending = manifest.count.tombstones
     if not pending:
         return "none"
-    return f"{pending} vectors kept as tombstones ({manifest.index.type} cannot delete in place); " \
+    return f"{counted(pending, 'vector')} kept as tombstones ({manifest.index.type} cannot delete in place); " \
         "run `searchengine compact`"
 
 
@@ -137,11 +150,13 @@ def delete(
             deleted = engine.delete(external_ids=ids)
         else:
             deleted = engine.delete(ids=[_document_id(value) for value in ids])
-        typer.echo(f"Deleted {len(deleted)} documents; the index holds {len(engine)}.")
+        typer.echo(f"Deleted {counted(len(deleted), 'document')}; the index holds {counted(len(engine), 'document')}.")
         if len(engine.tombstones):
             typer.echo(
-                f"{len(engine.tombstones)} vectors stay as tombstones ({engine.info().index_type} cannot delete in "
-                "place); they are never returned. Run `searchengine compact` to reclaim the space."
+                f"{counted(len(engine.tombstones), 'vector')} "
+                f"{'stays' if len(engine.tombstones) == 1 else 'stay'} as a tombstone"
+                f"{'' if len(engine.tombstones) == 1 else 's'} ({engine.info().index_type} cannot delete in "
+                f"place); {'it is' if len(engine.tombstones) == 1 else 'they are'} never returned. Run `searchengine compact` to reclaim the space."
             )
 
 
@@ -164,7 +179,41 @@ def compact(index_dir: Optional[Path] = IndexDirOption) -> None:
     target = index_dir or default_index_dir()
     with user_errors(target):
         dropped = SearchEngine.open(target).compact()
-        typer.echo(f"Dropped {dropped} deleted vectors." if dropped else "Nothing to compact: no deleted vectors.")
+        typer.echo(
+            f"Dropped {counted(dropped, 'deleted vector')}." if dropped else "Nothing to compact: no deleted vectors."
+        )
+
+
+def verify(index_dir: Optional[Path] = IndexDirOption) -> None:
+    """Check every file of an index against the size and sha256 checksum its manifest records.
+
+    Prints each file as OK or what is wrong with it; exits 1 if any file is damaged. Opening an index checks the
+    checksums of files up to 8 MiB; this reads every file whole, whatever its size.
+
+    Example:
+
+      searchengine verify --index-dir ~/indexes/docs
+    """
+    from searchengine.engine.search_engine import default_index_dir
+    from searchengine.indexer.index_directory import IndexDirectory
+
+    target = index_dir or default_index_dir()
+    with user_errors(target):
+        checks = IndexDirectory(target).verify()
+        for check in checks:
+            if check.problem:
+                typer.echo(f"FAILED  {check.role:<10} {check.name}: {check.problem}")
+            elif check.has_checksum:
+                typer.echo(f"OK      {check.role:<10} {check.name} (size and sha256 match the manifest)")
+            else:
+                typer.echo(f"OK      {check.role:<10} {check.name} (size matches; no checksum recorded by the "
+                           "version that wrote it: the next write records one)")
+        damaged = [check for check in checks if check.problem]
+        if damaged:
+            raise SearchEngineError(
+                f"{counted(len(damaged), 'file')} of the index at {target} "
+                f"{'is' if len(damaged) == 1 else 'are'} damaged; rebuild the index from its corpus"
+            )
 
 
 def _human_bytes(size: int) -> str:

@@ -5,15 +5,19 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from searchengine.cli.errors import user_errors
+from searchengine.cli.wording import counted
 from searchengine.cli.options import BackendOption, IndexDirOption, PrecisionOption, ThreadsOption
 from searchengine.encoding.backend import Backend
 from searchengine.encoding.precision import Precision
 from searchengine.errors import SearchEngineError
+
+if TYPE_CHECKING:
+    from searchengine.engine.search import Hit
 
 
 def query(
@@ -56,9 +60,9 @@ def query(
 ) -> None:
     """Find the documents closest in meaning to a query.
 
-    Prints rank, cosine score, document id and text. The index's own model encodes the query; --model and
+    Prints rank, cosine score, document id (and your own id, given with --id-field, in parentheses) and text. The index's own model encodes the query; --model and
     --whiten-k only assert what the index must have been built with. Filters run inside the vector search, so
-    k results come back whenever k documents match; fields are metadata keys or id, source, line, text, count.
+    k results come back whenever k documents match; fields are metadata keys or id, external_id, source, line, text.
     With --rerank, a cross-encoder reads the query and each of the --rerank-top best candidates together and
     the k best by its score are shown: its score first, then the cosine that retrieved the hit. Slower per query
     (one transformer pass per candidate), usually more accurate.
@@ -110,7 +114,9 @@ def query(
             typer.echo(json.dumps(payload if file else payload[0], ensure_ascii=False, indent=2))
             return
         if held is not None and k > held and not where:
-            typer.echo(f"(the index holds {held} texts, so at most {held} results)", err=True)
+            typer.echo(
+                f"(the index holds {counted(held, 'document')}, so at most {counted(held, 'result')})", err=True
+            )
         if rerank:
             top = payload[0]["rerank"]["top"]
             typer.echo(
@@ -122,7 +128,8 @@ def query(
             for rank, hit in enumerate(result["hits"], start=1):
                 cluster = f"[c{hit['cluster']}] " if hit["cluster"] is not None else ""
                 cosine = f"(cos {hit['retrieval_score']:.4f})  " if hit["retrieval_score"] is not None else ""
-                typer.echo(f"{rank:>3}  {hit['score']:.4f}  {cosine}#{hit['id']:<6} {cluster}{hit['text']}")
+                external = f"({hit['external_id']}) " if hit.get("external_id") is not None else ""
+                typer.echo(f"{rank:>3}  {hit['score']:.4f}  {cosine}#{hit['id']:<6} {external}{cluster}{hit['text']}")
 
 
 def _search_here(
@@ -147,8 +154,14 @@ def _search_here(
     top = max(k, rerank_top or DEFAULT_RERANK_TOP)
     results = engine.search_batch(queries, k, where, rerank=rerank, rerank_top=top)
     reranked = {"rerank": {"model": rerank, "top": top}} if rerank else {}
-    payload = [{"query": q, **reranked, "hits": [asdict(hit) for hit in hits]} for q, hits in zip(queries, results)]
+    payload = [{"query": q, **reranked, "hits": [_hit_json(hit) for hit in hits]} for q, hits in zip(queries, results)]
     return payload, len(engine)
+
+
+def _hit_json(hit: Hit) -> dict:
+    """A hit as JSON, the user's own id (external_id) right after the index's id."""
+    fields = asdict(hit)
+    return {"id": fields.pop("id"), "external_id": fields.pop("external_id"), **fields}
 
 
 def _queries(text: str | None, file: Path | None) -> list[str]:

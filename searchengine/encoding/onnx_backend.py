@@ -5,12 +5,16 @@ torch.onnx.export (eager attention, so that ONNX Runtime's transformer optimizer
 into one op, with the layer norms and GELUs; BERT-family models only) and, for int8, quantized with
 onnxruntime.quantization.quantize_dynamic (per-channel int8 weights, activations quantized at run time).
 Exports are cached by the model's fingerprint and the precision, so the export (seconds) happens once per
-model and machine.
+model and machine. Beside each export a small JSON record says what it claims to be (the full model fingerprint,
+precision, opset, input names) and its sha256; an export whose record is missing, names something else or
+does not match its bytes is exported again rather than run.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import logging
 import os
 import tempfile
@@ -37,6 +41,15 @@ def cache_directory() -> Path:
     return base / "searchengine" / "onnx"
 
 
+def _sha256(path: Path) -> str:
+    """The hex sha256 of a file's bytes, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def _import_onnxruntime():  # noqa: ANN202 (the module)
     try:
         import onnxruntime
@@ -58,7 +71,8 @@ class OnnxTransformer:
         self.precision = precision
         self.input_names = input_names
         self.path = cache_directory() / f"{fingerprint[:24]}-{precision}.onnx"
-        if not self.path.exists():
+        self.identity = {"fingerprint": fingerprint, "precision": precision, "opset": OPSET, "inputs": input_names}
+        if not self._cached_export_is_valid():
             try:
                 self._export(model)
             except OSError as exc:
@@ -79,6 +93,24 @@ class OnnxTransformer:
             raise SearchEngineError(
                 f"cannot load the cached ONNX model {self.path} ({str(exc).splitlines()[0]}); delete it to re-export"
             ) from None
+
+    @property
+    def record_path(self) -> Path:
+        """The JSON record beside the export: what it claims to be, and its sha256."""
+        return self.path.with_suffix(".json")
+
+    def _cached_export_is_valid(self) -> bool:
+        """True when the cached export exists, its record names this model, precision, opset and inputs, and its
+        bytes match the recorded sha256 (a truncated, flipped or foreign file is exported again)."""
+        try:
+            record = json.loads(self.record_path.read_text(encoding="utf-8"))
+            return (
+                isinstance(record, dict)
+                and record.get("identity") == self.identity
+                and record.get("sha256") == _sha256(self.path)
+            )
+        except (OSError, ValueError):
+            return False
 
     def _export(self, model: torch.nn.Module) -> None:
         """Export (and quantize) into a temporary file beside the cache entry, then rename it into place."""
@@ -127,6 +159,11 @@ class OnnxTransformer:
                         extra_options={"DefaultTensorType": TensorProto.FLOAT},  # fused ops have no shape inference
                     )
             os.replace(final, self.path)
+            record = Path(scratch) / "record.json"
+            record.write_text(
+                json.dumps({"identity": self.identity, "sha256": _sha256(self.path)}), encoding="utf-8"
+            )
+            os.replace(record, self.record_path)
 
     def __call__(self, output_hidden_states: bool = False, **inputs: torch.Tensor) -> SimpleNamespace:
         """The last layer's states; `output_hidden_states` is always False here (the Encoder never asks for all

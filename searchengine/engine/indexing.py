@@ -38,13 +38,18 @@ class IndexingReport:
     """What an indexing run did."""
 
     documents: int = 0
-    """Texts read (non-blank lines)."""
+    """Documents read (non-blank lines)."""
     added: int = 0
-    """Distinct new texts embedded and added."""
+    """Documents stored, each with its own vector."""
     repeats: int = 0
-    """Texts already in the index (or earlier in the input), counted instead of stored again."""
+    """Of those added, documents whose text an earlier document (in the index or the input) already has: stored
+    all the same, each its own document, and encoded once."""
     replaced: int = 0
-    """Stored texts removed because an upsert gave their external id a new text."""
+    """Stored documents an upsert gave a new text (removed, and the new one added)."""
+    updated: int = 0
+    """Upserts that kept the stored text: origin and metadata replaced, the vector kept."""
+    upgraded: int = 0
+    """Documents an index written by an older version had merged into one row, given rows of their own."""
     truncated: int = 0
     """Texts longer than the model's limit, embedded from their first tokens."""
     index_type: str = ""
@@ -128,6 +133,7 @@ def append_to_index(
     truncated_before = encoder.truncated
     with rewriting(directory, library_versions()) as rewrite:
         report.index_type = rewrite.manifest.index.type
+        report.upgraded = rewrite.upgraded
         _stream_and_add(rewrite.store, rewrite.vectors, encoder, documents, rewrite.whitening, report, total, progress)
         if report.documents == 0:
             raise SearchEngineError(NO_TEXT)
@@ -151,15 +157,21 @@ def _progress(total: int | None, enabled: bool, description: str) -> tqdm:
 
 def _store_and_encode(
     store: DocumentStore, encoder: Encoder, chunk: list[Document], report: IndexingReport
-) -> tuple[np.ndarray, np.ndarray, list[int]]:
-    """Store a chunk; embed its new texts. Returns their ids and vectors, and the ids upserts removed."""
+) -> tuple[np.ndarray, np.ndarray, list[int], np.ndarray]:
+    """Store a chunk and embed its new documents, each distinct text once. Returns the new ids, their vectors,
+    the ids upserts removed, and which new ids hold a text no earlier document has (what whitening is fitted on,
+    so a repeated text does not weigh more)."""
     change = store.add(chunk)
     report.documents += len(chunk)
     report.added += len(change.ids)
-    report.repeats += len(chunk) - len(change.ids)
+    report.repeats += sum(change.repeated)
     report.replaced += len(change.removed)
-    embeddings = encoder.encode([chunk[p].text for p in change.positions])
-    return np.asarray(change.ids, dtype=np.int64), embeddings, change.removed
+    report.updated += change.updated
+    distinct: dict[str, int] = {}
+    rows = [distinct.setdefault(chunk[p].text, len(distinct)) for p in change.positions]
+    embeddings = encoder.encode(list(distinct))
+    first_seen = ~np.asarray(change.repeated, dtype=bool)
+    return np.asarray(change.ids, dtype=np.int64), embeddings[rows], change.removed, first_seen
 
 
 def drop_vectors(store: DocumentStore, vectors: VectorIndex, ids: list[int] | np.ndarray) -> None:
@@ -180,7 +192,7 @@ def _stream_and_add(
 ) -> None:
     with _progress(total, progress, "Indexing") as bar:
         for chunk in _chunks(documents):
-            ids, embeddings, removed = _store_and_encode(store, encoder, chunk, report)
+            ids, embeddings, removed, _ = _store_and_encode(store, encoder, chunk, report)
             drop_vectors(store, vectors, removed)
             if len(ids):
                 vectors.add(to_index_vectors(embeddings, whitening), ids)
@@ -210,10 +222,10 @@ def _spool_and_add(
     try:
         with spool_path.open("wb") as spool, _progress(total, progress, "Embedding") as bar:
             for chunk in _chunks(documents):
-                ids, embeddings, removed_now = _store_and_encode(store, encoder, chunk, report)
+                ids, embeddings, removed_now, first_seen = _store_and_encode(store, encoder, chunk, report)
                 removed.update(removed_now)
                 if statistics is not None:
-                    statistics.update(embeddings)
+                    statistics.update(embeddings[first_seen])
                 spool.write(np.ascontiguousarray(embeddings, dtype=np.float32).tobytes())
                 all_ids.append(ids)
                 bar.update(len(chunk))

@@ -48,7 +48,9 @@ class Hit:
     line: int | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
     count: int = 1
-    """How many times this exact text was indexed."""
+    """How many documents in the index hold this exact text (1 when no other does)."""
+    external_id: str | None = None
+    """The document's own id as the user gave it (`--id-field`, Document.external_id); `id` is the index's."""
     cluster: int | None = None
     """The document's cluster in the clustering stored with the index (`searchengine cluster`), if any."""
     retrieval_score: float | None = None
@@ -84,6 +86,7 @@ def nearest_documents(
                     line=document.line,
                     metadata=document.metadata,
                     count=document.count,
+                    external_id=document.external_id,
                     cluster=clusters.get(document.id),
                 )
             )

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from searchengine.indexer.errors import IndexerError
-from searchengine.indexer.index_directory import READ_ATTEMPTS, IndexDirectory
+from searchengine.indexer.index_directory import IndexDirectory
 from searchengine.indexer.manifest import Manifest, ModelIdentity, PromptRecord
 from searchengine.indexer.store import ClusteringRecord, Document, DocumentStore
 from searchengine.indexer.vector_index import VectorIndex, check_trainable
@@ -61,9 +61,9 @@ class IndexInfo:
 
     path: str
     documents: int
-    """Texts indexed, repeats included."""
+    """Documents stored, each its own row (texts repeated by several documents included)."""
     vectors: int
-    """Distinct texts, one vector each."""
+    """Searchable vectors, one per document."""
     model: str
     model_fingerprint: str
     pooling: str
@@ -80,6 +80,8 @@ class IndexInfo:
     """How the stored clustering was made (`searchengine cluster`), if the index has one."""
     duplicates: int = 0
     """Documents marked near-duplicates of earlier ones (`searchengine mine --dedupe`)."""
+    repeats: int = 0
+    """Documents whose exact text an earlier document has (each is still its own document)."""
 
 
 def _prompt_difference(built: PromptRecord | None, given: PromptConfig | None) -> str:
@@ -295,18 +297,8 @@ class SearchEngine:
 
     def _load(self) -> None:
         # A writer may commit and remove the files between reading the manifest and opening them: read again.
-        for attempt in range(READ_ATTEMPTS):
-            stamp = self.directory.manifest_stamp()
-            manifest = self.directory.read_manifest()
-            try:
-                whitening_path = self.directory.file(manifest, "whitening")
-                whitening = Whitening.load(whitening_path) if whitening_path else None
-                vectors = VectorIndex.load(self.directory.file(manifest, "vectors"), manifest.index.type)
-                store = DocumentStore(self.directory.file(manifest, "documents"))
-                break
-            except IndexerError:
-                if attempt == READ_ATTEMPTS - 1 or self.directory.manifest_stamp() == stamp:
-                    raise
+        stamp = self.directory.manifest_stamp()
+        manifest, vectors, store, whitening = self.directory.read_consistently(self._open_files)
         if self._stamp is not None and manifest.model.fingerprint != self.manifest.model.fingerprint:
             store.close()
             raise SearchEngineError(
@@ -316,8 +308,9 @@ class SearchEngine:
         _check_dimensions(self.path, manifest, vectors, whitening)
         tombstones, live = store.tombstones(), store.count()
         if live != manifest.count.vectors or vectors.count != live + len(tombstones):
+            store.close()
             raise IndexerError(
-                f"index {self.path} is inconsistent: {vectors.count} vectors, {live} stored texts and "
+                f"index {self.path} is inconsistent: {vectors.count} vectors, {live} stored documents and "
                 f"{len(tombstones)} deleted, manifest says {manifest.count.vectors}; rebuild the index"
             )
         if self._store is not None:
@@ -333,8 +326,14 @@ class SearchEngine:
         self._load()
         return True
 
+    def _open_files(self, manifest: Manifest) -> tuple[Manifest, VectorIndex, DocumentStore, Whitening | None]:
+        whitening_path = self.directory.file(manifest, "whitening")
+        whitening = Whitening.load(whitening_path) if whitening_path else None
+        vectors = VectorIndex.load(self.directory.file(manifest, "vectors"), manifest.index.type)
+        return manifest, vectors, DocumentStore(self.directory.file(manifest, "documents")), whitening
+
     def __len__(self) -> int:
-        """Number of distinct texts in the index (deleted ones not counted)."""
+        """Number of documents in the index (deleted ones not counted)."""
         return self._live
 
     @property
@@ -415,9 +414,9 @@ class SearchEngine:
     def add(
         self, corpus: Corpus, jsonl: bool | None = None, id_field: str | None = None, progress: bool = False
     ) -> IndexingReport:
-        """Append documents (a file path, texts or Documents); repeats of indexed texts are counted, not stored
-        twice. A document whose external id (`id_field` of a .jsonl file, or Document.external_id) is already
-        stored replaces the old one (upsert)."""
+        """Append documents (a file path, texts or Documents), each its own document even when its text repeats
+        an indexed one (the report counts those). A document whose external id (`id_field` of a .jsonl file, or
+        Document.external_id) is already stored replaces the old one (upsert)."""
         report = append_to_index(
             self.directory, _documents(corpus, jsonl, id_field), self.encoder, _count(corpus, jsonl, id_field),
             progress,
@@ -520,6 +519,7 @@ class SearchEngine:
             versions=dict(manifest.versions),
             clustering=self._store.clustering(),
             duplicates=len(self._store.duplicates()),
+            repeats=self._store.repeats(),
         )
 
     def close(self) -> None:

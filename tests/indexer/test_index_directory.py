@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from searchengine.indexer.errors import IndexerError, IndexLockedError
-from searchengine.indexer.index_directory import LOCK, MANIFEST, IndexDirectory
+from searchengine.indexer.index_directory import LOCK, MANIFEST, IndexDirectory, file_checksum
 from searchengine.indexer.manifest import (
     FORMAT_VERSION,
     Counts,
@@ -252,12 +252,12 @@ def test_commit_may_keep_a_file_of_the_previous_generation(index: IndexDirectory
         paths = {"vectors": vectors, "documents": documents, "whitening": whitening}
         generation.commit(_manifest(whitened=True), paths)
     second = index.read_manifest()
-    assert second.files["whitening"] == StoredFile(whitening.name, 1)
+    assert second.files["whitening"] == StoredFile(whitening.name, 1, file_checksum(whitening))
     assert whitening.read_bytes() == b"W"
     assert not index.file(first, "vectors").exists()
 
 
-def test_files_left_by_a_killed_run_are_removed_by_the_next_writer(
+def test_files_left_by_a_killed_run_are_removed_by_the_next_commit(
     index: IndexDirectory, committed: Manifest
 ) -> None:
     stale = [
@@ -272,12 +272,13 @@ def test_files_left_by_a_killed_run_are_removed_by_the_next_writer(
         (index.path / name).write_bytes(b"stale")
     for name in ("notes.txt", "x.tmp"):  # only index-shaped files are touched
         (index.path / name).write_bytes(b"not ours")
-    with index.writing():
-        for name in stale:
-            assert not (index.path / name).exists(), name
-        assert (index.path / "notes.txt").exists() and (index.path / "x.tmp").exists()
-        # The current generation is kept while the writer holds the lock.
+    with index.writing():  # a writer that fails (or commits nothing) changes nothing, leftovers included
         assert index.read_manifest() == committed
+    assert all((index.path / name).exists() for name in stale)
+    _commit(index, {"vectors": b"v2", "documents": b"d2"}, updated_at=SECOND)
+    for name in stale:
+        assert not (index.path / name).exists(), name
+    assert (index.path / "notes.txt").exists() and (index.path / "x.tmp").exists()  # only index-shaped files go
 
 
 def test_a_killed_first_run_does_not_block_the_next_one(index: IndexDirectory) -> None:
@@ -388,3 +389,138 @@ def test_index_directory_accepts_a_string_path(tmp_path: Path) -> None:
     index = IndexDirectory(str(tmp_path / "index"))
     assert index.path == tmp_path / "index"
     assert not index.exists()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# commit safety, names inside the directory, the lock file, checksums (issue 11)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _interrupt_after(monkeypatch: pytest.MonkeyPatch, name: str, when=lambda *args: True) -> None:  # noqa: ANN001
+    """Make `index_directory.<name>` do its work and then raise KeyboardInterrupt (a Ctrl-C landing right after)."""
+    import searchengine.indexer.index_directory as module
+
+    real = getattr(module, name) if hasattr(module, name) else getattr(module.os, name)
+
+    def interrupted(*args: object) -> None:
+        real(*args)
+        if when(*args):
+            raise KeyboardInterrupt
+
+    if name == "replace":
+        monkeypatch.setattr(module.os, "replace", interrupted)
+    else:
+        monkeypatch.setattr(module, name, interrupted)
+
+
+@pytest.mark.parametrize("where", ["replace", "_fsync"])
+def test_a_ctrl_c_right_after_the_manifest_swap_keeps_the_files_it_names(
+    index: IndexDirectory, committed: Manifest, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """The interrupt lands after os.replace (inside it, or at the directory fsync that follows): the new manifest
+    is current, so the files it names must survive the discard that follows an interrupted write."""
+    _interrupt_after(monkeypatch, where, when=lambda path, *rest: where == "replace" or Path(path).is_dir())
+    with pytest.raises(KeyboardInterrupt):
+        _commit(index, {"vectors": b"v2" * 3, "documents": b"d2"}, updated_at=SECOND)
+    monkeypatch.undo()
+    current = index.read_manifest()  # checks that every file it names exists, with its size and checksum
+    assert current.updated_at == SECOND
+    assert index.file(current, "vectors").read_bytes() == b"v2" * 3
+
+
+@pytest.mark.parametrize("name", ["..", ".", "../outside.faiss", "/etc/passwd", "a/b.faiss"])
+def test_manifest_names_outside_the_directory_are_refused(index: IndexDirectory, committed: Manifest, name: str) -> None:
+    manifest_path = index.path / MANIFEST
+    data = json.loads(manifest_path.read_text(encoding="utf-8"))
+    data["files"]["vectors"] = name
+    manifest_path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(IndexerError, match="files.vectors' should be a file name in the index directory") as error:
+        index.read_manifest()
+    assert "\n" not in str(error.value)
+
+
+def test_a_writer_never_deletes_what_a_hostile_manifest_names_outside(
+    index: IndexDirectory, committed: Manifest, tmp_path: Path
+) -> None:
+    victim = tmp_path / "victim.faiss"
+    victim.write_bytes(b"keep me")
+    manifest_path = index.path / MANIFEST
+    data = json.loads(manifest_path.read_text(encoding="utf-8"))
+    data["files"]["vectors"] = "../victim.faiss"
+    manifest_path.write_text(json.dumps(data), encoding="utf-8")
+    _commit(index, {"vectors": b"v2", "documents": b"d2"}, updated_at=SECOND)  # a build over the broken index
+    assert victim.read_bytes() == b"keep me"
+
+
+def test_a_file_that_is_a_symlink_out_of_the_directory_is_refused(
+    index: IndexDirectory, committed: Manifest, tmp_path: Path
+) -> None:
+    vectors = index.file(committed, "vectors")
+    outside = tmp_path / "elsewhere.faiss"
+    outside.write_bytes(vectors.read_bytes())
+    vectors.unlink()
+    vectors.symlink_to(outside)
+    with pytest.raises(IndexerError, match="symbolic link out of the index directory"):
+        index.read_manifest()
+
+
+def test_the_lock_file_is_never_followed_through_a_symlink(
+    index: IndexDirectory, committed: Manifest, tmp_path: Path
+) -> None:
+    precious = tmp_path / "precious.txt"
+    precious.write_text("do not truncate", encoding="utf-8")
+    (index.path / LOCK).unlink()
+    (index.path / LOCK).symlink_to(precious)
+    with pytest.raises(IndexerError, match="lock file .* is a symbolic link"):
+        with index.writing():
+            pass
+    assert precious.read_text(encoding="utf-8") == "do not truncate"
+
+
+def test_the_manifest_keeps_its_permissions_across_commits(index: IndexDirectory, committed: Manifest) -> None:
+    (index.path / MANIFEST).chmod(0o640)
+    _commit(index, {"vectors": b"v2", "documents": b"d2"}, updated_at=SECOND)
+    assert (index.path / MANIFEST).stat().st_mode & 0o777 == 0o640
+
+
+@pytest.mark.parametrize("role", ["vectors", "documents", "whitening"])
+def test_a_flipped_byte_in_a_small_file_is_caught_on_open(index: IndexDirectory, role: str) -> None:
+    manifest = _commit(index, {"vectors": b"V" * 100, "documents": b"D" * 37, "whitening": b"W" * 20})
+    assert all(stored.checksum and stored.checksum.startswith("sha256:") for stored in manifest.files.values())
+    path = index.file(manifest, role)
+    data = bytearray(path.read_bytes())
+    data[5] ^= 0x01
+    path.write_bytes(bytes(data))
+    with pytest.raises(IndexerError, match=f"index file {path} is corrupt: its checksum .*same size, other bytes"):
+        index.read_manifest()
+    checks = {check.role: check.problem for check in index.verify()}
+    assert checks[role] and all(problem is None for other, problem in checks.items() if other != role)
+
+
+def test_large_files_are_checked_by_writers_and_verify_not_on_open(
+    index: IndexDirectory, committed: Manifest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import searchengine.indexer.index_directory as module
+
+    monkeypatch.setattr(module, "VERIFY_ON_OPEN_BYTES", 10)  # every file here counts as large
+    path = index.file(committed, "vectors")
+    path.write_bytes(b"X" + path.read_bytes()[1:])
+    assert index.read_manifest() == committed  # sizes only on open
+    assert [check.role for check in index.verify() if check.problem] == ["vectors"]
+    before = {entry.name: entry.read_bytes() for entry in index.path.iterdir()}
+    with pytest.raises(IndexerError, match="is corrupt: its checksum"):
+        with index.writing(existing=True):
+            pass
+    assert {entry.name: entry.read_bytes() for entry in index.path.iterdir()} == before
+
+
+def test_a_manifest_without_checksums_still_opens_and_the_next_commit_records_them(
+    index: IndexDirectory, committed: Manifest
+) -> None:
+    manifest_path = index.path / MANIFEST
+    data = json.loads(manifest_path.read_text(encoding="utf-8"))
+    del data["checksums"]
+    manifest_path.write_text(json.dumps(data), encoding="utf-8")
+    assert all(stored.checksum is None for stored in index.read_manifest().files.values())
+    assert [(check.has_checksum, check.problem) for check in index.verify()] == [(False, None), (False, None)]
+    assert all(stored.checksum for stored in _commit(index, {"vectors": b"2", "documents": b"3"}).files.values())

@@ -1,4 +1,5 @@
-"""The SQLite document store: ids, de-duplication with counts, metadata, read-only opens and damaged files."""
+"""The SQLite document store: one row per document, repeats counted, upserts, metadata, read-only opens, stores
+written by older versions, and damaged files."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from searchengine.indexer.errors import IndexerError
-from searchengine.indexer.store import Document, DocumentStore, StoreChange
+from searchengine.indexer.store import Condition, Document, DocumentStore
 
 
 @pytest.fixture
@@ -25,7 +26,7 @@ def _docs(*texts: str) -> list[Document]:
 
 def test_new_store_is_empty(store: DocumentStore) -> None:
     assert store.count() == 0
-    assert store.total() == 0
+    assert store.repeats() == 0
     assert store.get([0, 1]) == {}
 
 
@@ -40,34 +41,71 @@ def test_add_returns_new_ids_and_their_positions(store: DocumentStore) -> None:
     assert [rows[i].text for i in (0, 3, 4)] == ["alpha", "delta", "epsilon"]
 
 
-def test_duplicates_in_one_batch_are_stored_once_and_counted(store: DocumentStore) -> None:
-    ids, positions, _ = store.add(_docs("same", "other", "same", "same"))
-    assert ids == [0, 1]
-    assert positions == [0, 1]  # only the first occurrence is new; the caller embeds positions 0 and 1
-    assert store.count() == 2
-    assert store.total() == 4
-    rows = store.get(ids)
-    assert rows[0].text == "same" and rows[0].count == 3
-    assert rows[1].text == "other" and rows[1].count == 1
-    assert rows[0].line == 1  # the first occurrence's origin is kept
+def test_repeated_texts_in_one_batch_are_documents_of_their_own(store: DocumentStore) -> None:
+    documents = [Document(text, "corpus.txt", n, {"n": n}) for n, text in enumerate(["same", "other", "same", "same"])]
+    change = store.add(documents)
+    assert change.ids == [0, 1, 2, 3]
+    assert change.positions == [0, 1, 2, 3]
+    assert change.repeated == [False, False, True, True]
+    assert store.count() == 4
+    assert store.repeats() == 2
+    rows = store.get(change.ids)
+    assert [(rows[i].line, rows[i].metadata, rows[i].count) for i in change.ids] == [
+        (0, {"n": 0}, 3), (1, {"n": 1}, 1), (2, {"n": 2}, 3), (3, {"n": 3}, 3)
+    ]  # each keeps its own origin and metadata; count says how many documents share the text
 
 
-def test_duplicates_across_batches_are_stored_once_and_counted(store: DocumentStore) -> None:
+def test_repeats_across_batches_are_counted_and_kept(store: DocumentStore) -> None:
     store.add(_docs("one", "two"))
-    ids, positions, _ = store.add(_docs("two", "three", "one", "two"))
-    assert ids == [2]
-    assert positions == [1]
-    assert store.count() == 3
-    assert store.total() == 6
-    rows = store.get([0, 1, 2])
+    change = store.add(_docs("two", "three", "one", "two"))
+    assert change.ids == [2, 3, 4, 5]
+    assert change.repeated == [True, False, True, True]
+    assert store.count() == 6
+    assert store.repeats() == 3
+    rows = store.get(range(6))
     assert {row.text: row.count for row in rows.values()} == {"one": 2, "two": 3, "three": 1}
 
 
-def test_a_batch_of_only_known_texts_adds_nothing(store: DocumentStore) -> None:
+def test_ids_are_never_reused_after_a_tombstoned_delete(store: DocumentStore) -> None:
     store.add(_docs("a", "b"))
-    assert store.add(_docs("b", "a")) == StoreChange([], [], [])
-    assert store.count() == 2
-    assert store.total() == 4
+    store.delete([1])
+    store.add_tombstones([1])
+    assert store.add(_docs("c")).ids == [2]
+
+
+def test_upsert_with_a_new_text_replaces_the_row(store: DocumentStore) -> None:
+    store.add([Document("old text", external_id="d1"), Document("kept", external_id="d2")])
+    change = store.add([Document("new text", external_id="d1")])
+    assert change.removed == [0]
+    assert change.ids == [2]
+    assert store.get([2])[2].external_id == "d1"
+    assert store.ids_for_external(["d1", "d2"]) == [1, 2]
+
+
+def test_upsert_with_the_same_text_updates_origin_and_metadata_in_place(store: DocumentStore) -> None:
+    store.add([Document("text", "a.jsonl", 1, {"v": 1}, external_id="d1")])
+    change = store.add([Document("text", "b.jsonl", 9, {"v": 2}, external_id="d1")])
+    assert (change.ids, change.removed, change.updated) == ([], [], 1)
+    row = store.get([0])[0]
+    assert (row.source, row.line, row.metadata) == ("b.jsonl", 9, {"v": 2})
+
+
+def test_an_id_given_twice_in_one_input_keeps_the_last(store: DocumentStore) -> None:
+    store.add([Document("first", external_id="d1")])
+    change = store.add([Document("second", external_id="d1"), Document("first", external_id="d1"),
+                        Document("third", external_id="d1")])
+    assert change.removed == [0]
+    assert len(change.ids) == 1
+    assert store.count() == 1
+    assert store.get(change.ids)[change.ids[0]].text == "third"
+
+
+def test_two_documents_sharing_a_text_are_deleted_one_at_a_time(store: DocumentStore) -> None:
+    """Issue 11: delete --external d10 took d11 too when both had the same text."""
+    store.add([Document("same", external_id="d10"), Document("same", external_id="d11")])
+    store.delete(store.ids_for_external(["d10"]))
+    assert store.ids_for_external(["d11"]) == [1]
+    assert store.get([1])[1].text == "same"
 
 
 def test_texts_differing_only_in_case_or_whitespace_are_distinct(store: DocumentStore) -> None:
@@ -120,17 +158,16 @@ def test_get_accepts_numpy_ids(store: DocumentStore) -> None:
 
 
 def test_many_documents_in_chunks(store: DocumentStore) -> None:
-    """More than the 500-row chunk used for lookups, with duplicates spread across chunk boundaries."""
+    """More than the 500-row chunk used for lookups, with repeats spread across chunk boundaries."""
     texts = [f"document {i}" for i in range(1200)]
     ids, positions, _ = store.add(_docs(*texts))
     assert ids == list(range(1200))
-    ids, positions, _ = store.add(_docs(*texts[::3], "brand new"))
-    assert ids == [1200]
-    assert positions == [400]
-    assert store.count() == 1201
-    assert store.total() == 1200 + 400 + 1
-    rows = store.get(range(1201))
-    assert len(rows) == 1201
+    change = store.add(_docs(*texts[::3], "brand new"))
+    assert change.ids == list(range(1200, 1601))
+    assert sum(change.repeated) == 400
+    assert store.count() == 1601
+    rows = store.get(range(1601))
+    assert len(rows) == 1601
     assert rows[3].count == 2 and rows[4].count == 1
 
 
@@ -140,10 +177,9 @@ def test_reopen_keeps_everything(tmp_path: Path) -> None:
     first.add(_docs("a", "b", "a"))
     first.close()
     again = DocumentStore(path, writable=True)
-    assert again.count() == 2
-    assert again.total() == 3
+    assert again.count() == 3
     ids, _, _ = again.add(_docs("c"))
-    assert ids == [2]  # ids continue after the existing ones
+    assert ids == [3]  # ids continue after the existing ones
     again.close()
 
 
@@ -153,20 +189,66 @@ def test_read_only_open_reads_and_cannot_write(tmp_path: Path) -> None:
     writer.add(_docs("kept", "kept", "also kept"))
     writer.close()
     reader = DocumentStore(path)  # writable=False is the default
-    assert reader.count() == 2
-    assert reader.total() == 3
+    assert reader.count() == 3
     assert reader.get([0])[0].text == "kept"
     with pytest.raises(IndexerError):
         reader.add(_docs("new text"))
     with pytest.raises(IndexerError):
-        reader.add(_docs("kept"))  # only a count update, still a write
-    assert reader.count() == 2
-    assert reader.total() == 3
+        reader.add(_docs("kept"))
+    assert reader.count() == 3
     reader.close()
     # Nothing was written behind the reader's back either.
     check = DocumentStore(path)
-    assert check.count() == 2 and check.total() == 3
+    assert check.count() == 3
     check.close()
+
+
+def _legacy_store(path: Path) -> None:
+    """A store as versions before one-row-per-document wrote it: texts stored once with a count, external ids in
+    their own table (two of them naming the one row of a repeated text)."""
+    connection = sqlite3.connect(path)
+    connection.executescript(
+        """
+        CREATE TABLE documents (id INTEGER PRIMARY KEY, text TEXT, source TEXT, line INTEGER, metadata TEXT,
+                                hash TEXT, count INTEGER);
+        CREATE UNIQUE INDEX idx_documents_hash ON documents (hash);
+        CREATE TABLE external_ids (external_id TEXT PRIMARY KEY, id INTEGER);
+        CREATE TABLE tombstones (id INTEGER PRIMARY KEY);
+        INSERT INTO documents VALUES (0, 'same', 'a.jsonl', 1, '{"lang": "en"}', 'h0', 2);
+        INSERT INTO documents VALUES (1, 'other', 'a.jsonl', 2, '{"lang": "de"}', 'h1', 1);
+        INSERT INTO documents VALUES (2, 'thrice', 'a.jsonl', 3, '{}', 'h2', 3);
+        INSERT INTO external_ids VALUES ('d10', 0), ('d11', 0), ('d2', 1);
+        """
+    )
+    connection.commit()
+    connection.close()
+
+
+def test_a_store_written_by_an_older_version_is_read_as_documents(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    _legacy_store(path)
+    reader = DocumentStore(path)
+    assert reader.legacy
+    assert reader.count() == 3
+    assert reader.get([0])[0].external_id == "d10"
+    assert reader.ids_for_external(["d2"]) == [1]
+    assert list(reader.matching_ids([Condition("external_id", "=", "d2")])) == [1]
+    assert list(reader.matching_ids([Condition("lang", "=", "en")])) == [0]
+    reader.close()
+
+
+def test_upgrading_an_older_store_gives_every_occurrence_its_own_row(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    _legacy_store(path)
+    store = DocumentStore(path, writable=True)
+    copies = store.upgrade()
+    assert copies == [(3, 0), (4, 2), (5, 2)]  # d11's row, and two more occurrences of 'thrice'
+    assert not store.legacy and store.count() == 6 and store.repeats() == 3
+    assert store.ids_for_external(["d10", "d11", "d2"]) == [0, 1, 3]
+    store.delete(store.ids_for_external(["d10"]))
+    assert store.get([3])[3].text == "same" and store.get([3])[3].external_id == "d11"
+    assert store.upgrade() == []
+    store.close()
 
 
 def test_read_only_open_of_a_missing_file_raises_and_creates_nothing(tmp_path: Path) -> None:
@@ -240,7 +322,6 @@ def test_truncated_store_raises_indexer_error_on_open_or_query(tmp_path: Path, f
     with pytest.raises(IndexerError, match="corrupt or unreadable"):
         store = DocumentStore(path, writable=writable)
         store.count()
-        store.total()
         store.get(range(500))
 
 
@@ -253,7 +334,7 @@ def test_pages_overwritten_with_garbage_raise_indexer_error_on_query(tmp_path: P
     path.write_bytes(bytes(good))
     with pytest.raises(IndexerError):
         store = DocumentStore(path)
-        store.total()
+        store.count()
         store.get(range(500))
 
 

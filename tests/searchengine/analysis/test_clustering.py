@@ -292,12 +292,12 @@ def test_cli_cluster_prints_blocks_and_stores_them(grouped_engine: SearchEngine)
     blocks = result.output.split("\n\n")
     assert len(blocks) == 2
     lines = blocks[0].splitlines()
-    assert lines[0] == "Cluster 0 (8 texts)" and lines[3] == "Cluster 1 (8 texts)" and len(lines) == 12
+    assert lines[0] == "Cluster 0 (8 documents)" and lines[3] == "Cluster 1 (8 documents)" and len(lines) == 12
     assert lines[1].split()[1:] == ["text", "number", lines[1].split()[0][1:]]
-    assert blocks[1].startswith("Clustered 32 texts into 4 clusters with community (threshold=0.8, min_size=5)")
-    assert "6 texts are in no cluster" in blocks[1]
+    assert blocks[1].startswith("Clustered 32 documents into 4 clusters with community (threshold=0.8, min_size=5)")
+    assert "6 documents are in no cluster" in blocks[1]
     info = run("info", "-d", grouped_engine.path)
-    assert "clustering:               community (threshold=0.8, min_size=5): 4 clusters of 32 texts" in info.output
+    assert "clustering:             community (threshold=0.8, min_size=5): 4 clusters of 32 documents" in info.output
     query = run("query", "text number 3", "-k", "38", "-d", grouped_engine.path)
     assert sum("[c" in line for line in query.output.splitlines()) == 32
 
@@ -316,7 +316,7 @@ def test_cli_cluster_json(grouped_engine: SearchEngine, groups: tuple[np.ndarray
 def test_cli_query_without_clustering_shows_no_cluster(grouped_engine: SearchEngine) -> None:
     result = run("query", "text number 3", "-k", "3", "-d", grouped_engine.path)
     assert result.exit_code == 0 and "[c" not in result.output
-    assert "clustering:               none" in run("info", "-d", grouped_engine.path).output
+    assert "clustering:             none" in run("info", "-d", grouped_engine.path).output
 
 
 @pytest.mark.parametrize(

@@ -173,7 +173,7 @@ def test_cli_mine_prints_pairs_best_first(index_dir: Path, sentences: list[str])
     result = run("mine", "--top", "2", "-d", index_dir)
     assert result.exit_code == 0, result.output
     lines = result.output.strip().splitlines()
-    assert lines[0].startswith("2 pairs (exact: all 78 pairs of 13 texts scored)")
+    assert lines[0].startswith("2 pairs (exact: all 78 pairs of 13 documents scored)")
     assert lines[1].split()[:3] == ["1", lines[1].split()[1], "#0"] and lines[1].endswith(sentences[0])
     assert float(lines[1].split()[1]) > 0.9
     assert lines[2].split()[0] == "#12" and lines[2].endswith(NEAR_DUPLICATE)
@@ -193,8 +193,8 @@ def test_cli_dedupe_marks_shows_in_info_and_queries_still_work(index_dir: Path, 
     assert "near-duplicates:" in run("info", "-d", index_dir).output
     result = run("mine", "--threshold", "0.9", "--dedupe", "-d", index_dir)
     assert result.exit_code == 0, result.output
-    assert "Marked 1 texts as near-duplicates" in result.output
-    assert "1 texts marked as near-duplicates" in run("info", "-d", index_dir).output
+    assert "Marked 1 document as near-duplicates" in result.output
+    assert "1 document marked as near-duplicates" in run("info", "-d", index_dir).output
     assert json.loads(run("info", "--json", "-d", index_dir).output)["duplicates"] == 1
     query = run("query", sentences[5], "-k", "2", "-d", index_dir)
     assert query.exit_code == 0 and sentences[5] in query.output.splitlines()[0]

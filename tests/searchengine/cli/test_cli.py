@@ -50,7 +50,7 @@ def index_dir(tmp_path: Path, corpus: Path, tiny_model: Path) -> Path:
 def test_index_reports_what_it_did(tmp_path: Path, corpus: Path, tiny_model: Path, sentences: list[str]) -> None:
     result = run("index", corpus, "-d", tmp_path / "i", "--model", tiny_model)
     assert result.exit_code == 0, result.output
-    assert f"Indexed {len(sentences)} texts" in result.output
+    assert f"Indexed {len(sentences)} documents from {corpus}, of which 0 repeat an earlier text" in result.output
     assert "Index type Flat, chosen for this corpus size" in result.output
 
 
@@ -85,14 +85,14 @@ def test_queries_from_a_file_run_as_one_batch(index_dir: Path, tmp_path: Path, s
 def test_k_larger_than_index_says_so(index_dir: Path, sentences: list[str]) -> None:
     result = run("query", "cat", "-k", "500", "-d", index_dir)
     assert result.exit_code == 0
-    assert f"the index holds {len(sentences)} texts" in result.output
+    assert f"the index holds {len(sentences)} documents" in result.output
 
 
 def test_info(index_dir: Path, sentences: list[str]) -> None:
     result = run("info", "-d", index_dir)
     assert result.exit_code == 0, result.output
-    for fragment in (f"documents:                {len(sentences)}", "pooling:", "mean + normalize", "dimension:",
-                     "32", "whitening:                none", "Flat (FAISS", "size on disk:", "built:"):
+    for fragment in (f"documents:              {len(sentences)} documents", "pooling:", "mean + normalize", "dimension:",
+                     "32", "whitening:              none", "Flat (FAISS", "size on disk:", "built:"):
         assert fragment in result.output
     manifest = json.loads(run("info", "-d", index_dir, "--json").output)
     assert manifest["count"]["vectors"] == len(sentences)
@@ -101,10 +101,10 @@ def test_info(index_dir: Path, sentences: list[str]) -> None:
 def test_info_json_is_the_manifest_on_disk_and_the_stored_extras(index_dir: Path) -> None:
     printed = json.loads(run("info", "-d", index_dir, "--json").output)
     on_disk = json.loads((index_dir / "manifest.json").read_text(encoding="utf-8"))
-    assert printed == {**on_disk, "clustering": None, "duplicates": 0}
+    assert printed == {**on_disk, "clustering": None, "duplicates": 0, "repeats": 0}
     assert list(printed) == [
         "format_version", "model", "whitening", "index", "count", "created_at", "updated_at", "versions", "files",
-        "sizes", "clustering", "duplicates",
+        "sizes", "clustering", "duplicates", "repeats",
     ]
 
 
@@ -126,7 +126,7 @@ for command in commands:
     assert result.exit_code == 0, (command, result.output)
     loaded = [name for name in ("transformers", "torch") if name in sys.modules]
     assert not loaded, f"searchengine {command[0]} imported {loaded}"
-assert "Dropped 1 deleted vectors" in result.output
+assert "Dropped 1 deleted vector." in result.output
 """
 
 
@@ -156,7 +156,7 @@ def test_stdin_jsonl_and_append(index_dir: Path, tiny_model: Path, sentences: li
     assert result.exit_code == 0, result.output
     payload = json.loads(run("query", "a new text about rain", "-k", "1", "--json", "-d", index_dir).output)
     assert payload["hits"][0]["metadata"] == {"tag": "weather"}
-    assert f"documents:                {len(sentences) + 1}" in run("info", "-d", index_dir).output
+    assert f"documents:              {len(sentences) + 1}" in run("info", "-d", index_dir).output
 
 
 def test_whiten_k_option(tmp_path: Path, tiny_model: Path, sentences: list[str]) -> None:
@@ -204,7 +204,7 @@ def test_long_lines_are_truncated_and_counted(tmp_path: Path, tiny_model: Path) 
     corpus.write_text("short line\n" + "word " * 5000 + "\n", encoding="utf-8")
     result = run("index", corpus, "-d", tmp_path / "i", "--model", tiny_model)
     assert result.exit_code == 0, result.output
-    assert "1 texts were longer than the model's 64 tokens" in result.output
+    assert "1 text was longer than the model's 64 tokens" in result.output
 
 
 def test_missing_corpus_file(tmp_path: Path, tiny_model: Path) -> None:

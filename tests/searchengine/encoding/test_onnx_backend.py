@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import sys
 from pathlib import Path
 
@@ -70,14 +72,46 @@ def test_the_export_is_made_once_and_reused(tiny_model: Path, cache: Path, sente
     (exported,) = cache.glob("*-fp32.onnx")
     stamp = exported.stat().st_mtime_ns
     second = Encoder(tiny_model, backend="onnx", precision="fp32", threads=1)
-    assert exported.stat().st_mtime_ns == stamp and list(cache.iterdir()) == [exported]
+    assert exported.stat().st_mtime_ns == stamp
+    assert sorted(cache.iterdir()) == [exported.with_suffix(".json"), exported]
     np.testing.assert_allclose(first.encode(sentences), second.encode(sentences), atol=1e-6)
 
 
+def test_a_cached_export_with_flipped_bytes_is_exported_again(
+    tiny_model: Path, cache: Path, sentences: list[str]
+) -> None:
+    first = Encoder(tiny_model, backend="onnx", precision="fp32")
+    (exported,) = cache.glob("*-fp32.onnx")
+    good = exported.read_bytes()
+    damaged = bytearray(good)
+    damaged[len(damaged) // 2] ^= 0xFF  # same size, other bytes
+    exported.write_bytes(bytes(damaged))
+    second = Encoder(tiny_model, backend="onnx", precision="fp32")
+    assert exported.read_bytes() == good
+    np.testing.assert_allclose(first.encode(sentences), second.encode(sentences), atol=1e-6)
+
+
+def test_a_cached_export_claiming_another_model_is_exported_again(tiny_model: Path, cache: Path) -> None:
+    Encoder(tiny_model, backend="onnx", precision="fp32")
+    (exported,) = cache.glob("*-fp32.onnx")
+    record = exported.with_suffix(".json")
+    claims = json.loads(record.read_text(encoding="utf-8"))
+    claims["identity"]["fingerprint"] = "0" * 64
+    record.write_text(json.dumps(claims), encoding="utf-8")
+    stamp = exported.stat().st_mtime_ns
+    Encoder(tiny_model, backend="onnx", precision="fp32")
+    assert exported.stat().st_mtime_ns != stamp
+    assert json.loads(record.read_text(encoding="utf-8"))["identity"]["fingerprint"] != "0" * 64
+
+
 def test_a_corrupt_cached_export_names_the_file_and_the_fix(tiny_model: Path, cache: Path) -> None:
+    """An export that matches its record but cannot load (written so by hand, or a bad exporter) is an error."""
     Encoder(tiny_model, backend="onnx", precision="fp32")
     (exported,) = cache.glob("*-fp32.onnx")
     exported.write_bytes(b"not an onnx model")
+    record = exported.with_suffix(".json")
+    claims = json.loads(record.read_text(encoding="utf-8"))
+    record.write_text(json.dumps({**claims, "sha256": hashlib.sha256(exported.read_bytes()).hexdigest()}), encoding="utf-8")
     with pytest.raises(SearchEngineError, match="delete it to re-export") as error:
         Encoder(tiny_model, backend="onnx", precision="fp32")
     assert str(exported) in str(error.value)

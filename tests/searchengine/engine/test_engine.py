@@ -58,20 +58,22 @@ def test_k_below_one_is_refused(engine: SearchEngine) -> None:
         engine.search("cat", k=0)
 
 
-def test_identical_texts_are_stored_once_and_counted(tmp_path: Path, tiny_encoder: Encoder) -> None:
+def test_identical_texts_are_documents_of_their_own_and_counted(tmp_path: Path, tiny_encoder: Encoder) -> None:
     engine = SearchEngine.build(["the cat", "the dog", "the cat", " the cat "], tmp_path / "i", encoder=tiny_encoder)
-    assert len(engine) == 2
+    assert len(engine) == 4
     assert engine.last_report.repeats == 2
-    assert engine.info().documents == 4 and engine.info().vectors == 2
-    assert engine.search("the cat", k=1)[0].count == 3
+    assert engine.info().documents == 4 and engine.info().vectors == 4 and engine.info().repeats == 2
+    hits = engine.search("the cat", k=3)
+    assert sorted(hit.line for hit in hits) == [1, 3, 4] and {hit.count for hit in hits} == {3}
+    assert len({round(hit.score, 5) for hit in hits}) == 1  # one text, encoded once, one vector per document
 
 
 def test_add_appends_and_counts_repeats(engine: SearchEngine, sentences: list[str]) -> None:
     report = engine.add(["a brand new text about the sun", sentences[0]])
-    assert (report.added, report.repeats) == (1, 1)
-    assert len(engine) == len(sentences) + 1
+    assert (report.added, report.repeats) == (2, 1)
+    assert len(engine) == len(sentences) + 2
     assert engine.search("a brand new text about the sun", k=1)[0].id == len(sentences)
-    assert len(SearchEngine.open(engine.path)) == len(sentences) + 1
+    assert len(SearchEngine.open(engine.path)) == len(sentences) + 2
 
 
 def test_jsonl_metadata_is_kept(tmp_path: Path, tiny_encoder: Encoder) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import re
+import sqlite3
 import threading
 from pathlib import Path
 
@@ -93,7 +95,8 @@ def test_upsert_replaces_the_text_of_an_external_id(engine: SearchEngine) -> Non
     assert old.text not in {hit.text for hit in engine.search(old.text, k=64)}
     assert engine.search("a completely new soup recipe", k=1)[0].metadata == {"n": 3}
     again = engine.add([Document("a completely new soup recipe", external_id="doc-3")])
-    assert (again.added, again.replaced, len(engine)) == (0, 0, 64)
+    assert (again.added, again.replaced, again.updated, len(engine)) == (0, 0, 1, 64)
+    assert engine.search("a completely new soup recipe", k=1)[0].metadata == {}  # the upsert's own metadata
 
 
 def test_tombstones_until_compact(engine: SearchEngine) -> None:
@@ -177,7 +180,7 @@ def test_cli_where_add_delete_compact(tmp_path: Path, tiny_model: Path) -> None:
     assert "Dropped 3 deleted vectors" in runner.invoke(app, ["compact", *base]).output
     assert re.search(r"deleted, not compacted:\s+none", runner.invoke(app, ["info", *base]).output)
     external = runner.invoke(app, ["delete", "--external", "d7", *base])
-    assert "Deleted 1 documents" in external.output
+    assert "Deleted 1 document;" in external.output
 
 
 def test_refresh_reopens_only_after_another_writer_commits(tmp_path: Path, tiny_encoder: Encoder) -> None:
@@ -199,3 +202,171 @@ def test_refresh_refuses_an_index_rebuilt_with_another_model_and_keeps_serving(
     with pytest.raises(SearchEngineError, match="was rebuilt with model .* since it was opened"):
         reader.refresh()
     assert len(reader.search("cat", k=100)) == 8
+
+
+def _shared(engine_path: Path, tiny_encoder: Encoder) -> SearchEngine:
+    return SearchEngine.build(
+        [
+            Document("the same text", "a.jsonl", 1, {"lang": "en"}, external_id="d10"),
+            Document("the same text", "a.jsonl", 2, {"lang": "de"}, external_id="d11"),
+            Document("another text", "a.jsonl", 3, {"lang": "fr"}, external_id="d12"),
+        ],
+        engine_path,
+        encoder=tiny_encoder,
+    )
+
+
+def test_deleting_one_external_id_keeps_another_document_with_the_same_text(
+    tmp_path: Path, tiny_encoder: Encoder
+) -> None:
+    """Issue 11: `delete --external d10` also deleted d11 when both had the same text."""
+    engine = _shared(tmp_path / "i", tiny_encoder)
+    engine.delete(external_ids=["d10"])
+    hits = engine.search("the same text", k=5)
+    assert [hit.external_id for hit in hits] == ["d11", "d12"]
+    assert hits[0].line == 2 and hits[0].metadata == {"lang": "de"}
+
+
+def test_an_upsert_that_makes_two_documents_share_a_text_then_a_delete_keeps_the_other(
+    tmp_path: Path, tiny_encoder: Encoder
+) -> None:
+    engine = _shared(tmp_path / "i", tiny_encoder)
+    report = engine.add([Document("another text", external_id="d10")])  # d10 now shares d12's text
+    assert (report.added, report.repeats, report.replaced, len(engine)) == (1, 1, 1, 3)
+    engine.delete(external_ids=["d12"])
+    assert sorted(hit.external_id for hit in engine.search("another text", k=5)) == ["d10", "d11"]
+    assert engine.search("another text", k=1)[0].external_id == "d10"
+
+
+def test_a_repeated_texts_own_metadata_is_filterable(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    engine = _shared(tmp_path / "i", tiny_encoder)
+    assert [hit.external_id for hit in engine.search("text", k=5, where={"lang": "de"})] == ["d11"]
+    assert [hit.line for hit in engine.search("text", k=5, where=["external_id=d11"])] == [2]
+
+
+def _make_legacy(path: Path) -> None:
+    """Turn the index at `path` (built by `_shared` without d11) into one as older versions wrote it: the store
+    with one row per distinct text, a count, and an external_ids table naming the shared row twice."""
+    manifest_path = path / "manifest.json"
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    store = path / manifest["files"]["documents"]
+    store.unlink()
+    connection = sqlite3.connect(store)
+    connection.executescript(
+        """
+        CREATE TABLE documents (id INTEGER PRIMARY KEY, text TEXT, source TEXT, line INTEGER, metadata TEXT,
+                                hash TEXT, count INTEGER);
+        CREATE UNIQUE INDEX idx_documents_hash ON documents (hash);
+        CREATE TABLE external_ids (external_id TEXT PRIMARY KEY, id INTEGER);
+        CREATE INDEX idx_external_ids_id ON external_ids (id);
+        CREATE TABLE tombstones (id INTEGER PRIMARY KEY);
+        INSERT INTO documents VALUES (0, 'the same text', 'a.jsonl', 1, '{"lang": "en"}', 'h0', 2);
+        INSERT INTO documents VALUES (1, 'another text', 'a.jsonl', 3, '{"lang": "fr"}', 'h1', 1);
+        INSERT INTO external_ids VALUES ('d10', 0), ('d11', 0), ('d12', 1);
+        """
+    )
+    connection.commit()
+    connection.close()
+    manifest["sizes"]["documents"] = store.stat().st_size
+    manifest.get("checksums", {}).pop("documents", None)
+    manifest["count"] = {"vectors": 2, "documents": 3, "tombstones": 0}
+    manifest_path.write_text(json.dumps(manifest), encoding="utf-8")
+
+
+def test_an_index_written_by_an_older_version_opens_answers_and_is_upgraded_on_its_next_write(
+    tmp_path: Path, tiny_encoder: Encoder
+) -> None:
+    path = tmp_path / "old"
+    SearchEngine.build(
+        [Document("the same text", external_id="d10"), Document("another text", external_id="d12")],
+        path, encoder=tiny_encoder,
+    )
+    _make_legacy(path)
+    engine = SearchEngine.open(path, encoder=tiny_encoder)
+    assert len(engine) == 2
+    assert [hit.external_id for hit in engine.search("the same text", k=2)] == ["d10", "d12"]
+    assert [hit.id for hit in engine.search("text", k=2, where=["external_id=d12"])] == [1]
+    engine.delete(external_ids=["d10"])  # the write upgrades the store: d11 becomes a document of its own
+    assert engine.info().documents == 2 and engine.info().vectors == 2
+    hits = engine.search("the same text", k=5)
+    assert [hit.external_id for hit in hits] == ["d11", "d12"]
+    assert hits[0].text == "the same text" and hits[0].score == pytest.approx(1.0, abs=1e-5)
+
+
+def test_cli_delete_external_keeps_the_twin_and_query_json_carries_external_ids(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    runner = CliRunner()
+    corpus = tmp_path / "docs.jsonl"
+    corpus.write_text(
+        "\n".join(json.dumps({"id": name, "text": text}) for name, text in
+                  [("d10", "a shared text"), ("d11", "a shared text"), ("d12", "something else")]),
+        encoding="utf-8",
+    )
+    base = ["-d", str(tmp_path / "idx")]
+    built = runner.invoke(app, ["index", str(corpus), "--model", str(tiny_model), "--id-field", "id", *base])
+    assert "Indexed 3 documents from" in built.output and "of which 1 repeats an earlier text" in built.output
+    deleted = runner.invoke(app, ["delete", "--external", "d10", *base])
+    assert deleted.exit_code == 0 and "Deleted 1 document; the index holds 2 documents." in deleted.output
+    hits = json.loads(runner.invoke(app, ["query", "a shared text", "--json", *base]).output)["hits"]
+    assert [(list(hit)[:2], hit["external_id"]) for hit in hits] == [(["id", "external_id"], "d11"),
+                                                                     (["id", "external_id"], "d12")]
+    assert re.search(r"documents:\s+2 documents\n", runner.invoke(app, ["info", *base]).output)
+
+
+def test_rewritten_files_keep_their_permissions(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    engine = SearchEngine.build(["one", "two"], tmp_path / "i", encoder=tiny_encoder)
+    for entry in engine.path.iterdir():
+        entry.chmod(0o640)
+    engine.add(["three"])
+    directory = IndexDirectory(engine.path)
+    manifest = directory.read_manifest()
+    for path in (directory.file(manifest, "documents"), directory.file(manifest, "vectors"), engine.path / "manifest.json"):
+        assert path.stat().st_mode & 0o777 == 0o640, path.name
+
+
+def test_info_and_searches_never_fail_while_a_writer_keeps_committing(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    """Issue 11: about 3 in 16,000 `info` calls failed during writes. Readers loop over `info` (the CLI command's
+    own code) and open-and-search for a bounded few seconds while a writer commits as fast as it can."""
+    import time
+
+    from click.exceptions import Exit
+
+    from searchengine.cli.maintenance import info
+
+    path = tmp_path / "busy"
+    SearchEngine.build(_documents(16), path, encoder=tiny_encoder)
+    failures: list[BaseException] = []
+    calls = [0, 0]
+    done = threading.Event()
+
+    def read_info() -> None:
+        while not done.is_set():
+            try:
+                info(index_dir=path, as_json=True)
+            except (Exit, Exception) as exc:  # noqa: BLE001 (any failure at all counts)
+                failures.append(exc)
+            calls[0] += 1
+
+    def search() -> None:
+        while not done.is_set():
+            try:
+                with SearchEngine.open(path, encoder=tiny_encoder) as reader:
+                    reader.search("cat", k=3)
+            except Exception as exc:  # noqa: BLE001
+                failures.append(exc)
+            calls[1] += 1
+
+    readers = [threading.Thread(target=read_info), threading.Thread(target=search)]
+    for thread in readers:
+        thread.start()
+    writer = SearchEngine.open(path, encoder=tiny_encoder)
+    commits, deadline = 0, time.monotonic() + 4
+    while time.monotonic() < deadline:
+        writer.add([Document(f"churn {commits}", external_id="churn")])
+        commits += 1
+    done.set()
+    for thread in readers:
+        thread.join()
+    assert not failures, failures[:3]
+    assert commits >= 5 and min(calls) >= 5, (commits, calls)

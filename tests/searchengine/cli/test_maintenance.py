@@ -1,0 +1,86 @@
+"""`searchengine verify`, and write commands that meet a broken index: one line, and nothing changed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.searchengine.cli.test_cli import assert_one_line_error, run
+
+
+@pytest.fixture
+def whitened_index(tmp_path: Path, tiny_model: Path, sentences: list[str]) -> Path:
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("\n".join(f"{a} {b}" for a in sentences for b in sentences[:3]), encoding="utf-8")
+    target = tmp_path / "w"
+    result = run("index", corpus, "-d", target, "--model", tiny_model, "--whiten-k", "8", "-q")
+    assert result.exit_code == 0, result.output
+    return target
+
+
+def _file(index: Path, role: str) -> Path:
+    manifest = json.loads((index / "manifest.json").read_text(encoding="utf-8"))
+    return index / manifest["files"][role]
+
+
+def _flip_a_byte(path: Path) -> None:
+    """Corrupt a file and keep its size: what a size check cannot see."""
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x55
+    path.write_bytes(bytes(data))
+
+
+def _snapshot(directory: Path) -> dict[str, tuple[bytes, int]]:
+    return {entry.name: (entry.read_bytes(), entry.stat().st_mode) for entry in directory.iterdir()}
+
+
+def test_verify_reports_each_file_ok(whitened_index: Path) -> None:
+    result = run("verify", "-d", whitened_index)
+    assert result.exit_code == 0, result.output
+    lines = result.output.strip().splitlines()
+    assert [line.split()[:2] for line in lines] == [["OK", "vectors"], ["OK", "documents"], ["OK", "whitening"]]
+    assert all("sha256 match" in line for line in lines)
+
+
+@pytest.mark.parametrize("role", ["vectors", "documents", "whitening"])
+def test_flipped_bytes_are_caught_by_verify_and_on_open(whitened_index: Path, role: str) -> None:
+    damaged = _file(whitened_index, role)
+    _flip_a_byte(damaged)
+    result = run("verify", "-d", whitened_index)
+    assert result.exit_code == 1
+    lines = result.output.strip().splitlines()
+    assert [line.split()[0] for line in lines[:3]].count("FAILED") == 1
+    assert any(line.startswith("FAILED") and damaged.name in line and "checksum" in line for line in lines)
+    assert lines[-1] == f"Error: 1 file of the index at {whitened_index} is damaged; rebuild the index from its corpus"
+    assert_one_line_error(run("info", "-d", whitened_index), "is corrupt: its checksum", damaged.name)
+    assert_one_line_error(run("query", "anything", "-d", whitened_index), "is corrupt: its checksum")
+
+
+def test_verify_of_a_missing_index_is_one_line(tmp_path: Path) -> None:
+    assert_one_line_error(run("verify", "-d", tmp_path / "nothing"), "no index at")
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["add", "CORPUS"],
+        ["delete", "0"],
+        ["delete", "--external", "x"],
+        ["compact"],
+        ["cluster", "--k", "2"],
+        ["mine", "--threshold", "0.9", "--dedupe"],
+    ],
+)
+def test_a_write_command_on_a_broken_index_changes_nothing(
+    whitened_index: Path, tmp_path: Path, command: list[str]
+) -> None:
+    corpus = tmp_path / "more.txt"
+    corpus.write_text("one more text\n", encoding="utf-8")
+    _flip_a_byte(_file(whitened_index, "vectors"))
+    (whitened_index / "spool.1.tmp").write_bytes(b"left by a killed run")  # a writer would clean this up
+    before = _snapshot(whitened_index)
+    result = run(*[str(corpus) if part == "CORPUS" else part for part in command], "-d", whitened_index)
+    assert_one_line_error(result, "is corrupt: its checksum")
+    assert _snapshot(whitened_index) == before
