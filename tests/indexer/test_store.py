@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from searchengine.indexer.errors import IndexerError
-from searchengine.indexer.store import Condition, Document, DocumentStore
+from searchengine.indexer.filter_sql import Condition
+from searchengine.indexer.store import Document, DocumentStore
 
 
 @pytest.fixture

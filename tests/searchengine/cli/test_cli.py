@@ -104,7 +104,7 @@ def test_info_json_is_the_manifest_on_disk_and_the_stored_extras(index_dir: Path
     assert printed == {**on_disk, "clustering": None, "duplicates": 0, "repeats": 0}
     assert list(printed) == [
         "format_version", "model", "whitening", "index", "count", "created_at", "updated_at", "versions", "files",
-        "sizes", "clustering", "duplicates", "repeats",
+        "sizes", "checksums", "clustering", "duplicates", "repeats",
     ]
 
 
