@@ -152,8 +152,8 @@ class IndexDirectory:
         checksum included) before anything in the directory is touched; so a write that fails on a broken index
         changes nothing. A build over a directory (`existing` False) replaces whatever index is there.
         """
-        if existing:
-            self._read_manifest_once(verify_up_to=None)
+        if existing:  # sizes only here (nothing is created for a missing index); checksums once locked
+            self._read_manifest_once(verify_up_to=0)
         if self.path.exists() and not self.path.is_dir():
             raise IndexerError(f"{self.path} is a file, not an index directory; choose another index directory")
         if self.path.is_dir() and not self.exists() and _foreign_entries(self.path):
@@ -171,7 +171,7 @@ class IndexDirectory:
                 raise IndexLockedError(
                     f"index {self.path} is being written by {holder}; wait for it to finish and try again"
                 ) from None
-            if existing:  # again under the lock: a writer may have committed since the check above
+            if existing:  # every checksum, under the lock so no writer commits meanwhile, before anything changes
                 self._read_manifest_once(verify_up_to=None)
             lock.seek(0)
             lock.truncate()

@@ -275,14 +275,14 @@ class DocumentStore:
             [row["id"] for row in rows], [row["position"] for row in rows], removed, repeated, len(updates)
         )
 
-    def _in_chunks(self, sql: str, values: Sequence[Any]) -> list[tuple]:
-        """Run `sql (?, ?, ...)` (a SELECT or DELETE ending in `IN`) over `values` in chunks that stay under
-        SQLite's parameter limit; returns the rows of all chunks."""
+    def _in_chunks(self, sql: str, values: Sequence[Any], then: str = "") -> list[tuple]:
+        """Run `sql (?, ?, ...) then` (a SELECT or DELETE whose `sql` ends in `IN`) over `values` in chunks that
+        stay under SQLite's parameter limit; returns the rows of all chunks."""
         rows: list[tuple] = []
         values = list(values)
         for start in range(0, len(values), 500):
             chunk = values[start : start + 500]
-            rows.extend(self.db.execute(f"{sql} ({','.join('?' * len(chunk))})", chunk).fetchall())
+            rows.extend(self.db.execute(f"{sql} ({','.join('?' * len(chunk))}) {then}", chunk).fetchall())
         return rows
 
     def _rows_by_external_id(self, external_ids: set[str]) -> dict[str, tuple[int, str]]:
@@ -382,7 +382,7 @@ class DocumentStore:
         with self._guard():
             rows = self._in_chunks(sql, sorted(set(int(i) for i in ids)))
             sharing = dict(self._in_chunks(
-                f"SELECT hash, count(*) FROM {TABLE} GROUP BY hash HAVING hash IN", sorted({row[5] for row in rows})
+                f"SELECT hash, count(*) FROM {TABLE} WHERE hash IN", sorted({row[5] for row in rows}), "GROUP BY hash"
             ))
         return {
             row_id: StoredDocument(
