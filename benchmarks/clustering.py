@@ -27,14 +27,14 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from searchengine.indexer.index_directory import IndexDirectory
 from searchengine.indexer.store import DocumentStore, StoredDocument
 from searchengine.indexer.vector_index import VectorIndex
+from synthetic import noisy_copies
+
 from searchengine import SearchEngine
 from searchengine.analysis.cluster_settings import ClusterSettings
 from searchengine.analysis.clustering import cluster_labels, stored_matrix
-from synthetic import noisy_copies
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 RESULTS = Path(__file__).resolve().parent / "results"

@@ -42,10 +42,10 @@ import numpy as np
 import torch
 
 from searchengine import Encoder
-from searchengine.evaluation.sts import sts_spearman
-from searchengine.evaluation.labelled_data import read_scored_pairs
 from searchengine.encoding.model_source import bundled_model_path
 from searchengine.encoding.precision import cpu_has_native_bf16
+from searchengine.evaluation.labelled_data import read_scored_pairs
+from searchengine.evaluation.sts import sts_spearman
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = "sentence-transformers fp32"

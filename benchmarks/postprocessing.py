@@ -26,16 +26,16 @@ from pathlib import Path
 
 import numpy as np
 import torch
-
-from searchengine.encoding.encoder import Encoder
-from searchengine.evaluation.sts import sts_spearman
-from searchengine.evaluation.labelled_data import read_scored_pairs
-from searchengine.encoding.model_source import locate_model
-from searchengine.encoding.model_transforms import apply_transforms, load_transforms
 from searchengine.training.fit_flow import fit_flow
 from searchengine.training.fit_normalisation import fit_natsv, fit_sn
 from searchengine.training.fit_whitening import fit_whitening
 from searchengine.training.postprocessing import embed_all, read_texts
+
+from searchengine.encoding.encoder import Encoder
+from searchengine.encoding.model_source import locate_model
+from searchengine.encoding.model_transforms import apply_transforms, load_transforms
+from searchengine.evaluation.labelled_data import read_scored_pairs
+from searchengine.evaluation.sts import sts_spearman
 
 TRANSFORMS = {
     "whitening": (fit_whitening, {}),

@@ -64,15 +64,15 @@ import faiss
 import numpy as np
 import torch
 from scipy.stats import spearmanr
-
 from searchengine.indexer.index_directory import IndexDirectory
 from searchengine.indexer.vector_index import HNSW_EF_SEARCH, IVF_NPROBE_FRACTION, VectorIndex, default_factory
 from searchengine.indexer.whitening import CovarianceAccumulator, Whitening
+from synthetic import DEFAULT_NOISE, noisy_copies
+
 from searchengine import Encoder, SearchEngine
 from searchengine.engine.embedding import to_index_vectors
 from searchengine.engine.indexing import CHUNK, TRAINING_SAMPLE
 from searchengine.engine.search import nearest_documents
-from synthetic import DEFAULT_NOISE, noisy_copies
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / ".." / "shared" / "data"
@@ -159,7 +159,7 @@ class CachedEncoder:
     def __getattr__(self, name: str) -> Any:  # noqa: ANN401 (whatever the real encoder has)
         return getattr(self._encoder, name)
 
-    def encode(self, texts: Sequence[str], batch_size: int | None = None, **_: Any) -> np.ndarray:
+    def encode(self, texts: Sequence[str], batch_size: int | None = None, **_: Any) -> np.ndarray:  # noqa: ARG002
         return self._vectors[[self._row[text] for text in texts]]
 
 

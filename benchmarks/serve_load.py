@@ -319,7 +319,7 @@ def main() -> None:
         "checks": {
             "no_errors": all(level["errors"] == 0 and level["write_errors"] == 0 for level in results_levels),
             "every_level_answered": all(level["requests"] > 0 for level in results_levels),
-            "writes_landed": args.no_writer or final_size == docs + sum(l["documents_added"] for l in results_levels),
+            "writes_landed": args.no_writer or final_size == docs + sum(level["documents_added"] for level in results_levels),
         },
     }
     print(f"In process (SearchEngine.search, one query at a time): p50 {baseline['p50_ms']:.1f} ms, "

@@ -27,8 +27,8 @@ from pathlib import Path
 import torch
 
 from searchengine import Encoder, SearchEngine
-from searchengine.evaluation.sts import sts_spearman
 from searchengine.evaluation.labelled_data import RatedPair, read_scored_pairs
+from searchengine.evaluation.sts import sts_spearman
 
 
 def interleaved_rates(ours, theirs, texts: list[str], runs: int) -> tuple[float, float, float]:
@@ -107,7 +107,7 @@ def measure_quality(
         quality[0]["index_bytes"] = plain.info().size_bytes
         close = [(p.first, p.second) for p in pairs if p.score >= 0.8][:20]
         found = 0
-        for (a, b), hits in zip(close, plain.search_batch([a for a, _ in close], k=5)):
+        for (_, b), hits in zip(close, plain.search_batch([a for a, _ in close], k=5)):
             found += any(hit.text == b.strip() for hit in hits)
         any_pairs = list(zip(left, right))[:20]
         found_any = sum(

@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from searchengine.encoding.encoder import Encoder  # noqa: E402
-from searchengine.evaluation.sts import sts_spearman  # noqa: E402
 from searchengine.evaluation.labelled_data import read_scored_pairs  # noqa: E402
+from searchengine.evaluation.sts import sts_spearman  # noqa: E402
 
 DATA = "../shared/data"
 DEV = f"{DATA}/stsb/dev.tsv"

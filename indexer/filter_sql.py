@@ -6,22 +6,31 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Union
 
 from searchengine.indexer.errors import IndexerError
 
-Value = Union[str, int, float, bool, None]
+Value = str | int | float | bool | None
 
 COMPARISONS = ("=", "!=", ">", ">=", "<", "<=")
 FILTER_OPERATORS = (*COMPARISONS, "in", "contains", "^=", "like")
 COLUMN_TYPES = {
-    "id": "number", "external_id": "text", "source": "text", "line": "number", "text": "text",
+    "id": "number",
+    "external_id": "text",
+    "source": "text",
+    "line": "number",
+    "text": "text",
 }
 """Filterable fields that are columns, and what they hold; any other field name is a metadata key."""
 _INT64 = (-(2**63), 2**63 - 1)
 JSON_KINDS = {
-    "integer": "number", "real": "number", "text": "text", "true": "true/false", "false": "true/false",
-    "array": "list", "object": "object", "null": "null",
+    "integer": "number",
+    "real": "number",
+    "text": "text",
+    "true": "true/false",
+    "false": "true/false",
+    "array": "list",
+    "object": "object",
+    "null": "null",
 }
 """SQLite's json_type names -> the kinds filter messages speak of."""
 
@@ -45,7 +54,7 @@ class AnyOf:
     conditions: tuple[Condition, ...]
 
 
-Filter = Union[Condition, AnyOf]
+Filter = Condition | AnyOf
 FieldKinds = Callable[[str], set[str]]
 """A metadata key -> the kinds its stored values have ('number', 'text', 'list', ...); empty when none has it."""
 

@@ -29,8 +29,8 @@ import re
 import shutil
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
@@ -107,7 +107,7 @@ class IndexDirectory:
                 raise IndexerError(f"{problem}; rebuild the index")
         return manifest
 
-    def check_file(self, stored: StoredFile, verify: Callable[[int], bool] = lambda size: True) -> str | None:
+    def check_file(self, stored: StoredFile, verify: Callable[[int], bool] = lambda size: True) -> str | None:  # noqa: ARG005
         """What is wrong with one file the manifest names, or None: outside the directory, missing, another size,
         or (when `verify(size)`) other bytes than its recorded checksum."""
         file = self.path / stored.name
@@ -240,13 +240,13 @@ class Generation:
         os.replace(temporary, self.directory.path / MANIFEST)
         self.committed = True  # first thing after the swap: from here on these files are the index
         _fsync(self.directory.path)
-        self.directory._remove_unreferenced({stored.name for stored in files.values()})
+        self.directory._remove_unreferenced({stored.name for stored in files.values()})  # noqa: SLF001
 
     def discard(self) -> None:
         """Remove this generation's files, except any the current manifest names: an interrupt that lands after
         the manifest swap but before `committed` is set must not delete the index it just committed."""
         try:
-            named = self.directory._current_files()
+            named = self.directory._current_files()  # noqa: SLF001
         except IndexerError:
             named = set()
         for path in self.created:

@@ -134,8 +134,11 @@ class Manifest:
             "model": model,
             "whitening": None if whitening is None else {"k": whitening.k, "fit_count": whitening.fit_count},
             "index": {"type": self.index.type, "metric": self.index.metric, "dimension": self.index.dimension},
-            "count": {"vectors": self.count.vectors, "documents": self.count.documents,
-                      "tombstones": self.count.tombstones},
+            "count": {
+                "vectors": self.count.vectors,
+                "documents": self.count.documents,
+                "tombstones": self.count.tombstones,
+            },
             "created_at": self.created_at,
             "updated_at": self.updated_at,
             "versions": dict(self.versions),
@@ -176,9 +179,9 @@ class Manifest:
             top.fail("whitening", "and files.whitening disagree: an index has both or neither")
         return cls(
             model=_model_identity(top.object("model")),
-            whitening=None if whitening is None else WhiteningFit(
-                k=whitening.integer("k", minimum=1), fit_count=whitening.integer("fit_count")
-            ),
+            whitening=None
+            if whitening is None
+            else WhiteningFit(k=whitening.integer("k", minimum=1), fit_count=whitening.integer("fit_count")),
             index=_vector_index_spec(top.object("index")),
             count=_counts(top.object("count")),
             created_at=top.string("created_at"),

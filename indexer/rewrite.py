@@ -10,7 +10,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
-
 from searchengine.indexer.index_directory import Generation, IndexDirectory
 from searchengine.indexer.manifest import Counts, Manifest, ModelIdentity, VectorIndexSpec, WhiteningFit
 from searchengine.indexer.store import DocumentStore
@@ -55,8 +54,14 @@ def rewriting(directory: IndexDirectory, versions: dict[str, str] | None = None)
             rewrite.store.close()
             raise
         commit_generation(
-            generation, directory, rewrite.store, rewrite.vectors, rewrite.whitening, previous.model,
-            {**previous.versions, **(versions or {})}, previous,
+            generation,
+            directory,
+            rewrite.store,
+            rewrite.vectors,
+            rewrite.whitening,
+            previous.model,
+            {**previous.versions, **(versions or {})},
+            previous,
         )
 
 
@@ -103,6 +108,4 @@ def commit_generation(
         versions=versions,
     )
     store.close()
-    generation.commit(
-        manifest, {"vectors": vectors_path, "documents": store.path, "whitening": whitening_path}
-    )
+    generation.commit(manifest, {"vectors": vectors_path, "documents": store.path, "whitening": whitening_path})

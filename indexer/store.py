@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 import sqlite_utils
-
 from searchengine.indexer.errors import IndexerError, UnknownDocumentError
 from searchengine.indexer.filter_sql import COLUMN_TYPES, JSON_KINDS, Filter, json_path, where_clause
 
@@ -191,8 +190,15 @@ class DocumentStore:
                     self.db.execute(
                         f"INSERT INTO {TABLE} (id, external_id, text, source, line, metadata, hash) "
                         "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        (new_id, names[occurrence] if occurrence < len(names) else None, text, source,
-                         line if occurrence == 0 else None, metadata, digest),
+                        (
+                            new_id,
+                            names[occurrence] if occurrence < len(names) else None,
+                            text,
+                            source,
+                            line if occurrence == 0 else None,
+                            metadata,
+                            digest,
+                        ),
                     )
                     if occurrence:
                         copies.append((new_id, row_id))
@@ -230,8 +236,10 @@ class DocumentStore:
         with self._guard(), self.db.conn:
             if self.legacy:
                 raise IndexerError(f"document store {self.path} must be upgraded before it is written; rebuild it")
-            known = {row[0] for row in self._in_chunks(f"SELECT DISTINCT hash FROM {TABLE} WHERE hash IN",
-                                                       sorted(set(hashes)))}
+            known = {
+                row[0]
+                for row in self._in_chunks(f"SELECT DISTINCT hash FROM {TABLE} WHERE hash IN", sorted(set(hashes)))
+            }
             stored = self._rows_by_external_id({d.external_id for d in documents if d.external_id is not None})
             next_id = self._next_id_after(TABLE)
             new_rows: dict[int, dict[str, Any]] = {}
@@ -254,8 +262,14 @@ class DocumentStore:
                             removed.append(row_id)
                 row_id = next_id + position
                 new_rows[row_id] = {
-                    "id": row_id, "external_id": name, "text": document.text, "source": document.source,
-                    "line": document.line, "metadata": metadata, "hash": digest, "position": position,
+                    "id": row_id,
+                    "external_id": name,
+                    "text": document.text,
+                    "source": document.source,
+                    "line": document.line,
+                    "metadata": metadata,
+                    "hash": digest,
+                    "position": position,
                 }
                 if name is not None:
                     pending[name] = row_id
@@ -361,9 +375,7 @@ class DocumentStore:
         with self._guard(), self.db.conn:
             self.db.execute(f"DROP TABLE IF EXISTS {DUPLICATES_TABLE}")
             self.db[DUPLICATES_TABLE].create({"id": int, "duplicate_of": int, "score": float}, pk="id")
-            self.db.conn.executemany(
-                f"INSERT INTO {DUPLICATES_TABLE} (id, duplicate_of, score) VALUES (?, ?, ?)", rows
-            )
+            self.db.conn.executemany(f"INSERT INTO {DUPLICATES_TABLE} (id, duplicate_of, score) VALUES (?, ?, ?)", rows)
 
     def duplicates(self) -> dict[int, int]:
         """Each document marked a near-duplicate -> the earlier document it duplicates (deleted ones left out)."""
@@ -381,9 +393,13 @@ class DocumentStore:
         sql = f"SELECT id, text, source, line, metadata, hash, external_id FROM {TABLE} WHERE id IN"
         with self._guard():
             rows = self._in_chunks(sql, sorted(set(int(i) for i in ids)))
-            sharing = dict(self._in_chunks(
-                f"SELECT hash, count(*) FROM {TABLE} WHERE hash IN", sorted({row[5] for row in rows}), "GROUP BY hash"
-            ))
+            sharing = dict(
+                self._in_chunks(
+                    f"SELECT hash, count(*) FROM {TABLE} WHERE hash IN",
+                    sorted({row[5] for row in rows}),
+                    "GROUP BY hash",
+                )
+            )
         return {
             row_id: StoredDocument(
                 row_id, text, source, line, json.loads(metadata or "{}"), sharing.get(digest, 1), external_id

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import re
-
 from collections.abc import Iterator
 from pathlib import Path
 
 import faiss
 import numpy as np
-
 from searchengine.indexer.errors import IndexerError
 
 EXACT_SEARCH_LIMIT = 200_000

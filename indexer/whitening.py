@@ -7,7 +7,6 @@ from pathlib import Path
 
 import numpy as np
 from safetensors.numpy import load_file, save_file
-
 from searchengine.indexer.errors import IndexerError
 
 RANK_TOLERANCE = 1e-12
@@ -94,5 +93,5 @@ class Whitening:
             with safe_open(str(path), framework="numpy") as handle:
                 fit_count = int((handle.metadata() or {}).get("fit_count", 0))
             return cls(tensors["mean"], tensors["matrix"], fit_count)
-        except Exception as exc:  # safetensors raises its own error types for truncated or foreign files
+        except Exception as exc:  # noqa: BLE001 (safetensors raises its own error types for truncated or foreign files)
             raise IndexerError(f"whitening file {path} is unreadable ({exc}); rebuild the index") from None

@@ -26,15 +26,15 @@ _PUBLIC = {
 __all__ = sorted(_PUBLIC)
 
 if TYPE_CHECKING:
-    from searchengine.indexer.store import Document
     from searchengine.analysis.clustering import Cluster
+    from searchengine.analysis.paraphrase_mining import Pair, ScoredPair, mine_vectors
     from searchengine.encoding.cross_encoder import CrossEncoder
     from searchengine.encoding.encoder import Encoder, EncoderSpeed
+    from searchengine.engine.indexing import IndexingReport
+    from searchengine.engine.search import Hit
     from searchengine.engine.search_engine import IndexInfo, SearchEngine
     from searchengine.errors import SearchEngineError
-    from searchengine.engine.indexing import IndexingReport
-    from searchengine.analysis.paraphrase_mining import Pair, ScoredPair, mine_vectors
-    from searchengine.engine.search import Hit
+    from searchengine.indexer.store import Document
 
 
 def __getattr__(name: str) -> Any:

@@ -7,7 +7,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import torch
-
 from searchengine.training.sentence_model import SentenceModel
 
 

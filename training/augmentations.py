@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+from searchengine.training.sentence_model import SentenceModel
 
 from searchengine.errors import SearchEngineError
-from searchengine.training.sentence_model import SentenceModel
 
 AUGMENTATIONS = ("none", "shuffle", "token_cutoff", "feature_cutoff", "dropout")
 DEFAULT_RATES = {"token_cutoff": 0.15, "feature_cutoff": 0.2, "dropout": 0.1}
@@ -39,7 +39,9 @@ class Augmentation:
         try:
             value = float(rate) if rate else DEFAULT_RATES.get(name, 0.0)
         except ValueError:
-            raise SearchEngineError(f"augmentation rate {rate!r} is not a number (write e.g. token_cutoff:0.15)") from None
+            raise SearchEngineError(
+                f"augmentation rate {rate!r} is not a number (write e.g. token_cutoff:0.15)"
+            ) from None
         if not 0.0 <= value < 1.0:
             raise SearchEngineError(f"augmentation rate {value} must lie in [0, 1)")
         return cls(name, value)
@@ -92,8 +94,8 @@ def embed_view(model: SentenceModel, features: dict[str, torch.Tensor], augmenta
     if name == "token_cutoff":
         edit = lambda e, mask: token_cutoff(e, mask, rate)  # noqa: E731
     elif name == "feature_cutoff":
-        edit = lambda e, mask: feature_cutoff(e, rate)  # noqa: E731
+        edit = lambda e, mask: feature_cutoff(e, rate)  # noqa: ARG005, E731
     else:
-        edit = lambda e, mask: element_dropout(e, rate)  # noqa: E731
+        edit = lambda e, mask: element_dropout(e, rate)  # noqa: ARG005, E731
     with model.editing_embeddings(edit):
         return model(features)

@@ -7,11 +7,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import torch
-
-from searchengine.evaluation.sts import sts_spearman
-from searchengine.evaluation.labelled_data import read_scored_pairs
 from searchengine.training.loop import Batch, TrainingReport, TrainingSettings, train
 from searchengine.training.sentence_model import SentenceModel
+
+from searchengine.evaluation.labelled_data import read_scored_pairs
+from searchengine.evaluation.sts import sts_spearman
 
 
 def sts_evaluator(model: SentenceModel, eval_file: Path | None) -> Callable[[], float] | None:
@@ -35,7 +35,12 @@ def run_bi_encoder_training(
     details: dict | None = None,
 ) -> TrainingReport:
     """train() with the STS evaluator and the model's own save, and the base recorded in the log."""
-    details = {"base": model.source.name, "pooling": model.pooling, "max_seq_length": model.max_seq_length, **(details or {})}
+    details = {
+        "base": model.source.name,
+        "pooling": model.pooling,
+        "max_seq_length": model.max_seq_length,
+        **(details or {}),
+    }
     return train(
         method,
         model,

@@ -18,11 +18,17 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from searchengine.training.postprocessing import (
+    FitReport,
+    corpus_vectors,
+    load_base,
+    read_texts,
+    write_model_with_module,
+)
 
-from searchengine.errors import SearchEngineError
 from searchengine.encoding.flow import Flow
 from searchengine.encoding.model_source import FLOW_MODULE_TYPE
-from searchengine.training.postprocessing import FitReport, corpus_vectors, load_base, read_texts, write_model_with_module
+from searchengine.errors import SearchEngineError
 
 INIT_ROWS = 4096
 NOISE_FRACTION = 1e-3
@@ -137,16 +143,48 @@ def fit_flow(
     texts = read_texts(corpus)
     embeddings = np.concatenate(list(corpus_vectors(encoder, texts, progress, "flow", vectors)), axis=0)
     flow, history = train_flow(
-        embeddings, blocks=blocks, hidden=hidden, epochs=epochs, batch_size=batch_size,
-        learning_rate=learning_rate, seed=seed, progress=progress,
+        embeddings,
+        blocks=blocks,
+        hidden=hidden,
+        epochs=epochs,
+        batch_size=batch_size,
+        learning_rate=learning_rate,
+        seed=seed,
+        progress=progress,
     )
-    settings = {"blocks": blocks, "hidden": hidden, "epochs": epochs, "batch_size": batch_size,
-                "learning_rate": learning_rate, "seed": seed}
+    settings = {
+        "blocks": blocks,
+        "hidden": hidden,
+        "epochs": epochs,
+        "batch_size": batch_size,
+        "learning_rate": learning_rate,
+        "seed": seed,
+    }
     folder = write_model_with_module(
-        encoder, out, FLOW_MODULE_TYPE, "Flow", flow.save,
-        {"method": "flow", **settings, "corpus": str(corpus), "texts": len(texts), "base": encoder.source.spec,
-         "log_likelihood_per_dimension": history},
+        encoder,
+        out,
+        FLOW_MODULE_TYPE,
+        "Flow",
+        flow.save,
+        {
+            "method": "flow",
+            **settings,
+            "corpus": str(corpus),
+            "texts": len(texts),
+            "base": encoder.source.spec,
+            "log_likelihood_per_dimension": history,
+        },
     )
     d = encoder.dimension
-    return FitReport("flow", Path(out), encoder.source.spec, str(corpus), len(texts), d, d, folder,
-                     time.perf_counter() - started, {"log_likelihood": history, **settings})
+    return FitReport(
+        "flow",
+        Path(out),
+        encoder.source.spec,
+        str(corpus),
+        len(texts),
+        d,
+        d,
+        folder,
+        time.perf_counter() - started,
+        {"log_likelihood": history, **settings},
+    )

@@ -15,19 +15,28 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from searchengine.indexer.whitening import CovarianceAccumulator
-from searchengine.errors import SearchEngineError
+from searchengine.training.postprocessing import (
+    FitReport,
+    corpus_vectors,
+    load_base,
+    read_texts,
+    write_model_with_module,
+)
+
 from searchengine.encoding.model_source import DENSE_MODULE_TYPE
 from searchengine.encoding.model_transforms import write_dense_module
-from searchengine.training.postprocessing import FitReport, corpus_vectors, load_base, read_texts, write_model_with_module
-
+from searchengine.errors import SearchEngineError
 
 CONSTANT_FRACTION = 1e-6
 
 
 def _statistics(
-    encoder, texts: list[str], progress: bool, what: str, vectors: np.ndarray | None  # noqa: ANN001
+    encoder,  # noqa: ANN001
+    texts: list[str],
+    progress: bool,
+    what: str,
+    vectors: np.ndarray | None,  # noqa: ANN001
 ) -> CovarianceAccumulator:
     statistics = CovarianceAccumulator(encoder.dimension)
     for chunk in corpus_vectors(encoder, texts, progress, what, vectors):
@@ -60,13 +69,32 @@ def fit_sn(
     weight = np.diag(scale)
     bias = -statistics.mean * scale
     folder = write_model_with_module(
-        encoder, out, DENSE_MODULE_TYPE, "Dense", lambda path: write_dense_module(path, weight, bias),
-        {"method": "sn", "corpus": str(corpus), "texts": len(texts), "base": encoder.source.spec,
-         "constant_dimensions": np.flatnonzero(constant).tolist()},
+        encoder,
+        out,
+        DENSE_MODULE_TYPE,
+        "Dense",
+        lambda path: write_dense_module(path, weight, bias),
+        {
+            "method": "sn",
+            "corpus": str(corpus),
+            "texts": len(texts),
+            "base": encoder.source.spec,
+            "constant_dimensions": np.flatnonzero(constant).tolist(),
+        },
     )
     d = encoder.dimension
-    return FitReport("sn", Path(out), encoder.source.spec, str(corpus), len(texts), d, d, folder,
-                     time.perf_counter() - started, {"constant_dimensions": np.flatnonzero(constant).tolist()})
+    return FitReport(
+        "sn",
+        Path(out),
+        encoder.source.spec,
+        str(corpus),
+        len(texts),
+        d,
+        d,
+        folder,
+        time.perf_counter() - started,
+        {"constant_dimensions": np.flatnonzero(constant).tolist()},
+    )
 
 
 def fit_natsv(
@@ -93,8 +121,10 @@ def fit_natsv(
         )
     texts = read_texts(corpus)
     if len(texts) < k + (1 if centre else 0):
-        raise SearchEngineError(f"NATSV with k={k} needs at least {k + int(centre)} distinct texts, but {corpus} has "
-                                f"{len(texts)}; use a smaller k or a larger file")
+        raise SearchEngineError(
+            f"NATSV with k={k} needs at least {k + int(centre)} distinct texts, but {corpus} has "
+            f"{len(texts)}; use a smaller k or a larger file"
+        )
     statistics = _statistics(encoder, texts, progress, "NATSV", vectors)
     mean = statistics.mean
     # X^T X / n: the covariance, plus mean mean^T when not centring; its eigenvectors are X's right singular vectors.
@@ -109,9 +139,30 @@ def fit_natsv(
     singular_share = eigenvalues[order[:k]].sum() / eigenvalues.sum()
     method = f"natsv-{k}" + ("-centred" if centre else "")
     folder = write_model_with_module(
-        encoder, out, DENSE_MODULE_TYPE, "Dense", lambda path: write_dense_module(path, projection, bias),
-        {"method": method, "k": k, "centre": centre, "corpus": str(corpus), "texts": len(texts),
-         "base": encoder.source.spec, "energy_removed": float(singular_share)},
+        encoder,
+        out,
+        DENSE_MODULE_TYPE,
+        "Dense",
+        lambda path: write_dense_module(path, projection, bias),
+        {
+            "method": method,
+            "k": k,
+            "centre": centre,
+            "corpus": str(corpus),
+            "texts": len(texts),
+            "base": encoder.source.spec,
+            "energy_removed": float(singular_share),
+        },
     )
-    return FitReport(method, Path(out), encoder.source.spec, str(corpus), len(texts), dimension, dimension, folder,
-                     time.perf_counter() - started, {"energy_removed": float(singular_share)})
+    return FitReport(
+        method,
+        Path(out),
+        encoder.source.spec,
+        str(corpus),
+        len(texts),
+        dimension,
+        dimension,
+        folder,
+        time.perf_counter() - started,
+        {"energy_removed": float(singular_share)},
+    )

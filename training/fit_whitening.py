@@ -10,13 +10,19 @@ import time
 from pathlib import Path
 
 import numpy as np
-
 from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.whitening import CovarianceAccumulator, Whitening
-from searchengine.errors import SearchEngineError
+from searchengine.training.postprocessing import (
+    FitReport,
+    corpus_vectors,
+    load_base,
+    read_texts,
+    write_model_with_module,
+)
+
 from searchengine.encoding.model_source import DENSE_MODULE_TYPE
 from searchengine.encoding.model_transforms import write_dense_module
-from searchengine.training.postprocessing import FitReport, corpus_vectors, load_base, read_texts, write_model_with_module
+from searchengine.errors import SearchEngineError
 
 
 def fit_whitening(
@@ -70,6 +76,13 @@ def fit_whitening(
         {"method": method, "k": k, "corpus": str(corpus), "texts": len(texts), "base": encoder.source.spec},
     )
     return FitReport(
-        method, Path(out), encoder.source.spec, str(corpus), len(texts), dimension, k, folder,
+        method,
+        Path(out),
+        encoder.source.spec,
+        str(corpus),
+        len(texts),
+        dimension,
+        k,
+        folder,
         time.perf_counter() - started,
     )

@@ -14,11 +14,10 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torch import nn
-from tqdm.auto import tqdm
-
 from searchengine.training.model_directory import writing_model_directory
 from searchengine.training.settings import TrainingSettings
+from torch import nn
+from tqdm.auto import tqdm
 
 Batch = object
 LossFunction = Callable[[Batch], torch.Tensor]
@@ -101,7 +100,13 @@ def train(
 
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, schedule)
     report = TrainingReport(
-        method=method, steps=0, seconds=0.0, texts=0, final_loss=math.nan, settings=asdict(settings), details=details or {}
+        method=method,
+        steps=0,
+        seconds=0.0,
+        texts=0,
+        final_loss=math.nan,
+        settings=asdict(settings),
+        details=details or {},
     )
     started = time.perf_counter()
     running_loss = None

@@ -32,7 +32,9 @@ Schedule = Literal["unsup", "joint", "sup-unsup", "joint-unsup"]
 class WhiteningOptions(FitOptions):
     """BERT-whitening(-k), the same fit as `index --whiten-k`, saved as a Dense module of the model."""
 
-    k: int | None = option(None, help="Dimensions to keep (whitening-k) [default: every direction the embeddings span].")
+    k: int | None = option(
+        None, help="Dimensions to keep (whitening-k) [default: every direction the embeddings span]."
+    )
 
 
 @dataclass(kw_only=True)
@@ -120,9 +122,7 @@ class SupervisedContrastiveOptions(BiEncoderOptions):
     Example: searchengine train supervised-contrastive --data ../shared/data/nli/triplets.tsv.gz --eval ../shared/data/stsb/dev.tsv --out supcon-model
     """
 
-    data: Path = option(
-        help="NLI triplets: anchor<TAB>positive<TAB>negative (premise, entailment, contradiction)."
-    )
+    data: Path = option(help="NLI triplets: anchor<TAB>positive<TAB>negative (premise, entailment, contradiction).")
     batch_size: int = option(32, min=2)
     temperature: float = option(0.05, min=1e-4)
 
@@ -177,7 +177,9 @@ class PromptBERTOptions(TrainingOptions):
 
     data: Path = option(help=SENTENCES_HELP)
     batch_size: int = option(64, min=2, help=IN_BATCH_HELP)
-    template1: str = option('This sentence of "[X]" means [MASK] .', help="First view's template; also the saved model's.")
+    template1: str = option(
+        'This sentence of "[X]" means [MASK] .', help="First view's template; also the saved model's."
+    )
     template2: str = option('This sentence : "[X]" means [MASK] .', help="Second view's template.")
     max_seq_length: int = option(
         32, min=8, help="Truncate each prompted input (template included) to this many tokens."
@@ -199,9 +201,7 @@ class CrossEncoderOptions(TrainingOptions):
 
     data: Path = option(help=SCORED_PAIRS_HELP)
     batch_size: int = option(16, min=1, help="Pairs per batch.")
-    max_seq_length: int = option(
-        256, min=8, help="Truncate each pair (both sentences together) to this many tokens."
-    )
+    max_seq_length: int = option(256, min=8, help="Truncate each pair (both sentences together) to this many tokens.")
     max_score: float = option(5.0, help=MAX_SCORE_HELP)
     both_orders: bool = option(
         True, flag="--both-orders/--one-order", help="Train on (a, b) and (b, a), so the score ignores the order."

@@ -50,7 +50,9 @@ class FitOptions(MethodOptions):
     the model, so indexing and queries apply it by themselves."""
 
     corpus: Path = option(
-        flag="--data", short="-d", help='Corpus to fit on: .txt (one text per line), .jsonl (a "text" field), either gzipped.'
+        flag="--data",
+        short="-d",
+        help='Corpus to fit on: .txt (one text per line), .jsonl (a "text" field), either gzipped.',
     )
     quiet: bool = option(False, short="-q", help="No progress bars.")
 
@@ -69,7 +71,9 @@ class TrainingOptions(MethodOptions):
     STS file every few steps keeping the best checkpoint, seed; the train function gets them as `settings`."""
 
     eval_file: Path | None = option(
-        None, flag="--eval", help="STS file (score<TAB>sentence1<TAB>sentence2) to evaluate on; the best checkpoint is kept."
+        None,
+        flag="--eval",
+        help="STS file (score<TAB>sentence1<TAB>sentence2) to evaluate on; the best checkpoint is kept.",
     )
     steps: int = option(500, min=1, help="Optimizer steps (batches).")
     learning_rate: float = option(

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from searchengine.training.model_directory import copy_model_files, writing_model_directory
 
 from searchengine.errors import SearchEngineError
-from searchengine.training.model_directory import copy_model_files, writing_model_directory
 
 FIT_INFO_FILE = "searchengine_fit.json"
 """Written next to each fitted module: the method, corpus and settings, for people (not read back)."""

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import torch
+from searchengine.training.sentence_model import SentenceModel
 
 from searchengine.encoding.prompt_pooling import PromptPooling
 from searchengine.encoding.prompt_template import (
@@ -19,7 +20,6 @@ from searchengine.encoding.prompt_template import (
     PromptConfig,
     write_prompt_module,
 )
-from searchengine.training.sentence_model import SentenceModel
 
 
 class PromptSentenceModel(SentenceModel):

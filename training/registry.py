@@ -49,12 +49,15 @@ METHODS: dict[str, Method] = {
     "flow": Method(FlowOptions, "searchengine.training.fit_flow:fit_flow"),
     "sn": Method(SNOptions, "searchengine.training.fit_normalisation:fit_sn"),
     "natsv": Method(NATSVOptions, "searchengine.training.fit_normalisation:fit_natsv"),
-    "sbert-nli": Method(SBERTNLIOptions, "searchengine.training.methods.sbert_classification:train_sbert_classification"),
+    "sbert-nli": Method(
+        SBERTNLIOptions, "searchengine.training.methods.sbert_classification:train_sbert_classification"
+    ),
     "sbert-sts": Method(SBERTSTSOptions, "searchengine.training.methods.sbert_regression:train_sbert_regression"),
     "sbert-triplet": Method(SBERTTripletOptions, "searchengine.training.methods.sbert_triplet:train_sbert_triplet"),
     "simcse": Method(SimCSEOptions, "searchengine.training.methods.simcse:train_simcse"),
     "supervised-contrastive": Method(
-        SupervisedContrastiveOptions, "searchengine.training.methods.supervised_contrastive:train_supervised_contrastive"
+        SupervisedContrastiveOptions,
+        "searchengine.training.methods.supervised_contrastive:train_supervised_contrastive",
     ),
     "consert": Method(ConSERTOptions, "searchengine.training.methods.consert:train_consert"),
     "promptbert": Method(PromptBERTOptions, "searchengine.training.methods.promptbert:train_promptbert"),

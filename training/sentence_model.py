@@ -14,11 +14,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from searchengine.errors import SearchEngineError
-from searchengine.evaluation.labelled_data import Triplet
 from searchengine.encoding.hf_loading import load_pretrained
 from searchengine.encoding.model_source import ModelSource, locate_model
 from searchengine.encoding.pooling import NEEDS_ALL_LAYERS, pool
+from searchengine.errors import SearchEngineError
+from searchengine.evaluation.labelled_data import Triplet
 
 EmbeddingEdit = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 """(embedding-layer output (batch, seq, dim), attention mask (batch, seq)) -> edited output."""
@@ -158,12 +158,20 @@ class SentenceModel(nn.Module):
         )
         _write_json(
             directory / "config_sentence_transformers.json",
-            {"model_type": "SentenceTransformer", "similarity_fn_name": "cosine", "prompts": {}, "default_prompt_name": None},
+            {
+                "model_type": "SentenceTransformer",
+                "similarity_fn_name": "cosine",
+                "prompts": {},
+                "default_prompt_name": None,
+            },
         )
         (directory / "1_Pooling").mkdir(exist_ok=True)
         _write_json(
             directory / "1_Pooling" / "config.json",
-            {"word_embedding_dimension": self.dimension, **{flag: mode == self.pooling for mode, flag in _ST_POOLING_FLAGS.items()}},
+            {
+                "word_embedding_dimension": self.dimension,
+                **{flag: mode == self.pooling for mode, flag in _ST_POOLING_FLAGS.items()},
+            },
         )
         modules = [
             {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
@@ -171,7 +179,9 @@ class SentenceModel(nn.Module):
         ]
         if self.normalize:
             (directory / "2_Normalize").mkdir(exist_ok=True)
-            modules.append({"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"})
+            modules.append(
+                {"idx": 2, "name": "2", "path": "2_Normalize", "type": "sentence_transformers.models.Normalize"}
+            )
         _write_json(directory / "modules.json", modules)
 
 

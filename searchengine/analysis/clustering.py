@@ -14,12 +14,12 @@ from typing import Any
 import faiss
 import numpy as np
 
-from searchengine.indexer.index_directory import IndexDirectory
-from searchengine.indexer.store import DocumentStore
-from searchengine.indexer.vector_index import VectorIndex
 from searchengine.analysis.cluster_settings import ClusterSettings
 from searchengine.errors import SearchEngineError
+from searchengine.indexer.index_directory import IndexDirectory
 from searchengine.indexer.rewrite import rewriting
+from searchengine.indexer.store import DocumentStore
+from searchengine.indexer.vector_index import VectorIndex
 
 AGGLOMERATIVE_LIMIT = 20_000
 """Agglomerative clustering holds all n(n-1)/2 distances as float64: 1.6 GB at this size."""

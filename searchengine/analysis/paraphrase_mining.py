@@ -15,12 +15,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from searchengine.indexer.index_directory import IndexDirectory
-from searchengine.indexer.store import DocumentStore
-from searchengine.indexer.vector_index import VectorIndex
 from searchengine.analysis.mining_request import MiningMethod, check_request, choose_method
 from searchengine.errors import SearchEngineError
+from searchengine.indexer.index_directory import IndexDirectory
 from searchengine.indexer.rewrite import rewriting
+from searchengine.indexer.store import DocumentStore
+from searchengine.indexer.vector_index import VectorIndex
 
 ANN_NEIGHBOURS = 10
 """Neighbours per vector asked of the index in ann mode (at least `top` in top-N mode)."""

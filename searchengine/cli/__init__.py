@@ -14,8 +14,17 @@ app = typer.Typer(
     add_completion=False,
 )
 for command in (
-    index.index, query.query, maintenance.info, analysis.cluster, index.add, maintenance.delete,
-    maintenance.compact, maintenance.verify, analysis.mine, evaluation.analyze, serve.serve,
+    index.index,
+    query.query,
+    maintenance.info,
+    analysis.cluster,
+    index.add,
+    maintenance.delete,
+    maintenance.compact,
+    maintenance.verify,
+    analysis.mine,
+    evaluation.analyze,
+    serve.serve,
 ):
     app.command()(command)
 app.add_typer(train.train_app, name="train")

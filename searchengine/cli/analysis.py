@@ -6,36 +6,35 @@ import json
 import time
 from dataclasses import asdict
 from pathlib import Path
-from typing import Optional
 
 import typer
 
-from searchengine.cli.errors import user_errors
-from searchengine.cli.wording import counted
-from searchengine.cli.options import IndexDirOption
 from searchengine.analysis.cluster_settings import ClusterMethod
 from searchengine.analysis.mining_request import MiningMethod
+from searchengine.cli.errors import user_errors
+from searchengine.cli.options import IndexDirOption
+from searchengine.cli.wording import counted
 from searchengine.errors import SearchEngineError
 
 
 def cluster(
     method: ClusterMethod = typer.Option("kmeans", "--method", help="Clustering method, described below."),
-    k: Optional[int] = typer.Option(
+    k: int | None = typer.Option(
         None, "--k", "-k", min=1, help="Number of clusters (kmeans); agglomerative: cut the tree into k clusters."
     ),
-    threshold: Optional[float] = typer.Option(
+    threshold: float | None = typer.Option(
         None,
         "--threshold",
         help="Cosine similarity in (0, 1]. community: least similarity to a community's centre (default 0.75); "
         "agglomerative: merge groups only while their average pairwise similarity is at least this.",
     ),
-    min_size: Optional[int] = typer.Option(
+    min_size: int | None = typer.Option(
         None, "--min-size", min=1, help="community: smallest community kept (default 10)."
     ),
     seed: int = typer.Option(0, "--seed", help="Random seed of kmeans."),
     top: int = typer.Option(3, "--top", min=0, help="Most central texts shown per cluster."),
     as_json: bool = typer.Option(False, "--json", help="Print every cluster, with all member ids, as JSON."),
-    index_dir: Optional[Path] = IndexDirOption,
+    index_dir: Path | None = IndexDirOption,
 ) -> None:
     """Group the indexed texts by meaning and store the clusters with the index.
 
@@ -52,10 +51,10 @@ def cluster(
 
       searchengine cluster --method community --threshold 0.8 --min-size 5 --json > clusters.json
     """
-    from searchengine.indexer.index_directory import IndexDirectory
     from searchengine.analysis.cluster_settings import ClusterSettings
     from searchengine.analysis.clustering import cluster_index
     from searchengine.engine.search_engine import default_index_dir
+    from searchengine.indexer.index_directory import IndexDirectory
 
     target = index_dir or default_index_dir()
     with user_errors(target):
@@ -81,10 +80,10 @@ def cluster(
 
 
 def mine(
-    top: Optional[int] = typer.Option(
+    top: int | None = typer.Option(
         None, "--top", "-n", min=1, help="Show the N most similar pairs (20 when no --threshold is given)."
     ),
-    threshold: Optional[float] = typer.Option(
+    threshold: float | None = typer.Option(
         None, "--threshold", "-t", help="Every pair with cosine similarity at least this, in (0, 1]."
     ),
     dedupe: bool = typer.Option(
@@ -100,7 +99,7 @@ def mine(
         "auto (exact up to 50,000 texts).",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the pairs as JSON."),
-    index_dir: Optional[Path] = IndexDirOption,
+    index_dir: Path | None = IndexDirOption,
 ) -> None:
     """Find the most similar pairs of indexed texts: paraphrases and near-duplicates.
 
@@ -115,8 +114,8 @@ def mine(
 
       searchengine mine --threshold 0.95 --dedupe
     """
-    from searchengine.engine.search_engine import SearchEngine, default_index_dir
     from searchengine.analysis.mining_request import check_request, choose_method
+    from searchengine.engine.search_engine import SearchEngine, default_index_dir
 
     target = index_dir or default_index_dir()
     with user_errors(target):

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import json
-import time
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -20,11 +17,13 @@ eval_app = typer.Typer(help="Measure a model: STS correlation or BEIR-style retr
 def sts(
     files: list[Path] = typer.Argument(..., help="STS files: score<TAB>sentence1<TAB>sentence2 with a header."),
     model: str = typer.Option("default", "--model", "-m", help="Model directory or Hugging Face id."),
-    pooling: Optional[Pooling] = typer.Option(None, help="Override the model's pooling."),
-    template: Optional[str] = typer.Option(
-        None, "--template", help='Prompt pooling with this template (one [X], one [MASK]), e.g. \'This sentence : "[X]" means [MASK] .\''
+    pooling: Pooling | None = typer.Option(None, help="Override the model's pooling."),
+    template: str | None = typer.Option(
+        None,
+        "--template",
+        help="Prompt pooling with this template (one [X], one [MASK]), e.g. 'This sentence : \"[X]\" means [MASK] .'",
     ),
-    denoise: Optional[bool] = typer.Option(
+    denoise: bool | None = typer.Option(
         None, "--denoise/--no-denoise", help="Prompt pooling: subtract the bare template's [MASK] state."
     ),
     max_score: float = typer.Option(5.0, "--max-score", help="The largest gold score of the files' scale."),
@@ -36,8 +35,8 @@ def sts(
     """
     with user_errors():
         from searchengine.encoding.encoder import Encoder
-        from searchengine.evaluation.sts import sts_spearman
         from searchengine.evaluation.labelled_data import read_scored_pairs
+        from searchengine.evaluation.sts import sts_spearman
 
         datasets = [(path, read_scored_pairs(path, max_score)) for path in files]
         encoder = Encoder(model, pooling=pooling, batch_size=batch_size, template=template, denoise=denoise)
@@ -55,7 +54,7 @@ def retrieval(
     queries: Path = typer.Option(..., "--queries", help='BEIR queries.jsonl: {"_id", "text"} a line.'),
     qrels: Path = typer.Option(..., "--qrels", help="BEIR qrels .tsv with the header query-id, corpus-id, score."),
     model: str = typer.Option("default", "--model", "-m", help="Model directory or Hugging Face id."),
-    pooling: Optional[Pooling] = typer.Option(None, help="Override the model's pooling."),
+    pooling: Pooling | None = typer.Option(None, help="Override the model's pooling."),
     batch_size: int = typer.Option(64, min=1, help="Texts per forward pass."),
     keep_identical_ids: bool = typer.Option(
         False, "--keep-identical-ids", help="Let a query retrieve the document with its own id (BEIR drops it)."
@@ -95,11 +94,11 @@ def retrieval(
 
 def analyze(
     data: Path = typer.Option(..., "--data", help="Sentences, one a line (.txt or .txt.gz), e.g. Wikipedia sentences."),
-    model: Optional[str] = ModelOption,
-    sts: Optional[Path] = typer.Option(
+    model: str | None = ModelOption,
+    sts: Path | None = typer.Option(
         None, "--sts", help="Also report STS Spearman x100: a score<TAB>sentence1<TAB>sentence2 file with a header."
     ),
-    limit: Optional[int] = typer.Option(None, "--limit", min=2, help="Use only the first N sentences of --data."),
+    limit: int | None = typer.Option(None, "--limit", min=2, help="Use only the first N sentences of --data."),
     pairs: int = typer.Option(
         100_000, "--pairs", min=0, help="Random sentence pairs for anisotropy (0: the exact mean over all pairs)."
     ),
@@ -125,7 +124,8 @@ def analyze(
         import time
 
         from searchengine.encoding.encoder import Encoder
-        from searchengine.evaluation.anisotropy import REPRESENTATIONS, analyze as run_analysis, read_sentences
+        from searchengine.evaluation.anisotropy import REPRESENTATIONS, read_sentences
+        from searchengine.evaluation.anisotropy import analyze as run_analysis
         from searchengine.evaluation.labelled_data import read_scored_pairs
 
         sentences = read_sentences(data, limit)

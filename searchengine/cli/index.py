@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import typer
 
 from searchengine.cli.errors import user_errors
+from searchengine.cli.options import (
+    BackendOption,
+    IdFieldOption,
+    IndexDirOption,
+    ModelOption,
+    PrecisionOption,
+    ThreadsOption,
+)
 from searchengine.cli.wording import counted
-from searchengine.cli.options import BackendOption, IdFieldOption, IndexDirOption, ModelOption, PrecisionOption, ThreadsOption
 from searchengine.encoding.backend import Backend
 from searchengine.encoding.model_source import Pooling
 from searchengine.encoding.precision import Precision
@@ -21,37 +28,37 @@ if TYPE_CHECKING:
 
 def index(
     corpus: str = typer.Argument(..., help="A .txt file (one document per line), a .jsonl file, or - for stdin."),
-    index_dir: Optional[Path] = IndexDirOption,
-    model: Optional[str] = ModelOption,
-    pooling: Optional[Pooling] = typer.Option(None, help="Override the model's pooling."),
-    template: Optional[str] = typer.Option(
+    index_dir: Path | None = IndexDirOption,
+    model: str | None = ModelOption,
+    pooling: Pooling | None = typer.Option(None, help="Override the model's pooling."),
+    template: str | None = typer.Option(
         None,
         "--template",
-        help='Prompt pooling (PromptBERT) with this template: one [X] for the text, one [MASK] whose state is the '
-        'vector, e.g. \'This sentence : "[X]" means [MASK] .\' [default: the model\'s own prompt].',
+        help="Prompt pooling (PromptBERT) with this template: one [X] for the text, one [MASK] whose state is the "
+        "vector, e.g. 'This sentence : \"[X]\" means [MASK] .' [default: the model's own prompt].",
     ),
-    denoise: Optional[bool] = typer.Option(
+    denoise: bool | None = typer.Option(
         None, "--denoise/--no-denoise", help="Prompt pooling: subtract the bare template's [MASK] state."
     ),
-    index_type: Optional[str] = typer.Option(
+    index_type: str | None = typer.Option(
         None,
         "--index",
         help='FAISS factory string, e.g. "Flat", "HNSW32", "IVF1024,PQ32" [default: Flat up to 200,000 texts, '
         "else HNSW32].",
     ),
-    whiten_k: Optional[int] = typer.Option(
+    whiten_k: int | None = typer.Option(
         None, "--whiten-k", min=1, help="Fit BERT-whitening and keep this many dimensions (e.g. 128)."
     ),
-    whiten_fit: Optional[Path] = typer.Option(
+    whiten_fit: Path | None = typer.Option(
         None, "--whiten-fit", help="Fit whitening on this file instead of the corpus (needs --whiten-k)."
     ),
     append: bool = typer.Option(False, "--append", help="Add to the existing index instead of replacing it."),
     jsonl: bool = typer.Option(False, "--jsonl", help="Read JSON lines whatever the name (e.g. from stdin)."),
-    id_field: Optional[str] = IdFieldOption,
+    id_field: str | None = IdFieldOption,
     batch_size: int = typer.Option(64, min=1, help="Texts per forward pass."),
     precision: Precision = PrecisionOption,
     backend: Backend = BackendOption,
-    threads: Optional[int] = ThreadsOption,
+    threads: int | None = ThreadsOption,
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
 ) -> None:
     """Embed every document of CORPUS and save a searchable index.
@@ -119,12 +126,12 @@ def index(
 
 def add(
     corpus: str = typer.Argument(..., help="A .txt or .jsonl file (gzipped or not), or - for stdin."),
-    index_dir: Optional[Path] = IndexDirOption,
+    index_dir: Path | None = IndexDirOption,
     jsonl: bool = typer.Option(False, "--jsonl", help="Read JSON lines whatever the name (e.g. from stdin)."),
-    id_field: Optional[str] = IdFieldOption,
+    id_field: str | None = IdFieldOption,
     precision: Precision = PrecisionOption,
     backend: Backend = BackendOption,
-    threads: Optional[int] = ThreadsOption,
+    threads: int | None = ThreadsOption,
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
 ) -> None:
     """Add documents to an existing index, with the model and whitening it was built with.
@@ -139,10 +146,23 @@ def add(
       searchengine add changed.jsonl --id-field id
     """
     index(
-        corpus=corpus, index_dir=index_dir, model=None, pooling=None, template=None, denoise=None, index_type=None,
+        corpus=corpus,
+        index_dir=index_dir,
+        model=None,
+        pooling=None,
+        template=None,
+        denoise=None,
+        index_type=None,
         whiten_k=None,
-        whiten_fit=None, append=True, jsonl=jsonl, id_field=id_field, batch_size=64, precision=precision,
-        backend=backend, threads=threads, quiet=quiet,
+        whiten_fit=None,
+        append=True,
+        jsonl=jsonl,
+        id_field=id_field,
+        batch_size=64,
+        precision=precision,
+        backend=backend,
+        threads=threads,
+        quiet=quiet,
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # imported inside the commands, so `--help` stays fast
 
 
 def info(
-    index_dir: Optional[Path] = IndexDirOption,
+    index_dir: Path | None = IndexDirOption,
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
     """Show what an index holds: counts, model, pooling, dimension, whitening, index type, size, dates.
@@ -54,7 +54,8 @@ def info(
             "dimension": manifest.index.dimension,
             "whitening": (
                 f"whitening-k {whitening.k} (fitted on {counted(whitening.fit_count, 'distinct text')})"
-                if whitening else "none"
+                if whitening
+                else "none"
             ),
             "index type": f"{manifest.index.type} (FAISS, inner product)",
             "deleted, not compacted": _tombstone_summary(manifest),
@@ -67,7 +68,9 @@ def info(
         }
         if as_json:
             extra = {
-                "clustering": asdict(clustering) if clustering else None, "duplicates": duplicates, "repeats": repeats
+                "clustering": asdict(clustering) if clustering else None,
+                "duplicates": duplicates,
+                "repeats": repeats,
             }
             typer.echo(json.dumps({**manifest.as_json_dict(), **extra}, indent=2))
             return
@@ -124,14 +127,16 @@ def _tombstone_summary(manifest: Manifest) -> str:
     pending = manifest.count.tombstones
     if not pending:
         return "none"
-    return f"{counted(pending, 'vector')} kept as tombstones ({manifest.index.type} cannot delete in place); " \
+    return (
+        f"{counted(pending, 'vector')} kept as tombstones ({manifest.index.type} cannot delete in place); "
         "run `searchengine compact`"
+    )
 
 
 def delete(
     ids: list[str] = typer.Argument(..., help="Document ids (as `query` prints them, with or without #)."),
     external: bool = typer.Option(False, "--external", help="The ids are external ids given with --id-field."),
-    index_dir: Optional[Path] = IndexDirOption,
+    index_dir: Path | None = IndexDirOption,
 ) -> None:
     """Delete documents from the index: all of them, or none if any id is unknown.
 
@@ -167,7 +172,7 @@ def _document_id(value: str) -> int:
         raise SearchEngineError(f"{value!r} is not a document id (a number); use --external for your own ids") from None
 
 
-def compact(index_dir: Optional[Path] = IndexDirOption) -> None:
+def compact(index_dir: Path | None = IndexDirOption) -> None:
     """Rebuild the vector index without the vectors of deleted documents (needed for HNSW and PQ types).
 
     Example:
@@ -184,7 +189,7 @@ def compact(index_dir: Optional[Path] = IndexDirOption) -> None:
         )
 
 
-def verify(index_dir: Optional[Path] = IndexDirOption) -> None:
+def verify(index_dir: Path | None = IndexDirOption) -> None:
     """Check every file of an index against the size and sha256 checksum its manifest records.
 
     Prints each file as OK or what is wrong with it; exits 1 if any file is damaged. Opening an index checks the
@@ -206,8 +211,10 @@ def verify(index_dir: Optional[Path] = IndexDirOption) -> None:
             elif check.has_checksum:
                 typer.echo(f"OK      {check.role:<10} {check.name} (size and sha256 match the manifest)")
             else:
-                typer.echo(f"OK      {check.role:<10} {check.name} (size matches; no checksum recorded by the "
-                           "version that wrote it: the next write records one)")
+                typer.echo(
+                    f"OK      {check.role:<10} {check.name} (size matches; no checksum recorded by the "
+                    "version that wrote it: the next write records one)"
+                )
         damaged = [check for check in checks if check.problem]
         if damaged:
             raise SearchEngineError(

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 import typer
 
 from searchengine.cli.errors import user_errors
-from searchengine.cli.wording import counted
 from searchengine.cli.options import BackendOption, IndexDirOption, PrecisionOption, ThreadsOption
+from searchengine.cli.wording import counted
 from searchengine.encoding.backend import Backend
 from searchengine.encoding.precision import Precision
 from searchengine.errors import SearchEngineError
@@ -21,17 +21,20 @@ if TYPE_CHECKING:
 
 
 def query(
-    text: Optional[str] = typer.Argument(None, help="What to search for."),
+    text: str | None = typer.Argument(None, help="What to search for."),
     k: int = typer.Option(10, "-k", "--top-k", help="Number of results per query (at least 1)."),
-    file: Optional[Path] = typer.Option(
-        None, "--file", "-f", help="Read queries from this file (- for standard input), one per line, and run them as one batch."
+    file: Path | None = typer.Option(
+        None,
+        "--file",
+        "-f",
+        help="Read queries from this file (- for standard input), one per line, and run them as one batch.",
     ),
     as_json: bool = typer.Option(False, "--json", help="Print results as JSON."),
-    index_dir: Optional[Path] = IndexDirOption,
-    model: Optional[str] = typer.Option(
+    index_dir: Path | None = IndexDirOption,
+    model: str | None = typer.Option(
         None, "--model", "-m", help="Expect this model; it must be the one the index was built with."
     ),
-    whiten_k: Optional[int] = typer.Option(None, "--whiten-k", help="Expect this whitening-k in the index."),
+    whiten_k: int | None = typer.Option(None, "--whiten-k", help="Expect this whitening-k in the index."),
     where: list[str] = typer.Option(
         [],
         "--where",
@@ -40,27 +43,31 @@ def query(
         "fields), like (% and _); join alternatives with ' or ' inside one --where, repeat --where to combine "
         "(AND); `my field` quotes a field name with spaces.",
     ),
-    rerank: Optional[str] = typer.Option(
+    rerank: str | None = typer.Option(
         None,
         "--rerank",
         help="Rescore the top candidates with this cross-encoder (a directory from `searchengine train "
         "cross-encoder`, or any sentence-transformers CrossEncoder directory or Hub id).",
     ),
-    rerank_top: Optional[int] = typer.Option(
+    rerank_top: int | None = typer.Option(
         None, "--rerank-top", min=1, help="Candidates the cross-encoder rescores (at least -k) [default: 100]."
     ),
     precision: Precision = PrecisionOption,
     backend: Backend = BackendOption,
-    threads: Optional[int] = ThreadsOption,
-    server: Optional[str] = typer.Option(
-        None, "--server", envvar="SEARCHENGINE_SERVER", show_envvar=True,
+    threads: int | None = ThreadsOption,
+    server: str | None = typer.Option(
+        None,
+        "--server",
+        envvar="SEARCHENGINE_SERVER",
+        show_envvar=True,
         help="Ask a running `searchengine serve` at this address (e.g. http://127.0.0.1:8000) instead of opening "
         "the index here; its API key, if any, comes from $SEARCHENGINE_API_KEY.",
     ),
 ) -> None:
     """Find the documents closest in meaning to a query.
 
-    Prints rank, cosine score, document id (and your own id, given with --id-field, in parentheses) and text. The index's own model encodes the query; --model and
+    Prints rank, cosine score, document id (and your own id, given with --id-field, in parentheses) and text.
+    The index's own model encodes the query; --model and
     --whiten-k only assert what the index must have been built with. Filters run inside the vector search, so
     k results come back whenever k documents match; fields are metadata keys or id, external_id, source, line, text.
     With --rerank, a cross-encoder reads the query and each of the --rerank-top best candidates together and
@@ -114,9 +121,7 @@ def query(
             typer.echo(json.dumps(payload if file else payload[0], ensure_ascii=False, indent=2))
             return
         if held is not None and k > held and not where:
-            typer.echo(
-                f"(the index holds {counted(held, 'document')}, so at most {counted(held, 'result')})", err=True
-            )
+            typer.echo(f"(the index holds {counted(held, 'document')}, so at most {counted(held, 'result')})", err=True)
         if rerank:
             top = payload[0]["rerank"]["top"]
             typer.echo(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ipaddress
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -14,20 +13,25 @@ from searchengine.errors import SearchEngineError
 
 
 def serve(
-    index_dir: Optional[Path] = IndexDirOption,
+    index_dir: Path | None = IndexDirOption,
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on; 0.0.0.0 reaches beyond this machine."),
     port: int = typer.Option(8000, "--port", "-p", min=0, max=65535, help="Port to listen on (0: any free one)."),
-    api_key: Optional[str] = typer.Option(
-        None, "--api-key", envvar="SEARCHENGINE_API_KEY", show_envvar=True,
+    api_key: str | None = typer.Option(
+        None,
+        "--api-key",
+        envvar="SEARCHENGINE_API_KEY",
+        show_envvar=True,
         help="Require 'Authorization: Bearer KEY' on what --api-key-for names.",
     ),
     api_key_for: str = typer.Option(
-        "writes", "--api-key-for",
+        "writes",
+        "--api-key-for",
         help="What the API key guards: writes (POST /documents, DELETE) or all (searches and /info too; "
         "/health, the page and /docs stay open).",
     ),
     rerank: list[str] = typer.Option(
-        [], "--rerank",
+        [],
+        "--rerank",
         help="A cross-encoder requests may rerank with (rerank=MODEL), loaded at start; repeat to offer several.",
     ),
     max_batch: int = typer.Option(
@@ -37,7 +41,9 @@ def serve(
     precision: str = PrecisionOption,
     backend: str = BackendOption,
     threads: int = typer.Option(
-        1, "--threads", min=1,
+        1,
+        "--threads",
+        min=1,
         help="CPU threads while encoding; 1 leaves the other cores to HTTP, and concurrent queries are batched.",
     ),
 ) -> None:
@@ -81,11 +87,13 @@ def serve(
         app = create_app(index, ServerSettings(api_key=api_key, api_key_for=api_key_for))
         address, bound_port = listener.getsockname()[:2]
         url = f"http://{'[' + address + ']' if ':' in address else address}:{bound_port}"
-        typer.echo(f"Serving {target} ({index.reader.run(len).result()} texts) at {url}/ (API docs at {url}/docs)",
-                   err=True)
+        typer.echo(
+            f"Serving {target} ({index.reader.run(len).result()} texts) at {url}/ (API docs at {url}/docs)", err=True
+        )
         if not _is_loopback(host) and api_key is None:
-            typer.echo(f"Warning: listening on {host} without --api-key: anyone who reaches it can add and delete.",
-                       err=True)
+            typer.echo(
+                f"Warning: listening on {host} without --api-key: anyone who reaches it can add and delete.", err=True
+            )
         config = uvicorn.Config(app, log_level="info", access_log=access_log, timeout_graceful_shutdown=5)
         try:
             uvicorn.Server(config).run(sockets=[listener])

@@ -116,8 +116,11 @@ def score_pairs(
         if len(pair) != 2 or not all(isinstance(text, str) for text in pair):
             raise SearchEngineError(f"pair number {number} is not two texts: {pair!r}")
     tokens = tokenizer(
-        [first for first, _ in pairs], [second for _, second in pairs], truncation="longest_first",
-        max_length=max_length, padding=False,
+        [first for first, _ in pairs],
+        [second for _, second in pairs],
+        truncation="longest_first",
+        max_length=max_length,
+        padding=False,
     )
     order = np.argsort([-len(ids) for ids in tokens["input_ids"]], kind="stable")
     device = device or next(model.parameters()).device

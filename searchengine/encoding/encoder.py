@@ -12,7 +12,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from searchengine.errors import SearchEngineError
 from searchengine.encoding.backend import Backend, resolve_backend
 from searchengine.encoding.hf_loading import load_pretrained
 from searchengine.encoding.model_source import ModelSource, Pooling, locate_model
@@ -20,6 +19,7 @@ from searchengine.encoding.model_transforms import apply_transforms, load_transf
 from searchengine.encoding.pooling import NEEDS_ALL_LAYERS, pool
 from searchengine.encoding.precision import Precision, apply_precision, resolve_precision
 from searchengine.encoding.prompt_pooling import PromptPooling
+from searchengine.errors import SearchEngineError
 
 
 @dataclass(frozen=True)

@@ -132,7 +132,7 @@ class Flow(nn.Module):
     def get_config_dict(self) -> dict[str, int]:
         return {"dimension": self.dimension, "blocks": self.blocks_count, "hidden": self.hidden, "seed": self.seed}
 
-    def save(self, output_path: str | Path, *args: object, safe_serialization: bool = True, **kwargs: object) -> None:
+    def save(self, output_path: str | Path, *args: object, safe_serialization: bool = True, **kwargs: object) -> None:  # noqa: ARG002
         """Write config.json and model.safetensors into the folder `output_path`."""
         from safetensors.torch import save_file
 
@@ -150,11 +150,13 @@ class Flow(nn.Module):
         folder = Path(input_path)
         try:
             config = json.loads((folder / CONFIG_FILE).read_text(encoding="utf-8"))
-            flow = cls(int(config["dimension"]), int(config["blocks"]), int(config["hidden"]), int(config.get("seed", 0)))
+            flow = cls(
+                int(config["dimension"]), int(config["blocks"]), int(config["hidden"]), int(config.get("seed", 0))
+            )
             state = load_file(str(folder / WEIGHTS_FILE))
         except SearchEngineError:
             raise
-        except Exception as exc:  # missing files, bad JSON, missing keys, a truncated safetensors file
+        except Exception as exc:  # noqa: BLE001 (missing files, bad JSON, missing keys, a truncated safetensors file)
             raise SearchEngineError(f"cannot load the flow in {folder}: {type(exc).__name__}: {exc}") from None
         missing, unexpected = sorted(set(flow.state_dict()) - set(state)), sorted(set(state) - set(flow.state_dict()))
         if missing or unexpected:

@@ -28,7 +28,7 @@ def model_directory(model: str) -> Path:
         from huggingface_hub import snapshot_download
 
         return Path(snapshot_download(model, allow_patterns=list(HUB_FILES)))
-    except Exception as exc:  # the hub client raises many types: offline, unknown repo, no permission
+    except Exception as exc:  # noqa: BLE001 (the hub client raises many types: offline, unknown repo, no permission)
         raise SearchEngineError(
             f"cannot find model {model!r}: it is not a local directory and it could not be fetched from the "
             f"Hugging Face Hub ({type(exc).__name__}). Check the name, go online once, or pass a model directory"

@@ -10,7 +10,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, get_args
 
-from searchengine.errors import SearchEngineError
 from searchengine.encoding.hf_loading import model_directory
 from searchengine.encoding.pooling import POOLING_MODES, PoolingMode
 from searchengine.encoding.prompt_template import (
@@ -20,6 +19,7 @@ from searchengine.encoding.prompt_template import (
     read_prompt_module,
     resolve_prompt,
 )
+from searchengine.errors import SearchEngineError
 
 Pooling = Literal[PoolingMode, "prompt"]
 """How a model's token vectors become a sentence vector: a pooling mode (searchengine.encoding.pooling) or
@@ -85,7 +85,7 @@ class ModelSource:
         return digest.hexdigest()[:16]
 
 
-def _hash_file(digest: "hashlib._Hash", file: Path, name: str) -> None:
+def _hash_file(digest: hashlib._Hash, file: Path, name: str) -> None:
     digest.update(name.encode())
     with file.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 22), b""):

@@ -17,8 +17,8 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from searchengine.errors import SearchEngineError
 from searchengine.encoding.model_source import DENSE_MODULE_TYPE, ModelSource
+from searchengine.errors import SearchEngineError
 
 IDENTITY_ACTIVATION = "torch.nn.modules.linear.Identity"
 _IDENTITY_NAMES = {IDENTITY_ACTIVATION, "torch.nn.Identity", "torch.nn.modules.Identity"}
@@ -66,7 +66,7 @@ class LinearTransform(nn.Module):
             )
         try:
             tensors = load_file(str(folder / _WEIGHTS))
-        except Exception as exc:  # missing or truncated file: safetensors raises its own types
+        except Exception as exc:  # noqa: BLE001 (missing or truncated file: safetensors raises its own types)
             raise SearchEngineError(f"cannot load the Dense weights {folder / _WEIGHTS}: {exc}") from None
         weight, bias = tensors.get("linear.weight"), tensors.get("linear.bias")
         shape = (config.get("out_features"), config.get("in_features"))

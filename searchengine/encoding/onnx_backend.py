@@ -19,8 +19,8 @@ import logging
 import os
 import tempfile
 import warnings
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -86,9 +86,7 @@ class OnnxTransformer:
             options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         try:
-            self.session = onnxruntime.InferenceSession(
-                str(self.path), options, providers=["CPUExecutionProvider"]
-            )
+            self.session = onnxruntime.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
         except Exception as exc:  # noqa: BLE001 (ORT raises its own exception types)
             raise SearchEngineError(
                 f"cannot load the cached ONNX model {self.path} ({str(exc).splitlines()[0]}); delete it to re-export"
@@ -144,9 +142,7 @@ class OnnxTransformer:
                 from onnxruntime.transformers.optimizer import optimize_model
 
                 final = Path(scratch) / "fused.onnx"
-                fused = optimize_model(
-                    str(fp32), "bert", model.config.num_attention_heads, model.config.hidden_size
-                )
+                fused = optimize_model(str(fp32), "bert", model.config.num_attention_heads, model.config.hidden_size)
                 fused.save_model_to_file(str(final))
             if self.precision == "int8":
                 from onnx import TensorProto
@@ -155,17 +151,18 @@ class OnnxTransformer:
                 source, final = final, Path(scratch) / "int8.onnx"
                 with _quiet_root_logger():  # its advice to run a pre-processing step logs at WARNING
                     quantize_dynamic(
-                        str(source), str(final), weight_type=QuantType.QInt8, per_channel=True,
+                        str(source),
+                        str(final),
+                        weight_type=QuantType.QInt8,
+                        per_channel=True,
                         extra_options={"DefaultTensorType": TensorProto.FLOAT},  # fused ops have no shape inference
                     )
             os.replace(final, self.path)
             record = Path(scratch) / "record.json"
-            record.write_text(
-                json.dumps({"identity": self.identity, "sha256": _sha256(self.path)}), encoding="utf-8"
-            )
+            record.write_text(json.dumps({"identity": self.identity, "sha256": _sha256(self.path)}), encoding="utf-8")
             os.replace(record, self.record_path)
 
-    def __call__(self, output_hidden_states: bool = False, **inputs: torch.Tensor) -> SimpleNamespace:
+    def __call__(self, output_hidden_states: bool = False, **inputs: torch.Tensor) -> SimpleNamespace:  # noqa: ARG002
         """The last layer's states; `output_hidden_states` is always False here (the Encoder never asks for all
         layers from this backend)."""
         feeds = {name: inputs[name].cpu().numpy().astype(np.int64) for name in self.input_names}

@@ -24,8 +24,8 @@ from collections.abc import Sequence
 
 import torch
 
-from searchengine.errors import SearchEngineError
 from searchengine.encoding.prompt_template import MASK_SLOT, PromptConfig
+from searchengine.errors import SearchEngineError
 
 
 class PromptPooling:

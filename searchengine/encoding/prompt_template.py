@@ -75,7 +75,7 @@ def read_prompt_module(folder: Path) -> PromptConfig:
     except (OSError, ValueError) as exc:
         raise SearchEngineError(f"cannot read the prompt module's {path}: {exc}") from None
     if not isinstance(config, dict) or not isinstance(config.get("template"), str):
-        raise SearchEngineError(f"{path} has no \"template\" string")
+        raise SearchEngineError(f'{path} has no "template" string')
     return PromptConfig(config["template"], bool(config.get("denoise", False)))
 
 

@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from searchengine.indexer.store import Document
 from searchengine.errors import SearchEngineError
+from searchengine.indexer.store import Document
 
 STDIN = "-"
 

@@ -13,14 +13,14 @@ import faiss
 import numpy as np
 from tqdm import tqdm
 
+from searchengine.engine.embedding import to_index_vectors
+from searchengine.errors import SearchEngineError
 from searchengine.indexer.index_directory import IndexDirectory
 from searchengine.indexer.manifest import ModelIdentity, PromptRecord
 from searchengine.indexer.rewrite import commit_generation, rewriting
 from searchengine.indexer.store import Document, DocumentStore
 from searchengine.indexer.vector_index import VectorIndex, default_factory
 from searchengine.indexer.whitening import CovarianceAccumulator, Whitening
-from searchengine.engine.embedding import to_index_vectors
-from searchengine.errors import SearchEngineError
 
 if TYPE_CHECKING:  # the encoder (torch, transformers) is imported only by what encodes
     from searchengine.encoding.encoder import Encoder
@@ -103,8 +103,16 @@ def build_index(
             )
         if needs_fit or vectors.needs_training:
             whitening = _spool_and_add(
-                generation, store, vectors, encoder, documents, settings.whiten_k if needs_fit else None,
-                whitening, report, total, progress,
+                generation,
+                store,
+                vectors,
+                encoder,
+                documents,
+                settings.whiten_k if needs_fit else None,
+                whitening,
+                report,
+                total,
+                progress,
             )
         else:
             _stream_and_add(store, vectors, encoder, documents, whitening, report, total, progress)

@@ -11,17 +11,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from searchengine.indexer.errors import IndexerError
-from searchengine.indexer.index_directory import IndexDirectory
-from searchengine.indexer.manifest import Manifest, ModelIdentity, PromptRecord
-from searchengine.indexer.store import ClusteringRecord, Document, DocumentStore
-from searchengine.indexer.vector_index import VectorIndex, check_trainable
-from searchengine.indexer.whitening import Whitening
 from searchengine.analysis.cluster_settings import ClusterMethod, ClusterSettings
 from searchengine.analysis.clustering import Cluster, Clustering, cluster_index, read_clustering
+from searchengine.analysis.mining_request import MiningMethod
+from searchengine.analysis.paraphrase_mining import Pair, dedupe_index, mine_documents, with_texts
 from searchengine.engine.corpus import STDIN, read_corpus
 from searchengine.engine.embedding import to_index_vectors
-from searchengine.errors import SearchEngineError
 from searchengine.engine.filters import Filters, conditions_of
 from searchengine.engine.indexing import (
     IndexingReport,
@@ -31,15 +26,19 @@ from searchengine.engine.indexing import (
     compact_index,
     delete_from_index,
 )
-from searchengine.analysis.mining_request import MiningMethod
-from searchengine.analysis.paraphrase_mining import Pair, dedupe_index, mine_documents, with_texts
 from searchengine.engine.search import Hit, nearest_documents, one_thread, rerank_hits
+from searchengine.errors import SearchEngineError
+from searchengine.indexer.errors import IndexerError
+from searchengine.indexer.index_directory import IndexDirectory
+from searchengine.indexer.manifest import Manifest, ModelIdentity, PromptRecord
+from searchengine.indexer.store import ClusteringRecord, Document, DocumentStore
+from searchengine.indexer.vector_index import VectorIndex, check_trainable
+from searchengine.indexer.whitening import Whitening
 
 if TYPE_CHECKING:  # the encoders (torch, transformers) are imported only when something encodes
     from searchengine.encoding.cross_encoder import CrossEncoder
     from searchengine.encoding.encoder import Encoder, EncoderSpeed
-    from searchengine.encoding.model_source import Pooling
-    from searchengine.encoding.model_source import ModelSource
+    from searchengine.encoding.model_source import ModelSource, Pooling
     from searchengine.encoding.prompt_template import PromptConfig
 
 DEFAULT_INDEX_DIR = "searchengine-index"
@@ -418,7 +417,10 @@ class SearchEngine:
         an indexed one (the report counts those). A document whose external id (`id_field` of a .jsonl file, or
         Document.external_id) is already stored replaces the old one (upsert)."""
         report = append_to_index(
-            self.directory, _documents(corpus, jsonl, id_field), self.encoder, _count(corpus, jsonl, id_field),
+            self.directory,
+            _documents(corpus, jsonl, id_field),
+            self.encoder,
+            _count(corpus, jsonl, id_field),
             progress,
         )
         self._load()

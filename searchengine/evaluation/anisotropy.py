@@ -36,9 +36,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from searchengine.encoding.pooling import pool
 from searchengine.errors import SearchEngineError
 from searchengine.evaluation.labelled_data import RatedPair
-from searchengine.encoding.pooling import pool
 
 REPRESENTATIONS = ("static_avg", "static_avg_unbiased", "embedding_layer_avg", "first_last_avg", "last_avg", "cls")
 DEFAULT_TOP_FREQUENT = 36
@@ -156,7 +156,9 @@ def represent(
 ) -> Representations:
     """One forward pass per batch (length-sorted, as the encoder does) giving every representation."""
     if encoder.backend != "torch":
-        raise SearchEngineError("the analysis reads every layer of the torch model: load the Encoder with backend='torch'")
+        raise SearchEngineError(
+            "the analysis reads every layer of the torch model: load the Encoder with backend='torch'"
+        )
     ids = tokenize(encoder, texts)
     dimension = int(encoder.model.config.hidden_size)  # the transformer's, not the model's output size
     out = {name: np.empty((len(texts), dimension), dtype=np.float32) for name in REPRESENTATIONS}

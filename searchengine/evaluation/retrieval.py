@@ -129,7 +129,7 @@ def _read_texts(path: Path, kind: str, with_title: bool) -> tuple[list[str], lis
         if with_title:
             text = document_text(_string_field(path, number, row, "title", required=False), text)
         if not text.strip():
-            raise SearchEngineError(f'{path}:{number}: {kind} {identifier!r} has no text')
+            raise SearchEngineError(f"{path}:{number}: {kind} {identifier!r} has no text")
         if identifier in seen:
             raise SearchEngineError(f"{path}:{number}: _id {identifier!r} already used on line {seen[identifier]}")
         seen[identifier] = number

@@ -75,7 +75,7 @@ def create_app(index: ServedIndex, settings: ServerSettings = ServerSettings()) 
 
     @app.get("/health")
     async def health() -> dict[str, Any]:
-        """"ok", or "stale" with the reason when a newer generation of the index could not be opened."""
+        """ "ok", or "stale" with the reason when a newer generation of the index could not be opened."""
         problem = index.reader.problem
         return {"status": "stale", "problem": problem} if problem else {"status": "ok"}
 
@@ -91,8 +91,13 @@ def create_app(index: ServedIndex, settings: ServerSettings = ServerSettings()) 
                 "modes": ["dense", *(f"rerank:{model}" for model in index.rerank)],
                 "rerank": list(index.rerank),
                 "api_key_for": settings.api_key_for if settings.api_key else None,
-                "limits": {"k": MAX_K, "queries": MAX_QUERIES, "filters": MAX_FILTERS, "documents": MAX_DOCUMENTS,
-                           "body_bytes": settings.max_body_bytes},
+                "limits": {
+                    "k": MAX_K,
+                    "queries": MAX_QUERIES,
+                    "filters": MAX_FILTERS,
+                    "documents": MAX_DOCUMENTS,
+                    "body_bytes": settings.max_body_bytes,
+                },
             },
         }
 
@@ -162,8 +167,10 @@ async def _search(
     top = max(k, rerank_top or DEFAULT_RERANK_TOP) if rerank else None
     results = await _answer(index.reader.search(queries, SearchOptions(k, tuple(where), rerank, top)))
     reranked = {"model": rerank, "top": top} if rerank else None
-    return [{"query": query, "rerank": reranked, "hits": [asdict(hit) for hit in hits]} for query, hits in
-            zip(queries, results)]
+    return [
+        {"query": query, "rerank": reranked, "hits": [asdict(hit) for hit in hits]}
+        for query, hits in zip(queries, results)
+    ]
 
 
 async def _answer(future: Any) -> Any:  # noqa: ANN401 (a concurrent.futures.Future of any result)
@@ -209,7 +216,7 @@ def _error(status: int, message: str, headers: dict[str, str] | None = None) -> 
 
 def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(SearchEngineError)
-    async def user_error(request: Request, exc: SearchEngineError) -> JSONResponse:
+    async def user_error(request: Request, exc: SearchEngineError) -> JSONResponse:  # noqa: ARG001
         status = 404 if isinstance(exc, UnknownDocumentError) else 409 if isinstance(exc, IndexLockedError) else 400
         return _error(status, str(exc))
 
@@ -231,7 +238,7 @@ def _add_error_handlers(app: FastAPI) -> None:
         return _error(exc.status_code, message, getattr(exc, "headers", None))
 
     @app.exception_handler(Exception)
-    async def internal_error(request: Request, exc: Exception) -> JSONResponse:
+    async def internal_error(request: Request, exc: Exception) -> JSONResponse:  # noqa: ARG001
         return _error(500, f"internal error ({type(exc).__name__}: {exc}); see the server's log")
 
 

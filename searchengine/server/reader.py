@@ -98,7 +98,7 @@ class BatchingReader:
     def _serve(self) -> None:
         try:
             self._engine = self._open_engine()
-        except BaseException as exc:  # handed to start(), which raises it in the caller's thread
+        except BaseException as exc:  # noqa: BLE001 (handed to start(), which raises it in the caller's thread)
             self._ready.set_exception(exc)
             return
         self._ready.set_result(None)
@@ -132,10 +132,11 @@ class BatchingReader:
     def _refresh(self) -> None:
         try:
             if self._engine.refresh():
-                log.info("reopened %s: a writer committed a new generation (%d texts)", self._engine.path,
-                         len(self._engine))
+                log.info(
+                    "reopened %s: a writer committed a new generation (%d texts)", self._engine.path, len(self._engine)
+                )
             self.problem = None
-        except Exception as exc:  # whatever went wrong, the generation already loaded keeps answering
+        except Exception as exc:  # noqa: BLE001 (whatever went wrong, the generation already loaded keeps answering)
             problem = str(exc) if isinstance(exc, SearchEngineError) else f"{type(exc).__name__}: {exc}"
             if problem != self.problem:
                 log.warning("still serving the previous generation of %s: %s", self._engine.path, problem)
@@ -161,7 +162,7 @@ class BatchingReader:
                     rerank=options.rerank,
                     rerank_top=options.rerank_top or DEFAULT_RERANK_TOP,
                 )
-            except Exception as exc:  # every query in the group asked the same: each gets the same error
+            except Exception as exc:  # noqa: BLE001 (every query in the group asked the same: each gets the same error)
                 for search in searches:
                     search.future.set_exception(exc)
                 continue
@@ -174,5 +175,5 @@ class BatchingReader:
 def _settle(future: Future, function: Callable[[], Any]) -> None:
     try:
         future.set_result(function())
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001
         future.set_exception(exc)

@@ -8,7 +8,6 @@ data). Run it as `python -m tests.hostile.harness` for a report; tests/hostile/t
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import json
 import os
@@ -17,11 +16,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator
 
 from typer.testing import CliRunner
 

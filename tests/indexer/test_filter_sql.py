@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.filter_sql import AnyOf, Condition
 from searchengine.indexer.store import Document, DocumentStore

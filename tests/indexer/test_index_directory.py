@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from searchengine.indexer.errors import IndexerError, IndexLockedError
 from searchengine.indexer.index_directory import LOCK, MANIFEST, IndexDirectory, file_checksum
 from searchengine.indexer.manifest import (
@@ -19,7 +18,6 @@ from searchengine.indexer.manifest import (
     VectorIndexSpec,
     WhiteningFit,
 )
-
 
 FIRST, SECOND = "2026-01-01T00:00:00+0000", "2026-01-02T00:00:00+0000"
 

@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.manifest import (
     Counts,

@@ -8,7 +8,6 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-
 from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.filter_sql import Condition
 from searchengine.indexer.store import Document, DocumentStore

@@ -5,7 +5,6 @@ from __future__ import annotations
 import faiss
 import numpy as np
 import pytest
-
 from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.vector_index import (
     EXACT_SEARCH_LIMIT,

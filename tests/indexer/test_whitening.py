@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.whitening import CovarianceAccumulator, Whitening
 

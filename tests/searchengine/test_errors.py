@@ -9,9 +9,10 @@ import pkgutil
 from collections.abc import Iterator
 from types import ModuleType
 
+from searchengine.indexer.errors import IndexerError, IndexLockedError
+
 import searchengine
 from searchengine import SearchEngineError
-from searchengine.indexer.errors import IndexerError, IndexLockedError
 
 PACKAGES = ("searchengine", "searchengine.indexer", "searchengine.training")
 """The package and the two folders that install into it (indexer/, training/): in an editable install they live

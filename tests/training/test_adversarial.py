@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
 from searchengine.training.adversarial import embed_perturbed, embed_recording_embeddings, fgv_perturbation
 from searchengine.training.sentence_model import SentenceModel
 

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import pytest
 import torch
-
-from searchengine.errors import SearchEngineError
 from searchengine.training.augmentations import (
     Augmentation,
     element_dropout,
@@ -15,6 +13,8 @@ from searchengine.training.augmentations import (
     token_cutoff,
 )
 from searchengine.training.sentence_model import SentenceModel
+
+from searchengine.errors import SearchEngineError
 
 MASK = torch.tensor([[1, 1, 1, 1, 1, 1, 0, 0], [1, 1, 1, 0, 0, 0, 0, 0]])
 

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 import torch
 from safetensors.numpy import load_file
+from searchengine.training.fit_flow import fit_flow, train_flow
 
 from searchengine.encoding.encoder import Encoder
-from searchengine.errors import SearchEngineError
 from searchengine.encoding.flow import Flow
 from searchengine.encoding.model_source import FLOW_MODULE_TYPE
+from searchengine.errors import SearchEngineError
 from tests.training.postprocessing_data import write_corpus
-from searchengine.training.fit_flow import fit_flow, train_flow
 
 
 @pytest.fixture(scope="module")

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from searchengine.training.fit_normalisation import fit_natsv, fit_sn
 
 from searchengine.encoding.encoder import Encoder
 from searchengine.errors import SearchEngineError
 from tests.training.postprocessing_data import write_corpus
-from searchengine.training.fit_normalisation import fit_natsv, fit_sn
 
 
 @pytest.fixture(scope="module")

@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 from safetensors.numpy import load_file
-
 from searchengine.indexer.whitening import CovarianceAccumulator, Whitening
-from searchengine.encoding.encoder import Encoder
-from searchengine.errors import SearchEngineError
-from searchengine.encoding.model_source import DENSE_MODULE_TYPE, locate_model
-from tests.training.postprocessing_data import word_salad, write_corpus
 from searchengine.training.fit_whitening import fit_whitening
+
+from searchengine.encoding.encoder import Encoder
+from searchengine.encoding.model_source import DENSE_MODULE_TYPE, locate_model
+from searchengine.errors import SearchEngineError
+from tests.training.postprocessing_data import word_salad, write_corpus
 
 
 @pytest.fixture(scope="module")

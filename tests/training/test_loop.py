@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from torch import nn
-
 from searchengine.training.loop import TrainingSettings, cycle, train
 from searchengine.training.model_directory import writing_model_directory
+from torch import nn
 
 
 class Line(nn.Module):

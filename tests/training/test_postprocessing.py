@@ -8,13 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from searchengine.training.fit_normalisation import fit_sn
+from searchengine.training.fit_whitening import fit_whitening
 from typer.testing import CliRunner
 
 from searchengine.cli import app
 from searchengine.encoding.encoder import Encoder
 from tests.training.postprocessing_data import write_corpus
-from searchengine.training.fit_normalisation import fit_sn
-from searchengine.training.fit_whitening import fit_whitening
 
 runner = CliRunner()
 
@@ -123,10 +123,10 @@ def test_a_failed_fit_leaves_the_previous_model(tiny_model: Path, corpus: Path, 
 def test_precomputed_vectors_fit_the_same_model(tiny_model: Path, corpus: Path, tmp_path: Path) -> None:
     """One embedding pass can serve several fits: the result is the model an own pass gives."""
     from safetensors.numpy import load_file
-
-    from searchengine.errors import SearchEngineError
     from searchengine.training.fit_normalisation import fit_natsv
     from searchengine.training.postprocessing import embed_all, load_base, read_texts
+
+    from searchengine.errors import SearchEngineError
 
     vectors = embed_all(load_base(tiny_model), read_texts(corpus), False, "test")
     fit_natsv(base=tiny_model, corpus=corpus, out=tmp_path / "own", k=2, progress=False)

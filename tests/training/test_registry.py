@@ -8,12 +8,12 @@ from dataclasses import MISSING, fields
 from pathlib import Path
 
 import pytest
-
-from searchengine.errors import SearchEngineError
 from searchengine.training.augmentations import Augmentation
 from searchengine.training.loop import TrainingSettings
 from searchengine.training.method_options import ConSERTOptions, FlowOptions, SimCSEOptions
 from searchengine.training.registry import METHODS
+
+from searchengine.errors import SearchEngineError
 
 
 def with_required(options: type, **values: object):  # noqa: ANN201

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import numpy as np
+from searchengine.training.sentence_model import SentenceModel
 
 from searchengine.encoding.encoder import Encoder
-from searchengine.training.sentence_model import SentenceModel
 
 TEXTS = ["the cat sat on the mat", "how do i reset my password", "rain and snow in the city", "a"]
 

@@ -16,9 +16,6 @@ from pathlib import Path
 from typing import get_args
 
 import torch
-
-from searchengine.errors import SearchEngineError
-from searchengine.evaluation.labelled_data import LabelledPair, read_labelled_pairs
 from searchengine.training.adversarial import embed_perturbed, embed_recording_embeddings, fgv_perturbation
 from searchengine.training.augmentations import Augmentation, embed_view
 from searchengine.training.bi_encoder_run import run_bi_encoder_training
@@ -29,6 +26,9 @@ from searchengine.training.objectives.contrastive import nt_xent
 from searchengine.training.objectives.softmax_classification import SoftmaxClassifier, softmax_classification_loss
 from searchengine.training.sentence_model import SentenceModel, TrainablePooling
 from searchengine.training.sentences import read_sentences
+
+from searchengine.errors import SearchEngineError
+from searchengine.evaluation.labelled_data import LabelledPair, read_labelled_pairs
 
 SCHEDULES = get_args(Schedule)
 DEFAULT_VIEWS = (Augmentation("shuffle"), Augmentation("feature_cutoff", 0.2))
@@ -87,17 +87,35 @@ def train_consert(
     first_settings = supervised_settings or settings
 
     if schedule == "joint":
-        return _train_joint(model, pairs, out, settings, views, temperature, alpha, adversarial, supervised_batch_size, eval_file, details)
+        return _train_joint(
+            model,
+            pairs,
+            out,
+            settings,
+            views,
+            temperature,
+            alpha,
+            adversarial,
+            supervised_batch_size,
+            eval_file,
+            details,
+        )
     if schedule == "sup-unsup":
         first = train_sbert_classification(
             base=base, data=nli, out=None, settings=first_settings, batch_size=supervised_batch_size, model=model
         )
     elif schedule == "joint-unsup":
-        first = _train_joint(model, pairs, None, first_settings, views, temperature, alpha, adversarial, supervised_batch_size, None, {})
+        first = _train_joint(
+            model, pairs, None, first_settings, views, temperature, alpha, adversarial, supervised_batch_size, None, {}
+        )
     else:
         first = None
     if first is not None:
-        details["first_phase"] = {"steps": first.steps, "seconds": round(first.seconds, 1), "final_loss": first.final_loss}
+        details["first_phase"] = {
+            "steps": first.steps,
+            "seconds": round(first.seconds, 1),
+            "final_loss": first.final_loss,
+        }
         if first.interrupted:
             raise KeyboardInterrupt
 

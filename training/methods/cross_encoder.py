@@ -14,12 +14,12 @@ from pathlib import Path
 
 import torch
 from scipy.stats import spearmanr
+from searchengine.training.loop import TrainingReport, TrainingSettings, cycle, seed_everything, train
 
 from searchengine.encoding.cross_encoder import SIGMOID, score_pairs
 from searchengine.encoding.hf_loading import load_pretrained
-from searchengine.evaluation.labelled_data import RatedPair, read_scored_pairs
 from searchengine.encoding.model_source import locate_model
-from searchengine.training.loop import TrainingReport, TrainingSettings, cycle, seed_everything, train
+from searchengine.evaluation.labelled_data import RatedPair, read_scored_pairs
 
 
 class CrossEncoderModel(torch.nn.Module):
@@ -30,8 +30,11 @@ class CrossEncoderModel(torch.nn.Module):
         self.source = locate_model(base)
         # A bi-encoder or plain transformer gets a new (seeded) head; a one-output cross-encoder keeps its own.
         self.tokenizer, self.transformer = load_pretrained(
-            self.source.transformer_path, "the base model", "AutoModelForSequenceClassification",
-            num_labels=1, ignore_mismatched_sizes=True,
+            self.source.transformer_path,
+            "the base model",
+            "AutoModelForSequenceClassification",
+            num_labels=1,
+            ignore_mismatched_sizes=True,
         )
         self.max_seq_length = min(max_seq_length, self.transformer.config.max_position_embeddings)
 
@@ -42,8 +45,12 @@ class CrossEncoderModel(torch.nn.Module):
     def logits(self, pairs: list[tuple[str, str]]) -> torch.Tensor:
         """(batch,) logits with gradients."""
         features = self.tokenizer(
-            [first for first, _ in pairs], [second for _, second in pairs], truncation="longest_first",
-            max_length=self.max_seq_length, padding=True, return_tensors="pt",
+            [first for first, _ in pairs],
+            [second for _, second in pairs],
+            truncation="longest_first",
+            max_length=self.max_seq_length,
+            padding=True,
+            return_tensors="pt",
         )
         return self.transformer(**{key: value.to(self.device) for key, value in features.items()}).logits[:, 0]
 

@@ -12,13 +12,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-
-from searchengine.encoding.prompt_template import PromptConfig, check_template
 from searchengine.training.bi_encoder_run import run_bi_encoder_training
 from searchengine.training.loop import TrainingReport, TrainingSettings, cycle, seed_everything
 from searchengine.training.objectives.contrastive import info_nce
 from searchengine.training.prompt_model import PromptSentenceModel
 from searchengine.training.sentences import read_sentences
+
+from searchengine.encoding.prompt_template import PromptConfig, check_template
 
 TEMPLATE_1 = 'This sentence of "[X]" means [MASK] .'
 TEMPLATE_2 = 'This sentence : "[X]" means [MASK] .'

@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-
-from searchengine.evaluation.labelled_data import LabelledPair, read_labelled_pairs
 from searchengine.training.bi_encoder_run import run_bi_encoder_training
 from searchengine.training.loop import TrainingReport, TrainingSettings, cycle, seed_everything
 from searchengine.training.objectives.softmax_classification import SoftmaxClassifier, softmax_classification_loss
 from searchengine.training.sentence_model import SentenceModel, TrainablePooling
+
+from searchengine.evaluation.labelled_data import LabelledPair, read_labelled_pairs
 
 
 def train_sbert_classification(

@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-
 from searchengine.training.bi_encoder_run import run_bi_encoder_training
 from searchengine.training.loop import TrainingReport, TrainingSettings, cycle, seed_everything
 from searchengine.training.objectives.contrastive import info_nce

@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-
-from searchengine.evaluation.labelled_data import Triplet, read_triplets
 from searchengine.training.bi_encoder_run import run_bi_encoder_training
 from searchengine.training.loop import TrainingReport, TrainingSettings, cycle, seed_everything
 from searchengine.training.objectives.contrastive import info_nce
 from searchengine.training.sentence_model import SentenceModel, TrainablePooling
+
+from searchengine.evaluation.labelled_data import Triplet, read_triplets
 
 
 def train_supervised_contrastive(

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from searchengine.indexer.index_directory import IndexDirectory
+from searchengine.indexer.rewrite import rewriting
+from searchengine.indexer.vector_index import VectorIndex
 from typer.testing import CliRunner
 
-from searchengine.indexer.index_directory import IndexDirectory
-from searchengine.indexer.vector_index import VectorIndex
 from searchengine import SearchEngine, SearchEngineError
-from searchengine.cli import app
 from searchengine.analysis.cluster_settings import ClusterSettings
 from searchengine.analysis.clustering import (
     agglomerative_labels,
@@ -23,8 +23,8 @@ from searchengine.analysis.clustering import (
     community_labels,
     kmeans_labels,
 )
+from searchengine.cli import app
 from searchengine.encoding.encoder import Encoder
-from searchengine.indexer.rewrite import rewriting
 from tests.searchengine.cli.usage_errors import assert_usage_error
 
 runner = CliRunner()

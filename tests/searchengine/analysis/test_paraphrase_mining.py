@@ -9,13 +9,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from searchengine.indexer.vector_index import VectorIndex
 from typer.testing import CliRunner
 
-from searchengine.indexer.vector_index import VectorIndex
 from searchengine import SearchEngine, SearchEngineError, mine_vectors
+from searchengine.analysis.paraphrase_mining import ScoredPair, duplicate_marks, mine_index
 from searchengine.cli import app
 from searchengine.encoding.encoder import Encoder
-from searchengine.analysis.paraphrase_mining import ScoredPair, duplicate_marks, mine_index
 from tests.searchengine.cli.usage_errors import assert_usage_error
 
 NEAR_DUPLICATE = "how do i reset my password ?"

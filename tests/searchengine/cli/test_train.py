@@ -12,10 +12,10 @@ from dataclasses import MISSING, fields
 from pathlib import Path
 
 import pytest
+from searchengine.training.registry import METHODS
 from typer.testing import CliRunner
 
 from searchengine.cli import app
-from searchengine.training.registry import METHODS
 
 runner = CliRunner()
 

@@ -117,7 +117,7 @@ def test_threads_sharing_an_encoder_get_the_vectors_it_gives_alone(tiny_encoder:
         try:
             for _ in range(5):
                 results[number] = tiny_encoder.encode(sentences[number:] + sentences[:number])
-        except BaseException as exc:  # any error fails the test
+        except BaseException as exc:  # noqa: BLE001 (any error fails the test)
             errors.append(exc)
 
     threads = [threading.Thread(target=encode, args=(number,)) for number in range(6)]

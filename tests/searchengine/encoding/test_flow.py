@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from searchengine.errors import SearchEngineError
 from searchengine.encoding.flow import Flow
 from searchengine.encoding.model_source import FLOW_MODULE_TYPE
+from searchengine.errors import SearchEngineError
 
 
 def _random_flow(dimension: int = 12, blocks: int = 4, hidden: int = 16, seed: int = 0) -> Flow:

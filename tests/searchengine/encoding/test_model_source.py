@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from searchengine.errors import SearchEngineError
 from searchengine.encoding.model_source import BUNDLED_NAME, bundled_model_path, locate_model
+from searchengine.errors import SearchEngineError
 from tests.conftest import write_tiny_model
 
 

@@ -12,10 +12,10 @@ import pytest
 import torch
 
 from searchengine.encoding.encoder import Encoder
-from searchengine.errors import SearchEngineError
 from searchengine.encoding.flow import Flow
 from searchengine.encoding.model_source import DENSE_MODULE_TYPE, FLOW_MODULE_TYPE, locate_model
 from searchengine.encoding.model_transforms import IDENTITY_ACTIVATION, write_dense_module
+from searchengine.errors import SearchEngineError
 
 TEXTS = ["the cat sat on the mat", "how do i reset my password", "a storm brought cold wind and snow to the city"]
 

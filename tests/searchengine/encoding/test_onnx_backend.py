@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from searchengine.encoding.encoder import Encoder
-from searchengine.errors import SearchEngineError
 from searchengine.encoding.onnx_backend import OnnxTransformer
 from searchengine.encoding.precision import resolve_precision
+from searchengine.errors import SearchEngineError
 
 
 @pytest.fixture(autouse=True)

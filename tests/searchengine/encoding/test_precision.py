@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from searchengine.encoding.encoder import Encoder
-from searchengine.errors import SearchEngineError
 from searchengine.encoding.precision import apply_precision, cpu_has_native_bf16, resolve_precision
+from searchengine.errors import SearchEngineError
 
 
 def _cpuinfo(tmp_path: Path, flags: str) -> Path:

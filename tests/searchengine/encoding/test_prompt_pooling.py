@@ -14,8 +14,6 @@ from typer.testing import CliRunner
 
 from searchengine.cli import app
 from searchengine.encoding.encoder import Encoder
-from searchengine.engine.search_engine import SearchEngine
-from searchengine.errors import SearchEngineError
 from searchengine.encoding.model_source import locate_model
 from searchengine.encoding.prompt_pooling import PromptPooling
 from searchengine.encoding.prompt_template import (
@@ -25,6 +23,8 @@ from searchengine.encoding.prompt_template import (
     PromptConfig,
     write_prompt_module,
 )
+from searchengine.engine.search_engine import SearchEngine
+from searchengine.errors import SearchEngineError
 
 OTHER_TEMPLATE = 'the text "[X]" is about [MASK] .'
 runner = CliRunner()

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from searchengine.indexer.store import Document
+
 from searchengine.engine.corpus import read_corpus
 from searchengine.errors import SearchEngineError
 

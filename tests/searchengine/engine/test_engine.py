@@ -7,8 +7,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 from searchengine.indexer.errors import IndexerError
+
 from searchengine import SearchEngine, SearchEngineError
 from searchengine.encoding.encoder import Encoder
 

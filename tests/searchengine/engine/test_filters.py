@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-
 from searchengine.indexer.filter_sql import AnyOf, Condition
-from searchengine.errors import SearchEngineError
+
 from searchengine.engine.filters import conditions_of, parse_condition, parse_filter
+from searchengine.errors import SearchEngineError
 
 
 @pytest.mark.parametrize(

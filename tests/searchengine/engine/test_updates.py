@@ -9,11 +9,11 @@ import threading
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
 from searchengine.indexer.errors import IndexerError, IndexLockedError
 from searchengine.indexer.index_directory import IndexDirectory
 from searchengine.indexer.store import Document
+from typer.testing import CliRunner
+
 from searchengine import SearchEngine, SearchEngineError
 from searchengine.cli import app
 from searchengine.encoding.encoder import Encoder
@@ -123,7 +123,7 @@ def test_readers_see_old_or_new_state_while_a_writer_adds(tmp_path: Path, tiny_e
                 reader = SearchEngine.open(path, encoder=tiny_encoder)
                 sizes.add(len(reader.search("cat", k=1000)))
                 reader.close()
-            except BaseException as exc:  # any error at all fails the test
+            except BaseException as exc:  # noqa: BLE001 (any error at all fails the test)
                 errors.append(exc)
                 return
 

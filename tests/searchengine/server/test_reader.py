@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-
 from concurrent.futures import Future
 
 from searchengine.server.reader import BatchingReader, SearchOptions

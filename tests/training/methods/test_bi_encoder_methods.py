@@ -4,13 +4,9 @@ model the encoder loads."""
 from __future__ import annotations
 
 import statistics
-from pathlib import Path
 
 import numpy as np
 import pytest
-
-from searchengine.encoding.encoder import Encoder
-from searchengine.errors import SearchEngineError
 from searchengine.training.augmentations import Augmentation
 from searchengine.training.loop import TrainingSettings
 from searchengine.training.methods.consert import train_consert
@@ -19,6 +15,9 @@ from searchengine.training.methods.sbert_regression import train_sbert_regressio
 from searchengine.training.methods.sbert_triplet import train_sbert_triplet
 from searchengine.training.methods.simcse import train_simcse
 from searchengine.training.methods.supervised_contrastive import train_supervised_contrastive
+
+from searchengine.encoding.encoder import Encoder
+from searchengine.errors import SearchEngineError
 
 SETTINGS = TrainingSettings(steps=24, learning_rate=2e-3, warmup=0.0, eval_every=100, progress=False)
 

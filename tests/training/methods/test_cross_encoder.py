@@ -9,14 +9,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from searchengine.training.loop import TrainingSettings
+from searchengine.training.methods.cross_encoder import CrossEncoderModel, train_cross_encoder
 from typer.testing import CliRunner
 
 from searchengine.cli import app
 from searchengine.encoding.cross_encoder import CrossEncoder
 from searchengine.errors import SearchEngineError
 from searchengine.evaluation.labelled_data import read_scored_pairs
-from searchengine.training.loop import TrainingSettings
-from searchengine.training.methods.cross_encoder import CrossEncoderModel, train_cross_encoder
 
 runner = CliRunner()
 

@@ -10,16 +10,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from typer.testing import CliRunner
-
-from searchengine.cli import app
-from searchengine.encoding.encoder import Encoder
-from searchengine.errors import SearchEngineError
-from searchengine.encoding.prompt_template import PROMPT_MODULE_FOLDER, PROMPT_MODULE_TYPE, PromptConfig
 from searchengine.training.loop import TrainingSettings, cycle, seed_everything, train
 from searchengine.training.methods.promptbert import TEMPLATE_1, TEMPLATE_2, train_promptbert
 from searchengine.training.objectives.contrastive import info_nce
 from searchengine.training.prompt_model import PromptSentenceModel
+from typer.testing import CliRunner
+
+from searchengine.cli import app
+from searchengine.encoding.encoder import Encoder
+from searchengine.encoding.prompt_template import PROMPT_MODULE_FOLDER, PROMPT_MODULE_TYPE, PromptConfig
+from searchengine.errors import SearchEngineError
 
 runner = CliRunner()
 

@@ -6,7 +6,6 @@ import math
 
 import pytest
 import torch
-
 from searchengine.training.objectives.contrastive import info_nce, nt_xent
 from searchengine.training.objectives.cosine_regression import cosine_regression_loss
 from searchengine.training.objectives.softmax_classification import SoftmaxClassifier, softmax_classification_loss
