@@ -54,7 +54,7 @@ def resolve_precision(
 
     `backends`: which backends can run the transformer here ("torch", "onnx"; the Encoder's backend choice). "auto"
     is bf16 on a CPU with AMX bf16 where torch can run it, on a CPU with AVX512-BF16 only where torch alone can
-    (ONNX Runtime fp32 is as fast there, see the module docstring), and fp32 everywhere else."""
+    (torch bf16 is not clearly faster than ONNX Runtime fp32 there; see above), and fp32 everywhere else."""
     if precision not in PRECISIONS:
         raise SearchEngineError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
     cuda = device.startswith("cuda")

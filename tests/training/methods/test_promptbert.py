@@ -113,7 +113,9 @@ def test_save_then_load_reproduces_embeddings_exactly(tiny_model: Path, tmp_path
     assert loaded.pooling == "prompt" and loaded.source.prompt == PromptConfig(TEMPLATE_1, True)
     for text in sentences:  # one text per batch: the same computation, bit for bit
         assert np.array_equal(loaded.encode([text]), model.encode([text]))
-    np.testing.assert_allclose(loaded.encode(sentences, batch_size=5), model.encode(sentences), atol=1e-6)
+    # other batches: the kernels' rounding (3e-8 here) differs with the batch's shape, and denoising, which subtracts
+    # two close states of the tiny model, magnifies it a few hundred times
+    np.testing.assert_allclose(loaded.encode(sentences, batch_size=5), model.encode(sentences), atol=1e-4)
 
 
 def test_train_promptbert_saves_a_prompt_model_and_is_reproducible(
