@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ipaddress
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -14,10 +13,10 @@ from searchengine.errors import SearchEngineError
 
 
 def serve(
-    index_dir: Optional[Path] = IndexDirOption,
+    index_dir: Path | None = IndexDirOption,
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on; 0.0.0.0 reaches beyond this machine."),
     port: int = typer.Option(8000, "--port", "-p", min=0, max=65535, help="Port to listen on (0: any free one)."),
-    api_key: Optional[str] = typer.Option(
+    api_key: str | None = typer.Option(
         None, "--api-key", envvar="SEARCHENGINE_API_KEY", show_envvar=True,
         help="Require 'Authorization: Bearer KEY' on what --api-key-for names.",
     ),

@@ -98,7 +98,7 @@ class BatchingReader:
     def _serve(self) -> None:
         try:
             self._engine = self._open_engine()
-        except BaseException as exc:  # handed to start(), which raises it in the caller's thread
+        except BaseException as exc:  # noqa: BLE001 (handed to start(), which raises it in the caller's thread)
             self._ready.set_exception(exc)
             return
         self._ready.set_result(None)
@@ -135,7 +135,7 @@ class BatchingReader:
                 log.info("reopened %s: a writer committed a new generation (%d texts)", self._engine.path,
                          len(self._engine))
             self.problem = None
-        except Exception as exc:  # whatever went wrong, the generation already loaded keeps answering
+        except Exception as exc:  # noqa: BLE001 (whatever went wrong, the generation loaded keeps answering)
             problem = str(exc) if isinstance(exc, SearchEngineError) else f"{type(exc).__name__}: {exc}"
             if problem != self.problem:
                 log.warning("still serving the previous generation of %s: %s", self._engine.path, problem)
@@ -161,7 +161,7 @@ class BatchingReader:
                     rerank=options.rerank,
                     rerank_top=options.rerank_top or DEFAULT_RERANK_TOP,
                 )
-            except Exception as exc:  # every query in the group asked the same: each gets the same error
+            except Exception as exc:  # noqa: BLE001 (each query of the group gets the error, in its caller)
                 for search in searches:
                     search.future.set_exception(exc)
                 continue
@@ -174,5 +174,5 @@ class BatchingReader:
 def _settle(future: Future, function: Callable[[], Any]) -> None:
     try:
         future.set_result(function())
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 (raised again where the caller waits for the result)
         future.set_exception(exc)

@@ -10,10 +10,10 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from searchengine.indexer.store import Document
 
 from searchengine.encoding.encoder import Encoder
 from searchengine.engine.search_engine import SearchEngine
-from searchengine.indexer.store import Document
 from searchengine.server.app import ServerSettings, create_app
 from searchengine.server.listener import listening_socket
 from searchengine.server.served_index import ServedIndex
