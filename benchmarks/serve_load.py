@@ -291,7 +291,8 @@ def main() -> None:
                 )
                 print(
                     f"clients {concurrency:>3} writer {'yes' if with_writer else 'no ':<3}: {level.qps:7.1f} QPS, "
-                    f"p50 {level.p50_ms:6.1f} ms, p99 {level.p99_ms:7.1f} ms, errors {level.errors + level.write_errors}"
+                    f"p50 {level.p50_ms:6.1f} ms, p99 {level.p99_ms:7.1f} ms, "
+                    f"errors {level.errors + level.write_errors}"
                     + (f", {level.writes} writes" if with_writer else ""),
                     file=sys.stderr,
                 )
@@ -319,7 +320,8 @@ def main() -> None:
         "checks": {
             "no_errors": all(level["errors"] == 0 and level["write_errors"] == 0 for level in results_levels),
             "every_level_answered": all(level["requests"] > 0 for level in results_levels),
-            "writes_landed": args.no_writer or final_size == docs + sum(level["documents_added"] for level in results_levels),
+            "writes_landed": args.no_writer
+            or final_size == docs + sum(level["documents_added"] for level in results_levels),
         },
     }
     print(f"In process (SearchEngine.search, one query at a time): p50 {baseline['p50_ms']:.1f} ms, "

@@ -216,7 +216,7 @@ def _error(status: int, message: str, headers: dict[str, str] | None = None) -> 
 
 def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(SearchEngineError)
-    async def user_error(request: Request, exc: SearchEngineError) -> JSONResponse:  # noqa: ARG001
+    async def user_error(_request: Request, exc: SearchEngineError) -> JSONResponse:
         status = 404 if isinstance(exc, UnknownDocumentError) else 409 if isinstance(exc, IndexLockedError) else 400
         return _error(status, str(exc))
 
@@ -238,7 +238,7 @@ def _add_error_handlers(app: FastAPI) -> None:
         return _error(exc.status_code, message, getattr(exc, "headers", None))
 
     @app.exception_handler(Exception)
-    async def internal_error(request: Request, exc: Exception) -> JSONResponse:  # noqa: ARG001
+    async def internal_error(_request: Request, exc: Exception) -> JSONResponse:
         return _error(500, f"internal error ({type(exc).__name__}: {exc}); see the server's log")
 
 

@@ -136,7 +136,7 @@ class BatchingReader:
                     "reopened %s: a writer committed a new generation (%d texts)", self._engine.path, len(self._engine)
                 )
             self.problem = None
-        except Exception as exc:  # noqa: BLE001 (whatever went wrong, the generation already loaded keeps answering)
+        except Exception as exc:  # noqa: BLE001 (whatever went wrong, the generation loaded keeps answering)
             problem = str(exc) if isinstance(exc, SearchEngineError) else f"{type(exc).__name__}: {exc}"
             if problem != self.problem:
                 log.warning("still serving the previous generation of %s: %s", self._engine.path, problem)
@@ -162,7 +162,7 @@ class BatchingReader:
                     rerank=options.rerank,
                     rerank_top=options.rerank_top or DEFAULT_RERANK_TOP,
                 )
-            except Exception as exc:  # noqa: BLE001 (every query in the group asked the same: each gets the same error)
+            except Exception as exc:  # noqa: BLE001 (each query of the group gets the error, in its caller)
                 for search in searches:
                     search.future.set_exception(exc)
                 continue
@@ -175,5 +175,5 @@ class BatchingReader:
 def _settle(future: Future, function: Callable[[], Any]) -> None:
     try:
         future.set_result(function())
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # noqa: BLE001 (raised again where the caller waits for the result)
         future.set_exception(exc)

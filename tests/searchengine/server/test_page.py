@@ -20,7 +20,9 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 def page(served: ServedIndex) -> Iterator[object]:
     if CHROMIUM is None:
         pytest.skip("no Chromium on this machine: `apt-get install chromium` (Debian) runs the search page's test")
-    playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed: pip install -e '.[dev]'")
+    playwright_api = pytest.importorskip(
+        "playwright.sync_api", reason="playwright is not installed: pip install -e '.[dev]'"
+    )
     with running(create_app(served, ServerSettings())) as url, playwright_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
         try:

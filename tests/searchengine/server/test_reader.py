@@ -13,7 +13,7 @@ from tests.conftest import SENTENCES
 def _hold(reader: BatchingReader) -> tuple[threading.Event, Future]:
     """Keep the reader thread busy until the returned event is set; returns once it is busy."""
     busy, release = threading.Event(), threading.Event()
-    held = reader.run(lambda engine: busy.set() or release.wait(30))
+    held = reader.run(lambda _engine: busy.set() or release.wait(30))
     assert busy.wait(30)
     return release, held
 
@@ -29,7 +29,7 @@ def test_queries_waiting_together_are_one_batch_per_options(served: ServedIndex)
     for text, future in zip(SENTENCES[:8], same):
         assert future.result(30)[0][0].text == text
     assert all(hit.metadata["lang"] == "en" for hits in filtered.result(30) for hit in hits)
-    assert reader.batches - batches_before == 2  # eight single queries in one encoder call, the filtered pair in another
+    assert reader.batches - batches_before == 2  # eight single queries in one encoder call, the filtered pair in one
 
 
 def test_an_error_reaches_only_the_queries_that_asked_for_it(served: ServedIndex) -> None:

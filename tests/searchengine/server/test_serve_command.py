@@ -41,7 +41,9 @@ def serving(index_path: Path, tmp_path: Path) -> Iterator[str]:
         assert process.wait(60) == 0, log.read_text()
 
 
-def test_serve_picks_up_an_outside_add_without_failing_a_request(serving: str, index_path: Path, tmp_path: Path) -> None:
+def test_serve_picks_up_an_outside_add_without_failing_a_request(
+    serving: str, index_path: Path, tmp_path: Path
+) -> None:
     failures: list[str] = []
     answered = 0
     done = threading.Event()
@@ -96,7 +98,8 @@ def test_serve_without_an_index_says_so_in_one_line(tmp_path: Path) -> None:
 def test_query_server_needs_a_reachable_server_and_no_local_options(tmp_path: Path) -> None:
     runner = CliRunner()
     unreachable = runner.invoke(app, ["query", "cat", "--server", "http://127.0.0.1:9"])
-    assert unreachable.exit_code == 1 and "cannot reach a searchengine server at http://127.0.0.1:9" in unreachable.output
+    assert unreachable.exit_code == 1
+    assert "cannot reach a searchengine server at http://127.0.0.1:9" in unreachable.output
     mixed = runner.invoke(app, ["query", "cat", "--server", "http://127.0.0.1:9", "-d", str(tmp_path)])
     assert mixed.exit_code == 1 and "drop --index-dir" in mixed.output
     from_environment = runner.invoke(app, ["query", "cat"], env={"SEARCHENGINE_SERVER": "127.0.0.1:9"})
