@@ -22,30 +22,12 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
+from searchengine.encoding.onnx_cache import export_path, import_onnxruntime, open_session
 from searchengine.errors import SearchEngineError
 
 OPSET = 17
 FUSABLE_MODEL_TYPES = frozenset({"bert", "roberta", "xlm-roberta"})
 """Architectures onnxruntime.transformers.optimizer fuses as model_type="bert"; others run unfused."""
-
-
-def cache_directory() -> Path:
-    """Where exported models are kept: $SEARCHENGINE_CACHE, else $XDG_CACHE_HOME/searchengine, else ~/.cache."""
-    if os.environ.get("SEARCHENGINE_CACHE"):
-        return Path(os.environ["SEARCHENGINE_CACHE"]) / "onnx"
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "searchengine" / "onnx"
-
-
-def _import_onnxruntime():  # noqa: ANN202 (the module)
-    try:
-        import onnxruntime
-    except ImportError:
-        raise SearchEngineError(
-            "the onnx backend needs ONNX Runtime: pip install 'searchengine[onnx]' (or .venv/bin/pip install "
-            "onnxruntime onnx), or use the torch backend"
-        ) from None
-    return onnxruntime
 
 
 class OnnxTransformer:
@@ -54,10 +36,10 @@ class OnnxTransformer:
     def __init__(
         self, model: torch.nn.Module, fingerprint: str, input_names: list[str], precision: str, threads: int | None
     ) -> None:
-        onnxruntime = _import_onnxruntime()
+        import_onnxruntime()  # its clear error before an export that needs it
         self.precision = precision
         self.input_names = input_names
-        self.path = cache_directory() / f"{fingerprint[:24]}-{precision}.onnx"
+        self.path = export_path(fingerprint, precision)
         if not self.path.exists():
             try:
                 self._export(model)
@@ -66,19 +48,7 @@ class OnnxTransformer:
                     f"cannot write the ONNX export to {self.path.parent} ({exc.strerror or exc}); set "
                     "SEARCHENGINE_CACHE to a writable folder, or use the torch backend"
                 ) from None
-        options = onnxruntime.SessionOptions()
-        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
-        if threads:
-            options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        try:
-            self.session = onnxruntime.InferenceSession(
-                str(self.path), options, providers=["CPUExecutionProvider"]
-            )
-        except Exception as exc:  # noqa: BLE001 (ORT raises its own exception types)
-            raise SearchEngineError(
-                f"cannot load the cached ONNX model {self.path} ({str(exc).splitlines()[0]}); delete it to re-export"
-            ) from None
+        self.session = open_session(self.path, threads)
 
     def _export(self, model: torch.nn.Module) -> None:
         """Export (and quantize) into a temporary file beside the cache entry, then rename it into place."""
