@@ -50,7 +50,7 @@ def test_none_where_the_encoder_would_run_torch(tiny_model: Path) -> None:
     Encoder(tiny_model, backend="onnx", precision="fp32")
     assert light_encoder(tiny_model, speed=EncoderSpeed(backend="torch")) is None
     assert light_encoder(tiny_model, speed=EncoderSpeed(precision="bf16")) is None
-    assert light_encoder(tiny_model, speed=EncoderSpeed(precision="fp16")) is None  # a GPU precision: the Encoder says so
+    assert light_encoder(tiny_model, speed=EncoderSpeed(precision="fp16")) is None  # a GPU precision
     assert light_encoder(tiny_model, speed=EncoderSpeed(threads=0)) is None  # the Encoder's error, not a silent default
     assert light_encoder(tiny_model, "first_last_avg") is None  # needs every layer
     assert light_encoder(tiny_model, "prompt") is None  # PromptBERT's [MASK] state

@@ -46,8 +46,10 @@ def _torch_results(index: Path, query: str, k: int) -> list[tuple[int, float]]:
 def test_cli_query_imports_neither_torch_nor_transformers(index: Path) -> None:
     for query in QUERIES:
         completed = subprocess.run(
-            [sys.executable, "-c", CLI_REPORTING_MODULES, "query", query, "-k", "5", "--json", "--index-dir", str(index)],
-            capture_output=True, text=True, check=True,
+            [sys.executable, "-c", CLI_REPORTING_MODULES, "query", query, "-k", "5", "--json", "--index-dir", index],
+            capture_output=True,
+            text=True,
+            check=True,
         )
         assert json.loads(completed.stderr.strip().splitlines()[-1]) == []
         hits = [(hit["id"], hit["score"]) for hit in json.loads(completed.stdout)["hits"]]
@@ -72,7 +74,8 @@ def test_a_loaded_encoder_is_used_as_it_is(index: Path, tiny_model: Path) -> Non
 def test_the_fingerprint_is_still_checked(tmp_path: Path, tiny_model: Path, other_tiny_model: Path) -> None:
     model = tmp_path / "model"
     shutil.copytree(tiny_model, model)
-    SearchEngine.build(["the cat sat on the mat", "stocks fell"], tmp_path / "index", encoder=Encoder(model, precision="fp32"))
+    encoder = Encoder(model, precision="fp32")
+    SearchEngine.build(["the cat sat on the mat", "stocks fell"], tmp_path / "index", encoder=encoder)
     shutil.copy(other_tiny_model / "model.safetensors", model / "model.safetensors")  # the model changed on disk
     with pytest.raises(SearchEngineError, match="was built with model"):
         SearchEngine.open(tmp_path / "index").search("cat", k=1)
