@@ -102,13 +102,9 @@ def pool_last_layer(mode: str, last: np.ndarray, attention_mask: np.ndarray) -> 
     raise SearchEngineError(f"pooling {mode!r} needs more than the last layer; use the Encoder for it")
 
 
-def onnx_query_encoder(
-    source: ModelSource, fingerprint: str, speed: EncoderSpeed | None = None
-) -> OnnxQueryEncoder | None:
-    """The torch-free encoder of `source` (whose fingerprint is `fingerprint`) when the Encoder with `speed` would
-    run it on the CPU through an ONNX export that is already cached and loads; None when anything else is needed
-    (torch or a GPU for this precision, an export still to make, a pooling or module only torch computes), so the
-    caller loads the Encoder, which also gives any error the user should see."""
+def onnx_precision(source: ModelSource, speed: EncoderSpeed | None = None) -> str | None:
+    """The precision of the ONNX export that would serve `source`'s queries for the Encoder with `speed` on the CPU;
+    None where the Encoder would need torch (or a GPU) for them, or would refuse `speed`. Reads no weights."""
     speed = speed or EncoderSpeed()
     simple = source.prompt is None and not source.transforms and source.pooling in LAST_LAYER_POOLINGS
     if not simple or not (source.transformer_path / "tokenizer.json").is_file() or not onnxruntime_installed():
@@ -119,12 +115,24 @@ def onnx_query_encoder(
         auto_onnx = resolve_backend("auto", "cpu", source.pooling, "fp32") == "onnx"
         backends = (speed.backend,) if speed.backend != "auto" else ("onnx", "torch") if auto_onnx else ("torch",)
         precision = resolve_precision(speed.precision, "cpu", backends)
-        if resolve_backend(speed.backend, "cpu", source.pooling, precision) != "onnx":
-            return None
-        path = export_path(fingerprint, precision)
-        if not path.is_file():
-            return None
-        session = open_session(path, speed.threads)
+        backend = resolve_backend(speed.backend, "cpu", source.pooling, precision)
+    except SearchEngineError:
+        return None
+    return precision if backend == "onnx" else None
+
+
+def onnx_query_encoder(
+    source: ModelSource, fingerprint: str, speed: EncoderSpeed | None = None
+) -> OnnxQueryEncoder | None:
+    """The torch-free encoder of `source` (whose fingerprint is `fingerprint`) when the Encoder with `speed` would
+    run it on the CPU through an ONNX export that is already cached and loads; None when anything else is needed
+    (torch or a GPU for this precision, an export still to make, a pooling or module only torch computes), so the
+    caller loads the Encoder, which also gives any error the user should see."""
+    precision = onnx_precision(source, speed)
+    if precision is None or not export_path(fingerprint, precision).is_file():
+        return None
+    try:
+        session = open_session(export_path(fingerprint, precision), (speed or EncoderSpeed()).threads)
     except SearchEngineError:
         return None
     outputs = {node.name for node in session.get_outputs()}

@@ -131,10 +131,12 @@ def _load_onnx_query_encoder(
     """The torch-free query encoder of an index (searchengine.encoding.onnx_query_encoder) where its model's ONNX
     export is cached and can serve it, else None; the model is checked from its files, as _load_encoder checks it."""
     from searchengine.encoding.model_source import locate_model
-    from searchengine.encoding.onnx_query_encoder import onnx_query_encoder
+    from searchengine.encoding.onnx_query_encoder import onnx_precision, onnx_query_encoder
 
     spec = model if model is not None else built_with.spec
     source = locate_model(spec, built_with.pooling, **_prompt_options(built_with))
+    if onnx_precision(source, speed) is None:  # the Encoder runs it (and hashes the model once, when it loads)
+        return None
     fingerprint = source.fingerprint()
     _check_same_model(path, built_with, source, fingerprint)
     return onnx_query_encoder(source, fingerprint, speed)
