@@ -187,7 +187,8 @@ class SearchEngine:
 
     @property
     def encoder(self) -> Encoder:
-        """The encoder of queries and added documents. An opened index loads it on first use, so inspecting,
+        """The encoder of added documents, and of queries once loaded (before that, a search is served without torch
+        where the model's ONNX export is cached: _query_encoder). An opened index loads it on first use, so inspecting,
         deleting, compacting, clustering and mining never load the model; loading it checks that it is the model
         the index was built with."""
         if self._encoder is None:
@@ -299,7 +300,8 @@ class SearchEngine:
         """Open an existing index with the model it was built with.
 
         The model is loaded only when something encodes (search, add, encode): inspecting, deleting, compacting,
-        clustering and mining use the stored vectors alone. Passing `model`, `pooling` or `whiten_k` states what
+        clustering and mining use the stored vectors alone. A search runs the model's cached ONNX export without
+        torch or transformers where it can (searchengine.encoding.onnx_query_encoder). Passing `model`, `pooling` or `whiten_k` states what
         you expect: a different one raises SearchEngineError here (`model` is checked from its files, without
         loading it) instead of silently comparing vectors from two different spaces; the index's own model is
         checked when it is loaded. `speed`: precision, backend and threads of the Encoder loaded then (ignored
