@@ -301,11 +301,11 @@ class SearchEngine:
 
         The model is loaded only when something encodes (search, add, encode): inspecting, deleting, compacting,
         clustering and mining use the stored vectors alone. A search runs the model's cached ONNX export without
-        torch or transformers where it can (searchengine.encoding.onnx_query_encoder). Passing `model`, `pooling` or `whiten_k` states what
-        you expect: a different one raises SearchEngineError here (`model` is checked from its files, without
-        loading it) instead of silently comparing vectors from two different spaces; the index's own model is
-        checked when it is loaded. `speed`: precision, backend and threads of the Encoder loaded then (ignored
-        when `encoder` is given).
+        torch or transformers where it can (searchengine.encoding.onnx_query_encoder). Passing `model`, `pooling`
+        or `whiten_k` states what you expect: a different one raises SearchEngineError here (`model` is checked
+        from its files, without loading it) instead of silently comparing vectors from two different spaces; the
+        index's own model is checked when it is loaded. `speed`: precision, backend and threads of the Encoder
+        loaded then (ignored when `encoder` is given).
         """
         directory = IndexDirectory(Path(path) if path is not None else default_index_dir())
         manifest = directory.read_manifest()
