@@ -151,7 +151,7 @@ def _search_here(
     threads: int | None,
 ) -> tuple[list[dict], int]:
     """Open the index in this process and search it: the results as --json prints them, and the index's size."""
-    from searchengine.encoding.encoder import EncoderSpeed
+    from searchengine.encoding.speed import EncoderSpeed
     from searchengine.engine.search_engine import DEFAULT_RERANK_TOP, SearchEngine, default_index_dir
 
     speed = EncoderSpeed(precision, backend, threads)

@@ -6,7 +6,6 @@ import contextlib
 import functools
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -19,20 +18,8 @@ from searchengine.encoding.model_transforms import apply_transforms, load_transf
 from searchengine.encoding.pooling import NEEDS_ALL_LAYERS, pool
 from searchengine.encoding.precision import Precision, apply_precision, resolve_precision
 from searchengine.encoding.prompt_pooling import PromptPooling
+from searchengine.encoding.speed import EncoderSpeed  # noqa: F401 (its public home before speed.py)
 from searchengine.errors import SearchEngineError
-
-
-@dataclass(frozen=True)
-class EncoderSpeed:
-    """How an Encoder runs, for the places that load one for you (SearchEngine.build/open, the CLI)."""
-
-    precision: Precision = "auto"
-    backend: Backend = "auto"
-    threads: int | None = None
-
-    def options(self) -> dict:
-        """Keyword arguments for Encoder."""
-        return asdict(self)
 
 
 def default_device() -> str:

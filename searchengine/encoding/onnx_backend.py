@@ -13,7 +13,6 @@ does not match its bytes is exported again rather than run.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -26,39 +25,19 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
+from searchengine.encoding.onnx_cache import (
+    OPSET,
+    cached_export_is_valid,
+    export_path,
+    file_sha256,
+    import_onnxruntime,
+    open_session,
+    record_path,
+)
 from searchengine.errors import SearchEngineError
 
-OPSET = 17
 FUSABLE_MODEL_TYPES = frozenset({"bert", "roberta", "xlm-roberta"})
 """Architectures onnxruntime.transformers.optimizer fuses as model_type="bert"; others run unfused."""
-
-
-def cache_directory() -> Path:
-    """Where exported models are kept: $SEARCHENGINE_CACHE, else $XDG_CACHE_HOME/searchengine, else ~/.cache."""
-    if os.environ.get("SEARCHENGINE_CACHE"):
-        return Path(os.environ["SEARCHENGINE_CACHE"]) / "onnx"
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "searchengine" / "onnx"
-
-
-def _sha256(path: Path) -> str:
-    """The hex sha256 of a file's bytes, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
-
-
-def _import_onnxruntime():  # noqa: ANN202 (the module)
-    try:
-        import onnxruntime
-    except ImportError:
-        raise SearchEngineError(
-            "the onnx backend needs ONNX Runtime: pip install 'searchengine[onnx]' (or .venv/bin/pip install "
-            "onnxruntime onnx), or use the torch backend"
-        ) from None
-    return onnxruntime
 
 
 class OnnxTransformer:
@@ -67,12 +46,12 @@ class OnnxTransformer:
     def __init__(
         self, model: torch.nn.Module, fingerprint: str, input_names: list[str], precision: str, threads: int | None
     ) -> None:
-        onnxruntime = _import_onnxruntime()
+        import_onnxruntime()  # its clear error before an export that needs it
         self.precision = precision
         self.input_names = input_names
-        self.path = cache_directory() / f"{fingerprint[:24]}-{precision}.onnx"
+        self.path = export_path(fingerprint, precision)
         self.identity = {"fingerprint": fingerprint, "precision": precision, "opset": OPSET, "inputs": input_names}
-        if not self._cached_export_is_valid():
+        if not cached_export_is_valid(self.path, self.identity):
             try:
                 self._export(model)
             except OSError as exc:
@@ -80,35 +59,7 @@ class OnnxTransformer:
                     f"cannot write the ONNX export to {self.path.parent} ({exc.strerror or exc}); set "
                     "SEARCHENGINE_CACHE to a writable folder, or use the torch backend"
                 ) from None
-        options = onnxruntime.SessionOptions()
-        options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
-        if threads:
-            options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        try:
-            self.session = onnxruntime.InferenceSession(str(self.path), options, providers=["CPUExecutionProvider"])
-        except Exception as exc:  # noqa: BLE001 (ORT raises its own exception types)
-            raise SearchEngineError(
-                f"cannot load the cached ONNX model {self.path} ({str(exc).splitlines()[0]}); delete it to re-export"
-            ) from None
-
-    @property
-    def record_path(self) -> Path:
-        """The JSON record beside the export: what it claims to be, and its sha256."""
-        return self.path.with_suffix(".json")
-
-    def _cached_export_is_valid(self) -> bool:
-        """True when the cached export exists, its record names this model, precision, opset and inputs, and its
-        bytes match the recorded sha256 (a truncated, flipped or foreign file is exported again)."""
-        try:
-            record = json.loads(self.record_path.read_text(encoding="utf-8"))
-            return (
-                isinstance(record, dict)
-                and record.get("identity") == self.identity
-                and record.get("sha256") == _sha256(self.path)
-            )
-        except (OSError, ValueError):
-            return False
+        self.session = open_session(self.path, threads)
 
     def _export(self, model: torch.nn.Module) -> None:
         """Export (and quantize) into a temporary file beside the cache entry, then rename it into place."""
@@ -159,8 +110,10 @@ class OnnxTransformer:
                     )
             os.replace(final, self.path)
             record = Path(scratch) / "record.json"
-            record.write_text(json.dumps({"identity": self.identity, "sha256": _sha256(self.path)}), encoding="utf-8")
-            os.replace(record, self.record_path)
+            record.write_text(
+                json.dumps({"identity": self.identity, "sha256": file_sha256(self.path)}), encoding="utf-8"
+            )
+            os.replace(record, record_path(self.path))
 
     def __call__(self, output_hidden_states: bool = False, **inputs: torch.Tensor) -> SimpleNamespace:  # noqa: ARG002
         """The last layer's states; `output_hidden_states` is always False here (the Encoder never asks for all

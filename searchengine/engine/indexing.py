@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 import faiss
 import numpy as np
-from tqdm import tqdm
 
 from searchengine.engine.embedding import to_index_vectors
 from searchengine.errors import SearchEngineError
@@ -23,6 +22,8 @@ from searchengine.indexer.vector_index import VectorIndex, default_factory
 from searchengine.indexer.whitening import CovarianceAccumulator, Whitening
 
 if TYPE_CHECKING:  # the encoder (torch, transformers) is imported only by what encodes
+    from tqdm import tqdm
+
     from searchengine.encoding.encoder import Encoder
     from searchengine.indexer.index_directory import Generation
 
@@ -157,7 +158,10 @@ def _chunks(documents: Iterable[Document]) -> Iterator[list[Document]]:
 
 
 def _progress(total: int | None, enabled: bool, description: str) -> tqdm:
-    """A progress bar shown after its first second, so input refused at once ends with its one error line."""
+    """A progress bar shown after its first second, so input refused at once ends with its one error line.
+    (tqdm is imported here: a query imports this module but never shows progress.)"""
+    from tqdm import tqdm
+
     return tqdm(
         total=total, disable=not enabled, unit=" docs", unit_scale=True, desc=description, leave=True, delay=1.0
     )

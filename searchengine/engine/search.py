@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -23,16 +24,18 @@ def one_thread() -> Iterator[None]:
 
     Measured at 1M vectors (docs/benchmarks.md): end-to-end p50 7.3 ms on one thread against 12.1 ms with their
     default two, whose OpenMP workers keep spinning after each call and compete with the encoder. The setting
-    is process-wide while the block runs."""
-    import torch  # imported here: opening an index to inspect or change it never needs torch
-
-    torch_threads, faiss_threads = torch.get_num_threads(), faiss.omp_get_max_threads()
-    torch.set_num_threads(1)
+    is process-wide while the block runs. torch is left alone where nothing has imported it (a query encoded
+    without torch, searchengine.encoding.onnx_query_encoder): importing it here would cost seconds."""
+    torch = sys.modules.get("torch")
+    torch_threads, faiss_threads = torch.get_num_threads() if torch else None, faiss.omp_get_max_threads()
+    if torch:
+        torch.set_num_threads(1)
     faiss.omp_set_num_threads(1)
     try:
         yield
     finally:
-        torch.set_num_threads(torch_threads)
+        if torch:
+            torch.set_num_threads(torch_threads)
         faiss.omp_set_num_threads(faiss_threads)
 
 

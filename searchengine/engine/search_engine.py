@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -37,9 +38,11 @@ from searchengine.indexer.whitening import Whitening
 
 if TYPE_CHECKING:  # the encoders (torch, transformers) are imported only when something encodes
     from searchengine.encoding.cross_encoder import CrossEncoder
-    from searchengine.encoding.encoder import Encoder, EncoderSpeed
+    from searchengine.encoding.encoder import Encoder
     from searchengine.encoding.model_source import ModelSource, Pooling
+    from searchengine.encoding.onnx_query_encoder import OnnxQueryEncoder
     from searchengine.encoding.prompt_template import PromptConfig
+    from searchengine.encoding.speed import EncoderSpeed
 
 DEFAULT_INDEX_DIR = "searchengine-index"
 DEFAULT_RERANK_TOP = 100
@@ -123,6 +126,23 @@ def _load_encoder(
     return encoder
 
 
+def _load_onnx_query_encoder(
+    path: Path, built_with: ModelIdentity, model: str | Path | None, speed: EncoderSpeed | None
+) -> OnnxQueryEncoder | None:
+    """The torch-free query encoder of an index (searchengine.encoding.onnx_query_encoder) where its model's ONNX
+    export is cached and can serve it, else None; the model is checked from its files, as _load_encoder checks it."""
+    from searchengine.encoding.model_source import locate_model
+    from searchengine.encoding.onnx_query_encoder import onnx_precision, onnx_query_encoder
+
+    spec = model if model is not None else built_with.spec
+    source = locate_model(spec, built_with.pooling, **_prompt_options(built_with))
+    if onnx_precision(source, speed) is None:  # the Encoder runs it (and hashes the model once, when it loads)
+        return None
+    fingerprint = source.fingerprint()
+    _check_same_model(path, built_with, source, fingerprint)
+    return onnx_query_encoder(source, fingerprint, speed)
+
+
 def _prompt_options(built_with: ModelIdentity) -> dict[str, str | bool]:
     """The prompt template and denoising of the index's prompt pooling, as Encoder and locate_model take them."""
     prompt = built_with.prompt
@@ -168,12 +188,28 @@ class SearchEngine:
 
     @property
     def encoder(self) -> Encoder:
-        """The encoder of queries and added documents. An opened index loads it on first use, so inspecting,
+        """The encoder of added documents, and of queries once loaded (before that, a search is served without torch
+        where the model's ONNX export is cached: _query_encoder). An opened index loads it on first use, so inspecting,
         deleting, compacting, clustering and mining never load the model; loading it checks that it is the model
         the index was built with."""
         if self._encoder is None:
             self._encoder = _load_encoder(self.path, self.manifest.model, self._model, self._speed)
         return self._encoder
+
+    @functools.cached_property
+    def _onnx_query_encoder(self) -> OnnxQueryEncoder | None:
+        """The torch-free encoder of queries, when no Encoder is loaded and a cached ONNX export can serve them
+        (a cold `searchengine query` then imports neither torch nor transformers); None otherwise."""
+        if self._encoder is not None:
+            return None
+        return _load_onnx_query_encoder(self.path, self.manifest.model, self._model, self._speed)
+
+    def _query_encoder(self) -> Encoder | OnnxQueryEncoder:
+        """What encodes queries: the loaded Encoder if there is one, else the torch-free ONNX encoder where it can
+        (the same vectors to float rounding), else the Encoder, loaded now."""
+        if self._encoder is None and self._onnx_query_encoder is not None:
+            return self._onnx_query_encoder
+        return self.encoder
 
     @classmethod
     def build(
@@ -265,11 +301,12 @@ class SearchEngine:
         """Open an existing index with the model it was built with.
 
         The model is loaded only when something encodes (search, add, encode): inspecting, deleting, compacting,
-        clustering and mining use the stored vectors alone. Passing `model`, `pooling` or `whiten_k` states what
-        you expect: a different one raises SearchEngineError here (`model` is checked from its files, without
-        loading it) instead of silently comparing vectors from two different spaces; the index's own model is
-        checked when it is loaded. `speed`: precision, backend and threads of the Encoder loaded then (ignored
-        when `encoder` is given).
+        clustering and mining use the stored vectors alone. A search runs the model's cached ONNX export without
+        torch or transformers where it can (searchengine.encoding.onnx_query_encoder). Passing `model`, `pooling`
+        or `whiten_k` states what you expect: a different one raises SearchEngineError here (`model` is checked
+        from its files, without loading it) instead of silently comparing vectors from two different spaces; the
+        index's own model is checked when it is loaded. `speed`: precision, backend and threads of the Encoder
+        loaded then (ignored when `encoder` is given).
         """
         directory = IndexDirectory(Path(path) if path is not None else default_index_dir())
         manifest = directory.read_manifest()
@@ -394,8 +431,10 @@ class SearchEngine:
             return [[] for _ in queries]
         excluded = self._tombstones if len(self._tombstones) else None
         k = min(k, len(self) if allowed is None else len(allowed))
+        encoder = self._query_encoder()  # loaded before one_thread, which sets the threads of what is loaded
         with one_thread() if len(queries) == 1 else contextlib.nullcontext():
-            return nearest_documents(self._vectors, self._store, self.encode(queries), k, allowed, excluded)
+            vectors = to_index_vectors(encoder.encode(list(queries)), self._whitening)
+            return nearest_documents(self._vectors, self._store, vectors, k, allowed, excluded)
 
     def cross_encoder(self, model: str | Path | CrossEncoder) -> CrossEncoder:
         """The cross-encoder `model` names, loaded on the first call and kept for later ones (a loaded

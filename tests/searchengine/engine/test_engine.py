@@ -22,6 +22,13 @@ def _all_results(engine: SearchEngine, queries: list[str], k: int = 5) -> list[l
     return [[(hit.id, round(hit.score, 5)) for hit in hits] for hits in engine.search_batch(queries, k)]
 
 
+def _assert_same_results(after: list[list[tuple[int, float]]], before: list[list[tuple[int, float]]]) -> None:
+    """Same documents in the same order, same scores to float rounding (a reopened index encodes queries through
+    the cached ONNX export without torch, searchengine.encoding.onnx_query_encoder)."""
+    assert [[id_ for id_, _ in hits] for hits in after] == [[id_ for id_, _ in hits] for hits in before]
+    assert np.allclose([[s for _, s in hits] for hits in after], [[s for _, s in hits] for hits in before], atol=2e-5)
+
+
 def test_each_text_finds_itself_first(engine: SearchEngine, sentences: list[str]) -> None:
     for hits, sentence in zip(engine.search_batch(sentences, k=3), sentences):
         assert hits[0].text == sentence
@@ -120,7 +127,7 @@ def test_empty_corpus_is_refused_and_leaves_old_index(engine: SearchEngine, tiny
     before = _all_results(engine, sentences)
     with pytest.raises(SearchEngineError, match="no text to index"):
         SearchEngine.build(["", "   "], engine.path, encoder=tiny_encoder)
-    assert _all_results(SearchEngine.open(engine.path), sentences) == before
+    _assert_same_results(_all_results(SearchEngine.open(engine.path), sentences), before)
 
 
 def test_query_on_empty_index(tmp_path: Path, tiny_encoder: Encoder) -> None:
@@ -147,7 +154,7 @@ def test_interrupted_build_keeps_previous_index(engine: SearchEngine, tiny_encod
     with pytest.raises(KeyboardInterrupt):
         SearchEngine.build(interrupted(), engine.path, encoder=tiny_encoder)
     assert sorted(p.name for p in engine.path.iterdir()) == files_before
-    assert _all_results(SearchEngine.open(engine.path), sentences) == before
+    _assert_same_results(_all_results(SearchEngine.open(engine.path), sentences), before)
 
 
 def test_interrupted_append_keeps_previous_index(engine: SearchEngine, sentences: list[str]) -> None:
@@ -160,7 +167,7 @@ def test_interrupted_append_keeps_previous_index(engine: SearchEngine, sentences
     with pytest.raises(KeyboardInterrupt):
         engine.add(interrupted())
     assert len(engine) == len(sentences)
-    assert _all_results(SearchEngine.open(engine.path), sentences) == before
+    _assert_same_results(_all_results(SearchEngine.open(engine.path), sentences), before)
 
 
 def test_missing_index_directory(tmp_path: Path) -> None:
@@ -231,13 +238,16 @@ assert engine.compact() == 1
 loaded = [name for name in ("transformers", "torch") if name in sys.modules]
 assert not loaded, f"opening and changing the index imported {loaded}"
 assert engine.search("the cat sat on the mat", k=1)[0].text == "the cat sat on the mat"
-assert "transformers" in sys.modules  # searching loads the model
+assert "transformers" not in sys.modules  # the query ran the model's cached ONNX export
+engine.add(["a new text about the weather"])
+assert "transformers" in sys.modules  # adding documents loads the model
 """
 
 
 def test_opening_loads_no_model_until_something_encodes(tmp_path: Path, tiny_model: Path, sentences: list[str]) -> None:
     """In a fresh process: open, inspect, mine, cluster, delete and compact import neither transformers nor torch
-    (so no transformer is built); the first search loads the model."""
+    (so no transformer is built); nor does a search, served by the cached ONNX export; adding documents loads the
+    model."""
     import subprocess
     import sys
 
@@ -283,7 +293,7 @@ def test_an_index_written_before_the_typed_manifest_opens(
     (built.path / "manifest.json").write_text(json.dumps(old, indent=2) + "\n", encoding="utf-8")
     engine = SearchEngine.open(built.path, whiten_k=8)
     assert (len(engine), engine.info().whitening, engine.info().created_at) == (12, 8, "2026-11-23T14:05:46+0000")
-    assert _all_results(engine, sentences) == before
+    _assert_same_results(_all_results(engine, sentences), before)
     engine.delete([0])
     rewritten = json.loads((built.path / "manifest.json").read_text(encoding="utf-8"))
     assert list(rewritten) == [*old, "checksums"]  # the same JSON, keys in the same order, checksums added

@@ -1,0 +1,88 @@
+"""Where ONNX exports are cached and how a cached one is opened in ONNX Runtime. Free of torch, so that a query
+can run a cached export without it (searchengine.encoding.onnx_query_encoder); searchengine.encoding.onnx_backend
+writes the exports."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from searchengine.errors import SearchEngineError
+
+OPSET = 17
+"""The ONNX opset the exports are written in."""
+
+
+def cache_directory() -> Path:
+    """Where exported models are kept: $SEARCHENGINE_CACHE, else $XDG_CACHE_HOME/searchengine, else ~/.cache."""
+    if os.environ.get("SEARCHENGINE_CACHE"):
+        return Path(os.environ["SEARCHENGINE_CACHE"]) / "onnx"
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "searchengine" / "onnx"
+
+
+def export_path(fingerprint: str, precision: str) -> Path:
+    """The cache entry of the model with `fingerprint` (ModelSource.fingerprint) exported in `precision`."""
+    return cache_directory() / f"{fingerprint[:24]}-{precision}.onnx"
+
+
+def record_path(export: Path) -> Path:
+    """The JSON record beside an export: what it claims to be (fingerprint, precision, opset, inputs) and its sha256."""
+    return export.with_suffix(".json")
+
+
+def file_sha256(path: Path) -> str:
+    """The hex sha256 of a file's bytes, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def cached_export_is_valid(export: Path, identity: dict[str, Any]) -> bool:
+    """True when the export exists, its record agrees with every item of `identity`, and its bytes match the
+    recorded sha256; a truncated, flipped or foreign file is not used (the torch path exports it again)."""
+    try:
+        record = json.loads(record_path(export).read_text(encoding="utf-8"))
+        claimed = record.get("identity") if isinstance(record, dict) else None
+        return (
+            isinstance(claimed, dict)
+            and all(claimed.get(key) == value for key, value in identity.items())
+            and record.get("sha256") == file_sha256(export)
+        )
+    except (OSError, ValueError):
+        return False
+
+
+def import_onnxruntime() -> ModuleType:
+    """ONNX Runtime, or a SearchEngineError that says how to install it."""
+    try:
+        import onnxruntime
+    except ImportError:
+        raise SearchEngineError(
+            "the onnx backend needs ONNX Runtime: pip install 'searchengine[onnx]' (or .venv/bin/pip install "
+            "onnxruntime onnx), or use the torch backend"
+        ) from None
+    return onnxruntime
+
+
+def open_session(path: Path, threads: int | None) -> Any:  # noqa: ANN401 (an onnxruntime.InferenceSession)
+    """A CPU inference session on the exported model at `path`, fully optimised, with `threads` intra-op threads
+    (None: ONNX Runtime's own choice); a SearchEngineError naming the file if ONNX Runtime cannot load it."""
+    onnxruntime = import_onnxruntime()
+    options = onnxruntime.SessionOptions()
+    options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if threads:
+        options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    try:
+        return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # noqa: BLE001 (ORT raises its own exception types)
+        raise SearchEngineError(
+            f"cannot load the cached ONNX model {path} ({str(exc).splitlines()[0]}); delete it to re-export"
+        ) from None

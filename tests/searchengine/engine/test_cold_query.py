@@ -1,0 +1,81 @@
+"""Queries without torch: an opened index whose model's ONNX export is cached encodes queries through
+searchengine.encoding.onnx_query_encoder, with the torch path's results, and still checks the model's fingerprint."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from searchengine.encoding.encoder import Encoder
+from searchengine.encoding.onnx_query_encoder import OnnxQueryEncoder
+from searchengine.encoding.speed import EncoderSpeed
+from searchengine.engine.search_engine import SearchEngine
+from searchengine.errors import SearchEngineError
+
+CLI_REPORTING_MODULES = """
+import json, sys
+from searchengine.cli import app
+try:
+    app(sys.argv[1:])
+except SystemExit as exit:
+    assert not exit.code, exit.code
+print(json.dumps(sorted({"torch", "transformers"} & set(sys.modules))), file=sys.stderr)
+"""
+"""Runs the command line, then says on stderr which of torch and transformers it imported."""
+
+QUERIES = ["how do i reset my password", "a storm with snow", "bake bread"]
+
+
+@pytest.fixture
+def index(tmp_path: Path, tiny_model: Path, sentences: list[str]) -> Path:
+    encoder = Encoder(tiny_model, backend="onnx", precision="fp32")  # caches the export
+    SearchEngine.build(sentences, tmp_path / "index", encoder=encoder)
+    return tmp_path / "index"
+
+
+def _torch_results(index: Path, query: str, k: int) -> list[tuple[int, float]]:
+    engine = SearchEngine.open(index, speed=EncoderSpeed(backend="torch", precision="fp32"))
+    return [(hit.id, hit.score) for hit in engine.search(query, k)]
+
+
+def test_cli_query_imports_neither_torch_nor_transformers(index: Path) -> None:
+    for query in QUERIES:
+        completed = subprocess.run(
+            [sys.executable, "-c", CLI_REPORTING_MODULES, "query", query, "-k", "5", "--json", "--index-dir", index],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert json.loads(completed.stderr.strip().splitlines()[-1]) == []
+        hits = [(hit["id"], hit["score"]) for hit in json.loads(completed.stdout)["hits"]]
+        expected = _torch_results(index, query, 5)
+        assert [id_ for id_, _ in hits] == [id_ for id_, _ in expected]
+        assert max(abs(score - want) for (_, score), (_, want) in zip(hits, expected)) < 1e-4
+
+
+def test_opened_index_queries_through_the_onnx_export(index: Path) -> None:
+    engine = SearchEngine.open(index)
+    batch = engine.search_batch(QUERIES, 4)
+    assert isinstance(engine._query_encoder(), OnnxQueryEncoder) and engine._encoder is None  # noqa: SLF001
+    for query, hits in zip(QUERIES, batch):
+        assert [(hit.id, pytest.approx(hit.score, abs=1e-4)) for hit in hits] == _torch_results(index, query, 4)
+
+
+def test_a_loaded_encoder_is_used_as_it_is(index: Path, tiny_model: Path) -> None:
+    engine = SearchEngine.open(index)
+    assert engine.encoder is engine._query_encoder()  # noqa: SLF001 (adding documents loaded it: queries reuse it)
+
+
+def test_the_fingerprint_is_still_checked(tmp_path: Path, tiny_model: Path, other_tiny_model: Path) -> None:
+    model = tmp_path / "model"
+    shutil.copytree(tiny_model, model)
+    encoder = Encoder(model, precision="fp32")
+    SearchEngine.build(["the cat sat on the mat", "stocks fell"], tmp_path / "index", encoder=encoder)
+    shutil.copy(other_tiny_model / "model.safetensors", model / "model.safetensors")  # the model changed on disk
+    with pytest.raises(SearchEngineError, match="was built with model"):
+        SearchEngine.open(tmp_path / "index").search("cat", k=1)
