@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from machine_info import cpu_name
 
 from searchengine import Encoder
 from searchengine.encoding.model_source import bundled_model_path
@@ -114,9 +115,8 @@ def min_cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def machine() -> dict:
-    names = [line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")]
     return {
-        "cpu": names[0] if names else "unknown",
+        "cpu": cpu_name(),
         "cores": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
         "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),

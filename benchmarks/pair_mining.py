@@ -24,7 +24,6 @@ import argparse
 import gzip
 import json
 import os
-import platform
 import random
 import statistics
 import tempfile
@@ -35,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from machine_info import cpu_name
 
 from searchengine import Encoder, SearchEngine, mine_vectors
 from searchengine.encoding.hf_loading import load_pretrained
@@ -114,12 +114,7 @@ def growth_exponent(sizes: list[int], seconds: list[float]) -> float | None:
 
 
 def machine() -> dict:
-    cpu = platform.processor() or platform.machine()
-    try:
-        names = [line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")]
-        cpu = names[0] if names else cpu
-    except OSError:
-        pass
+    cpu = cpu_name()
     return {"cpu": cpu, "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(), "gpu": False}
 
 

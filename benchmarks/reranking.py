@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -38,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from machine_info import cpu_name
 
 from searchengine import SearchEngine
 from searchengine.encoding.cross_encoder import CrossEncoder
@@ -132,12 +132,7 @@ def check_reranking(engine: SearchEngine, cross: CrossEncoder, queries: list[str
 
 
 def machine() -> dict:
-    cpu = platform.processor() or platform.machine()
-    try:
-        names = [line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")]
-        cpu = names[0] if names else cpu
-    except OSError:
-        pass
+    cpu = cpu_name()
     return {
         "cpu": cpu,
         "cores": os.cpu_count(),

@@ -47,7 +47,6 @@ import gzip
 import hashlib
 import json
 import os
-import platform
 import shutil
 import statistics
 import sys
@@ -63,6 +62,7 @@ from typing import Any
 import faiss
 import numpy as np
 import torch
+from machine_info import cpu_name
 from scipy.stats import spearmanr
 from searchengine.indexer.index_directory import IndexDirectory
 from searchengine.indexer.vector_index import HNSW_EF_SEARCH, IVF_NPROBE_FRACTION, VectorIndex, default_factory
@@ -666,7 +666,7 @@ def main() -> None:
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "quick": quick,
         "machine": {
-            "cpu": _cpu_name(),
+            "cpu": cpu_name(),
             "cores": os.cpu_count(),
             "torch_threads": torch.get_num_threads(),
             "faiss_threads": faiss_threads,
@@ -745,15 +745,6 @@ def checks(results: dict) -> dict:
     assert found["flat_recall_is_1"] is not False and found["recalls_in_0_1"], found
     return found
 
-
-def _cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def _write(path: Path, results: dict) -> None:

@@ -23,7 +23,6 @@ import gzip
 import http.client
 import json
 import os
-import platform
 import re
 import signal
 import statistics
@@ -34,6 +33,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import urlencode
+
+from machine_info import cpu_name
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / ".." / "shared" / "data"
@@ -205,16 +206,6 @@ def run_level(
     if write_latencies:
         level.write_p50_ms = 1000 * statistics.median(write_latencies)
     return level
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def markdown(results: dict) -> str:
