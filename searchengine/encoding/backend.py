@@ -7,6 +7,7 @@ import importlib.util
 from typing import Literal, get_args
 
 from searchengine.encoding.pooling import NEEDS_ALL_LAYERS
+from searchengine.encoding.precision import resolve_precision
 from searchengine.encoding.prompt_template import PROMPT_POOLING
 from searchengine.errors import SearchEngineError
 
@@ -42,3 +43,16 @@ def resolve_backend(backend: str, device: str, pooling: str, precision: str) -> 
     if backend == "onnx" and problem is not None:
         raise SearchEngineError(problem)
     return backend
+
+
+def resolve_runtime(precision: str, backend: str, device: str, pooling: str) -> tuple[str, str]:
+    """The concrete (precision, backend) a model pooled by `pooling` runs in on `device`. "auto" precision depends
+    on which backends could run the model in fp32 here (resolve_precision), so the two are resolved together."""
+    if backend != "auto":
+        candidates: tuple[str, ...] = (backend,)
+    elif resolve_backend("auto", device, pooling, "fp32") == "onnx":
+        candidates = ("onnx", "torch")
+    else:
+        candidates = ("torch",)
+    concrete = resolve_precision(precision, device, candidates)
+    return concrete, resolve_backend(backend, device, pooling, concrete)

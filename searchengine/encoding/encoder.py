@@ -11,12 +11,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from searchengine.encoding.backend import Backend, resolve_backend
+from searchengine.encoding.backend import Backend, resolve_runtime
 from searchengine.encoding.hf_loading import load_pretrained
 from searchengine.encoding.model_source import ModelSource, Pooling, locate_model
 from searchengine.encoding.model_transforms import apply_transforms, load_transforms, output_dimension
 from searchengine.encoding.pooling import NEEDS_ALL_LAYERS, pool
-from searchengine.encoding.precision import Precision, apply_precision, resolve_precision
+from searchengine.encoding.precision import Precision, apply_precision
 from searchengine.encoding.prompt_pooling import PromptPooling
 from searchengine.encoding.speed import EncoderSpeed  # noqa: F401 (its public home before speed.py)
 from searchengine.errors import SearchEngineError
@@ -70,8 +70,11 @@ class Encoder:
             raise SearchEngineError(f"threads must be at least 1, not {threads}")
         self.threads = threads
         self.smart_batching = smart_batching
-        self.precision: str = resolve_precision(precision, self.device, self._backends_at_fp32(backend))
+        self.precision: str
         """The concrete precision the transformer runs in ("auto" resolved for this device and backend)."""
+        self.backend: str
+        """The backend the transformer runs in ("auto" resolved)."""
+        self.precision, self.backend = resolve_runtime(precision, backend, self.device, self.pooling)
         limits = [self.source.max_seq_length, self.model.config.max_position_embeddings]
         if self.tokenizer.model_max_length < 1_000_000:
             limits.append(self.tokenizer.model_max_length)
@@ -86,20 +89,12 @@ class Encoder:
         """Serialises tokenizing and each forward pass: the fast tokenizer is not safe to share between threads,
         and two passes at once only compete for the same cores. Held per batch, so a long `encode` in one
         thread (a server adding documents) lets short ones from other threads (its queries) in between."""
-        self.backend: str = resolve_backend(backend, self.device, self.pooling, self.precision)
-        """The backend the transformer runs in ("auto" resolved)."""
         if self.backend == "onnx":
             from searchengine.encoding.onnx_backend import OnnxTransformer
 
             self.model = OnnxTransformer(self.model, self.fingerprint, self._input_names, self.precision, self.threads)
         else:
             self.model = apply_precision(self.model, self.precision)
-
-    def _backends_at_fp32(self, backend: str) -> tuple[str, ...]:
-        """The backends that could run this model in fp32 here, for resolve_precision's choice of "auto"."""
-        if backend != "auto":
-            return (backend,)
-        return ("onnx", "torch") if resolve_backend("auto", self.device, self.pooling, "fp32") == "onnx" else ("torch",)
 
     @property
     def _input_names(self) -> list[str]:

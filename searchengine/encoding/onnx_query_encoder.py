@@ -17,10 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from searchengine.encoding.backend import onnxruntime_installed, resolve_backend
+from searchengine.encoding.backend import onnxruntime_installed, resolve_runtime
 from searchengine.encoding.model_source import ModelSource
 from searchengine.encoding.onnx_cache import OPSET, cached_export_is_valid, export_path, open_session
-from searchengine.encoding.precision import resolve_precision
 from searchengine.encoding.speed import EncoderSpeed
 from searchengine.errors import SearchEngineError
 
@@ -111,11 +110,8 @@ def onnx_precision(source: ModelSource, speed: EncoderSpeed | None = None) -> st
         return None
     if speed.threads is not None and speed.threads < 1:
         return None
-    try:  # what Encoder(device="cpu", precision=..., backend=...) resolves them to (Encoder._backends_at_fp32)
-        auto_onnx = resolve_backend("auto", "cpu", source.pooling, "fp32") == "onnx"
-        backends = (speed.backend,) if speed.backend != "auto" else ("onnx", "torch") if auto_onnx else ("torch",)
-        precision = resolve_precision(speed.precision, "cpu", backends)
-        backend = resolve_backend(speed.backend, "cpu", source.pooling, precision)
+    try:  # what Encoder(device="cpu", precision=..., backend=...) resolves them to
+        precision, backend = resolve_runtime(speed.precision, speed.backend, "cpu", source.pooling)
     except SearchEngineError:
         return None
     return precision if backend == "onnx" else None
