@@ -14,6 +14,12 @@ IndexDirOption = typer.Option(
 IdFieldOption = typer.Option(
     None, "--id-field", help="A .jsonl field holding each document's own id: adding that id again replaces it."
 )
+TextFieldOption = typer.Option("text", "--text-field", help="The .jsonl field holding each document's text.")
+TitleFieldOption = typer.Option(
+    None,
+    "--title-field",
+    help='A .jsonl field holding a title, embedded before the text ("title text", as BEIR does) and kept as metadata.',
+)
 ModelOption = typer.Option(
     None, "--model", "-m", help="Model directory or Hugging Face id [default: bundled all-MiniLM-L6-v2]."
 )
