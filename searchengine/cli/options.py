@@ -26,7 +26,7 @@ ModelOption = typer.Option(
 PrecisionOption = typer.Option(
     "auto",
     "--precision",
-    help="Encoder precision: auto (bf16 on CPUs with AMX, and where torch runs on CPUs with AVX512-BF16; else "
+    help="Encoder precision: auto (fp16 on a GPU; bf16 on CPUs with AMX, and where torch runs on CPUs with AVX512-BF16; else "
     "fp32), fp32, bf16, fp16 (GPU) or int8 "
     "(faster on CPU, about 1 point of STS-B lower; docs/benchmarks.md).",
 )
