@@ -87,6 +87,8 @@ class IndexInfo:
     """Documents marked near-duplicates of earlier ones (`searchengine mine --dedupe`)."""
     repeats: int = 0
     """Documents whose exact text an earlier document has (each is still its own document)."""
+    keyword_index: bool = False
+    """Whether the index can search by keyword (keyword and hybrid modes); `compact()` adds it to older indexes."""
 
 
 def _prompt_difference(built: PromptRecord | None, given: PromptConfig | None) -> str:
@@ -617,6 +619,7 @@ class SearchEngine:
             clustering=self._store.clustering(),
             duplicates=len(self._store.duplicates()),
             repeats=self._store.repeats(),
+            keyword_index=self._keyword_index,
         )
 
     def close(self) -> None:
