@@ -10,8 +10,11 @@ PYTHON=${PYTHON:-python3}
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 pip() { .venv/bin/python -m pip --disable-pip-version-check -q "$@"; }
 
+gpu=
+command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1 && gpu=1
+
 if ! .venv/bin/python -c "import torch" 2>/dev/null; then
-  if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
+  if [ -n "$gpu" ]; then
     echo "setup: NVIDIA GPU found; installing PyTorch $TORCH_VERSION with CUDA" >&2
     pip install "torch==$TORCH_VERSION"
   else
@@ -27,5 +30,15 @@ if [ "${1:-}" = "--dev" ]; then
   pip install -e ".[dev]"
 else
   pip install -e ".[onnx]"
+fi
+
+# FAISS's GPU build (PyPI's faiss-gpu-cu12 wheels, CUDA 12) replaces the CPU build where a GPU is present: the
+# vector index then moves to the GPU for the index types FAISS runs there (indexer/vector_index.py).
+if [ -n "$gpu" ] && ! .venv/bin/python -c "import faiss, sys; sys.exit(not hasattr(faiss, 'GpuIndexFlat'))" 2>/dev/null; then
+  echo "setup: NVIDIA GPU found; installing FAISS's GPU build (faiss-gpu-cu12) in place of faiss-cpu" >&2
+  pip uninstall -y faiss-cpu && pip install "faiss-gpu-cu12" || {
+    echo "setup: warning: faiss-gpu-cu12 could not be installed; keeping FAISS on the CPU" >&2
+    pip install "faiss-cpu>=1.8"
+  }
 fi
 echo "setup: ready; run .venv/bin/searchengine --help" >&2

@@ -289,6 +289,12 @@ class DocumentStore:
         with self._guard():
             return int(self.db.execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0])
 
+    def external_ids(self) -> list[str]:
+        """Every stored external id (documents added without one are left out), in id order."""
+        with self._guard():
+            rows = self.db.execute(f"SELECT external_id FROM {TABLE} WHERE external_id IS NOT NULL ORDER BY id")
+            return [row[0] for row in rows]
+
     def repeats(self) -> int:
         """Documents whose text an earlier stored document already has."""
         with self._guard():

@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from searchengine.cli.errors import user_errors
 from searchengine.cli.options import ModelOption
 from searchengine.encoding.model_source import Pooling
+from searchengine.errors import SearchEngineError
+
+if TYPE_CHECKING:
+    from searchengine.evaluation.retrieval import RetrievalScores
 
 eval_app = typer.Typer(help="Measure a model: STS correlation or BEIR-style retrieval.", no_args_is_help=True)
 
@@ -50,10 +55,20 @@ def sts(
 
 @eval_app.command()
 def retrieval(
-    corpus: Path = typer.Option(..., "--corpus", help='BEIR corpus.jsonl: {"_id", "title", "text"} a line.'),
     queries: Path = typer.Option(..., "--queries", help='BEIR queries.jsonl: {"_id", "text"} a line.'),
     qrels: Path = typer.Option(..., "--qrels", help="BEIR qrels .tsv with the header query-id, corpus-id, score."),
-    model: str = typer.Option("default", "--model", "-m", help="Model directory or Hugging Face id."),
+    corpus: Path | None = typer.Option(
+        None, "--corpus", help='BEIR corpus.jsonl: {"_id", "title", "text"} a line (or give --index).'
+    ),
+    index_dir: Path | None = typer.Option(
+        None,
+        "--index",
+        help="Evaluate this index as `searchengine query` searches it, instead of exact search over --corpus; its "
+        "documents' ids (--id-field when indexing) are the qrels' corpus-ids.",
+    ),
+    model: str | None = typer.Option(
+        None, "--model", "-m", help="Model directory or Hugging Face id [default: the bundled all-MiniLM-L6-v2]."
+    ),
     pooling: Pooling | None = typer.Option(None, help="Override the model's pooling."),
     batch_size: int = typer.Option(64, min=1, help="Texts per forward pass."),
     keep_identical_ids: bool = typer.Option(
@@ -61,35 +76,82 @@ def retrieval(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
 ) -> None:
-    """nDCG@10, Recall@100 and MRR@10 (0..1) of exact cosine search over a BEIR-format dataset.
+    """nDCG@10, Recall@100 and MRR@10 (0..1) over a BEIR-format dataset. Only queries with a judgement of
+    score > 0 count.
 
-    Documents are embedded as title + " " + text. Only queries with a judgement of score > 0 count.
+    With --corpus: exact cosine search of the model's embeddings; documents are embedded as title + " " + text.
+    With --index: the index's own search (its model, whitening and index type), over an index built from the
+    corpus with its ids.
 
-    Example: searchengine eval retrieval --corpus corpus.jsonl --queries queries.jsonl --qrels qrels/test.tsv
+    Examples (the BEIR sets in ../shared/data/retrieval):
+
+      searchengine eval retrieval --corpus corpus.jsonl --queries queries.jsonl --qrels qrels_test.tsv
+
+      searchengine index corpus.jsonl --id-field _id --title-field title -d nfcorpus-index
+
+      searchengine eval retrieval --index nfcorpus-index --queries queries.jsonl --qrels qrels_test.tsv
     """
     with user_errors():
         import json
         import time
 
-        from searchengine.encoding.encoder import Encoder
-        from searchengine.evaluation.retrieval import evaluate_retrieval, read_retrieval_set
-
-        dataset = read_retrieval_set(corpus, queries, qrels)
-        encoder = Encoder(model, pooling=pooling, batch_size=batch_size)
+        if (corpus is None) == (index_dir is None):
+            raise SearchEngineError("give the documents either as --corpus FILE or as an --index DIR built from it")
+        if index_dir is not None and (model is not None or pooling is not None):
+            raise SearchEngineError("--index searches with the model the index was built with; drop --model/--pooling")
         started = time.perf_counter()
-        scores = evaluate_retrieval(encoder.encode, dataset, ignore_identical_ids=not keep_identical_ids)
+        if index_dir is not None:
+            name, scores = _evaluate_index(index_dir, queries, qrels, not keep_identical_ids)
+        else:
+            name, scores = _evaluate_model(corpus, queries, qrels, model, pooling, batch_size, not keep_identical_ids)
         seconds = time.perf_counter() - started
         if as_json:
-            payload = {"model": encoder.name, "pooling": encoder.pooling, **scores.as_dict(), "seconds": seconds}
-            payload.update({"corpus_file": str(corpus), "queries_file": str(queries), "qrels_file": str(qrels)})
+            payload = {"model": name, **scores.as_dict(), "seconds": seconds}
+            documents = {"index": str(index_dir)} if index_dir is not None else {"corpus_file": str(corpus)}
+            payload.update({**documents, "queries_file": str(queries), "qrels_file": str(qrels)})
             typer.echo(json.dumps(payload, indent=2))
             return
-        typer.echo(
-            f"{scores.queries} queries, {scores.documents} documents, exact search in {seconds:.1f} s ({encoder.name})"
-        )
+        how = f"index {index_dir}" if index_dir is not None else "exact search"
+        typer.echo(f"{scores.queries} queries, {scores.documents} documents, {how} in {seconds:.1f} s ({name})")
         typer.echo(f"nDCG@10     {scores.ndcg_at_10:.4f}")
         typer.echo(f"Recall@100  {scores.recall_at_100:.4f}")
         typer.echo(f"MRR@10      {scores.mrr_at_10:.4f}")
+
+
+def _evaluate_model(
+    corpus: Path,
+    queries: Path,
+    qrels: Path,
+    model: str | None,
+    pooling: Pooling | None,
+    batch_size: int,
+    ignore_identical_ids: bool,
+) -> tuple[str, RetrievalScores]:
+    from searchengine.encoding.encoder import Encoder
+    from searchengine.evaluation.retrieval import evaluate_retrieval, read_retrieval_set
+
+    dataset = read_retrieval_set(corpus, queries, qrels)
+    encoder = Encoder(model, pooling=pooling, batch_size=batch_size)
+    return encoder.name, evaluate_retrieval(encoder.encode, dataset, ignore_identical_ids=ignore_identical_ids)
+
+
+def _evaluate_index(
+    index_dir: Path, queries: Path, qrels: Path, ignore_identical_ids: bool
+) -> tuple[str, RetrievalScores]:
+    from searchengine.engine.search_engine import SearchEngine
+    from searchengine.evaluation.retrieval import evaluate_search, read_qrels, read_queries
+
+    query_ids, query_texts = read_queries(queries)
+    engine = SearchEngine.open(index_dir)
+    judged = read_qrels(
+        qrels, query_ids, engine.external_ids(), f"index {index_dir} (index the corpus with --id-field _id)"
+    )
+
+    def search(texts: list[str], depth: int) -> list[list[str]]:
+        return [[hit.external_id or "" for hit in hits] for hits in engine.search_batch(texts, depth)]
+
+    scores = evaluate_search(search, query_ids, query_texts, judged, len(engine), ignore_identical_ids)
+    return engine.manifest.model.name, scores
 
 
 def analyze(

@@ -14,7 +14,9 @@ from searchengine.cli.options import (
     IndexDirOption,
     ModelOption,
     PrecisionOption,
+    TextFieldOption,
     ThreadsOption,
+    TitleFieldOption,
 )
 from searchengine.cli.wording import counted
 from searchengine.encoding.backend import Backend
@@ -55,6 +57,8 @@ def index(
     append: bool = typer.Option(False, "--append", help="Add to the existing index instead of replacing it."),
     jsonl: bool = typer.Option(False, "--jsonl", help="Read JSON lines whatever the name (e.g. from stdin)."),
     id_field: str | None = IdFieldOption,
+    text_field: str = TextFieldOption,
+    title_field: str | None = TitleFieldOption,
     batch_size: int = typer.Option(64, min=1, help="Texts per forward pass."),
     precision: Precision = PrecisionOption,
     backend: Backend = BackendOption,
@@ -74,6 +78,8 @@ def index(
 
       searchengine index docs.jsonl --index-dir ~/indexes/docs --index HNSW32 --whiten-k 256
 
+      searchengine index corpus.jsonl --id-field _id --title-field title   (a BEIR corpus)
+
       cat more.txt | searchengine index - --append
     """
     from searchengine.encoding.encoder import Encoder, EncoderSpeed
@@ -91,7 +97,9 @@ def index(
                     "--whiten-k and --whiten-fit"
                 )
             engine = SearchEngine.open(target, model=model, speed=speed)
-            report = engine.add(corpus, jsonl=fmt, id_field=id_field, progress=not quiet)
+            report = engine.add(
+                corpus, jsonl=fmt, id_field=id_field, progress=not quiet, text_field=text_field, title_field=title_field
+            )
         else:
             if whiten_fit is not None and whiten_k is None:
                 raise SearchEngineError("--whiten-fit says what to fit whitening on; add --whiten-k K to use it")
@@ -106,6 +114,8 @@ def index(
                 whiten_fit=whiten_fit,
                 jsonl=fmt,
                 id_field=id_field,
+                text_field=text_field,
+                title_field=title_field,
                 progress=not quiet,
             )
             report = engine.last_report
@@ -129,6 +139,8 @@ def add(
     index_dir: Path | None = IndexDirOption,
     jsonl: bool = typer.Option(False, "--jsonl", help="Read JSON lines whatever the name (e.g. from stdin)."),
     id_field: str | None = IdFieldOption,
+    text_field: str = TextFieldOption,
+    title_field: str | None = TitleFieldOption,
     precision: Precision = PrecisionOption,
     backend: Backend = BackendOption,
     threads: int | None = ThreadsOption,
@@ -158,6 +170,8 @@ def add(
         append=True,
         jsonl=jsonl,
         id_field=id_field,
+        text_field=text_field,
+        title_field=title_field,
         batch_size=64,
         precision=precision,
         backend=backend,

@@ -14,13 +14,19 @@ IndexDirOption = typer.Option(
 IdFieldOption = typer.Option(
     None, "--id-field", help="A .jsonl field holding each document's own id: adding that id again replaces it."
 )
+TextFieldOption = typer.Option("text", "--text-field", help="The .jsonl field holding each document's text.")
+TitleFieldOption = typer.Option(
+    None,
+    "--title-field",
+    help='A .jsonl field holding a title, embedded before the text ("title text", as BEIR does) and kept as metadata.',
+)
 ModelOption = typer.Option(
     None, "--model", "-m", help="Model directory or Hugging Face id [default: bundled all-MiniLM-L6-v2]."
 )
 PrecisionOption = typer.Option(
     "auto",
     "--precision",
-    help="Encoder precision: auto (bf16 on CPUs with AMX, and where torch runs on CPUs with AVX512-BF16; else "
+    help="Encoder precision: auto (fp16 on a GPU; bf16 on CPUs with AMX, and where torch runs on CPUs with AVX512-BF16; else "
     "fp32), fp32, bf16, fp16 (GPU) or int8 "
     "(faster on CPU, about 1 point of STS-B lower; docs/benchmarks.md).",
 )

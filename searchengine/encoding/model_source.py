@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, get_args
 
+from searchengine.encoding.digest_memo import memoized_digest
 from searchengine.encoding.hf_loading import model_directory
 from searchengine.encoding.pooling import POOLING_MODES, PoolingMode
 from searchengine.encoding.prompt_template import (
@@ -65,8 +66,8 @@ class ModelSource:
     """The template (and denoising) of prompt pooling; None for the other poolings."""
 
     def fingerprint(self) -> str:
-        """A SHA-256 over the weights, tokenizer and module configs: equal iff the model is the same."""
-        digest = hashlib.sha256()
+        """A SHA-256 over the weights, tokenizer and module configs: equal iff the model is the same (remembered
+        while none of those files changes, searchengine.encoding.digest_memo)."""
         names = ("modules.json", "config.json", "tokenizer.json", "vocab.txt", "sentence_bert_config.json")
         files = sorted(
             p
@@ -74,15 +75,34 @@ class ModelSource:
             for p in directory.iterdir()
             if p.is_file() and (p.name in names or p.suffix == ".safetensors")
         )
-        for file in files:
-            _hash_file(digest, file, file.name)
-        for module_type, folder in self.transforms:  # a calibrated model is not its base model
-            digest.update(module_type.encode())
-            for file in sorted(p for p in folder.iterdir() if p.name == "config.json" or p.suffix == ".safetensors"):
-                _hash_file(digest, file, f"{folder.name}/{file.name}")
-        if self.prompt is not None:  # the same weights under another template embed differently
-            digest.update(self.prompt.identity().encode())
-        return digest.hexdigest()[:16]
+        transforms = [
+            (
+                module_type,
+                folder,
+                sorted(p for p in folder.iterdir() if p.name == "config.json" or p.suffix == ".safetensors"),
+            )
+            for module_type, folder in self.transforms
+        ]
+
+        def compute() -> str:
+            digest = hashlib.sha256()
+            for file in files:
+                _hash_file(digest, file, file.name)
+            for module_type, folder, module_files in transforms:  # a calibrated model is not its base model
+                digest.update(module_type.encode())
+                for file in module_files:
+                    _hash_file(digest, file, f"{folder.name}/{file.name}")
+            if self.prompt is not None:  # the same weights under another template embed differently
+                digest.update(self.prompt.identity().encode())
+            return digest.hexdigest()[:16]
+
+        listed = files + [file for _, _, module_files in transforms for file in module_files]
+        context = "model fingerprint\n" + "\n".join(
+            [str(file) for file in listed]
+            + [t for t, _, _ in transforms]
+            + [self.prompt.identity() if self.prompt else ""]
+        )
+        return memoized_digest(listed, context, compute)
 
 
 def _hash_file(digest: hashlib._Hash, file: Path, name: str) -> None:

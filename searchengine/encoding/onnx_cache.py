@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from searchengine.encoding.cache_location import cache_root
+from searchengine.encoding.digest_memo import memoized_digest
 from searchengine.errors import SearchEngineError
 
 OPSET = 17
@@ -18,11 +19,8 @@ OPSET = 17
 
 
 def cache_directory() -> Path:
-    """Where exported models are kept: $SEARCHENGINE_CACHE, else $XDG_CACHE_HOME/searchengine, else ~/.cache."""
-    if os.environ.get("SEARCHENGINE_CACHE"):
-        return Path(os.environ["SEARCHENGINE_CACHE"]) / "onnx"
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return base / "searchengine" / "onnx"
+    """Where exported models are kept: cache_root()/onnx ($SEARCHENGINE_CACHE, $XDG_CACHE_HOME or ~/.cache)."""
+    return cache_root() / "onnx"
 
 
 def export_path(fingerprint: str, precision: str) -> Path:
@@ -36,12 +34,16 @@ def record_path(export: Path) -> Path:
 
 
 def file_sha256(path: Path) -> str:
-    """The hex sha256 of a file's bytes, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()
+    """The hex sha256 of a file's bytes, read in 1 MiB blocks (remembered while the file is unchanged)."""
+
+    def compute() -> str:
+        digest = hashlib.sha256()
+        with open(path, "rb") as handle:
+            while block := handle.read(1 << 20):
+                digest.update(block)
+        return digest.hexdigest()
+
+    return memoized_digest([path], "sha256", compute)
 
 
 def cached_export_is_valid(export: Path, identity: dict[str, Any]) -> bool:

@@ -10,7 +10,9 @@ What "auto" means, from benchmarks/encoding_speed.py and docs/benchmarks.md (bun
   thread, and 2-9x its latency for a one-sentence query (on a loaded machine).
 - A CPU with AMX bf16: bf16 wherever torch can run the transformer (the issue's measurement on such a CPU:
   about 2.4x fp32, no loss; not re-measured here: no such CPU was at hand).
-- CUDA: fp32, until fp16/bf16 are measured on a GPU.
+- CUDA: fp16, the half precision every CUDA GPU with tensor cores runs at full speed and the one with more
+  mantissa bits than bf16 (inference needs no bf16 range). Not measured here: no GPU was lent to this work
+  (docs/benchmarks.md, GPU); `--precision fp32` keeps full precision.
 """
 
 from __future__ import annotations
@@ -53,13 +55,15 @@ def resolve_precision(
     """The concrete precision `precision` means on `device`; a clear error where the device cannot run it.
 
     `backends`: which backends can run the transformer here ("torch", "onnx"; the Encoder's backend choice). "auto"
-    is bf16 on a CPU with AMX bf16 where torch can run it, on a CPU with AVX512-BF16 only where torch alone can
-    (torch bf16 is not clearly faster than ONNX Runtime fp32 there; see above), and fp32 everywhere else."""
+    is fp16 on CUDA, bf16 on a CPU with AMX bf16 where torch can run it, on a CPU with AVX512-BF16 only where torch
+    alone can (torch bf16 is not clearly faster than ONNX Runtime fp32 there; see above), and fp32 elsewhere."""
     if precision not in PRECISIONS:
         raise SearchEngineError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
     cuda = device.startswith("cuda")
     if precision == "auto":
-        if cuda or "torch" not in backends:
+        if cuda:
+            return "fp16"
+        if "torch" not in backends:
             return "fp32"
         flags = cpu_flags(cpuinfo)
         return "bf16" if "amx_bf16" in flags or ("avx512_bf16" in flags and "onnx" not in backends) else "fp32"

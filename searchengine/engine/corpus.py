@@ -1,5 +1,5 @@
-"""Read a corpus as a stream of documents: .txt (one per line), .jsonl (a "text" field), either gzipped, or
-'-' for stdin."""
+"""Read a corpus as a stream of documents: .txt (one per line), .jsonl (a "text" field, or the fields
+`JsonFields` names), either gzipped, or '-' for stdin."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import gzip
 import json
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
 
@@ -16,20 +17,46 @@ from searchengine.indexer.store import Document
 STDIN = "-"
 
 
-def read_corpus(source: str | Path, jsonl: bool | None = None, id_field: str | None = None) -> Iterator[Document]:
+@dataclass(frozen=True)
+class JsonFields:
+    """Which fields of a JSON record make a document: the text, an optional title embedded before it (as BEIR
+    does: `title + " " + text`), and an optional id of the user's (Document.external_id, for upserts). The other
+    fields, the title included, are kept as metadata."""
+
+    text: str = "text"
+    title: str | None = None
+    id: str | None = None
+
+    def __post_init__(self) -> None:
+        names = [name for name in (self.text, self.title, self.id) if name is not None]
+        if any(not name for name in names):
+            raise SearchEngineError("a field name must not be empty")
+        if len(set(names)) < len(names):
+            raise SearchEngineError(f"the text, title and id fields must differ, not {', '.join(names)}")
+
+    @property
+    def plain(self) -> bool:
+        """True when these are the defaults, which plain text (one document a line) can also follow."""
+        return self == JsonFields()
+
+
+def read_corpus(source: str | Path, jsonl: bool | None = None, fields: JsonFields = JsonFields()) -> Iterator[Document]:
     """Yield the documents of `source` in order, skipping blank lines.
 
-    `jsonl` defaults to True for names ending in .jsonl (or .jsonl.gz); .gz files are decompressed as read. Lines that are not UTF-8, hold NUL bytes (a binary
-    file) or, in JSONL, are not an object with a string "text" field raise SearchEngineError naming the line.
-    `id_field` names a JSONL field holding each document's own id (Document.external_id), for upserts.
+    `jsonl` defaults to True for names ending in .jsonl (or .jsonl.gz); .gz files are decompressed as read. Lines
+    that are not UTF-8, hold NUL bytes (a binary file) or, in JSONL, are not an object with a string text field
+    raise SearchEngineError naming the line. `fields` says which JSONL fields hold the text, title and id.
     """
     name = str(source)
     if jsonl is None:
         jsonl = name.removesuffix(".gz").endswith(".jsonl")
-    if id_field is not None and not jsonl:
-        raise SearchEngineError(f"an id field needs JSON lines, but {name} is read as plain text; pass a .jsonl file")
+    if not fields.plain and not jsonl:
+        raise SearchEngineError(
+            f"--id-field, --text-field and --title-field name JSON fields, but {name} is read as plain text; pass "
+            "a .jsonl file (or --jsonl)"
+        )
     if name == STDIN:
-        yield from _read_lines(sys.stdin.buffer, "<stdin>", jsonl, id_field)
+        yield from _read_lines(sys.stdin.buffer, "<stdin>", jsonl, fields)
         return
     path = Path(source)
     if path.is_dir():
@@ -44,14 +71,14 @@ def read_corpus(source: str | Path, jsonl: bool | None = None, id_field: str | N
         if name.endswith(".gz"):
             with gzip.open(handle) as unzipped:
                 try:
-                    yield from _read_lines(unzipped, name, jsonl, id_field)
+                    yield from _read_lines(unzipped, name, jsonl, fields)
                 except (OSError, EOFError) as exc:
                     raise SearchEngineError(f"{path} is not a readable gzip file ({exc})") from None
         else:
-            yield from _read_lines(handle, name, jsonl, id_field)
+            yield from _read_lines(handle, name, jsonl, fields)
 
 
-def _read_lines(handle: BinaryIO, name: str, jsonl: bool, id_field: str | None = None) -> Iterator[Document]:
+def _read_lines(handle: BinaryIO, name: str, jsonl: bool, fields: JsonFields) -> Iterator[Document]:
     for number, raw in enumerate(handle, start=1):
         if b"\x00" in raw:
             raise SearchEngineError(
@@ -69,14 +96,14 @@ def _read_lines(handle: BinaryIO, name: str, jsonl: bool, id_field: str | None =
             line = line.removeprefix("\ufeff")
         if not line.strip():
             continue
-        yield _parse_json_line(line, name, number, id_field) if jsonl else Document(line.strip(), name, number)
+        yield _parse_json_line(line, name, number, fields) if jsonl else Document(line.strip(), name, number)
 
 
 def _refuse_constant(name: str) -> None:
     raise ValueError(name)
 
 
-def _parse_json_line(line: str, name: str, number: int, id_field: str | None) -> Document:
+def _parse_json_line(line: str, name: str, number: int, fields: JsonFields) -> Document:
     try:
         record = json.loads(line, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
@@ -91,25 +118,34 @@ def _parse_json_line(line: str, name: str, number: int, id_field: str | None) ->
             "plain values and lists)"
         ) from None
     _refuse_lone_surrogates(line, record, name, number)
-    return document_from_record(record, f"{name} line {number}", id_field, name, number)
+    return document_from_record(record, f"{name} line {number}", fields, name, number)
 
 
 def document_from_record(
-    record: object, label: str, id_field: str | None = None, source: str | None = None, line: int | None = None
+    record: object,
+    label: str,
+    fields: JsonFields = JsonFields(),
+    source: str | None = None,
+    line: int | None = None,
 ) -> Document:
-    """A Document from one JSON object as a .jsonl line holds it: a string "text", the other fields metadata, and
-    `id_field` (when given) the external id. `label` names the record in errors ("docs.jsonl line 3")."""
-    if not isinstance(record, dict) or not isinstance(record.get("text"), str):
-        raise SearchEngineError(f'{label} needs a JSON object with a string "text" field')
+    """A Document from one JSON object as a .jsonl line holds it: the string text field (after the title field,
+    when one is named and present), the other fields metadata, and the id field (when named) the external id.
+    `label` names the record in errors ("docs.jsonl line 3")."""
+    if not isinstance(record, dict) or not isinstance(record.get(fields.text), str):
+        raise SearchEngineError(f'{label} needs a JSON object with a string "{fields.text}" field')
     record = dict(record)
-    text = record.pop("text").strip()
+    text = record.pop(fields.text).strip()
+    title = record.get(fields.title) if fields.title is not None else None
+    if title is not None and not isinstance(title, str):
+        raise SearchEngineError(f'{label} has a "{fields.title}" field (the title) that is not a string or null')
+    text = f"{title.strip()} {text}".strip() if title else text
     if not text:
-        raise SearchEngineError(f'{label} has an empty "text" field')
+        raise SearchEngineError(f'{label} has an empty "{fields.text}" field')
     external_id = None
-    if id_field is not None:
-        external_id = record.pop(id_field, None)
+    if fields.id is not None:
+        external_id = record.pop(fields.id, None)
         if not isinstance(external_id, (str, int)) or isinstance(external_id, bool):
-            raise SearchEngineError(f'{label} needs a string or integer "{id_field}" field (the id)')
+            raise SearchEngineError(f'{label} needs a string or integer "{fields.id}" field (the id)')
     return Document(text, source, line, record, None if external_id is None else str(external_id))
 
 

@@ -16,7 +16,7 @@ from searchengine.analysis.cluster_settings import ClusterMethod, ClusterSetting
 from searchengine.analysis.clustering import Cluster, Clustering, cluster_index, read_clustering
 from searchengine.analysis.mining_request import MiningMethod
 from searchengine.analysis.paraphrase_mining import Pair, dedupe_index, mine_documents, with_texts
-from searchengine.engine.corpus import STDIN, read_corpus
+from searchengine.engine.corpus import STDIN, JsonFields, read_corpus
 from searchengine.engine.embedding import to_index_vectors
 from searchengine.engine.filters import Filters, conditions_of
 from searchengine.engine.fusion import Fusion
@@ -232,6 +232,8 @@ class SearchEngine:
         speed: EncoderSpeed | None = None,
         jsonl: bool | None = None,
         id_field: str | None = None,
+        text_field: str = "text",
+        title_field: str | None = None,
         progress: bool = False,
     ) -> SearchEngine:
         """Index `corpus` into `path`, replacing any index there only once the new one is complete.
@@ -244,18 +246,23 @@ class SearchEngine:
         speed: precision, backend and threads of the Encoder loaded here (see Encoder).
         jsonl: read a corpus file as JSON lines (True) or plain lines (False); None decides by the .jsonl suffix.
         id_field: a .jsonl field holding each document's own id, for later upserts and deletes by that id.
+        text_field, title_field: the .jsonl fields holding the text, and a title embedded before it (BEIR's
+        `title + " " + text`); every other field is kept as metadata.
         """
         if encoder is None:
             from searchengine.encoding.encoder import Encoder, EncoderSpeed
 
             encoder = Encoder(model, pooling, batch_size=batch_size, **(speed or EncoderSpeed()).options())
         target = Path(path) if path is not None else default_index_dir()
+        fields = JsonFields(text_field, title_field, id_field)
         settings = IndexSettings(
             index_type=index,
             whiten_k=whiten_k,
-            whiten_fit=None if whiten_fit is None else _documents(whiten_fit, jsonl),
+            whiten_fit=None
+            if whiten_fit is None
+            else _documents(whiten_fit, jsonl, JsonFields(text_field, title_field)),
         )
-        count = _count(corpus, jsonl, id_field)
+        count = _count(corpus, jsonl, fields)
         if whiten_k is not None and not 1 <= whiten_k <= encoder.dimension:
             raise SearchEngineError(
                 f"whitening k must be between 1 and the embedding dimension {encoder.dimension}, not {whiten_k}"
@@ -263,7 +270,7 @@ class SearchEngine:
         if index is not None and count is not None and whiten_fit is None:
             check_trainable(index, count)
         report = build_index(
-            IndexDirectory(target), _documents(corpus, jsonl, id_field), encoder, settings, count, progress
+            IndexDirectory(target), _documents(corpus, jsonl, fields), encoder, settings, count, progress
         )
         engine = cls(target, encoder)
         engine.last_report = report
@@ -507,16 +514,25 @@ class SearchEngine:
         return self._cross_encoders[key]
 
     def add(
-        self, corpus: Corpus, jsonl: bool | None = None, id_field: str | None = None, progress: bool = False
+        self,
+        corpus: Corpus,
+        jsonl: bool | None = None,
+        id_field: str | None = None,
+        progress: bool = False,
+        *,
+        text_field: str = "text",
+        title_field: str | None = None,
     ) -> IndexingReport:
         """Append documents (a file path, texts or Documents), each its own document even when its text repeats
         an indexed one (the report counts those). A document whose external id (`id_field` of a .jsonl file, or
-        Document.external_id) is already stored replaces the old one (upsert)."""
+        Document.external_id) is already stored replaces the old one (upsert). `text_field` and `title_field` as
+        in `build`."""
+        fields = JsonFields(text_field, title_field, id_field)
         report = append_to_index(
             self.directory,
-            _documents(corpus, jsonl, id_field),
+            _documents(corpus, jsonl, fields),
             self.encoder,
-            _count(corpus, jsonl, id_field),
+            _count(corpus, jsonl, fields),
             progress,
         )
         self._load()
@@ -595,6 +611,10 @@ class SearchEngine:
         self._load()
         return with_texts(marks, self._store)
 
+    def external_ids(self) -> list[str]:
+        """The user-given ids of the indexed documents (`--id-field`, Document.external_id), in index order."""
+        return self._store.external_ids()
+
     def stored_vectors(self, batch_size: int = 65_536) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """(document ids, vectors) as the index holds them, in batches; never re-encodes the corpus."""
         return self._vectors.stored_vectors(batch_size)
@@ -650,11 +670,14 @@ def _check_dimensions(path: Path, manifest: Manifest, vectors: VectorIndex, whit
         )
 
 
-def _documents(corpus: Corpus, jsonl: bool | None, id_field: str | None = None) -> Iterator[Document]:
+def _documents(corpus: Corpus, jsonl: bool | None, fields: JsonFields = JsonFields()) -> Iterator[Document]:
     if isinstance(corpus, (str, Path)):
-        return read_corpus(corpus, jsonl, id_field)
-    if id_field is not None:
-        raise SearchEngineError("id_field names a field of a .jsonl file; give Documents with external_id instead")
+        return read_corpus(corpus, jsonl, fields)
+    if not fields.plain:
+        raise SearchEngineError(
+            "id_field, text_field and title_field name fields of a .jsonl file; give Documents (with external_id) "
+            "instead"
+        )
     documents = (_text_document(text, number) for number, text in enumerate(corpus, start=1))
     return (document for document in documents if document.text)
 
@@ -667,7 +690,7 @@ def _text_document(text: str | Document, number: int) -> Document:
     return Document(text.strip(), None, number)
 
 
-def _count(corpus: Corpus, jsonl: bool | None, id_field: str | None = None) -> int | None:
+def _count(corpus: Corpus, jsonl: bool | None, fields: JsonFields = JsonFields()) -> int | None:
     """Documents in a corpus file or list, read once up front so bad input fails before any embedding.
 
     None for standard input, pipes and one-shot iterators, which can be read only once.
@@ -678,4 +701,4 @@ def _count(corpus: Corpus, jsonl: bool | None, id_field: str | None = None) -> i
             return None
     elif not isinstance(corpus, Sequence):
         return None
-    return sum(1 for _ in _documents(corpus, jsonl, id_field))
+    return sum(1 for _ in _documents(corpus, jsonl, fields))

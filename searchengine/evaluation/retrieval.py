@@ -36,6 +36,8 @@ import numpy as np
 from searchengine.errors import SearchEngineError
 
 EmbedFunction = Callable[[Sequence[str]], np.ndarray]
+SearchFunction = Callable[[list[str], int], list[list[str]]]
+"""Queries and a depth -> for each query, the ids of its best documents, best first (e.g. an index's search)."""
 
 QRELS_HEADER = ("query-id", "corpus-id", "score")
 NDCG_AT = 10
@@ -148,8 +150,11 @@ def read_queries(path: Path) -> tuple[list[str], list[str]]:
     return _read_texts(path, "queries", with_title=False)
 
 
-def read_qrels(path: Path, query_ids: Sequence[str], corpus_ids: Sequence[str]) -> dict[str, dict[str, int]]:
-    """{query id: {document id: grade}} from a BEIR qrels .tsv; every id must exist in the queries/corpus."""
+def read_qrels(
+    path: Path, query_ids: Sequence[str], corpus_ids: Sequence[str], corpus_name: str = "the corpus file"
+) -> dict[str, dict[str, int]]:
+    """{query id: {document id: grade}} from a BEIR qrels .tsv; every id must exist in the queries/corpus
+    (`corpus_name` says where the corpus ids came from, for the error)."""
     path = Path(path)
     if not path.is_file():
         raise SearchEngineError(f"{path}: no such file (the qrels .tsv file)")
@@ -184,7 +189,7 @@ def read_qrels(path: Path, query_ids: Sequence[str], corpus_ids: Sequence[str]) 
                 if query not in known_queries:
                     raise SearchEngineError(f"{path}:{number}: query-id {query!r} is not in the queries file")
                 if document not in known_documents:
-                    raise SearchEngineError(f"{path}:{number}: corpus-id {document!r} is not in the corpus file")
+                    raise SearchEngineError(f"{path}:{number}: corpus-id {document!r} is not in {corpus_name}")
                 judged = qrels.setdefault(query, {})
                 if document in judged:
                     raise SearchEngineError(f"{path}:{number}: query {query!r} and document {document!r} judged twice")
@@ -286,3 +291,27 @@ def evaluate_retrieval(
     rows = exact_search(query_vectors, document_vectors, max(NDCG_AT, RECALL_AT, MRR_AT), excluded)
     rankings = {query: [dataset.corpus_ids[row] for row in ranked] for query, ranked in zip(query_ids, rows)}
     return score_rankings(rankings, dataset.qrels, len(dataset.corpus_ids))
+
+
+def evaluate_search(
+    search: SearchFunction,
+    query_ids: Sequence[str],
+    query_texts: Sequence[str],
+    qrels: dict[str, dict[str, int]],
+    documents: int,
+    ignore_identical_ids: bool = True,
+    batch_size: int = 64,
+) -> RetrievalScores:
+    """Score what `search` returns for the judged queries (an index searched as users search it, rather than
+    the exact search of `evaluate_retrieval`). It is asked for one hit more than the metrics read when a query's
+    own id is dropped from its ranking."""
+    judged = [(query, text) for query, text in zip(query_ids, query_texts) if query in qrels]
+    depth = max(NDCG_AT, RECALL_AT, MRR_AT)
+    rankings: dict[str, list[str]] = {}
+    for start in range(0, len(judged), batch_size):
+        chunk = judged[start : start + batch_size]
+        found = search([text for _, text in chunk], depth + int(ignore_identical_ids))
+        for (query, _), ranked in zip(chunk, found):
+            kept = [document for document in ranked if not (ignore_identical_ids and document == query)]
+            rankings[query] = kept[:depth]
+    return score_rankings(rankings, qrels, documents)

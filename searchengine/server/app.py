@@ -16,7 +16,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from searchengine.engine.corpus import document_from_record
+from searchengine.engine.corpus import JsonFields, document_from_record
 from searchengine.engine.filters import conditions_of
 from searchengine.engine.modes import SearchMode
 from searchengine.engine.search_engine import DEFAULT_RERANK_TOP, SearchEngine
@@ -128,8 +128,9 @@ def create_app(index: ServedIndex, settings: ServerSettings = ServerSettings()) 
     @app.post("/documents", response_model=AddedOut, dependencies=[Depends(check_writes)])
     async def add_documents(request: DocumentsRequest) -> dict[str, Any]:
         """Add documents, or replace those whose `id_field` id is already stored (`searchengine add`)."""
+        fields = JsonFields(request.text_field, request.title_field, request.id_field)
         documents = [
-            document_from_record(record, f"document {number}", request.id_field)
+            document_from_record(record, f"document {number}", fields)
             for number, record in enumerate(request.documents, start=1)
         ]
 

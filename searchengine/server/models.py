@@ -73,6 +73,10 @@ class DocumentsRequest(BaseModel):
     id_field: str | None = Field(
         None, description="A field holding each document's own id: adding that id again replaces it (upsert)."
     )
+    text_field: str = Field("text", description="The field holding each document's text.")
+    title_field: str | None = Field(
+        None, description="A field holding a title, embedded before the text and kept as metadata."
+    )
 
 
 class AddedOut(BaseModel):

@@ -42,7 +42,9 @@ def test_truncation_is_counted(tiny_model: Path) -> None:
 
 
 @pytest.mark.parametrize("pooling", ["cls", "max", "last2avg", "first_last_avg"])
-def test_each_pooling_gives_its_own_vectors(tiny_model: Path, tiny_encoder: Encoder, sentences: list[str], pooling: str) -> None:
+def test_each_pooling_gives_its_own_vectors(
+    tiny_model: Path, tiny_encoder: Encoder, sentences: list[str], pooling: str
+) -> None:
     other = Encoder(tiny_model, pooling=pooling)
     assert other.pooling == pooling
     vectors = other.encode(sentences)
@@ -69,13 +71,17 @@ def test_no_normalize_module_means_raw_vectors(tmp_path: Path, sentences: list[s
     assert not np.allclose(norms, 1.0, atol=1e-3)
 
 
-def test_plain_hugging_face_directory_uses_mean_pooling(tmp_path: Path, tiny_encoder: Encoder, sentences: list[str]) -> None:
+def test_plain_hugging_face_directory_uses_mean_pooling(
+    tmp_path: Path, tiny_encoder: Encoder, sentences: list[str]
+) -> None:
     model = write_tiny_model(tmp_path / "hf")
     (model / "modules.json").unlink()
     encoder = Encoder(model, precision="fp32")
     assert (encoder.pooling, encoder.source.normalize) == ("mean", False)
     raw = encoder.encode(sentences)
-    np.testing.assert_allclose(raw / np.linalg.norm(raw, axis=1, keepdims=True), tiny_encoder.encode(sentences), atol=1e-5)
+    np.testing.assert_allclose(
+        raw / np.linalg.norm(raw, axis=1, keepdims=True), tiny_encoder.encode(sentences), atol=1e-5
+    )
 
 
 def test_fingerprint_tells_models_apart(tiny_encoder: Encoder, tiny_model: Path, other_tiny_model: Path) -> None:
@@ -83,9 +89,13 @@ def test_fingerprint_tells_models_apart(tiny_encoder: Encoder, tiny_model: Path,
     assert Encoder(other_tiny_model).fingerprint != tiny_encoder.fingerprint
 
 
-def test_without_smart_batching_vectors_are_the_same(tiny_model: Path, tiny_encoder: Encoder, sentences: list[str]) -> None:
+def test_without_smart_batching_vectors_are_the_same(
+    tiny_model: Path, tiny_encoder: Encoder, sentences: list[str]
+) -> None:
     plain = Encoder(tiny_model, precision="fp32", smart_batching=False)
-    np.testing.assert_allclose(plain.encode(sentences, batch_size=3), tiny_encoder.encode(sentences, batch_size=3), atol=1e-5)
+    np.testing.assert_allclose(
+        plain.encode(sentences, batch_size=3), tiny_encoder.encode(sentences, batch_size=3), atol=1e-5
+    )
 
 
 def test_threads_apply_while_encoding_only(tiny_model: Path, sentences: list[str]) -> None:

@@ -80,7 +80,8 @@ def test_flow_runs_and_dense_stacks_after_it(flow_model: Path, tiny_encoder: Enc
     stacked = with_modules(flow_model, tmp_path / "stacked", (DENSE_MODULE_TYPE, "3_Dense"))
     write_dense_module(stacked / "3_Dense", 2 * np.eye(32, dtype=np.float32)[:5], np.zeros(5, dtype=np.float32))
     assert locate_model(stacked).transforms == (
-        (FLOW_MODULE_TYPE, stacked / "2_Flow"), (DENSE_MODULE_TYPE, stacked / "3_Dense")
+        (FLOW_MODULE_TYPE, stacked / "2_Flow"),
+        (DENSE_MODULE_TYPE, stacked / "3_Dense"),
     )
     vectors = Encoder(stacked, precision="fp32").encode(TEXTS, pre_normalize=True)
     assert np.abs(vectors - 2 * expected[:, :5]).max() < 1e-5

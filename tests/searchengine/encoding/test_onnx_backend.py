@@ -111,7 +111,9 @@ def test_a_corrupt_cached_export_names_the_file_and_the_fix(tiny_model: Path, ca
     exported.write_bytes(b"not an onnx model")
     record = exported.with_suffix(".json")
     claims = json.loads(record.read_text(encoding="utf-8"))
-    record.write_text(json.dumps({**claims, "sha256": hashlib.sha256(exported.read_bytes()).hexdigest()}), encoding="utf-8")
+    record.write_text(
+        json.dumps({**claims, "sha256": hashlib.sha256(exported.read_bytes()).hexdigest()}), encoding="utf-8"
+    )
     with pytest.raises(SearchEngineError, match="delete it to re-export") as error:
         Encoder(tiny_model, backend="onnx", precision="fp32")
     assert str(exported) in str(error.value)
@@ -136,7 +138,9 @@ def test_unknown_backend_and_bad_threads(tiny_model: Path) -> None:
         Encoder(tiny_model, threads=0)
 
 
-def test_an_unwritable_cache_is_a_clear_error(tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unwritable_cache_is_a_clear_error(
+    tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("a file where the cache folder would be", encoding="utf-8")
     monkeypatch.setenv("SEARCHENGINE_CACHE", str(blocker))

@@ -43,7 +43,7 @@ def test_auto_follows_the_cpu_and_the_backends(
     cpuinfo = _cpuinfo(tmp_path, flags)
     backends = (["torch"], ["onnx", "torch"], ["onnx"])
     assert [resolve_precision("auto", "cpu", which, cpuinfo) for which in backends] == [torch_only, either, onnx_only]
-    assert resolve_precision("auto", "cuda", ["torch"], cpuinfo) == "fp32"
+    assert resolve_precision("auto", "cuda", ["torch"], cpuinfo) == "fp16"  # half precision on a GPU
 
 
 @pytest.mark.parametrize(
@@ -62,7 +62,9 @@ def test_explicit_cpu_precisions_are_kept() -> None:
 def test_apply_precision_casts_or_quantizes() -> None:
     model = torch.nn.Sequential(torch.nn.Linear(4, 4))
     assert apply_precision(model, "fp32") is model
-    assert next(apply_precision(torch.nn.Sequential(torch.nn.Linear(4, 4)), "bf16").parameters()).dtype == torch.bfloat16
+    assert (
+        next(apply_precision(torch.nn.Sequential(torch.nn.Linear(4, 4)), "bf16").parameters()).dtype == torch.bfloat16
+    )
     quantized = apply_precision(torch.nn.Sequential(torch.nn.Linear(4, 4)), "int8")
     assert "Quantized" in type(quantized[0]).__name__ or "quantized" in type(quantized[0]).__module__
 

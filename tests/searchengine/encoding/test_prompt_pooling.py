@@ -54,7 +54,11 @@ def prompt_model_dir(tiny_model: Path, target: Path, config: PromptConfig) -> Pa
 def mask_state(encoder: Encoder, ids: list[int], position_ids: list[int] | None = None) -> torch.Tensor:
     """Last-layer state at [MASK] for one unpadded input, computed directly with the transformer."""
     input_ids = torch.tensor([ids])
-    inputs = {"input_ids": input_ids, "attention_mask": torch.ones_like(input_ids), "token_type_ids": torch.zeros_like(input_ids)}
+    inputs = {
+        "input_ids": input_ids,
+        "attention_mask": torch.ones_like(input_ids),
+        "token_type_ids": torch.zeros_like(input_ids),
+    }
     if position_ids is not None:
         inputs["position_ids"] = torch.tensor([position_ids])
     with torch.no_grad():
@@ -180,7 +184,9 @@ def test_bare_template_position_ids(prompt_encoder: Encoder) -> None:
     assert ids[1].tolist() == list(range(h)) + list(range(h + 3, h + 3 + t))
 
 
-def test_denoising_changes_the_vectors(prompt_encoder: Encoder, denoised_encoder: Encoder, sentences: list[str]) -> None:
+def test_denoising_changes_the_vectors(
+    prompt_encoder: Encoder, denoised_encoder: Encoder, sentences: list[str]
+) -> None:
     assert not np.allclose(prompt_encoder.encode(sentences), denoised_encoder.encode(sentences), atol=1e-3)
 
 
@@ -243,7 +249,19 @@ def test_cli_index_search_and_info_with_a_template(tiny_model: Path, tmp_path: P
     corpus.write_text("\n".join(sentences) + "\n", encoding="utf-8")
     index_dir = tmp_path / "index"
     result = runner.invoke(
-        app, ["index", str(corpus), "--index-dir", str(index_dir), "--model", str(tiny_model), "--template", OTHER_TEMPLATE, "--denoise", "-q"]
+        app,
+        [
+            "index",
+            str(corpus),
+            "--index-dir",
+            str(index_dir),
+            "--model",
+            str(tiny_model),
+            "--template",
+            OTHER_TEMPLATE,
+            "--denoise",
+            "-q",
+        ],
     )
     assert result.exit_code == 0, result.output
     manifest_model = SearchEngine.open(index_dir).encoder.source.prompt
@@ -252,7 +270,9 @@ def test_cli_index_search_and_info_with_a_template(tiny_model: Path, tmp_path: P
     assert result.exit_code == 0 and sentences[5] in result.output, result.output
     result = runner.invoke(app, ["info", "--index-dir", str(index_dir)])
     assert "prompt 'the text" in result.output and "(denoised)" in result.output, result.output
-    result = runner.invoke(app, ["index", str(corpus), "--index-dir", str(index_dir), "--append", "--template", OTHER_TEMPLATE])
+    result = runner.invoke(
+        app, ["index", str(corpus), "--index-dir", str(index_dir), "--append", "--template", OTHER_TEMPLATE]
+    )
     assert result.exit_code == 1 and "--template" in result.output
 
 
@@ -260,10 +280,22 @@ def test_cli_bad_template_is_one_line(tiny_model: Path, tmp_path: Path) -> None:
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("the cat\n", encoding="utf-8")
     result = runner.invoke(
-        app, ["index", str(corpus), "--index-dir", str(tmp_path / "i"), "--model", str(tiny_model), "--template", "[X] means"]
+        app,
+        [
+            "index",
+            str(corpus),
+            "--index-dir",
+            str(tmp_path / "i"),
+            "--model",
+            str(tiny_model),
+            "--template",
+            "[X] means",
+        ],
     )
     assert result.exit_code == 1, result.output
-    assert result.output.startswith("Error: prompt template '[X] means' must contain") and "Traceback" not in result.output
+    assert (
+        result.output.startswith("Error: prompt template '[X] means' must contain") and "Traceback" not in result.output
+    )
 
 
 def test_cli_eval_sts_with_prompt_pooling(tiny_model: Path, tmp_path: Path, sentences: list[str]) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from searchengine.indexer.store import Document
 
-from searchengine.engine.corpus import read_corpus
+from searchengine.engine.corpus import JsonFields, read_corpus
 from searchengine.errors import SearchEngineError
 
 
@@ -187,8 +187,17 @@ def test_utf16_file_is_reported_as_binary(tmp_path: Path) -> None:
         (b'{"text": "   \\t "}\n', 1, 'empty "text"'),
     ],
     ids=[
-        "unterminated", "unquoted-key", "plain-text", "list", "string", "no-text", "number", "null",
-        "text-list", "empty-text", "blank-text",
+        "unterminated",
+        "unquoted-key",
+        "plain-text",
+        "list",
+        "string",
+        "no-text",
+        "number",
+        "null",
+        "text-list",
+        "empty-text",
+        "blank-text",
     ],
 )
 def test_jsonl_errors_name_the_line(tmp_path: Path, lines: bytes, bad_line: int, expected: str) -> None:
@@ -278,13 +287,53 @@ def test_broken_gzip_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_a_record_becomes_a_document_as_a_jsonl_line_would() -> None:
-    from searchengine.engine.corpus import document_from_record
+    from searchengine.engine.corpus import JsonFields, document_from_record
 
     record = {"text": "  hello  ", "id": 7, "lang": "en"}
-    document = document_from_record(record, "document 1", id_field="id")
+    document = document_from_record(record, "document 1", JsonFields(id="id"))
     assert document == Document("hello", None, None, {"lang": "en"}, "7")
     assert record == {"text": "  hello  ", "id": 7, "lang": "en"}  # the caller's object is left as it was
     with pytest.raises(SearchEngineError, match='^document 2 needs a JSON object with a string "text" field$'):
         document_from_record(["text"], "document 2")
     with pytest.raises(SearchEngineError, match='^document 3 has an empty "text" field$'):
         document_from_record({"text": " "}, "document 3")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# --text-field, --title-field
+
+
+def test_a_title_is_embedded_before_the_text_and_kept_as_metadata(tmp_path: Path) -> None:
+    rows = [
+        {"_id": "d1", "title": "Statins", "body": "They lower cholesterol."},
+        {"_id": "d2", "title": "", "body": "No title here."},
+        {"_id": "d3", "body": "The title is missing."},
+        {"_id": "d4", "title": None, "body": "The title is null."},
+        {"_id": "d5", "title": "Only a title", "body": ""},
+    ]
+    path = _write(tmp_path / "beir.jsonl", "\n".join(json.dumps(row) for row in rows).encode())
+    documents = list(read_corpus(path, fields=JsonFields(text="body", title="title", id="_id")))
+    assert [(d.text, d.external_id) for d in documents] == [
+        ("Statins They lower cholesterol.", "d1"),
+        ("No title here.", "d2"),
+        ("The title is missing.", "d3"),
+        ("The title is null.", "d4"),
+        ("Only a title", "d5"),
+    ]
+    assert documents[0].metadata == {"title": "Statins"}
+    assert "body" not in documents[0].metadata and "_id" not in documents[0].metadata
+
+
+def test_bad_title_and_text_fields_are_named(tmp_path: Path) -> None:
+    path = _write(tmp_path / "c.jsonl", b'{"title": 3, "body": "x"}\n')
+    with pytest.raises(SearchEngineError, match='line 1 has a "title" field \\(the title\\) that is not a string'):
+        list(read_corpus(path, fields=JsonFields(text="body", title="title")))
+    with pytest.raises(SearchEngineError, match='line 1 needs a JSON object with a string "text" field'):
+        list(read_corpus(path, fields=JsonFields(title="title")))
+    both_empty = _write(tmp_path / "e.jsonl", b'{"title": " ", "text": " "}\n')
+    with pytest.raises(SearchEngineError, match='line 1 has an empty "text" field'):
+        list(read_corpus(both_empty, fields=JsonFields(title="title")))
+    with pytest.raises(SearchEngineError, match="must differ"):
+        JsonFields(text="t", title="t")
+    with pytest.raises(SearchEngineError, match="read as plain text"):
+        list(read_corpus(_write(tmp_path / "p.txt", b"plain\n"), fields=JsonFields(title="title")))

@@ -153,9 +153,12 @@ def test_missing_file(tmp_path: Path) -> None:
 
 
 def test_cli_end_to_end(tmp_path: Path, tiny_model: Path) -> None:
-    corpus = [{"_id": f"d{i}", "text": text} for i, text in enumerate(
-        ["the cat sat on the mat", "stock prices fell", "bake the bread in a hot oven", "the king and queen"]
-    )]
+    corpus = [
+        {"_id": f"d{i}", "text": text}
+        for i, text in enumerate(
+            ["the cat sat on the mat", "stock prices fell", "bake the bread in a hot oven", "the king and queen"]
+        )
+    ]
     queries = [{"_id": "a", "text": "the cat sat on the mat"}, {"_id": "b", "text": "bake the bread in a hot oven"}]
     paths = write_set(tmp_path, corpus, queries, "query-id\tcorpus-id\tscore\na\td0\t1\nb\td2\t2\n")
     args = ["eval", "retrieval", "--corpus", paths[0], "--queries", paths[1], "--qrels", paths[2]]
@@ -173,3 +176,27 @@ def test_cli_end_to_end(tmp_path: Path, tiny_model: Path) -> None:
     assert bad.exit_code == 1 and "Traceback" not in bad.output
     message = bad.output.strip()
     assert message.startswith("Error: ") and "\n" not in message and "qrels.tsv:2" in message and "'d7'" in message
+
+
+def test_an_index_built_from_the_corpus_scores_as_exact_search(tmp_path: Path, tiny_model: Path) -> None:
+    """`--index` searches a Flat index built with --id-field/--title-field: the same rankings, so the same scores,
+    as exact search over the corpus file; a qrels id the index lacks is named; --corpus and --index exclude."""
+    paths = write_set(tmp_path, CORPUS, QUERIES, QRELS)
+    index = tmp_path / "index"
+    build = ["index", paths[0], "-d", index, "--id-field", "_id", "--title-field", "title", "--model", tiny_model]
+    assert runner.invoke(app, [str(a) for a in [*build, "-q", "--index", "Flat"]]).exit_code == 0
+    common = ["eval", "retrieval", "--queries", paths[1], "--qrels", paths[2], "--json"]
+    exact = runner.invoke(app, [str(a) for a in [*common, "--corpus", paths[0], "--model", tiny_model]])
+    searched = runner.invoke(app, [str(a) for a in [*common, "--index", index]])
+    assert exact.exit_code == 0 and searched.exit_code == 0, exact.output + searched.output
+    exact_scores, searched_scores = json.loads(exact.output), json.loads(searched.output)
+    for metric in ("ndcg@10", "recall@100", "mrr@10", "queries", "documents"):
+        assert searched_scores[metric] == pytest.approx(exact_scores[metric]), metric
+    assert searched_scores["index"] == str(index)
+    paths[2].write_text("query-id\tcorpus-id\tscore\nq1\tnot-indexed\t1\n", encoding="utf-8")
+    missing = runner.invoke(app, [str(a) for a in [*common, "--index", index]])
+    assert (
+        missing.exit_code == 1 and "'not-indexed' is not in index" in missing.output and "--id-field" in missing.output
+    )
+    both = runner.invoke(app, [str(a) for a in [*common, "--index", index, "--corpus", paths[0]]])
+    assert both.exit_code == 1 and "either as --corpus FILE or as an --index DIR" in both.output
