@@ -131,7 +131,7 @@ def query(
         if rerank:
             top = payload[0]["rerank"]["top"]
             typer.echo(
-                f"(reranked by {rerank} from the top {top} by {searched} search: cross-encoder score, then "
+                f"(reranked by {rerank} from the top {top} by {_RANKED_BY[searched]}: cross-encoder score, then "
                 f"{_SCORE_NAMES[searched]}{_SIDES if searched == 'hybrid' else ''})",
                 err=True,
             )
@@ -148,6 +148,7 @@ def query(
 
 
 _SCORE_NAMES = {"dense": "cosine", "keyword": "BM25", "hybrid": "fused score"}
+_RANKED_BY = {"dense": "cosine", "keyword": "BM25", "hybrid": "hybrid search"}
 _SIDES = ", then each side's: cosine and BM25"
 
 

@@ -92,6 +92,18 @@ QUERIES = [{"_id": "q1", "text": "the cat sat"}, {"_id": "q2", "text": "market p
 QRELS = "query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td3\t0\nq2\td2\t1\n"
 
 
+def test_a_judged_document_missing_from_the_corpus_is_kept_and_scores_0(tmp_path: Path) -> None:
+    """As BEIR and MTEB score ArguAna, whose qrels name 5 documents its corpus lacks; qrels naming no document
+    of the corpus at all are refused (the ids are of something else)."""
+    qrels = QRELS + "q2\tgone\t1\n"
+    dataset = read_retrieval_set(*write_set(tmp_path, CORPUS, QUERIES, qrels))
+    assert dataset.qrels["q2"] == {"d2": 1, "gone": 1}
+    scores = score_rankings({"q1": ["d1"], "q2": ["d2"]}, dataset.qrels, len(CORPUS))
+    assert scores.per_query["q2"]["recall@100"] == 0.5 and scores.per_query["q1"]["ndcg@10"] == 1.0
+    with pytest.raises(SearchEngineError, match=r"qrels.tsv:2: corpus-id 'gone' is not in the corpus file"):
+        read_retrieval_set(*write_set(tmp_path, CORPUS, QUERIES, "query-id\tcorpus-id\tscore\nq1\tgone\t1\n"))
+
+
 def test_reading_joins_title_and_text(tmp_path: Path) -> None:
     dataset = read_retrieval_set(*write_set(tmp_path, CORPUS, QUERIES, QRELS))
     assert dataset.corpus_texts[:3] == ["Pets the cat sat on the mat", CORPUS[1]["text"], CORPUS[2]["text"]]
