@@ -13,3 +13,7 @@ class IndexLockedError(IndexerError):
 
 class UnknownDocumentError(IndexerError):
     """An id (internal or external) names no stored document."""
+
+
+class MissingKeywordIndexError(IndexerError):
+    """The index was written before keyword search: its next write (or `searchengine compact`) adds it."""

@@ -4,7 +4,11 @@ encode a text once), it never merges them.
 
 Stores written before one-row-per-document (a unique `hash`, a `count` of repeats, an `external_ids` table) are
 read through a temporary view that gives them the current shape, and `upgrade` rewrites them into it; every write
-path does that inside its rewrite (searchengine.indexer.rewrite)."""
+path does that inside its rewrite (searchengine.indexer.rewrite).
+
+The store also holds the keyword index: an SQLite FTS5 table over the documents' text (Porter stemming) that
+triggers keep in step with every insert, update and delete, so it is always the documents as stored and is
+committed with them. Stores written before it gain it when they are next opened for writing."""
 
 from __future__ import annotations
 
@@ -19,8 +23,9 @@ from typing import Any
 
 import numpy as np
 import sqlite_utils
-from searchengine.indexer.errors import IndexerError, UnknownDocumentError
+from searchengine.indexer.errors import IndexerError, MissingKeywordIndexError, UnknownDocumentError
 from searchengine.indexer.filter_sql import COLUMN_TYPES, JSON_KINDS, Filter, json_path, where_clause
+from searchengine.indexer.keyword_query import match_expression
 
 TABLE = "documents"
 LEGACY_EXTERNAL_IDS_TABLE = "external_ids"
@@ -33,6 +38,10 @@ CLUSTERING_TABLE = "clustering"
 """One row: how the stored clustering was made."""
 CLUSTER_MEMBERS_TABLE = "cluster_members"
 """One row per clustered document: its cluster and its cosine to the cluster's centroid."""
+KEYWORD_TABLE = f"{TABLE}_fts"
+"""The keyword index: FTS5 over the documents' text, its content read from the documents table itself."""
+KEYWORD_TOKENIZER = "porter"
+"""Porter stemming over FTS5's unicode61 tokenizer (case and diacritics folded)."""
 DUPLICATES_TABLE = "duplicates"
 """Near-duplicates marked by `searchengine mine --dedupe`: a document, the earlier one it duplicates, their cosine."""
 _LEGACY_VIEW = (
@@ -123,6 +132,8 @@ class DocumentStore:
                     has_ids = LEGACY_EXTERNAL_IDS_TABLE in self.db.table_names()
                     external_id = _LEGACY_EXTERNAL_ID if has_ids else "NULL"
                     self.db.execute(_LEGACY_VIEW.format(external_id=external_id, TABLE=TABLE))
+                elif writable:
+                    self.add_keyword_index()
         except sqlite3.Error as exc:
             raise self._corrupt(exc) from None
 
@@ -157,6 +168,63 @@ class DocumentStore:
             yield
         except sqlite3.DatabaseError as exc:
             raise self._corrupt(exc) from None
+
+    @property
+    def has_keyword_index(self) -> bool:
+        """Whether the store holds the keyword index (stores written before it have none until their next write)."""
+        with self._guard():
+            return KEYWORD_TABLE in self.db.table_names()
+
+    def add_keyword_index(self) -> bool:
+        """Give a store without the keyword index one, built from its documents; False when it has one already."""
+        if self.has_keyword_index:
+            return False
+        with self._guard():
+            _enable_keyword_index(self.db, TABLE)
+        return True
+
+    def keyword_search(self, text: str, k: int, filters: Sequence[Filter] = ()) -> list[tuple[int, float]]:
+        """The k documents that best match the words of `text` by BM25, as (id, BM25 score) best first, among those
+        meeting every filter. A document matches when it holds any of the words; none match a text without words.
+        The score is FTS5's bm25() with its sign turned, so higher is better (k1 1.2, b 0.75)."""
+        expression = match_expression(text)
+        if expression is None:
+            return []
+        self._require_keyword_index()
+        with self._guard():
+            where, parameters = where_clause(filters, self._field_kinds)
+            rows = self.db.execute(
+                f"SELECT m.hit, m.keyword_score FROM (SELECT rowid AS hit, -bm25({KEYWORD_TABLE}) AS keyword_score "
+                f"FROM {KEYWORD_TABLE} WHERE {KEYWORD_TABLE} MATCH ?) AS m JOIN {TABLE} ON {TABLE}.id = m.hit "
+                f"WHERE {where} ORDER BY m.keyword_score DESC, m.hit LIMIT ?",
+                [expression, *parameters, k],
+            ).fetchall()
+        return [(int(row_id), float(score)) for row_id, score in rows]
+
+    def keyword_scores(self, text: str, ids: Sequence[int]) -> dict[int, float]:
+        """The BM25 score of `text` for each of `ids` (as keyword_search gives it); 0.0 for a document holding none
+        of its words. Unknown ids are left out."""
+        ids = sorted(set(int(i) for i in ids))
+        expression = match_expression(text)
+        self._require_keyword_index()
+        with self._guard():
+            scores = {row_id: 0.0 for (row_id,) in self._in_chunks(f"SELECT id FROM {TABLE} WHERE id IN", ids)}
+            if expression is None:
+                return scores
+            sql = (
+                f"SELECT rowid, -bm25({KEYWORD_TABLE}) FROM {KEYWORD_TABLE} WHERE {KEYWORD_TABLE} MATCH ? AND rowid IN"
+            )
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                rows = self.db.execute(f"{sql} ({','.join('?' * len(chunk))})", [expression, *chunk])
+                scores.update((int(row_id), float(score)) for row_id, score in rows)
+        return scores
+
+    def _require_keyword_index(self) -> None:
+        if not self.has_keyword_index:
+            raise MissingKeywordIndexError(
+                f"document store {self.path} has no keyword index (it was written before keyword search)"
+            )
 
     def upgrade(self) -> list[tuple[int, int]]:
         """Rewrite an older store (one row per distinct text) into one row per document; a no-op otherwise.
@@ -494,3 +562,9 @@ def _create_documents_table(db: sqlite_utils.Database, name: str) -> None:
     )
     db[name].create_index(["external_id"], unique=True, index_name=f"{name}_external_id")
     db[name].create_index(["hash"], index_name=f"{name}_hash")
+    _enable_keyword_index(db, name)
+
+
+def _enable_keyword_index(db: sqlite_utils.Database, name: str) -> None:
+    """The keyword index of table `name`: FTS5 over its text, filled from its rows and kept in step by triggers."""
+    db[name].enable_fts(["text"], fts_version="FTS5", tokenize=KEYWORD_TOKENIZER, create_triggers=True)

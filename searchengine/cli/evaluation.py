@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -10,9 +11,12 @@ import typer
 from searchengine.cli.errors import user_errors
 from searchengine.cli.options import ModelOption
 from searchengine.encoding.model_source import Pooling
+from searchengine.engine.fusion import FusionMethod
+from searchengine.engine.modes import DEFAULT_FUSION, SearchMode
 from searchengine.errors import SearchEngineError
 
 if TYPE_CHECKING:
+    from searchengine.engine.fusion import Fusion
     from searchengine.evaluation.retrieval import RetrievalScores
 
 eval_app = typer.Typer(help="Measure a model: STS correlation or BEIR-style retrieval.", no_args_is_help=True)
@@ -66,6 +70,36 @@ def retrieval(
         help="Evaluate this index as `searchengine query` searches it, instead of exact search over --corpus; its "
         "documents' ids (--id-field when indexing) are the qrels' corpus-ids.",
     ),
+    mode: SearchMode | None = typer.Option(
+        None,
+        "--mode",
+        help="With --index: search dense, keyword or hybrid, as `query --mode` [default: the index's default mode].",
+        show_default=False,
+    ),
+    fusion_method: FusionMethod | None = typer.Option(
+        None,
+        "--fusion",
+        help=f"With --mode hybrid: rrf or minmax [default: {DEFAULT_FUSION.method}].",
+        show_default=False,
+    ),
+    rrf_k: int | None = typer.Option(
+        None, "--rrf-k", min=0, help=f"RRF's rank offset [default: {DEFAULT_FUSION.rrf_k}].", show_default=False
+    ),
+    dense_weight: float | None = typer.Option(
+        None,
+        "--dense-weight",
+        min=0.0,
+        max=1.0,
+        help=f"The dense side's share of the fused score, 0..1 [default: {DEFAULT_FUSION.dense_weight:g}].",
+        show_default=False,
+    ),
+    depth: int | None = typer.Option(
+        None,
+        "--depth",
+        min=1,
+        help=f"Candidates fused from each side (at least the 101 hits read) [default: {DEFAULT_FUSION.depth}].",
+        show_default=False,
+    ),
     model: str | None = typer.Option(
         None, "--model", "-m", help="Model directory or Hugging Face id [default: the bundled all-MiniLM-L6-v2]."
     ),
@@ -80,8 +114,8 @@ def retrieval(
     score > 0 count.
 
     With --corpus: exact cosine search of the model's embeddings; documents are embedded as title + " " + text.
-    With --index: the index's own search (its model, whitening and index type), over an index built from the
-    corpus with its ids.
+    With --index: the index's own search (its model, whitening and index type, and --mode with its fusion
+    settings), over an index built from the corpus with its ids.
 
     Examples (the BEIR sets in ../shared/data/retrieval):
 
@@ -90,6 +124,9 @@ def retrieval(
       searchengine index corpus.jsonl --id-field _id --title-field title -d nfcorpus-index
 
       searchengine eval retrieval --index nfcorpus-index --queries queries.jsonl --qrels qrels_test.tsv
+
+      searchengine eval retrieval --index nfcorpus-index --queries queries.jsonl --qrels qrels_test.tsv --mode hybrid
+      --fusion minmax --dense-weight 0.5
     """
     with user_errors():
         import json
@@ -99,19 +136,25 @@ def retrieval(
             raise SearchEngineError("give the documents either as --corpus FILE or as an --index DIR built from it")
         if index_dir is not None and (model is not None or pooling is not None):
             raise SearchEngineError("--index searches with the model the index was built with; drop --model/--pooling")
+        if index_dir is None and mode is not None:
+            raise SearchEngineError("--mode says how an index is searched; give --index DIR (--corpus is exact search)")
+        fusion = _fusion(mode, fusion_method, rrf_k, dense_weight, depth)
         started = time.perf_counter()
         if index_dir is not None:
-            name, scores = _evaluate_index(index_dir, queries, qrels, not keep_identical_ids)
+            name, scores, mode = _evaluate_index(index_dir, queries, qrels, not keep_identical_ids, mode, fusion)
         else:
             name, scores = _evaluate_model(corpus, queries, qrels, model, pooling, batch_size, not keep_identical_ids)
         seconds = time.perf_counter() - started
+        searched = None if index_dir is None else mode + (f" ({fusion.describe()})" if mode == "hybrid" else "")
         if as_json:
             payload = {"model": name, **scores.as_dict(), "seconds": seconds}
+            if index_dir is not None:
+                payload.update({"mode": mode, "fusion": asdict(fusion) if mode == "hybrid" else None})
             documents = {"index": str(index_dir)} if index_dir is not None else {"corpus_file": str(corpus)}
             payload.update({**documents, "queries_file": str(queries), "qrels_file": str(qrels)})
             typer.echo(json.dumps(payload, indent=2))
             return
-        how = f"index {index_dir}" if index_dir is not None else "exact search"
+        how = f"index {index_dir}, {searched} search," if index_dir is not None else "exact search"
         typer.echo(f"{scores.queries} queries, {scores.documents} documents, {how} in {seconds:.1f} s ({name})")
         typer.echo(f"nDCG@10     {scores.ndcg_at_10:.4f}")
         typer.echo(f"Recall@100  {scores.recall_at_100:.4f}")
@@ -135,9 +178,29 @@ def _evaluate_model(
     return encoder.name, evaluate_retrieval(encoder.encode, dataset, ignore_identical_ids=ignore_identical_ids)
 
 
+def _fusion(
+    mode: SearchMode | None,
+    method: FusionMethod | None,
+    rrf_k: int | None,
+    dense_weight: float | None,
+    depth: int | None,
+) -> Fusion:
+    """The default fusion with the settings given replaced; refused when given for a mode that fuses nothing."""
+    given = {"method": method, "rrf_k": rrf_k, "dense_weight": dense_weight, "depth": depth}
+    given = {name: value for name, value in given.items() if value is not None}
+    if given and mode != "hybrid":
+        raise SearchEngineError("--fusion, --rrf-k, --dense-weight and --depth set hybrid search; add --mode hybrid")
+    return replace(DEFAULT_FUSION, **given)
+
+
 def _evaluate_index(
-    index_dir: Path, queries: Path, qrels: Path, ignore_identical_ids: bool
-) -> tuple[str, RetrievalScores]:
+    index_dir: Path,
+    queries: Path,
+    qrels: Path,
+    ignore_identical_ids: bool,
+    mode: SearchMode | None,
+    fusion: Fusion,
+) -> tuple[str, RetrievalScores, SearchMode]:
     from searchengine.engine.search_engine import SearchEngine
     from searchengine.evaluation.retrieval import evaluate_search, read_qrels, read_queries
 
@@ -148,10 +211,11 @@ def _evaluate_index(
     )
 
     def search(texts: list[str], depth: int) -> list[list[str]]:
-        return [[hit.external_id or "" for hit in hits] for hits in engine.search_batch(texts, depth)]
+        found = engine.search_batch(texts, depth, mode=mode, fusion=fusion)
+        return [[hit.external_id or "" for hit in hits] for hits in found]
 
     scores = evaluate_search(search, query_ids, query_texts, judged, len(engine), ignore_identical_ids)
-    return engine.manifest.model.name, scores
+    return engine.manifest.model.name, scores, mode or engine.default_mode
 
 
 def analyze(

@@ -37,7 +37,7 @@ def info(
     with user_errors(target):
         directory = IndexDirectory(target)
         # Read the store of the manifest just read, again from the top if a writer swaps generations meanwhile.
-        manifest, (clustering, duplicates, repeats) = directory.read_consistently(
+        manifest, (clustering, duplicates, repeats, keyword_index) = directory.read_consistently(
             lambda current: (current, _store_summary(directory, current))
         )
         model, whitening = manifest.model, manifest.whitening
@@ -58,6 +58,11 @@ def info(
                 else "none"
             ),
             "index type": f"{manifest.index.type} (FAISS, inner product)",
+            "keyword index": (
+                "FTS5, BM25 with Porter stemming (keyword and hybrid search)"
+                if keyword_index
+                else f"none (written before keyword search): `searchengine compact -d {target}` adds it"
+            ),
             "deleted, not compacted": _tombstone_summary(manifest),
             "clustering": _clustering_summary(clustering),
             "near-duplicates": _duplicates_summary(duplicates),
@@ -71,6 +76,7 @@ def info(
                 "clustering": asdict(clustering) if clustering else None,
                 "duplicates": duplicates,
                 "repeats": repeats,
+                "keyword_index": keyword_index,
             }
             typer.echo(json.dumps({**manifest.as_json_dict(), **extra}, indent=2))
             return
@@ -79,14 +85,15 @@ def info(
             typer.echo(f"{key + ':':<{width + 1}} {value}")
 
 
-def _store_summary(directory: IndexDirectory, manifest: Manifest) -> tuple[ClusteringRecord | None, int, int]:
+def _store_summary(directory: IndexDirectory, manifest: Manifest) -> tuple[ClusteringRecord | None, int, int, bool]:
     """From the index's document store: the stored clustering (or None), how many documents `mine --dedupe`
-    marked as near-duplicates, and how many documents repeat an earlier one's exact text."""
+    marked as near-duplicates, how many documents repeat an earlier one's exact text, and whether it holds the
+    keyword index."""
     from searchengine.indexer.store import DocumentStore
 
     store = DocumentStore(directory.file(manifest, "documents"))
     try:
-        return store.clustering(), len(store.duplicates()), store.repeats()
+        return store.clustering(), len(store.duplicates()), store.repeats(), store.has_keyword_index
     finally:
         store.close()
 
@@ -173,7 +180,8 @@ def _document_id(value: str) -> int:
 
 
 def compact(index_dir: Path | None = IndexDirOption) -> None:
-    """Rebuild the vector index without the vectors of deleted documents (needed for HNSW and PQ types).
+    """Rebuild the vector index without the vectors of deleted documents (needed for HNSW and PQ types), and give an
+    index written before keyword search its keyword index (for `query --mode keyword` and `--mode hybrid`).
 
     Example:
 
@@ -183,10 +191,19 @@ def compact(index_dir: Path | None = IndexDirOption) -> None:
 
     target = index_dir or default_index_dir()
     with user_errors(target):
-        dropped = SearchEngine.open(target).compact()
-        typer.echo(
-            f"Dropped {counted(dropped, 'deleted vector')}." if dropped else "Nothing to compact: no deleted vectors."
-        )
+        engine = SearchEngine.open(target)
+        had_keyword_index = engine.has_keyword_index
+        dropped = engine.compact()
+        if not had_keyword_index:
+            typer.echo(
+                f"Added the keyword index ({counted(len(engine), 'document')}): keyword and hybrid search work now."
+            )
+        if dropped or had_keyword_index:
+            typer.echo(
+                f"Dropped {counted(dropped, 'deleted vector')}."
+                if dropped
+                else "Nothing to compact: no deleted vectors."
+            )
 
 
 def verify(index_dir: Path | None = IndexDirOption) -> None:

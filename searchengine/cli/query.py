@@ -14,6 +14,7 @@ from searchengine.cli.options import BackendOption, IndexDirOption, PrecisionOpt
 from searchengine.cli.wording import counted
 from searchengine.encoding.backend import Backend
 from searchengine.encoding.precision import Precision
+from searchengine.engine.modes import DEFAULT_MODE, MODE_HELP, SearchMode
 from searchengine.errors import SearchEngineError
 
 if TYPE_CHECKING:
@@ -29,7 +30,8 @@ def query(
         "-f",
         help="Read queries from this file (- for standard input), one per line, and run them as one batch.",
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print results as JSON."),
+    as_json: bool = typer.Option(False, "--json", help="Print results as JSON (with each side's score)."),
+    mode: SearchMode | None = typer.Option(None, "--mode", help=MODE_HELP, show_default=False),
     index_dir: Path | None = IndexDirOption,
     model: str | None = typer.Option(
         None, "--model", "-m", help="Expect this model; it must be the one the index was built with."
@@ -64,19 +66,22 @@ def query(
         "the index here; its API key, if any, comes from $SEARCHENGINE_API_KEY.",
     ),
 ) -> None:
-    """Find the documents closest in meaning to a query.
+    """Find the documents that best match a query: by meaning, by its words, or both (--mode).
 
-    Prints rank, cosine score, document id (and your own id, given with --id-field, in parentheses) and text.
-    The index's own model encodes the query; --model and
-    --whiten-k only assert what the index must have been built with. Filters run inside the vector search, so
-    k results come back whenever k documents match; fields are metadata keys or id, external_id, source, line, text.
-    With --rerank, a cross-encoder reads the query and each of the --rerank-top best candidates together and
-    the k best by its score are shown: its score first, then the cosine that retrieved the hit. Slower per query
-    (one transformer pass per candidate), usually more accurate.
+    Prints rank, score, document id (and your own id, given with --id-field, in parentheses) and text. The score is
+    the cosine in dense mode, BM25 in keyword mode, and in hybrid mode the fused score, followed by each side's.
+    The index's own model encodes the query; --model and --whiten-k only assert what the index must have been built
+    with. Filters run inside the vector search and the keyword search, so k results come back whenever k documents
+    match; fields are metadata keys or id, external_id, source, line, text.
+    With --rerank, a cross-encoder reads the query and each of the --rerank-top best candidates together and the k
+    best by its score are shown: its score first, then the score that retrieved the hit. Slower per query (one
+    transformer pass per candidate), usually more accurate.
 
     Examples:
 
       searchengine query "how do I reset my password" -k 5
+
+      searchengine query "error E1234 in module foo" --mode keyword
 
       searchengine query "budget tips" --where lang=en --where "year>=2020"
 
@@ -105,14 +110,14 @@ def query(
                 )
             from searchengine.server.client import search_remote
 
-            payload = search_remote(server, queries, k, where, rerank, rerank_top)
+            payload = search_remote(server, queries, k, where, rerank, rerank_top, mode)
             for result in payload:
                 if result.get("rerank") is None:
                     result.pop("rerank", None)  # as the local --json output: only reranked results say so
             held = None
         else:
             payload, held = _search_here(
-                queries, k, where, index_dir, model, whiten_k, rerank, rerank_top, precision, backend, threads
+                queries, k, where, mode, index_dir, model, whiten_k, rerank, rerank_top, precision, backend, threads
             )
         if where and not any(result["hits"] for result in payload):
             typer.echo(f"No documents match {' and '.join(where)}.", err=True)
@@ -122,25 +127,48 @@ def query(
             return
         if held is not None and k > held and not where:
             typer.echo(f"(the index holds {counted(held, 'document')}, so at most {counted(held, 'result')})", err=True)
+        searched = payload[0]["mode"]
         if rerank:
             top = payload[0]["rerank"]["top"]
             typer.echo(
-                f"(reranked by {rerank} from the top {top} by cosine: cross-encoder score, then cosine)", err=True
+                f"(reranked by {rerank} from the top {top} by {_RANKED_BY[searched]}: cross-encoder score, then "
+                f"{_SCORE_NAMES[searched]}{_SIDES if searched == 'hybrid' else ''})",
+                err=True,
             )
+        elif searched == "hybrid":
+            typer.echo(f"(hybrid search: fused score{_SIDES})", err=True)
         for position, result in enumerate(payload):
             if file:
                 typer.echo(("\n" if position else "") + f"Query: {result['query']}")
             for rank, hit in enumerate(result["hits"], start=1):
                 cluster = f"[c{hit['cluster']}] " if hit["cluster"] is not None else ""
-                cosine = f"(cos {hit['retrieval_score']:.4f})  " if hit["retrieval_score"] is not None else ""
                 external = f"({hit['external_id']}) " if hit.get("external_id") is not None else ""
-                typer.echo(f"{rank:>3}  {hit['score']:.4f}  {cosine}#{hit['id']:<6} {external}{cluster}{hit['text']}")
+                details = _details(hit, searched)
+                typer.echo(f"{rank:>3}  {hit['score']:.4f}  {details}#{hit['id']:<6} {external}{cluster}{hit['text']}")
+
+
+_SCORE_NAMES = {"dense": "cosine", "keyword": "BM25", "hybrid": "fused score"}
+_RANKED_BY = {"dense": "cosine", "keyword": "BM25", "hybrid": "hybrid search"}
+_SIDES = ", then each side's: cosine and BM25"
+
+
+def _details(hit: dict, mode: str) -> str:
+    """What a printed hit shows between its score and its id: the retrieval score of a reranked hit, and each
+    side's score in hybrid mode; empty otherwise."""
+    parts = []
+    if hit["retrieval_score"] is not None:
+        label = {"dense": "cos", "keyword": "bm25", "hybrid": "fused"}[mode]
+        parts.append(f"{label} {hit['retrieval_score']:.4f}")
+    if mode == "hybrid":
+        parts.append(f"cos {hit['dense_score']:.4f}, bm25 {hit['keyword_score']:.2f}")
+    return f"({'; '.join(parts)})  " if parts else ""
 
 
 def _search_here(
     queries: list[str],
     k: int,
     where: list[str],
+    mode: SearchMode | None,
     index_dir: Path | None,
     model: str | None,
     whiten_k: int | None,
@@ -156,10 +184,20 @@ def _search_here(
 
     speed = EncoderSpeed(precision, backend, threads)
     engine = SearchEngine.open(index_dir or default_index_dir(), model=model, whiten_k=whiten_k, speed=speed)
+    if mode is None and not engine.has_keyword_index:
+        typer.echo(
+            f"(dense search: this index has no keyword index yet; `searchengine compact -d {engine.path}` adds it, "
+            f"and queries then use {DEFAULT_MODE} search)",
+            err=True,
+        )
     top = max(k, rerank_top or DEFAULT_RERANK_TOP)
-    results = engine.search_batch(queries, k, where, rerank=rerank, rerank_top=top)
+    results = engine.search_batch(queries, k, where, mode=mode, rerank=rerank, rerank_top=top)
+    searched = mode or engine.default_mode
     reranked = {"rerank": {"model": rerank, "top": top}} if rerank else {}
-    payload = [{"query": q, **reranked, "hits": [_hit_json(hit) for hit in hits]} for q, hits in zip(queries, results)]
+    payload = [
+        {"query": q, "mode": searched, **reranked, "hits": [_hit_json(hit) for hit in hits]}
+        for q, hits in zip(queries, results)
+    ]
     return payload, len(engine)
 
 

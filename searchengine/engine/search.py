@@ -1,4 +1,5 @@
-"""The query path: nearest neighbours in the vector index, joined with their documents."""
+"""The query path: ranked document ids (nearest neighbours in the vector index, in dense search) joined with their
+documents, and reranking by a cross-encoder."""
 
 from __future__ import annotations
 
@@ -41,8 +42,9 @@ def one_thread() -> Iterator[None]:
 
 @dataclass(frozen=True)
 class Hit:
-    """One search result: `score` is the cosine similarity in the index's vector space, or, when the results
-    were reranked, the cross-encoder's score (and `retrieval_score` keeps the cosine)."""
+    """One search result: `score` is what ranked it (the cosine similarity in the index's vector space in dense
+    mode, the BM25 score in keyword mode, the fused score in hybrid mode, or, when the results were reranked, the
+    cross-encoder's score, with `retrieval_score` keeping the one it was retrieved by)."""
 
     id: int
     score: float
@@ -57,7 +59,71 @@ class Hit:
     cluster: int | None = None
     """The document's cluster in the clustering stored with the index (`searchengine cluster`), if any."""
     retrieval_score: float | None = None
-    """When reranked: the bi-encoder's cosine similarity that retrieved the hit (None when not reranked)."""
+    """When reranked: the score that retrieved the hit (None when not reranked)."""
+    found_by: tuple[str, ...] = ()
+    """The sides whose candidates held the document: ("dense",), ("keyword",) or both, in hybrid mode."""
+    dense_score: float | None = None
+    """The cosine similarity to the query (given in dense and hybrid modes)."""
+    keyword_score: float | None = None
+    """The BM25 score of the query's words, 0 when it holds none of them (given in keyword and hybrid modes)."""
+
+
+@dataclass(frozen=True)
+class Scored:
+    """A document id as a search ranked it, before its document is read: the Hit fields a search decides."""
+
+    id: int
+    score: float
+    found_by: tuple[str, ...]
+    dense_score: float | None = None
+    keyword_score: float | None = None
+
+
+def dense_rankings(
+    vectors: VectorIndex,
+    queries: np.ndarray,
+    k: int,
+    allowed: np.ndarray | None = None,
+    excluded: np.ndarray | None = None,
+) -> list[list[Scored]]:
+    """The k nearest ids per query row by cosine (fewer when fewer qualify), best first, among `allowed` ids (all
+    when None) and never `excluded` ones (tombstones)."""
+    scores, ids = vectors.search(queries, k, allowed, excluded)
+    return [
+        [Scored(int(i), float(s), ("dense",), dense_score=float(s)) for s, i in zip(row_scores, row_ids) if i >= 0]
+        for row_scores, row_ids in zip(scores, ids)
+    ]
+
+
+def hits_of(store: DocumentStore, rankings: list[list[Scored]]) -> list[list[Hit]]:
+    """Each ranking's documents read from the store, in order (an id no longer stored is left out)."""
+    documents = store.get([scored.id for ranking in rankings for scored in ranking])
+    clusters = store.clusters_of(list(documents))
+    results = []
+    for ranking in rankings:
+        hits = []
+        for scored in ranking:
+            document = documents.get(scored.id)
+            if document is None:
+                continue
+            hits.append(
+                Hit(
+                    id=document.id,
+                    score=scored.score,
+                    text=document.text,
+                    source=document.source,
+                    line=document.line,
+                    metadata=document.metadata,
+                    count=document.count,
+                    external_id=document.external_id,
+                    cluster=clusters.get(document.id),
+                    found_by=scored.found_by,
+                    dense_score=scored.dense_score,
+                    keyword_score=scored.keyword_score,
+                )
+            )
+        results.append(hits)
+    return results
 
 
 def nearest_documents(
@@ -68,39 +134,14 @@ def nearest_documents(
     allowed: np.ndarray | None = None,
     excluded: np.ndarray | None = None,
 ) -> list[list[Hit]]:
-    """The k best hits per query row (fewer when fewer qualify), best first, among `allowed` ids (all when
-    None) and never `excluded` ones (tombstones)."""
-    scores, ids = vectors.search(queries, k, allowed, excluded)
-    documents = store.get([int(i) for i in ids.ravel() if i >= 0])
-    clusters = store.clusters_of(list(documents))
-    results = []
-    for row_scores, row_ids in zip(scores, ids):
-        hits = []
-        for score, doc_id in zip(row_scores, row_ids):
-            document = documents.get(int(doc_id))
-            if document is None:
-                continue
-            hits.append(
-                Hit(
-                    id=document.id,
-                    score=float(score),
-                    text=document.text,
-                    source=document.source,
-                    line=document.line,
-                    metadata=document.metadata,
-                    count=document.count,
-                    external_id=document.external_id,
-                    cluster=clusters.get(document.id),
-                )
-            )
-        results.append(hits)
-    return results
+    """The k best hits per query row by cosine (dense search), best first: `dense_rankings` with their documents."""
+    return hits_of(store, dense_rankings(vectors, queries, k, allowed, excluded))
 
 
 def rerank_hits(cross_encoder: CrossEncoder, queries: list[str], results: list[list[Hit]], k: int) -> list[list[Hit]]:
     """Rescore every query's candidates with the cross-encoder (all pairs in one smart-batched call) and keep the
     k best per query by that score, best first (ties keep the retrieval order). Each hit's `score` becomes the
-    cross-encoder's and `retrieval_score` keeps the cosine."""
+    cross-encoder's and `retrieval_score` keeps the score it was retrieved by."""
     pairs = [(query, hit.text) for query, hits in zip(queries, results) for hit in hits]
     scores = cross_encoder.score(pairs) if pairs else np.zeros(0, dtype=np.float32)
     reranked, start = [], 0

@@ -19,6 +19,8 @@ from searchengine.analysis.paraphrase_mining import Pair, dedupe_index, mine_doc
 from searchengine.engine.corpus import STDIN, JsonFields, read_corpus
 from searchengine.engine.embedding import to_index_vectors
 from searchengine.engine.filters import Filters, conditions_of
+from searchengine.engine.fusion import Fusion
+from searchengine.engine.hybrid import hybrid_rankings, keyword_rankings
 from searchengine.engine.indexing import (
     IndexingReport,
     IndexSettings,
@@ -27,7 +29,8 @@ from searchengine.engine.indexing import (
     compact_index,
     delete_from_index,
 )
-from searchengine.engine.search import Hit, nearest_documents, one_thread, rerank_hits
+from searchengine.engine.modes import DEFAULT_FUSION, DEFAULT_MODE, SEARCH_MODES, SearchMode
+from searchengine.engine.search import Hit, hits_of, nearest_documents, one_thread, rerank_hits
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.index_directory import IndexDirectory
@@ -84,6 +87,8 @@ class IndexInfo:
     """Documents marked near-duplicates of earlier ones (`searchengine mine --dedupe`)."""
     repeats: int = 0
     """Documents whose exact text an earlier document has (each is still its own document)."""
+    keyword_index: bool = False
+    """Whether the index can search by keyword (keyword and hybrid modes); `compact()` adds it to older indexes."""
 
 
 def _prompt_difference(built: PromptRecord | None, given: PromptConfig | None) -> str:
@@ -360,6 +365,7 @@ class SearchEngine:
             self._store.close()
         self.manifest, self._vectors, self._store, self._whitening = manifest, vectors, store, whitening
         self._tombstones, self._live, self._stamp = tombstones, live, stamp
+        self._keyword_index = store.has_keyword_index
 
     def refresh(self) -> bool:
         """Reopen the index if a writer (another process, or another SearchEngine) committed since it was loaded;
@@ -388,24 +394,42 @@ class SearchEngine:
         """Vectors as this index stores them: encoder output, whitened when fitted, L2-normalised."""
         return to_index_vectors(self.encoder.encode(list(texts)), self._whitening)
 
+    @property
+    def has_keyword_index(self) -> bool:
+        """Whether the index can search by keyword (keyword and hybrid modes): indexes written before keyword search
+        gain the keyword index on their next write, or now with `compact()`."""
+        return self._keyword_index
+
+    @property
+    def default_mode(self) -> SearchMode:
+        """The mode a search without one uses: DEFAULT_MODE, or dense on an index without the keyword index."""
+        return DEFAULT_MODE if self._keyword_index else "dense"
+
     def search(
         self,
         query: str,
         k: int = 10,
         where: Filters = None,
         *,
+        mode: SearchMode | None = None,
+        fusion: Fusion | None = None,
         rerank: str | Path | CrossEncoder | None = None,
         rerank_top: int = DEFAULT_RERANK_TOP,
     ) -> list[Hit]:
-        """The k documents most similar to `query`, best first.
+        """The k documents that best match `query`, best first.
 
-        where: metadata filters that must all hold, e.g. ["lang=en", "year>=2020"] or {"lang": "en"}; the
-        filter runs inside the vector search, so k results come back whenever k documents match.
-        rerank: a cross-encoder (directory, Hub id or loaded CrossEncoder) that rescores the bi-encoder's
-        `rerank_top` best candidates (at least k, filters applied); the k best by its score come back, with
-        `score` the cross-encoder's and `retrieval_score` the cosine. A loaded model is kept for later calls.
+        mode: "dense" ranks by the cosine of the encoded query (meaning), "keyword" by BM25 of its words (FTS5,
+        Porter stemming; any word may match), "hybrid" by the fusion of both (`fusion`, DEFAULT_FUSION when None);
+        None: `default_mode`. Each hit says which sides found it (`found_by`) and gives their scores
+        (`dense_score`, `keyword_score`; hybrid gives both).
+        where: metadata filters that must all hold, e.g. ["lang=en", "year>=2020"] or {"lang": "en"}; they run
+        inside the vector search and the keyword search, so k results come back whenever k documents match (and,
+        by keyword, hold a word of the query).
+        rerank: a cross-encoder (directory, Hub id or loaded CrossEncoder) that rescores the `rerank_top` best
+        candidates of the mode (at least k, filters applied); the k best by its score come back, with `score` the
+        cross-encoder's and `retrieval_score` the mode's. A loaded model is kept for later calls.
         """
-        return self.search_batch([query], k, where, rerank=rerank, rerank_top=rerank_top)[0]
+        return self.search_batch([query], k, where, mode=mode, fusion=fusion, rerank=rerank, rerank_top=rerank_top)[0]
 
     def search_batch(
         self,
@@ -413,6 +437,8 @@ class SearchEngine:
         k: int = 10,
         where: Filters = None,
         *,
+        mode: SearchMode | None = None,
+        fusion: Fusion | None = None,
         rerank: str | Path | CrossEncoder | None = None,
         rerank_top: int = DEFAULT_RERANK_TOP,
     ) -> list[list[Hit]]:
@@ -424,24 +450,55 @@ class SearchEngine:
                 shown = "is empty" if isinstance(query, str) else f"is a {type(query).__name__}, not a str"
                 which = "the query" if len(queries) == 1 else f"query number {number}"
                 raise SearchEngineError(f"{which} {shown}; say what to search for")
+        mode = self._checked_mode(mode)
         if rerank is not None:
             if rerank_top < 1:
                 raise SearchEngineError(f"rerank_top must be at least 1, not {rerank_top}")
             cross_encoder = self.cross_encoder(rerank)
-            results = self.search_batch(queries, max(k, rerank_top), where)
+            results = self.search_batch(queries, max(k, rerank_top), where, mode=mode, fusion=fusion)
             return rerank_hits(cross_encoder, list(queries), results, k)
         if len(self) == 0:
             raise SearchEngineError(f"index {self.path} is empty: add documents with `searchengine add FILE`")
         conditions = conditions_of(where)
+        if mode == "keyword":
+            return hits_of(self._store, keyword_rankings(self._store, queries, k, conditions))
         allowed = self._store.matching_ids(conditions) if conditions else None
         if not queries or (allowed is not None and len(allowed) == 0):
             return [[] for _ in queries]
         excluded = self._tombstones if len(self._tombstones) else None
-        k = min(k, len(self) if allowed is None else len(allowed))
+        searchable = len(self) if allowed is None else len(allowed)
         encoder = self._query_encoder()  # loaded before one_thread, which sets the threads of what is loaded
         with one_thread() if len(queries) == 1 else contextlib.nullcontext():
             vectors = to_index_vectors(encoder.encode(list(queries)), self._whitening)
-            return nearest_documents(self._vectors, self._store, vectors, k, allowed, excluded)
+            if mode == "dense":
+                return nearest_documents(self._vectors, self._store, vectors, min(k, searchable), allowed, excluded)
+            rankings = hybrid_rankings(
+                self._vectors,
+                self._store,
+                queries,
+                vectors,
+                k,
+                fusion or DEFAULT_FUSION,
+                searchable,
+                allowed,
+                excluded,
+                conditions,
+            )
+            return hits_of(self._store, rankings)
+
+    def _checked_mode(self, mode: str | None) -> SearchMode:
+        """`mode`, or the default one when None; refused when unknown, or when it needs a keyword index the index
+        lacks (saying how to add it)."""
+        if mode is None:
+            return self.default_mode
+        if mode not in SEARCH_MODES:
+            raise SearchEngineError(f"unknown search mode {mode!r}; use one of {', '.join(SEARCH_MODES)}")
+        if mode != "dense" and not self._keyword_index:
+            raise SearchEngineError(
+                f"index {self.path} has no keyword index (it was written before keyword search), so it cannot search "
+                f"in {mode} mode: add it with `searchengine compact --index-dir {self.path}`, or use mode dense"
+            )
+        return mode
 
     def cross_encoder(self, model: str | Path | CrossEncoder) -> CrossEncoder:
         """The cross-encoder `model` names, loaded on the first call and kept for later ones (a loaded
@@ -498,8 +555,9 @@ class SearchEngine:
         return deleted
 
     def compact(self) -> int:
-        """Rebuild the vector index without tombstoned vectors; returns how many were dropped (0: no work)."""
-        if not len(self._tombstones):
+        """Rebuild the vector index without tombstoned vectors, and give an index written before keyword search its
+        keyword index; returns how many vectors were dropped. No work (and no new generation) when there is neither."""
+        if not len(self._tombstones) and self._keyword_index:
             return 0
         dropped = compact_index(self.directory)
         self._load()
@@ -581,6 +639,7 @@ class SearchEngine:
             clustering=self._store.clustering(),
             duplicates=len(self._store.duplicates()),
             repeats=self._store.repeats(),
+            keyword_index=self._keyword_index,
         )
 
     def close(self) -> None:

@@ -153,14 +153,19 @@ def read_queries(path: Path) -> tuple[list[str], list[str]]:
 def read_qrels(
     path: Path, query_ids: Sequence[str], corpus_ids: Sequence[str], corpus_name: str = "the corpus file"
 ) -> dict[str, dict[str, int]]:
-    """{query id: {document id: grade}} from a BEIR qrels .tsv; every id must exist in the queries/corpus
-    (`corpus_name` says where the corpus ids came from, for the error)."""
+    """{query id: {document id: grade}} from a BEIR qrels .tsv; every query id must exist in the queries file.
+
+    A corpus id missing from the corpus (`corpus_name` says where its ids came from, for the error) is kept: it can
+    never be retrieved, so it scores 0, as in BEIR and MTEB, whose ArguAna qrels name 5 documents its corpus lacks.
+    The file is refused, naming the first such id, only when no relevant (grade > 0) document it names is in the
+    corpus: then the ids are of another corpus, or the index was built without its ids."""
     path = Path(path)
     if not path.is_file():
         raise SearchEngineError(f"{path}: no such file (the qrels .tsv file)")
     known_queries, known_documents = set(query_ids), set(corpus_ids)
     expected = "\t".join(QRELS_HEADER)
     qrels: dict[str, dict[str, int]] = {}
+    first_unknown: str | None = None
     try:
         with path.open(encoding="utf-8", newline="\n") as handle:
             header = handle.readline().rstrip("\n").rstrip("\r")
@@ -188,8 +193,8 @@ def read_qrels(
                     raise SearchEngineError(f"{path}:{number}: score {grade} is negative; grades are 0 or more")
                 if query not in known_queries:
                     raise SearchEngineError(f"{path}:{number}: query-id {query!r} is not in the queries file")
-                if document not in known_documents:
-                    raise SearchEngineError(f"{path}:{number}: corpus-id {document!r} is not in {corpus_name}")
+                if document not in known_documents and first_unknown is None:
+                    first_unknown = f"{path}:{number}: corpus-id {document!r} is not in {corpus_name}"
                 judged = qrels.setdefault(query, {})
                 if document in judged:
                     raise SearchEngineError(f"{path}:{number}: query {query!r} and document {document!r} judged twice")
@@ -200,6 +205,9 @@ def read_qrels(
         raise SearchEngineError(f"{path}: cannot read it ({exc})") from None
     if not any(grade > 0 for judged in qrels.values() for grade in judged.values()):
         raise SearchEngineError(f"{path}: no query has a judgement with score > 0, so there is nothing to evaluate")
+    relevant = (document for judged in qrels.values() for document, grade in judged.items() if grade > 0)
+    if first_unknown is not None and not any(document in known_documents for document in relevant):
+        raise SearchEngineError(first_unknown)
     return qrels
 
 

@@ -18,6 +18,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from searchengine.engine.corpus import JsonFields, document_from_record
 from searchengine.engine.filters import conditions_of
+from searchengine.engine.modes import SearchMode
 from searchengine.engine.search_engine import DEFAULT_RERANK_TOP, SearchEngine
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.errors import IndexLockedError, UnknownDocumentError
@@ -88,7 +89,8 @@ def create_app(index: ServedIndex, settings: ServerSettings = ServerSettings()) 
             "server": {
                 "backend": index.encoder.backend,
                 "precision": index.encoder.precision,
-                "modes": ["dense", *(f"rerank:{model}" for model in index.rerank)],
+                "modes": ["dense", *(("keyword", "hybrid") if details["keyword_index"] else ())],
+                "default_mode": index.reader.default_mode,
                 "rerank": list(index.rerank),
                 "api_key_for": settings.api_key_for if settings.api_key else None,
                 "limits": {
@@ -106,16 +108,21 @@ def create_app(index: ServedIndex, settings: ServerSettings = ServerSettings()) 
         q: Annotated[str, Query(description="What to search for.")],
         k: Annotated[int, Query(ge=1, le=MAX_K, description="Number of results.")] = 10,
         where: Annotated[list[str], Query(max_length=MAX_FILTERS, description="Filters FIELD OP VALUE.")] = [],  # noqa: B006
+        mode: Annotated[
+            SearchMode | None, Query(description="dense, keyword or hybrid; the server's default when missing.")
+        ] = None,
         rerank: Annotated[str | None, Query(description="A cross-encoder the server was started with.")] = None,
         rerank_top: Annotated[int | None, Query(ge=1, le=MAX_K)] = None,
     ) -> dict[str, Any]:
-        """The k documents closest in meaning to `q`, best first (`searchengine query "q" --json`)."""
-        return (await _search(index, [q], k, where, rerank, rerank_top))[0]
+        """The k documents that best match `q`, best first (`searchengine query "q" --json`)."""
+        return (await _search(index, [q], k, where, mode, rerank, rerank_top))[0]
 
     @app.post("/search", response_model=SearchResults, dependencies=[Depends(check_reads)])
     async def search_many(request: SearchRequest) -> dict[str, Any]:
         """Several queries with the same options, answered as one batch (`searchengine query --file --json`)."""
-        results = await _search(index, request.queries, request.k, request.where, request.rerank, request.rerank_top)
+        results = await _search(
+            index, request.queries, request.k, request.where, request.mode, request.rerank, request.rerank_top
+        )
         return {"results": results}
 
     @app.post("/documents", response_model=AddedOut, dependencies=[Depends(check_writes)])
@@ -151,7 +158,13 @@ def create_app(index: ServedIndex, settings: ServerSettings = ServerSettings()) 
 
 
 async def _search(
-    index: ServedIndex, queries: list[str], k: int, where: list[str], rerank: str | None, rerank_top: int | None
+    index: ServedIndex,
+    queries: list[str],
+    k: int,
+    where: list[str],
+    mode: SearchMode | None,
+    rerank: str | None,
+    rerank_top: int | None,
 ) -> list[dict[str, Any]]:
     for number, query in enumerate(queries, start=1):
         if not query.strip():
@@ -166,10 +179,11 @@ async def _search(
             f"this server reranks {offered}, not {rerank!r}; start it with --rerank {rerank} to offer that one"
         )
     top = max(k, rerank_top or DEFAULT_RERANK_TOP) if rerank else None
-    results = await _answer(index.reader.search(queries, SearchOptions(k, tuple(where), rerank, top)))
+    mode = mode or index.reader.default_mode
+    results = await _answer(index.reader.search(queries, SearchOptions(k, tuple(where), mode, rerank, top)))
     reranked = {"model": rerank, "top": top} if rerank else None
     return [
-        {"query": query, "rerank": reranked, "hits": [asdict(hit) for hit in hits]}
+        {"query": query, "mode": mode, "rerank": reranked, "hits": [asdict(hit) for hit in hits]}
         for query, hits in zip(queries, results)
     ]
 

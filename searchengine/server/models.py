@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from searchengine.engine.modes import SearchMode
 from searchengine.server.limits import MAX_DOCUMENTS, MAX_FILTERS, MAX_K, MAX_QUERIES
 
 
@@ -20,6 +21,11 @@ class SearchRequest(BaseModel):
         default_factory=list,
         max_length=MAX_FILTERS,
         description="Metadata filters FIELD OP VALUE (OP: = != > >= < <=), all of which must hold.",
+    )
+    mode: SearchMode | None = Field(
+        None,
+        description="dense (by meaning), keyword (BM25 of the words) or hybrid (both, fused); the server's default "
+        "mode when missing.",
     )
     rerank: str | None = Field(None, description="A cross-encoder the server was started with (--rerank).")
     rerank_top: int | None = Field(None, ge=1, le=MAX_K, description="Candidates the cross-encoder rescores.")
@@ -37,6 +43,9 @@ class HitOut(BaseModel):
     count: int
     cluster: int | None
     retrieval_score: float | None
+    found_by: list[str] = Field(description="The sides whose candidates held the document: dense, keyword or both.")
+    dense_score: float | None = Field(description="The cosine to the query (dense and hybrid modes).")
+    keyword_score: float | None = Field(description="The BM25 score of the query's words (keyword and hybrid modes).")
 
 
 class RerankOut(BaseModel):
@@ -46,6 +55,7 @@ class RerankOut(BaseModel):
 
 class QueryResult(BaseModel):
     query: str
+    mode: SearchMode = Field(description="The mode that answered: the one asked for, or the server's default.")
     rerank: RerankOut | None = Field(None, description="The cross-encoder and candidate count, when reranked.")
     hits: list[HitOut]
 

@@ -45,16 +45,25 @@ function setStatus(text, isError) {
   $("status").className = isError ? "error" : "";
 }
 
-function renderHit(hit, rank) {
+const MODE_NAMES = { dense: "dense (cosine)", keyword: "keyword (BM25)", hybrid: "hybrid (dense + keyword)" };
+const SCORE_NAMES = { dense: "cosine", keyword: "BM25", hybrid: "fused" };
+
+function renderHit(hit, rank, mode, best) {
   const item = document.createElement("li");
   item.className = "hit";
   item.dataset.id = hit.id;
   const meta = document.createElement("div");
   meta.className = "meta";
-  const bar = `<span class="bar"><i style="width:${Math.max(0, Math.min(1, hit.score)) * 100}%"></i></span>`;
+  // A cosine is its own 0..1 scale; BM25 and fused scores are shown against the best hit's.
+  const scale = mode === "dense" || hit.retrieval_score !== null || !(best > 0) ? 1 : best;
+  const bar = `<span class="bar"><i style="width:${Math.max(0, Math.min(1, hit.score / scale)) * 100}%"></i></span>`;
   meta.innerHTML = `<span class="rank">${rank}</span><span class="score">${hit.score.toFixed(4)}</span>${bar}`;
   const parts = ["#" + hit.id];
-  if (hit.retrieval_score !== null) parts.push("cosine " + hit.retrieval_score.toFixed(4));
+  if (hit.retrieval_score !== null) parts.push(SCORE_NAMES[mode] + " " + hit.retrieval_score.toFixed(4));
+  if (mode === "hybrid") {
+    parts.push("cosine " + hit.dense_score.toFixed(4), "BM25 " + hit.keyword_score.toFixed(2));
+    parts.push("found by " + hit.found_by.join(" + "));
+  }
   if (hit.source) parts.push(hit.source + (hit.line !== null ? ":" + hit.line : ""));
   if (hit.count > 1) parts.push("indexed " + hit.count + "\u00d7");
   if (hit.cluster !== null) parts.push("cluster " + hit.cluster);
@@ -94,14 +103,16 @@ async function search() {
   for (const condition of filters()) params.append("where", condition);
   const mode = $("mode").value;
   if (mode.startsWith("rerank:")) params.set("rerank", mode.slice("rerank:".length));
+  else if (mode) params.set("mode", mode);
   history.replaceState(null, "", "?" + params);
   setStatus("Searching\u2026");
   const started = performance.now();
   try {
     const result = await getJSON("/search?" + params);
     const took = Math.round(performance.now() - started);
-    $("results").replaceChildren(...result.hits.map((hit, i) => renderHit(hit, i + 1)));
-    const how = result.rerank ? `, reranked by ${result.rerank.model} from the top ${result.rerank.top}` : "";
+    const best = result.hits.length ? result.hits[0].score : 0;
+    $("results").replaceChildren(...result.hits.map((hit, i) => renderHit(hit, i + 1, result.mode, best)));
+    const how = `, ${result.mode}` + (result.rerank ? `, reranked by ${result.rerank.model} from the top ${result.rerank.top}` : "");
     setStatus(result.hits.length ? `${result.hits.length} results in ${took} ms${how}` : "No documents match.");
   } catch (error) {
     $("results").replaceChildren();
@@ -116,8 +127,11 @@ async function loadInfo() {
     $("k").max = String(maxK);
     $("summary").textContent = `${info.vectors.toLocaleString()} texts \u00b7 ${info.model} \u00b7 ` +
       `${info.index_type} index${info.whitening ? " \u00b7 whitening-" + info.whitening : ""} \u00b7 ${info.path}`;
+    const modes = info.server.modes.map((mode) => new Option(MODE_NAMES[mode], mode));
+    $("mode").replaceChildren(...modes);
+    $("mode").value = info.server.default_mode;
     for (const model of info.server.rerank) {
-      const option = new Option(`dense, reranked by ${model}`, "rerank:" + model);
+      const option = new Option(`${info.server.default_mode}, reranked by ${model}`, "rerank:" + model);
       $("mode").append(option);
     }
   } catch (error) {
@@ -130,6 +144,7 @@ function restoreFromAddress() {
   $("q").value = params.get("q") || "";
   if (params.get("k")) $("k").value = params.get("k");
   for (const condition of params.getAll("where")) addFilter(condition);
+  if (params.get("mode")) $("mode").value = params.get("mode");
   if (params.get("rerank")) $("mode").value = "rerank:" + params.get("rerank");
   return Boolean(params.get("q"));
 }

@@ -21,6 +21,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from searchengine.engine.modes import SearchMode
 from searchengine.engine.search import Hit, one_thread
 from searchengine.engine.search_engine import DEFAULT_RERANK_TOP, SearchEngine
 from searchengine.errors import SearchEngineError
@@ -35,6 +36,8 @@ class SearchOptions:
 
     k: int = 10
     where: tuple[str, ...] = ()
+    mode: SearchMode | None = None
+    """dense, keyword or hybrid; None: the engine's default mode."""
     rerank: str | None = None
     rerank_top: int | None = None
     """Candidates the cross-encoder rescores (at least k); None: the library's default."""
@@ -71,6 +74,8 @@ class BatchingReader:
         self.batches = 0
         """Turns taken: with `queries`, how well concurrent queries were batched."""
         self.queries = 0
+        self.default_mode: SearchMode = "dense"
+        """The mode of a search that names none, as of the generation loaded (hybrid once it has a keyword index)."""
 
     def start(self) -> None:
         """Open the engine on the reader thread; raises what opening raised (e.g. no index there)."""
@@ -101,6 +106,7 @@ class BatchingReader:
         except BaseException as exc:  # noqa: BLE001 (handed to start(), which raises it in the caller's thread)
             self._ready.set_exception(exc)
             return
+        self.default_mode = self._engine.default_mode
         self._ready.set_result(None)
         try:
             running = True
@@ -132,6 +138,7 @@ class BatchingReader:
     def _refresh(self) -> None:
         try:
             if self._engine.refresh():
+                self.default_mode = self._engine.default_mode
                 log.info(
                     "reopened %s: a writer committed a new generation (%d texts)", self._engine.path, len(self._engine)
                 )
@@ -159,6 +166,7 @@ class BatchingReader:
                     [query for search in searches for query in search.queries],
                     options.k,
                     list(options.where) or None,
+                    mode=options.mode,
                     rerank=options.rerank,
                     rerank_top=options.rerank_top or DEFAULT_RERANK_TOP,
                 )

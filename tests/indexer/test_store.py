@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from searchengine.indexer.errors import IndexerError
+from searchengine.indexer.errors import IndexerError, MissingKeywordIndexError
 from searchengine.indexer.filter_sql import Condition
 from searchengine.indexer.store import Document, DocumentStore
 
@@ -374,3 +374,129 @@ def test_cluster_lookups_take_more_ids_than_sqlite_parameters(store: DocumentSto
     store.save_clustering("kmeans", {"k": 2}, ids, [i % 2 for i in ids], [1.0] * 1200, "now")
     assert store.clusters_of(ids) == {i: i % 2 for i in ids}
     assert [len(members) for members in store.cluster_members().values()] == [600, 600]
+
+
+# The keyword index (FTS5 over the documents' text, kept in step by triggers).
+
+
+def _keyword_index_holds_the_documents(store: DocumentStore) -> None:
+    """FTS5's own check that an external-content index agrees with its table, row for row and term for term."""
+    store.db.execute("INSERT INTO documents_fts (documents_fts, rank) VALUES ('integrity-check', 1)")
+
+
+def _found(store: DocumentStore, text: str, k: int = 10, filters: list | None = None) -> list[int]:
+    return [doc for doc, _ in store.keyword_search(text, k, filters or [])]
+
+
+def test_keyword_search_ranks_documents_holding_any_word_by_bm25(store: DocumentStore) -> None:
+    store.add(_docs("the cat sat on the mat", "cats chase mice", "stock prices fell", "a cat and a cat"))
+    hits = store.keyword_search("cat mat", 10)
+    assert [doc for doc, _ in hits] == [0, 3, 1]  # both words, then 'cat' twice, then 'cats' (stemmed) once
+    assert all(first[1] > second[1] > 0 for first, second in zip(hits, hits[1:]))
+    assert _found(store, "running prices") == [2]  # Porter stemming: prices = price, and no word is required
+    assert _found(store, "zebra") == []
+    _keyword_index_holds_the_documents(store)
+
+
+def test_keyword_search_keeps_k_and_scores_agree_with_keyword_scores(store: DocumentStore) -> None:
+    store.add(_docs("red apple", "green apple", "red car", "blue sky"))
+    hits = store.keyword_search("red apple", 2)
+    assert len(hits) == 2
+    scores = store.keyword_scores("red apple", [0, 1, 2, 3, 99])
+    assert set(scores) == {0, 1, 2, 3}  # an unknown id is left out
+    assert scores[3] == 0.0  # holds none of the words
+    assert all(scores[doc] == pytest.approx(score) for doc, score in hits)
+
+
+def test_keyword_index_follows_add_upsert_and_delete(store: DocumentStore) -> None:
+    store.add([Document("old wording here", external_id="a", metadata={"v": 1}), Document("untouched", external_id="b")])
+    store.add([Document("new phrasing here", external_id="a")])  # text changed: the old row and its words go
+    assert _found(store, "wording") == [] and _found(store, "phrasing") == [2]
+    store.add([Document("untouched", external_id="b", metadata={"v": 2})])  # same text: row kept, metadata replaced
+    assert _found(store, "untouched") == [1] and store.get([1])[1].metadata == {"v": 2}
+    store.delete([2])
+    assert _found(store, "here phrasing") == []
+    _keyword_index_holds_the_documents(store)
+
+
+def test_keyword_search_applies_filters_in_the_same_query(store: DocumentStore) -> None:
+    store.add(
+        [
+            Document("rain and wind", metadata={"lang": "en", "year": 2020}),
+            Document("rain in spain", metadata={"lang": "es", "year": 2021}),
+            Document("rain again", metadata={"lang": "en", "year": 2022}),
+        ]
+    )
+    assert sorted(_found(store, "rain", filters=[Condition("lang", "=", "en")])) == [0, 2]
+    assert _found(store, "rain", filters=[Condition("lang", "=", "en"), Condition("year", ">", 2020)]) == [2]
+    assert _found(store, "rain", filters=[Condition("text", "like", "%spain%")]) == [1]  # a column the FTS shares
+    assert sorted(_found(store, "rain", filters=[Condition("id", "in", (0, 1))])) == [0, 1]
+    with pytest.raises(IndexerError, match="no document has a field 'colour'"):
+        store.keyword_search("rain", 10, [Condition("colour", "=", "red")])
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        '"unbalanced quote',
+        'say "near" NEAR(a b) AND OR NOT',
+        "prefix* ^start col:umn -minus +plus (paren",
+        "{braces} [brackets] a.b, c;d!? 100% $5 @x #y &z |w ~v `tick` \\back",
+        "naïve café — 東京 ☃ \u200b emoji 🙂",
+        "AND",
+        "NOT NOT",
+        "*",
+        "under_score",
+    ],
+)
+def test_user_text_is_never_fts_syntax(store: DocumentStore, query: str) -> None:
+    store.add(_docs("near the start of the column", "minus plus braces brackets", "naïve café in 東京", "and not"))
+    assert isinstance(store.keyword_search(query, 10), list)
+    assert isinstance(store.keyword_scores(query, [0, 1, 2, 3]), dict)
+
+
+def test_operator_words_are_searched_for_as_words(store: DocumentStore) -> None:
+    store.add(_docs("near the start", "far away", "and then not"))
+    assert _found(store, "NEAR") == [0]
+    assert _found(store, "AND") == [2] and _found(store, "not") == [2]
+    assert _found(store, "cafe naive") == []  # words the documents lack match nothing, whatever their accents
+    store.add(_docs("naïve café"))
+    assert _found(store, "cafe naive") == [3]  # diacritics folded on both sides
+
+
+def test_a_text_without_words_matches_nothing(store: DocumentStore) -> None:
+    store.add(_docs("something"))
+    assert store.keyword_search("?! -- ...", 10) == []
+    assert store.keyword_scores("?!", [0]) == {0: 0.0}
+
+
+def test_a_store_written_before_keyword_search_gains_it_when_opened_for_writing(tmp_path: Path) -> None:
+    path = tmp_path / "documents.db"
+    store = DocumentStore(path, writable=True)
+    store.add(_docs("first text", "second text"))
+    store.db["documents"].disable_fts()  # as versions before keyword search wrote it
+    store.close()
+    reader = DocumentStore(path)
+    assert not reader.has_keyword_index
+    with pytest.raises(MissingKeywordIndexError, match="has no keyword index"):
+        reader.keyword_search("text", 10)
+    reader.close()
+    writer = DocumentStore(path, writable=True)
+    assert writer.has_keyword_index and writer.add_keyword_index() is False
+    assert sorted(_found(writer, "text")) == [0, 1]  # filled from the stored documents
+    writer.add(_docs("third text"))
+    assert sorted(_found(writer, "text")) == [0, 1, 2]
+    _keyword_index_holds_the_documents(writer)
+    writer.close()
+
+
+def test_an_upgraded_older_store_holds_every_document_in_its_keyword_index(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    _legacy_store(path)
+    store = DocumentStore(path, writable=True)
+    assert not store.has_keyword_index  # an older store is upgraded before it gains one
+    store.upgrade()
+    assert store.has_keyword_index
+    assert sorted(_found(store, "thrice")) == [2, 4, 5] and sorted(_found(store, "same")) == [0, 3]
+    _keyword_index_holds_the_documents(store)
+    store.close()

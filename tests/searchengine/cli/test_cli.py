@@ -55,7 +55,7 @@ def test_index_reports_what_it_did(tmp_path: Path, corpus: Path, tiny_model: Pat
 
 
 def test_query_prints_rank_score_id_text(index_dir: Path, sentences: list[str]) -> None:
-    result = run("query", sentences[2], "-k", "3", "-d", index_dir)
+    result = run("query", sentences[2], "-k", "3", "-d", index_dir, "--mode", "dense")
     assert result.exit_code == 0, result.output
     lines = result.output.strip().splitlines()
     assert len(lines) == 3
@@ -101,10 +101,10 @@ def test_info(index_dir: Path, sentences: list[str]) -> None:
 def test_info_json_is_the_manifest_on_disk_and_the_stored_extras(index_dir: Path) -> None:
     printed = json.loads(run("info", "-d", index_dir, "--json").output)
     on_disk = json.loads((index_dir / "manifest.json").read_text(encoding="utf-8"))
-    assert printed == {**on_disk, "clustering": None, "duplicates": 0, "repeats": 0}
+    assert printed == {**on_disk, "clustering": None, "duplicates": 0, "repeats": 0, "keyword_index": True}
     assert list(printed) == [
         "format_version", "model", "whitening", "index", "count", "created_at", "updated_at", "versions", "files",
-        "sizes", "checksums", "clustering", "duplicates", "repeats",
+        "sizes", "checksums", "clustering", "duplicates", "repeats", "keyword_index",
     ]
 
 

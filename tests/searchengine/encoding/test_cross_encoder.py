@@ -201,7 +201,11 @@ def test_rerank_keeps_filters_and_batches(engine: SearchEngine, tiny_cross: Path
     assert len(hits) == 3 and all(hit.line <= 5 for hit in hits)
     queries = ["music and songs", "rockets and planets"]
     batch = engine.search_batch(queries, k=3, rerank=tiny_cross, rerank_top=6)
-    assert batch == [engine.search(query, k=3, rerank=tiny_cross, rerank_top=6) for query in queries]
+    single = [engine.search(query, k=3, rerank=tiny_cross, rerank_top=6) for query in queries]
+    assert [[hit.id for hit in hits] for hits in batch] == [[hit.id for hit in hits] for hits in single]
+    # The pairs are batched with others' padding: the same scores to float rounding.
+    batch_scores = [[hit.score for hit in hits] for hits in batch]
+    np.testing.assert_allclose(batch_scores, [[hit.score for hit in hits] for hits in single], atol=1e-5)
 
 
 def test_the_cross_encoder_is_loaded_once_per_engine(engine: SearchEngine, tiny_cross: Path) -> None:
@@ -248,8 +252,13 @@ def test_cli_query_rerank_text_output(engine: SearchEngine, tiny_cross: Path) ->
     )
     assert result.exit_code == 0, result.output
     lines = result.stdout.strip().splitlines()
-    assert len(lines) == 2 and all("(cos " in line for line in lines)
-    assert "reranked by" in result.stderr
+    assert len(lines) == 2 and all("(fused " in line and "; cos " in line and ", bm25 " in line for line in lines)
+    assert "from the top 5 by hybrid search: cross-encoder score, then fused score" in result.stderr
+    dense = runner.invoke(
+        app, ["query", "cat", "-k", "2", "-d", str(engine.path), "--rerank", str(tiny_cross), "--mode", "dense"]
+    )
+    assert all("(cos " in line for line in dense.stdout.strip().splitlines())
+    assert "from the top 100 by cosine: cross-encoder score, then cosine)" in dense.stderr
 
 
 @pytest.mark.parametrize(

@@ -30,7 +30,7 @@ def _assert_same_results(after: list[list[tuple[int, float]]], before: list[list
 
 
 def test_each_text_finds_itself_first(engine: SearchEngine, sentences: list[str]) -> None:
-    for hits, sentence in zip(engine.search_batch(sentences, k=3), sentences):
+    for hits, sentence in zip(engine.search_batch(sentences, k=3, mode="dense"), sentences):
         assert hits[0].text == sentence
         assert hits[0].score == pytest.approx(1.0, abs=1e-5)
         assert len(hits) == 3 and hits[0].score >= hits[1].score >= hits[2].score
@@ -45,8 +45,9 @@ def test_search_equals_search_batch_and_hits_are_typed(engine: SearchEngine, sen
 def test_scores_are_cosine_of_encoder_vectors(engine: SearchEngine, tiny_encoder: Encoder, sentences: list[str]) -> None:
     raw = tiny_encoder.encode(["a query about the moon", sentences[4]])
     expected = float(raw[0] @ raw[1] / np.linalg.norm(raw[0]) / np.linalg.norm(raw[1]))
-    hits = {hit.id: hit.score for hit in engine.search("a query about the moon", k=len(sentences))}
-    assert hits[4] == pytest.approx(expected, abs=1e-5)
+    dense = {hit.id: hit.score for hit in engine.search("a query about the moon", k=len(sentences), mode="dense")}
+    hybrid = {hit.id: hit.dense_score for hit in engine.search("a query about the moon", k=len(sentences))}
+    assert dense[4] == pytest.approx(expected, abs=1e-5) and hybrid[4] == pytest.approx(expected, abs=1e-5)
 
 
 def test_open_reloads_the_same_index(engine: SearchEngine, tiny_encoder: Encoder, sentences: list[str]) -> None:
@@ -135,7 +136,7 @@ def test_query_on_empty_index(tmp_path: Path, tiny_encoder: Encoder) -> None:
     with pytest.raises(SearchEngineError, match="is empty"):
         engine.search("anything")
     engine.add(["now there is one text"])
-    assert engine.search("now there is one text", k=3)[0].score == pytest.approx(1.0, abs=1e-5)
+    assert engine.search("now there is one text", k=3, mode="dense")[0].score == pytest.approx(1.0, abs=1e-5)
 
 
 def test_empty_index_cannot_need_training(tmp_path: Path, tiny_encoder: Encoder) -> None:
@@ -360,8 +361,8 @@ def test_a_single_query_runs_on_one_thread_and_restores_the_setting(
     monkeypatch.setattr(engine_module, "nearest_documents", watching)
     torch.set_num_threads(2)
     faiss.omp_set_num_threads(2)
-    assert engine.search(sentences[0], k=1)[0].text == sentences[0]
-    engine.search_batch(sentences[:2], k=1)
+    assert engine.search(sentences[0], k=1, mode="dense")[0].text == sentences[0]
+    engine.search_batch(sentences[:2], k=1, mode="dense")
     assert seen == [(1, 1), (2, 2)]
     assert (torch.get_num_threads(), faiss.omp_get_max_threads()) == (2, 2)
 

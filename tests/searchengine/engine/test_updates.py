@@ -283,14 +283,16 @@ def test_an_index_written_by_an_older_version_opens_answers_and_is_upgraded_on_i
     )
     _make_legacy(path)
     engine = SearchEngine.open(path, encoder=tiny_encoder)
-    assert len(engine) == 2
+    assert len(engine) == 2 and not engine.has_keyword_index and engine.default_mode == "dense"
     assert [hit.external_id for hit in engine.search("the same text", k=2)] == ["d10", "d12"]
     assert [hit.id for hit in engine.search("text", k=2, where=["external_id=d12"])] == [1]
     engine.delete(external_ids=["d10"])  # the write upgrades the store: d11 becomes a document of its own
     assert engine.info().documents == 2 and engine.info().vectors == 2
-    hits = engine.search("the same text", k=5)
+    hits = engine.search("the same text", k=5, mode="dense")
     assert [hit.external_id for hit in hits] == ["d11", "d12"]
     assert hits[0].text == "the same text" and hits[0].score == pytest.approx(1.0, abs=1e-5)
+    assert engine.has_keyword_index  # the upgraded store holds every document, d11 too, in its keyword index
+    assert [hit.external_id for hit in engine.search("same", k=5, mode="keyword")] == ["d11"]
 
 
 def test_cli_delete_external_keeps_the_twin_and_query_json_carries_external_ids(

@@ -92,6 +92,18 @@ QUERIES = [{"_id": "q1", "text": "the cat sat"}, {"_id": "q2", "text": "market p
 QRELS = "query-id\tcorpus-id\tscore\nq1\td1\t2\nq1\td3\t0\nq2\td2\t1\n"
 
 
+def test_a_judged_document_missing_from_the_corpus_is_kept_and_scores_0(tmp_path: Path) -> None:
+    """As BEIR and MTEB score ArguAna, whose qrels name 5 documents its corpus lacks; qrels naming no document
+    of the corpus at all are refused (the ids are of something else)."""
+    qrels = QRELS + "q2\tgone\t1\n"
+    dataset = read_retrieval_set(*write_set(tmp_path, CORPUS, QUERIES, qrels))
+    assert dataset.qrels["q2"] == {"d2": 1, "gone": 1}
+    scores = score_rankings({"q1": ["d1"], "q2": ["d2"]}, dataset.qrels, len(CORPUS))
+    assert scores.per_query["q2"]["recall@100"] == 0.5 and scores.per_query["q1"]["ndcg@10"] == 1.0
+    with pytest.raises(SearchEngineError, match=r"qrels.tsv:2: corpus-id 'gone' is not in the corpus file"):
+        read_retrieval_set(*write_set(tmp_path, CORPUS, QUERIES, "query-id\tcorpus-id\tscore\nq1\tgone\t1\n"))
+
+
 def test_reading_joins_title_and_text(tmp_path: Path) -> None:
     dataset = read_retrieval_set(*write_set(tmp_path, CORPUS, QUERIES, QRELS))
     assert dataset.corpus_texts[:3] == ["Pets the cat sat on the mat", CORPUS[1]["text"], CORPUS[2]["text"]]
@@ -187,7 +199,7 @@ def test_an_index_built_from_the_corpus_scores_as_exact_search(tmp_path: Path, t
     assert runner.invoke(app, [str(a) for a in [*build, "-q", "--index", "Flat"]]).exit_code == 0
     common = ["eval", "retrieval", "--queries", paths[1], "--qrels", paths[2], "--json"]
     exact = runner.invoke(app, [str(a) for a in [*common, "--corpus", paths[0], "--model", tiny_model]])
-    searched = runner.invoke(app, [str(a) for a in [*common, "--index", index]])
+    searched = runner.invoke(app, [str(a) for a in [*common, "--index", index, "--mode", "dense"]])
     assert exact.exit_code == 0 and searched.exit_code == 0, exact.output + searched.output
     exact_scores, searched_scores = json.loads(exact.output), json.loads(searched.output)
     for metric in ("ndcg@10", "recall@100", "mrr@10", "queries", "documents"):
@@ -200,3 +212,35 @@ def test_an_index_built_from_the_corpus_scores_as_exact_search(tmp_path: Path, t
     )
     both = runner.invoke(app, [str(a) for a in [*common, "--index", index, "--corpus", paths[0]]])
     assert both.exit_code == 1 and "either as --corpus FILE or as an --index DIR" in both.output
+
+
+def test_an_index_is_evaluated_in_each_mode_with_the_fusion_given(tmp_path: Path, tiny_model: Path) -> None:
+    """Keyword mode ranks by BM25: 'market prices' finds d2 first and 'the cat sat' its own text (dropped) and
+    d1; hybrid reports the fusion it ran with; fusion settings need --mode hybrid, and --mode needs --index."""
+    paths = write_set(tmp_path, CORPUS, QUERIES, QRELS)
+    index = tmp_path / "index"
+    build = ["index", paths[0], "-d", index, "--id-field", "_id", "--title-field", "title", "--model", tiny_model]
+    assert runner.invoke(app, [str(a) for a in [*build, "-q"]]).exit_code == 0
+    common = ["eval", "retrieval", "--queries", paths[1], "--qrels", paths[2], "--index", index, "--json"]
+    keyword = runner.invoke(app, [str(a) for a in [*common, "--mode", "keyword"]])
+    assert keyword.exit_code == 0, keyword.output
+    scores = json.loads(keyword.output)
+    assert scores["mode"] == "keyword" and scores["fusion"] is None
+    assert scores["mrr@10"] == 1.0 and scores["recall@100"] == 1.0
+    hybrid = runner.invoke(app, [str(a) for a in [*common, "--mode", "hybrid", "--fusion", "minmax", "--depth", "7"]])
+    assert hybrid.exit_code == 0, hybrid.output
+    scores = json.loads(hybrid.output)
+    assert scores["mode"] == "hybrid" and scores["fusion"]["method"] == "minmax" and scores["fusion"]["depth"] == 7
+    text = runner.invoke(app, [str(a) for a in common[:-1] + ["--mode", "hybrid", "--rrf-k", "10"]])
+    assert text.exit_code == 0 and "hybrid (rrf k=10," in text.output, text.output
+    default = json.loads(runner.invoke(app, [str(a) for a in common]).output)
+    assert default["mode"] == "hybrid"  # an index with a keyword index is searched as `query` searches it
+    for extra, message in (
+        (["--dense-weight", "0.3"], "add --mode hybrid"),
+        (["--mode", "dense", "--fusion", "rrf"], "add --mode hybrid"),
+    ):
+        refused = runner.invoke(app, [str(a) for a in [*common, *extra]])
+        assert refused.exit_code == 1 and message in refused.output, refused.output
+    exact = ["eval", "retrieval", "--queries", paths[1], "--qrels", paths[2], "--corpus", paths[0], "--mode", "dense"]
+    refused = runner.invoke(app, [str(a) for a in [*exact, "--model", tiny_model]])
+    assert refused.exit_code == 1 and "give --index DIR" in refused.output

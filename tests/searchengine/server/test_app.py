@@ -12,6 +12,7 @@ from searchengine.encoding.encoder import Encoder
 from searchengine.errors import SearchEngineError
 from searchengine.server.app import ServerSettings, create_app
 from searchengine.server.limits import MAX_K
+from searchengine.server.reader import SearchOptions
 from searchengine.server.served_index import ServedIndex
 from tests.conftest import SENTENCES
 from tests.searchengine.encoding.test_cross_encoder import write_tiny_cross_encoder
@@ -34,15 +35,17 @@ def test_health_and_info(client: TestClient) -> None:
     assert client.get("/health").json() == {"status": "ok"}
     info = client.get("/info").json()
     assert info["vectors"] == len(SENTENCES) and info["index_type"] == "Flat"
-    assert info["server"]["modes"] == ["dense"] and info["server"]["limits"]["k"] == MAX_K
+    assert info["server"]["modes"] == ["dense", "keyword", "hybrid"] and info["server"]["default_mode"] == "hybrid"
+    assert info["keyword_index"] is True and info["server"]["limits"]["k"] == MAX_K
 
 
 def test_get_search_finds_the_exact_text_first_with_its_metadata(client: TestClient) -> None:
     result = client.get("/search", params={"q": "the cat sat on the mat", "k": 3}).json()
-    assert result["query"] == "the cat sat on the mat" and result["rerank"] is None
+    assert result["query"] == "the cat sat on the mat" and result["rerank"] is None and result["mode"] == "hybrid"
     assert len(result["hits"]) == 3
     best = result["hits"][0]
-    assert best["text"] == "the cat sat on the mat" and best["score"] == pytest.approx(1.0, abs=1e-4)
+    assert best["text"] == "the cat sat on the mat" and best["dense_score"] == pytest.approx(1.0, abs=1e-4)
+    assert best["found_by"] == ["dense", "keyword"] and best["keyword_score"] > 0
     assert best["metadata"] == {"lang": "en", "year": 2001} and best["source"] == "fixture.jsonl"
     assert [hit["score"] for hit in result["hits"]] == sorted((hit["score"] for hit in result["hits"]), reverse=True)
 
@@ -58,6 +61,22 @@ def test_post_search_answers_each_query_with_filters(client: TestClient) -> None
         assert len(result["hits"]) == len(SENTENCES) // 2
         assert all(hit["metadata"]["lang"] == "de" for hit in result["hits"])
     assert results[1]["hits"][0]["text"] == "how do i reset my password"
+
+
+def test_each_mode_answers_as_the_api_does_and_says_which_it_was(client: TestClient, served: ServedIndex) -> None:
+    for mode in ("dense", "keyword", "hybrid"):
+        result = client.get("/search", params={"q": "piano song", "k": 4, "mode": mode}).json()
+        assert result["mode"] == mode
+        expected = served.reader.search(["piano song"], SearchOptions(k=4, mode=mode)).result()[0]
+        assert [hit["id"] for hit in result["hits"]] == [hit.id for hit in expected]
+        assert [hit["found_by"] for hit in result["hits"]] == [list(hit.found_by) for hit in expected]
+    keyword = client.post("/search", json={"queries": ["piano", "oven"], "mode": "keyword", "where": ["year>=2008"]})
+    results = keyword.json()["results"]
+    assert [[hit["text"] for hit in result["hits"]] for result in results] == [
+        ["she played a song on the piano"],
+        [],  # the bread text is from 2005
+    ]
+    assert all(result["mode"] == "keyword" for result in results)
 
 
 def test_repeated_where_in_the_query_string_combines(client: TestClient) -> None:
@@ -98,6 +117,7 @@ def test_upsert_and_delete_by_external_id(client: TestClient) -> None:
         ({"q": "cat", "where": "colour=red"}, "no document has a field 'colour'"),
         ({"q": "cat", "rerank": "some-model"}, "this server reranks with no cross-encoder"),
         ({"q": "cat", "rerank_top": 5}, "add rerank=MODEL"),
+        ({"q": "cat", "mode": "sparse"}, "mode: Input should be 'dense', 'keyword' or 'hybrid'"),
     ],
 )
 def test_bad_searches_get_400_and_one_line(client: TestClient, params: dict, message: str) -> None:
@@ -112,6 +132,7 @@ def test_bad_searches_get_400_and_one_line(client: TestClient, params: dict, mes
         ({"queries": ["cat"], "k": -1}, "k: Input should be greater than or equal to 1"),
         ({"queries": ["cat"], "colour": 1}, "colour: Extra inputs are not permitted"),
         ({"queries": "cat"}, "queries: Input should be a valid list"),
+        ({"queries": ["cat"], "mode": "bm25"}, "mode: Input should be 'dense', 'keyword' or 'hybrid'"),
     ],
 )
 def test_bad_batch_searches_get_400_and_one_line(client: TestClient, body: dict, message: str) -> None:
@@ -196,7 +217,7 @@ def test_rerank_with_a_cross_encoder_the_server_offers(
     index = ServedIndex(index_path, encoder=tiny_encoder, rerank=[cross])
     try:
         with TestClient(create_app(index)) as client:
-            assert client.get("/info").json()["server"]["modes"] == ["dense", f"rerank:{cross}"]
+            assert client.get("/info").json()["server"]["rerank"] == [cross]
             result = client.get("/search", params={"q": "the cat sat", "k": 3, "rerank": cross, "rerank_top": 6})
             assert result.status_code == 200, result.text
             body = result.json()

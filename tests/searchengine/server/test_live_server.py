@@ -3,12 +3,15 @@ rebuilds the index with another model."""
 
 from __future__ import annotations
 
+import json
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
+from typer.testing import CliRunner
 
+from searchengine.cli import app
 from searchengine.encoding.encoder import Encoder
 from searchengine.engine.search_engine import SearchEngine
 from searchengine.server.served_index import ServedIndex
@@ -69,3 +72,17 @@ def test_a_rebuild_with_another_model_keeps_the_old_generation_serving(
         assert hits[0]["text"] == "the cat sat on the mat"
         health = client.get("/health").json()
     assert health["status"] == "stale" and "was rebuilt with model" in health["problem"]
+
+
+def test_query_server_passes_the_mode_and_prints_what_a_local_query_prints(live_url: str, index_path: Path) -> None:
+    runner = CliRunner()
+    for mode in ("keyword", "hybrid"):
+        remote = runner.invoke(app, ["query", "piano song", "--mode", mode, "--json", "--server", live_url])
+        local = runner.invoke(app, ["query", "piano song", "--mode", mode, "--json", "-d", str(index_path)])
+        assert remote.exit_code == 0 and local.exit_code == 0, remote.output + local.output
+        remote_result, local_result = json.loads(remote.stdout), json.loads(local.stdout)
+        assert remote_result["mode"] == local_result["mode"] == mode
+        assert [hit["id"] for hit in remote_result["hits"]] == [hit["id"] for hit in local_result["hits"]]
+        assert [hit["found_by"] for hit in remote_result["hits"]] == [hit["found_by"] for hit in local_result["hits"]]
+    text = runner.invoke(app, ["query", "piano song", "-k", "1", "--server", live_url])
+    assert "(cos " in text.stdout and "bm25 " in text.stdout and "(hybrid search:" in text.stderr

@@ -44,7 +44,8 @@ def test_typing_a_query_shows_the_expected_result_first(page) -> None:  # noqa: 
     assert hits.count() == 10
     first = hits.nth(0)
     assert first.locator(".text").inner_text() == "the cat sat on the mat"
-    assert first.locator(".score").inner_text() == "1.0000"
+    meta = first.locator(".meta").inner_text()
+    assert "cosine 1.0000" in meta and "found by dense + keyword" in meta  # hybrid, the default mode
     assert "lang: en" in first.locator(".chips").inner_text()
     assert "results in" in page.inner_text("#status")
     assert "q=the+cat+sat+on+the+mat" in page.url  # the search can be linked to
@@ -70,3 +71,18 @@ def test_a_bad_filter_shows_the_servers_message(page) -> None:  # noqa: ANN001
     page.wait_for_selector("#status.error")
     assert "no document has a field 'colour'" in page.inner_text("#status")
     assert page.locator("li.hit").count() == 0
+
+
+def test_the_mode_menu_offers_each_mode_and_keyword_finds_only_the_word(page) -> None:  # noqa: ANN001
+    assert page.locator("#mode option").all_inner_texts() == [
+        "dense (cosine)",
+        "keyword (BM25)",
+        "hybrid (dense + keyword)",
+    ]
+    assert page.input_value("#mode") == "hybrid"
+    page.select_option("#mode", "keyword")
+    page.fill("#q", "piano")
+    page.press("#q", "Enter")
+    page.wait_for_selector("li.hit")
+    assert page.locator("li.hit .text").all_inner_texts() == ["she played a song on the piano"]
+    assert "mode=keyword" in page.url and ", keyword" in page.inner_text("#status")

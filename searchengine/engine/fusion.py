@@ -1,0 +1,81 @@
+"""Hybrid search's fusion: one ranking from the dense (cosine) and keyword (BM25) candidate lists.
+
+Two ways, each with a weight for the dense side (the keyword side gets 1 - weight):
+
+- rrf, reciprocal rank fusion: a document scores weight / (rrf_k + rank) from each list it is in (rank 1 = first);
+  only the ranks count, so the two sides' score scales never meet.
+- minmax: each list's scores are scaled to 0..1 (best 1, worst of the list 0; a list whose scores are all equal
+  gives each 1), and a document scores weight * dense + (1 - weight) * keyword, 0 for a side whose list lacks it.
+
+Both read the top `depth` candidates of each side.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from searchengine.errors import SearchEngineError
+
+FusionMethod = Literal["rrf", "minmax"]
+FUSION_METHODS: tuple[FusionMethod, ...] = ("rrf", "minmax")
+Ranked = Sequence[tuple[int, float]]
+"""(document id, score) best first: one side's candidates."""
+
+
+@dataclass(frozen=True)
+class Fusion:
+    """How hybrid search fuses the two sides' candidates (see the module's docstring)."""
+
+    method: FusionMethod = "rrf"
+    dense_weight: float = 0.5
+    """The dense side's share (0..1); the keyword side has 1 - dense_weight."""
+    rrf_k: int = 60
+    """RRF's rank offset: larger flattens the difference between the first ranks and the later ones."""
+    depth: int = 100
+    """Candidates taken from each side (at least the k asked for)."""
+
+    def __post_init__(self) -> None:
+        if self.method not in FUSION_METHODS:
+            raise SearchEngineError(f"unknown fusion {self.method!r}; use one of {', '.join(FUSION_METHODS)}")
+        if not 0.0 <= self.dense_weight <= 1.0:
+            raise SearchEngineError(f"the dense weight must be between 0 and 1, not {self.dense_weight}")
+        if self.rrf_k < 0:
+            raise SearchEngineError(f"the RRF k must be 0 or more, not {self.rrf_k}")
+        if self.depth < 1:
+            raise SearchEngineError(f"the fusion depth must be at least 1, not {self.depth}")
+
+    def describe(self) -> str:
+        """The settings in one phrase, e.g. 'rrf k=60, dense weight 0.5, depth 100'."""
+        method = f"rrf k={self.rrf_k}" if self.method == "rrf" else "minmax"
+        return f"{method}, dense weight {self.dense_weight:g}, depth {self.depth}"
+
+
+def fuse(dense: Ranked, keyword: Ranked, fusion: Fusion) -> list[tuple[int, float]]:
+    """Every candidate of either list as (id, fused score), best first; ties go to the one ranked higher on
+    either side, then to the smaller id."""
+    weights = (fusion.dense_weight, 1.0 - fusion.dense_weight)
+    if fusion.method == "rrf":
+        parts = [
+            {doc: 1.0 / (fusion.rrf_k + rank) for rank, (doc, _) in enumerate(side, 1)} for side in (dense, keyword)
+        ]
+    else:
+        parts = [min_max(side) for side in (dense, keyword)]
+    best_rank: dict[int, int] = {}
+    for side in (dense, keyword):
+        for rank, (doc, _) in enumerate(side):
+            best_rank[doc] = min(rank, best_rank.get(doc, rank))
+    scores = {doc: sum(w * part.get(doc, 0.0) for w, part in zip(weights, parts)) for doc in best_rank}
+    return sorted(scores.items(), key=lambda item: (-item[1], best_rank[item[0]], item[0]))
+
+
+def min_max(side: Ranked) -> dict[int, float]:
+    """Each candidate's score scaled to 0..1 over its list (the best 1, the worst 0; all 1 when all are equal)."""
+    if not side:
+        return {}
+    values = [score for _, score in side]
+    low, high = min(values), max(values)
+    if high == low:
+        return {doc: 1.0 for doc, _ in side}
+    return {doc: (score - low) / (high - low) for doc, score in side}
