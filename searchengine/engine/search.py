@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 import faiss
 import numpy as np
 
+from searchengine.engine.passage_search import best_passages
+from searchengine.engine.snippets import DEFAULT_SNIPPET_CHARS, snippet
 from searchengine.indexer.store import DocumentStore
 from searchengine.indexer.vector_index import VectorIndex
 
@@ -58,6 +60,19 @@ class Hit:
     """The document's cluster in the clustering stored with the index (`searchengine cluster`), if any."""
     retrieval_score: float | None = None
     """When reranked: the bi-encoder's cosine similarity that retrieved the hit (None when not reranked)."""
+    span: tuple[int, int] | None = None
+    """Characters [start, end) of `text` that matched: the document's best passage, when it was split into
+    passages (None: the document is one vector, embedded from its beginning)."""
+
+    @property
+    def passage(self) -> str:
+        """The text of the passage that matched (the whole text when the document is one vector)."""
+        return self.text if self.span is None else self.text[self.span[0] : self.span[1]]
+
+    def snippet(self, max_chars: int = DEFAULT_SNIPPET_CHARS) -> str:
+        """One line to show for the hit: the passage that matched (or the document's start), whitespace and
+        control characters collapsed, cut to `max_chars` at a word boundary with an ellipsis."""
+        return snippet(self.text, self.span, max_chars)
 
 
 def nearest_documents(
@@ -68,16 +83,17 @@ def nearest_documents(
     allowed: np.ndarray | None = None,
     excluded: np.ndarray | None = None,
 ) -> list[list[Hit]]:
-    """The k best hits per query row (fewer when fewer qualify), best first, among `allowed` ids (all when
-    None) and never `excluded` ones (tombstones)."""
-    scores, ids = vectors.search(queries, k, allowed, excluded)
-    documents = store.get([int(i) for i in ids.ravel() if i >= 0])
+    """The k best documents per query row (fewer when fewer qualify), best first, among `allowed` vector ids (all
+    when None) and never `excluded` ones (tombstones). A document split into passages scores by its best passage,
+    which the hit's `span` names."""
+    best = best_passages(vectors, store, queries, k, allowed, excluded)
+    documents = store.get([document for row in best for document in row])
     clusters = store.clusters_of(list(documents))
     results = []
-    for row_scores, row_ids in zip(scores, ids):
+    for row in best:
         hits = []
-        for score, doc_id in zip(row_scores, row_ids):
-            document = documents.get(int(doc_id))
+        for doc_id, (score, span) in row.items():
+            document = documents.get(doc_id)
             if document is None:
                 continue
             hits.append(
@@ -91,6 +107,7 @@ def nearest_documents(
                     count=document.count,
                     external_id=document.external_id,
                     cluster=clusters.get(document.id),
+                    span=span,
                 )
             )
         results.append(hits)
@@ -100,8 +117,9 @@ def nearest_documents(
 def rerank_hits(cross_encoder: CrossEncoder, queries: list[str], results: list[list[Hit]], k: int) -> list[list[Hit]]:
     """Rescore every query's candidates with the cross-encoder (all pairs in one smart-batched call) and keep the
     k best per query by that score, best first (ties keep the retrieval order). Each hit's `score` becomes the
-    cross-encoder's and `retrieval_score` keeps the cosine."""
-    pairs = [(query, hit.text) for query, hits in zip(queries, results) for hit in hits]
+    cross-encoder's and `retrieval_score` keeps the cosine. The cross-encoder reads the passage that matched, which
+    fits its limit where the document may not."""
+    pairs = [(query, hit.passage) for query, hits in zip(queries, results) for hit in hits]
     scores = cross_encoder.score(pairs) if pairs else np.zeros(0, dtype=np.float32)
     reranked, start = [], 0
     for hits in results:

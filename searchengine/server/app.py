@@ -169,7 +169,7 @@ async def _search(
     results = await _answer(index.reader.search(queries, SearchOptions(k, tuple(where), rerank, top)))
     reranked = {"model": rerank, "top": top} if rerank else None
     return [
-        {"query": query, "rerank": reranked, "hits": [asdict(hit) for hit in hits]}
+        {"query": query, "rerank": reranked, "hits": [{**asdict(hit), "snippet": hit.snippet()} for hit in hits]}
         for query, hits in zip(queries, results)
     ]
 

@@ -37,6 +37,10 @@ class HitOut(BaseModel):
     count: int
     cluster: int | None
     retrieval_score: float | None
+    span: tuple[int, int] | None = Field(
+        None, description="Characters [start, end) of text that matched best, for a document split into passages."
+    )
+    snippet: str = Field(description="One line to show: the passage that matched (or the text's start), cut.")
 
 
 class RerankOut(BaseModel):

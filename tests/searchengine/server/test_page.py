@@ -36,7 +36,7 @@ def page(served: ServedIndex) -> Iterator[object]:
 
 
 def test_typing_a_query_shows_the_expected_result_first(page) -> None:  # noqa: ANN001 (a Playwright Page)
-    assert "12 texts" in page.inner_text("#summary")
+    assert "12 documents" in page.inner_text("#summary")
     page.fill("#q", "the cat sat on the mat")
     page.press("#q", "Enter")
     page.wait_for_selector("li.hit")
