@@ -5,8 +5,9 @@ Passages are windows of at most `tokens` tokens of the model's own tokenizer (it
 characters). Consecutive windows share up to `overlap` tokens, so a phrase across a window's end is whole in the
 next one. A window ends at a sentence end when one lies in its last quarter (a cheap regex: . ! ? or … and any
 closing quotes or brackets, then whitespace), and the next one starts at the first sentence start in the first half
-of the overlap when there is one. Windows never split a word unless the word alone is longer than half a window. A text that
-fits is one passage: all of it.
+of the overlap when there is one. The last window ends at the text's end and starts as early as it fits, so the tail is a full
+passage rather than a scrap of the last few tokens. Windows never split a word unless the word alone is longer than
+half a window. A text that fits is one passage: all of it.
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ def _spans(text: str, offsets: Sequence[Span], words: Sequence[int | None], toke
         stop = _sentence_end_before(sentence_ends, ends, offsets, start + tokens - int(tokens * SNAP_FRACTION), stop)
         spans.append((offsets[start][0], ends[stop - 1]))
         start = _next_start(sentence_ends, offsets, words, stop, overlap)
+    start = _last_start(sentence_ends, offsets, words, count - tokens, start)
     spans.append((offsets[start][0], ends[-1]))
     return spans
 
@@ -94,6 +96,17 @@ def _sentence_end_before(
     return bisect.bisect_right(ends, sentence_ends[last], earliest, stop)
 
 
+def _last_start(
+    sentence_ends: list[int], offsets: Sequence[Span], words: Sequence[int | None], earliest: int, start: int
+) -> int:
+    """The last window's start: moved back from `start` to hold as many tokens as fit (from `earliest` on), at a
+    sentence start if one lies in between, else a word start, so the text's tail is a full passage, not a scrap."""
+    if earliest >= start:
+        return start
+    sentence = _first_sentence_start(sentence_ends, offsets, earliest, start)
+    return sentence if sentence is not None else _word_start_from(words, earliest, start)
+
+
 def _next_start(
     sentence_ends: list[int], offsets: Sequence[Span], words: Sequence[int | None], stop: int, overlap: int
 ) -> int:
@@ -103,11 +116,22 @@ def _next_start(
     start = stop - overlap
     if start >= stop:
         return stop
-    starts = [offset for offset, _ in offsets]
-    latest = stop - overlap // 2
-    first = bisect.bisect_left(sentence_ends, starts[start])
-    if first < len(sentence_ends) and sentence_ends[first] < starts[latest]:
-        return bisect.bisect_left(starts, sentence_ends[first], start, latest)
-    while start < stop and words[start] is not None and words[start] == words[start - 1]:
-        start += 1
-    return start
+    sentence = _first_sentence_start(sentence_ends, offsets, start, stop - overlap // 2)
+    return sentence if sentence is not None else _word_start_from(words, start, stop)
+
+
+def _first_sentence_start(sentence_ends: list[int], offsets: Sequence[Span], first: int, last: int) -> int | None:
+    """The first token among [first, last) that follows a sentence end, or None."""
+    previous_end = offsets[first - 1][1] if first > 0 else 0
+    found = bisect.bisect_left(sentence_ends, previous_end)
+    if found == len(sentence_ends):
+        return None
+    token = bisect.bisect_left([start for start, _ in offsets], sentence_ends[found], first, last)
+    return token if token < last else None
+
+
+def _word_start_from(words: Sequence[int | None], position: int, limit: int) -> int:
+    """The first token from `position` on (before `limit`) that starts a word."""
+    while position < limit and position > 0 and words[position] is not None and words[position] == words[position - 1]:
+        position += 1
+    return position
