@@ -39,7 +39,8 @@ def snippet(text: str, span: tuple[int, int] | None = None, max_chars: int = DEF
         return line + ELLIPSIS
     cut = line[: max_chars - 1]  # room for the ellipsis
     space = cut.rfind(" ")
-    if space > 0 and space >= len(cut) * (1 - _WORD_CUT_WINDOW):
+    splits_a_word = line[max_chars - 1 : max_chars] not in ("", " ")
+    if splits_a_word and space > 0 and space >= len(cut) * (1 - _WORD_CUT_WINDOW):
         cut = cut[:space]
     return cut.rstrip() + ELLIPSIS
 

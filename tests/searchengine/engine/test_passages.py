@@ -30,11 +30,11 @@ def _long(seed: int = 0, tail: str = TAIL) -> str:
 
 
 def _corpus() -> list[Document]:
-    short = [
-        Document(_filler(22, 100 + i), metadata={"kind": "short", "n": i}, external_id=f"s{i}") for i in range(20)
-    ]
+    short = [Document(_filler(22, 100 + i), metadata={"kind": "short", "n": i}, external_id=f"s{i}") for i in range(20)]
     long = [
-        Document(_long(i, TAIL if i == 0 else _filler(11, 50 + i)), metadata={"kind": "long", "n": i}, external_id=f"l{i}")
+        Document(
+            _long(i, TAIL if i == 0 else _filler(11, 50 + i)), metadata={"kind": "long", "n": i}, external_id=f"l{i}"
+        )
         for i in range(3)
     ]
     return short + long

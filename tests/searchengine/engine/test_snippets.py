@@ -45,7 +45,9 @@ def test_a_span_is_shown_with_ellipses_for_the_text_around_it() -> None:
     end = text.index(" And")
     assert snippet(text, (start, end), 100) == f"{ELLIPSIS}The passage that matched is here.{ELLIPSIS}"
     assert snippet(text, (0, end), 100) == f"Title of it. The passage that matched is here.{ELLIPSIS}"
-    assert snippet(text, (start, len(text)), 100) == f"{ELLIPSIS}The passage that matched is here. And more text follows."
+    assert (
+        snippet(text, (start, len(text)), 100) == f"{ELLIPSIS}The passage that matched is here. And more text follows."
+    )
 
 
 def test_blank_text_around_a_span_adds_no_ellipsis() -> None:
