@@ -12,11 +12,11 @@ from searchengine.indexer.manifest import (
     Counts,
     Manifest,
     ModelIdentity,
+    PassageSplitting,
     PromptRecord,
     StoredFile,
     VectorIndexSpec,
     WhiteningFit,
-    PassageSplitting,
     named_files,
 )
 
