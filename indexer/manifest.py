@@ -4,7 +4,7 @@ It says what an index holds (the model that made its vectors, the whitening, the
 versions, build times) and which files are current, with their sizes and sha256 checksums. `Manifest.read` checks every key and
 type, so a damaged or hand-edited manifest is one IndexerError naming the file, the key and the fix, never a
 KeyError somewhere else. The JSON is format 1 as written since the first release; the keys added later within
-it (count.tombstones, model.prompt, model.transforms, checksums) are optional, so every format-1 index still
+it (count.tombstones, model.prompt, model.transforms, checksums, passages) are optional, so every format-1 index still
 opens. File names must be plain names inside the index directory: no path separators, no `.` or `..`.
 """
 
@@ -60,6 +60,16 @@ class WhiteningFit:
 
 
 @dataclass(frozen=True)
+class PassageSplitting:
+    """How the index splits a document longer than the model's limit: into passages of at most `tokens` tokens,
+    each its own vector, consecutive ones sharing up to `overlap` tokens. Recorded at build, so `add` splits the
+    same way."""
+
+    tokens: int
+    overlap: int
+
+
+@dataclass(frozen=True)
 class VectorIndexSpec:
     """The FAISS index: its factory string, metric and the dimension of the vectors it stores."""
 
@@ -71,11 +81,12 @@ class VectorIndexSpec:
 @dataclass(frozen=True)
 class Counts:
     vectors: int
-    """Searchable vectors: one per stored document (indexes older versions wrote: one per distinct text)."""
+    """Searchable vectors: one per stored document, or per passage of a document split into passages (indexes
+    older versions wrote: one per distinct text)."""
     documents: int
     """Documents stored, texts repeated by several documents included."""
     tombstones: int = 0
-    """Vectors of deleted texts kept until `compact` (index types that cannot delete in place)."""
+    """Vectors of deleted documents kept until `compact` (index types that cannot delete in place)."""
 
 
 @dataclass(frozen=True)
@@ -102,6 +113,9 @@ class Manifest:
     """Library versions that built (or last encoded into) the index."""
     files: dict[str, StoredFile] = field(default_factory=dict)
     """Role ('vectors', 'documents', 'whitening') -> the current file."""
+    passages: PassageSplitting | None = None
+    """How long documents are split into passages; None: each document is one vector, embedded from its
+    beginning (and every index written before passages existed)."""
     format_version: ClassVar[int] = FORMAT_VERSION
 
     @property
@@ -128,6 +142,7 @@ class Manifest:
         if self.model.transforms:
             model["transforms"] = list(self.model.transforms)
         whitening = self.whitening
+        passages = None if self.passages is None else {"tokens": self.passages.tokens, "overlap": self.passages.overlap}
         checksums = {role: stored.checksum for role, stored in self.files.items() if stored.checksum}
         return {
             "format_version": self.format_version,
@@ -145,6 +160,7 @@ class Manifest:
             "files": {role: stored.name for role, stored in self.files.items()},
             "sizes": {role: stored.size for role, stored in self.files.items()},
             **({"checksums": checksums} if checksums else {}),
+            **({"passages": passages} if passages else {}),
         }
 
     def to_json(self) -> str:
@@ -174,6 +190,7 @@ class Manifest:
                 "rebuild the index with this version"
             )
         whitening = top.object("whitening", optional=True)
+        passages = top.object("passages", optional=True)
         files = _files(top)
         if (whitening is None) == ("whitening" in files):
             top.fail("whitening", "and files.whitening disagree: an index has both or neither")
@@ -188,6 +205,9 @@ class Manifest:
             updated_at=top.string("updated_at"),
             versions=top.object("versions").mapping(str, "a string"),
             files=files,
+            passages=None
+            if passages is None
+            else PassageSplitting(passages.integer("tokens", minimum=1), passages.integer("overlap")),
         )
 
 

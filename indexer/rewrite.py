@@ -11,7 +11,14 @@ from dataclasses import dataclass
 
 import numpy as np
 from searchengine.indexer.index_directory import Generation, IndexDirectory
-from searchengine.indexer.manifest import Counts, Manifest, ModelIdentity, VectorIndexSpec, WhiteningFit
+from searchengine.indexer.manifest import (
+    Counts,
+    Manifest,
+    ModelIdentity,
+    PassageSplitting,
+    VectorIndexSpec,
+    WhiteningFit,
+)
 from searchengine.indexer.store import DocumentStore
 from searchengine.indexer.vector_index import VectorIndex
 from searchengine.indexer.whitening import Whitening
@@ -62,6 +69,7 @@ def rewriting(directory: IndexDirectory, versions: dict[str, str] | None = None)
             previous.model,
             {**previous.versions, **(versions or {})},
             previous,
+            previous.passages,
         )
 
 
@@ -84,8 +92,10 @@ def commit_generation(
     model: ModelIdentity,
     versions: dict[str, str],
     previous: Manifest | None,
+    passages: PassageSplitting | None,
 ) -> None:
-    """Save the vectors (and a new whitening) into `generation` and commit it with its manifest."""
+    """Save the vectors (and a new whitening) into `generation` and commit it with its manifest, which records
+    how documents are split into `passages` (None: not split)."""
     vectors_path = generation.path("vectors")
     vectors.save(vectors_path)
     if previous is not None:  # a rewritten file keeps the permissions of the one it replaces
@@ -102,10 +112,11 @@ def commit_generation(
         model=model,
         whitening=None if whitening is None else WhiteningFit(k=whitening.k, fit_count=whitening.fit_count),
         index=VectorIndexSpec(type=vectors.factory, metric="inner_product", dimension=vectors.dimension),
-        count=Counts(vectors=store.count(), documents=store.count(), tombstones=len(store.tombstones())),
+        count=Counts(vectors=store.vector_count(), documents=store.count(), tombstones=len(store.tombstones())),
         created_at=previous.created_at if previous else now,
         updated_at=now,
         versions=versions,
+        passages=passages,
     )
     store.close()
     generation.commit(manifest, {"vectors": vectors_path, "documents": store.path, "whitening": whitening_path})

@@ -26,6 +26,8 @@ import sqlite_utils
 from searchengine.indexer.errors import IndexerError, MissingKeywordIndexError, UnknownDocumentError
 from searchengine.indexer.filter_sql import COLUMN_TYPES, JSON_KINDS, Filter, json_path, where_clause
 from searchengine.indexer.keyword_query import match_expression
+from searchengine.indexer.passages import TABLE as PASSAGES_TABLE
+from searchengine.indexer.passages import PassageTable
 
 TABLE = "documents"
 LEGACY_EXTERNAL_IDS_TABLE = "external_ids"
@@ -91,6 +93,8 @@ class StoreChange:
     """For each new row, the position of its document in the input."""
     removed: list[int]
     """Rows an upsert gave a new text: deleted from the store, their vectors to be dropped."""
+    removed_vectors: list[int] = field(default_factory=list)
+    """The vector ids of the `removed` rows: their own ids and those of their further passages."""
     repeated: list[bool] = field(default_factory=list)
     """For each new row, whether an earlier document (stored, or earlier in the input) already has its text."""
     updated: int = 0
@@ -119,12 +123,15 @@ class DocumentStore:
         self.path = path
         self.legacy = False
         """True for a store in the shape older versions wrote (read through a view until `upgrade`)."""
+        self.passages: PassageTable
+        """Which vectors are passages of which document (documents split into passages; indexer/passages.py)."""
         try:
             if writable:
                 connection = sqlite3.connect(str(path))
             else:
                 connection = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
             self.db = sqlite_utils.Database(connection)
+            self.passages = PassageTable(self.db, self._guard)
             with self._guard():
                 self._create_table_if_missing(writable)
                 self.legacy = "count" in self.db[TABLE].columns_dict
@@ -147,6 +154,7 @@ class DocumentStore:
             _create_documents_table(self.db, TABLE)
         if TOMBSTONES_TABLE not in tables:
             self.db[TOMBSTONES_TABLE].create({"id": int}, pk="id")
+        self.passages.create_if_missing()
 
     def _corrupt(self, exc: Exception) -> IndexerError:
         """The one-line error for a failed SQLite call: a full disk or a permission problem is not corruption."""
@@ -276,18 +284,52 @@ class DocumentStore:
         return copies
 
     def _next_id_after(self, table: str) -> int:
-        """One more than the largest id in `table` or the tombstones: ids are never reused, so a tombstoned
-        vector never answers for a new document."""
+        """One more than the largest id in `table`, the tombstones or the passages: ids are never reused, so a
+        tombstoned vector never answers for a new document, and a passage's vector id is no document's."""
         largest = [
             int(self.db.execute(f"SELECT coalesce(max(id), -1) FROM {name}").fetchone()[0])
             for name in (table, TOMBSTONES_TABLE)
         ]
-        return max(largest) + 1
+        return max(*largest, self.passages.largest_id()) + 1
 
     def count(self) -> int:
-        """Number of documents stored (each has one vector)."""
+        """Number of documents stored."""
         with self._guard():
             return int(self.db.execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0])
+
+    def vector_count(self) -> int:
+        """Number of searchable vectors: one per document, plus one per further passage of a split document."""
+        return self.count() + self.passages.extra_count()
+
+    def add_passages(self, spans: dict[int, list[tuple[int, int]]]) -> dict[int, list[int]]:
+        """Record the passages of documents split into several: document id -> the (start, end) character spans
+        of its passages. The first passage's vector id is the document's own, the others get new ids from the
+        sequence. Returns document id -> its passages' vector ids, in span order."""
+        vector_ids: dict[int, list[int]] = {}
+        rows: list[tuple[int, int, int, int]] = []
+        with self._guard(), self.db.conn:
+            next_id = self._next_id_after(TABLE)
+            for document, document_spans in spans.items():
+                ids = [document, *range(next_id, next_id + len(document_spans) - 1)]
+                next_id += len(document_spans) - 1
+                vector_ids[document] = ids
+                rows.extend((i, document, start, end) for i, (start, end) in zip(ids, document_spans))
+            self.passages.insert(rows)
+        return vector_ids
+
+    def passage_ids_matching(self, filters: Sequence[Filter]) -> np.ndarray:
+        """Vector ids of the further passages (all but the first) of the documents meeting every filter: with
+        `matching_ids`, every vector a filtered search may return."""
+        with self._guard():
+            if not self.passages.exists():
+                return np.zeros(0, dtype=np.int64)
+            where, parameters = where_clause(filters, self._field_kinds)
+            rows = self.db.execute(
+                f"SELECT id FROM {PASSAGES_TABLE} WHERE id != document AND document IN "
+                f"(SELECT id FROM {TABLE} WHERE {where}) ORDER BY id",
+                parameters,
+            ).fetchall()
+        return np.array([row[0] for row in rows], dtype=np.int64)
 
     def external_ids(self) -> list[str]:
         """Every stored external id (documents added without one are left out), in id order."""
@@ -347,7 +389,7 @@ class DocumentStore:
                 }
                 if name is not None:
                     pending[name] = row_id
-            self._delete_rows(removed)
+            removed_vectors = removed + self._delete_rows(removed)
             self.db.conn.executemany(
                 f"UPDATE {TABLE} SET source = ?, line = ?, metadata = ? WHERE external_id = ?", updates.values()
             )
@@ -360,7 +402,12 @@ class DocumentStore:
             repeated.append(row["hash"] in seen)
             seen.add(row["hash"])
         return StoreChange(
-            [row["id"] for row in rows], [row["position"] for row in rows], removed, repeated, len(updates)
+            [row["id"] for row in rows],
+            [row["position"] for row in rows],
+            removed,
+            removed_vectors,
+            repeated,
+            len(updates),
         )
 
     def _in_chunks(self, sql: str, values: Sequence[Any], then: str = "") -> list[tuple]:
@@ -377,11 +424,14 @@ class DocumentStore:
         sql = f"SELECT external_id, id, hash FROM {TABLE} WHERE external_id IN"
         return {name: (row_id, digest) for name, row_id, digest in self._in_chunks(sql, sorted(external_ids))}
 
-    def _delete_rows(self, ids: Sequence[int]) -> None:
+    def _delete_rows(self, ids: Sequence[int]) -> list[int]:
+        """Delete documents and their passages; returns the vector ids of their further passages."""
         self._in_chunks(f"DELETE FROM {TABLE} WHERE id IN", ids)
+        return self.passages.delete_documents(ids)
 
-    def delete(self, ids: Sequence[int]) -> None:
-        """Delete documents by id, all or none: an id that is not stored raises UnknownDocumentError."""
+    def delete(self, ids: Sequence[int]) -> list[int]:
+        """Delete documents by id, all or none: an id that is not stored raises UnknownDocumentError. Returns the
+        vector ids to drop: the documents' own and those of their further passages."""
         ids = sorted(set(int(i) for i in ids))
         with self._guard(), self.db.conn:
             present = {row[0] for row in self._in_chunks(f"SELECT id FROM {TABLE} WHERE id IN", ids)}
@@ -390,7 +440,7 @@ class DocumentStore:
                 raise UnknownDocumentError(
                     f"no document with id {', '.join(map(str, missing[:10]))}; nothing was deleted"
                 )
-            self._delete_rows(ids)
+            return ids + self._delete_rows(ids)
 
     def ids_for_external(self, external_ids: Sequence[str]) -> list[int]:
         """The documents that external ids name (one each); an unknown one raises UnknownDocumentError."""
@@ -438,6 +488,12 @@ class DocumentStore:
                 return np.zeros(0, dtype=np.int64)
             rows = self.db.execute(f"SELECT id FROM {TOMBSTONES_TABLE} ORDER BY id").fetchall()
         return np.array([row[0] for row in rows], dtype=np.int64)
+
+    def other_vector_ids(self) -> np.ndarray:
+        """Vector ids in the vector index that are no live document's own vector: tombstones (deleted documents
+        awaiting compaction) and the further passages of split documents. Leaving them out leaves one vector per
+        document, a split one's first passage (its title and opening): what clustering and mining compare."""
+        return np.union1d(self.tombstones(), self.passages.extra_ids())
 
     def clear_tombstones(self) -> None:
         with self._guard(), self.db.conn:

@@ -33,7 +33,11 @@ def _user_project(folder: Path) -> Path:
 
 def _run(script: Path, **env: str) -> str:
     completed = subprocess.run(
-        [sys.executable, str(script)], cwd=script.parent, capture_output=True, text=True, timeout=120,
+        [sys.executable, str(script)],
+        cwd=script.parent,
+        capture_output=True,
+        text=True,
+        timeout=120,
         env={**os.environ, **env},
     )
     assert completed.returncode == 0, completed.stderr[-2000:]
@@ -46,21 +50,37 @@ def test_a_stray_indexer_or_training_beside_the_script_does_not_break_the_import
 
 def test_the_built_wheel_holds_one_package_and_imports_beside_stray_modules(tmp_path: Path) -> None:
     built = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path),
-         str(REPOSITORY)],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(REPOSITORY),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert built.returncode == 0, built.stderr[-2000:]
     (wheel,) = tmp_path.glob("searchengine-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     top_level = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
     assert top_level == {"searchengine"}
-    assert {"searchengine/indexer/store.py", "searchengine/training/loop.py", "searchengine/cli/__init__.py"} <= set(names)
+    assert {"searchengine/indexer/store.py", "searchengine/training/loop.py", "searchengine/cli/__init__.py"} <= set(
+        names
+    )
 
     site = tmp_path / "site"
     installed = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(site), str(wheel)],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert installed.returncode == 0, installed.stderr[-2000:]
     project = tmp_path / "project"

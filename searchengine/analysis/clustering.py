@@ -230,14 +230,15 @@ def stored_matrix(vectors: VectorIndex) -> tuple[np.ndarray, np.ndarray]:
 
 
 def cluster_index(directory: IndexDirectory, settings: ClusterSettings, top: int = 3) -> Clustering:
-    """Cluster the vectors of the index in `directory` and store the clustering with it (a new generation,
-    replacing any earlier clustering). On any error the index is left as it was."""
+    """Cluster the documents of the index in `directory` by their vectors (a split document's first passage) and
+    store the clustering with it (a new generation, replacing any earlier clustering). On any error the index is
+    left as it was."""
     parameters = settings.parameters()
     if top < 0:
         raise SearchEngineError(f"top must be 0 or more, not {top}")
     with rewriting(directory) as rewrite:
         ids, matrix = stored_matrix(rewrite.vectors)
-        live = ~np.isin(ids, rewrite.store.tombstones())
+        live = ~np.isin(ids, rewrite.store.other_vector_ids())
         if not live.all():
             ids, matrix = ids[live], matrix[live]
         labels = by_size(cluster_labels(matrix, settings))

@@ -132,8 +132,10 @@ def mine_documents(
     method: MiningMethod = "auto",
     neighbours: int | None = None,
 ) -> list[Pair]:
-    """`mine_index` with each pair's texts fetched from the document store (deleted documents never pair)."""
-    return with_texts(mine_index(index, top, threshold, method, neighbours, store.tombstones()), store)
+    """`mine_index` over one vector per document (a split document's first passage; see
+    DocumentStore.other_vector_ids), with each pair's texts fetched from the document store (deleted documents never
+    pair)."""
+    return with_texts(mine_index(index, top, threshold, method, neighbours, store.other_vector_ids()), store)
 
 
 def with_texts(scored: list[ScoredPair], store: DocumentStore) -> list[Pair]:
@@ -160,7 +162,7 @@ def dedupe_index(
     """
     check_request(None, threshold)
     with rewriting(directory) as rewrite:
-        pairs = mine_index(rewrite.vectors, None, threshold, method, neighbours, rewrite.store.tombstones())
+        pairs = mine_index(rewrite.vectors, None, threshold, method, neighbours, rewrite.store.other_vector_ids())
         marks = duplicate_marks(pairs)
         rewrite.store.mark_duplicates([(pair.second, pair.first, pair.score) for pair in marks])
     return marks

@@ -21,6 +21,7 @@ from searchengine.cli.options import (
 from searchengine.cli.wording import counted
 from searchengine.encoding.backend import Backend
 from searchengine.encoding.model_source import Pooling
+from searchengine.encoding.passages import PASSAGES_BY_DEFAULT
 from searchengine.encoding.precision import Precision
 from searchengine.errors import SearchEngineError
 
@@ -54,6 +55,14 @@ def index(
     whiten_fit: Path | None = typer.Option(
         None, "--whiten-fit", help="Fit whitening on this file instead of the corpus (needs --whiten-k)."
     ),
+    passages: bool | None = typer.Option(
+        None,
+        "--passages/--no-passages",
+        help="Split a document longer than the model's limit into passages, each its own vector, and return the "
+        "document scored by its best passage; --no-passages embeds such a document from its beginning. Later "
+        f"additions keep the setting [default: {'--passages' if PASSAGES_BY_DEFAULT else '--no-passages'}].",
+        show_default=False,
+    ),
     append: bool = typer.Option(False, "--append", help="Add to the existing index instead of replacing it."),
     jsonl: bool = typer.Option(False, "--jsonl", help="Read JSON lines whatever the name (e.g. from stdin)."),
     id_field: str | None = IdFieldOption,
@@ -80,6 +89,8 @@ def index(
 
       searchengine index corpus.jsonl --id-field _id --title-field title   (a BEIR corpus)
 
+      searchengine index long-reports.jsonl --passages   (search all of each long document)
+
       cat more.txt | searchengine index - --append
     """
     from searchengine.encoding.encoder import Encoder, EncoderSpeed
@@ -90,11 +101,18 @@ def index(
     speed = EncoderSpeed(precision, backend, threads)
     with user_errors(target):
         if append:
-            if index_type or whiten_k or whiten_fit or pooling or template is not None or denoise is not None:
+            if (
+                index_type
+                or whiten_k
+                or whiten_fit
+                or pooling
+                or template is not None
+                or denoise is not None
+                or passages is not None
+            ):
                 raise SearchEngineError(
                     "--append adds to an index with the settings it was built with; drop --index, --pooling, "
-                    "--template, --denoise, "
-                    "--whiten-k and --whiten-fit"
+                    "--template, --denoise, --whiten-k, --whiten-fit and --passages/--no-passages"
                 )
             engine = SearchEngine.open(target, model=model, speed=speed)
             report = engine.add(
@@ -116,6 +134,7 @@ def index(
                 id_field=id_field,
                 text_field=text_field,
                 title_field=title_field,
+                passages=PASSAGES_BY_DEFAULT if passages is None else passages,
                 progress=not quiet,
             )
             report = engine.last_report
@@ -127,10 +146,19 @@ def index(
                 f"Index type {report.index_type}, chosen for this corpus size (exact search up to 200,000 documents); "
                 "pass --index to choose another."
             )
+        if report.split:
+            typer.echo(
+                f"{counted(report.split, 'document')} longer than the model's {engine.manifest.passages.tokens} "
+                f"tokens {'was' if report.split == 1 else 'were'} split into passages: "
+                f"{counted(report.vectors, 'vector')} for {counted(report.added, 'document')} added."
+            )
         if report.truncated:
+            how = "embedded from the beginning" + (
+                "" if engine.manifest.passages else "; index with --passages to search all of each"
+            )
             typer.echo(
                 f"{counted(report.truncated, 'text')} {'was' if report.truncated == 1 else 'were'} longer than the "
-                f"model's {engine.encoder.max_seq_length} tokens and embedded from the beginning."
+                f"model's {engine.encoder.max_seq_length} tokens and {how}."
             )
 
 
@@ -167,6 +195,7 @@ def add(
         index_type=None,
         whiten_k=None,
         whiten_fit=None,
+        passages=None,
         append=True,
         jsonl=jsonl,
         id_field=id_field,

@@ -108,6 +108,11 @@ def _documents_summary(manifest: Manifest, repeats: int) -> str:
 
 def _vectors_summary(manifest: Manifest) -> str:
     searchable = f"{counted(manifest.count.vectors, 'vector')} searchable"
+    if manifest.passages is not None:
+        return (
+            f"{searchable}: one per passage of a document longer than the model's {manifest.passages.tokens} "
+            f"tokens (consecutive passages share up to {manifest.passages.overlap}), one per other document"
+        )
     if manifest.count.vectors == manifest.count.documents:
         return f"{searchable}, one per document"
     return f"{searchable} (this index was written by an older version: one per distinct text until its next write)"

@@ -15,6 +15,7 @@ from searchengine.cli.wording import counted
 from searchengine.encoding.backend import Backend
 from searchengine.encoding.precision import Precision
 from searchengine.engine.modes import DEFAULT_MODE, MODE_HELP, SearchMode
+from searchengine.engine.snippets import DEFAULT_SNIPPET_CHARS, one_line, snippet
 from searchengine.errors import SearchEngineError
 
 if TYPE_CHECKING:
@@ -30,8 +31,18 @@ def query(
         "-f",
         help="Read queries from this file (- for standard input), one per line, and run them as one batch.",
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print results as JSON (with each side's score)."),
+    as_json: bool = typer.Option(
+        False,
+        "--json",
+        help="Print results as JSON: each hit's whole text, its snippet, the span that matched and each side's score.",
+    ),
     mode: SearchMode | None = typer.Option(None, "--mode", help=MODE_HELP, show_default=False),
+    max_chars: int = typer.Option(
+        DEFAULT_SNIPPET_CHARS,
+        "--max-chars",
+        min=10,
+        help="Characters of each hit's one-line snippet: the passage that matched, or the document's start.",
+    ),
     index_dir: Path | None = IndexDirOption,
     model: str | None = typer.Option(
         None, "--model", "-m", help="Expect this model; it must be the one the index was built with."
@@ -68,8 +79,10 @@ def query(
 ) -> None:
     """Find the documents that best match a query: by meaning, by its words, or both (--mode).
 
-    Prints rank, score, document id (and your own id, given with --id-field, in parentheses) and text. The score is
-    the cosine in dense mode, BM25 in keyword mode, and in hybrid mode the fused score, followed by each side's.
+    Prints one line per hit: rank, score, document id (and your own id, given with --id-field, in parentheses) and
+    a snippet: the passage that matched (for a document split into passages at indexing) or the document's start,
+    on one line, cut to --max-chars at a word boundary with an ellipsis. The score is the cosine in dense mode,
+    BM25 in keyword mode, and in hybrid mode the fused score, followed by each side's.
     The index's own model encodes the query; --model and --whiten-k only assert what the index must have been built
     with. Filters run inside the vector search and the keyword search, so k results come back whenever k documents
     match; fields are metadata keys or id, external_id, source, line, text.
@@ -114,10 +127,24 @@ def query(
             for result in payload:
                 if result.get("rerank") is None:
                     result.pop("rerank", None)  # as the local --json output: only reranked results say so
+                for hit in result["hits"]:
+                    hit["snippet"] = snippet(hit["text"], hit.get("span"), max_chars)
             held = None
         else:
             payload, held = _search_here(
-                queries, k, where, mode, index_dir, model, whiten_k, rerank, rerank_top, precision, backend, threads
+                queries,
+                k,
+                where,
+                mode,
+                index_dir,
+                model,
+                whiten_k,
+                rerank,
+                rerank_top,
+                precision,
+                backend,
+                threads,
+                max_chars,
             )
         if where and not any(result["hits"] for result in payload):
             typer.echo(f"No documents match {' and '.join(where)}.", err=True)
@@ -142,9 +169,11 @@ def query(
                 typer.echo(("\n" if position else "") + f"Query: {result['query']}")
             for rank, hit in enumerate(result["hits"], start=1):
                 cluster = f"[c{hit['cluster']}] " if hit["cluster"] is not None else ""
-                external = f"({hit['external_id']}) " if hit.get("external_id") is not None else ""
+                external = f"({one_line(hit['external_id'])}) " if hit.get("external_id") is not None else ""
                 details = _details(hit, searched)
-                typer.echo(f"{rank:>3}  {hit['score']:.4f}  {details}#{hit['id']:<6} {external}{cluster}{hit['text']}")
+                typer.echo(
+                    f"{rank:>3}  {hit['score']:.4f}  {details}#{hit['id']:<6} {external}{cluster}{hit['snippet']}"
+                )
 
 
 _SCORE_NAMES = {"dense": "cosine", "keyword": "BM25", "hybrid": "fused score"}
@@ -177,6 +206,7 @@ def _search_here(
     precision: str,
     backend: str,
     threads: int | None,
+    max_chars: int,
 ) -> tuple[list[dict], int]:
     """Open the index in this process and search it: the results as --json prints them, and the index's size."""
     from searchengine.encoding.speed import EncoderSpeed
@@ -195,16 +225,17 @@ def _search_here(
     searched = mode or engine.default_mode
     reranked = {"rerank": {"model": rerank, "top": top}} if rerank else {}
     payload = [
-        {"query": q, "mode": searched, **reranked, "hits": [_hit_json(hit) for hit in hits]}
+        {"query": q, "mode": searched, **reranked, "hits": [_hit_json(hit, max_chars) for hit in hits]}
         for q, hits in zip(queries, results)
     ]
     return payload, len(engine)
 
 
-def _hit_json(hit: Hit) -> dict:
-    """A hit as JSON, the user's own id (external_id) right after the index's id."""
+def _hit_json(hit: Hit, max_chars: int) -> dict:
+    """A hit as JSON, the user's own id (external_id) right after the index's id, its snippet after its text."""
     fields = asdict(hit)
-    return {"id": fields.pop("id"), "external_id": fields.pop("external_id"), **fields}
+    head = {"id": fields.pop("id"), "external_id": fields.pop("external_id"), "text": fields.pop("text")}
+    return {**head, "snippet": hit.snippet(max_chars), **fields}
 
 
 def _queries(text: str | None, file: Path | None) -> list[str]:

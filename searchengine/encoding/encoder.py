@@ -15,6 +15,7 @@ from searchengine.encoding.backend import Backend, resolve_runtime
 from searchengine.encoding.hf_loading import load_pretrained
 from searchengine.encoding.model_source import ModelSource, Pooling, locate_model
 from searchengine.encoding.model_transforms import apply_transforms, load_transforms, output_dimension
+from searchengine.encoding.passages import Span, passage_spans
 from searchengine.encoding.pooling import NEEDS_ALL_LAYERS, pool
 from searchengine.encoding.precision import Precision, apply_precision
 from searchengine.encoding.prompt_pooling import PromptPooling
@@ -113,6 +114,23 @@ class Encoder:
     @property
     def pooling(self) -> str:
         return self.source.pooling
+
+    @property
+    def text_tokens(self) -> int:
+        """Tokens of text one vector holds: the model's limit less its special tokens (and, for prompt pooling,
+        the template's tokens)."""
+        if self.prompt is not None:
+            return self.max_seq_length - self.prompt.template_length
+        return self.max_seq_length - self.tokenizer.num_special_tokens_to_add(pair=False)
+
+    def passage_spans(self, texts: Sequence[str], tokens: int, overlap: int) -> list[list[Span]]:
+        """For each text, the character spans of its passages of at most `tokens` tokens (at most `text_tokens`,
+        to fit the model), consecutive ones sharing up to `overlap` (searchengine.encoding.passages): one span, the
+        whole text, when it fits."""
+        if tokens > self.text_tokens:
+            raise SearchEngineError(f"passages of {tokens} tokens do not fit this model's {self.text_tokens}")
+        with self._lock:
+            return passage_spans(self.tokenizer, texts, tokens, overlap)
 
     def encode(self, texts: Sequence[str], batch_size: int | None = None, *, pre_normalize: bool = False) -> np.ndarray:
         """Embed `texts` into an (n, dimension) float32 array, rows in input order. Safe to call from several

@@ -39,12 +39,15 @@ def hybrid_rankings(
     """The k best documents per query by the fusion of its dense and keyword candidates (the best
     max(k, fusion.depth) of each side, both filtered alike), best first. Each keeps which sides found it and
     both its scores: a side that did not find a document still scores it (its cosine to the query; its BM25, 0
-    without any of the query's words). `searchable` is how many documents the dense side can return."""
+    without any of the query's words; a document the dense side missed gets the cosine of its first vector, which
+    for a document split into passages is its first passage's). `searchable` is how many documents the dense side
+    can return."""
     depth = max(k, fusion.depth)
-    dense_sides = dense_rankings(vectors, query_vectors, min(depth, searchable), allowed, excluded)
+    dense_sides = dense_rankings(vectors, store, query_vectors, min(depth, searchable), allowed, excluded)
     results = []
     for text, query_vector, dense_side in zip(texts, query_vectors, dense_sides):
         dense = {scored.id: scored.score for scored in dense_side}
+        spans = {scored.id: scored.span for scored in dense_side}
         keyword = dict(store.keyword_search(text, depth, filters))
         fused = fuse(list(dense.items()), list(keyword.items()), fusion)[:k]
         unscored_dense = [doc for doc, _ in fused if doc not in dense]
@@ -62,6 +65,7 @@ def hybrid_rankings(
                     tuple(side for side, found in (("dense", dense), ("keyword", keyword)) if doc in found),
                     dense_score=dense_scores[doc],
                     keyword_score=keyword_scores.get(doc),
+                    span=spans.get(doc),
                 )
                 for doc, score in fused
             ]

@@ -12,10 +12,11 @@ from typing import TYPE_CHECKING
 import faiss
 import numpy as np
 
+from searchengine.encoding.passages import PASSAGES_BY_DEFAULT, check_overlap, default_overlap
 from searchengine.engine.embedding import to_index_vectors
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.index_directory import IndexDirectory
-from searchengine.indexer.manifest import ModelIdentity, PromptRecord
+from searchengine.indexer.manifest import ModelIdentity, PassageSplitting, PromptRecord
 from searchengine.indexer.rewrite import commit_generation, rewriting
 from searchengine.indexer.store import Document, DocumentStore
 from searchengine.indexer.vector_index import VectorIndex, default_factory
@@ -52,7 +53,12 @@ class IndexingReport:
     upgraded: int = 0
     """Documents an index written by an older version had merged into one row, given rows of their own."""
     truncated: int = 0
-    """Texts longer than the model's limit, embedded from their first tokens."""
+    """Texts longer than the model's limit, embedded from their first tokens (none when documents are split into
+    passages)."""
+    split: int = 0
+    """Documents longer than the model's limit split into passages, each passage its own vector."""
+    vectors: int = 0
+    """Vectors added: one per added document, plus one per further passage of a split one."""
     index_type: str = ""
     index_type_chosen: bool = False
     """True when searchengine picked the FAISS type from the corpus size."""
@@ -67,6 +73,10 @@ class IndexSettings:
     whiten_k: int | None = None
     whiten_fit: Iterable[Document] | None = None
     """Documents to fit whitening on instead of the corpus."""
+    passages: bool = PASSAGES_BY_DEFAULT
+    """Split documents longer than the model's limit into passages, each its own vector (else embed their start)."""
+    passage_overlap: int | None = None
+    """Tokens consecutive passages share (None: searchengine.encoding.passages.default_overlap)."""
 
 
 def build_index(
@@ -88,6 +98,12 @@ def build_index(
     report = IndexingReport()
     started = time.perf_counter()
     truncated_before = encoder.truncated
+    passages = None
+    if settings.passages:
+        tokens = encoder.text_tokens
+        overlap = default_overlap(tokens) if settings.passage_overlap is None else settings.passage_overlap
+        check_overlap(tokens, overlap)
+        passages = PassageSplitting(tokens, overlap)
     with directory.writing() as generation:
         store = DocumentStore(generation.path("documents"), writable=True)
         whitening = None
@@ -111,17 +127,26 @@ def build_index(
                 documents,
                 settings.whiten_k if needs_fit else None,
                 whitening,
+                passages,
                 report,
                 total,
                 progress,
             )
         else:
-            _stream_and_add(store, vectors, encoder, documents, whitening, report, total, progress)
+            _stream_and_add(store, vectors, encoder, documents, whitening, passages, report, total, progress)
         if report.documents == 0 and not allow_empty:
             raise SearchEngineError(NO_TEXT)
         report.truncated = encoder.truncated - truncated_before
         commit_generation(
-            generation, directory, store, vectors, whitening, model_identity(encoder), library_versions(), previous=None
+            generation,
+            directory,
+            store,
+            vectors,
+            whitening,
+            model_identity(encoder),
+            library_versions(),
+            previous=None,
+            passages=passages,
         )
     report.seconds = time.perf_counter() - started
     return report
@@ -143,7 +168,17 @@ def append_to_index(
     with rewriting(directory, library_versions()) as rewrite:
         report.index_type = rewrite.manifest.index.type
         report.upgraded = rewrite.upgraded
-        _stream_and_add(rewrite.store, rewrite.vectors, encoder, documents, rewrite.whitening, report, total, progress)
+        _stream_and_add(
+            rewrite.store,
+            rewrite.vectors,
+            encoder,
+            documents,
+            rewrite.whitening,
+            rewrite.manifest.passages,
+            report,
+            total,
+            progress,
+        )
         if report.documents == 0:
             raise SearchEngineError(NO_TEXT)
         report.truncated = encoder.truncated - truncated_before
@@ -168,22 +203,58 @@ def _progress(total: int | None, enabled: bool, description: str) -> tqdm:
 
 
 def _store_and_encode(
-    store: DocumentStore, encoder: Encoder, chunk: list[Document], report: IndexingReport
+    store: DocumentStore,
+    encoder: Encoder,
+    chunk: list[Document],
+    passages: PassageSplitting | None,
+    report: IndexingReport,
 ) -> tuple[np.ndarray, np.ndarray, list[int], np.ndarray]:
-    """Store a chunk and embed its new documents, each distinct text once. Returns the new ids, their vectors,
-    the ids upserts removed, and which new ids hold a text no earlier document has (what whitening is fitted on,
-    so a repeated text does not weigh more)."""
+    """Store a chunk and embed its new documents (split into passages when `passages` says how), each distinct
+    text once. Returns the new vector ids, their vectors, the vector ids upserts removed, and which new vectors
+    hold a text no earlier document has (what whitening is fitted on, so a repeated text does not weigh more)."""
     change = store.add(chunk)
     report.documents += len(chunk)
     report.added += len(change.ids)
     report.repeats += sum(change.repeated)
     report.replaced += len(change.removed)
     report.updated += change.updated
+    ids, texts, first_seen = _passages(
+        store, encoder, change.ids, [chunk[p].text for p in change.positions], change.repeated, passages, report
+    )
     distinct: dict[str, int] = {}
-    rows = [distinct.setdefault(chunk[p].text, len(distinct)) for p in change.positions]
+    rows = [distinct.setdefault(text, len(distinct)) for text in texts]
     embeddings = encoder.encode(list(distinct))
-    first_seen = ~np.asarray(change.repeated, dtype=bool)
-    return np.asarray(change.ids, dtype=np.int64), embeddings[rows], change.removed, first_seen
+    return ids, embeddings[rows], change.removed_vectors, first_seen
+
+
+def _passages(
+    store: DocumentStore,
+    encoder: Encoder,
+    ids: list[int],
+    texts: list[str],
+    repeated: list[bool],
+    passages: PassageSplitting | None,
+    report: IndexingReport,
+) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """The vectors new documents need: their vector ids, the text each embeds and whether that text is new. One
+    per document (its whole text) unless `passages` splits the longer ones, whose passages the store records."""
+    first_seen = [not repeat for repeat in repeated]
+    if passages is None:
+        report.vectors += len(ids)
+        return np.asarray(ids, dtype=np.int64), texts, np.asarray(first_seen, dtype=bool)
+    spans = encoder.passage_spans(texts, passages.tokens, passages.overlap)
+    vector_ids = store.add_passages({i: s for i, s in zip(ids, spans) if len(s) > 1})
+    report.split += len(vector_ids)
+    out_ids: list[int] = []
+    out_texts: list[str] = []
+    out_first: list[bool] = []
+    for document, text, document_spans, fresh in zip(ids, texts, spans, first_seen):
+        for vector_id, (start, end) in zip(vector_ids.get(document, [document]), document_spans):
+            out_ids.append(vector_id)
+            out_texts.append(text[start:end])
+            out_first.append(fresh)
+    report.vectors += len(out_ids)
+    return np.asarray(out_ids, dtype=np.int64), out_texts, np.asarray(out_first, dtype=bool)
 
 
 def drop_vectors(store: DocumentStore, vectors: VectorIndex, ids: list[int] | np.ndarray) -> None:
@@ -198,13 +269,14 @@ def _stream_and_add(
     encoder: Encoder,
     documents: Iterable[Document],
     whitening: Whitening | None,
+    passages: PassageSplitting | None,
     report: IndexingReport,
     total: int | None,
     progress: bool,
 ) -> None:
     with _progress(total, progress, "Indexing") as bar:
         for chunk in _chunks(documents):
-            ids, embeddings, removed, _ = _store_and_encode(store, encoder, chunk, report)
+            ids, embeddings, removed, _ = _store_and_encode(store, encoder, chunk, passages, report)
             drop_vectors(store, vectors, removed)
             if len(ids):
                 vectors.add(to_index_vectors(embeddings, whitening), ids)
@@ -219,6 +291,7 @@ def _spool_and_add(
     documents: Iterable[Document],
     fit_k: int | None,
     whitening: Whitening | None,
+    passages: PassageSplitting | None,
     report: IndexingReport,
     total: int | None,
     progress: bool,
@@ -234,7 +307,7 @@ def _spool_and_add(
     try:
         with spool_path.open("wb") as spool, _progress(total, progress, "Embedding") as bar:
             for chunk in _chunks(documents):
-                ids, embeddings, removed_now, first_seen = _store_and_encode(store, encoder, chunk, report)
+                ids, embeddings, removed_now, first_seen = _store_and_encode(store, encoder, chunk, passages, report)
                 removed.update(removed_now)
                 if statistics is not None:
                     statistics.update(embeddings[first_seen])
@@ -307,8 +380,7 @@ def delete_from_index(directory: IndexDirectory, ids: list[int] | None, external
     """Delete documents by id or by external id, all or none; returns the ids deleted."""
     with rewriting(directory) as rewrite:
         targets = list(ids or []) + (rewrite.store.ids_for_external(external_ids) if external_ids else [])
-        rewrite.store.delete(targets)
-        drop_vectors(rewrite.store, rewrite.vectors, sorted(set(targets)))
+        drop_vectors(rewrite.store, rewrite.vectors, rewrite.store.delete(targets))
     return sorted(set(targets))
 
 

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 import faiss
 import numpy as np
 
+from searchengine.engine.passage_search import best_passages
+from searchengine.engine.snippets import DEFAULT_SNIPPET_CHARS, snippet
 from searchengine.indexer.store import DocumentStore
 from searchengine.indexer.vector_index import VectorIndex
 
@@ -66,6 +68,19 @@ class Hit:
     """The cosine similarity to the query (given in dense and hybrid modes)."""
     keyword_score: float | None = None
     """The BM25 score of the query's words, 0 when it holds none of them (given in keyword and hybrid modes)."""
+    span: tuple[int, int] | None = None
+    """Characters [start, end) of `text` that matched: the document's best passage, when it was split into
+    passages (None: the document is one vector, embedded from its beginning)."""
+
+    @property
+    def passage(self) -> str:
+        """The text of the passage that matched (the whole text when the document is one vector)."""
+        return self.text if self.span is None else self.text[self.span[0] : self.span[1]]
+
+    def snippet(self, max_chars: int = DEFAULT_SNIPPET_CHARS) -> str:
+        """One line to show for the hit: the passage that matched (or the document's start), whitespace and
+        control characters collapsed, cut to `max_chars` at a word boundary with an ellipsis."""
+        return snippet(self.text, self.span, max_chars)
 
 
 @dataclass(frozen=True)
@@ -77,21 +92,24 @@ class Scored:
     found_by: tuple[str, ...]
     dense_score: float | None = None
     keyword_score: float | None = None
+    span: tuple[int, int] | None = None
+    """The best passage's characters, for a document split into passages that the dense side found."""
 
 
 def dense_rankings(
     vectors: VectorIndex,
+    store: DocumentStore,
     queries: np.ndarray,
     k: int,
     allowed: np.ndarray | None = None,
     excluded: np.ndarray | None = None,
 ) -> list[list[Scored]]:
-    """The k nearest ids per query row by cosine (fewer when fewer qualify), best first, among `allowed` ids (all
-    when None) and never `excluded` ones (tombstones)."""
-    scores, ids = vectors.search(queries, k, allowed, excluded)
+    """The k nearest documents per query row by cosine (fewer when fewer qualify), best first, among `allowed`
+    vector ids (all when None) and never `excluded` ones (tombstones). A document split into passages scores by
+    its best passage, which `span` names."""
     return [
-        [Scored(int(i), float(s), ("dense",), dense_score=float(s)) for s, i in zip(row_scores, row_ids) if i >= 0]
-        for row_scores, row_ids in zip(scores, ids)
+        [Scored(doc, score, ("dense",), dense_score=score, span=span) for doc, (score, span) in row.items()]
+        for row in best_passages(vectors, store, queries, k, allowed, excluded)
     ]
 
 
@@ -120,6 +138,7 @@ def hits_of(store: DocumentStore, rankings: list[list[Scored]]) -> list[list[Hit
                     found_by=scored.found_by,
                     dense_score=scored.dense_score,
                     keyword_score=scored.keyword_score,
+                    span=scored.span,
                 )
             )
         results.append(hits)
@@ -134,15 +153,17 @@ def nearest_documents(
     allowed: np.ndarray | None = None,
     excluded: np.ndarray | None = None,
 ) -> list[list[Hit]]:
-    """The k best hits per query row by cosine (dense search), best first: `dense_rankings` with their documents."""
-    return hits_of(store, dense_rankings(vectors, queries, k, allowed, excluded))
+    """The k best documents per query row by cosine (dense search), best first: `dense_rankings` with their
+    documents; a document split into passages scores by its best passage, which the hit's `span` names."""
+    return hits_of(store, dense_rankings(vectors, store, queries, k, allowed, excluded))
 
 
 def rerank_hits(cross_encoder: CrossEncoder, queries: list[str], results: list[list[Hit]], k: int) -> list[list[Hit]]:
     """Rescore every query's candidates with the cross-encoder (all pairs in one smart-batched call) and keep the
     k best per query by that score, best first (ties keep the retrieval order). Each hit's `score` becomes the
-    cross-encoder's and `retrieval_score` keeps the score it was retrieved by."""
-    pairs = [(query, hit.text) for query, hits in zip(queries, results) for hit in hits]
+    cross-encoder's and `retrieval_score` keeps the score it was retrieved by. The cross-encoder reads the passage
+    that matched, which fits its limit where the document may not."""
+    pairs = [(query, hit.passage) for query, hits in zip(queries, results) for hit in hits]
     scores = cross_encoder.score(pairs) if pairs else np.zeros(0, dtype=np.float32)
     reranked, start = [], 0
     for hits in results:

@@ -16,6 +16,7 @@ from searchengine.analysis.cluster_settings import ClusterMethod, ClusterSetting
 from searchengine.analysis.clustering import Cluster, Clustering, cluster_index, read_clustering
 from searchengine.analysis.mining_request import MiningMethod
 from searchengine.analysis.paraphrase_mining import Pair, dedupe_index, mine_documents, with_texts
+from searchengine.encoding.passages import PASSAGES_BY_DEFAULT
 from searchengine.engine.corpus import STDIN, JsonFields, read_corpus
 from searchengine.engine.embedding import to_index_vectors
 from searchengine.engine.filters import Filters, conditions_of
@@ -34,7 +35,7 @@ from searchengine.engine.search import Hit, hits_of, nearest_documents, one_thre
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.index_directory import IndexDirectory
-from searchengine.indexer.manifest import Manifest, ModelIdentity, PromptRecord
+from searchengine.indexer.manifest import Manifest, ModelIdentity, PassageSplitting, PromptRecord
 from searchengine.indexer.store import ClusteringRecord, Document, DocumentStore
 from searchengine.indexer.vector_index import VectorIndex, check_trainable
 from searchengine.indexer.whitening import Whitening
@@ -68,7 +69,7 @@ class IndexInfo:
     documents: int
     """Documents stored, each its own row (texts repeated by several documents included)."""
     vectors: int
-    """Searchable vectors, one per document."""
+    """Searchable vectors: one per document, or per passage of a document split into passages."""
     model: str
     model_fingerprint: str
     pooling: str
@@ -89,6 +90,8 @@ class IndexInfo:
     """Documents whose exact text an earlier document has (each is still its own document)."""
     keyword_index: bool = False
     """Whether the index can search by keyword (keyword and hybrid modes); `compact()` adds it to older indexes."""
+    passages: PassageSplitting | None = None
+    """How documents longer than the model's limit are split into passages (None: embedded from their start)."""
 
 
 def _prompt_difference(built: PromptRecord | None, given: PromptConfig | None) -> str:
@@ -234,6 +237,8 @@ class SearchEngine:
         id_field: str | None = None,
         text_field: str = "text",
         title_field: str | None = None,
+        passages: bool = PASSAGES_BY_DEFAULT,
+        passage_overlap: int | None = None,
         progress: bool = False,
     ) -> SearchEngine:
         """Index `corpus` into `path`, replacing any index there only once the new one is complete.
@@ -248,6 +253,10 @@ class SearchEngine:
         id_field: a .jsonl field holding each document's own id, for later upserts and deletes by that id.
         text_field, title_field: the .jsonl fields holding the text, and a title embedded before it (BEIR's
         `title + " " + text`); every other field is kept as metadata.
+        passages: split a document longer than the model's limit into passages, each its own vector, sharing up
+        to `passage_overlap` tokens with the next (default 32, at most a quarter of the model's limit); a search
+        returns the document, scored by its best passage. False embeds such a document from its beginning. Later
+        additions follow the index's setting.
         """
         if encoder is None:
             from searchengine.encoding.encoder import Encoder, EncoderSpeed
@@ -261,6 +270,8 @@ class SearchEngine:
             whiten_fit=None
             if whiten_fit is None
             else _documents(whiten_fit, jsonl, JsonFields(text_field, title_field)),
+            passages=passages,
+            passage_overlap=passage_overlap,
         )
         count = _count(corpus, jsonl, fields)
         if whiten_k is not None and not 1 <= whiten_k <= encoder.dimension:
@@ -285,15 +296,22 @@ class SearchEngine:
         pooling: Pooling | None = None,
         index: str = "Flat",
         encoder: Encoder | None = None,
+        passages: bool = PASSAGES_BY_DEFAULT,
     ) -> SearchEngine:
-        """Make an empty index to `add` documents to later (index types that need training are refused)."""
+        """Make an empty index to `add` documents to later (index types that need training are refused);
+        `passages` as in `build`."""
         if encoder is None:
             from searchengine.encoding.encoder import Encoder
 
             encoder = Encoder(model, pooling)
         target = Path(path) if path is not None else default_index_dir()
         report = build_index(
-            IndexDirectory(target), iter(()), encoder, IndexSettings(index_type=index), total=0, allow_empty=True
+            IndexDirectory(target),
+            iter(()),
+            encoder,
+            IndexSettings(index_type=index, passages=passages),
+            total=0,
+            allow_empty=True,
         )
         engine = cls(target, encoder)
         engine.last_report = report
@@ -354,12 +372,12 @@ class SearchEngine:
                 f"{manifest.model.fingerprint}) since it was opened with {self.manifest.model.name}; open it again"
             )
         _check_dimensions(self.path, manifest, vectors, whitening)
-        tombstones, live = store.tombstones(), store.count()
-        if live != manifest.count.vectors or vectors.count != live + len(tombstones):
+        tombstones, live, live_vectors = store.tombstones(), store.count(), store.vector_count()
+        if live_vectors != manifest.count.vectors or vectors.count != live_vectors + len(tombstones):
             store.close()
             raise IndexerError(
-                f"index {self.path} is inconsistent: {vectors.count} vectors, {live} stored documents and "
-                f"{len(tombstones)} deleted, manifest says {manifest.count.vectors}; rebuild the index"
+                f"index {self.path} is inconsistent: {vectors.count} vectors, {live_vectors} for the {live} stored "
+                f"documents and {len(tombstones)} deleted, manifest says {manifest.count.vectors}; rebuild the index"
             )
         if self._store is not None:
             self._store.close()
@@ -462,11 +480,12 @@ class SearchEngine:
         conditions = conditions_of(where)
         if mode == "keyword":
             return hits_of(self._store, keyword_rankings(self._store, queries, k, conditions))
-        allowed = self._store.matching_ids(conditions) if conditions else None
-        if not queries or (allowed is not None and len(allowed) == 0):
+        matching = self._store.matching_ids(conditions) if conditions else None
+        if not queries or (matching is not None and len(matching) == 0):
             return [[] for _ in queries]
         excluded = self._tombstones if len(self._tombstones) else None
-        searchable = len(self) if allowed is None else len(allowed)
+        searchable = len(self) if matching is None else len(matching)
+        allowed = None if matching is None else np.union1d(matching, self._store.passage_ids_matching(conditions))
         encoder = self._query_encoder()  # loaded before one_thread, which sets the threads of what is loaded
         with one_thread() if len(queries) == 1 else contextlib.nullcontext():
             vectors = to_index_vectors(encoder.encode(list(queries)), self._whitening)
@@ -616,7 +635,8 @@ class SearchEngine:
         return self._store.external_ids()
 
     def stored_vectors(self, batch_size: int = 65_536) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """(document ids, vectors) as the index holds them, in batches; never re-encodes the corpus."""
+        """(vector ids, vectors) as the index holds them, in batches; never re-encodes the corpus. A vector id is
+        its document's id, except for the further passages of a document split into passages."""
         return self._vectors.stored_vectors(batch_size)
 
     def info(self) -> IndexInfo:
@@ -640,6 +660,7 @@ class SearchEngine:
             duplicates=len(self._store.duplicates()),
             repeats=self._store.repeats(),
             keyword_index=self._keyword_index,
+            passages=manifest.passages,
         )
 
     def close(self) -> None:

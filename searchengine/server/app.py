@@ -183,7 +183,12 @@ async def _search(
     results = await _answer(index.reader.search(queries, SearchOptions(k, tuple(where), mode, rerank, top)))
     reranked = {"model": rerank, "top": top} if rerank else None
     return [
-        {"query": query, "mode": mode, "rerank": reranked, "hits": [asdict(hit) for hit in hits]}
+        {
+            "query": query,
+            "mode": mode,
+            "rerank": reranked,
+            "hits": [{**asdict(hit), "snippet": hit.snippet()} for hit in hits],
+        }
         for query, hits in zip(queries, results)
     ]
 

@@ -46,6 +46,10 @@ class HitOut(BaseModel):
     found_by: list[str] = Field(description="The sides whose candidates held the document: dense, keyword or both.")
     dense_score: float | None = Field(description="The cosine to the query (dense and hybrid modes).")
     keyword_score: float | None = Field(description="The BM25 score of the query's words (keyword and hybrid modes).")
+    span: tuple[int, int] | None = Field(
+        None, description="Characters [start, end) of text that matched best, for a document split into passages."
+    )
+    snippet: str = Field(description="One line to show: the passage that matched (or the text's start), cut.")
 
 
 class RerankOut(BaseModel):

@@ -74,7 +74,7 @@ function renderHit(hit, rank, mode, best) {
   }
   const text = document.createElement("div");
   text.className = "text";
-  text.textContent = hit.text;
+  text.textContent = hit.span ? hit.snippet : hit.text; // a long document's passage that matched, in one line
   item.append(meta, text);
   const entries = Object.entries(hit.metadata || {});
   if (entries.length) {
@@ -125,7 +125,7 @@ async function loadInfo() {
     const info = await getJSON("/info");
     maxK = info.server.limits.k;
     $("k").max = String(maxK);
-    $("summary").textContent = `${info.vectors.toLocaleString()} texts \u00b7 ${info.model} \u00b7 ` +
+    $("summary").textContent = `${info.documents.toLocaleString()} documents \u00b7 ${info.model} \u00b7 ` +
       `${info.index_type} index${info.whitening ? " \u00b7 whitening-" + info.whitening : ""} \u00b7 ${info.path}`;
     const modes = info.server.modes.map((mode) => new Option(MODE_NAMES[mode], mode));
     $("mode").replaceChildren(...modes);

@@ -13,9 +13,20 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 def test_search_speed_quick_mode_runs(tmp_path: Path) -> None:
     out = tmp_path / "search_speed_quick.json"
     completed = subprocess.run(
-        [sys.executable, str(REPOSITORY / "benchmarks" / "search_speed.py"), "--quick", "--out", str(out),
-         "--plot", str(tmp_path / "plot.png"), "--cache-dir", str(tmp_path / "cache")],
-        capture_output=True, text=True, timeout=1200,
+        [
+            sys.executable,
+            str(REPOSITORY / "benchmarks" / "search_speed.py"),
+            "--quick",
+            "--out",
+            str(out),
+            "--plot",
+            str(tmp_path / "plot.png"),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=1200,
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     results = json.loads(out.read_text(encoding="utf-8"))

@@ -14,9 +14,18 @@ REPOSITORY = Path(__file__).resolve().parents[2]
 def test_serve_load_quick_mode_runs(tmp_path: Path) -> None:
     out = tmp_path / "serve_load_quick.json"
     completed = subprocess.run(
-        [sys.executable, str(REPOSITORY / "benchmarks" / "serve_load.py"), "--quick", "--out", str(out),
-         "--cache-dir", str(tmp_path / "cache")],
-        capture_output=True, text=True, timeout=900,
+        [
+            sys.executable,
+            str(REPOSITORY / "benchmarks" / "serve_load.py"),
+            "--quick",
+            "--out",
+            str(out),
+            "--cache-dir",
+            str(tmp_path / "cache"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     results = json.loads(out.read_text(encoding="utf-8"))

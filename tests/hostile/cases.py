@@ -135,8 +135,13 @@ def _corpus_cases() -> list[Case]:
     }
     cases = []
     for name, content in bad_files.items():
-        cases.append(Case(f"index {name}", ["index", f"{{root}}/{name}", "-d", "{index}", "--model", "{model}"],
-                          _input(name, content)))
+        cases.append(
+            Case(
+                f"index {name}",
+                ["index", f"{{root}}/{name}", "-d", "{index}", "--model", "{model}"],
+                _input(name, content),
+            )
+        )
         cases.append(Case(f"add {name}", ["add", f"{{root}}/{name}", "-d", "{index}"], _input(name, content)))
     id_files = {
         "id-missing.jsonl": '{"text": "fine"}\n',
@@ -145,19 +150,30 @@ def _corpus_cases() -> list[Case]:
         "id-surrogate.jsonl": '{"text": "fine", "id": "\\ud800"}\n',
     }
     for name, content in id_files.items():
-        cases.append(Case(f"add {name}", ["add", f"{{root}}/{name}", "-d", "{index}", "--id-field", "id"],
-                          _input(name, content)))
+        cases.append(
+            Case(f"add {name}", ["add", f"{{root}}/{name}", "-d", "{index}", "--id-field", "id"], _input(name, content))
+        )
     cases += [
         Case("add a missing file", ["add", "{root}/nope.txt", "-d", "{index}"], fragments=("does not exist",)),
         Case("add a directory", ["add", "{root}", "-d", "{index}"], fragments=("directory",)),
-        Case("add --id-field on text", ["add", "{root}/c.txt", "-d", "{index}", "--id-field", "id"],
-             _input("c.txt", "hello\n")),
-        Case("index stdin with NaN", ["index", "-", "--jsonl", "-d", "{index}", "--model", "{model}"],
-             stdin='{"text": "fine", "x": NaN}\n'),
-        Case("add stdin with a surrogate", ["add", "-", "--jsonl", "-d", "{index}"],
-             stdin='{"text": "\\ud834 alone"}\n'),
-        Case("add stdin gzip garbage", ["add", "{root}/g.jsonl.gz", "-d", "{index}"],
-             _input("g.jsonl.gz", gzip.compress(b"\xff\xfe not utf8\n"))),
+        Case(
+            "add --id-field on text",
+            ["add", "{root}/c.txt", "-d", "{index}", "--id-field", "id"],
+            _input("c.txt", "hello\n"),
+        ),
+        Case(
+            "index stdin with NaN",
+            ["index", "-", "--jsonl", "-d", "{index}", "--model", "{model}"],
+            stdin='{"text": "fine", "x": NaN}\n',
+        ),
+        Case(
+            "add stdin with a surrogate", ["add", "-", "--jsonl", "-d", "{index}"], stdin='{"text": "\\ud834 alone"}\n'
+        ),
+        Case(
+            "add stdin gzip garbage",
+            ["add", "{root}/g.jsonl.gz", "-d", "{index}"],
+            _input("g.jsonl.gz", gzip.compress(b"\xff\xfe not utf8\n")),
+        ),
     ]
     return cases
 
@@ -209,8 +225,11 @@ def _flag_cases() -> list[Case]:
         Case("query file missing", ["query", "--file", "{root}/nope.txt", "-d", "{index}"]),
         Case("query file is a directory", ["query", "--file", "{root}", "-d", "{index}"], fragments=("directory",)),
         Case("query file empty", ["query", "--file", "{root}/q.txt", "-d", "{index}"], _input("q.txt", "\n\n")),
-        Case("query file latin1", ["query", "--file", "{root}/q.txt", "-d", "{index}"],
-             _input("q.txt", "caf\u00e9\n".encode("latin-1"))),
+        Case(
+            "query file latin1",
+            ["query", "--file", "{root}/q.txt", "-d", "{index}"],
+            _input("q.txt", "caf\u00e9\n".encode("latin-1")),
+        ),
         Case("query file binary", ["query", "--file", "{root}/q.txt", "-d", "{index}"], _input("q.txt", b"a\x00b\n")),
         Case("query stdin empty", ["query", "--file", "-", "-d", "{index}"], stdin="\n \n"),
         Case("query with a wrong whitening", [*QUERY, "--whiten-k", "5"]),
@@ -220,23 +239,47 @@ def _flag_cases() -> list[Case]:
         Case("delete huge negative id", ["delete", "--", "-99999999999999999999999", "-d", "{index}"]),
         Case("delete unknown external id", ["delete", "--external", "nope", "-d", "{index}"]),
         Case("delete one known one unknown", ["delete", "1", "999", "-d", "{index}"]),
-        Case("index IVF1024 on six texts",
-             ["index", "{root}/c.txt", "-d", "{index}", "--model", "{model}", "--index", "IVF1024,Flat"],
-             _input("c.txt", "one\ntwo\nthree\nfour\nfive\nsix\n"), fragments=("IVF1024",)),
-        Case("index unknown FAISS type", ["index", "{root}/c.txt", "-d", "{index}", "--model", "{model}",
-                                          "--index", "Bogus99"], _input("c.txt", "one\ntwo\n")),
-        Case("index whiten-k above the dimension", ["index", "{root}/c.txt", "-d", "{index}", "--model", "{model}",
-                                                    "--whiten-k", "1000"], _input("c.txt", "one\ntwo\n")),
-        Case("index whiten-fit without whiten-k", ["index", "{root}/c.txt", "-d", "{index}", "--model", "{model}",
-                                                   "--whiten-fit", "{root}/c.txt"], _input("c.txt", "one\ntwo\n")),
-        Case("append with a new index type", ["index", "{root}/c.txt", "-d", "{index}", "--append", "--index", "Flat"],
-             _input("c.txt", "one\n")),
-        Case("index with another model", ["index", "{root}/c.txt", "-d", "{index}", "--append", "--model", "{root}"],
-             _input("c.txt", "one\n")),
-        Case("index over a file", ["index", "{root}/c.txt", "-d", "{root}/c.txt", "--model", "{model}"],
-             _input("c.txt", "one\n")),
-        Case("index into a foreign directory", ["index", "{root}/c.txt", "-d", "{root}/foreign", "--model", "{model}"],
-             lambda w: (w.write("c.txt", "one\n"), (w.root / "foreign").mkdir(), w.write("foreign/keep.txt", "mine"))),
+        Case(
+            "index IVF1024 on six texts",
+            ["index", "{root}/c.txt", "-d", "{index}", "--model", "{model}", "--index", "IVF1024,Flat"],
+            _input("c.txt", "one\ntwo\nthree\nfour\nfive\nsix\n"),
+            fragments=("IVF1024",),
+        ),
+        Case(
+            "index unknown FAISS type",
+            ["index", "{root}/c.txt", "-d", "{index}", "--model", "{model}", "--index", "Bogus99"],
+            _input("c.txt", "one\ntwo\n"),
+        ),
+        Case(
+            "index whiten-k above the dimension",
+            ["index", "{root}/c.txt", "-d", "{index}", "--model", "{model}", "--whiten-k", "1000"],
+            _input("c.txt", "one\ntwo\n"),
+        ),
+        Case(
+            "index whiten-fit without whiten-k",
+            ["index", "{root}/c.txt", "-d", "{index}", "--model", "{model}", "--whiten-fit", "{root}/c.txt"],
+            _input("c.txt", "one\ntwo\n"),
+        ),
+        Case(
+            "append with a new index type",
+            ["index", "{root}/c.txt", "-d", "{index}", "--append", "--index", "Flat"],
+            _input("c.txt", "one\n"),
+        ),
+        Case(
+            "index with another model",
+            ["index", "{root}/c.txt", "-d", "{index}", "--append", "--model", "{root}"],
+            _input("c.txt", "one\n"),
+        ),
+        Case(
+            "index over a file",
+            ["index", "{root}/c.txt", "-d", "{root}/c.txt", "--model", "{model}"],
+            _input("c.txt", "one\n"),
+        ),
+        Case(
+            "index into a foreign directory",
+            ["index", "{root}/c.txt", "-d", "{root}/foreign", "--model", "{model}"],
+            lambda w: (w.write("c.txt", "one\n"), (w.root / "foreign").mkdir(), w.write("foreign/keep.txt", "mine")),
+        ),
     ]
 
 
@@ -272,36 +315,80 @@ def _broken_index_cases() -> list[Case]:
     for name, setup in content.items():
         cases.append(Case(f"query: {name}", QUERY, setup))
         cases.append(Case(f"compact: {name}", ["compact", "-d", "{index}"], setup))
-    cases.append(Case("delete: vectors of the wrong dimension", ["delete", "1", "-d", "{index}"],
-                      _replace_file("vectors", _vectors_of_dimension(16))))
-    cases.append(Case("add: whitening of the wrong dimension", ["add", "{root}/c.txt", "-d", "{index}"],
-                      lambda w: (w.write("c.txt", "one\n"), _replace_file("whitening", _whitening_of_dimension(16, 4))(w))))
+    cases.append(
+        Case(
+            "delete: vectors of the wrong dimension",
+            ["delete", "1", "-d", "{index}"],
+            _replace_file("vectors", _vectors_of_dimension(16)),
+        )
+    )
+    cases.append(
+        Case(
+            "add: whitening of the wrong dimension",
+            ["add", "{root}/c.txt", "-d", "{index}"],
+            lambda w: (w.write("c.txt", "one\n"), _replace_file("whitening", _whitening_of_dimension(16, 4))(w)),
+        )
+    )
     return cases
 
 
 def _permission_cases() -> list[Case]:
     return [
-        Case("info: unreadable manifest", ["info", "-d", "{index}"], _chmod("manifest.json", 0),
-             fragments=("manifest.json", "ermission"), process=True),
-        Case("query: unreadable manifest", QUERY, _chmod("manifest.json", 0),
-             fragments=("manifest.json", "ermission"), process=True),
-        Case("delete: read-only index directory", ["delete", "1", "-d", "{index}"], _chmod(".", 0o555),
-             fragments=("ermission",), process=True),
-        Case("add: read-only index directory", ["add", "{root}/c.txt", "-d", "{index}"],
-             lambda w: (w.write("c.txt", "one\n"), _chmod(".", 0o555)(w)), fragments=("ermission",), process=True),
-        Case("index: read-only parent directory", ["index", "{root}/c.txt", "-d", "{root}/ro/new", "--model", "{model}"],
-             lambda w: (w.write("c.txt", "one\n"), (w.root / "ro").mkdir(), (w.root / "ro").chmod(0o555)),
-             fragments=("ermission", "ro"), process=True),
+        Case(
+            "info: unreadable manifest",
+            ["info", "-d", "{index}"],
+            _chmod("manifest.json", 0),
+            fragments=("manifest.json", "ermission"),
+            process=True,
+        ),
+        Case(
+            "query: unreadable manifest",
+            QUERY,
+            _chmod("manifest.json", 0),
+            fragments=("manifest.json", "ermission"),
+            process=True,
+        ),
+        Case(
+            "delete: read-only index directory",
+            ["delete", "1", "-d", "{index}"],
+            _chmod(".", 0o555),
+            fragments=("ermission",),
+            process=True,
+        ),
+        Case(
+            "add: read-only index directory",
+            ["add", "{root}/c.txt", "-d", "{index}"],
+            lambda w: (w.write("c.txt", "one\n"), _chmod(".", 0o555)(w)),
+            fragments=("ermission",),
+            process=True,
+        ),
+        Case(
+            "index: read-only parent directory",
+            ["index", "{root}/c.txt", "-d", "{root}/ro/new", "--model", "{model}"],
+            lambda w: (w.write("c.txt", "one\n"), (w.root / "ro").mkdir(), (w.root / "ro").chmod(0o555)),
+            fragments=("ermission", "ro"),
+            process=True,
+        ),
     ]
 
 
 def _disk_cases() -> list[Case]:
     return [
-        Case("add: full disk", ["add", "{root}/c.txt", "-d", "{index}"],
-             lambda w: (w.write("c.txt", "a brand new text\n"), fill_disk(w)), fragments=("space",), disk=True),
+        Case(
+            "add: full disk",
+            ["add", "{root}/c.txt", "-d", "{index}"],
+            lambda w: (w.write("c.txt", "a brand new text\n"), fill_disk(w)),
+            fragments=("space",),
+            disk=True,
+        ),
         Case("delete: full disk", ["delete", "1", "-d", "{index}"], fill_disk, fragments=("space",), disk=True),
-        Case("index: full disk", ["index", "{root}/c.txt", "-d", "{index}", "--model", "{model}"],
-             lambda w: (w.write("c.txt", "one\ntwo\n"), fill_disk(w)), fragments=("space",), disk=True),
+        Case(
+            "index: full disk",
+            ["index", "{root}/c.txt", "-d", "{index}", "--model", "{model}"],
+            lambda w: (w.write("c.txt", "one\ntwo\n"), fill_disk(w)),
+            fragments=("space",),
+            disk=True,
+        ),
     ]
 
 

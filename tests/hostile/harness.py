@@ -28,17 +28,49 @@ from searchengine.cli import app
 Setup = Callable[["Workspace"], None]
 
 DOCUMENTS = [
-    {"id": "d1", "text": "how do i reset my password", "lang": "en", "year": 2019, "yearstr": "2004",
-     "tags": ["account", "help"], "my field": "x"},
+    {
+        "id": "d1",
+        "text": "how do i reset my password",
+        "lang": "en",
+        "year": 2019,
+        "yearstr": "2004",
+        "tags": ["account", "help"],
+        "my field": "x",
+    },
     {"id": "d2", "text": "the cat sat on the mat", "lang": "en", "year": 2020, "yearstr": "2010", "tags": ["pets"]},
-    {"id": "d3", "text": "stock prices fell as the market rate rose", "lang": "de", "year": 2021, "yearstr": "2021",
-     "tags": ["money"]},
-    {"id": "d4", "text": "plant the seed in warm soil and water it", "lang": "fr", "year": 2022, "yearstr": "1999",
-     "tags": ["garden"]},
-    {"id": "d5", "text": "the rocket flew past the moon toward a distant planet", "lang": "en", "year": 2023,
-     "yearstr": "2023", "tags": ["space"], "my field": "y"},
-    {"id": "d6", "text": "bake the bread in a hot oven with salt", "lang": "de", "year": 2018, "yearstr": "2018",
-     "tags": ["cook"]},
+    {
+        "id": "d3",
+        "text": "stock prices fell as the market rate rose",
+        "lang": "de",
+        "year": 2021,
+        "yearstr": "2021",
+        "tags": ["money"],
+    },
+    {
+        "id": "d4",
+        "text": "plant the seed in warm soil and water it",
+        "lang": "fr",
+        "year": 2022,
+        "yearstr": "1999",
+        "tags": ["garden"],
+    },
+    {
+        "id": "d5",
+        "text": "the rocket flew past the moon toward a distant planet",
+        "lang": "en",
+        "year": 2023,
+        "yearstr": "2023",
+        "tags": ["space"],
+        "my field": "y",
+    },
+    {
+        "id": "d6",
+        "text": "bake the bread in a hot oven with salt",
+        "lang": "de",
+        "year": 2018,
+        "yearstr": "2018",
+        "tags": ["cook"],
+    },
 ]
 
 

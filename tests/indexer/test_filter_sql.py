@@ -66,7 +66,7 @@ def test_a_field_name_with_spaces(store: DocumentStore) -> None:
     ("condition", "message"),
     [
         (Condition("yearstr", ">=", 2020), "compares number with the field 'yearstr', which holds text"),
-        (Condition("yearstr", "=", 2004), "yearstr=\"2004\""),
+        (Condition("yearstr", "=", 2004), 'yearstr="2004"'),
         (Condition("year", "=", "2019"), "compares text with the field 'year', which holds number"),
         (Condition("lang", "contains", "e"), "looks inside lists"),
         (Condition("year", "^=", "20"), "matches text"),

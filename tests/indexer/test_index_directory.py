@@ -77,7 +77,9 @@ def test_commit_makes_the_files_current(index: IndexDirectory) -> None:
     assert index.exists()
     assert manifest == _manifest(whitened=True).with_files(manifest.files)
     assert {role: stored.size for role, stored in manifest.files.items()} == {
-        "vectors": 10, "documents": 20, "whitening": 5
+        "vectors": 10,
+        "documents": 20,
+        "whitening": 5,
     }
     assert index.file(manifest, "vectors").read_bytes() == b"v" * 10
     assert index.file(manifest, "documents").read_bytes() == b"d" * 20
@@ -255,9 +257,7 @@ def test_commit_may_keep_a_file_of_the_previous_generation(index: IndexDirectory
     assert not index.file(first, "vectors").exists()
 
 
-def test_files_left_by_a_killed_run_are_removed_by_the_next_commit(
-    index: IndexDirectory, committed: Manifest
-) -> None:
+def test_files_left_by_a_killed_run_are_removed_by_the_next_commit(index: IndexDirectory, committed: Manifest) -> None:
     stale = [
         "vectors.123.faiss",
         "documents.123.db",
@@ -303,9 +303,7 @@ def test_a_killed_first_run_leaving_only_generation_files_is_cleaned_up(index: I
 # ---------------------------------------------------------------------------------------------------------
 
 
-def test_a_second_writer_is_refused_while_the_first_holds_the_lock(
-    index: IndexDirectory, committed: Manifest
-) -> None:
+def test_a_second_writer_is_refused_while_the_first_holds_the_lock(index: IndexDirectory, committed: Manifest) -> None:
     """flock locks belong to an open file description, so a second open in this process conflicts too."""
     with index.writing() as first:
         kept = first.path("vectors")
@@ -427,7 +425,9 @@ def test_a_ctrl_c_right_after_the_manifest_swap_keeps_the_files_it_names(
 
 
 @pytest.mark.parametrize("name", ["..", ".", "../outside.faiss", "/etc/passwd", "a/b.faiss"])
-def test_manifest_names_outside_the_directory_are_refused(index: IndexDirectory, committed: Manifest, name: str) -> None:
+def test_manifest_names_outside_the_directory_are_refused(
+    index: IndexDirectory, committed: Manifest, name: str
+) -> None:
     manifest_path = index.path / MANIFEST
     data = json.loads(manifest_path.read_text(encoding="utf-8"))
     data["files"]["vectors"] = name

@@ -12,6 +12,7 @@ from searchengine.indexer.manifest import (
     Counts,
     Manifest,
     ModelIdentity,
+    PassageSplitting,
     PromptRecord,
     StoredFile,
     VectorIndexSpec,
@@ -125,6 +126,29 @@ def test_model_transforms_are_kept() -> None:
     manifest = _parse(data)
     assert manifest.model.transforms == ("Dense (2_Dense)", "Flow (3_Flow)")
     assert manifest.as_json_dict()["model"]["transforms"] == ["Dense (2_Dense)", "Flow (3_Flow)"]
+
+
+def test_passage_splitting_is_kept_and_absent_means_none() -> None:
+    assert _parse(FIRST_RELEASE).passages is None
+    data = {**FIRST_RELEASE, "passages": {"tokens": 254, "overlap": 32}}
+    manifest = _parse(data)
+    assert manifest.passages == PassageSplitting(tokens=254, overlap=32)
+    assert manifest.as_json_dict()["passages"] == {"tokens": 254, "overlap": 32}
+    assert Manifest.from_json(manifest.to_json(), PATH) == manifest
+    assert _parse({**FIRST_RELEASE, "passages": None}).passages is None
+
+
+@pytest.mark.parametrize(
+    ("value", "problem"),
+    [
+        (32, "key 'passages' should be a JSON object"),
+        ({"tokens": 0, "overlap": 0}, "key 'passages.tokens' should be at least 1"),
+        ({"tokens": 254, "overlap": "32"}, "key 'passages.overlap' should be a whole number"),
+        ({"tokens": 254}, "key 'passages.overlap' is missing"),
+    ],
+)
+def test_a_damaged_passage_splitting_is_named(value: object, problem: str) -> None:
+    assert problem in _one_line_error({**FIRST_RELEASE, "passages": value})
 
 
 def _required_keys(data: dict, prefix: str = "") -> list[str]:

@@ -51,7 +51,10 @@ def test_repeated_texts_in_one_batch_are_documents_of_their_own(store: DocumentS
     assert store.repeats() == 2
     rows = store.get(change.ids)
     assert [(rows[i].line, rows[i].metadata, rows[i].count) for i in change.ids] == [
-        (0, {"n": 0}, 3), (1, {"n": 1}, 1), (2, {"n": 2}, 3), (3, {"n": 3}, 3)
+        (0, {"n": 0}, 3),
+        (1, {"n": 1}, 1),
+        (2, {"n": 2}, 3),
+        (3, {"n": 3}, 3),
     ]  # each keeps its own origin and metadata; count says how many documents share the text
 
 
@@ -92,8 +95,9 @@ def test_upsert_with_the_same_text_updates_origin_and_metadata_in_place(store: D
 
 def test_an_id_given_twice_in_one_input_keeps_the_last(store: DocumentStore) -> None:
     store.add([Document("first", external_id="d1")])
-    change = store.add([Document("second", external_id="d1"), Document("first", external_id="d1"),
-                        Document("third", external_id="d1")])
+    change = store.add(
+        [Document("second", external_id="d1"), Document("first", external_id="d1"), Document("third", external_id="d1")]
+    )
     assert change.removed == [0]
     assert len(change.ids) == 1
     assert store.count() == 1
@@ -352,7 +356,11 @@ def test_saved_clustering_reads_back_and_survives_reopening(store: DocumentStore
     reopened = DocumentStore(store.path)
     record = reopened.clustering()
     assert (record.method, record.parameters, record.clusters, record.documents, record.created_at) == (
-        "kmeans", {"k": 2, "seed": 0}, 2, 4, "now"
+        "kmeans",
+        {"k": 2, "seed": 0},
+        2,
+        4,
+        "now",
     )
     assert reopened.clusters_of([0, 1, 3, 4, 99]) == {0: 1, 1: 0, 4: 1}
     assert reopened.cluster_members() == {0: [2, 1], 1: [4, 0]}  # most central first
@@ -409,7 +417,9 @@ def test_keyword_search_keeps_k_and_scores_agree_with_keyword_scores(store: Docu
 
 
 def test_keyword_index_follows_add_upsert_and_delete(store: DocumentStore) -> None:
-    store.add([Document("old wording here", external_id="a", metadata={"v": 1}), Document("untouched", external_id="b")])
+    store.add(
+        [Document("old wording here", external_id="a", metadata={"v": 1}), Document("untouched", external_id="b")]
+    )
     store.add([Document("new phrasing here", external_id="a")])  # text changed: the old row and its words go
     assert _found(store, "wording") == [] and _found(store, "phrasing") == [2]
     store.add([Document("untouched", external_id="b", metadata={"v": 2})])  # same text: row kept, metadata replaced

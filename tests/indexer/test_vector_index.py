@@ -124,9 +124,7 @@ def test_adding_in_batches_keeps_every_id(vectors: np.ndarray, ids: np.ndarray) 
 
 
 @pytest.mark.parametrize("factory", ["Flat", "HNSW32", "IVF4,Flat", IVF_PQ])
-def test_save_load_round_trip_gives_the_same_results(
-    tmp_path, factory: str, built, vectors: np.ndarray
-) -> None:
+def test_save_load_round_trip_gives_the_same_results(tmp_path, factory: str, built, vectors: np.ndarray) -> None:
     index = built(factory)
     queries = _unit_vectors(20, seed=5)
     before_scores, before_ids = index.search(queries, 8)

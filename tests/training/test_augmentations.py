@@ -34,7 +34,7 @@ def test_token_cutoff_zeroes_whole_real_tokens() -> None:
     torch.manual_seed(0)
     embeddings = torch.ones(2, 8, 4)
     out = token_cutoff(embeddings, MASK, rate=0.3)
-    zeroed = (out.abs().sum(-1) == 0)
+    zeroed = out.abs().sum(-1) == 0
     assert zeroed[0].sum().item() == 2  # ceil(0.3 * 6)
     assert zeroed[1].sum().item() == 1  # ceil(0.3 * 3)
     assert not zeroed[:, 6:].any() and not zeroed[1, 3:].any(), "padding is never cut"

@@ -81,9 +81,7 @@ def test_default_k_is_every_direction_the_embeddings_span(
     ("k", "count", "message"),
     [(33, 300, "between 1 and the embedding dimension 32, not 33"), (0, 300, "not 0"), (20, 20, "more than 20")],
 )
-def test_bad_k_is_one_clear_error(
-    tiny_model: Path, tmp_path: Path, k: int, count: int, message: str
-) -> None:
+def test_bad_k_is_one_clear_error(tiny_model: Path, tmp_path: Path, k: int, count: int, message: str) -> None:
     corpus = tmp_path / "c.txt"
     corpus.write_text("\n".join(word_salad(count)) + "\n", encoding="utf-8")
     with pytest.raises(SearchEngineError, match=message):

@@ -32,7 +32,15 @@ def test_the_best_scoring_checkpoint_is_kept(tmp_path: Path) -> None:
     model = Line()
     scores = iter([0.0, 5.0, 9.0, 7.0])  # base, step 2, step 4, step 6
     settings = TrainingSettings(steps=6, eval_every=2, learning_rate=0.1, progress=False)
-    report = train("line", model, _line_loss(model), cycle([1, 2, 3], 1, 0), settings, tmp_path / "out", evaluate=lambda: next(scores))
+    report = train(
+        "line",
+        model,
+        _line_loss(model),
+        cycle([1, 2, 3], 1, 0),
+        settings,
+        tmp_path / "out",
+        evaluate=lambda: next(scores),
+    )
     assert report.base_score == 0.0 and report.best_step == 4 and report.best_score == 9.0
     log = json.loads((tmp_path / "out" / "training_log.json").read_text())
     assert log["best_step"] == 4 and [e["score"] for e in log["evaluations"]] == [5.0, 9.0], "saved at the best step"

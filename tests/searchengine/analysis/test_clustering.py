@@ -211,8 +211,9 @@ def test_members_are_ordered_by_closeness_to_the_centroid(tmp_path: Path, tiny_e
     centre = rng.normal(size=DIMENSION)
     offsets = rng.normal(size=(3, DIMENSION))
     # The centre itself, then pairs of mirrored points ever farther out: the centroid stays on the centre.
-    vectors = np.stack([centre] + [centre + scale * sign * offsets[i] for i, scale in enumerate((0.1, 0.2, 0.3))
-                                   for sign in (1, -1)])
+    vectors = np.stack(
+        [centre] + [centre + scale * sign * offsets[i] for i, scale in enumerate((0.1, 0.2, 0.3)) for sign in (1, -1)]
+    )
     vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
     engine = index_of_vectors(tmp_path / "index", tiny_encoder, vectors)
     [cluster] = engine.cluster("kmeans", k=1, top=1)
@@ -286,8 +287,19 @@ def run(*args: object):  # noqa: ANN201
 
 
 def test_cli_cluster_prints_blocks_and_stores_them(grouped_engine: SearchEngine) -> None:
-    result = run("cluster", "--method", "community", "--threshold", "0.8", "--min-size", "5", "--top", "2",
-                 "-d", grouped_engine.path)
+    result = run(
+        "cluster",
+        "--method",
+        "community",
+        "--threshold",
+        "0.8",
+        "--min-size",
+        "5",
+        "--top",
+        "2",
+        "-d",
+        grouped_engine.path,
+    )
     assert result.exit_code == 0, result.output
     blocks = result.output.split("\n\n")
     assert len(blocks) == 2

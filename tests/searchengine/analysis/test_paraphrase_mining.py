@@ -196,7 +196,7 @@ def test_cli_dedupe_marks_shows_in_info_and_queries_still_work(index_dir: Path, 
     assert "Marked 1 document as near-duplicates" in result.output
     assert "1 document marked as near-duplicates" in run("info", "-d", index_dir).output
     assert json.loads(run("info", "--json", "-d", index_dir).output)["duplicates"] == 1
-    query = run("query", sentences[5], "-k", "2", "-d", index_dir)
+    query = run("query", sentences[5], "-k", "2", "-d", index_dir, "--mode", "dense")
     assert query.exit_code == 0 and sentences[5] in query.output.splitlines()[0]
 
 
@@ -253,9 +253,18 @@ def test_benchmark_quick_mode_runs(tmp_path: Path) -> None:
     """The benchmark's --quick smoke test: its correctness assertions only, never its timings."""
     out = tmp_path / "pair_mining.json"
     completed = subprocess.run(
-        [sys.executable, str(REPOSITORY / "benchmarks" / "pair_mining.py"), "--quick", "--out", str(out),
-         "--plot", str(tmp_path / "plot.png")],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            str(REPOSITORY / "benchmarks" / "pair_mining.py"),
+            "--quick",
+            "--out",
+            str(out),
+            "--plot",
+            str(tmp_path / "plot.png"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     results = json.loads(out.read_text(encoding="utf-8"))

@@ -91,8 +91,17 @@ def test_k_larger_than_index_says_so(index_dir: Path, sentences: list[str]) -> N
 def test_info(index_dir: Path, sentences: list[str]) -> None:
     result = run("info", "-d", index_dir)
     assert result.exit_code == 0, result.output
-    for fragment in (f"documents:              {len(sentences)} documents", "pooling:", "mean + normalize", "dimension:",
-                     "32", "whitening:              none", "Flat (FAISS", "size on disk:", "built:"):
+    for fragment in (
+        f"documents:              {len(sentences)} documents",
+        "pooling:",
+        "mean + normalize",
+        "dimension:",
+        "32",
+        "whitening:              none",
+        "Flat (FAISS",
+        "size on disk:",
+        "built:",
+    ):
         assert fragment in result.output
     manifest = json.loads(run("info", "-d", index_dir, "--json").output)
     assert manifest["count"]["vectors"] == len(sentences)
@@ -103,8 +112,21 @@ def test_info_json_is_the_manifest_on_disk_and_the_stored_extras(index_dir: Path
     on_disk = json.loads((index_dir / "manifest.json").read_text(encoding="utf-8"))
     assert printed == {**on_disk, "clustering": None, "duplicates": 0, "repeats": 0, "keyword_index": True}
     assert list(printed) == [
-        "format_version", "model", "whitening", "index", "count", "created_at", "updated_at", "versions", "files",
-        "sizes", "checksums", "clustering", "duplicates", "repeats", "keyword_index",
+        "format_version",
+        "model",
+        "whitening",
+        "index",
+        "count",
+        "created_at",
+        "updated_at",
+        "versions",
+        "files",
+        "sizes",
+        "checksums",
+        "clustering",
+        "duplicates",
+        "repeats",
+        "keyword_index",
     ]
 
 
@@ -337,20 +359,27 @@ def test_unknown_speed_options_are_usage_errors(index_dir: Path, option: str, va
 
 
 def test_queries_from_standard_input(index_dir: Path, sentences: list[str]) -> None:
-    result = run("query", "--file", "-", "-k", "1", "--json", "-d", index_dir, input=f"{sentences[0]}\n{sentences[5]}\n")
+    result = run(
+        "query", "--file", "-", "-k", "1", "--json", "-d", index_dir, input=f"{sentences[0]}\n{sentences[5]}\n"
+    )
     assert result.exit_code == 0, result.output
     assert [entry["hits"][0]["text"] for entry in json.loads(result.output)] == [sentences[0], sentences[5]]
 
 
 def test_filters_with_or_in_and_quoted_fields(tmp_path: Path, tiny_model: Path) -> None:
     corpus = tmp_path / "c.jsonl"
-    rows = [{"text": "the cat sat", "lang": "en", "my field": "x"}, {"text": "the dog ran", "lang": "de"},
-            {"text": "the sun rose", "lang": "fr"}]
+    rows = [
+        {"text": "the cat sat", "lang": "en", "my field": "x"},
+        {"text": "the dog ran", "lang": "de"},
+        {"text": "the sun rose", "lang": "fr"},
+    ]
     corpus.write_text("\n".join(json.dumps(row) for row in rows) + "\n", encoding="utf-8")
     assert run("index", corpus, "-d", tmp_path / "i", "--model", tiny_model, "-q").exit_code == 0
     found = {
-        where: sorted(hit["text"] for hit in json.loads(run("query", "the", "-d", tmp_path / "i", "--json",
-                                                              "--where", where).output)["hits"])
+        where: sorted(
+            hit["text"]
+            for hit in json.loads(run("query", "the", "-d", tmp_path / "i", "--json", "--where", where).output)["hits"]
+        )
         for where in ("lang in en,de", "lang=fr or lang=de", "`my field`=x", "text ^= the s")
     }
     assert found == {
@@ -359,3 +388,84 @@ def test_filters_with_or_in_and_quoted_fields(tmp_path: Path, tiny_model: Path) 
         "`my field`=x": ["the cat sat"],
         "text ^= the s": ["the sun rose"],
     }
+
+
+# Long documents as passages, and one-line snippets.
+
+LONG_TAIL = "the rocket flew past the moon toward a distant planet"
+
+
+def _long_text(seed: int, tail: str = LONG_TAIL) -> str:
+    """About 160 tokens of sentences from the tiny model's words, then `tail`: several 62-token passages."""
+    words = "cat dog rain snow bread soup piano guitar city road king queen".split()
+    sentences = [" ".join(words[(seed + i * j) % len(words)] for j in range(10)) + "." for i in range(15)]
+    return " ".join(sentences) + f" {tail}."
+
+
+def test_passages_are_a_build_setting_that_add_keeps(tmp_path: Path, tiny_model: Path) -> None:
+    corpus = tmp_path / "c.jsonl"
+    corpus.write_text(
+        json.dumps({"id": "long", "text": _long_text(0)}) + "\n" + json.dumps({"id": "short", "text": "a cat"}) + "\n",
+        encoding="utf-8",
+    )
+    target = tmp_path / "i"
+    result = run("index", corpus, "-d", target, "--model", tiny_model, "--id-field", "id", "--passages")
+    assert result.exit_code == 0, result.output
+    assert "1 document longer than the model's 62 tokens was split into passages: " in result.output
+    assert "for 2 documents added." in result.output and "embedded from the beginning" not in result.output
+    assert "one per passage of a document longer than the model's 62 tokens" in run("info", "-d", target).output
+    more = tmp_path / "more.txt"
+    more.write_text(_long_text(3, "bake the bread in a hot oven with salt") + "\n", encoding="utf-8")
+    assert "1 document longer than" in run("add", more, "-d", target).output
+    assert_one_line_error(run("index", more, "--append", "--no-passages", "-d", target), "--passages/--no-passages")
+    payload = json.loads(run("query", LONG_TAIL, "-k", "1", "--json", "-d", target, "--max-chars", "40").output)
+    [hit] = payload["hits"]
+    start, end = hit["span"]
+    assert hit["external_id"] == "long" and LONG_TAIL in hit["text"][start:end] and end == len(hit["text"])
+    assert hit["snippet"].startswith("…") and len(hit["snippet"]) <= 40
+
+
+def test_without_passages_a_long_text_is_truncated_and_the_summary_says_how_to_split(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    corpus = tmp_path / "c.txt"
+    corpus.write_text(_long_text(0) + "\n", encoding="utf-8")
+    result = run("index", corpus, "-d", tmp_path / "i", "--model", tiny_model, "--no-passages")
+    assert "1 text was longer than the model's 64 tokens and embedded from the beginning; index with --passages" in (
+        result.output
+    )
+
+
+def test_query_prints_one_line_per_hit_cut_to_max_chars(tmp_path: Path, tiny_model: Path) -> None:
+    corpus = tmp_path / "c.jsonl"
+    texts = [
+        "first line\nsecond line\r\nthird\tline",
+        "a bell\x07 and an escape\x1b[31m red and a right-to-left \u202e mark",
+        " ".join(["word"] * 200),
+    ]
+    corpus.write_text("".join(json.dumps({"text": text, "id": f"d{i}"}) + "\n" for i, text in enumerate(texts)))
+    target = tmp_path / "i"
+    assert run("index", corpus, "-d", target, "--model", tiny_model, "--id-field", "id", "-q").exit_code == 0
+    result = run("query", "line word bell", "-k", "3", "-d", target, "--max-chars", "30", "--mode", "dense")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert len(lines) == 3
+    snippets = {line.split(") ", 1)[1] for line in lines}
+    assert snippets == {
+        "first line second line third…",
+        "a bell and an escape [31m red…",
+        "word word word word word word…",
+    }
+    payload = json.loads(run("query", "line", "-k", "3", "--json", "-d", target).output)
+    by_id = {hit["external_id"]: hit for hit in payload["hits"]}
+    assert by_id["d0"]["text"] == texts[0] and by_id["d0"]["snippet"] == "first line second line third line"
+    assert by_id["d0"]["span"] is None and list(by_id["d0"])[:4] == ["id", "external_id", "text", "snippet"]
+    assert_usage_error(run("query", "line", "-d", target, "--max-chars", "5"), "--max-chars")
+
+
+def test_max_chars_default_agrees_between_help_and_readme() -> None:
+    from searchengine.engine.snippets import DEFAULT_SNIPPET_CHARS
+
+    assert f"[default: {DEFAULT_SNIPPET_CHARS}]" in " ".join(run("query", "--help").output.replace("│", " ").split())
+    readme = (Path(__file__).parents[3] / "README.md").read_text(encoding="utf-8")
+    assert f"`--max-chars N` (default {DEFAULT_SNIPPET_CHARS})" in readme

@@ -24,7 +24,9 @@ def test_train_then_index_and_query_with_the_trained_model(tiny_model: Path, tmp
     data = tmp_path / "sentences.txt"
     data.write_text("the cat sat on the mat\nrain and snow in the city\nreset my password\nthe team will win\n")
     sts = tmp_path / "sts.tsv"
-    sts.write_text("score\tsentence1\tsentence2\n5\tthe cat sat\ta cat sat\n0\tthe cat sat\tsnow in the city\n1\ta\tb\n")
+    sts.write_text(
+        "score\tsentence1\tsentence2\n5\tthe cat sat\ta cat sat\n0\tthe cat sat\tsnow in the city\n1\ta\tb\n"
+    )
     out = tmp_path / "model"
     result = runner.invoke(
         app,
@@ -57,7 +59,9 @@ def test_train_errors_are_one_line(tiny_model: Path, tmp_path: Path) -> None:
         result = runner.invoke(app, ["train", *arguments, "--base", str(tiny_model), "--out", str(tmp_path / "m")])
         assert result.exit_code == 1, (arguments, result.output)
         assert message in result.output and "Traceback" not in result.output, result.output
-    result = runner.invoke(app, ["train", "simcse", "--data", str(bad), "--base", str(tmp_path / "nope"), "--out", str(tmp_path / "m")])
+    result = runner.invoke(
+        app, ["train", "simcse", "--data", str(bad), "--base", str(tmp_path / "nope"), "--out", str(tmp_path / "m")]
+    )
     assert result.exit_code == 1 and "does not exist" in result.output
     assert not (tmp_path / "m").exists()
 
@@ -117,7 +121,10 @@ def test_the_options_keep_their_flags_and_defaults() -> None:
     assert " -d " in rows["whitening"]["--data"] and " -d " not in rows["simcse"]["--data"]
     assert "--no-denoise" in rows["promptbert"]["--denoise"] and "--one-order" in rows["cross-encoder"]["--both-orders"]
     assert "[default: 2e-05]" in rows["simcse"]["--lr"] and "[default: 0.001]" in rows["flow"]["--lr"]
-    assert "[default: 32]" in rows["simcse"]["--max-seq-length"] and "[default: 64]" in rows["sbert-nli"]["--max-seq-length"]
+    assert (
+        "[default: 32]" in rows["simcse"]["--max-seq-length"]
+        and "[default: 64]" in rows["sbert-nli"]["--max-seq-length"]
+    )
     assert "unsup|joint|sup-unsup|joint-unsup" in rows["consert"]["--schedule"]
 
 

@@ -42,7 +42,9 @@ def test_search_equals_search_batch_and_hits_are_typed(engine: SearchEngine, sen
     assert single[0].id == 3 and single[0].line == 4 and single[0].count == 1 and single[0].metadata == {}
 
 
-def test_scores_are_cosine_of_encoder_vectors(engine: SearchEngine, tiny_encoder: Encoder, sentences: list[str]) -> None:
+def test_scores_are_cosine_of_encoder_vectors(
+    engine: SearchEngine, tiny_encoder: Encoder, sentences: list[str]
+) -> None:
     raw = tiny_encoder.encode(["a query about the moon", sentences[4]])
     expected = float(raw[0] @ raw[1] / np.linalg.norm(raw[0]) / np.linalg.norm(raw[1]))
     dense = {hit.id: hit.score for hit in engine.search("a query about the moon", k=len(sentences), mode="dense")}
@@ -87,7 +89,10 @@ def test_add_appends_and_counts_repeats(engine: SearchEngine, sentences: list[st
 def test_jsonl_metadata_is_kept(tmp_path: Path, tiny_encoder: Encoder) -> None:
     corpus = tmp_path / "docs.jsonl"
     corpus.write_text(
-        json.dumps({"text": "the cat sat", "author": "Zoë", "year": 2021}) + "\n" + json.dumps({"text": "dogs run"}) + "\n",
+        json.dumps({"text": "the cat sat", "author": "Zoë", "year": 2021})
+        + "\n"
+        + json.dumps({"text": "dogs run"})
+        + "\n",
         encoding="utf-8",
     )
     engine = SearchEngine.build(corpus, tmp_path / "i", encoder=tiny_encoder)
@@ -116,7 +121,9 @@ def test_whitening_can_be_fitted_on_another_corpus(tmp_path: Path, tiny_encoder:
 
 
 @pytest.mark.parametrize("factory", ["HNSW32", "IVF4,Flat"])
-def test_other_faiss_types_train_and_search(tmp_path: Path, tiny_encoder: Encoder, sentences: list[str], factory: str) -> None:
+def test_other_faiss_types_train_and_search(
+    tmp_path: Path, tiny_encoder: Encoder, sentences: list[str], factory: str
+) -> None:
     texts = [f"{a} {b}" for a in sentences for b in sentences]
     engine = SearchEngine.build(texts, tmp_path / "i", encoder=tiny_encoder, index=factory)
     assert engine.info().index_type == factory and len(engine) == len(texts)
@@ -124,7 +131,9 @@ def test_other_faiss_types_train_and_search(tmp_path: Path, tiny_encoder: Encode
     assert found >= 18
 
 
-def test_empty_corpus_is_refused_and_leaves_old_index(engine: SearchEngine, tiny_encoder: Encoder, sentences: list[str]) -> None:
+def test_empty_corpus_is_refused_and_leaves_old_index(
+    engine: SearchEngine, tiny_encoder: Encoder, sentences: list[str]
+) -> None:
     before = _all_results(engine, sentences)
     with pytest.raises(SearchEngineError, match="no text to index"):
         SearchEngine.build(["", "   "], engine.path, encoder=tiny_encoder)
@@ -144,7 +153,9 @@ def test_empty_index_cannot_need_training(tmp_path: Path, tiny_encoder: Encoder)
         SearchEngine.create(tmp_path / "empty", encoder=tiny_encoder, index="IVF4,Flat")
 
 
-def test_interrupted_build_keeps_previous_index(engine: SearchEngine, tiny_encoder: Encoder, sentences: list[str]) -> None:
+def test_interrupted_build_keeps_previous_index(
+    engine: SearchEngine, tiny_encoder: Encoder, sentences: list[str]
+) -> None:
     before = _all_results(engine, sentences)
     files_before = sorted(p.name for p in engine.path.iterdir())
 

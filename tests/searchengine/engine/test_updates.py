@@ -154,12 +154,19 @@ def test_cli_where_add_delete_compact(tmp_path: Path, tiny_model: Path) -> None:
     runner = CliRunner()
     corpus = tmp_path / "docs.jsonl"
     corpus.write_text(
-        "\n".join(json.dumps({"id": f"d{i}", "text": f"{TOPICS[i % 8]} note {i}", "year": 2010 + i}) for i in range(20)),
+        "\n".join(
+            json.dumps({"id": f"d{i}", "text": f"{TOPICS[i % 8]} note {i}", "year": 2010 + i}) for i in range(20)
+        ),
         encoding="utf-8",
     )
     target = str(tmp_path / "idx")
     base = ["-d", target]
-    assert runner.invoke(app, ["index", str(corpus), "--model", str(tiny_model), "--index", "HNSW32", "--id-field", "id", *base]).exit_code == 0
+    assert (
+        runner.invoke(
+            app, ["index", str(corpus), "--model", str(tiny_model), "--index", "HNSW32", "--id-field", "id", *base]
+        ).exit_code
+        == 0
+    )
     result = runner.invoke(app, ["query", "cat", "-k", "3", "--where", "year>=2025", "--json", *base])
     assert [hit["metadata"]["year"] >= 2025 for hit in json.loads(result.output)["hits"]] == [True] * 3
     nothing = runner.invoke(app, ["query", "cat", "--where", "year>3000", *base])
@@ -279,7 +286,8 @@ def test_an_index_written_by_an_older_version_opens_answers_and_is_upgraded_on_i
     path = tmp_path / "old"
     SearchEngine.build(
         [Document("the same text", external_id="d10"), Document("another text", external_id="d12")],
-        path, encoder=tiny_encoder,
+        path,
+        encoder=tiny_encoder,
     )
     _make_legacy(path)
     engine = SearchEngine.open(path, encoder=tiny_encoder)
@@ -301,8 +309,10 @@ def test_cli_delete_external_keeps_the_twin_and_query_json_carries_external_ids(
     runner = CliRunner()
     corpus = tmp_path / "docs.jsonl"
     corpus.write_text(
-        "\n".join(json.dumps({"id": name, "text": text}) for name, text in
-                  [("d10", "a shared text"), ("d11", "a shared text"), ("d12", "something else")]),
+        "\n".join(
+            json.dumps({"id": name, "text": text})
+            for name, text in [("d10", "a shared text"), ("d11", "a shared text"), ("d12", "something else")]
+        ),
         encoding="utf-8",
     )
     base = ["-d", str(tmp_path / "idx")]
@@ -311,8 +321,10 @@ def test_cli_delete_external_keeps_the_twin_and_query_json_carries_external_ids(
     deleted = runner.invoke(app, ["delete", "--external", "d10", *base])
     assert deleted.exit_code == 0 and "Deleted 1 document; the index holds 2 documents." in deleted.output
     hits = json.loads(runner.invoke(app, ["query", "a shared text", "--json", *base]).output)["hits"]
-    assert [(list(hit)[:2], hit["external_id"]) for hit in hits] == [(["id", "external_id"], "d11"),
-                                                                     (["id", "external_id"], "d12")]
+    assert [(list(hit)[:2], hit["external_id"]) for hit in hits] == [
+        (["id", "external_id"], "d11"),
+        (["id", "external_id"], "d12"),
+    ]
     assert re.search(r"documents:\s+2 documents\n", runner.invoke(app, ["info", *base]).output)
 
 
@@ -323,7 +335,11 @@ def test_rewritten_files_keep_their_permissions(tmp_path: Path, tiny_encoder: En
     engine.add(["three"])
     directory = IndexDirectory(engine.path)
     manifest = directory.read_manifest()
-    for path in (directory.file(manifest, "documents"), directory.file(manifest, "vectors"), engine.path / "manifest.json"):
+    for path in (
+        directory.file(manifest, "documents"),
+        directory.file(manifest, "vectors"),
+        engine.path / "manifest.json",
+    ):
         assert path.stat().st_mode & 0o777 == 0o640, path.name
 
 

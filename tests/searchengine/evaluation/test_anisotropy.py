@@ -27,11 +27,11 @@ from searchengine.evaluation.labelled_data import RatedPair
 runner = CliRunner()
 
 
-
 @pytest.fixture(scope="module")
 def tiny_encoder(tiny_model: Path) -> Encoder:
     """The analysis reads every layer of the torch model; fp32 so the representations match their definitions."""
     return Encoder(tiny_model, backend="torch", precision="fp32")
+
 
 def test_anisotropy_of_identical_opposite_and_orthogonal_vectors() -> None:
     same = np.tile([[0.3, -1.0, 2.0]], (5, 1))
@@ -66,6 +66,7 @@ def test_biased_token_rule(tiny_encoder: Encoder) -> None:
 
     def token(text: str) -> int:
         return tokenizer.convert_tokens_to_ids(text)
+
     # [CLS], [SEP] and 'the' occur 3 times each; ties go to the lower id, [CLS] (2) comes first.
     assert biased.frequent == ["[CLS]"]
     for name in ("[CLS]", "[SEP]", "[PAD]", ".", "!", "##a", "##."):
@@ -124,9 +125,10 @@ def test_analyze_reports_every_representation(tiny_encoder: Encoder, sentences: 
     assert all(-1 <= value <= 1 for value in report.anisotropy.values())
     assert all(-100 <= value <= 100 for value in report.sts_spearman.values())
     assert {"the", "[CLS]", "[SEP]"} <= set(report.as_dict()["biased_tokens"]["top_frequent"])
-    assert analyze(tiny_encoder, sentences, pairs=2000, seed=0).anisotropy == analyze(
-        tiny_encoder, sentences, pairs=2000, seed=0
-    ).anisotropy
+    assert (
+        analyze(tiny_encoder, sentences, pairs=2000, seed=0).anisotropy
+        == analyze(tiny_encoder, sentences, pairs=2000, seed=0).anisotropy
+    )
 
 
 def test_read_sentences(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ def write(path: Path, text: str) -> Path:
 
 
 def test_scored_pairs_are_scaled_to_unit_range(tmp_path: Path) -> None:
-    pairs = read_scored_pairs(write(tmp_path / "s.tsv", "score\tsentence1\tsentence2\n5.0\ta\tb\n\n1.5\t\"quoted\tc\n"))
+    pairs = read_scored_pairs(write(tmp_path / "s.tsv", 'score\tsentence1\tsentence2\n5.0\ta\tb\n\n1.5\t"quoted\tc\n'))
     assert [(p.first, p.second, p.score) for p in pairs] == [("a", "b", 1.0), ('"quoted', "c", 0.3)]
 
 

@@ -9,6 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from searchengine.encoding.encoder import Encoder
+from searchengine.engine.search_engine import SearchEngine
 from searchengine.errors import SearchEngineError
 from searchengine.server.app import ServerSettings, create_app
 from searchengine.server.limits import MAX_K
@@ -47,13 +48,28 @@ def test_get_search_finds_the_exact_text_first_with_its_metadata(client: TestCli
     assert best["text"] == "the cat sat on the mat" and best["dense_score"] == pytest.approx(1.0, abs=1e-4)
     assert best["found_by"] == ["dense", "keyword"] and best["keyword_score"] > 0
     assert best["metadata"] == {"lang": "en", "year": 2001} and best["source"] == "fixture.jsonl"
+    assert best["snippet"] == best["text"] and best["span"] is None
     assert [hit["score"] for hit in result["hits"]] == sorted((hit["score"] for hit in result["hits"]), reverse=True)
+
+
+def test_a_long_document_comes_back_with_the_passage_that_matched(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    long = " ".join(f"{sentence}." for sentence in SENTENCES * 3) + " the king and queen ruled the empire."
+    SearchEngine.build([long, "a cat"], tmp_path / "long", encoder=tiny_encoder, passages=True).close()
+    index = ServedIndex(tmp_path / "long", encoder=tiny_encoder)
+    try:
+        with TestClient(create_app(index)) as client:
+            best = client.get("/search", params={"q": "the king and queen ruled the empire", "k": 1}).json()["hits"][0]
+    finally:
+        index.close()
+    start, end = best["span"]
+    assert best["text"] == long and end == len(long) and "queen ruled the empire" in long[start:end]
+    assert best["snippet"].startswith("…") and len(best["snippet"]) <= 200
 
 
 def test_post_search_answers_each_query_with_filters(client: TestClient) -> None:
     response = client.post(
-        "/search", json={"queries": ["the cat sat on the mat", "how do i reset my password"], "k": 20,
-                         "where": ["lang=de"]}
+        "/search",
+        json={"queries": ["the cat sat on the mat", "how do i reset my password"], "k": 20, "where": ["lang=de"]},
     )
     results = response.json()["results"]
     assert [r["query"] for r in results] == ["the cat sat on the mat", "how do i reset my password"]

@@ -29,14 +29,14 @@ def page(served: ServedIndex) -> Iterator[object]:
             browser_page = browser.new_page()
             browser_page.set_default_timeout(30_000)
             browser_page.goto(url + "/")
-            browser_page.wait_for_function("document.getElementById('summary').textContent.includes('texts')")
+            browser_page.wait_for_function("document.getElementById('summary').textContent.includes('documents')")
             yield browser_page
         finally:
             browser.close()
 
 
 def test_typing_a_query_shows_the_expected_result_first(page) -> None:  # noqa: ANN001 (a Playwright Page)
-    assert "12 texts" in page.inner_text("#summary")
+    assert "12 documents" in page.inner_text("#summary")
     page.fill("#q", "the cat sat on the mat")
     page.press("#q", "Enter")
     page.wait_for_selector("li.hit")

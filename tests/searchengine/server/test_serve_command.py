@@ -68,7 +68,8 @@ def test_serve_picks_up_an_outside_add_without_failing_a_request(
     assert added.returncode == 0, added.stderr
     asked = subprocess.run(
         [*CLI, "query", "a line added from another process", "-k", "1", "--server", serving],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     done.set()
     for thread in readers:

@@ -86,7 +86,12 @@ def test_consert_schedules(tiny_model, sentence_file, nli_file, tmp_path, schedu
 def test_consert_refuses_adversarial_without_a_supervised_loss(tiny_model, sentence_file, tmp_path) -> None:
     with pytest.raises(SearchEngineError, match="needs one"):
         train_consert(
-            base=tiny_model, out=tmp_path / "m", settings=SETTINGS, schedule="unsup", data=sentence_file, adversarial=0.1
+            base=tiny_model,
+            out=tmp_path / "m",
+            settings=SETTINGS,
+            schedule="unsup",
+            data=sentence_file,
+            adversarial=0.1,
         )
     with pytest.raises(SearchEngineError, match="needs NLI pairs .*: give a file of them as nli"):
         train_consert(base=tiny_model, out=tmp_path / "m", settings=SETTINGS, schedule="joint")

@@ -59,7 +59,9 @@ def test_a_few_steps_lower_the_loss_on_the_training_pairs(tiny_model: Path, scor
     gold = np.array([pair.score for pair in pairs])
     torch.manual_seed(0)
     before = CrossEncoderModel(tiny_model).predict(texts).numpy()  # the head a seed-0 run starts from
-    report = train_cross_encoder(base=tiny_model, data=scored, out=tmp_path / "ce", settings=_settings(60), batch_size=8)
+    report = train_cross_encoder(
+        base=tiny_model, data=scored, out=tmp_path / "ce", settings=_settings(60), batch_size=8
+    )
     after = CrossEncoder(tmp_path / "ce").score(texts)
     assert report.steps == 60 and report.saved and np.isfinite(report.final_loss)
     assert _bce(after, gold) < _bce(before, gold) - 0.01
@@ -127,7 +129,9 @@ def test_ctrl_c_keeps_the_last_good_checkpoint(
         return original(self, pairs)
 
     monkeypatch.setattr(CrossEncoderModel, "logits", interrupted)
-    report = train_cross_encoder(base=tiny_model, data=scored, out=out, settings=_settings(10, eval_every=5), batch_size=4)
+    report = train_cross_encoder(
+        base=tiny_model, data=scored, out=out, settings=_settings(10, eval_every=5), batch_size=4
+    )
     assert report.interrupted and report.steps == 2 and not report.saved
     assert {path.name: path.read_bytes() for path in out.iterdir()} == good
     assert not [path for path in tmp_path.iterdir() if path.name.startswith(".")]

@@ -73,7 +73,9 @@ def test_denoising_bias_is_trained_too(tiny_model: Path) -> None:
 
 def test_dropout_is_on_in_training(tiny_model: Path, sentences: list[str]) -> None:
     model = PromptSentenceModel(tiny_model, max_seq_length=48).train()
-    assert not torch.equal(model.embed_prompted(sentences, TEMPLATE_1, True), model.embed_prompted(sentences, TEMPLATE_1, True))
+    assert not torch.equal(
+        model.embed_prompted(sentences, TEMPLATE_1, True), model.embed_prompted(sentences, TEMPLATE_1, True)
+    )
 
 
 def test_a_few_steps_lower_the_loss(tiny_model: Path, sentences: list[str]) -> None:

@@ -1,0 +1,100 @@
+"""The passages table of the document store: which vectors belong to a document split into passages.
+
+A document that fits the model has one vector, whose id is the document's id, and no rows here. A document split
+into passages has one row per passage: the passage's vector id, the document, and the characters [start, end) of
+the document's text it covers. Its first passage's vector id is the document's own id, the others come from the
+store's id sequence, which is never reused (DocumentStore counts the ids here when it picks the next one). Stores
+written before passages existed have no such table and read as holding none.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+
+import numpy as np
+import sqlite_utils
+
+TABLE = "passages"
+CHUNK = 500
+"""Ids per `IN (...)` query: under SQLite's parameter limit."""
+
+
+class PassageTable:
+    """Passage rows of one store, read and written through its connection; `guard` turns SQLite errors into the
+    store's one-line errors."""
+
+    def __init__(self, db: sqlite_utils.Database, guard: Callable[[], AbstractContextManager[None]]) -> None:
+        self.db = db
+        self._guard = guard
+
+    def exists(self) -> bool:
+        return TABLE in self.db.table_names()
+
+    def create_if_missing(self) -> None:
+        if not self.exists():
+            self.db[TABLE].create({"id": int, "document": int, "start": int, "end": int}, pk="id")
+            self.db[TABLE].create_index(["document"], index_name=f"{TABLE}_document")
+
+    def any(self) -> bool:
+        """True when some document is split into passages."""
+        with self._guard():
+            return self.exists() and self.db.execute(f"SELECT EXISTS (SELECT 1 FROM {TABLE})").fetchone()[0] == 1
+
+    def largest_id(self) -> int:
+        """The largest passage vector id, -1 when there is none."""
+        if not self.exists():
+            return -1
+        return int(self.db.execute(f"SELECT coalesce(max(id), -1) FROM {TABLE}").fetchone()[0])
+
+    def extra_count(self) -> int:
+        """Vectors beyond one per document: passages other than the first of their document."""
+        with self._guard():
+            if not self.exists():
+                return 0
+            return int(self.db.execute(f"SELECT count(*) FROM {TABLE} WHERE id != document").fetchone()[0])
+
+    def extra_ids(self) -> np.ndarray:
+        """Vector ids of every passage but the first of its document (the first's id is the document's own)."""
+        with self._guard():
+            if not self.exists():
+                return np.zeros(0, dtype=np.int64)
+            rows = self.db.execute(f"SELECT id FROM {TABLE} WHERE id != document ORDER BY id").fetchall()
+        return np.array([row[0] for row in rows], dtype=np.int64)
+
+    def insert(self, rows: Sequence[tuple[int, int, int, int]]) -> None:
+        """Store (vector id, document id, start, end) rows, inside the caller's transaction."""
+        self.db.conn.executemany(f"INSERT INTO {TABLE} (id, document, start, end) VALUES (?, ?, ?, ?)", rows)
+
+    def of_vectors(self, vector_ids: Sequence[int]) -> dict[int, tuple[int, int, int]]:
+        """Vector id -> (document id, start, end) for the ids that are passages; other ids are documents' own
+        single vectors and are left out."""
+        with self._guard():
+            if not self.exists():
+                return {}
+            sql = f"SELECT id, document, start, end FROM {TABLE} WHERE id IN"
+            return {row[0]: (row[1], row[2], row[3]) for row in self._in_chunks(sql, vector_ids)}
+
+    def extra_ids_of(self, documents: Sequence[int]) -> list[int]:
+        """Vector ids of the passages of `documents` other than each one's first (whose id is the document's)."""
+        if not self.exists():
+            return []
+        sql = f"SELECT id FROM {TABLE} WHERE id != document AND document IN"
+        return [row[0] for row in self._in_chunks(sql, documents)]
+
+    def delete_documents(self, documents: Sequence[int]) -> list[int]:
+        """Remove the passages of `documents`, inside the caller's transaction; returns the vector ids that were
+        theirs beyond the documents' own ids (so the caller drops those vectors too)."""
+        extra = self.extra_ids_of(documents)
+        if self.exists():
+            self._in_chunks(f"DELETE FROM {TABLE} WHERE document IN", documents)
+        return extra
+
+    def _in_chunks(self, sql: str, values: Sequence[int]) -> list[tuple]:
+        """Rows of `sql (?, ?, ...)` (ending in `IN`) over `values`, in chunks of CHUNK ids."""
+        values = sorted({int(value) for value in values})
+        rows: list[tuple] = []
+        for start in range(0, len(values), CHUNK):
+            chunk = values[start : start + CHUNK]
+            rows.extend(self.db.execute(f"{sql} ({','.join('?' * len(chunk))})", chunk).fetchall())
+        return rows
