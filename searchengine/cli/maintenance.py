@@ -57,7 +57,8 @@ def info(
                 if whitening
                 else "none"
             ),
-            "index type": f"{manifest.index.type} (FAISS, inner product)",
+            "index type": f"{manifest.index.type} (FAISS, inner product)"
+            + (f", in {manifest.index.shards} shards searched together" if manifest.index.shards > 1 else ""),
             "deleted, not compacted": _tombstone_summary(manifest),
             "clustering": _clustering_summary(clustering),
             "near-duplicates": _duplicates_summary(duplicates),

@@ -16,7 +16,7 @@ from searchengine.analysis.cluster_settings import ClusterMethod, ClusterSetting
 from searchengine.analysis.clustering import Cluster, Clustering, cluster_index, read_clustering
 from searchengine.analysis.mining_request import MiningMethod
 from searchengine.analysis.paraphrase_mining import Pair, dedupe_index, mine_documents, with_texts
-from searchengine.engine.corpus import STDIN, read_corpus
+from searchengine.engine.corpus import STDIN, corpus_files, read_corpus
 from searchengine.engine.embedding import to_index_vectors
 from searchengine.engine.filters import Filters, conditions_of
 from searchengine.engine.indexing import (
@@ -26,14 +26,17 @@ from searchengine.engine.indexing import (
     build_index,
     compact_index,
     delete_from_index,
+    document_chunks,
 )
+from searchengine.engine.ray_embedding import RaySettings, ray_embedder
 from searchengine.engine.search import Hit, nearest_documents, one_thread, rerank_hits
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.index_directory import IndexDirectory
 from searchengine.indexer.manifest import Manifest, ModelIdentity, PromptRecord
+from searchengine.indexer.shards import Vectors, load_vectors
 from searchengine.indexer.store import ClusteringRecord, Document, DocumentStore
-from searchengine.indexer.vector_index import VectorIndex, check_trainable
+from searchengine.indexer.vector_index import check_trainable
 from searchengine.indexer.whitening import Whitening
 
 if TYPE_CHECKING:  # the encoders (torch, transformers) are imported only when something encodes
@@ -84,6 +87,8 @@ class IndexInfo:
     """Documents marked near-duplicates of earlier ones (`searchengine mine --dedupe`)."""
     repeats: int = 0
     """Documents whose exact text an earlier document has (each is still its own document)."""
+    shards: int = 1
+    """FAISS indexes the vectors are split over (searchengine.indexer.shards)."""
 
 
 def _prompt_difference(built: PromptRecord | None, given: PromptConfig | None) -> str:
@@ -175,7 +180,7 @@ class SearchEngine:
         """What the index holds, as of the last load (open, and after each change made through this engine)."""
         self.last_report: IndexingReport | None = None
         """What the last build or add did."""
-        self._vectors: VectorIndex | None = None
+        self._vectors: Vectors | None = None
         self._store: DocumentStore | None = None
         self._whitening: Whitening | None = None
         self._cross_encoders: dict[str, CrossEncoder] = {}
@@ -228,6 +233,8 @@ class SearchEngine:
         jsonl: bool | None = None,
         id_field: str | None = None,
         progress: bool = False,
+        shards: int | None = None,
+        ray: RaySettings | None = None,
     ) -> SearchEngine:
         """Index `corpus` into `path`, replacing any index there only once the new one is complete.
 
@@ -239,27 +246,38 @@ class SearchEngine:
         speed: precision, backend and threads of the Encoder loaded here (see Encoder).
         jsonl: read a corpus file as JSON lines (True) or plain lines (False); None decides by the .jsonl suffix.
         id_field: a .jsonl field holding each document's own id, for later upserts and deletes by that id.
+        shards: split the vectors over this many FAISS indexes, searched together (searchengine.indexer.shards);
+        default 1, or with `ray` one per encoder worker.
+        ray: embed on a Ray cluster (searchengine.engine.ray_embedding); `corpus` (and `whiten_fit`) must then be
+        a file or a directory of corpus files that every node reads at the same path.
         """
         if encoder is None:
             from searchengine.encoding.encoder import Encoder, EncoderSpeed
 
             encoder = Encoder(model, pooling, batch_size=batch_size, **(speed or EncoderSpeed()).options())
         target = Path(path) if path is not None else default_index_dir()
-        settings = IndexSettings(
-            index_type=index,
-            whiten_k=whiten_k,
-            whiten_fit=None if whiten_fit is None else _documents(whiten_fit, jsonl),
-        )
-        count = _count(corpus, jsonl, id_field)
         if whiten_k is not None and not 1 <= whiten_k <= encoder.dimension:
             raise SearchEngineError(
                 f"whitening k must be between 1 and the embedding dimension {encoder.dimension}, not {whiten_k}"
             )
-        if index is not None and count is not None and whiten_fit is None:
-            check_trainable(index, count)
-        report = build_index(
-            IndexDirectory(target), _documents(corpus, jsonl, id_field), encoder, settings, count, progress
-        )
+        if shards is not None and shards < 1:
+            raise SearchEngineError(f"shards must be at least 1, not {shards}")
+        if ray is not None:
+            report = _build_with_ray(
+                target, corpus, encoder, index, whiten_k, whiten_fit, jsonl, id_field, shards, ray, progress
+            )
+        else:
+            settings = IndexSettings(
+                index_type=index,
+                whiten_k=whiten_k,
+                whiten_fit=None if whiten_fit is None else document_chunks(_documents(whiten_fit, jsonl)),
+                shards=shards or 1,
+            )
+            count = _count(corpus, jsonl, id_field)
+            if index is not None and count is not None and whiten_fit is None:
+                check_trainable(index, count)
+            chunks = document_chunks(_documents(corpus, jsonl, id_field))
+            report = build_index(IndexDirectory(target), chunks, encoder, settings, count, progress)
         engine = cls(target, encoder)
         engine.last_report = report
         return engine
@@ -362,10 +380,10 @@ class SearchEngine:
         self._load()
         return True
 
-    def _open_files(self, manifest: Manifest) -> tuple[Manifest, VectorIndex, DocumentStore, Whitening | None]:
+    def _open_files(self, manifest: Manifest) -> tuple[Manifest, Vectors, DocumentStore, Whitening | None]:
         whitening_path = self.directory.file(manifest, "whitening")
         whitening = Whitening.load(whitening_path) if whitening_path else None
-        vectors = VectorIndex.load(self.directory.file(manifest, "vectors"), manifest.index.type)
+        vectors = load_vectors(self.directory, manifest)
         return manifest, vectors, DocumentStore(self.directory.file(manifest, "documents")), whitening
 
     def __len__(self) -> int:
@@ -561,6 +579,7 @@ class SearchEngine:
             clustering=self._store.clustering(),
             duplicates=len(self._store.duplicates()),
             repeats=self._store.repeats(),
+            shards=manifest.index.shards,
         )
 
     def close(self) -> None:
@@ -575,7 +594,7 @@ class SearchEngine:
         self.close()
 
 
-def _check_dimensions(path: Path, manifest: Manifest, vectors: VectorIndex, whitening: Whitening | None) -> None:
+def _check_dimensions(path: Path, manifest: Manifest, vectors: Vectors, whitening: Whitening | None) -> None:
     """Refuse files whose shapes disagree with the manifest before FAISS or numpy meets them mid-query."""
     expected = manifest.index.dimension
     if vectors.dimension != expected:
@@ -588,6 +607,43 @@ def _check_dimensions(path: Path, manifest: Manifest, vectors: VectorIndex, whit
         raise IndexerError(
             f"index {path}: the whitening maps {rows} to {columns} dimensions but the model has "
             f"{manifest.model.dimension} and the index {expected}; rebuild the index"
+        )
+
+
+def _build_with_ray(
+    target: Path,
+    corpus: Corpus,
+    encoder: Encoder,
+    index: str | None,
+    whiten_k: int | None,
+    whiten_fit: Corpus | None,
+    jsonl: bool | None,
+    id_field: str | None,
+    shards: int | None,
+    ray: RaySettings,
+    progress: bool,
+) -> IndexingReport:
+    """SearchEngine.build with the corpus embedded on a Ray cluster; the corpus is read (and checked) here first,
+    so bad input fails before the cluster starts any work."""
+    for source in (corpus, whiten_fit):
+        if source is not None and (not isinstance(source, (str, Path)) or str(source) == STDIN):
+            raise SearchEngineError(
+                "Ray workers read the corpus from files: give a file or a directory of corpus files every node can "
+                "read at the same path, not standard input or a list of texts"
+            )
+    files = corpus_files(corpus)
+    count = sum(1 for file in files for _ in read_corpus(file, jsonl, id_field))
+    if index is not None and whiten_fit is None:
+        check_trainable(index, count)
+    with ray_embedder(ray, encoder) as embedder:
+        settings = IndexSettings(
+            index_type=index,
+            whiten_k=whiten_k,
+            whiten_fit=None if whiten_fit is None else embedder.chunks(corpus_files(whiten_fit), jsonl),
+            shards=shards or embedder.workers,
+        )
+        return build_index(
+            IndexDirectory(target), embedder.chunks(files, jsonl, id_field), encoder, settings, count, progress
         )
 
 

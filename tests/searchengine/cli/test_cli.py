@@ -359,3 +359,39 @@ def test_filters_with_or_in_and_quoted_fields(tmp_path: Path, tiny_model: Path) 
         "`my field`=x": ["the cat sat"],
         "text ^= the s": ["the sun rose"],
     }
+
+
+def test_index_in_shards_answers_as_one_index(tmp_path: Path, corpus: Path, index_dir: Path, tiny_model: Path) -> None:
+    sharded = tmp_path / "sharded"
+    assert run("index", corpus, "-d", sharded, "--model", tiny_model, "--shards", "3").exit_code == 0
+    assert "Flat (FAISS, inner product), in 3 shards searched together" in run("info", "-d", sharded).output
+    for query in ("reset my password", "snow and wind"):
+        one = json.loads(run("query", query, "-k", "5", "--json", "-d", index_dir).output)["hits"]
+        three = json.loads(run("query", query, "-k", "5", "--json", "-d", sharded).output)["hits"]
+        assert three == one
+
+
+def test_ray_without_ray_installed_says_how_to_install_it(
+    tmp_path: Path, corpus: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # what `import ray` meets where it is not installed
+    result = run("index", corpus, "-d", tmp_path / "i", "--model", tiny_model, "--ray", "local")
+    assert_one_line_error(result, "pip install 'searchengine[ray]'")
+    assert not (tmp_path / "i").exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "fragment"),
+    [
+        (["--ray-workers", "2"], "add --ray ADDRESS to use Ray"),
+        (["--append", "--ray", "local"], "drop them"),
+        (["--append", "--shards", "2"], "drop them"),
+    ],
+)
+def test_ray_options_out_of_place_are_one_error(index_dir: Path, corpus: Path, extra: list[str], fragment: str) -> None:
+    assert_one_line_error(run("index", corpus, "-d", index_dir, *extra), fragment)
+
+
+def test_ray_reads_files_not_standard_input(tmp_path: Path, tiny_model: Path) -> None:
+    result = run("index", "-", "-d", tmp_path / "i", "--model", tiny_model, "--ray", "local", input="some text\n")
+    assert_one_line_error(result, "Ray workers read the corpus from files")
