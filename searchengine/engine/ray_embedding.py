@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import json
 import logging
+import re
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -31,6 +33,8 @@ if TYPE_CHECKING:
     from searchengine.encoding.encoder import Encoder
 
 INSTALL = "embedding with Ray needs the ray package on this machine and every node: pip install 'searchengine[ray]'"
+CONNECT_SECONDS = 5.0
+"""How long the head of a cluster named by HOST:PORT may take to accept a connection."""
 WORKER_BATCH = 512
 """Texts per call of an encoder actor: enough for its smart batching to pad little, small enough to spread a
 small corpus over the actors."""
@@ -118,18 +122,41 @@ def ray_embedder(settings: RaySettings, encoder: Encoder) -> Iterator[RayEmbedde
     ray = import_ray()
     connected_here = not ray.is_initialized()
     if connected_here:
+        _check_reachable(settings.address)
         try:
             ray.init(address=settings.address, logging_level=logging.WARNING, log_to_driver=False)
-        except ConnectionError as exc:
-            where = settings.address or "RAY_ADDRESS or this machine"
-            raise SearchEngineError(f"cannot connect to the Ray cluster at {where}: {exc}") from None
+        except ConnectionError:
+            raise SearchEngineError(
+                "no Ray cluster runs on this machine (nor at $RAY_ADDRESS): start one with `ray start --head`, "
+                "give a head's HOST:PORT, or use --ray local for a Ray of this run's own"
+            ) from None
     try:
         logging.getLogger("ray.data").setLevel(logging.WARNING)
-        workers = settings.workers or max(1, int(ray.cluster_resources().get("CPU", 1)) // settings.threads)
+        cpus = int(ray.cluster_resources().get("CPU", 0))
+        workers = settings.workers or max(1, cpus // settings.threads)
+        if workers * settings.threads > cpus:  # the actors would wait for CPUs that never come
+            raise SearchEngineError(
+                f"{workers} Ray workers of {settings.threads} threads each need {workers * settings.threads} CPUs, "
+                f"but the cluster has {cpus}; ask for fewer workers or threads, or add machines with `ray start`"
+            )
         yield RayEmbedder(ray, settings, encoder, workers)
     finally:
         if connected_here:
             ray.shutdown()
+
+
+def _check_reachable(address: str | None) -> None:
+    """Refuse a HOST:PORT head that does not answer, which Ray itself would retry for minutes."""
+    match = re.fullmatch(r"([^:/]+):(\d+)", address or "")
+    if match is None:
+        return
+    try:
+        socket.create_connection((match[1], int(match[2])), timeout=CONNECT_SECONDS).close()
+    except OSError as exc:
+        raise SearchEngineError(
+            f"the Ray head at {address} does not answer ({exc.strerror or exc}): start it there with "
+            f"`ray start --head --port {match[2]}`, or check the address"
+        ) from None
 
 
 def worker_options(encoder: Encoder, threads: int) -> dict[str, Any]:

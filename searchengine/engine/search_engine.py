@@ -20,6 +20,7 @@ from searchengine.engine.corpus import STDIN, corpus_files, read_corpus
 from searchengine.engine.embedding import to_index_vectors
 from searchengine.engine.filters import Filters, conditions_of
 from searchengine.engine.indexing import (
+    NO_TEXT,
     IndexingReport,
     IndexSettings,
     append_to_index,
@@ -633,6 +634,8 @@ def _build_with_ray(
             )
     files = corpus_files(corpus)
     count = sum(1 for file in files for _ in read_corpus(file, jsonl, id_field))
+    if count == 0:
+        raise SearchEngineError(NO_TEXT)
     if index is not None and whiten_fit is None:
         check_trainable(index, count)
     with ray_embedder(ray, encoder) as embedder:

@@ -395,3 +395,8 @@ def test_ray_options_out_of_place_are_one_error(index_dir: Path, corpus: Path, e
 def test_ray_reads_files_not_standard_input(tmp_path: Path, tiny_model: Path) -> None:
     result = run("index", "-", "-d", tmp_path / "i", "--model", tiny_model, "--ray", "local", input="some text\n")
     assert_one_line_error(result, "Ray workers read the corpus from files")
+
+
+def test_ray_head_that_does_not_answer_is_one_error_not_a_wait(tmp_path: Path, corpus: Path, tiny_model: Path) -> None:
+    result = run("index", corpus, "-d", tmp_path / "i", "--model", tiny_model, "--ray", "127.0.0.1:1")
+    assert_one_line_error(result, "the Ray head at 127.0.0.1:1 does not answer", "ray start --head --port 1")

@@ -120,6 +120,14 @@ def test_the_command_line_indexes_through_a_running_cluster(
     assert len(SearchEngine.open(target)) == 359
 
 
+def test_more_workers_than_the_cluster_has_cpus_for_is_refused_before_any_work(
+    cluster: str, corpus: Path, tmp_path: Path, tiny_encoder: Encoder
+) -> None:
+    with pytest.raises(SearchEngineError, match="need 3 CPUs, but the cluster has 2"):
+        SearchEngine.build(corpus, tmp_path / "i", encoder=tiny_encoder, ray=RaySettings(workers=3))
+    assert not (tmp_path / "i").exists()
+
+
 def test_a_missing_corpus_file_on_a_node_is_one_error(tmp_path: Path) -> None:
     with pytest.raises(SearchEngineError, match="same path: put it on a shared file system"):
         list(read_documents({"path": np.array([str(tmp_path / "gone.txt")], dtype=object)}, None, None))
