@@ -371,6 +371,17 @@ def test_index_in_shards_answers_as_one_index(tmp_path: Path, corpus: Path, inde
         assert three == one
 
 
+def test_mining_and_clustering_read_every_shard(tmp_path: Path, corpus: Path, index_dir: Path, tiny_model: Path) -> None:
+    sharded = tmp_path / "sharded"
+    assert run("index", corpus, "-d", sharded, "--model", tiny_model, "--shards", "2").exit_code == 0
+    for method in ("exact", "ann"):
+        command = ["mine", "--top", "5", "--method", method, "--json"]
+        pairs = [json.loads(run(*command, "-d", where).output)["pairs"] for where in (sharded, index_dir)]
+        assert pairs[0] == pairs[1]
+    clustered = json.loads(run("cluster", "--method", "kmeans", "--k", "3", "--json", "-d", sharded).output)
+    assert sorted(i for cluster in clustered["clusters"] for i in cluster["member_ids"]) == list(range(12))
+
+
 def test_ray_without_ray_installed_says_how_to_install_it(
     tmp_path: Path, corpus: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
