@@ -4,12 +4,13 @@ Ray cluster's encoder actors, in one run, and what the driver costs per document
 Each round runs every variant in a fresh subprocess (so each has its own peak memory), in turn:
 - local: the bundled model's default Encoder (ONNX Runtime fp32 where installed, all cores) embeds the sentences
   in chunks of 2,048, as `searchengine index` does in one process;
-- ray: ray.init(num_cpus=cores) starts a local cluster (timed: Ray's start-up), then the Ray Data pipeline of
-  `searchengine index --ray` (searchengine.engine.ray_embedding: reader task, --workers encoder actors with one
-  model and --threads threads each) embeds the same sentences and streams them back. Timed: seconds to the first
-  chunk back (actor start-up and model load, a fixed cost per run) and the whole pass; the steady rate leaves the
-  first chunk out.
-The ratio ray/local is taken within each round; medians over rounds are reported.
+- local, one thread: the same with threads=1, the rate of one core (what each Ray actor below has);
+- ray: ray.init(num_cpus=cores) starts a local cluster (timed: Ray's start-up), a pass over 64 sentences times
+  the pipeline's fixed start-up (actors start and load the model), then the Ray Data pipeline of
+  `searchengine index --ray` (searchengine.engine.ray_embedding: a reader task, --workers encoder actors with one
+  model and --threads threads each) embeds the sentences and streams them back. Its steady rate is the sentences
+  over (the whole pass minus that start-up).
+Ratios are taken within each round; medians over rounds are reported.
 
 Then, once, the driver's own work: storing the documents and indexing the vectors Ray sent back (build_index from
 chunks that carry their vectors, no encoding), for Flat and HNSW32 in --workers shards; and how fast the driver
@@ -75,12 +76,12 @@ def actor_peaks_mib() -> dict[str, float]:
     return peaks
 
 
-def run_local(corpus: Path) -> dict:
+def run_local(corpus: Path, threads: int | None) -> dict:
     from searchengine import Encoder
     from searchengine.engine.corpus import corpus_files, read_corpus
     from searchengine.engine.indexing import document_chunks
 
-    encoder = Encoder()
+    encoder = Encoder(threads=threads)
     encoder.encode(["warm up the encoder"] * 64)
     started = time.perf_counter()
     count = 0
@@ -91,6 +92,7 @@ def run_local(corpus: Path) -> dict:
 
 
 def run_ray(corpus: Path, workers: int, threads: int, vectors_out: Path | None) -> dict:
+    """Ray's start-up, the pipeline's start-up (a pass over 64 sentences) and a pass over the corpus."""
     import logging
 
     import ray
@@ -103,15 +105,18 @@ def run_ray(corpus: Path, workers: int, threads: int, vectors_out: Path | None) 
     started = time.perf_counter()
     ray.init(num_cpus=os.cpu_count(), include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False)
     init_seconds = time.perf_counter() - started
-    first = None
-    count, first_count, vectors, actors = 0, 0, [], {}
-    started = time.perf_counter()
+    count, vectors, actors = 0, [], {}
+    tiny = corpus.parent / "tiny.txt"
+    tiny.write_text("\n".join(corpus_files(corpus)[0].read_text().splitlines()[:64]) + "\n")
     with ray_embedder(RaySettings(workers=workers, threads=threads), encoder) as embedder:
+        started = time.perf_counter()
+        for _ in embedder.chunks([tiny], None):
+            pass
+        start_up = time.perf_counter() - started
+        started = time.perf_counter()
         for chunk in embedder.chunks(corpus_files(corpus), None):
             count += len(chunk.documents)
             vectors.append(chunk.vectors)
-            if first is None:
-                first, first_count = time.perf_counter() - started, count
             actors.update(actor_peaks_mib())  # sampled while they run: they end with the pipeline
         seconds = time.perf_counter() - started
     ray.shutdown()
@@ -120,10 +125,10 @@ def run_ray(corpus: Path, workers: int, threads: int, vectors_out: Path | None) 
     return {
         "sentences": count,
         "ray_init_seconds": init_seconds,
-        "first_chunk_seconds": first,
+        "pipeline_start_seconds": start_up,
         "seconds": seconds,
         "per_s": count / seconds,
-        "steady_per_s": (count - first_count) / (seconds - first) if seconds > first else None,
+        "steady_per_s": count / (seconds - start_up),
         "driver_peak_mib": peak_rss_mib(),
         "actor_peak_mib": sorted(actors.values()),
     }
@@ -166,7 +171,9 @@ def run_driver(corpus: Path, vectors_file: Path, shards: int) -> dict:
 def child(args: argparse.Namespace) -> None:
     corpus = Path(args.corpus)
     if args.child == "local":
-        result = run_local(corpus)
+        result = run_local(corpus, None)
+    elif args.child == "local-1-thread":
+        result = run_local(corpus, 1)
     elif args.child == "ray":
         result = run_ray(corpus, args.workers, args.threads, Path(args.vectors) if args.vectors else None)
     else:
@@ -191,7 +198,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="Ray encoder actors (and shards)")
     parser.add_argument("--threads", type=int, default=1, help="threads per actor")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "ray_encoding.json")
-    parser.add_argument("--child", choices=["local", "ray", "driver"], help=argparse.SUPPRESS)
+    parser.add_argument("--child", choices=["local", "local-1-thread", "ray", "driver"], help=argparse.SUPPRESS)
     parser.add_argument("--corpus", help=argparse.SUPPRESS)
     parser.add_argument("--vectors", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -206,29 +213,39 @@ def main() -> None:
         vectors = Path(scratch) / "vectors.npy"
         for number in range(args.rounds):
             local = in_subprocess("local", corpus, args)
+            one = in_subprocess("local-1-thread", corpus, args)
             ray = in_subprocess("ray", corpus, args, vectors)
-            rounds.append({"local": local, "ray": ray, "ray_over_local": ray["per_s"] / local["per_s"]})
+            rounds.append(
+                {
+                    "local": local,
+                    "local_1_thread": one,
+                    "ray": ray,
+                    "ray_over_local": ray["per_s"] / local["per_s"],
+                    "ray_steady_over_local": ray["steady_per_s"] / local["per_s"],
+                    "ray_steady_over_1_thread": ray["steady_per_s"] / one["per_s"],
+                }
+            )
             loads.append(os.getloadavg()[0])
             print(
-                f"round {number + 1}/{args.rounds}: local {local['per_s']:.1f}/s, ray {ray['per_s']:.1f}/s "
-                f"(steady {ray['steady_per_s'] or float('nan'):.1f}/s), load {loads[-1]:.2f}",
+                f"round {number + 1}/{args.rounds}: local {local['per_s']:.1f}/s, one thread {one['per_s']:.1f}/s, "
+                f"ray {ray['per_s']:.1f}/s (steady {ray['steady_per_s']:.1f}/s), load {loads[-1]:.2f}",
                 flush=True,
             )
         driver = in_subprocess("driver", corpus, args, vectors)
 
-    def median(kind: str, key: str) -> float:
-        return round(statistics.median(r[kind][key] for r in rounds if r[kind][key] is not None), 3)
+    def median(kind: str, key: str | None = None) -> float:
+        return round(statistics.median(r[kind] if key is None else r[kind][key] for r in rounds), 3)
 
     summary = {
         "local_per_s": median("local", "per_s"),
+        "local_1_thread_per_s": median("local_1_thread", "per_s"),
         "ray_per_s": median("ray", "per_s"),
         "ray_steady_per_s": median("ray", "steady_per_s"),
-        "ray_over_local": round(statistics.median(r["ray_over_local"] for r in rounds), 3),
-        "ray_steady_over_local": round(
-            statistics.median(r["ray"]["steady_per_s"] / r["local"]["per_s"] for r in rounds), 3
-        ),
+        "ray_over_local": median("ray_over_local"),
+        "ray_steady_over_local": median("ray_steady_over_local"),
+        "ray_steady_over_1_thread": median("ray_steady_over_1_thread"),
         "ray_init_seconds": median("ray", "ray_init_seconds"),
-        "ray_first_chunk_seconds": median("ray", "first_chunk_seconds"),
+        "ray_pipeline_start_seconds": median("ray", "pipeline_start_seconds"),
         "driver_peak_mib_local": median("local", "driver_peak_mib"),
         "driver_peak_mib_ray": median("ray", "driver_peak_mib"),
         "actor_peak_mib": rounds[-1]["ray"]["actor_peak_mib"],
