@@ -2,7 +2,7 @@
 
 Layout (txtai-style, one directory that loads back whole):
     manifest.json               what the index holds and which files are current
-    vectors.<generation>.faiss  the FAISS index
+    vectors.<generation>.faiss  the FAISS index (or vectors.<shard>.<generation>.faiss, one per shard)
     documents.<generation>.db   the SQLite document store
     whitening.<generation>.safetensors  the fitted whitening-k transform, when there is one
     spool.<generation>.tmp      embeddings on disk while whitening is fitted or the index trained
@@ -45,7 +45,9 @@ VERIFY_ON_OPEN_BYTES = 8 << 20
 """Files up to this size have their checksum checked on every open (about 10 ms of sha256 at 8 MiB here); larger
 ones by writers, which read them whole anyway, and by `searchengine verify`."""
 _T = TypeVar("_T")
-_GENERATION_FILE = re.compile(r"^(vectors|documents|whitening|spool)\.\d+\.(faiss|db|safetensors|tmp)(-journal)?$")
+_GENERATION_FILE = re.compile(
+    r"^(vectors(\.\d+)?|documents|whitening|spool)\.\d+\.(faiss|db|safetensors|tmp)(-journal)?$"
+)
 _SUFFIXES = {"vectors": "faiss", "documents": "db", "whitening": "safetensors", "spool": "tmp"}
 
 
@@ -217,8 +219,9 @@ class Generation:
         self.created: list[Path] = []
 
     def path(self, role: str) -> Path:
-        """A fresh path for this generation's file of `role` (vectors, documents, whitening or spool)."""
-        path = self.directory.path / f"{role}.{self.number}.{_SUFFIXES[role]}"
+        """A fresh path for this generation's file of `role` (vectors, vectors.<shard>, documents, whitening or
+        spool)."""
+        path = self.directory.path / f"{role}.{self.number}.{_SUFFIXES[role.partition('.')[0]]}"
         self.created.append(path)
         return path
 

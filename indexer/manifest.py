@@ -6,6 +6,10 @@ type, so a damaged or hand-edited manifest is one IndexerError naming the file, 
 KeyError somewhere else. The JSON is format 1 as written since the first release; the keys added later within
 it (count.tombstones, model.prompt, model.transforms, checksums, passages) are optional, so every format-1 index still
 opens. File names must be plain names inside the index directory: no path separators, no `.` or `..`.
+
+A sharded vector index (index.shards > 1, written only then) names one file per shard, roles `vectors.0` to
+`vectors.<shards - 1>`, in place of `vectors`; each has its size and checksum like any other file. A reader
+that predates shards refuses such a manifest (an unknown role) instead of searching part of the vectors.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from searchengine.indexer.errors import IndexerError
 
 FORMAT_VERSION = 1
 ROLES = ("vectors", "documents", "whitening")
-"""The files an index may name; vectors and documents it always has."""
+"""The files an index may name; vectors and documents it always has (vectors as shards: `vector_roles`)."""
 _REBUILD = "rebuild the index from its corpus with `searchengine index`"
 
 
@@ -76,6 +80,13 @@ class VectorIndexSpec:
     type: str
     metric: str
     dimension: int
+    shards: int = 1
+    """FAISS indexes the vectors are split over (document id d in shard d % shards); 1: one unsharded file."""
+
+
+def vector_roles(shards: int) -> list[str]:
+    """The manifest roles of the vector files: `vectors` for one index, `vectors.0` ... for shards."""
+    return ["vectors"] if shards == 1 else [f"vectors.{shard}" for shard in range(shards)]
 
 
 @dataclass(frozen=True)
@@ -148,7 +159,12 @@ class Manifest:
             "format_version": self.format_version,
             "model": model,
             "whitening": None if whitening is None else {"k": whitening.k, "fit_count": whitening.fit_count},
-            "index": {"type": self.index.type, "metric": self.index.metric, "dimension": self.index.dimension},
+            "index": {
+                "type": self.index.type,
+                "metric": self.index.metric,
+                "dimension": self.index.dimension,
+                **({"shards": self.index.shards} if self.index.shards > 1 else {}),
+            },
             "count": {
                 "vectors": self.count.vectors,
                 "documents": self.count.documents,
@@ -191,7 +207,8 @@ class Manifest:
             )
         whitening = top.object("whitening", optional=True)
         passages = top.object("passages", optional=True)
-        files = _files(top)
+        index = _vector_index_spec(top.object("index"))
+        files = _files(top, index.shards)
         if (whitening is None) == ("whitening" in files):
             top.fail("whitening", "and files.whitening disagree: an index has both or neither")
         return cls(
@@ -199,7 +216,7 @@ class Manifest:
             whitening=None
             if whitening is None
             else WhiteningFit(k=whitening.integer("k", minimum=1), fit_count=whitening.integer("fit_count")),
-            index=_vector_index_spec(top.object("index")),
+            index=index,
             count=_counts(top.object("count")),
             created_at=top.string("created_at"),
             updated_at=top.string("updated_at"),
@@ -251,7 +268,10 @@ def _model_identity(model: _Object) -> ModelIdentity:
 
 def _vector_index_spec(index: _Object) -> VectorIndexSpec:
     return VectorIndexSpec(
-        type=index.string("type"), metric=index.string("metric"), dimension=index.integer("dimension", minimum=1)
+        type=index.string("type"),
+        metric=index.string("metric"),
+        dimension=index.integer("dimension", minimum=1),
+        shards=index.integer("shards", minimum=1, optional=True) or 1,
     )
 
 
@@ -263,19 +283,21 @@ def _counts(count: _Object) -> Counts:
     )
 
 
-def _files(top: _Object) -> dict[str, StoredFile]:
+def _files(top: _Object, shards: int) -> dict[str, StoredFile]:
     names = top.object("files").mapping(str, "a file name")
     sizes = top.object("sizes").mapping(int, "a size in bytes")
     checksums_object = top.object("checksums", optional=True)
     checksums = {} if checksums_object is None else checksums_object.mapping(str, "'sha256:' and a hex digest")
+    vectors = vector_roles(shards)
+    allowed = [*vectors, *ROLES[1:]]
     for role, name in names.items():
-        if role not in ROLES:
-            top.fail(f"files.{role}", f"is not a file an index has (those are {', '.join(ROLES)})", name)
+        if role not in allowed:
+            top.fail(f"files.{role}", f"is not a file an index has (those are {', '.join(allowed)})", name)
         if not is_plain_name(name):
             top.fail(f"files.{role}", "should be a file name in the index directory (no '/', '.' or '..')", name)
         if role not in sizes:
             top.fail(f"sizes.{role}", "is missing")
-    for role in ("vectors", "documents"):
+    for role in (*vectors, "documents"):
         if role not in names:
             top.fail(f"files.{role}", "is missing")
     for role, checksum in checksums.items():

@@ -18,9 +18,10 @@ from searchengine.indexer.manifest import (
     PassageSplitting,
     VectorIndexSpec,
     WhiteningFit,
+    vector_roles,
 )
+from searchengine.indexer.shards import Vectors, load_vectors, save_vectors, shard_count
 from searchengine.indexer.store import DocumentStore
-from searchengine.indexer.vector_index import VectorIndex
 from searchengine.indexer.whitening import Whitening
 
 
@@ -29,7 +30,7 @@ class IndexRewrite:
     """A writable copy of the current index, inside `rewriting()`: change it, and it is committed whole."""
 
     store: DocumentStore
-    vectors: VectorIndex
+    vectors: Vectors
     whitening: Whitening | None
     manifest: Manifest
     """The manifest of the index being rewritten."""
@@ -50,7 +51,7 @@ def rewriting(directory: IndexDirectory, versions: dict[str, str] | None = None)
         whitening_path = directory.file(previous, "whitening")
         rewrite = IndexRewrite(
             store=DocumentStore(store_path, writable=True),
-            vectors=VectorIndex.load(directory.file(previous, "vectors"), previous.index.type),
+            vectors=load_vectors(directory, previous),
             whitening=Whitening.load(whitening_path) if whitening_path else None,
             manifest=previous,
         )
@@ -73,7 +74,7 @@ def rewriting(directory: IndexDirectory, versions: dict[str, str] | None = None)
         )
 
 
-def upgrade_store(store: DocumentStore, vectors: VectorIndex) -> int:
+def upgrade_store(store: DocumentStore, vectors: Vectors) -> int:
     """Rewrite a store older versions wrote (identical texts merged into one row) into one row per document,
     adding each new row's vector (a copy of the row it was merged into). Returns how many rows were added."""
     copies = store.upgrade()
@@ -87,7 +88,7 @@ def commit_generation(
     generation: Generation,
     directory: IndexDirectory,
     store: DocumentStore,
-    vectors: VectorIndex,
+    vectors: Vectors,
     whitening: Whitening | None,
     model: ModelIdentity,
     versions: dict[str, str],
@@ -96,10 +97,10 @@ def commit_generation(
 ) -> None:
     """Save the vectors (and a new whitening) into `generation` and commit it with its manifest, which records
     how documents are split into `passages` (None: not split)."""
-    vectors_path = generation.path("vectors")
-    vectors.save(vectors_path)
+    vector_paths = save_vectors(vectors, generation)
     if previous is not None:  # a rewritten file keeps the permissions of the one it replaces
-        shutil.copymode(directory.file(previous, "vectors"), vectors_path)
+        for path in vector_paths.values():
+            shutil.copymode(directory.file(previous, vector_roles(previous.index.shards)[0]), path)
     if previous is not None:
         whitening_path = directory.file(previous, "whitening")
     elif whitening is not None:
@@ -111,7 +112,9 @@ def commit_generation(
     manifest = Manifest(
         model=model,
         whitening=None if whitening is None else WhiteningFit(k=whitening.k, fit_count=whitening.fit_count),
-        index=VectorIndexSpec(type=vectors.factory, metric="inner_product", dimension=vectors.dimension),
+        index=VectorIndexSpec(
+            type=vectors.factory, metric="inner_product", dimension=vectors.dimension, shards=shard_count(vectors)
+        ),
         count=Counts(vectors=store.vector_count(), documents=store.count(), tombstones=len(store.tombstones())),
         created_at=previous.created_at if previous else now,
         updated_at=now,
@@ -119,4 +122,4 @@ def commit_generation(
         passages=passages,
     )
     store.close()
-    generation.commit(manifest, {"vectors": vectors_path, "documents": store.path, "whitening": whitening_path})
+    generation.commit(manifest, {**vector_paths, "documents": store.path, "whitening": whitening_path})

@@ -170,14 +170,7 @@ class VectorIndex:
 
     def stored_matrix(self) -> tuple[np.ndarray, np.ndarray]:
         """Every (id, vector) as two arrays, filled batch by batch into one preallocated matrix."""
-        ids = np.empty(self.count, dtype=np.int64)
-        matrix = np.empty((self.count, self.dimension), dtype=np.float32)
-        start = 0
-        for batch_ids, batch in self.stored_vectors():
-            ids[start : start + len(batch_ids)] = batch_ids
-            matrix[start : start + len(batch_ids)] = batch
-            start += len(batch_ids)
-        return ids, matrix
+        return collect_matrix(self.count, self.dimension, self.stored_vectors())
 
     def save(self, path: Path) -> None:
         faiss.write_index(_on_cpu(self.index), str(path))
@@ -190,6 +183,20 @@ class VectorIndex:
         except RuntimeError:
             raise IndexerError(f"vector index file {path} is corrupt or truncated; rebuild the index") from None
         return cls(_on_gpu_when_present(index), factory)
+
+
+def collect_matrix(
+    count: int, dimension: int, batches: Iterator[tuple[np.ndarray, np.ndarray]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """`count` (id, vector) pairs from batches, as two arrays filled into preallocated memory."""
+    ids = np.empty(count, dtype=np.int64)
+    matrix = np.empty((count, dimension), dtype=np.float32)
+    start = 0
+    for batch_ids, batch in batches:
+        ids[start : start + len(batch_ids)] = batch_ids
+        matrix[start : start + len(batch_ids)] = batch
+        start += len(batch_ids)
+    return ids, matrix
 
 
 def _selector(allowed: np.ndarray | None, excluded: np.ndarray | None) -> faiss.IDSelector | None:

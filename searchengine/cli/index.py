@@ -73,6 +73,27 @@ def index(
     backend: Backend = BackendOption,
     threads: int | None = ThreadsOption,
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
+    shards: int | None = typer.Option(
+        None,
+        "--shards",
+        min=1,
+        help="Split the vectors over this many FAISS indexes, searched together [default: 1, or one per Ray "
+        "worker with --ray].",
+    ),
+    ray: str | None = typer.Option(
+        None,
+        "--ray",
+        metavar="ADDRESS",
+        help="Embed on a Ray cluster: HOST:PORT of its head (run this on one of its nodes), auto (the cluster "
+        "`ray start` runs here, or $RAY_ADDRESS) or local (a Ray of its own on this machine). CORPUS (a file or a "
+        "directory of corpus files) must be at the same path on every node. Needs pip install 'searchengine[ray]'.",
+    ),
+    ray_workers: int | None = typer.Option(
+        None,
+        "--ray-workers",
+        min=1,
+        help="With --ray: encoder workers, one model each [default: one per --threads CPUs of the cluster].",
+    ),
 ) -> None:
     """Embed every document of CORPUS and save a searchable index.
 
@@ -92,14 +113,19 @@ def index(
       searchengine index long-reports.jsonl --passages   (search all of each long document)
 
       cat more.txt | searchengine index - --append
+
+      searchengine index corpus-shards/ --ray head-node:6379
     """
     from searchengine.encoding.encoder import Encoder, EncoderSpeed
+    from searchengine.engine.ray_embedding import RaySettings
     from searchengine.engine.search_engine import SearchEngine, default_index_dir
 
     target = index_dir or default_index_dir()
     fmt = True if jsonl else None
     speed = EncoderSpeed(precision, backend, threads)
     with user_errors(target):
+        if ray_workers is not None and ray is None:
+            raise SearchEngineError("--ray-workers says how many Ray workers embed; add --ray ADDRESS to use Ray")
         if append:
             if (
                 index_type
@@ -113,6 +139,11 @@ def index(
                 raise SearchEngineError(
                     "--append adds to an index with the settings it was built with; drop --index, --pooling, "
                     "--template, --denoise, --whiten-k, --whiten-fit and --passages/--no-passages"
+                )
+            if ray is not None or shards is not None:
+                raise SearchEngineError(
+                    "--append embeds here, into the shards the index has; --ray and --shards are for building an "
+                    "index: drop them"
                 )
             engine = SearchEngine.open(target, model=model, speed=speed)
             report = engine.add(
@@ -136,6 +167,8 @@ def index(
                 title_field=title_field,
                 passages=PASSAGES_BY_DEFAULT if passages is None else passages,
                 progress=not quiet,
+                shards=shards,
+                ray=None if ray is None else RaySettings(ray, ray_workers, threads or 1),
             )
             report = engine.last_report
         if quiet:
@@ -206,6 +239,9 @@ def add(
         backend=backend,
         threads=threads,
         quiet=quiet,
+        shards=None,
+        ray=None,
+        ray_workers=None,
     )
 
 

@@ -57,7 +57,8 @@ def info(
                 if whitening
                 else "none"
             ),
-            "index type": f"{manifest.index.type} (FAISS, inner product)",
+            "index type": f"{manifest.index.type} (FAISS, inner product)"
+            + (f", in {manifest.index.shards} shards searched together" if manifest.index.shards > 1 else ""),
             "keyword index": (
                 "FTS5, BM25 with Porter stemming (keyword and hybrid search)"
                 if keyword_index

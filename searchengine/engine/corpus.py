@@ -78,6 +78,23 @@ def read_corpus(source: str | Path, jsonl: bool | None = None, fields: JsonField
             yield from _read_lines(handle, name, jsonl, fields)
 
 
+CORPUS_SUFFIXES = (".txt", ".jsonl", ".txt.gz", ".jsonl.gz")
+
+
+def corpus_files(source: str | Path) -> list[Path]:
+    """The files of a corpus: a file itself, or the corpus files of a directory (its shards: .txt and .jsonl,
+    gzipped or not), in name order."""
+    path = Path(source)
+    if not path.is_dir():
+        if not path.is_file():
+            raise SearchEngineError(f"corpus file {path} does not exist")
+        return [path]
+    files = sorted(entry for entry in path.iterdir() if entry.is_file() and entry.name.endswith(CORPUS_SUFFIXES))
+    if not files:
+        raise SearchEngineError(f"{path} holds no corpus files ({', '.join(CORPUS_SUFFIXES)})")
+    return files
+
+
 def _read_lines(handle: BinaryIO, name: str, jsonl: bool, fields: JsonFields) -> Iterator[Document]:
     for number, raw in enumerate(handle, start=1):
         if b"\x00" in raw:

@@ -18,8 +18,9 @@ from searchengine.errors import SearchEngineError
 from searchengine.indexer.index_directory import IndexDirectory
 from searchengine.indexer.manifest import ModelIdentity, PassageSplitting, PromptRecord
 from searchengine.indexer.rewrite import commit_generation, rewriting
+from searchengine.indexer.shards import Vectors, create_vectors, empty_like
 from searchengine.indexer.store import Document, DocumentStore
-from searchengine.indexer.vector_index import VectorIndex, default_factory
+from searchengine.indexer.vector_index import default_factory
 from searchengine.indexer.whitening import CovarianceAccumulator, Whitening
 
 if TYPE_CHECKING:  # the encoder (torch, transformers) is imported only by what encodes
@@ -66,29 +67,51 @@ class IndexingReport:
 
 
 @dataclass(frozen=True)
+class Chunk:
+    """Documents read, stored and embedded together (at most CHUNK of them)."""
+
+    documents: list[Document]
+    vectors: np.ndarray | None = None
+    """The encoder's output for every document when it was computed elsewhere (Ray workers:
+    searchengine.engine.ray_embedding); None: the encoder here embeds the documents the store adds."""
+    truncated: int = 0
+    """Texts of these documents that the encoder elsewhere cut to the model's limit."""
+
+
+def document_chunks(documents: Iterable[Document]) -> Iterator[Chunk]:
+    """`documents` in chunks, to be embedded here."""
+    iterator = iter(documents)
+    while chunk := list(islice(iterator, CHUNK)):
+        yield Chunk(chunk)
+
+
+@dataclass(frozen=True)
 class IndexSettings:
     """What a new index is built with."""
 
     index_type: str | None = None
     whiten_k: int | None = None
-    whiten_fit: Iterable[Document] | None = None
+    whiten_fit: Iterable[Chunk] | None = None
     """Documents to fit whitening on instead of the corpus."""
     passages: bool = PASSAGES_BY_DEFAULT
     """Split documents longer than the model's limit into passages, each its own vector (else embed their start)."""
     passage_overlap: int | None = None
     """Tokens consecutive passages share (None: searchengine.encoding.passages.default_overlap)."""
+    shards: int = 1
+    """FAISS indexes to split the vectors over (searchengine.indexer.shards); 1: one index."""
 
 
 def build_index(
     directory: IndexDirectory,
-    documents: Iterable[Document],
+    chunks: Iterable[Chunk],
     encoder: Encoder,
     settings: IndexSettings,
     total: int | None = None,
     progress: bool = False,
     allow_empty: bool = False,
 ) -> IndexingReport:
-    """Replace whatever `directory` holds with an index of `documents`; the old index stays until commit.
+    """Replace whatever `directory` holds with an index of the documents of `chunks`; the old index stays until
+    commit. `encoder` embeds the chunks that come without vectors, and names the model in the manifest.
 
     `allow_empty` lets an empty corpus make an empty index (to `add` to later); such an index cannot be one
     that needs fitting or training, since there is nothing to fit on.
@@ -111,7 +134,7 @@ def build_index(
             whitening = _fit_whitening(settings.whiten_fit, encoder, settings.whiten_k, progress)
         report.index_type = settings.index_type or default_factory(total)
         report.index_type_chosen = settings.index_type is None
-        vectors = VectorIndex.create(report.index_type, settings.whiten_k or encoder.dimension)
+        vectors = create_vectors(report.index_type, settings.whiten_k or encoder.dimension, settings.shards)
         needs_fit = settings.whiten_k is not None and whitening is None
         if allow_empty and (needs_fit or vectors.needs_training):
             raise SearchEngineError(
@@ -124,7 +147,7 @@ def build_index(
                 store,
                 vectors,
                 encoder,
-                documents,
+                chunks,
                 settings.whiten_k if needs_fit else None,
                 whitening,
                 passages,
@@ -133,10 +156,10 @@ def build_index(
                 progress,
             )
         else:
-            _stream_and_add(store, vectors, encoder, documents, whitening, passages, report, total, progress)
+            _stream_and_add(store, vectors, encoder, chunks, whitening, passages, report, total, progress)
         if report.documents == 0 and not allow_empty:
             raise SearchEngineError(NO_TEXT)
-        report.truncated = encoder.truncated - truncated_before
+        report.truncated += encoder.truncated - truncated_before
         commit_generation(
             generation,
             directory,
@@ -172,7 +195,7 @@ def append_to_index(
             rewrite.store,
             rewrite.vectors,
             encoder,
-            documents,
+            document_chunks(documents),
             rewrite.whitening,
             rewrite.manifest.passages,
             report,
@@ -184,12 +207,6 @@ def append_to_index(
         report.truncated = encoder.truncated - truncated_before
     report.seconds = time.perf_counter() - started
     return report
-
-
-def _chunks(documents: Iterable[Document]) -> Iterator[list[Document]]:
-    iterator = iter(documents)
-    while chunk := list(islice(iterator, CHUNK)):
-        yield chunk
 
 
 def _progress(total: int | None, enabled: bool, description: str) -> tqdm:
@@ -205,21 +222,34 @@ def _progress(total: int | None, enabled: bool, description: str) -> tqdm:
 def _store_and_encode(
     store: DocumentStore,
     encoder: Encoder,
-    chunk: list[Document],
+    chunk: Chunk,
     passages: PassageSplitting | None,
     report: IndexingReport,
 ) -> tuple[np.ndarray, np.ndarray, list[int], np.ndarray]:
-    """Store a chunk and embed its new documents (split into passages when `passages` says how), each distinct
-    text once. Returns the new vector ids, their vectors, the vector ids upserts removed, and which new vectors
-    hold a text no earlier document has (what whitening is fitted on, so a repeated text does not weigh more)."""
-    change = store.add(chunk)
-    report.documents += len(chunk)
+    """Store a chunk and take the vectors of its new documents: those it came with (embedded elsewhere, one per
+    document), or embedded here (split into passages when `passages` says how), each distinct text once. Returns
+    the new vector ids, their vectors, the vector ids upserts removed, and which new vectors hold a text no earlier
+    document has (what whitening is fitted on, so a repeated text does not weigh more)."""
+    change = store.add(chunk.documents)
+    report.documents += len(chunk.documents)
     report.added += len(change.ids)
     report.repeats += sum(change.repeated)
     report.replaced += len(change.removed)
     report.updated += change.updated
+    report.truncated += chunk.truncated
+    if chunk.vectors is not None:
+        report.vectors += len(change.ids)
+        embeddings = chunk.vectors[np.asarray(change.positions, dtype=np.int64)]
+        first_seen = ~np.asarray(change.repeated, dtype=bool)
+        return np.asarray(change.ids, dtype=np.int64), embeddings, change.removed_vectors, first_seen
     ids, texts, first_seen = _passages(
-        store, encoder, change.ids, [chunk[p].text for p in change.positions], change.repeated, passages, report
+        store,
+        encoder,
+        change.ids,
+        [chunk.documents[p].text for p in change.positions],
+        change.repeated,
+        passages,
+        report,
     )
     distinct: dict[str, int] = {}
     rows = [distinct.setdefault(text, len(distinct)) for text in texts]
@@ -257,7 +287,7 @@ def _passages(
     return np.asarray(out_ids, dtype=np.int64), out_texts, np.asarray(out_first, dtype=bool)
 
 
-def drop_vectors(store: DocumentStore, vectors: VectorIndex, ids: list[int] | np.ndarray) -> None:
+def drop_vectors(store: DocumentStore, vectors: Vectors, ids: list[int] | np.ndarray) -> None:
     """Remove deleted documents' vectors, or tombstone them where the index type cannot remove in place."""
     if len(ids) and not vectors.remove(np.asarray(ids, dtype=np.int64)):
         store.add_tombstones(ids)
@@ -265,9 +295,9 @@ def drop_vectors(store: DocumentStore, vectors: VectorIndex, ids: list[int] | np
 
 def _stream_and_add(
     store: DocumentStore,
-    vectors: VectorIndex,
+    vectors: Vectors,
     encoder: Encoder,
-    documents: Iterable[Document],
+    chunks: Iterable[Chunk],
     whitening: Whitening | None,
     passages: PassageSplitting | None,
     report: IndexingReport,
@@ -275,20 +305,20 @@ def _stream_and_add(
     progress: bool,
 ) -> None:
     with _progress(total, progress, "Indexing") as bar:
-        for chunk in _chunks(documents):
+        for chunk in chunks:
             ids, embeddings, removed, _ = _store_and_encode(store, encoder, chunk, passages, report)
             drop_vectors(store, vectors, removed)
             if len(ids):
                 vectors.add(to_index_vectors(embeddings, whitening), ids)
-            bar.update(len(chunk))
+            bar.update(len(chunk.documents))
 
 
 def _spool_and_add(
     generation: Generation,
     store: DocumentStore,
-    vectors: VectorIndex,
+    vectors: Vectors,
     encoder: Encoder,
-    documents: Iterable[Document],
+    chunks: Iterable[Chunk],
     fit_k: int | None,
     whitening: Whitening | None,
     passages: PassageSplitting | None,
@@ -306,14 +336,14 @@ def _spool_and_add(
     removed: set[int] = set()
     try:
         with spool_path.open("wb") as spool, _progress(total, progress, "Embedding") as bar:
-            for chunk in _chunks(documents):
+            for chunk in chunks:
                 ids, embeddings, removed_now, first_seen = _store_and_encode(store, encoder, chunk, passages, report)
                 removed.update(removed_now)
                 if statistics is not None:
                     statistics.update(embeddings[first_seen])
                 spool.write(np.ascontiguousarray(embeddings, dtype=np.float32).tobytes())
                 all_ids.append(ids)
-                bar.update(len(chunk))
+                bar.update(len(chunk.documents))
         if report.added == 0:
             return whitening
         if statistics is not None:
@@ -335,15 +365,18 @@ def _spool_and_add(
         spool_path.unlink(missing_ok=True)
 
 
-def _fit_whitening(documents: Iterable[Document], encoder: Encoder, k: int, progress: bool) -> Whitening:
+def _fit_whitening(chunks: Iterable[Chunk], encoder: Encoder, k: int, progress: bool) -> Whitening:
     statistics = CovarianceAccumulator(encoder.dimension)
     seen: set[str] = set()
     with _progress(None, progress, "Fitting whitening") as bar:
-        for chunk in _chunks(documents):
-            fresh = [document.text for document in chunk if document.content_hash not in seen]
-            seen.update(document.content_hash for document in chunk)
-            statistics.update(encoder.encode(fresh))
-            bar.update(len(chunk))
+        for chunk in chunks:
+            fresh = [row for row, document in enumerate(chunk.documents) if document.content_hash not in seen]
+            seen.update(document.content_hash for document in chunk.documents)
+            if chunk.vectors is None:
+                statistics.update(encoder.encode([chunk.documents[row].text for row in fresh]))
+            else:
+                statistics.update(chunk.vectors[np.asarray(fresh, dtype=np.int64)])
+            bar.update(len(chunk.documents))
     return Whitening.fit(statistics, k)
 
 
@@ -394,7 +427,7 @@ def compact_index(directory: IndexDirectory) -> int:
             return 0
         old = rewrite.vectors
         live = np.setdiff1d(old.ids(), dropped)
-        fresh = VectorIndex.create(old.factory, old.dimension)
+        fresh = empty_like(old)
         if fresh.needs_training:
             sample = np.random.default_rng(0).permutation(live)[:TRAINING_SAMPLE]
             fresh.train(old.reconstruct(np.sort(sample)))

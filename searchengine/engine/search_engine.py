@@ -17,27 +17,31 @@ from searchengine.analysis.clustering import Cluster, Clustering, cluster_index,
 from searchengine.analysis.mining_request import MiningMethod
 from searchengine.analysis.paraphrase_mining import Pair, dedupe_index, mine_documents, with_texts
 from searchengine.encoding.passages import PASSAGES_BY_DEFAULT
-from searchengine.engine.corpus import STDIN, JsonFields, read_corpus
+from searchengine.engine.corpus import STDIN, JsonFields, corpus_files, read_corpus
 from searchengine.engine.embedding import to_index_vectors
 from searchengine.engine.filters import Filters, conditions_of
 from searchengine.engine.fusion import Fusion
 from searchengine.engine.hybrid import hybrid_rankings, keyword_rankings
 from searchengine.engine.indexing import (
+    NO_TEXT,
     IndexingReport,
     IndexSettings,
     append_to_index,
     build_index,
     compact_index,
     delete_from_index,
+    document_chunks,
 )
 from searchengine.engine.modes import DEFAULT_FUSION, DEFAULT_MODE, SEARCH_MODES, SearchMode
+from searchengine.engine.ray_embedding import RaySettings, ray_embedder
 from searchengine.engine.search import Hit, hits_of, nearest_documents, one_thread, rerank_hits
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.index_directory import IndexDirectory
 from searchengine.indexer.manifest import Manifest, ModelIdentity, PassageSplitting, PromptRecord
+from searchengine.indexer.shards import Vectors, load_vectors
 from searchengine.indexer.store import ClusteringRecord, Document, DocumentStore
-from searchengine.indexer.vector_index import VectorIndex, check_trainable
+from searchengine.indexer.vector_index import check_trainable
 from searchengine.indexer.whitening import Whitening
 
 if TYPE_CHECKING:  # the encoders (torch, transformers) are imported only when something encodes
@@ -92,6 +96,8 @@ class IndexInfo:
     """Whether the index can search by keyword (keyword and hybrid modes); `compact()` adds it to older indexes."""
     passages: PassageSplitting | None = None
     """How documents longer than the model's limit are split into passages (None: embedded from their start)."""
+    shards: int = 1
+    """FAISS indexes the vectors are split over (searchengine.indexer.shards)."""
 
 
 def _prompt_difference(built: PromptRecord | None, given: PromptConfig | None) -> str:
@@ -183,7 +189,7 @@ class SearchEngine:
         """What the index holds, as of the last load (open, and after each change made through this engine)."""
         self.last_report: IndexingReport | None = None
         """What the last build or add did."""
-        self._vectors: VectorIndex | None = None
+        self._vectors: Vectors | None = None
         self._store: DocumentStore | None = None
         self._whitening: Whitening | None = None
         self._cross_encoders: dict[str, CrossEncoder] = {}
@@ -240,6 +246,8 @@ class SearchEngine:
         passages: bool = PASSAGES_BY_DEFAULT,
         passage_overlap: int | None = None,
         progress: bool = False,
+        shards: int | None = None,
+        ray: RaySettings | None = None,
     ) -> SearchEngine:
         """Index `corpus` into `path`, replacing any index there only once the new one is complete.
 
@@ -256,7 +264,11 @@ class SearchEngine:
         passages: split a document longer than the model's limit into passages, each its own vector, sharing up
         to `passage_overlap` tokens with the next (default 32, at most a quarter of the model's limit); a search
         returns the document, scored by its best passage. False embeds such a document from its beginning. Later
-        additions follow the index's setting.
+        additions follow the index's setting. Not with `ray`, whose workers embed whole documents.
+        shards: split the vectors over this many FAISS indexes, searched together (searchengine.indexer.shards);
+        default 1, or with `ray` one per encoder worker.
+        ray: embed on a Ray cluster (searchengine.engine.ray_embedding); `corpus` (and `whiten_fit`) must then be
+        a file or a directory of corpus files that every node reads at the same path.
         """
         if encoder is None:
             from searchengine.encoding.encoder import Encoder, EncoderSpeed
@@ -264,25 +276,37 @@ class SearchEngine:
             encoder = Encoder(model, pooling, batch_size=batch_size, **(speed or EncoderSpeed()).options())
         target = Path(path) if path is not None else default_index_dir()
         fields = JsonFields(text_field, title_field, id_field)
-        settings = IndexSettings(
-            index_type=index,
-            whiten_k=whiten_k,
-            whiten_fit=None
-            if whiten_fit is None
-            else _documents(whiten_fit, jsonl, JsonFields(text_field, title_field)),
-            passages=passages,
-            passage_overlap=passage_overlap,
-        )
-        count = _count(corpus, jsonl, fields)
         if whiten_k is not None and not 1 <= whiten_k <= encoder.dimension:
             raise SearchEngineError(
                 f"whitening k must be between 1 and the embedding dimension {encoder.dimension}, not {whiten_k}"
             )
-        if index is not None and count is not None and whiten_fit is None:
-            check_trainable(index, count)
-        report = build_index(
-            IndexDirectory(target), _documents(corpus, jsonl, fields), encoder, settings, count, progress
-        )
+        if shards is not None and shards < 1:
+            raise SearchEngineError(f"shards must be at least 1, not {shards}")
+        if ray is not None and passages:
+            raise SearchEngineError(
+                "passages are not split with Ray, whose workers embed whole documents: build without --ray to split "
+                "long documents, or drop --passages"
+            )
+        if ray is not None:
+            report = _build_with_ray(
+                target, corpus, encoder, index, whiten_k, whiten_fit, jsonl, fields, shards, ray, progress
+            )
+        else:
+            settings = IndexSettings(
+                index_type=index,
+                whiten_k=whiten_k,
+                whiten_fit=None
+                if whiten_fit is None
+                else document_chunks(_documents(whiten_fit, jsonl, JsonFields(text_field, title_field))),
+                passages=passages,
+                passage_overlap=passage_overlap,
+                shards=shards or 1,
+            )
+            count = _count(corpus, jsonl, fields)
+            if index is not None and count is not None and whiten_fit is None:
+                check_trainable(index, count)
+            chunks = document_chunks(_documents(corpus, jsonl, fields))
+            report = build_index(IndexDirectory(target), chunks, encoder, settings, count, progress)
         engine = cls(target, encoder)
         engine.last_report = report
         return engine
@@ -393,10 +417,10 @@ class SearchEngine:
         self._load()
         return True
 
-    def _open_files(self, manifest: Manifest) -> tuple[Manifest, VectorIndex, DocumentStore, Whitening | None]:
+    def _open_files(self, manifest: Manifest) -> tuple[Manifest, Vectors, DocumentStore, Whitening | None]:
         whitening_path = self.directory.file(manifest, "whitening")
         whitening = Whitening.load(whitening_path) if whitening_path else None
-        vectors = VectorIndex.load(self.directory.file(manifest, "vectors"), manifest.index.type)
+        vectors = load_vectors(self.directory, manifest)
         return manifest, vectors, DocumentStore(self.directory.file(manifest, "documents")), whitening
 
     def __len__(self) -> int:
@@ -661,6 +685,7 @@ class SearchEngine:
             repeats=self._store.repeats(),
             keyword_index=self._keyword_index,
             passages=manifest.passages,
+            shards=manifest.index.shards,
         )
 
     def close(self) -> None:
@@ -675,7 +700,7 @@ class SearchEngine:
         self.close()
 
 
-def _check_dimensions(path: Path, manifest: Manifest, vectors: VectorIndex, whitening: Whitening | None) -> None:
+def _check_dimensions(path: Path, manifest: Manifest, vectors: Vectors, whitening: Whitening | None) -> None:
     """Refuse files whose shapes disagree with the manifest before FAISS or numpy meets them mid-query."""
     expected = manifest.index.dimension
     if vectors.dimension != expected:
@@ -688,6 +713,48 @@ def _check_dimensions(path: Path, manifest: Manifest, vectors: VectorIndex, whit
         raise IndexerError(
             f"index {path}: the whitening maps {rows} to {columns} dimensions but the model has "
             f"{manifest.model.dimension} and the index {expected}; rebuild the index"
+        )
+
+
+def _build_with_ray(
+    target: Path,
+    corpus: Corpus,
+    encoder: Encoder,
+    index: str | None,
+    whiten_k: int | None,
+    whiten_fit: Corpus | None,
+    jsonl: bool | None,
+    fields: JsonFields,
+    shards: int | None,
+    ray: RaySettings,
+    progress: bool,
+) -> IndexingReport:
+    """SearchEngine.build with the corpus embedded on a Ray cluster; the corpus is read (and checked) here first,
+    so bad input fails before the cluster starts any work. Documents are embedded whole (no passages)."""
+    for source in (corpus, whiten_fit):
+        if source is not None and (not isinstance(source, (str, Path)) or str(source) == STDIN):
+            raise SearchEngineError(
+                "Ray workers read the corpus from files: give a file or a directory of corpus files every node can "
+                "read at the same path, not standard input or a list of texts"
+            )
+    files = corpus_files(corpus)
+    count = sum(1 for file in files for _ in read_corpus(file, jsonl, fields))
+    if count == 0:
+        raise SearchEngineError(NO_TEXT)
+    if index is not None and whiten_fit is None:
+        check_trainable(index, count)
+    with ray_embedder(ray, encoder) as embedder:
+        settings = IndexSettings(
+            index_type=index,
+            whiten_k=whiten_k,
+            whiten_fit=None
+            if whiten_fit is None
+            else embedder.chunks(corpus_files(whiten_fit), jsonl, JsonFields(fields.text, fields.title)),
+            passages=False,
+            shards=shards or embedder.workers,
+        )
+        return build_index(
+            IndexDirectory(target), embedder.chunks(files, jsonl, fields), encoder, settings, count, progress
         )
 
 

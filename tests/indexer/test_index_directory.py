@@ -522,3 +522,17 @@ def test_a_manifest_without_checksums_still_opens_and_the_next_commit_records_th
     assert all(stored.checksum is None for stored in index.read_manifest().files.values())
     assert [(check.has_checksum, check.problem) for check in index.verify()] == [(False, None), (False, None)]
     assert all(stored.checksum for stored in _commit(index, {"vectors": b"2", "documents": b"3"}).files.values())
+
+
+def test_shard_files_are_generation_files_removed_once_replaced(index: IndexDirectory) -> None:
+    shards = {"vectors.0": b"0", "vectors.1": b"1", "documents": b"D"}
+    with index.writing() as generation:
+        paths = {role: generation.path(role) for role in shards}
+        for role, path in paths.items():
+            path.write_bytes(shards[role])
+        sharded = Manifest(**{**_manifest().__dict__, "index": VectorIndexSpec("Flat", "inner_product", 32, 2)})
+        generation.commit(sharded, paths)
+    shard = index.file(index.read_manifest(), "vectors.1")
+    assert shard.name.startswith("vectors.1.") and shard.suffix == ".faiss"
+    second = _commit(index, {"vectors": b"V", "documents": b"d"}, updated_at=SECOND)
+    assert _names(index.path) - {LOCK} == _file_names(second) | {MANIFEST}

@@ -18,6 +18,7 @@ from searchengine.indexer.manifest import (
     VectorIndexSpec,
     WhiteningFit,
     named_files,
+    vector_roles,
 )
 
 WRITTEN_BEFORE_TYPING = {
@@ -269,3 +270,49 @@ def test_named_files_needs_only_the_files(tmp_path: Path) -> None:
     path.write_text('{"files": ["a list"]}', encoding="utf-8")
     with pytest.raises(IndexerError, match="corrupt"):
         named_files(path)
+
+
+SHARDED = {
+    **FIRST_RELEASE,
+    "index": {"type": "Flat", "metric": "inner_product", "dimension": 384, "shards": 2},
+    "files": {"vectors.0": "vectors.0.1.faiss", "vectors.1": "vectors.1.1.faiss", "documents": "documents.1.db"},
+    "sizes": {"vectors.0": 772045, "vectors.1": 772045, "documents": 253952},
+}
+"""A vector index in two shards: one file per shard, roles vectors.0 and vectors.1."""
+
+
+def test_a_sharded_index_names_one_file_per_shard() -> None:
+    manifest = _parse(SHARDED)
+    assert manifest.index.shards == 2
+    assert vector_roles(2) == ["vectors.0", "vectors.1"] and vector_roles(1) == ["vectors"]
+    assert manifest.files["vectors.1"] == StoredFile("vectors.1.1.faiss", 772045)
+    assert manifest.size_on_disk == 2 * 772045 + 253952
+    assert Manifest.from_json(manifest.to_json(), PATH) == manifest
+    assert "shards" not in _parse(FIRST_RELEASE).as_json_dict()["index"]  # unsharded manifests are as before
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "problem"),
+    [
+        ("files.vectors.1", ..., "key 'files.vectors.1' is missing"),
+        ("files.vectors", "vectors.1.faiss", "key 'files.vectors' is not a file an index has (those are vectors.0"),
+        ("files.vectors.2", "vectors.2.1.faiss", "key 'files.vectors.2' is not a file an index has"),
+        ("index.shards", 0, "key 'index.shards' should be at least 1"),
+    ],
+)
+def test_shard_files_must_match_the_shard_count(key: str, value: object, problem: str) -> None:
+    data = copy.deepcopy(SHARDED)
+    role = key.removeprefix("files.")
+    if value is ...:
+        del data["files"][role], data["sizes"][role]
+    elif key.startswith("files."):
+        data["files"][role], data["sizes"][role] = value, 1
+    else:
+        data["index"]["shards"] = value
+    assert problem in _one_line_error(data)
+
+
+def test_an_unsharded_manifest_refuses_shard_files() -> None:
+    data = copy.deepcopy(FIRST_RELEASE)
+    data["files"]["vectors.0"], data["sizes"]["vectors.0"] = "vectors.0.1.faiss", 1
+    assert "key 'files.vectors.0' is not a file an index has" in _one_line_error(data)

@@ -469,3 +469,57 @@ def test_max_chars_default_agrees_between_help_and_readme() -> None:
     assert f"[default: {DEFAULT_SNIPPET_CHARS}]" in " ".join(run("query", "--help").output.replace("│", " ").split())
     readme = (Path(__file__).parents[3] / "README.md").read_text(encoding="utf-8")
     assert f"`--max-chars N` (default {DEFAULT_SNIPPET_CHARS})" in readme
+
+
+def test_index_in_shards_answers_as_one_index(tmp_path: Path, corpus: Path, index_dir: Path, tiny_model: Path) -> None:
+    sharded = tmp_path / "sharded"
+    assert run("index", corpus, "-d", sharded, "--model", tiny_model, "--shards", "3").exit_code == 0
+    assert "Flat (FAISS, inner product), in 3 shards searched together" in run("info", "-d", sharded).output
+    for query in ("reset my password", "snow and wind"):
+        one = json.loads(run("query", query, "-k", "5", "--json", "-d", index_dir).output)["hits"]
+        three = json.loads(run("query", query, "-k", "5", "--json", "-d", sharded).output)["hits"]
+        assert three == one
+
+
+def test_mining_and_clustering_read_every_shard(
+    tmp_path: Path, corpus: Path, index_dir: Path, tiny_model: Path
+) -> None:
+    sharded = tmp_path / "sharded"
+    assert run("index", corpus, "-d", sharded, "--model", tiny_model, "--shards", "2").exit_code == 0
+    for method in ("exact", "ann"):
+        command = ["mine", "--top", "5", "--method", method, "--json"]
+        pairs = [json.loads(run(*command, "-d", where).output)["pairs"] for where in (sharded, index_dir)]
+        assert pairs[0] == pairs[1]
+    clustered = json.loads(run("cluster", "--method", "kmeans", "--k", "3", "--json", "-d", sharded).output)
+    assert sorted(i for cluster in clustered["clusters"] for i in cluster["member_ids"]) == list(range(12))
+
+
+def test_ray_without_ray_installed_says_how_to_install_it(
+    tmp_path: Path, corpus: Path, tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "ray", None)  # what `import ray` meets where it is not installed
+    result = run("index", corpus, "-d", tmp_path / "i", "--model", tiny_model, "--ray", "local")
+    assert_one_line_error(result, "pip install 'searchengine[ray]'")
+    assert not (tmp_path / "i").exists()
+
+
+@pytest.mark.parametrize(
+    ("extra", "fragment"),
+    [
+        (["--ray-workers", "2"], "add --ray ADDRESS to use Ray"),
+        (["--append", "--ray", "local"], "drop them"),
+        (["--append", "--shards", "2"], "drop them"),
+    ],
+)
+def test_ray_options_out_of_place_are_one_error(index_dir: Path, corpus: Path, extra: list[str], fragment: str) -> None:
+    assert_one_line_error(run("index", corpus, "-d", index_dir, *extra), fragment)
+
+
+def test_ray_reads_files_not_standard_input(tmp_path: Path, tiny_model: Path) -> None:
+    result = run("index", "-", "-d", tmp_path / "i", "--model", tiny_model, "--ray", "local", input="some text\n")
+    assert_one_line_error(result, "Ray workers read the corpus from files")
+
+
+def test_ray_head_that_does_not_answer_is_one_error_not_a_wait(tmp_path: Path, corpus: Path, tiny_model: Path) -> None:
+    result = run("index", corpus, "-d", tmp_path / "i", "--model", tiny_model, "--ray", "127.0.0.1:1")
+    assert_one_line_error(result, "the Ray head at 127.0.0.1:1 does not answer", "ray start --head --port 1")

@@ -32,9 +32,15 @@ def _documents(count: int = 64) -> list[Document]:
     ]
 
 
-@pytest.fixture(params=["Flat", "HNSW32", "IVF4,Flat"])
+@pytest.fixture(
+    params=[("Flat", 1), ("HNSW32", 1), ("IVF4,Flat", 1), ("Flat", 3), ("HNSW32", 3)],
+    ids=["Flat", "HNSW32", "IVF4,Flat", "Flat-3-shards", "HNSW32-3-shards"],
+)
 def engine(request: pytest.FixtureRequest, tmp_path: Path, tiny_encoder: Encoder) -> SearchEngine:
-    return SearchEngine.build(_documents(), tmp_path / "idx", encoder=tiny_encoder, index=request.param)
+    """An index of each kind the update paths treat differently: removable in place or tombstoned, trained, and
+    split over shards (searchengine.indexer.shards)."""
+    index, shards = request.param
+    return SearchEngine.build(_documents(), tmp_path / "idx", encoder=tiny_encoder, index=index, shards=shards)
 
 
 def test_filtered_search_returns_k_matching_hits(engine: SearchEngine) -> None:

@@ -1,0 +1,253 @@
+"""Embed a corpus on a Ray cluster: a Ray Data pipeline reads the corpus files on the workers, a pool of encoder
+actors (one model each) embeds them, and the vectors stream back to this process (the driver), which writes the
+document store, the sharded vector index and the manifest exactly as an index built here (searchengine.engine
+.indexing). Ray is an optional dependency (`pip install 'searchengine[ray]'`), imported only here and only when
+used.
+
+The pipeline keeps the corpus order (Ray Data's preserve_order), so the driver stores the documents in the order
+a build in one process does: the same ids, the same upserts. Every node reads the corpus files at the same path
+(a shared file system) and has the same searchengine, model and Python packages installed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from searchengine.engine.corpus import JsonFields, read_corpus
+from searchengine.engine.indexing import CHUNK, Chunk
+from searchengine.errors import SearchEngineError
+from searchengine.indexer.store import Document
+
+if TYPE_CHECKING:
+    from searchengine.encoding.encoder import Encoder
+
+INSTALL = "embedding with Ray needs the ray package on this machine and every node: pip install 'searchengine[ray]'"
+CONNECT_SECONDS = 5.0
+"""How long the head of a cluster named by HOST:PORT may take to accept a connection."""
+WORKER_BATCH = 512
+"""Texts per call of an encoder actor: enough for its smart batching to pad little, small enough to spread a
+small corpus over the actors."""
+
+
+@dataclass(frozen=True)
+class RaySettings:
+    """Where and how a corpus is embedded with Ray (`searchengine index --ray`, SearchEngine.build(ray=...))."""
+
+    address: str | None = None
+    """The cluster: 'auto', 'HOST:6379' (a node of the cluster runs this process) or 'ray://HOST:10001'. None: the
+    one RAY_ADDRESS names or `ray start` runs on this machine, else a Ray started for this run alone."""
+    workers: int | None = None
+    """Encoder actors, one model each; None: one per `threads` CPUs of the cluster."""
+    threads: int = 1
+    """CPUs each actor reserves and encodes with."""
+    batch_size: int = WORKER_BATCH
+    """Texts per call of an actor."""
+
+
+def import_ray() -> ModuleType:
+    """The ray module with Ray Data, or one SearchEngineError saying how to install it."""
+    try:
+        import ray
+        import ray.data  # noqa: F401 (Ray Data is an extra of ray: check it is there too)
+    except ImportError:
+        raise SearchEngineError(INSTALL) from None
+    return ray
+
+
+class RayEmbedder:
+    """A connection to a Ray cluster that embeds corpus files there; made by `ray_embedder`."""
+
+    def __init__(self, ray: ModuleType, settings: RaySettings, encoder: Encoder, workers: int) -> None:
+        self.ray = ray
+        self.settings = settings
+        self.encoder = encoder
+        self.workers = workers
+        """Encoder actors each pipeline runs."""
+
+    def chunks(self, files: list[Path], jsonl: bool | None, fields: JsonFields = JsonFields()) -> Iterator[Chunk]:
+        """The documents of `files` in order, in chunks that carry their vectors (the encoder's output, before
+        any whitening: the driver whitens, with the one transform it fitted)."""
+        data = self.ray.data
+        context = data.DataContext.get_current()
+        before = (context.execution_options.preserve_order, context.enable_progress_bars)
+        context.execution_options.preserve_order = True
+        context.enable_progress_bars = False  # the driver's own progress bar counts the documents
+        try:
+            paths = data.from_items([{"path": str(path)} for path in files], override_num_blocks=len(files))
+            documents = paths.map_batches(
+                read_documents,
+                batch_size=1,
+                fn_kwargs={"jsonl": jsonl, "fields": fields},
+                num_cpus=0,  # reading is light; the CPUs are the encoders'
+                compute=data.TaskPoolStrategy(size=max(1, min(len(files), self.workers))),
+            )
+            embedded = documents.map_batches(
+                EncoderWorker,
+                batch_size=self.settings.batch_size,
+                fn_constructor_kwargs={"options": worker_options(self.encoder, self.settings.threads)},
+                num_cpus=self.settings.threads,
+                compute=data.ActorPoolStrategy(size=self.workers),
+            )
+            for batch in embedded.iter_batches(batch_size=CHUNK, batch_format="numpy", prefetch_batches=2):
+                origins = [json.loads(origin) for origin in batch["origin"]]
+                yield Chunk(
+                    [Document(str(text), **origin) for text, origin in zip(batch["text"], origins)],
+                    np.asarray(batch["vector"], dtype=np.float32),
+                    int(batch["truncated"].sum()),
+                )
+        except Exception as exc:
+            error = _our_error(exc)
+            if error is None:
+                raise
+            raise error from None  # a worker's own error (a missing file or model), without Ray's wrapping
+        finally:
+            context.execution_options.preserve_order, context.enable_progress_bars = before
+
+
+@contextmanager
+def ray_embedder(settings: RaySettings, encoder: Encoder) -> Iterator[RayEmbedder]:
+    """Connect to the cluster `settings` names (or use the connection this process already has, which is left
+    open) and yield an embedder for `encoder`'s model; disconnects on leaving if it connected."""
+    ray = import_ray()
+    connected_here = not ray.is_initialized()
+    if connected_here:
+        _check_reachable(settings.address)
+        try:
+            ray.init(address=settings.address, logging_level=logging.WARNING, log_to_driver=False)
+        except ConnectionError:
+            raise SearchEngineError(
+                "no Ray cluster runs on this machine (nor at $RAY_ADDRESS): start one with `ray start --head`, "
+                "give a head's HOST:PORT, or use --ray local for a Ray of this run's own"
+            ) from None
+    try:
+        logging.getLogger("ray.data").setLevel(logging.WARNING)
+        cpus = int(ray.cluster_resources().get("CPU", 0))
+        workers = settings.workers or max(1, cpus // settings.threads)
+        if workers * settings.threads > cpus:  # the actors would wait for CPUs that never come
+            raise SearchEngineError(
+                f"{workers} Ray workers of {settings.threads} threads each need {workers * settings.threads} CPUs, "
+                f"but the cluster has {cpus}; ask for fewer workers or threads, or add machines with `ray start`"
+            )
+        yield RayEmbedder(ray, settings, encoder, workers)
+    finally:
+        if connected_here:
+            ray.shutdown()
+
+
+def _check_reachable(address: str | None) -> None:
+    """Refuse a HOST:PORT head that does not answer, which Ray itself would retry for minutes."""
+    match = re.fullmatch(r"([^:/]+):(\d+)", address or "")
+    if match is None:
+        return
+    try:
+        socket.create_connection((match[1], int(match[2])), timeout=CONNECT_SECONDS).close()
+    except OSError as exc:
+        raise SearchEngineError(
+            f"the Ray head at {address} does not answer ({exc.strerror or exc}): start it there with "
+            f"`ray start --head --port {match[2]}`, or check the address"
+        ) from None
+
+
+def worker_options(encoder: Encoder, threads: int) -> dict[str, Any]:
+    """Encoder arguments that load `encoder`'s model on a worker the way it runs here (its resolved precision and
+    backend), with `threads` threads, plus the fingerprint the worker's copy must have."""
+    source = encoder.source
+    return {
+        "model": source.spec,
+        "pooling": source.pooling,
+        "batch_size": encoder.batch_size,
+        "template": None if source.prompt is None else source.prompt.template,
+        "denoise": None if source.prompt is None else source.prompt.denoise,
+        "precision": encoder.precision,
+        "backend": encoder.backend,
+        "threads": threads,
+        "fingerprint": encoder.fingerprint,
+    }
+
+
+def read_documents(batch: dict[str, np.ndarray], jsonl: bool | None, fields: JsonFields) -> Iterator[dict]:
+    """A Ray task: the documents of each corpus file in `batch`, CHUNK at a time, as columns (the text, and its
+    origin, metadata and external id as one JSON string)."""
+    for name in batch["path"]:
+        path = Path(str(name))
+        if not path.is_file():
+            raise SearchEngineError(
+                f"corpus file {path} is not there on a Ray node ({_node()}); every node reads the corpus at the "
+                "same path: put it on a shared file system"
+            )
+        texts: list[str] = []
+        origins: list[str] = []
+        for document in read_corpus(path, jsonl, fields):
+            texts.append(document.text)
+            origins.append(
+                json.dumps(
+                    {
+                        "source": document.source,
+                        "line": document.line,
+                        "metadata": document.metadata,
+                        "external_id": document.external_id,
+                    }
+                )
+            )
+            if len(texts) == CHUNK:
+                yield {"text": np.array(texts, dtype=object), "origin": np.array(origins, dtype=object)}
+                texts, origins = [], []
+        if texts:
+            yield {"text": np.array(texts, dtype=object), "origin": np.array(origins, dtype=object)}
+
+
+class EncoderWorker:
+    """A Ray actor: loads the model once, checks it is the driver's, and embeds each batch it is sent."""
+
+    def __init__(self, options: dict[str, Any]) -> None:
+        from searchengine.encoding.encoder import Encoder
+
+        options = dict(options)
+        fingerprint = options.pop("fingerprint")
+        self.encoder = Encoder(**options)
+        if self.encoder.fingerprint != fingerprint:
+            raise SearchEngineError(
+                f"the model {options['model']} on Ray node {_node()} has fingerprint {self.encoder.fingerprint}, "
+                f"not {fingerprint} as on the driver; install the same model on every node"
+            )
+
+    def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        before = self.encoder.truncated
+        vectors = self.encoder.encode([str(text) for text in batch["text"]])
+        truncated = np.zeros(len(vectors), dtype=np.int64)
+        truncated[:1] = self.encoder.truncated - before  # the batch's count on its first row; the driver sums
+        return {**batch, "vector": vectors, "truncated": truncated}
+
+
+def _node() -> str:
+    import ray
+
+    return ray.util.get_node_ip_address()
+
+
+def _our_error(exc: BaseException) -> SearchEngineError | None:
+    """The SearchEngineError a Ray task or actor raised, unwrapped from Ray's exceptions around it, if any."""
+    from ray.exceptions import RayError
+
+    seen: set[int] = set()
+    pending: list[BaseException | None] = [exc]
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        if isinstance(current, SearchEngineError) and not isinstance(current, RayError):
+            return current
+        pending.extend([getattr(current, "cause", None), current.__cause__, current.__context__])
+    return None

@@ -1,0 +1,164 @@
+"""Indexing on a Ray cluster: a local cluster of two worker processes embeds a corpus the test writes, and the
+sharded index it makes answers exactly as one index of the same vectors, and as an index built in one process."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import sys
+from itertools import product
+from pathlib import Path
+
+import numpy as np
+import pytest
+import ray
+from searchengine.indexer.vector_index import VectorIndex
+from typer.testing import CliRunner
+
+from searchengine.cli import app
+from searchengine.encoding.encoder import Encoder
+from searchengine.engine.corpus import corpus_files, read_corpus
+from searchengine.engine.ray_embedding import EncoderWorker, RaySettings, read_documents, worker_options
+from searchengine.engine.search_engine import SearchEngine
+from searchengine.errors import SearchEngineError
+from tests.conftest import WORDS
+
+QUERIES = ["reset my password", "a cold storm with snow", "bake bread in the oven", "the king of the empire"]
+
+
+@pytest.fixture(scope="module")
+def cluster() -> str:
+    """A Ray cluster on this machine with two CPUs, so two encoder workers; its address."""
+    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False)
+    yield ray.get_runtime_context().gcs_address
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory of two corpus shards, 360 distinct short sentences: a .txt and a .jsonl with metadata."""
+    folder = tmp_path_factory.mktemp("ray-corpus")
+    sentences = [
+        f"the {a} and the {b} {c}" for a, b, c in product(WORDS[60:72], WORDS[100:110], ("ran", "fell", "rose"))
+    ]
+    (folder / "a.txt").write_text("\n".join(sentences[:200]) + "\n", encoding="utf-8")
+    records = [{"text": text, "n": number} for number, text in enumerate(sentences[200:], start=200)]
+    (folder / "b.jsonl").write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    return folder
+
+
+def _in_one_process(corpus: Path, path: Path, encoder: Encoder, **options: object) -> SearchEngine:
+    """The same corpus indexed here, file after file (what the Ray build is compared with)."""
+    documents = [document for file in corpus_files(corpus) for document in read_corpus(file)]
+    return SearchEngine.build(documents, path, encoder=encoder, **options)
+
+
+def test_a_ray_index_answers_as_one_index_of_the_same_vectors(
+    cluster: str, corpus: Path, tmp_path: Path, tiny_encoder: Encoder
+) -> None:
+    engine = SearchEngine.build(
+        corpus, tmp_path / "ray", encoder=tiny_encoder, whiten_k=16, shards=3, ray=RaySettings(workers=2, batch_size=64)
+    )
+    assert engine.manifest.index.shards == 3 and set(engine.manifest.files) == {
+        "vectors.0",
+        "vectors.1",
+        "vectors.2",
+        "documents",
+        "whitening",
+    }
+    assert len(engine) == 360 and engine.last_report.added == 360
+
+    ids, matrix = (np.concatenate(part) for part in zip(*engine.stored_vectors()))
+    single = VectorIndex.create("Flat", 16)
+    single.add(matrix, ids)
+    queries = engine.encode(QUERIES)
+    sharded_scores, sharded_ids = engine._vectors.search(queries, 10)
+    single_scores, single_ids = single.search(queries, 10)
+    np.testing.assert_array_equal(sharded_ids, single_ids)
+    np.testing.assert_array_equal(sharded_scores, single_scores)
+    hits = engine.search_batch(QUERIES, k=10, mode="dense")
+    assert [[hit.id for hit in row] for row in hits] == single_ids.tolist()
+
+    local = _in_one_process(corpus, tmp_path / "local", tiny_encoder, whiten_k=16)
+    order = np.argsort(ids)
+    local_ids, local_matrix = (np.concatenate(part) for part in zip(*local.stored_vectors()))
+    np.testing.assert_array_equal(ids[order], local_ids)
+    assert engine._store.get(local_ids.tolist()) == local._store.get(local_ids.tolist())  # same ids, order, origin
+    np.testing.assert_allclose(matrix[order], local_matrix, atol=1e-4)  # one whitening, fitted on the driver
+    assert [row[0].id for row in local.search_batch(QUERIES, k=1, mode="dense")] == [row[0].id for row in hits]
+
+
+def test_the_command_line_indexes_through_a_running_cluster(
+    cluster: str, corpus: Path, tmp_path: Path, tiny_model: Path
+) -> None:
+    """`searchengine index DIR --ray ADDRESS` in its own process, as a user runs it on a node of the cluster; then
+    the usual commands on the sharded index it wrote."""
+    target = tmp_path / "idx"
+    completed = subprocess.run(
+        [sys.executable, "-m", "searchengine", "index", corpus, "--ray", cluster, "-d", target, "-m", tiny_model],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert f"Indexed 360 documents from {corpus}" in completed.stdout
+    runner = CliRunner()
+    info = runner.invoke(app, ["info", "-d", str(target)])
+    assert "Flat (FAISS, inner product), in 2 shards searched together" in info.output, info.output
+    verify = runner.invoke(app, ["verify", "-d", str(target)])
+    assert verify.exit_code == 0 and [line.split()[1] for line in verify.output.splitlines()] == [
+        "vectors.0",
+        "vectors.1",
+        "documents",
+    ]
+    query = ["query", QUERIES[1], "-k", "3", "--json", "-d", str(target)]
+    first = json.loads(runner.invoke(app, query).output)["hits"]
+    assert runner.invoke(app, ["delete", str(first[0]["id"]), "-d", str(target)]).exit_code == 0
+    again = json.loads(runner.invoke(app, query).output)["hits"]
+    assert again[0]["id"] != first[0]["id"] and again[0]["id"] == first[1]["id"]
+    assert len(SearchEngine.open(target)) == 359
+
+
+def test_more_workers_than_the_cluster_has_cpus_for_is_refused_before_any_work(
+    cluster: str, corpus: Path, tmp_path: Path, tiny_encoder: Encoder
+) -> None:
+    with pytest.raises(SearchEngineError, match="need 3 CPUs, but the cluster has 2"):
+        SearchEngine.build(corpus, tmp_path / "i", encoder=tiny_encoder, ray=RaySettings(workers=3))
+    assert not (tmp_path / "i").exists()
+
+
+def test_a_missing_corpus_file_on_a_node_is_one_error(tmp_path: Path) -> None:
+    with pytest.raises(SearchEngineError, match="same path: put it on a shared file system"):
+        list(read_documents({"path": np.array([str(tmp_path / "gone.txt")], dtype=object)}, None, None))
+
+
+def test_a_worker_refuses_a_model_other_than_the_drivers(tiny_encoder: Encoder, other_tiny_model: Path) -> None:
+    options = {**worker_options(tiny_encoder, threads=1), "model": str(other_tiny_model)}
+    with pytest.raises(SearchEngineError, match="install the same model on every node"):
+        EncoderWorker(options)
+
+
+def test_a_worker_embeds_as_the_driver_does(tiny_encoder: Encoder) -> None:
+    worker = EncoderWorker(worker_options(tiny_encoder, threads=1))
+    out = worker({"text": np.array(QUERIES, dtype=object), "origin": np.array(["{}"] * 4, dtype=object)})
+    np.testing.assert_allclose(out["vector"], tiny_encoder.encode(QUERIES), atol=1e-6)
+    assert out["truncated"].tolist() == [0, 0, 0, 0]
+
+
+def test_indexing_and_querying_without_ray_never_import_it(tmp_path: Path, tiny_model: Path, corpus: Path) -> None:
+    script = (
+        "import sys\nfrom searchengine.cli import app\n"
+        "for args in (['index', sys.argv[1], '-d', sys.argv[2], '-m', sys.argv[3], '-q'], "
+        "['query', 'snow', '-d', sys.argv[2]]):\n"
+        "    try:\n        app(args)\n    except SystemExit as exit:\n        assert not exit.code, exit.code\n"
+        "print('ray' in sys.modules, file=sys.stderr)\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", script, corpus / "a.txt", tmp_path / "idx", tiny_model],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stderr.strip().splitlines()[-1] == "False"
