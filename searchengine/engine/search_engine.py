@@ -460,11 +460,11 @@ class SearchEngine:
         if len(self) == 0:
             raise SearchEngineError(f"index {self.path} is empty: add documents with `searchengine add FILE`")
         conditions = conditions_of(where)
-        if mode == "keyword":
-            return hits_of(self._store, keyword_rankings(self._store, queries, k, conditions))
         allowed = self._store.matching_ids(conditions) if conditions else None
         if not queries or (allowed is not None and len(allowed) == 0):
             return [[] for _ in queries]
+        if mode == "keyword":
+            return hits_of(self._store, keyword_rankings(self._store, queries, k, allowed))
         excluded = self._tombstones if len(self._tombstones) else None
         searchable = len(self) if allowed is None else len(allowed)
         encoder = self._query_encoder()  # loaded before one_thread, which sets the threads of what is loaded
@@ -482,7 +482,6 @@ class SearchEngine:
                 searchable,
                 allowed,
                 excluded,
-                conditions,
             )
             return hits_of(self._store, rankings)
 
