@@ -1,15 +1,31 @@
-"""A user's query text as an SQLite FTS5 match expression: its words, each quoted as an FTS5 string and OR-ed.
+"""A user's query text as an SQLite FTS5 match expression: its words, each quoted as an FTS5 string, OR-ed.
 
 Quoting makes every word a plain term, so nothing the user types is FTS5 syntax: quotes, `*`, `^`, `:`, `-`,
 parentheses and the words AND, OR, NOT and NEAR are searched for (or dropped, for punctuation), never obeyed.
-OR-ing the terms lets BM25 rank documents by how many of them they hold, as a keyword search engine does."""
+OR-ing the words lets BM25 rank documents by how many of them they hold, as a keyword search engine does.
+
+Two kinds of word are left out, because scoring the documents that hold them is nearly all of a query's cost
+(measured in docs/retrieval.md):
+- words that more than half of the documents hold (unless every word is one): FTS5's BM25 gives them an IDF of
+  1e-6 (its formula turns negative there and is clamped), so they move no score beyond the sixth decimal;
+- beyond the MAX_QUERY_WORDS rarest words of a long query (a whole paragraph), the commoner ones, which weigh
+  least in BM25.
+How many documents hold a word is read from the index itself, for the word's stem as the index's tokenizer makes
+it: the words go through a scratch FTS5 table with that tokenizer in the connection's temp schema, which a
+read-only connection may write too."""
 
 from __future__ import annotations
 
 import re
+import sqlite3
 
+MAX_QUERY_WORDS = 32
+"""The most words a keyword query searches for: its rarest ones."""
 _WORD = re.compile(r"\w+")
 """A run of letters, digits and underscores (any script); the FTS5 tokenizer splits it further where it differs."""
+_WORDS = "keyword_query_words"
+_STEMS = "keyword_query_stems"
+_VOCABULARY = "keyword_index_vocabulary"
 
 
 def keyword_terms(text: str) -> list[str]:
@@ -17,9 +33,42 @@ def keyword_terms(text: str) -> list[str]:
     return list(dict.fromkeys(word.lower() for word in _WORD.findall(text)))
 
 
-def match_expression(text: str) -> str | None:
-    """The FTS5 MATCH expression that finds documents holding any word of `text`; None when it has no words."""
-    terms = keyword_terms(text)
-    if not terms:
+def match_expression(
+    connection: sqlite3.Connection,
+    text: str,
+    index_table: str,
+    tokenizer: str,
+    documents: int,
+    holding: dict[str, int] | None = None,
+) -> str | None:
+    """The FTS5 MATCH expression over `index_table` (of `documents` rows, made with `tokenizer`) that finds the
+    documents holding any of the words of `text` it searches for (see the module's docstring); None when `text`
+    has no words. `holding` keeps how many documents hold each stem looked up, for later calls on an index that
+    does not change."""
+    words = keyword_terms(text)
+    if not words:
         return None
-    return " OR ".join(f'"{term}"' for term in terms)  # a word (\w+) holds no quote to escape
+    held = _documents_holding(connection, words, index_table, tokenizer, {} if holding is None else holding)
+    rare = [(count, position) for position, count in enumerate(held) if count <= documents / 2]
+    kept = sorted(position for _, position in sorted(rare)[:MAX_QUERY_WORDS]) or range(len(words))
+    return " OR ".join(f'"{words[position]}"' for position in kept)  # a word (\w+) holds no quote to escape
+
+
+def _documents_holding(
+    connection: sqlite3.Connection, words: list[str], index_table: str, tokenizer: str, holding: dict[str, int]
+) -> list[int]:
+    """For each word, how many documents of the index hold its rarest stem (0 for a word the tokenizer drops)."""
+    connection.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_WORDS} USING fts5(word, tokenize='{tokenizer}')")
+    connection.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_STEMS} USING fts5vocab(temp, {_WORDS}, instance)")
+    connection.execute(
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.{_VOCABULARY} USING fts5vocab(main, {index_table}, row)"
+    )
+    connection.execute(f"DELETE FROM temp.{_WORDS}")
+    connection.executemany(f"INSERT INTO temp.{_WORDS} (rowid, word) VALUES (?, ?)", enumerate(words))
+    stems: dict[int, set[str]] = {}
+    for position, stem in connection.execute(f"SELECT doc, term FROM temp.{_STEMS}"):
+        stems.setdefault(position, set()).add(stem)
+    for stem in set().union(*stems.values()) - holding.keys():
+        row = connection.execute(f"SELECT doc FROM temp.{_VOCABULARY} WHERE term = ?", [stem]).fetchone()
+        holding[stem] = row[0] if row else 0
+    return [min((holding[stem] for stem in stems.get(position, ())), default=0) for position in range(len(words))]

@@ -13,13 +13,14 @@ committed with them. Stores written before it gain it when they are next opened 
 from __future__ import annotations
 
 import hashlib
+import heapq
 import json
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import sqlite_utils
@@ -104,6 +105,15 @@ class StoreChange:
         return iter((self.ids, self.positions, self.removed))
 
 
+class KeywordHits(NamedTuple):
+    """What `DocumentStore.keyword_search` found: the best documents, and the scores it was asked for besides."""
+
+    top: list[tuple[int, float]]
+    """(id, BM25 score), best first."""
+    scores: dict[int, float]
+    """The BM25 score of each id asked for in `also_score` (0.0 without any of the words)."""
+
+
 @dataclass(frozen=True)
 class ClusteringRecord:
     """The stored clustering's description: its method and parameters, and how many clusters and documents."""
@@ -121,6 +131,11 @@ class DocumentStore:
 
     def __init__(self, path: Path, writable: bool = False) -> None:
         self.path = path
+        self.writable = writable
+        self._read_only_count: int | None = None
+        self._stem_counts: dict[str, int] | None = None if writable else {}
+        """How many documents hold each word stem a keyword search looked up: kept by a read-only store, whose
+        file never changes, so a word common to many queries is counted once."""
         self.legacy = False
         """True for a store in the shape older versions wrote (read through a view until `upgrade`)."""
         self.passages: PassageTable
@@ -191,42 +206,35 @@ class DocumentStore:
             _enable_keyword_index(self.db, TABLE)
         return True
 
-    def keyword_search(self, text: str, k: int, filters: Sequence[Filter] = ()) -> list[tuple[int, float]]:
-        """The k documents that best match the words of `text` by BM25, as (id, BM25 score) best first, among those
-        meeting every filter. A document matches when it holds any of the words; none match a text without words.
-        The score is FTS5's bm25() with its sign turned, so higher is better (k1 1.2, b 0.75)."""
-        expression = match_expression(text)
-        if expression is None:
-            return []
-        self._require_keyword_index()
-        with self._guard():
-            where, parameters = where_clause(filters, self._field_kinds)
-            rows = self.db.execute(
-                f"SELECT m.hit, m.keyword_score FROM (SELECT rowid AS hit, -bm25({KEYWORD_TABLE}) AS keyword_score "
-                f"FROM {KEYWORD_TABLE} WHERE {KEYWORD_TABLE} MATCH ?) AS m JOIN {TABLE} ON {TABLE}.id = m.hit "
-                f"WHERE {where} ORDER BY m.keyword_score DESC, m.hit LIMIT ?",
-                [expression, *parameters, k],
-            ).fetchall()
-        return [(int(row_id), float(score)) for row_id, score in rows]
+    def keyword_search(
+        self, text: str, k: int, allowed: np.ndarray | None = None, also_score: Sequence[int] = ()
+    ) -> KeywordHits:
+        """The k documents that best match the words of `text` by BM25, as (id, BM25 score) best first, among
+        `allowed` ids (all when None), and the score of each of `also_score` (0.0 for one holding none of the
+        words). A document matches when it holds any of the words; none match a text without words. The score is
+        FTS5's bm25() with its sign turned, so higher is better (k1 1.2, b 0.75); words most documents hold are
+        left out (searchengine.indexer.keyword_query).
 
-    def keyword_scores(self, text: str, ids: Sequence[int]) -> dict[int, float]:
-        """The BM25 score of `text` for each of `ids` (as keyword_search gives it); 0.0 for a document holding none
-        of its words. Unknown ids are left out."""
-        ids = sorted(set(int(i) for i in ids))
-        expression = match_expression(text)
+        Filters come as `allowed` ids (`matching_ids`), applied here rather than by a join with the documents
+        table, which made a search several times slower (docs/retrieval.md); so does a full ORDER BY on bm25(),
+        so the best k are picked here whenever every match's score is read anyway."""
         self._require_keyword_index()
         with self._guard():
-            scores = {row_id: 0.0 for (row_id,) in self._in_chunks(f"SELECT id FROM {TABLE} WHERE id IN", ids)}
-            if expression is None:
-                return scores
-            sql = (
-                f"SELECT rowid, -bm25({KEYWORD_TABLE}) FROM {KEYWORD_TABLE} WHERE {KEYWORD_TABLE} MATCH ? AND rowid IN"
+            expression = match_expression(
+                self.db.conn, text, KEYWORD_TABLE, KEYWORD_TOKENIZER, self.count(), self._stem_counts
             )
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
-                rows = self.db.execute(f"{sql} ({','.join('?' * len(chunk))})", [expression, *chunk])
-                scores.update((int(row_id), float(score)) for row_id, score in rows)
-        return scores
+            if expression is None:
+                return KeywordHits([], {int(i): 0.0 for i in also_score})
+            select = f"SELECT rowid, -bm25({KEYWORD_TABLE}) FROM {KEYWORD_TABLE} WHERE {KEYWORD_TABLE} MATCH ?"
+            if allowed is None and not also_score:
+                rows = self.db.execute(f"{select} ORDER BY bm25({KEYWORD_TABLE}), rowid LIMIT ?", [expression, k])
+                return KeywordHits([(int(row_id), float(score)) for row_id, score in rows], {})
+            scores = {int(row_id): float(score) for row_id, score in self.db.execute(select, [expression])}
+        candidates = (
+            scores.items() if allowed is None else ((i, scores[i]) for i in set(allowed.tolist()) & scores.keys())
+        )
+        top = heapq.nsmallest(k, candidates, key=lambda item: (-item[1], item[0]))
+        return KeywordHits(top, {int(i): scores.get(int(i), 0.0) for i in also_score})
 
     def _require_keyword_index(self) -> None:
         if not self.has_keyword_index:
@@ -293,9 +301,15 @@ class DocumentStore:
         return max(*largest, self.passages.largest_id()) + 1
 
     def count(self) -> int:
-        """Number of documents stored."""
+        """Number of documents stored. Counted once by a read-only store, whose file never changes (writers write
+        a new generation), since SQLite counts by reading the whole table."""
+        if self._read_only_count is not None:
+            return self._read_only_count
         with self._guard():
-            return int(self.db.execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0])
+            count = int(self.db.execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0])
+        if not self.writable:
+            self._read_only_count = count
+        return count
 
     def vector_count(self) -> int:
         """Number of searchable vectors: one per document, plus one per further passage of a split document."""

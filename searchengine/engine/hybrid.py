@@ -9,17 +9,19 @@ import numpy as np
 
 from searchengine.engine.fusion import Fusion, fuse
 from searchengine.engine.search import Scored, dense_rankings
-from searchengine.indexer.filter_sql import Filter
 from searchengine.indexer.store import DocumentStore
 from searchengine.indexer.vector_index import VectorIndex
 
 
 def keyword_rankings(
-    store: DocumentStore, texts: Sequence[str], k: int, filters: Sequence[Filter] = ()
+    store: DocumentStore, texts: Sequence[str], k: int, allowed: np.ndarray | None = None
 ) -> list[list[Scored]]:
-    """The k best documents per query by BM25, best first, among those meeting every filter."""
+    """The k best documents per query by BM25, best first, among `allowed` ids (all when None)."""
     return [
-        [Scored(doc, score, ("keyword",), keyword_score=score) for doc, score in store.keyword_search(text, k, filters)]
+        [
+            Scored(doc, score, ("keyword",), keyword_score=score)
+            for doc, score in store.keyword_search(text, k, allowed).top
+        ]
         for text in texts
     ]
 
@@ -34,10 +36,10 @@ def hybrid_rankings(
     searchable: int,
     allowed: np.ndarray | None = None,
     excluded: np.ndarray | None = None,
-    filters: Sequence[Filter] = (),
 ) -> list[list[Scored]]:
     """The k best documents per query by the fusion of its dense and keyword candidates (the best
-    max(k, fusion.depth) of each side, both filtered alike), best first. Each keeps which sides found it and
+    max(k, fusion.depth) of each side, both among `allowed` ids, all when None; the ids of further passages there
+    match no document on the keyword side), best first. Each keeps which sides found it and
     both its scores: a side that did not find a document still scores it (its cosine to the query; its BM25, 0
     without any of the query's words; a document the dense side missed gets the cosine of its first vector, which
     for a document split into passages is its first passage's). `searchable` is how many documents the dense side
@@ -48,15 +50,16 @@ def hybrid_rankings(
     for text, query_vector, dense_side in zip(texts, query_vectors, dense_sides):
         dense = {scored.id: scored.score for scored in dense_side}
         spans = {scored.id: scored.span for scored in dense_side}
-        keyword = dict(store.keyword_search(text, depth, filters))
-        fused = fuse(list(dense.items()), list(keyword.items()), fusion)[:k]
+        found = store.keyword_search(text, depth, allowed, also_score=list(dense))
+        keyword = dict(found.top)
+        fused = fuse(list(dense.items()), found.top, fusion)[:k]
         unscored_dense = [doc for doc, _ in fused if doc not in dense]
         if unscored_dense:
             cosines = vectors.reconstruct(np.array(unscored_dense, dtype=np.int64)) @ query_vector
             dense_scores = {**dense, **dict(zip(unscored_dense, map(float, cosines)))}
         else:
             dense_scores = dense
-        keyword_scores = {**store.keyword_scores(text, [doc for doc, _ in fused if doc not in keyword]), **keyword}
+        keyword_scores = {**found.scores, **keyword}
         results.append(
             [
                 Scored(

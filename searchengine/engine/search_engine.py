@@ -502,11 +502,11 @@ class SearchEngine:
         if len(self) == 0:
             raise SearchEngineError(f"index {self.path} is empty: add documents with `searchengine add FILE`")
         conditions = conditions_of(where)
-        if mode == "keyword":
-            return hits_of(self._store, keyword_rankings(self._store, queries, k, conditions))
         matching = self._store.matching_ids(conditions) if conditions else None
         if not queries or (matching is not None and len(matching) == 0):
             return [[] for _ in queries]
+        if mode == "keyword":
+            return hits_of(self._store, keyword_rankings(self._store, queries, k, matching))
         excluded = self._tombstones if len(self._tombstones) else None
         searchable = len(self) if matching is None else len(matching)
         allowed = None if matching is None else np.union1d(matching, self._store.passage_ids_matching(conditions))
@@ -525,7 +525,6 @@ class SearchEngine:
                 searchable,
                 allowed,
                 excluded,
-                conditions,
             )
             return hits_of(self._store, rankings)
 

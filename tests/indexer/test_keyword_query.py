@@ -1,8 +1,27 @@
-"""A user's text as an FTS5 match expression: quoted words, OR-ed, never FTS5 syntax."""
+"""A user's text as an FTS5 match expression: quoted words, OR-ed, never FTS5 syntax, without the words most
+documents hold."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import pytest
 from searchengine.indexer.keyword_query import keyword_terms, match_expression
+from searchengine.indexer.store import KEYWORD_TABLE, KEYWORD_TOKENIZER, Document, DocumentStore
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    """Six documents: 'the' in five, 'cat' (and 'cats') in three, 'dog' in two, 'naïve' in one."""
+    store = DocumentStore(tmp_path / "documents.db", writable=True)
+    texts = ["the cat sat", "the cats ran", "the dog and the cat", "the dog", "the naïve end", "stock fell"]
+    store.add([Document(text) for text in texts])
+    yield store
+    store.close()
+
+
+def _expression(store: DocumentStore, text: str) -> str | None:
+    return match_expression(store.db.conn, text, KEYWORD_TABLE, KEYWORD_TOKENIZER, store.count())
 
 
 def test_terms_are_the_distinct_lower_cased_words_in_order() -> None:
@@ -13,11 +32,28 @@ def test_words_of_any_script_are_kept() -> None:
     assert keyword_terms("naïve café 東京 straße") == ["naïve", "café", "東京", "straße"]
 
 
-def test_each_word_is_a_quoted_string_and_the_words_are_or_ed() -> None:
-    assert (
-        match_expression('cat* NEAR("dog" -bird) AND fish') == '"cat" OR "near" OR "dog" OR "bird" OR "and" OR "fish"'
+def test_each_word_is_a_quoted_string_and_the_words_are_or_ed(store: DocumentStore) -> None:
+    assert _expression(store, 'dog* NEAR("naive" -stock) AND fell') == (
+        '"dog" OR "near" OR "naive" OR "stock" OR "and" OR "fell"'
     )
 
 
-def test_a_text_without_words_has_no_expression() -> None:
-    assert match_expression(' "*" -- (^) ') is None
+def test_words_most_documents_hold_are_left_out_by_their_stem(store: DocumentStore) -> None:
+    assert _expression(store, "The dog") == '"dog"'  # 'the' is in 5 of 6 documents
+    assert _expression(store, "cats dog") == '"cats" OR "dog"'  # cat/cats: 3 of 6, not more than half
+    store.add([Document("a cat nap")])
+    assert _expression(store, "cats dog") == '"dog"'  # now 4 of 7 hold the stem 'cat'
+
+
+def test_a_text_of_common_words_only_keeps_them_all(store: DocumentStore) -> None:
+    assert _expression(store, "the THE") == '"the"'
+
+
+def test_a_text_without_words_has_no_expression(store: DocumentStore) -> None:
+    assert _expression(store, ' "*" -- (^) ') is None
+
+
+def test_a_read_only_store_stems_in_its_temp_schema(store: DocumentStore, tmp_path: Path) -> None:
+    reader = DocumentStore(tmp_path / "documents.db")
+    assert _expression(reader, "the dog") == '"dog"' and _expression(reader, "the dog") == '"dog"'
+    reader.close()

@@ -393,27 +393,29 @@ def _keyword_index_holds_the_documents(store: DocumentStore) -> None:
 
 
 def _found(store: DocumentStore, text: str, k: int = 10, filters: list | None = None) -> list[int]:
-    return [doc for doc, _ in store.keyword_search(text, k, filters or [])]
+    allowed = store.matching_ids(filters) if filters else None
+    return [doc for doc, _ in store.keyword_search(text, k, allowed).top]
 
 
 def test_keyword_search_ranks_documents_holding_any_word_by_bm25(store: DocumentStore) -> None:
     store.add(_docs("the cat sat on the mat", "cats chase mice", "stock prices fell", "a cat and a cat"))
-    hits = store.keyword_search("cat mat", 10)
+    store.add(_docs("rain in spain", "snow in june", "a dog barks"))  # so that no word is in half the documents
+    hits = store.keyword_search("cat mat", 10).top
     assert [doc for doc, _ in hits] == [0, 3, 1]  # both words, then 'cat' twice, then 'cats' (stemmed) once
     assert all(first[1] > second[1] > 0 for first, second in zip(hits, hits[1:]))
     assert _found(store, "running prices") == [2]  # Porter stemming: prices = price, and no word is required
+    assert _found(store, "the mat") == [0]  # 'the' is in 1 of 7 documents: searched for, found with 'mat'
     assert _found(store, "zebra") == []
     _keyword_index_holds_the_documents(store)
 
 
-def test_keyword_search_keeps_k_and_scores_agree_with_keyword_scores(store: DocumentStore) -> None:
+def test_keyword_search_keeps_k_and_scores_the_ids_asked_for_alike(store: DocumentStore) -> None:
     store.add(_docs("red apple", "green apple", "red car", "blue sky"))
-    hits = store.keyword_search("red apple", 2)
-    assert len(hits) == 2
-    scores = store.keyword_scores("red apple", [0, 1, 2, 3, 99])
-    assert set(scores) == {0, 1, 2, 3}  # an unknown id is left out
-    assert scores[3] == 0.0  # holds none of the words
-    assert all(scores[doc] == pytest.approx(score) for doc, score in hits)
+    found = store.keyword_search("red apple", 2, also_score=[0, 1, 2, 3])
+    assert found.top == store.keyword_search("red apple", 2).top and len(found.top) == 2
+    assert set(found.scores) == {0, 1, 2, 3}
+    assert found.scores[3] == 0.0  # holds none of the words
+    assert all(found.scores[doc] == pytest.approx(score) for doc, score in found.top)
 
 
 def test_keyword_index_follows_add_upsert_and_delete(store: DocumentStore) -> None:
@@ -429,7 +431,7 @@ def test_keyword_index_follows_add_upsert_and_delete(store: DocumentStore) -> No
     _keyword_index_holds_the_documents(store)
 
 
-def test_keyword_search_applies_filters_in_the_same_query(store: DocumentStore) -> None:
+def test_keyword_search_keeps_to_the_ids_filters_allow(store: DocumentStore) -> None:
     store.add(
         [
             Document("rain and wind", metadata={"lang": "en", "year": 2020}),
@@ -441,8 +443,7 @@ def test_keyword_search_applies_filters_in_the_same_query(store: DocumentStore) 
     assert _found(store, "rain", filters=[Condition("lang", "=", "en"), Condition("year", ">", 2020)]) == [2]
     assert _found(store, "rain", filters=[Condition("text", "like", "%spain%")]) == [1]  # a column the FTS shares
     assert sorted(_found(store, "rain", filters=[Condition("id", "in", (0, 1))])) == [0, 1]
-    with pytest.raises(IndexerError, match="no document has a field 'colour'"):
-        store.keyword_search("rain", 10, [Condition("colour", "=", "red")])
+    assert _found(store, "rain", k=1, filters=[Condition("year", ">", 2020)]) == [2]  # 'rain again' is shortest
 
 
 @pytest.mark.parametrize(
@@ -461,8 +462,8 @@ def test_keyword_search_applies_filters_in_the_same_query(store: DocumentStore) 
 )
 def test_user_text_is_never_fts_syntax(store: DocumentStore, query: str) -> None:
     store.add(_docs("near the start of the column", "minus plus braces brackets", "naïve café in 東京", "and not"))
-    assert isinstance(store.keyword_search(query, 10), list)
-    assert isinstance(store.keyword_scores(query, [0, 1, 2, 3]), dict)
+    found = store.keyword_search(query, 10, also_score=[0, 1, 2, 3])
+    assert isinstance(found.top, list) and set(found.scores) == {0, 1, 2, 3}
 
 
 def test_operator_words_are_searched_for_as_words(store: DocumentStore) -> None:
@@ -476,8 +477,7 @@ def test_operator_words_are_searched_for_as_words(store: DocumentStore) -> None:
 
 def test_a_text_without_words_matches_nothing(store: DocumentStore) -> None:
     store.add(_docs("something"))
-    assert store.keyword_search("?! -- ...", 10) == []
-    assert store.keyword_scores("?!", [0]) == {0: 0.0}
+    assert store.keyword_search("?! -- ...", 10, also_score=[0]) == ([], {0: 0.0})
 
 
 def test_a_store_written_before_keyword_search_gains_it_when_opened_for_writing(tmp_path: Path) -> None:
