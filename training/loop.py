@@ -21,7 +21,7 @@ import torch
 from searchengine.training.model_directory import writing_model_directory
 from searchengine.training.precision import autocast, resolve_training_precision
 from searchengine.training.settings import TrainingSettings
-from searchengine.training.threads import available_cores
+from searchengine.training.threads import default_threads
 from torch import nn
 from tqdm.auto import tqdm
 
@@ -98,7 +98,7 @@ def train(
     settings = replace(
         settings,
         precision=resolve_training_precision(settings.precision),
-        threads=settings.threads or available_cores(),
+        threads=settings.threads or default_threads(),
     )
     save = save or model.save  # type: ignore[attr-defined]
     parameters = [p for p in model.parameters() if p.requires_grad] + list(extra_parameters or [])

@@ -85,7 +85,9 @@ class TrainingOptions(MethodOptions):
         "auto",
         help="auto: the forward pass in bf16 autocast where the CPU has native bf16 (faster), else fp32; fp32: off.",
     )
-    threads: int | None = option(None, min=1, help="torch threads; by default every core this process may use.")
+    threads: int | None = option(
+        None, min=1, help="torch threads; by default OMP_NUM_THREADS if set, else every core this process may use."
+    )
     quiet: bool = option(False, short="-q", help="No progress bar.")
 
     def settings(self) -> TrainingSettings:

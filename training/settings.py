@@ -26,4 +26,5 @@ class TrainingSettings:
     precision: TrainingPrecision = "auto"
     """The forward pass's precision (training/precision.py); weights, gradients and losses stay float32."""
     threads: int | None = None
-    """torch threads while training; None: every core this process may use (training/threads.py)."""
+    """torch threads while training; None: OMP_NUM_THREADS if set, else every core this process may use
+    (training/threads.py)."""

@@ -9,7 +9,7 @@ import pytest
 import torch
 from searchengine.training.loop import TrainingSettings, cycle, train
 from searchengine.training.model_directory import writing_model_directory
-from searchengine.training.threads import available_cores
+from searchengine.training.threads import default_threads
 from torch import nn
 
 
@@ -108,7 +108,7 @@ def test_steps_run_in_the_chosen_precision_and_threads(precision: str, threads: 
     torch.set_num_threads(2)
     settings = TrainingSettings(steps=3, learning_rate=0.1, progress=False, precision=precision, threads=threads)
     report = train("line", model, recording, cycle([1], 1, 0), settings, None)
-    used = threads or available_cores()
+    used = threads or default_threads()
     assert seen == [(autocast, torch.bfloat16, used)] * 3
     assert report.settings["precision"] == precision and report.settings["threads"] == used
     assert torch.get_num_threads() == 2, "the process's thread count is restored"
