@@ -11,7 +11,7 @@ from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from searchengine.training.settings import TrainingSettings
+from searchengine.training.settings import TrainingPrecision, TrainingSettings
 
 
 def option(
@@ -81,6 +81,13 @@ class TrainingOptions(MethodOptions):
     )
     eval_every: int = option(100, min=1, help="Evaluate (or save, without --eval) every N steps.")
     seed: int = option(0, help=SEED_HELP)
+    precision: TrainingPrecision = option(
+        "auto",
+        help="auto: the forward pass in bf16 autocast where the CPU has native bf16 (faster), else fp32; fp32: off.",
+    )
+    threads: int | None = option(
+        None, min=1, help="torch threads; by default OMP_NUM_THREADS if set, else every core this process may use."
+    )
     quiet: bool = option(False, short="-q", help="No progress bar.")
 
     def settings(self) -> TrainingSettings:
@@ -90,10 +97,12 @@ class TrainingOptions(MethodOptions):
             eval_every=self.eval_every,
             seed=self.seed,
             progress=not self.quiet,
+            precision=self.precision,
+            threads=self.threads,
         )
 
     def arguments(self) -> dict[str, Any]:
-        grouped = ("steps", "learning_rate", "eval_every", "seed", "quiet")
+        grouped = ("steps", "learning_rate", "eval_every", "seed", "precision", "threads", "quiet")
         arguments = {name: value for name, value in super().arguments().items() if name not in grouped}
         return {**arguments, "settings": self.settings()}
 

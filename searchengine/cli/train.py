@@ -18,6 +18,7 @@ import typer
 from searchengine.cli.errors import user_errors
 from searchengine.training.options import MethodOptions, TrainingOptions
 from searchengine.training.registry import METHODS, Method
+from searchengine.training.threads import use_passive_openmp_waits
 
 train_app = typer.Typer(
     help="Train or calibrate a sentence encoder; writes a sentence-transformers model directory (--out).",
@@ -53,6 +54,7 @@ def _command(method: Method) -> Callable[..., None]:
     """A command taking the options of `method`, running it, and printing its report."""
 
     def command(**values: Any) -> None:
+        use_passive_openmp_waits()  # before anything imports torch
         with user_errors():
             options = method.options(**values)
             report = method.run(options)

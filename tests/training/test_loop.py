@@ -9,6 +9,7 @@ import pytest
 import torch
 from searchengine.training.loop import TrainingSettings, cycle, train
 from searchengine.training.model_directory import writing_model_directory
+from searchengine.training.threads import default_threads
 from torch import nn
 
 
@@ -90,3 +91,24 @@ def test_cycle_is_seeded_and_keeps_batches_full() -> None:
     assert batches == [next(second) for _ in range(5)]
     assert all(len(batch) == 4 for batch in batches)
     assert len(set(batches[0] + batches[1])) == 8, "no repeats within an epoch"
+
+
+@pytest.mark.parametrize(
+    ("precision", "threads", "autocast"), [("bf16", 1, True), ("fp32", 1, False), ("fp32", None, False)]
+)
+def test_steps_run_in_the_chosen_precision_and_threads(precision: str, threads: int | None, autocast: bool) -> None:
+    model = Line()
+    inner = _line_loss(model)
+    seen = []
+
+    def recording(batch: object) -> torch.Tensor:
+        seen.append((torch.is_autocast_enabled("cpu"), torch.get_autocast_dtype("cpu"), torch.get_num_threads()))
+        return inner(batch)
+
+    torch.set_num_threads(2)
+    settings = TrainingSettings(steps=3, learning_rate=0.1, progress=False, precision=precision, threads=threads)
+    report = train("line", model, recording, cycle([1], 1, 0), settings, None)
+    used = threads or default_threads()
+    assert seen == [(autocast, torch.bfloat16, used)] * 3
+    assert report.settings["precision"] == precision and report.settings["threads"] == used
+    assert torch.get_num_threads() == 2, "the process's thread count is restored"

@@ -103,8 +103,8 @@ def train_cross_encoder(
     bce = torch.nn.BCEWithLogitsLoss()
 
     def loss(batch: list[RatedPair]) -> torch.Tensor:
-        logits = model.logits([(pair.first, pair.second) for pair in batch])
-        return bce(logits, torch.tensor([pair.score for pair in batch], device=logits.device, dtype=logits.dtype))
+        logits = model.logits([(pair.first, pair.second) for pair in batch]).float()  # bf16 under autocast
+        return bce(logits, torch.tensor([pair.score for pair in batch], device=logits.device))
 
     evaluate = (lambda: pair_spearman(model.predict, dev)) if dev is not None and out is not None else None
     return train(

@@ -8,9 +8,11 @@ partner among the other 2N - 1."""
 from __future__ import annotations
 
 import torch
+from searchengine.training.precision import full_precision
 from torch.nn.functional import cross_entropy, normalize
 
 
+@full_precision
 def info_nce(
     anchors: torch.Tensor,
     positives: torch.Tensor,
@@ -23,6 +25,7 @@ def info_nce(
     return cross_entropy(logits, torch.arange(len(a), device=a.device))
 
 
+@full_precision
 def nt_xent(first: torch.Tensor, second: torch.Tensor, temperature: float = 0.1) -> torch.Tensor:
     z = normalize(torch.cat([first, second]), dim=1)
     n = len(first)

@@ -4,6 +4,7 @@ cross-entropy on NLI labels. The classifier head is thrown away after training."
 from __future__ import annotations
 
 import torch
+from searchengine.training.precision import full_precision
 from torch import nn
 
 
@@ -18,6 +19,7 @@ class SoftmaxClassifier(nn.Module):
         return self.linear(torch.cat([u, v, (u - v).abs()], dim=1))
 
 
+@full_precision
 def softmax_classification_loss(
     classifier: SoftmaxClassifier, u: torch.Tensor, v: torch.Tensor, labels: torch.Tensor
 ) -> torch.Tensor:

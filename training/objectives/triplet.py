@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import torch
+from searchengine.training.precision import full_precision
 
 
+@full_precision
 def triplet_loss(
     anchor: torch.Tensor, positive: torch.Tensor, negative: torch.Tensor, margin: float = 1.0
 ) -> torch.Tensor:

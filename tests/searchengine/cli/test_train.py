@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
 import re
 import subprocess
 import sys
@@ -44,6 +45,24 @@ def test_train_then_index_and_query_with_the_trained_model(tiny_model: Path, tmp
     result = runner.invoke(app, ["eval", "sts", str(sts), str(sts), "--model", str(out)])
     assert result.exit_code == 0 and "average" in result.output
 
+
+
+def test_train_records_its_precision_and_threads_and_lets_openmp_sleep(
+    tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    data = tmp_path / "sentences.txt"
+    data.write_text("the cat sat on the mat\nrain and snow in the city\nreset my password\n")
+    out = tmp_path / "model"
+    result = runner.invoke(
+        app,
+        ["train", "simcse", "--base", str(tiny_model), "--data", str(data), "--out", str(out), "--steps", "1",
+         "--batch-size", "2", "--precision", "fp32", "--threads", "1", "--quiet"],
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    settings = json.loads((out / "training_log.json").read_text())["settings"]
+    assert (settings["precision"], settings["threads"]) == ("fp32", 1)
+    assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
 
 def test_train_errors_are_one_line(tiny_model: Path, tmp_path: Path) -> None:
     bad = tmp_path / "bad.tsv"

@@ -98,8 +98,9 @@ def test_consert_refuses_adversarial_without_a_supervised_loss(tiny_model, sente
     assert not (tmp_path / "m").exists()
 
 
-def test_the_same_seed_gives_the_same_model(tiny_model, sentence_file, tmp_path) -> None:
-    settings = TrainingSettings(steps=4, learning_rate=1e-3, progress=False, seed=7)
+@pytest.mark.parametrize("precision", ["fp32", "bf16"])
+def test_the_same_seed_gives_the_same_model(tiny_model, sentence_file, tmp_path, precision) -> None:
+    settings = TrainingSettings(steps=4, learning_rate=1e-3, progress=False, seed=7, precision=precision)
     for name in ("a", "b"):
         train_simcse(base=tiny_model, data=sentence_file, out=tmp_path / name, settings=settings, batch_size=4)
     texts = ["the cat sat", "snow in the city"]
