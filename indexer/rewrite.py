@@ -26,8 +26,18 @@ class IndexRewrite:
     whitening: Whitening | None
     manifest: Manifest
     """The manifest of the index being rewritten."""
+    generation: Generation
+    """The generation being written (for scratch files such as a spool)."""
     upgraded: int = 0
     """Documents an older store had merged into another's row, made documents of their own by this rewrite."""
+    model: ModelIdentity | None = None
+    """The model of the rewritten index's vectors: the previous one unless `replace_model` was called."""
+    new_whitening: bool = False
+    """True when `whitening` was refitted (saved as a new file) rather than carried over."""
+
+    def replace_model(self, model: ModelIdentity, vectors: VectorIndex, whitening: Whitening | None) -> None:
+        """Commit vectors made by another model (and the whitening fitted on them, or none) in place of the old."""
+        self.model, self.vectors, self.whitening, self.new_whitening = model, vectors, whitening, True
 
 
 @contextmanager
@@ -46,6 +56,7 @@ def rewriting(directory: IndexDirectory, versions: dict[str, str] | None = None)
             vectors=VectorIndex.load(directory.file(previous, "vectors"), previous.index.type),
             whitening=Whitening.load(whitening_path) if whitening_path else None,
             manifest=previous,
+            generation=generation,
         )
         try:
             rewrite.upgraded = upgrade_store(rewrite.store, rewrite.vectors)
@@ -59,9 +70,10 @@ def rewriting(directory: IndexDirectory, versions: dict[str, str] | None = None)
             rewrite.store,
             rewrite.vectors,
             rewrite.whitening,
-            previous.model,
+            rewrite.model or previous.model,
             {**previous.versions, **(versions or {})},
             previous,
+            keep_whitening=not rewrite.new_whitening,
         )
 
 
@@ -84,13 +96,15 @@ def commit_generation(
     model: ModelIdentity,
     versions: dict[str, str],
     previous: Manifest | None,
+    keep_whitening: bool = True,
 ) -> None:
-    """Save the vectors (and a new whitening) into `generation` and commit it with its manifest."""
+    """Save the vectors (and a new whitening) into `generation` and commit it with its manifest. A rewrite
+    (`previous` given) keeps the previous whitening file unless `keep_whitening` is False."""
     vectors_path = generation.path("vectors")
     vectors.save(vectors_path)
     if previous is not None:  # a rewritten file keeps the permissions of the one it replaces
         shutil.copymode(directory.file(previous, "vectors"), vectors_path)
-    if previous is not None:
+    if previous is not None and keep_whitening:
         whitening_path = directory.file(previous, "whitening")
     elif whitening is not None:
         whitening_path = generation.path("whitening")

@@ -221,6 +221,12 @@ class DocumentStore:
         with self._guard():
             return int(self.db.execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0])
 
+    def ids(self) -> np.ndarray:
+        """Every stored document's id, in order."""
+        with self._guard():
+            rows = self.db.execute(f"SELECT id FROM {TABLE} ORDER BY id").fetchall()
+        return np.array([row[0] for row in rows], dtype=np.int64)
+
     def repeats(self) -> int:
         """Documents whose text an earlier stored document already has."""
         with self._guard():
