@@ -61,6 +61,7 @@ def read_pairs(data: Path, splits: list[str]) -> list[tuple[float, str, str]]:
 
 def pair_rates(pairs: list[tuple[float, str, str]], cluster_of: dict[str, int], sizes: np.ndarray, n: int) -> dict:
     """Share of pairs (two different texts) whose sentences share a cluster, by gold band, and chance."""
+
     def together(band: list[tuple[float, str, str]]) -> float:
         hits = [cluster_of.get(a, -1) == cluster_of.get(b, -2) for _, a, b in band]
         return float(np.mean(hits)) if hits else float("nan")
@@ -90,8 +91,9 @@ def quality(args: argparse.Namespace) -> dict:
     results = []
     for settings in QUICK_SETTINGS if args.quick else QUALITY_SETTINGS:
         started = time.perf_counter()
-        clusters = engine.cluster(settings.method, k=settings.k, threshold=settings.threshold,
-                                  min_size=settings.min_size, seed=settings.seed)
+        clusters = engine.cluster(
+            settings.method, k=settings.k, threshold=settings.threshold, min_size=settings.min_size, seed=settings.seed
+        )
         seconds = time.perf_counter() - started
         cluster_of = {text_of[i]: c.id for c in clusters for i in c.member_ids}
         sizes = np.array([c.size for c in clusters], dtype=np.float64)

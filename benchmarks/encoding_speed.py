@@ -62,7 +62,9 @@ def sentence_transformers_variants() -> dict[str, Embed]:
     bf16 = SentenceTransformer(str(bundled_model_path()), device="cpu").to(torch.bfloat16)
 
     def embed(model: SentenceTransformer) -> Embed:
-        return lambda texts: model.encode(list(texts), convert_to_numpy=True, show_progress_bar=False).astype(np.float32)
+        return lambda texts: model.encode(list(texts), convert_to_numpy=True, show_progress_bar=False).astype(
+            np.float32
+        )
 
     return {"sentence-transformers fp32": embed(fp32), "sentence-transformers bf16": embed(bf16)}
 
@@ -81,8 +83,12 @@ def searchengine_variants(quick: bool) -> dict[str, Encoder]:
     }
     if not quick:
         for size in (16, 32, 128, 256):
-            variants[f"searchengine onnx fp32, batch {size}"] = Encoder(backend="onnx", precision="fp32", batch_size=size)
-            variants[f"searchengine onnx int8, batch {size}"] = Encoder(backend="onnx", precision="int8", batch_size=size)
+            variants[f"searchengine onnx fp32, batch {size}"] = Encoder(
+                backend="onnx", precision="fp32", batch_size=size
+            )
+            variants[f"searchengine onnx int8, batch {size}"] = Encoder(
+                backend="onnx", precision="int8", batch_size=size
+            )
         variants["searchengine torch fp32, 1 thread"] = Encoder(backend="torch", precision="fp32", threads=1)
         variants["searchengine onnx fp32, 1 thread"] = Encoder(backend="onnx", precision="fp32", threads=1)
         variants["searchengine onnx int8, 1 thread"] = Encoder(backend="onnx", precision="int8", threads=1)
@@ -121,8 +127,9 @@ def machine() -> dict:
         "torch_threads": torch.get_num_threads(),
         "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
         "native_bf16": cpu_has_native_bf16(),
-        "versions": {name: version(name) for name in
-                     ("torch", "transformers", "sentence-transformers", "onnxruntime", "numpy")},
+        "versions": {
+            name: version(name) for name in ("torch", "transformers", "sentence-transformers", "onnxruntime", "numpy")
+        },
     }
 
 
@@ -182,7 +189,10 @@ def main() -> None:
         "mean_tokens": statistics.mean(len(ids) for ids in fp32.tokenizer(texts)["input_ids"]),
         "rounds": rounds,
         "stsb_test_pairs": len(pairs),
-        "default": {"backend": next(iter(encoders.values())).backend, "precision": next(iter(encoders.values())).precision},
+        "default": {
+            "backend": next(iter(encoders.values())).backend,
+            "precision": next(iter(encoders.values())).precision,
+        },
         "variants": {},
         "checks": checks,
     }
@@ -191,19 +201,25 @@ def main() -> None:
         results["variants"][name] = {
             "sentences_per_s": round(len(texts) / statistics.median(times[name]), 1),
             "speed_vs_sentence_transformers_fp32": round(
-                statistics.median(r / t for r, t in zip(times[REFERENCE], times[name])), 3),
+                statistics.median(r / t for r, t in zip(times[REFERENCE], times[name])), 3
+            ),
             "seconds_per_round": [round(t, 3) for t in times[name]],
             "one_query_ms_p50": round(float(np.percentile(latencies[name], 50)) * 1000, 2),
             "one_query_ms_p99": round(float(np.percentile(latencies[name], 99)) * 1000, 2),
             "stsb_test_spearman": round(spearman, 2),
         }
         row = results["variants"][name]
-        print(f"{name:<42} {row['sentences_per_s']:7.1f}/s  {row['speed_vs_sentence_transformers_fp32']:5.2f}x ST fp32"
-              f"  one query p50 {row['one_query_ms_p50']:6.2f} ms  Spearman {row['stsb_test_spearman']:.2f}", flush=True)
+        print(
+            f"{name:<42} {row['sentences_per_s']:7.1f}/s  {row['speed_vs_sentence_transformers_fp32']:5.2f}x ST fp32"
+            f"  one query p50 {row['one_query_ms_p50']:6.2f} ms  Spearman {row['stsb_test_spearman']:.2f}",
+            flush=True,
+        )
     best_st = max(ST_BEST, key=lambda name: results["variants"][name]["sentences_per_s"])
     results["sentence_transformers_best"] = best_st
-    checks["spearman_finite"] = all(math.isfinite(v["stsb_test_spearman"]) and 0 < v["stsb_test_spearman"] <= 100
-                                    for v in results["variants"].values())
+    checks["spearman_finite"] = all(
+        math.isfinite(v["stsb_test_spearman"]) and 0 < v["stsb_test_spearman"] <= 100
+        for v in results["variants"].values()
+    )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(f"checks: {checks}")

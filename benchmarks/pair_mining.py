@@ -174,13 +174,13 @@ def main() -> None:
                 "encode_s": encode_seconds,
                 "mine_s": mine_seconds,
                 "total_s": encode_seconds + mine_seconds,
-                "top_pairs": [
-                    {"score": p.score, "first": pool[p.first], "second": pool[p.second]} for p in pairs[:3]
-                ],
+                "top_pairs": [{"score": p.score, "first": pool[p.first], "second": pool[p.second]} for p in pairs[:3]],
             }
         )
-        print(f"bi-encoder n={high}: encode {encode_seconds:.1f} s + mine {mine_seconds:.3f} s; top pair "
-              f"{pairs[0].score:.4f}: {pool[pairs[0].first]!r} / {pool[pairs[0].second]!r}")
+        print(
+            f"bi-encoder n={high}: encode {encode_seconds:.1f} s + mine {mine_seconds:.3f} s; top pair "
+            f"{pairs[0].score:.4f}: {pool[pairs[0].first]!r} / {pool[pairs[0].second]!r}"
+        )
     checked = min(matrix.shape[0], 10_000)
     top = mine_vectors(matrix[:checked], top=1)[0]
     assert (top.first, top.second) == brute_force_top_pair(matrix[:checked]), "chunked miner disagrees with brute force"
@@ -199,8 +199,11 @@ def main() -> None:
         "build_s": built,
         "mine_s": mined,
         "total_s": built + mined,
-        "top_pair": {"score": engine_pairs[0].score, "first": engine_pairs[0].first_text,
-                     "second": engine_pairs[0].second_text},
+        "top_pair": {
+            "score": engine_pairs[0].score,
+            "first": engine_pairs[0].first_text,
+            "second": engine_pairs[0].second_text,
+        },
     }
     print(f"engine path n={index_n}: build {built:.1f} s + SearchEngine.mine {mined:.3f} s")
 
@@ -209,7 +212,9 @@ def main() -> None:
         from searchengine.encoding.cross_encoder import CrossEncoder as TrainedCrossEncoder
 
         cross = TrainedCrossEncoder(args.cross_encoder, batch_size=64)
-        cross_model = f"cross-encoder {args.cross_encoder} (searchengine.encoding.cross_encoder.CrossEncoder, sigmoid scores)"
+        cross_model = (
+            f"cross-encoder {args.cross_encoder} (searchengine.encoding.cross_encoder.CrossEncoder, sigmoid scores)"
+        )
     else:
         cross = CrossEncoder()
         cross_model = "bundled all-MiniLM-L6-v2 body + randomly initialised 1-logit regression head (untrained)"
@@ -227,8 +232,10 @@ def main() -> None:
         cross.score([sample[k] for k in part])
         rates.append(len(part) / (time.perf_counter() - start))
     rate = statistics.median(rates)
-    print(f"cross-encoder: {rate:.1f} pairs/s (median of {len(parts)} parts of {len(sample)} pairs: "
-          f"{', '.join(f'{r:.1f}' for r in rates)})")
+    print(
+        f"cross-encoder: {rate:.1f} pairs/s (median of {len(parts)} parts of {len(sample)} pairs: "
+        f"{', '.join(f'{r:.1f}' for r in rates)})"
+    )
 
     pair_indices = all_pairs(validate_n)
     start = time.perf_counter()
@@ -254,12 +261,15 @@ def main() -> None:
             "measured_over_predicted": measured / predicted,
             "bi_encoder_top_pair": [pool[bi_pairs[0].first], pool[bi_pairs[0].second]],
             ("cross_encoder_top_pair" if args.cross_encoder else "cross_encoder_top_pair_untrained_head"): [
-                pool[cross_best[0]], pool[cross_best[1]]
+                pool[cross_best[0]],
+                pool[cross_best[1]],
             ],
         },
     }
-    print(f"validation n={validate_n}: {len(pair_indices)} pairs in {measured:.1f} s, predicted {predicted:.1f} s "
-          f"(ratio {measured / predicted:.2f})")
+    print(
+        f"validation n={validate_n}: {len(pair_indices)} pairs in {measured:.1f} s, predicted {predicted:.1f} s "
+        f"(ratio {measured / predicted:.2f})"
+    )
 
     by_n = {row["n"]: row for row in bi_rows}
     table = []
@@ -272,8 +282,15 @@ def main() -> None:
             if row["bi_encoder_s"]:
                 row["ratio"] = row["cross_encoder_s"] / row["bi_encoder_s"]
         table.append(row)
-    table.append({"n": validate_n, "pairs": len(pair_indices), "bi_encoder_s": None, "cross_encoder_s": measured,
-                  "cross_encoder_how": "measured (all pairs)"})
+    table.append(
+        {
+            "n": validate_n,
+            "pairs": len(pair_indices),
+            "bi_encoder_s": None,
+            "cross_encoder_s": measured,
+            "cross_encoder_how": "measured (all pairs)",
+        }
+    )
     results["table"] = table
     cross_rows = [row for row in table if row.get("cross_encoder_how") == "extrapolated"]
     results["cross_encoder_growth_exponent"] = growth_exponent(
@@ -290,10 +307,14 @@ def main() -> None:
     for row in table:
         bi = f"{row['bi_encoder_s']:.2f} s" if row.get("bi_encoder_s") else "-"
         ce = f"{row['cross_encoder_s']:.0f} s ({row['cross_encoder_how']})" if row.get("cross_encoder_s") else "-"
-        print(f"  n={row['n']:>6}  bi-encoder {bi:>10}  cross-encoder {ce}" +
-              (f"  ratio {row['ratio']:.0f}x" if row.get("ratio") else ""))
-    print(f"growth exponents (log-log slope): bi-encoder {results['bi_encoder_growth_exponent']}, "
-          f"cross-encoder {results['cross_encoder_growth_exponent']}; load average {load():.1f}")
+        print(
+            f"  n={row['n']:>6}  bi-encoder {bi:>10}  cross-encoder {ce}"
+            + (f"  ratio {row['ratio']:.0f}x" if row.get("ratio") else "")
+        )
+    print(
+        f"growth exponents (log-log slope): bi-encoder {results['bi_encoder_growth_exponent']}, "
+        f"cross-encoder {results['cross_encoder_growth_exponent']}; load average {load():.1f}"
+    )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     plot(results, args.plot)
@@ -311,8 +332,12 @@ def plot(results: dict, path: Path) -> None:
     validation = results["cross_encoder"]["validation"]
     figure, axis = plt.subplots(figsize=(7, 4.5))
     axis.plot([r["n"] for r in bi], [r["total_s"] for r in bi], "o-", label="bi-encoder: embed + mine (measured)")
-    axis.plot([r["n"] for r in extrapolated], [r["cross_encoder_s"] for r in extrapolated], "s--",
-              label="cross-encoder: all pairs (extrapolated)")
+    axis.plot(
+        [r["n"] for r in extrapolated],
+        [r["cross_encoder_s"] for r in extrapolated],
+        "s--",
+        label="cross-encoder: all pairs (extrapolated)",
+    )
     axis.plot([validation["n"]], [validation["measured_s"]], "k^", label="cross-encoder: all pairs (measured)")
     axis.axhline(PAPER_TARGET_S, color="grey", linewidth=0.8, linestyle=":")
     axis.set_xscale("log")

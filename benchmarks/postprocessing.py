@@ -80,7 +80,9 @@ def main() -> None:
         vectors = embed_all(base, texts, True, "the fit corpus")
         embed_seconds = time.perf_counter() - started
         splits = {split: read_scored_pairs(args.data / "stsb" / f"{split}.tsv") for split in ("dev", "test")}
-        sts_texts = list(dict.fromkeys(t for pairs in splits.values() for pair in pairs for t in (pair.first, pair.second)))
+        sts_texts = list(
+            dict.fromkeys(t for pairs in splits.values() for pair in pairs for t in (pair.first, pair.second))
+        )
         sts_base = dict(zip(sts_texts, base.encode(sts_texts, pre_normalize=True)))
 
         def scores(modules: list) -> dict[str, float]:  # noqa: ANN001

@@ -141,8 +141,11 @@ def cached_embeddings(encoder: Encoder, texts: Sequence[str], cache_dir: Path, t
         np.save(partial, vectors)
         os.replace(partial, path)
         blocks.append(vectors)
-        print(f"  encoded {tag} {start + len(block):,}/{len(texts):,} ({len(block) / (time.perf_counter() - started):.0f}"
-              " sentences/s)", flush=True)
+        print(
+            f"  encoded {tag} {start + len(block):,}/{len(texts):,} ({len(block) / (time.perf_counter() - started):.0f}"
+            " sentences/s)",
+            flush=True,
+        )
     matrix = np.concatenate(blocks) if blocks else np.zeros((0, encoder.dimension), dtype=np.float32)
     return matrix, {"encoded_now": encoded, "encode_seconds": round(seconds, 1)}
 
@@ -379,15 +382,17 @@ def measure_end_to_end(
                     started = time.perf_counter()
                     nearest_documents(engine._vectors, engine._store, vector, K)  # noqa: SLF001 (timing the parts)
                     search_fetch.append(time.perf_counter() - started)
-        row.update({
-            f"{label}end_to_end_ms_p50": percentile_ms(total, 50),
-            f"{label}end_to_end_ms_p99": percentile_ms(total, 99),
-            f"{label}encode_ms_p50": percentile_ms(encode, 50),
-            f"{label}encode_ms_p99": percentile_ms(encode, 99),
-            f"{label}search_fetch_ms_p50": percentile_ms(search_fetch, 50),
-            f"{label}search_fetch_ms_p99": percentile_ms(search_fetch, 99),
-            f"{label}load_average_1min": [load_before, load()],
-        })
+        row.update(
+            {
+                f"{label}end_to_end_ms_p50": percentile_ms(total, 50),
+                f"{label}end_to_end_ms_p99": percentile_ms(total, 99),
+                f"{label}encode_ms_p50": percentile_ms(encode, 50),
+                f"{label}encode_ms_p99": percentile_ms(encode, 99),
+                f"{label}search_fetch_ms_p50": percentile_ms(search_fetch, 50),
+                f"{label}search_fetch_ms_p99": percentile_ms(search_fetch, 99),
+                f"{label}load_average_1min": [load_before, load()],
+            }
+        )
     row["recall_at_10"] = round(recall_at_k(np.array(found), truth), 4)
     return row
 
@@ -450,8 +455,10 @@ def run_group(
                 theirs = engine._whitening  # noqa: SLF001
             assert np.array_equal(theirs.matrix, whitening.matrix), "our whitening differs from the engine's"
         end_to_end.append({"factory": factory, "engine_default": factory == default_factory(n), **built})
-        print(f"  engine {factory}: built in {built['build_seconds']} s, {built['index_dir_bytes'] / 2**20:.1f} MiB",
-              flush=True)
+        print(
+            f"  engine {factory}: built in {built['build_seconds']} s, {built['index_dir_bytes'] / 2**20:.1f} MiB",
+            flush=True,
+        )
     base = index_vectors(raw, whitening)
     queries = index_vectors(query_raw, whitening)
     truth, exact_seconds = exact_top_k(base, queries)
@@ -461,40 +468,52 @@ def run_group(
             count = len(query_texts) if args.e2e_queries is None else args.e2e_queries
             row.update(measure_end_to_end(engine, query_texts[:count], truth[:count], args.runs_e2e))
         for label, name in (("", "default threads"), ("1_thread_", "1 thread")):
-            print(f"  end to end {factory}, {name}: p50 {row[label + 'end_to_end_ms_p50']} ms, "
-                  f"p99 {row[label + 'end_to_end_ms_p99']} ms (encode p50 {row[label + 'encode_ms_p50']}, "
-                  f"search+fetch p50 {row[label + 'search_fetch_ms_p50']})", flush=True)
+            print(
+                f"  end to end {factory}, {name}: p50 {row[label + 'end_to_end_ms_p50']} ms, "
+                f"p99 {row[label + 'end_to_end_ms_p99']} ms (encode p50 {row[label + 'encode_ms_p50']}, "
+                f"search+fetch p50 {row[label + 'search_fetch_ms_p50']})",
+                flush=True,
+            )
         print(f"  end to end {factory}: recall@10 {row['recall_at_10']}", flush=True)
     group["end_to_end"] = end_to_end
     configurations = []
     for factory, parameter, values in args.sweeps:
         if factory in engines:
             index = VectorIndex.load(vectors_file(engines[factory]), factory)
-            built = {key: value for key, value in end_to_end[e2e_factories.index(factory)].items()
-                     if key in ("built_by", "build_seconds", "rss_growth_mib", "build_load_average_1min")}
+            built = {
+                key: value
+                for key, value in end_to_end[e2e_factories.index(factory)].items()
+                if key in ("built_by", "build_seconds", "rss_growth_mib", "build_load_average_1min")
+            }
             built["index_file_bytes"] = vectors_file(engines[factory]).stat().st_size
         else:
             index, built = build_raw(factory, base, scratch / "index.faiss")
         assert index.count == n
-        print(f"  {factory}: built in {built['build_seconds']} s, {built['index_file_bytes'] / 2**20:.1f} MiB",
-              flush=True)
+        print(
+            f"  {factory}: built in {built['build_seconds']} s, {built['index_file_bytes'] / 2**20:.1f} MiB", flush=True
+        )
         for value in values or [None]:
             set_parameter(index, parameter, value)
             measured = measure_search(index, queries, truth, args.runs, args.single_budget)
             if factory == "Flat":
                 assert measured["recall_at_10"] == 1.0, f"Flat recall {measured['recall_at_10']}, not 1.0"
-            configurations.append({
-                "factory": factory,
-                "parameter": parameter,
-                "value": value,
-                "engine_default": engine_default(factory, parameter, value),
-                **built,
-                **measured,
-            })
-            print(f"    {parameter or '-'}={value if value is not None else '-'}: recall {measured['recall_at_10']:.3f}"
-                  f"  single {measured['qps_single']:,.0f} q/s (1 thread {measured['qps_single_1_thread']:,.0f})"
-                  f"  batched {measured['qps_batched']:,.0f} q/s"
-                  f"  (load {measured['load_average_1min'][1]})", flush=True)
+            configurations.append(
+                {
+                    "factory": factory,
+                    "parameter": parameter,
+                    "value": value,
+                    "engine_default": engine_default(factory, parameter, value),
+                    **built,
+                    **measured,
+                }
+            )
+            print(
+                f"    {parameter or '-'}={value if value is not None else '-'}: recall {measured['recall_at_10']:.3f}"
+                f"  single {measured['qps_single']:,.0f} q/s (1 thread {measured['qps_single_1_thread']:,.0f})"
+                f"  batched {measured['qps_batched']:,.0f} q/s"
+                f"  (load {measured['load_average_1min'][1]})",
+                flush=True,
+            )
         del index
     group["configurations"] = configurations
     shutil.rmtree(scratch, ignore_errors=True)
@@ -526,10 +545,14 @@ def plot(results: dict, path: Path) -> None:
                 for factory in factories:
                     points = [c for c in group["configurations"] if c["factory"] == factory]
                     if points:
-                        axis.plot([c[key] for c in points], [c["recall_at_10"] for c in points],
-                                  marker=markers.get(group["whitening_k"], "x"), color=colours[factory],
-                                  linestyle="-" if group["whitening_k"] is None else ":",
-                                  label=f"{factory}, whitening {group['whitening_k'] or 'none'}")
+                        axis.plot(
+                            [c[key] for c in points],
+                            [c["recall_at_10"] for c in points],
+                            marker=markers.get(group["whitening_k"], "x"),
+                            color=colours[factory],
+                            linestyle="-" if group["whitening_k"] is None else ":",
+                            label=f"{factory}, whitening {group['whitening_k'] or 'none'}",
+                        )
             axis.set_xscale("log")
             axis.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
             axis.set_xlabel(f"queries/second (log), {title}")
@@ -538,9 +561,11 @@ def plot(results: dict, path: Path) -> None:
             axis.grid(True, which="both", alpha=0.3)
         axes[row][0].legend(fontsize=7, loc="lower left")
     machine = results["machine"]
-    figure.suptitle(f"Recall@10 against QPS: {machine['cpu']}, {machine['cores']} cores, load average "
-                    f"{machine['load_average_1min_at_start']} at the start, {machine.get('load_average_1min_at_end')} "
-                    "at the end (up and right is better)")
+    figure.suptitle(
+        f"Recall@10 against QPS: {machine['cpu']}, {machine['cores']} cores, load average "
+        f"{machine['load_average_1min_at_start']} at the start, {machine.get('load_average_1min_at_end')} "
+        "at the end (up and right is better)"
+    )
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=100)
@@ -549,9 +574,11 @@ def plot(results: dict, path: Path) -> None:
 def markdown(results: dict) -> str:
     """The result tables as markdown (for docs/benchmarks.md)."""
     mib = 2**20
-    lines = ["| n | whitening | index | setting | build s | index file MiB | recall@10 | QPS 1 query/call "
-             "| QPS 1 query/call, 1 thread | QPS batched | load |",
-             "|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| n | whitening | index | setting | build s | index file MiB | recall@10 | QPS 1 query/call "
+        "| QPS 1 query/call, 1 thread | QPS batched | load |",
+        "|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for group in results["groups"]:
         for c in group["configurations"]:
             setting = f"{c['parameter']} {c['value']}" if c["parameter"] else "-"
@@ -562,9 +589,12 @@ def markdown(results: dict) -> str:
                 f"{c['qps_single']:,.0f} | {c['qps_single_1_thread']:,.0f} | {c['qps_batched']:,.0f} | "
                 f"{c['load_average_1min'][0]}–{c['load_average_1min'][1]} |"
             )
-    lines += ["", "| n | whitening | index | threads | end to end p50 / p99 ms | encode p50 ms | search + fetch p50 ms "
-              "| recall@10 | build s (no encoding) | index dir MiB | load |",
-              "|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines += [
+        "",
+        "| n | whitening | index | threads | end to end p50 / p99 ms | encode p50 ms | search + fetch p50 ms "
+        "| recall@10 | build s (no encoding) | index dir MiB | load |",
+        "|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for group in results["groups"]:
         for e in group["end_to_end"]:
             for label, name in (("", "default"), ("1_thread_", "1")):
@@ -576,9 +606,12 @@ def markdown(results: dict) -> str:
                     f"{e['recall_at_10']:.3f} | {e['build_seconds']:.1f} | {e['index_dir_bytes'] / mib:.1f} | "
                     f"{load_range[0]}–{load_range[1]} |"
                 )
-    lines += ["", "| n | whitening | dimension | Flat file MiB | × smaller | HNSW32 file MiB | × smaller "
-              "| engine index dir MiB (default index) | × smaller | STS-B test Spearman | Δ |",
-              "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    lines += [
+        "",
+        "| n | whitening | dimension | Flat file MiB | × smaller | HNSW32 file MiB | × smaller "
+        "| engine index dir MiB (default index) | × smaller | STS-B test Spearman | Δ |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for n in dict.fromkeys(g["n"] for g in results["groups"]):
         groups = [g for g in results["groups"] if g["n"] == n]
         plain = next((g for g in groups if g["whitening_k"] is None), None)
@@ -612,20 +645,34 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="about a minute: few vectors, few settings; checks only")
     parser.add_argument("--sizes", help="comma-separated vector counts (default 100000; --quick: 3000)")
     parser.add_argument("--whiten", help="comma-separated whitening k, 'none' for none (default none,128,256)")
-    parser.add_argument("--factories", help="sweep these factory strings instead, ';' between (from the quick, full "
-                        "and optional lists, e.g. 'Flat;HNSW32;IVF4096,PQ64np')")
+    parser.add_argument(
+        "--factories",
+        help="sweep these factory strings instead, ';' between (from the quick, full "
+        "and optional lists, e.g. 'Flat;HNSW32;IVF4096,PQ64np')",
+    )
     parser.add_argument("--queries", type=int, help="query sentences (default 1000; --quick 100)")
     parser.add_argument("--runs", type=int, help="timed runs per measurement, median reported (default 5; --quick 2)")
-    parser.add_argument("--single-budget", type=float, help="seconds of single-query warm-up that fixes how many "
-                        "queries a single-query run times (at least 20; default 3; --quick 0.3)")
-    parser.add_argument("--e2e", help="factories to measure end to end through SearchEngine ('default' = what the "
-                        "engine picks for the size; '' for none; default 'default,HNSW32'; --quick 'default')")
+    parser.add_argument(
+        "--single-budget",
+        type=float,
+        help="seconds of single-query warm-up that fixes how many "
+        "queries a single-query run times (at least 20; default 3; --quick 0.3)",
+    )
+    parser.add_argument(
+        "--e2e",
+        help="factories to measure end to end through SearchEngine ('default' = what the "
+        "engine picks for the size; '' for none; default 'default,HNSW32'; --quick 'default')",
+    )
     parser.add_argument("--e2e-queries", type=int, help="queries per end-to-end run (default 200; --quick 20)")
     parser.add_argument("--runs-e2e", type=int, help="end-to-end runs over the queries (default 3; --quick 1)")
     parser.add_argument("--query-precision", default="auto", help="Encoder precision for the end-to-end queries")
     parser.add_argument("--query-backend", default="auto", help="Encoder backend for the end-to-end queries")
-    parser.add_argument("--query-threads", type=int, help="Encoder threads for the end-to-end queries (ONNX Runtime's "
-                        "are fixed when its session starts, so the 1-thread rows need this for --query-backend onnx)")
+    parser.add_argument(
+        "--query-threads",
+        type=int,
+        help="Encoder threads for the end-to-end queries (ONNX Runtime's "
+        "are fixed when its session starts, so the 1-thread rows need this for --query-backend onnx)",
+    )
     parser.add_argument("--torch-threads", type=int, help="torch.set_num_threads (default: torch's own choice)")
     parser.add_argument("--faiss-threads", type=int, help="faiss.omp_set_num_threads (default: faiss's own choice)")
     parser.add_argument("--noise", type=float, default=DEFAULT_NOISE, help="sigma of the synthetic copies' noise")
@@ -640,12 +687,16 @@ def main() -> None:
         return
     quick = args.quick
     sizes = [int(s) for s in (args.sizes or ("3000" if quick else "100000")).split(",")]
-    whiten = [None if w == "none" else int(w) for w in (args.whiten or ("none,128" if quick else "none,128,256")).split(",")]
+    whiten = [
+        None if w == "none" else int(w) for w in (args.whiten or ("none,128" if quick else "none,128,256")).split(",")
+    ]
     args.queries = args.queries or (100 if quick else 1000)
     args.runs = args.runs or (2 if quick else 5)
     args.runs_e2e = args.runs_e2e or (1 if quick else 3)
     args.single_budget = args.single_budget if args.single_budget is not None else (0.3 if quick else 3.0)
-    args.e2e = [f for f in (args.e2e if args.e2e is not None else ("default" if quick else "default,HNSW32")).split(",") if f]
+    args.e2e = [
+        f for f in (args.e2e if args.e2e is not None else ("default" if quick else "default,HNSW32")).split(",") if f
+    ]
     args.e2e_queries = args.e2e_queries or (20 if quick else 200)
     args.sweeps = QUICK_SWEEPS if quick else FULL_SWEEPS
     if args.factories:
@@ -654,7 +705,9 @@ def main() -> None:
         args.sweeps = [s for s in known if s[0] in wanted]
         args.sweeps = [s for i, s in enumerate(args.sweeps) if s[0] not in [t[0] for t in args.sweeps[:i]]]
     args.out = args.out or RESULTS / ("search_speed_quick.json" if quick else "search_speed.json")
-    args.plot = args.plot or (args.out.parent / "search_speed_quick.png" if quick else ROOT / "docs" / "search_speed.png")
+    args.plot = args.plot or (
+        args.out.parent / "search_speed_quick.png" if quick else ROOT / "docs" / "search_speed.png"
+    )
 
     started = time.perf_counter()
     if args.torch_threads:
@@ -673,12 +726,22 @@ def main() -> None:
             "load_average_1min_at_start": load(),
         },
         "versions": {name: version(name) for name in ("torch", "transformers", "faiss-cpu", "numpy")},
-        "settings": {"sizes": sizes, "whitening": whiten, "queries": args.queries, "runs": args.runs,
-                     "single_budget_s": args.single_budget, "e2e": args.e2e, "e2e_queries": args.e2e_queries,
-                     "runs_e2e": args.runs_e2e, "noise_sigma": args.noise, "k": K,
-                     "query_precision": args.query_precision, "query_backend": args.query_backend,
-                     "query_threads": args.query_threads,
-                     "training_sample": TRAINING_SAMPLE},
+        "settings": {
+            "sizes": sizes,
+            "whitening": whiten,
+            "queries": args.queries,
+            "runs": args.runs,
+            "single_budget_s": args.single_budget,
+            "e2e": args.e2e,
+            "e2e_queries": args.e2e_queries,
+            "runs_e2e": args.runs_e2e,
+            "noise_sigma": args.noise,
+            "k": K,
+            "query_precision": args.query_precision,
+            "query_backend": args.query_backend,
+            "query_threads": args.query_threads,
+            "training_sample": TRAINING_SAMPLE,
+        },
     }
     print(f"{results['machine']}", flush=True)
     encoder = Encoder()
@@ -744,7 +807,6 @@ def checks(results: dict) -> dict:
     }
     assert found["flat_recall_is_1"] is not False and found["recalls_in_0_1"], found
     return found
-
 
 
 def _write(path: Path, results: dict) -> None:

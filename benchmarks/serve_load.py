@@ -96,17 +96,33 @@ def in_process_latency(index: Path, queries: list[str], count: int, precision: s
         latencies.append(time.perf_counter() - started)
     engine.close()
     ordered = sorted(latencies)
-    return {"queries": len(ordered), "p50_ms": 1000 * ordered[len(ordered) // 2],
-            "p99_ms": 1000 * ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]}
+    return {
+        "queries": len(ordered),
+        "p50_ms": 1000 * ordered[len(ordered) // 2],
+        "p99_ms": 1000 * ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))],
+    }
 
 
 def start_server(index: Path, log: Path, options: list[str]) -> tuple[subprocess.Popen, str]:
     """`searchengine serve` on a free 127.0.0.1 port; returns the process and its base URL once it listens."""
     sink = log.open("w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "searchengine", "serve", "-d", str(index), "--host", "127.0.0.1", "--port", "0",
-         "--no-access-log", *options],
-        stdout=sink, stderr=sink,
+        [
+            sys.executable,
+            "-m",
+            "searchengine",
+            "serve",
+            "-d",
+            str(index),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            "0",
+            "--no-access-log",
+            *options,
+        ],
+        stdout=sink,
+        stderr=sink,
     )
     deadline = time.monotonic() + 300
     while not (found := re.search(r"at (http://127\.0\.0\.1:\d+)/", log.read_text())):
@@ -137,7 +153,12 @@ class Client:
 
 
 def run_level(
-    port: int, queries: list[str], concurrency: int, requests: int, seconds: float, writer_texts: list[str] | None,
+    port: int,
+    queries: list[str],
+    concurrency: int,
+    requests: int,
+    seconds: float,
+    writer_texts: list[str] | None,
     write_batch: int,
 ) -> Level:
     level = Level(concurrency, writer_texts is not None)
@@ -261,8 +282,10 @@ def main() -> None:
     subprocess.run(["cp", "-r", str(index), str(work)], check=True)
 
     baseline = in_process_latency(work, queries, 50 if args.quick else 500, args.precision, args.backend)
-    print(f"in process, one query at a time: p50 {baseline['p50_ms']:.1f} ms, p99 {baseline['p99_ms']:.1f} ms",
-          file=sys.stderr)
+    print(
+        f"in process, one query at a time: p50 {baseline['p50_ms']:.1f} ms, p99 {baseline['p99_ms']:.1f} ms",
+        file=sys.stderr,
+    )
     options = ["--max-batch", str(args.max_batch), "--precision", args.precision, "--backend", args.backend]
     process, url = start_server(work, args.cache_dir / "serve-load.log", options)
     port = int(url.rsplit(":", 1)[1])
@@ -277,14 +300,18 @@ def main() -> None:
         for with_writer in (False,) if args.no_writer else (False, True):
             for concurrency in levels:
                 level = run_level(
-                    port, queries, concurrency, requests, seconds, writer_texts if with_writer else None,
+                    port,
+                    queries,
+                    concurrency,
+                    requests,
+                    seconds,
+                    writer_texts if with_writer else None,
                     args.write_batch,
                 )
                 print(
                     f"clients {concurrency:>3} writer {'yes' if with_writer else 'no ':<3}: {level.qps:7.1f} QPS, "
                     f"p50 {level.p50_ms:6.1f} ms, p99 {level.p99_ms:7.1f} ms, "
-                    f"errors {level.errors + level.write_errors}"
-                    + (f", {level.writes} writes" if with_writer else ""),
+                    f"errors {level.errors + level.write_errors}" + (f", {level.writes} writes" if with_writer else ""),
                     file=sys.stderr,
                 )
                 results_levels.append(asdict(level))
@@ -299,12 +326,25 @@ def main() -> None:
             process.kill()
 
     results = {
-        "machine": {"cpu": cpu_name(), "cores": os.cpu_count(), "load_average_at_start": load_at_start,
-                    "load_average_at_end": os.getloadavg()},
-        "settings": {"docs": docs, "requests_per_level": requests, "seconds_per_level": seconds, "k": 10,
-                     "query_words": QUERY_WORDS, "write_batch": args.write_batch, "max_batch": args.max_batch,
-                     "precision": served_with["precision"], "backend": served_with["backend"],
-                     "index": "Flat", "model": "bundled all-MiniLM-L6-v2"},
+        "machine": {
+            "cpu": cpu_name(),
+            "cores": os.cpu_count(),
+            "load_average_at_start": load_at_start,
+            "load_average_at_end": os.getloadavg(),
+        },
+        "settings": {
+            "docs": docs,
+            "requests_per_level": requests,
+            "seconds_per_level": seconds,
+            "k": 10,
+            "query_words": QUERY_WORDS,
+            "write_batch": args.write_batch,
+            "max_batch": args.max_batch,
+            "precision": served_with["precision"],
+            "backend": served_with["backend"],
+            "index": "Flat",
+            "model": "bundled all-MiniLM-L6-v2",
+        },
         "in_process": baseline,
         "levels": results_levels,
         "index_size_at_end": final_size,
@@ -315,8 +355,10 @@ def main() -> None:
             or final_size == docs + sum(level["documents_added"] for level in results_levels),
         },
     }
-    print(f"In process (SearchEngine.search, one query at a time): p50 {baseline['p50_ms']:.1f} ms, "
-          f"p99 {baseline['p99_ms']:.1f} ms\n")
+    print(
+        f"In process (SearchEngine.search, one query at a time): p50 {baseline['p50_ms']:.1f} ms, "
+        f"p99 {baseline['p99_ms']:.1f} ms\n"
+    )
     print(markdown(results))
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)

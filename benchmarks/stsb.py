@@ -43,7 +43,11 @@ def interleaved_rates(ours, theirs, texts: list[str], runs: int) -> tuple[float,
             encode(texts)
             times.append(time.perf_counter() - start)
     ratios = [t / o for o, t in zip(ours_times, theirs_times)]
-    return len(texts) / statistics.median(ours_times), len(texts) / statistics.median(theirs_times), statistics.median(ratios)
+    return (
+        len(texts) / statistics.median(ours_times),
+        len(texts) / statistics.median(theirs_times),
+        statistics.median(ratios),
+    )
 
 
 def main() -> None:
@@ -83,9 +87,7 @@ def main() -> None:
     print(f"wrote {args.out}")
 
 
-def measure_quality(
-    results: dict, encoder: Encoder, pairs: list[RatedPair], ks: list[int], wiki: list[str]
-) -> None:
+def measure_quality(results: dict, encoder: Encoder, pairs: list[RatedPair], ks: list[int], wiki: list[str]) -> None:
     left, right = [p.first for p in pairs], [p.second for p in pairs]
     sentences = left + right
     quality = [{"whitening": "none", "dimension": encoder.dimension, "spearman": sts_spearman(encoder.encode, pairs)}]
@@ -122,8 +124,10 @@ def measure_quality(
         }
     results["quality"] = quality
     for row in quality:
-        print(f"  {row['whitening']:<45} dim {row['dimension']:>3}  Spearman {row['spearman']:.2f}  "
-              f"index {row['index_bytes'] / 1024:.0f} KiB")
+        print(
+            f"  {row['whitening']:<45} dim {row['dimension']:>3}  Spearman {row['spearman']:.2f}  "
+            f"index {row['index_bytes'] / 1024:.0f} KiB"
+        )
     print(f"  retrieval: {results['retrieval']}")
 
 

@@ -37,34 +37,127 @@ WIKI = f"{DATA}/unsup/wiki_sentences.txt.gz"
 ROWS: dict[str, tuple[str, list[str]]] = {
     # name: (data description, arguments after `searchengine train`), in the order they run
     "sbert-sts": ("STS-B train (5,749 pairs)", ["sbert-sts", "--data", f"{DATA}/stsb/train.tsv", "--steps", "360"]),
-    "sbert-nli": ("SNLI dev+test pairs (19,664)", ["sbert-nli", "--data", f"{DATA}/nli/train.tsv.gz", "--steps", "200", "--eval-every", "1000"]),
-    "simcse": ("Wikipedia sentences (first 20k)", ["simcse", "--data", WIKI, "--limit", "20000", "--batch-size", "32", "--steps", "60", "--eval-every", "1000"]),
+    "sbert-nli": (
+        "SNLI dev+test pairs (19,664)",
+        ["sbert-nli", "--data", f"{DATA}/nli/train.tsv.gz", "--steps", "200", "--eval-every", "1000"],
+    ),
+    "simcse": (
+        "Wikipedia sentences (first 20k)",
+        ["simcse", "--data", WIKI, "--limit", "20000", "--batch-size", "32", "--steps", "60", "--eval-every", "1000"],
+    ),
     "consert-unsup": (
         "Wikipedia sentences (first 20k)",
-        ["consert", "--data", WIKI, "--limit", "20000", "--views", "shuffle,feature_cutoff:0.2", "--steps", "60", "--eval-every", "1000"],
+        [
+            "consert",
+            "--data",
+            WIKI,
+            "--limit",
+            "20000",
+            "--views",
+            "shuffle,feature_cutoff:0.2",
+            "--steps",
+            "60",
+            "--eval-every",
+            "1000",
+        ],
     ),
     "supervised-contrastive": (
         "NLI triplets (6,337)",
-        ["supervised-contrastive", "--data", f"{DATA}/nli/triplets.tsv.gz", "--batch-size", "16", "--steps", "60", "--eval-every", "1000"],
+        [
+            "supervised-contrastive",
+            "--data",
+            f"{DATA}/nli/triplets.tsv.gz",
+            "--batch-size",
+            "16",
+            "--steps",
+            "60",
+            "--eval-every",
+            "1000",
+        ],
     ),
-    "sbert-triplet": ("NLI triplets (6,337)", ["sbert-triplet", "--data", f"{DATA}/nli/triplets.tsv.gz", "--steps", "60", "--eval-every", "1000"]),
+    "sbert-triplet": (
+        "NLI triplets (6,337)",
+        ["sbert-triplet", "--data", f"{DATA}/nli/triplets.tsv.gz", "--steps", "60", "--eval-every", "1000"],
+    ),
     "consert-joint-adversarial": (
         "SNLI pairs",
-        ["consert", "--schedule", "joint", "--nli", f"{DATA}/nli/train.tsv.gz", "--adversarial", "0.1", "--supervised-batch-size", "8", "--steps", "60", "--eval-every", "1000"],
+        [
+            "consert",
+            "--schedule",
+            "joint",
+            "--nli",
+            f"{DATA}/nli/train.tsv.gz",
+            "--adversarial",
+            "0.1",
+            "--supervised-batch-size",
+            "8",
+            "--steps",
+            "60",
+            "--eval-every",
+            "1000",
+        ],
     ),
     "consert-joint": (
         "SNLI pairs",
-        ["consert", "--schedule", "joint", "--nli", f"{DATA}/nli/train.tsv.gz", "--views", "shuffle,feature_cutoff:0.2", "--supervised-batch-size", "8", "--steps", "60", "--eval-every", "1000"],
+        [
+            "consert",
+            "--schedule",
+            "joint",
+            "--nli",
+            f"{DATA}/nli/train.tsv.gz",
+            "--views",
+            "shuffle,feature_cutoff:0.2",
+            "--supervised-batch-size",
+            "8",
+            "--steps",
+            "60",
+            "--eval-every",
+            "1000",
+        ],
     ),
     "consert-sup-unsup": (
         "SNLI pairs, then Wikipedia (first 20k)",
-        ["consert", "--schedule", "sup-unsup", "--nli", f"{DATA}/nli/train.tsv.gz", "--data", WIKI, "--limit", "20000",
-         "--supervised-steps", "40", "--supervised-batch-size", "8", "--steps", "40", "--eval-every", "1000"],
+        [
+            "consert",
+            "--schedule",
+            "sup-unsup",
+            "--nli",
+            f"{DATA}/nli/train.tsv.gz",
+            "--data",
+            WIKI,
+            "--limit",
+            "20000",
+            "--supervised-steps",
+            "40",
+            "--supervised-batch-size",
+            "8",
+            "--steps",
+            "40",
+            "--eval-every",
+            "1000",
+        ],
     ),  # fmt: skip
     "consert-joint-unsup": (
         "SNLI pairs, then Wikipedia (first 20k)",
-        ["consert", "--schedule", "joint-unsup", "--nli", f"{DATA}/nli/train.tsv.gz", "--data", WIKI, "--limit", "20000",
-         "--supervised-steps", "40", "--supervised-batch-size", "8", "--steps", "40", "--eval-every", "1000"],
+        [
+            "consert",
+            "--schedule",
+            "joint-unsup",
+            "--nli",
+            f"{DATA}/nli/train.tsv.gz",
+            "--data",
+            WIKI,
+            "--limit",
+            "20000",
+            "--supervised-steps",
+            "40",
+            "--supervised-batch-size",
+            "8",
+            "--steps",
+            "40",
+            "--eval-every",
+            "1000",
+        ],
     ),  # fmt: skip
 }
 QUICK_ROWS = ("sbert-sts", "consert-unsup")
@@ -102,7 +195,9 @@ def run_row(name: str, arguments: list[str], out: Path, dev: str, test: str, qui
 
 def markdown_commands(results: dict) -> str:
     """The command of every row, in table order."""
-    return "\n".join(f"- {name}: `{row['command']}`" for name, row in results.items() if name not in ("base", "machine"))
+    return "\n".join(
+        f"- {name}: `{row['command']}`" for name, row in results.items() if name not in ("base", "machine")
+    )
 
 
 def markdown_table(results: dict) -> str:
@@ -154,7 +249,11 @@ def main() -> None:
             "dev": round(sts_spearman(base.encode, read_scored_pairs(ROOT / dev)), 2),
             "test": round(sts_spearman(base.encode, read_scored_pairs(ROOT / test)), 2),
         }
-    results["machine"] = {"cpu": platform.processor() or platform.machine(), "cores": os.cpu_count(), "python": platform.python_version()}
+    results["machine"] = {
+        "cpu": platform.processor() or platform.machine(),
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+    }
     try:
         for name in names:
             data, arguments = ROWS[name]
@@ -168,7 +267,10 @@ def main() -> None:
             if not args.quick:  # merged into what is on disk now, so runs of different rows can overlap
                 args.results.parent.mkdir(parents=True, exist_ok=True)
                 saved = json.loads(args.results.read_text()) if args.results.exists() else {}
-                args.results.write_text(json.dumps({**saved, "base": results["base"], "machine": results["machine"], name: row}, indent=2) + "\n")
+                args.results.write_text(
+                    json.dumps({**saved, "base": results["base"], "machine": results["machine"], name: row}, indent=2)
+                    + "\n"
+                )
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
 
