@@ -2,7 +2,8 @@
 cross-encoder from its top 20 and top 100, on the held-back half of each BEIR set's test queries.
 
 - Index: the set's corpus built with `SearchEngine.build` (bundled all-MiniLM-L6-v2 unless --model, exact Flat
-  search), each document embedded as title + " " + text with its BEIR id as external id, in a temporary directory.
+  search), each document embedded as title + " " + text with its BEIR id as external id, in a temporary directory
+  or in --index (built there once, reused by later runs: also the index `searchengine adapt` can adapt).
 - Queries: the held-back half (benchmarks/split_queries.py), or its first --queries of them (ArguAna's 703
   long queries times 100 candidates would take hours here); ArguAna drops a hit whose id is the query's.
 - Quality: `engine.search_batch(queries, k=101)` gives each query's candidates (the query's own document dropped,
@@ -56,8 +57,14 @@ def read_half(path: Path) -> dict[str, dict[str, int]]:
 
 
 def build_index(corpus: Path, target: Path, model: str) -> SearchEngine:
+    """Each document as title + " " + text, its BEIR id the external id, its title kept as metadata (what
+    `searchengine adapt --query-field title` reads)."""
     documents = [
-        Document(f"{row.get('title', '')} {row['text']}".strip(), external_id=str(row["_id"]))
+        Document(
+            f"{row.get('title', '')} {row['text']}".strip(),
+            metadata={"title": row["title"]} if row.get("title") else {},
+            external_id=str(row["_id"]),
+        )
         for row in read_jsonl(corpus)
     ]
     return SearchEngine.build(documents, target, model=None if model == "default" else model, index="Flat")
@@ -95,6 +102,9 @@ def main() -> None:
     parser.add_argument("--set", required=True, choices=["nfcorpus", "arguana"])
     parser.add_argument("--cross-encoder", required=True)
     parser.add_argument("--model", default="default", help="The bi-encoder of the index (e.g. an adapted model).")
+    parser.add_argument(
+        "--index", type=Path, default=None, help="Keep the index here, and reuse it when it exists (else temporary)."
+    )
     parser.add_argument("--queries", type=int, default=None, help="Use the first N held-back queries only.")
     parser.add_argument("--latency-queries", type=int, default=20)
     parser.add_argument("--runs", type=int, default=3)
@@ -111,7 +121,10 @@ def main() -> None:
     cross_encoder = CrossEncoder(arguments.cross_encoder)
     with tempfile.TemporaryDirectory(prefix="retrieval-rerank-") as scratch:
         started = time.perf_counter()
-        engine = build_index(data / "corpus.jsonl", Path(scratch) / "index", arguments.model)
+        if arguments.index is not None and arguments.index.exists():
+            engine = SearchEngine.open(arguments.index)
+        else:
+            engine = build_index(data / "corpus.jsonl", arguments.index or Path(scratch) / "index", arguments.model)
         index_seconds = time.perf_counter() - started
         hits = candidates(engine, query_ids, texts)
         started = time.perf_counter()
