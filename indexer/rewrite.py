@@ -34,8 +34,18 @@ class IndexRewrite:
     whitening: Whitening | None
     manifest: Manifest
     """The manifest of the index being rewritten."""
+    generation: Generation
+    """The generation being written (for scratch files such as a spool)."""
     upgraded: int = 0
     """Documents an older store had merged into another's row, made documents of their own by this rewrite."""
+    model: ModelIdentity | None = None
+    """The model of the rewritten index's vectors: the previous one unless `replace_model` was called."""
+    new_whitening: bool = False
+    """True when `whitening` was refitted (saved as a new file) rather than carried over."""
+
+    def replace_model(self, model: ModelIdentity, vectors: Vectors, whitening: Whitening | None) -> None:
+        """Commit vectors made by another model (and the whitening fitted on them, or none) in place of the old."""
+        self.model, self.vectors, self.whitening, self.new_whitening = model, vectors, whitening, True
 
 
 @contextmanager
@@ -54,6 +64,7 @@ def rewriting(directory: IndexDirectory, versions: dict[str, str] | None = None)
             vectors=load_vectors(directory, previous),
             whitening=Whitening.load(whitening_path) if whitening_path else None,
             manifest=previous,
+            generation=generation,
         )
         try:
             rewrite.upgraded = upgrade_store(rewrite.store, rewrite.vectors)
@@ -67,10 +78,11 @@ def rewriting(directory: IndexDirectory, versions: dict[str, str] | None = None)
             rewrite.store,
             rewrite.vectors,
             rewrite.whitening,
-            previous.model,
+            rewrite.model or previous.model,
             {**previous.versions, **(versions or {})},
             previous,
             previous.passages,
+            keep_whitening=not rewrite.new_whitening,
         )
 
 
@@ -94,14 +106,16 @@ def commit_generation(
     versions: dict[str, str],
     previous: Manifest | None,
     passages: PassageSplitting | None,
+    keep_whitening: bool = True,
 ) -> None:
     """Save the vectors (and a new whitening) into `generation` and commit it with its manifest, which records
-    how documents are split into `passages` (None: not split)."""
+    how documents are split into `passages` (None: not split). A rewrite (`previous` given) keeps the previous
+    whitening file unless `keep_whitening` is False."""
     vector_paths = save_vectors(vectors, generation)
     if previous is not None:  # a rewritten file keeps the permissions of the one it replaces
         for path in vector_paths.values():
             shutil.copymode(directory.file(previous, vector_roles(previous.index.shards)[0]), path)
-    if previous is not None:
+    if previous is not None and keep_whitening:
         whitening_path = directory.file(previous, "whitening")
     elif whitening is not None:
         whitening_path = generation.path("whitening")

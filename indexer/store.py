@@ -351,6 +351,12 @@ class DocumentStore:
             rows = self.db.execute(f"SELECT external_id FROM {TABLE} WHERE external_id IS NOT NULL ORDER BY id")
             return [row[0] for row in rows]
 
+    def ids(self) -> np.ndarray:
+        """Every stored document's id, in order."""
+        with self._guard():
+            rows = self.db.execute(f"SELECT id FROM {TABLE} ORDER BY id").fetchall()
+        return np.array([row[0] for row in rows], dtype=np.int64)
+
     def repeats(self) -> int:
         """Documents whose text an earlier stored document already has."""
         with self._guard():

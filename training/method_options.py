@@ -116,6 +116,24 @@ class SimCSEOptions(BiEncoderOptions):
 
 
 @dataclass(kw_only=True)
+class PseudoQueriesOptions(BiEncoderOptions):
+    """Pseudo-queries: each document's title (--query-field) or first sentence is a query for the rest of it;
+    InfoNCE with in-batch negatives (MultipleNegativesRankingLoss). Adapts a model to a corpus without queries.
+
+    Example: searchengine train pseudo-queries --data ../shared/data/retrieval/nfcorpus/corpus.jsonl --query-field title --out pq-model
+    """
+
+    data: Path = option(help='Documents: .txt (one per line) or .jsonl (a "text" field, the rest metadata), or .gz.')
+    query_field: str | None = option(
+        None, help="A .jsonl field holding each document's title, the query (without it: the first sentence)."
+    )
+    batch_size: int = option(32, min=2, help="Pairs per batch (in-batch negatives).")
+    max_seq_length: int = option(256, min=8, help=TRUNCATE_HELP)
+    temperature: float = option(0.05, min=1e-4)
+    limit: int | None = option(None, min=2, help="Use only the first N documents that give a pair.")
+
+
+@dataclass(kw_only=True)
 class SupervisedContrastiveOptions(BiEncoderOptions):
     """Supervised contrastive learning with hard negatives (supervised SimCSE) on NLI triplets.
 

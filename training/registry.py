@@ -17,6 +17,7 @@ from searchengine.training.method_options import (
     FlowOptions,
     NATSVOptions,
     PromptBERTOptions,
+    PseudoQueriesOptions,
     SBERTNLIOptions,
     SBERTSTSOptions,
     SBERTTripletOptions,
@@ -61,5 +62,6 @@ METHODS: dict[str, Method] = {
     ),
     "consert": Method(ConSERTOptions, "searchengine.training.methods.consert:train_consert"),
     "promptbert": Method(PromptBERTOptions, "searchengine.training.methods.promptbert:train_promptbert"),
+    "pseudo-queries": Method(PseudoQueriesOptions, "searchengine.training.methods.pseudo_queries:train_pseudo_queries"),
     "cross-encoder": Method(CrossEncoderOptions, "searchengine.training.methods.cross_encoder:train_cross_encoder"),
 }

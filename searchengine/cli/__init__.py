@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from searchengine.cli import analysis, evaluation, index, maintenance, query, serve, train
+from searchengine.cli import adapt, analysis, evaluation, index, maintenance, query, serve, train
 
 app = typer.Typer(
     help="Semantic search over your own text: index a corpus once, then query it by meaning.",
@@ -24,6 +24,7 @@ for command in (
     maintenance.verify,
     analysis.mine,
     evaluation.analyze,
+    adapt.adapt,
     serve.serve,
 ):
     app.command()(command)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from importlib.metadata import version
 from itertools import islice
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import faiss
@@ -348,21 +350,92 @@ def _spool_and_add(
             return whitening
         if statistics is not None:
             whitening = Whitening.fit(statistics, fit_k)
-        spooled = np.memmap(spool_path, dtype=np.float32, mode="r").reshape(-1, encoder.dimension)
-        if vectors.needs_training:
-            rows = np.random.default_rng(0).permutation(len(spooled))[:TRAINING_SAMPLE]
-            vectors.train(to_index_vectors(spooled[np.sort(rows)], whitening))
-        ids = np.concatenate(all_ids)
-        with _progress(len(spooled), progress, "Adding") as bar:
-            for start in range(0, len(spooled), CHUNK * 8):
-                stop = start + CHUNK * 8
-                live = ~np.isin(ids[start:stop], list(removed))  # texts an upsert replaced later in the input
-                vectors.add(to_index_vectors(spooled[start:stop][live], whitening), ids[start:stop][live])
-                bar.update(min(stop, len(spooled)) - start)
-        del spooled
+        _add_spooled(spool_path, encoder.dimension, np.concatenate(all_ids), removed, vectors, whitening, progress)
         return whitening
     finally:
         spool_path.unlink(missing_ok=True)
+
+
+def _add_spooled(
+    spool_path: Path,
+    dimension: int,
+    ids: np.ndarray,
+    removed: set[int],
+    vectors: Vectors,
+    whitening: Whitening | None,
+    progress: bool,
+) -> None:
+    """Train `vectors` if its type needs it, then add the spooled embeddings (row i is document ids[i]), leaving out
+    the ids in `removed` (texts an upsert replaced later in the input)."""
+    spooled = np.memmap(spool_path, dtype=np.float32, mode="r").reshape(-1, dimension)
+    if vectors.needs_training:
+        rows = np.random.default_rng(0).permutation(len(spooled))[:TRAINING_SAMPLE]
+        vectors.train(to_index_vectors(spooled[np.sort(rows)], whitening))
+    with _progress(len(spooled), progress, "Adding") as bar:
+        for start in range(0, len(spooled), CHUNK * 8):
+            stop = start + CHUNK * 8
+            live = ~np.isin(ids[start:stop], list(removed))
+            vectors.add(to_index_vectors(spooled[start:stop][live], whitening), ids[start:stop][live])
+            bar.update(min(stop, len(spooled)) - start)
+    del spooled
+
+
+def reembed_index(directory: IndexDirectory, encoder: Encoder, progress: bool = False) -> IndexingReport:
+    """Embed every stored document again with `encoder` (another model, e.g. one adapted to this corpus) into a
+    new vector index of the same type, refitting whitening-k when the index has it. The store is kept as it is:
+    ids, external ids, metadata, origins. One commit: until it, the index keeps its old model and vectors, so an
+    interrupted or killed run leaves the old index whole. (A stored clustering or near-duplicate marks, made
+    from the old vectors, are kept too; make them again with the new model if they matter.)"""
+    report = IndexingReport()
+    started = time.perf_counter()
+    truncated_before = encoder.truncated
+    with rewriting(directory, library_versions()) as rewrite:
+        previous = rewrite.manifest
+        fit_k = previous.whitening.k if previous.whitening else None
+        if fit_k is not None and fit_k > encoder.dimension:
+            raise SearchEngineError(
+                f"the index keeps {fit_k} whitened dimensions, more than the new model's {encoder.dimension}"
+            )
+        store = rewrite.store
+        ids = store.ids()
+        report.index_type = previous.index.type
+        report.documents = report.added = len(ids)
+        if previous.passages is not None:
+            raise SearchEngineError(
+                f"index {directory.path} splits long documents into passages, which re-embedding does not do yet: "
+                "build a new index with the adapted model (`searchengine index ... --model DIR --passages`)"
+            )
+        vectors = create_vectors(previous.index.type, fit_k or encoder.dimension, previous.index.shards)
+        statistics = CovarianceAccumulator(encoder.dimension) if fit_k is not None else None
+        spool_path = rewrite.generation.path("spool")
+        seen: set[bytes] = set()
+        try:
+            with spool_path.open("wb") as spool, _progress(len(ids), progress, "Embedding") as bar:
+                for start in range(0, len(ids), CHUNK):
+                    chunk = store.get(ids[start : start + CHUNK])
+                    texts = [chunk[int(i)].text for i in ids[start : start + CHUNK]]
+                    distinct = list(dict.fromkeys(texts))
+                    embedded = encoder.encode(distinct)
+                    if statistics is not None:
+                        digests = [hashlib.sha256(text.encode("utf-8")).digest() for text in distinct]
+                        fresh = [row for row, digest in enumerate(digests) if digest not in seen]
+                        seen.update(digests)
+                        statistics.update(embedded[fresh])
+                    row_of = {text: row for row, text in enumerate(distinct)}
+                    embeddings = embedded[[row_of[text] for text in texts]]
+                    spool.write(np.ascontiguousarray(embeddings, dtype=np.float32).tobytes())
+                    bar.update(len(texts))
+            whitening = Whitening.fit(statistics, fit_k) if statistics is not None else None
+            if len(ids):
+                _add_spooled(spool_path, encoder.dimension, ids, set(), vectors, whitening, progress)
+        finally:
+            spool_path.unlink(missing_ok=True)
+        if len(store.tombstones()):
+            store.clear_tombstones()
+        rewrite.replace_model(model_identity(encoder), vectors, whitening)
+        report.truncated = encoder.truncated - truncated_before
+    report.seconds = time.perf_counter() - started
+    return report
 
 
 def _fit_whitening(chunks: Iterable[Chunk], encoder: Encoder, k: int, progress: bool) -> Whitening:

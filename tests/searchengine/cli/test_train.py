@@ -46,7 +46,6 @@ def test_train_then_index_and_query_with_the_trained_model(tiny_model: Path, tmp
     assert result.exit_code == 0 and "average" in result.output
 
 
-
 def test_train_records_its_precision_and_threads_and_lets_openmp_sleep(
     tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -63,6 +62,7 @@ def test_train_records_its_precision_and_threads_and_lets_openmp_sleep(
     settings = json.loads((out / "training_log.json").read_text())["settings"]
     assert (settings["precision"], settings["threads"]) == ("fp32", 1)
     assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
+
 
 def test_train_errors_are_one_line(tiny_model: Path, tmp_path: Path) -> None:
     bad = tmp_path / "bad.tsv"

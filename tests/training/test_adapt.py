@@ -1,0 +1,117 @@
+"""`adapt_index` on the tiny offline BERT: the model is trained on the index's own documents, saved inside the index
+directory, and every document re-embedded with it in one commit that keeps ids, external ids and metadata."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from searchengine.indexer.errors import IndexLockedError
+from searchengine.indexer.index_directory import IndexDirectory
+from searchengine.indexer.store import Document
+from searchengine.training.adapt import adapt_index
+
+from searchengine.encoding.encoder import Encoder
+from searchengine.engine.search_engine import SearchEngine
+from searchengine.errors import SearchEngineError
+
+TITLED = [
+    ("reset a password", "how do i reset my password for the account login with the email we sent you"),
+    ("a cat on a mat", "the cat sat on the mat in the garden and the dog ran to the road"),
+    ("stock prices fell", "stock prices fell as the market rate rose and the bank sold money"),
+    ("plant a seed", "plant the seed in warm soil and water it when the sun is hot"),
+    ("a rocket to the moon", "the rocket flew past the moon toward a distant planet in space"),
+    ("bake bread", "bake the bread in a hot oven with salt and sugar for the soup"),
+    ("the team won", "the team scored a late goal to win the game with the ball"),
+    ("a winter storm", "a storm brought cold wind and snow to the city and the road"),
+]
+FAST = {"steps": 3, "batch_size": 4, "max_seq_length": 32, "learning_rate": 1e-3}
+
+
+@pytest.fixture
+def titled_index(tmp_path: Path, tiny_model: Path) -> Path:
+    documents = [
+        Document(f"{title} {text}", metadata={"title": title, "n": number}, external_id=f"doc-{number}")
+        for number, (title, text) in enumerate(TITLED)
+    ]
+    target = tmp_path / "index"
+    SearchEngine.build(documents, target, encoder=Encoder(tiny_model, precision="fp32")).close()
+    return target
+
+
+def stored(index: Path) -> list[tuple[int, str | None, str, dict]]:
+    with SearchEngine.open(index) as engine:
+        hits = engine.search("the", k=len(engine))
+    return sorted((hit.id, hit.external_id, hit.text, hit.metadata) for hit in hits)
+
+
+def vectors(index: Path) -> np.ndarray:
+    with SearchEngine.open(index) as engine:
+        ids, rows = next(engine.stored_vectors())
+    return rows[np.argsort(ids)]
+
+
+def test_adapt_retrains_and_reindexes_the_same_documents(titled_index: Path) -> None:
+    documents_before, vectors_before = stored(titled_index), vectors(titled_index)
+    fingerprint_before = SearchEngine.open(titled_index).manifest.model.fingerprint
+
+    report = adapt_index(titled_index, "pseudo-queries", {**FAST, "query_field": "title"}, progress=False)
+
+    assert report.training.steps == 3 and report.indexing is not None and report.indexing.added == len(TITLED)
+    assert report.model.parent == titled_index and report.model.name.startswith("adapted-pseudo-queries.")
+    with SearchEngine.open(titled_index) as engine:
+        model = engine.manifest.model
+        assert Path(model.spec) == report.model.resolve() and model.fingerprint != fingerprint_before
+        # the stored vectors are the adapted model's, as a fresh encoder of it gives them
+        assert np.allclose(engine.encode([TITLED[0][0] + " " + TITLED[0][1]]), vectors(titled_index)[:1], atol=1e-5)
+    assert stored(titled_index) == documents_before
+    assert not np.allclose(vectors(titled_index), vectors_before, atol=1e-3)
+    log = json.loads((report.model / "training_log.json").read_text())
+    assert log["details"]["query_field"] == "title" and log["details"]["pairs"] == len(TITLED)
+
+
+def test_adapting_again_replaces_the_earlier_adapted_model(titled_index: Path) -> None:
+    first = adapt_index(titled_index, "simcse", FAST, progress=False)
+    second = adapt_index(titled_index, "simcse", FAST, progress=False)
+    assert second.removed == (first.model.name,) and not first.model.exists()
+    assert sorted(path.name for path in titled_index.iterdir() if path.is_dir()) == [second.model.name]
+    assert len(stored(titled_index)) == len(TITLED)
+
+
+def test_adapt_keeps_whitening_k_refitted_for_the_new_model(tmp_path: Path, tiny_model: Path) -> None:
+    texts = [f"{title} {text}" for title, text in TITLED]
+    target = tmp_path / "whitened"
+    SearchEngine.build(texts, target, model=tiny_model, whiten_k=4).close()
+    before = (target / "manifest.json").read_text()
+    adapt_index(target, "simcse", FAST, progress=False)
+    with SearchEngine.open(target) as engine:
+        assert engine.manifest.whitening is not None and engine.manifest.whitening.k == 4
+        assert engine.manifest.index.dimension == 4
+        assert engine.search(texts[3], k=1)[0].text == texts[3]
+    assert (
+        json.loads(before)["files"]["whitening"]
+        != json.loads((target / "manifest.json").read_text())["files"]["whitening"]
+    )
+
+
+def test_a_failure_after_training_leaves_the_old_index_and_no_model(titled_index: Path) -> None:
+    manifest_before = (titled_index / "manifest.json").read_text()
+    with IndexDirectory(titled_index).writing(), pytest.raises(IndexLockedError, match="is being written by"):
+        adapt_index(titled_index, "simcse", FAST, progress=False)  # trains, then cannot take the writer lock
+    assert (titled_index / "manifest.json").read_text() == manifest_before
+    assert not [path for path in titled_index.iterdir() if path.is_dir()]
+
+
+@pytest.mark.parametrize(
+    ("method", "options", "message"),
+    [
+        ("sbert-nli", {}, "adapt cannot run 'sbert-nli'; choose one of pseudo-queries, simcse"),
+        ("simcse", {"query_field": "title"}, "simcse has no option query_field"),
+    ],
+)
+def test_bad_requests_are_refused_before_training(titled_index: Path, method: str, options: dict, message: str) -> None:
+    with pytest.raises(SearchEngineError, match=message):
+        adapt_index(titled_index, method, options, progress=False)
+    assert not [path for path in titled_index.iterdir() if path.is_dir()]

@@ -1,0 +1,130 @@
+"""Adapt an index's model to the index's own documents, then re-index them with it (`searchengine adapt`).
+
+1. The documents are read from the index's store (never from the corpus file), written to a scratch .jsonl
+   (text, and metadata such as a title), and given to an unsupervised method of the training registry
+   (training/registry.py: pseudo-queries, simcse, consert, promptbert), starting from the index's model.
+2. The method saves the adapted model as a sentence-transformers directory inside the index directory,
+   `adapted-<method>.<number>/`, the manifest names it (as an absolute path), and it loads like any model.
+3. Every stored document is embedded again with it (engine.indexing.reembed_index): same ids, external ids,
+   metadata and index type, whitening-k refitted where the index has it, committed in one manifest swap.
+
+A kill at any point leaves the old index usable: until the commit the manifest names the old model and vectors.
+What a killed run can leave is an `adapted-*` directory no manifest names; the next adapt removes it.
+No labels are used: training sees only the documents."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any
+
+from searchengine.indexer.index_directory import IndexDirectory
+from searchengine.indexer.manifest import Manifest
+from searchengine.indexer.store import DocumentStore
+from searchengine.training.loop import TrainingReport
+from searchengine.training.registry import METHODS
+
+from searchengine.engine.indexing import IndexingReport, reembed_index
+from searchengine.errors import SearchEngineError
+
+ADAPT_METHODS = ("pseudo-queries", "simcse", "consert", "promptbert")
+"""The registry's methods that need no labels: what adaptation may run."""
+MODEL_PREFIX = "adapted-"
+_MODEL_DIRECTORY = re.compile(r"^\.?adapted-[a-z-]+\.(\d+)(\.(partial|old)-\d+)?$")
+"""An adapted model's directory in the index directory, or the hidden sibling a model is written through."""
+_TRAINABLE_POOLING = ("mean", "cls", "max", "mean_sqrt_len")
+
+
+@dataclass(frozen=True)
+class AdaptationReport:
+    method: str
+    model: Path
+    """The adapted model's directory (inside the index directory)."""
+    training: TrainingReport
+    indexing: IndexingReport | None
+    """None when training was interrupted (then nothing was re-indexed)."""
+    removed: tuple[str, ...] = ()
+    """Directories of earlier adapted models no manifest names any more, removed after the commit."""
+
+
+def adapt_index(
+    index_dir: Path,
+    method: str = "pseudo-queries",
+    options: dict[str, Any] | None = None,
+    progress: bool = True,
+) -> AdaptationReport:
+    """Train the index's model on the index's documents with `method`, save it in the index directory, and
+    re-index every document with it in one commit.
+
+    options: the method's own options by field name (steps, learning_rate, batch_size, max_seq_length, seed,
+    query_field, ...: see `searchengine train METHOD --help`); base, data and out are set here. Ctrl-C during
+    training stops it and leaves the index as it was (report.indexing is None)."""
+    if method not in ADAPT_METHODS:
+        raise SearchEngineError(f"adapt cannot run {method!r}; choose one of {', '.join(ADAPT_METHODS)}")
+    directory = IndexDirectory(index_dir)
+    manifest = directory.read_manifest()
+    entry = METHODS[method]
+    given = dict(options or {})
+    known = {item.name for item in fields(entry.options)} - {"base", "data", "out", "quiet"}
+    unknown = sorted(set(given) - known)
+    if unknown:
+        raise SearchEngineError(f"{method} has no option {', '.join(unknown)}; its options: {', '.join(sorted(known))}")
+    if "pooling" in known and "pooling" not in given and manifest.model.pooling in _TRAINABLE_POOLING:
+        given["pooling"] = manifest.model.pooling  # train through the pooling the index uses
+    model_dir = directory.path / f"{MODEL_PREFIX}{method}.{time.time_ns()}"
+    with tempfile.TemporaryDirectory(prefix="searchengine-adapt-") as scratch:
+        data = _write_documents(directory, manifest, Path(scratch) / "documents.jsonl")
+        run_options = entry.options(base=manifest.model.spec, data=data, out=model_dir, quiet=not progress, **given)
+        training = entry.run(run_options)
+    if training.interrupted or not training.saved:
+        shutil.rmtree(model_dir, ignore_errors=True)
+        return AdaptationReport(method, model_dir, training, None)
+    from searchengine.encoding.encoder import Encoder  # torch is loaded by training already
+
+    try:
+        indexing = reembed_index(directory, Encoder(model_dir), progress)
+    except BaseException:
+        shutil.rmtree(model_dir, ignore_errors=True)
+        raise
+    removed = _remove_unused_models(directory, model_dir)
+    return AdaptationReport(method, model_dir, training, indexing, removed)
+
+
+def _write_documents(directory: IndexDirectory, manifest: Manifest, path: Path) -> Path:
+    """The index's documents as a .jsonl file (text, then metadata fields), the form the training methods read."""
+    store = DocumentStore(directory.file(manifest, "documents"))
+    try:
+        ids = store.ids()
+        with path.open("w", encoding="utf-8") as handle:
+            for start in range(0, len(ids), 2048):
+                documents = store.get(ids[start : start + 2048])
+                for document_id in ids[start : start + 2048]:
+                    document = documents[int(document_id)]
+                    record = {**document.metadata, "text": document.text}
+                    handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+    finally:
+        store.close()
+    if len(ids) < 2:
+        raise SearchEngineError(
+            f"index {directory.path} holds {len(ids)} document(s); adapting a model needs at least 2"
+        )
+    return path
+
+
+def _remove_unused_models(directory: IndexDirectory, current: Path) -> tuple[str, ...]:
+    """Remove adapted-model directories in the index directory that the committed manifest does not name and that
+    an adapt started before this one left (an earlier adapted model, or what a killed run left behind)."""
+    mine = int(_MODEL_DIRECTORY.match(current.name).group(1))  # type: ignore[union-attr]
+    named = Path(directory.read_manifest().model.spec).resolve()
+    removed = []
+    for entry in directory.path.iterdir():
+        match = _MODEL_DIRECTORY.match(entry.name)
+        if match and entry.is_dir() and entry.resolve() != named and int(match.group(1)) < mine:
+            shutil.rmtree(entry, ignore_errors=True)
+            removed.append(entry.name)
+    return tuple(sorted(removed))

@@ -1,0 +1,115 @@
+"""Pseudo-queries: contrastive query -> passage training on a corpus that has no queries. Each document gives one
+pair: its title (a metadata field, when the corpus has one) or else its first sentence stands in for a query,
+and the rest of the document is the passage it must find among the batch's other passages (InfoNCE with
+in-batch negatives: MultipleNegativesRankingLoss at scale 1 / temperature). No query generator is needed; the
+price is that a title or lead sentence is not how users ask."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from searchengine.training.bi_encoder_run import run_bi_encoder_training
+from searchengine.training.loop import TrainingReport, TrainingSettings, cycle, seed_everything
+from searchengine.training.objectives.contrastive import info_nce
+from searchengine.training.sentence_model import SentenceModel, TrainablePooling
+
+from searchengine.engine.corpus import read_corpus
+from searchengine.errors import SearchEngineError
+
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
+"""Where a sentence ends: . ! or ? and white space before a capital, a digit or an opening quote or bracket."""
+MIN_QUERY_WORDS = 3
+MIN_PASSAGE_WORDS = 8
+
+
+@dataclass(frozen=True)
+class QueryPassage:
+    query: str
+    passage: str
+
+
+def pseudo_query(text: str, title: str | None = None) -> QueryPassage | None:
+    """The pair one document gives, or None when it has no usable query or passage.
+
+    With a title: the title, and the text less the title where the text starts with it (a document indexed as
+    title + " " + text). Without: the first sentence (of MIN_QUERY_WORDS words at least), and the sentences after
+    it. The passage needs MIN_PASSAGE_WORDS words."""
+    text = text.strip()
+    if title and title.strip():
+        query = title.strip()
+        passage = text[len(query) :].strip() if text.startswith(query) else text
+    else:
+        parts = SENTENCE_END.split(text, maxsplit=1)
+        if len(parts) < 2:
+            return None
+        query, passage = parts[0].strip(), parts[1].strip()
+        if len(query.split()) < MIN_QUERY_WORDS:
+            return None
+    if len(passage.split()) < MIN_PASSAGE_WORDS:
+        return None
+    return QueryPassage(query, passage)
+
+
+def read_pseudo_queries(path: Path, query_field: str | None = None, limit: int | None = None) -> list[QueryPassage]:
+    """The pairs of a corpus file (.txt or .jsonl, gzipped or not); `query_field` names the metadata field holding
+    each document's title (a document without one falls back to its first sentence)."""
+    pairs = []
+    for document in read_corpus(Path(path)):
+        title = document.metadata.get(query_field) if query_field else None
+        pair = pseudo_query(document.text, title if isinstance(title, str) else None)
+        if pair is not None:
+            pairs.append(pair)
+            if limit is not None and len(pairs) >= limit:
+                break
+    if len(pairs) < 2:
+        raise SearchEngineError(
+            f"{path}: {len(pairs)} document(s) give a pseudo-query (a title or a first sentence of {MIN_QUERY_WORDS} "
+            f"words or more, then {MIN_PASSAGE_WORDS} words or more); contrastive training needs 2"
+        )
+    return pairs
+
+
+def train_pseudo_queries(
+    *,
+    base: str | Path,
+    data: Path,
+    out: Path | None,
+    settings: TrainingSettings,
+    query_field: str | None = None,
+    batch_size: int = 32,
+    eval_file: Path | None = None,
+    pooling: TrainablePooling | None = None,
+    max_seq_length: int = 256,
+    temperature: float = 0.05,
+    limit: int | None = None,
+) -> TrainingReport:
+    """Train on the (pseudo-query, passage) pairs of a corpus file."""
+    pairs = read_pseudo_queries(data, query_field, limit)
+    seed_everything(settings.seed)
+    model = SentenceModel(base, pooling, max_seq_length)
+
+    def loss(batch: list[QueryPassage]) -> torch.Tensor:
+        queries = model.embed_texts([pair.query for pair in batch])
+        passages = model.embed_texts([pair.passage for pair in batch])
+        return info_nce(queries, passages, temperature)
+
+    return run_bi_encoder_training(
+        "pseudo-queries",
+        model,
+        loss,
+        cycle(pairs, batch_size, settings.seed),
+        settings,
+        out,
+        eval_file,
+        texts_per_batch=lambda batch: 2 * len(batch),
+        details={
+            "data": str(data),
+            "query_field": query_field,
+            "pairs": len(pairs),
+            "batch_size": batch_size,
+            "temperature": temperature,
+        },
+    )
