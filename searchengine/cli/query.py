@@ -160,7 +160,7 @@ def _details(hit: dict, mode: str) -> str:
         label = {"dense": "cos", "keyword": "bm25", "hybrid": "fused"}[mode]
         parts.append(f"{label} {hit['retrieval_score']:.4f}")
     if mode == "hybrid":
-        parts.append(f"cos {hit['dense_score']:.4f}, bm25 {hit['keyword_score']:.2f}")
+        parts.append(f"cos {hit['dense_score']:.4f}, bm25 {hit['keyword_score']:6.2f}")
     return f"({'; '.join(parts)})  " if parts else ""
 
 
