@@ -75,13 +75,13 @@ def quality(rankings: dict[str, list[str]], relevant: dict[str, set[str]]) -> di
 
 def latency(engine: SearchEngine, queries: list[str], runs: int, **rerank: object) -> dict[str, float]:
     """p50/p99 over queries of each query's median time (ms) over `runs` runs of one search call."""
-    engine.search(queries[0], k=K, **rerank)  # warm-up
+    engine.search(queries[0], k=K, mode="dense", **rerank)  # warm-up
     per_query = []
     for query in queries:
         times = []
         for _ in range(runs):
             started = time.perf_counter()
-            engine.search(query, k=K, **rerank)
+            engine.search(query, k=K, mode="dense", **rerank)
             times.append(time.perf_counter() - started)
         per_query.append(statistics.median(times) * 1000)
     return {
@@ -111,9 +111,9 @@ def check_reranking(engine: SearchEngine, cross: CrossEncoder, queries: list[str
     """The correctness checks on a few queries (see the module docstring)."""
     sorted_by_cross, scores_equal, cosines_kept, within_candidates = True, True, True, True
     for query in queries:
-        candidates = engine.search(query, k=top)
+        candidates = engine.search(query, k=top, mode="dense")
         cosine = {hit.id: hit.score for hit in candidates}
-        hits = engine.search(query, k=K, rerank=cross, rerank_top=top)
+        hits = engine.search(query, k=K, mode="dense", rerank=cross, rerank_top=top)
         direct = dict(zip((hit.id for hit in candidates), cross.score([(query, hit.text) for hit in candidates])))
         returned = [hit.score for hit in hits]
         left_out = [score for doc_id, score in direct.items() if doc_id not in {hit.id for hit in hits}]
@@ -196,7 +196,7 @@ def main() -> None:
 
         modes: dict[str, dict] = {}
         deepest = max(tops) + 1
-        plain = engine.search_batch(queries, k=max(K, deepest) + 1)
+        plain = engine.search_batch(queries, k=max(K, deepest) + 1, mode="dense")
         rankings = {q: [hit.text for hit in without_query(hits, q, K)] for q, hits in zip(queries, plain)}
         modes["bi-encoder"] = {**quality(rankings, relevant)}
         for top in tops:
@@ -208,7 +208,7 @@ def main() -> None:
         modes["bi-encoder"]["latency"] = latency(engine, queries[:latency_queries], runs)
         for top in tops:
             scoring = time.perf_counter()
-            reranked = engine.search_batch(queries, k=K + 1, rerank=cross, rerank_top=top + 1)
+            reranked = engine.search_batch(queries, k=K + 1, mode="dense", rerank=cross, rerank_top=top + 1)
             seconds = time.perf_counter() - scoring
             rankings = {q: [hit.text for hit in without_query(hits, q, K)] for q, hits in zip(queries, reranked)}
             modes[f"rerank@{top}"] = {

@@ -366,13 +366,13 @@ def measure_end_to_end(
     for label, count in (("", None), ("1_thread_", 1)):
         with threads(count):
             for text in queries[:warmup]:
-                engine.search(text, k=K)
+                engine.search(text, k=K, mode="dense")
             load_before = load()
             total, encode, search_fetch = [], [], []
             for _ in range(runs):
                 for text in queries:
                     started = time.perf_counter()
-                    hits = engine.search(text, k=K)
+                    hits = engine.search(text, k=K, mode="dense")
                     total.append(time.perf_counter() - started)
                     if len(found) < len(queries):
                         found.append([hit.id for hit in hits] + [-1] * (K - len(hits)))

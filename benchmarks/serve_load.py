@@ -5,7 +5,7 @@ The index: the first --docs sentences of the Wikipedia sentences (unsup/wiki_sen
 indexed with the bundled all-MiniLM-L6-v2 (exact search, "Flat"), built once into --cache-dir. The queries: the
 first eight words of sentences the index does not hold. The server runs as its own process
 (`python -m searchengine serve --port 0` on 127.0.0.1); the clients are threads of this process, each with one
-keep-alive connection, sending GET /search?q=...&k=10.
+keep-alive connection, sending GET /search?q=...&k=10&mode=dense (dense search, as measured before hybrid search was the default).
 
 Bounded: each level stops after --requests requests or --seconds seconds, whichever comes first, and the whole
 run after the levels listed; nothing but 127.0.0.1 is ever contacted. "With a writer": one more client posts
@@ -88,11 +88,11 @@ def in_process_latency(index: Path, queries: list[str], count: int, precision: s
     faiss.omp_set_num_threads(1)
     engine = SearchEngine.open(index, speed=EncoderSpeed(precision, backend, 1))
     for query in queries[:10]:
-        engine.search(query, k=10)
+        engine.search(query, k=10, mode="dense")
     latencies = []
     for query in queries[:count]:
         started = time.perf_counter()
-        engine.search(query, k=10)
+        engine.search(query, k=10, mode="dense")
         latencies.append(time.perf_counter() - started)
     engine.close()
     ordered = sorted(latencies)
@@ -182,7 +182,7 @@ def run_level(
         while (number := next_request()) is not None:
             query = queries[number % len(queries)]
             started = time.perf_counter()
-            status, body = client.request("GET", "/search?" + urlencode({"q": query, "k": 10}))
+            status, body = client.request("GET", "/search?" + urlencode({"q": query, "k": 10, "mode": "dense"}))
             elapsed = time.perf_counter() - started
             with lock:
                 latencies.append(elapsed)
@@ -293,7 +293,7 @@ def main() -> None:
         warm = Client(port)
         served_with = json.loads(warm.request("GET", "/info")[1])["server"]
         for query in queries[:20]:
-            status, body = warm.request("GET", "/search?" + urlencode({"q": query, "k": 10}))
+            status, body = warm.request("GET", "/search?" + urlencode({"q": query, "k": 10, "mode": "dense"}))
             if status != 200:
                 raise SystemExit(f"warm-up query failed: {status} {body[:300]!r}")
         results_levels = []

@@ -109,12 +109,12 @@ def measure_quality(results: dict, encoder: Encoder, pairs: list[RatedPair], ks:
         quality[0]["index_bytes"] = plain.info().size_bytes
         close = [(p.first, p.second) for p in pairs if p.score >= 0.8][:20]
         found = 0
-        for (_, b), hits in zip(close, plain.search_batch([a for a, _ in close], k=5)):
+        for (_, b), hits in zip(close, plain.search_batch([a for a, _ in close], k=5, mode="dense")):
             found += any(hit.text == b.strip() for hit in hits)
         any_pairs = list(zip(left, right))[:20]
         found_any = sum(
             any(hit.text == b.strip() for hit in hits)
-            for (a, b), hits in zip(any_pairs, plain.search_batch([a for a, _ in any_pairs], k=5))
+            for (a, b), hits in zip(any_pairs, plain.search_batch([a for a, _ in any_pairs], k=5, mode="dense"))
         )
         results["retrieval"] = {
             "indexed_sentences": len(sentences),

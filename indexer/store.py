@@ -216,8 +216,8 @@ class DocumentStore:
         left out (searchengine.indexer.keyword_query).
 
         Filters come as `allowed` ids (`matching_ids`), applied here rather than by a join with the documents
-        table, which made a search several times slower (docs/retrieval.md); so does a full ORDER BY on bm25(),
-        so the best k are picked here whenever every match's score is read anyway."""
+        table, which made a search several times slower when tried; so did a full ORDER BY on bm25(), so the best
+        k are picked here whenever every match's score is read anyway."""
         self._require_keyword_index()
         with self._guard():
             expression = match_expression(

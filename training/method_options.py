@@ -127,8 +127,8 @@ class PseudoQueriesOptions(BiEncoderOptions):
     query_field: str | None = option(
         None, help="A .jsonl field holding each document's title, the query (without it: the first sentence)."
     )
-    batch_size: int = option(32, min=2, help="Pairs per batch (in-batch negatives).")
-    max_seq_length: int = option(256, min=8, help=TRUNCATE_HELP)
+    batch_size: int = option(16, min=2, help="Pairs per batch (in-batch negatives).")
+    max_seq_length: int = option(128, min=8, help=TRUNCATE_HELP)
     temperature: float = option(0.05, min=1e-4)
     limit: int | None = option(None, min=2, help="Use only the first N documents that give a pair.")
 

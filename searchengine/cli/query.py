@@ -60,7 +60,9 @@ def query(
         None,
         "--rerank",
         help="Rescore the top candidates with this cross-encoder (a directory from `searchengine train "
-        "cross-encoder`, or any sentence-transformers CrossEncoder directory or Hub id).",
+        "cross-encoder`, or any sentence-transformers CrossEncoder directory or Hub id). Costs one transformer pass "
+        "per candidate (seconds per query at 100 on a CPU) and helps only with a cross-encoder better than the "
+        "index's model at your task: docs/reranking.md.",
     ),
     rerank_top: int | None = typer.Option(
         None, "--rerank-top", min=1, help="Candidates the cross-encoder rescores (at least -k) [default: 100]."
@@ -189,7 +191,7 @@ def _details(hit: dict, mode: str) -> str:
         label = {"dense": "cos", "keyword": "bm25", "hybrid": "fused"}[mode]
         parts.append(f"{label} {hit['retrieval_score']:.4f}")
     if mode == "hybrid":
-        parts.append(f"cos {hit['dense_score']:.4f}, bm25 {hit['keyword_score']:.2f}")
+        parts.append(f"cos {hit['dense_score']:.4f}, bm25 {hit['keyword_score']:6.2f}")
     return f"({'; '.join(parts)})  " if parts else ""
 
 

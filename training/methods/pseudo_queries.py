@@ -79,10 +79,10 @@ def train_pseudo_queries(
     out: Path | None,
     settings: TrainingSettings,
     query_field: str | None = None,
-    batch_size: int = 32,
+    batch_size: int = 16,
     eval_file: Path | None = None,
     pooling: TrainablePooling | None = None,
-    max_seq_length: int = 256,
+    max_seq_length: int = 128,
     temperature: float = 0.05,
     limit: int | None = None,
 ) -> TrainingReport:
