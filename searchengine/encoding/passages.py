@@ -24,10 +24,11 @@ Span = tuple[int, int]
 
 SENTENCE_END = re.compile(r"[.!?…][\"'”’»)\]]*(?=\s)")
 PASSAGES_BY_DEFAULT = False
-"""Whether a new index splits long documents into passages unless told (measured: docs/retrieval-passages.md)."""
+"""Whether a new index splits long documents into passages unless told: off until a measurement shows that
+passages help (not yet measured: docs/retrieval-passages.md)."""
 DEFAULT_OVERLAP = 32
-"""Tokens consecutive passages share unless told otherwise (measured: docs/retrieval-passages.md), or a quarter of
-the window for a model whose window is shorter than four times that."""
+"""Tokens consecutive passages share unless told otherwise (a choice, not yet measured: docs/retrieval-passages.md),
+or a quarter of the window for a model whose window is shorter than four times that."""
 SNAP_FRACTION = 0.25
 """A window's end moves back to a sentence end found in its last quarter, never further."""
 
