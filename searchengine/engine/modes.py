@@ -14,6 +14,6 @@ DEFAULT_FUSION = Fusion()
 MODE_HELP = (
     "dense: by meaning (cosine of the encoded query); keyword: by the query's words (BM25, Porter stemming, any "
     f"word may match); hybrid: both, fused ({DEFAULT_FUSION.describe()} candidates of each side), the best of the "
-    "three on NFCorpus and ArguAna by nDCG@10 (docs/retrieval.md). "
+    "three on NFCorpus by nDCG@10 (0.355 against 0.322 keyword and 0.316 dense; docs/retrieval.md). "
     f"[default: {DEFAULT_MODE}; dense on an index without a keyword index]"
 )
