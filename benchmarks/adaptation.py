@@ -51,7 +51,7 @@ def evaluate(index: Path, queries: dict[str, str], halves: Path) -> dict:
             qrels = read_half(halves / f"qrels_{half}.tsv")
             query_ids = list(qrels)
             started = time.perf_counter()
-            hits = engine.search_batch([queries[query] for query in query_ids], RECALL_AT + 1)
+            hits = engine.search_batch([queries[query] for query in query_ids], RECALL_AT + 1, mode="dense")
             rankings = {
                 query: [hit.external_id for hit in row if hit.external_id != query][:RECALL_AT]
                 for query, row in zip(query_ids, hits)

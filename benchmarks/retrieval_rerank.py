@@ -72,7 +72,7 @@ def build_index(corpus: Path, target: Path, model: str) -> SearchEngine:
 
 def candidates(engine: SearchEngine, query_ids: list[str], texts: list[str]) -> list[list]:
     """Each query's best CANDIDATES hits by cosine, its own document (same id) dropped."""
-    batches = engine.search_batch(texts, CANDIDATES + 1)
+    batches = engine.search_batch(texts, CANDIDATES + 1, mode="dense")
     return [[hit for hit in hits if hit.external_id != query][:CANDIDATES] for query, hits in zip(query_ids, batches)]
 
 
@@ -81,13 +81,13 @@ def mean_ndcg(rankings: dict[str, list[str]], qrels: dict[str, dict[str, int]]) 
 
 
 def latency(engine: SearchEngine, texts: list[str], runs: int, **rerank) -> dict[str, float]:
-    engine.search(texts[0], k=K, **rerank)  # warm-up
+    engine.search(texts[0], k=K, mode="dense", **rerank)  # warm-up
     times = []
     for text in texts:
         samples = []
         for _ in range(runs):
             started = time.perf_counter()
-            engine.search(text, k=K, **rerank)
+            engine.search(text, k=K, mode="dense", **rerank)
             samples.append(time.perf_counter() - started)
         times.append(statistics.median(samples))
     times.sort()
@@ -144,10 +144,10 @@ def main() -> None:
                 ranked[query] = [row[i].external_id for i in order] + [h.external_id for h in row[top:]]
             rankings[f"rerank top {top}"] = ranked
         for query, text in list(zip(query_ids, texts))[: arguments.check]:
-            cosine = [hit.external_id for hit in engine.search(text, k=CANDIDATES + 1)]
+            cosine = [hit.external_id for hit in engine.search(text, k=CANDIDATES + 1, mode="dense")]
             for top in TOPS:  # the API reranks the query's own document too where it is among the candidates
                 with_own = top + (query in cosine[: top + 1])
-                api = engine.search(text, k=K + 1, rerank=cross_encoder, rerank_top=with_own)
+                api = engine.search(text, k=K + 1, mode="dense", rerank=cross_encoder, rerank_top=with_own)
                 api_ids = [hit.external_id for hit in api if hit.external_id != query][:K]
                 assert api_ids == rankings[f"rerank top {top}"][query][:K], (query, top)
         latency_texts = texts[: arguments.latency_queries]
