@@ -29,7 +29,7 @@ def page(served: ServedIndex) -> Iterator[object]:
             browser_page = browser.new_page()
             browser_page.set_default_timeout(30_000)
             browser_page.goto(url + "/")
-            browser_page.wait_for_function("document.getElementById('summary').textContent.includes('texts')")
+            browser_page.wait_for_function("document.getElementById('summary').textContent.includes('documents')")
             yield browser_page
         finally:
             browser.close()
