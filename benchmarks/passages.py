@@ -6,6 +6,9 @@ each overlap asked for), each timed, evaluated as `searchengine eval retrieval -
 Recall@100, MRR@10; a hit whose id is the query's is dropped), and its single-query latency measured: the same
 queries, one at a time, interleaved across the variants so that load on a shared machine falls on all alike.
 
+Each variant's index and its results (<work>/<set>/<variant>.json) are kept, and a run that finds both picks them
+up instead of building again: a run killed part way (the machine is shared) resumes where it stopped.
+
 Usage (from the repository root; the indexes go to --work, outside the repository):
   .venv/bin/python benchmarks/passages.py --sets nfcorpus,arguana --overlaps 0,32,64 \
       --results benchmarks/results/passages.json
@@ -117,8 +120,13 @@ def run_set(name: str, data: Path, work: Path, overlaps: list[int], encoder: Enc
     engines = []
     for overlap in [None, *overlaps]:
         label = "no-passages" if overlap is None else f"passages-overlap-{overlap}"
-        engine, variant = build(encoder, corpus, work / name / label, overlap)
-        variant.update(evaluate(engine, queries, qrels))
+        saved = work / name / f"{label}.json"
+        if saved.is_file():
+            engine, variant = SearchEngine.open(work / name / label, encoder=encoder), json.loads(saved.read_text())
+        else:
+            engine, variant = build(encoder, corpus, work / name / label, overlap)
+            variant.update(evaluate(engine, queries, qrels))
+            saved.write_text(json.dumps(variant, indent=2) + "\n", encoding="utf-8")
         print(name, label, variant, file=sys.stderr)
         result["variants"].append({"name": label, **variant})
         engines.append(engine)

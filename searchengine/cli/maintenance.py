@@ -112,7 +112,7 @@ def _vectors_summary(manifest: Manifest) -> str:
     if manifest.passages is not None:
         return (
             f"{searchable}: one per passage of a document longer than the model's {manifest.passages.tokens} "
-            f"tokens (consecutive passages share up to {manifest.passages.overlap}), one per other document"
+            f"tokens (consecutive passages share up to {manifest.passages.overlap} tokens), one per other document"
         )
     if manifest.count.vectors == manifest.count.documents:
         return f"{searchable}, one per document"
