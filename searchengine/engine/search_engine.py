@@ -29,7 +29,7 @@ from searchengine.engine.indexing import (
     delete_from_index,
     document_chunks,
 )
-from searchengine.engine.ray_embedding import RaySettings, ray_embedder
+from searchengine.engine.ray_embedding import RaySettings, plan_parts, ray_embedder
 from searchengine.engine.search import Hit, nearest_documents, one_thread, rerank_hits
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.errors import IndexerError
@@ -632,8 +632,9 @@ def _build_with_ray(
                 "Ray workers read the corpus from files: give a file or a directory of corpus files every node can "
                 "read at the same path, not standard input or a list of texts"
             )
-    files = corpus_files(corpus)
-    count = sum(1 for file in files for _ in read_corpus(file, jsonl, id_field))
+    parts = plan_parts(corpus_files(corpus), jsonl, id_field, ray.batch_size)
+    fit_parts = None if whiten_fit is None else plan_parts(corpus_files(whiten_fit), jsonl, None, ray.batch_size)
+    count = sum(part.documents for part in parts)
     if count == 0:
         raise SearchEngineError(NO_TEXT)
     if index is not None and whiten_fit is None:
@@ -642,11 +643,11 @@ def _build_with_ray(
         settings = IndexSettings(
             index_type=index,
             whiten_k=whiten_k,
-            whiten_fit=None if whiten_fit is None else embedder.chunks(corpus_files(whiten_fit), jsonl),
+            whiten_fit=None if fit_parts is None else embedder.chunks(fit_parts, jsonl),
             shards=shards or embedder.workers,
         )
         return build_index(
-            IndexDirectory(target), embedder.chunks(files, jsonl, id_field), encoder, settings, count, progress
+            IndexDirectory(target), embedder.chunks(parts, jsonl, id_field), encoder, settings, count, progress
         )
 
 
