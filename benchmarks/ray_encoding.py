@@ -14,7 +14,7 @@ Ratios are taken within each round; medians over rounds are reported.
 
 Then, once, the driver's own work: storing the documents and indexing the vectors Ray sent back (build_index from
 chunks that carry their vectors, no encoding), for Flat and HNSW32 in --workers shards; and how fast the driver
-reads the corpus for its up-front count.
+reads and checks the corpus up front to cut it into parts (plan_parts).
 
 Memory: peak resident set (VmHWM) of the driver process and of each encoder actor.
 
@@ -99,7 +99,7 @@ def run_ray(corpus: Path, workers: int, threads: int, vectors_out: Path | None) 
 
     from searchengine import Encoder
     from searchengine.engine.corpus import corpus_files
-    from searchengine.engine.ray_embedding import RaySettings, ray_embedder
+    from searchengine.engine.ray_embedding import RaySettings, plan_parts, ray_embedder
 
     encoder = Encoder()  # the driver loads the model too: it names it in the manifest
     started = time.perf_counter()
@@ -108,13 +108,15 @@ def run_ray(corpus: Path, workers: int, threads: int, vectors_out: Path | None) 
     count, vectors, actors = 0, [], {}
     tiny = corpus.parent / "tiny.txt"
     tiny.write_text("\n".join(corpus_files(corpus)[0].read_text().splitlines()[:64]) + "\n")
-    with ray_embedder(RaySettings(workers=workers, threads=threads), encoder) as embedder:
+    settings = RaySettings(workers=workers, threads=threads)
+    parts = plan_parts(corpus_files(corpus), None, None, settings.batch_size)
+    with ray_embedder(settings, encoder) as embedder:
         started = time.perf_counter()
-        for _ in embedder.chunks([tiny], None):
+        for _ in embedder.chunks(plan_parts([tiny], None, None, settings.batch_size), None):
             pass
         start_up = time.perf_counter() - started
         started = time.perf_counter()
-        for chunk in embedder.chunks(corpus_files(corpus), None):
+        for chunk in embedder.chunks(parts, None):
             count += len(chunk.documents)
             vectors.append(chunk.vectors)
             actors.update(actor_peaks_mib())  # sampled while they run: they end with the pipeline
@@ -141,14 +143,15 @@ def run_driver(corpus: Path, vectors_file: Path, shards: int) -> dict:
     from searchengine import Encoder
     from searchengine.engine.corpus import corpus_files, read_corpus
     from searchengine.engine.indexing import CHUNK, Chunk, IndexSettings, build_index
+    from searchengine.engine.ray_embedding import plan_parts
 
     vectors = np.load(vectors_file)
     documents = [document for file in corpus_files(corpus) for document in read_corpus(file)]
     started = time.perf_counter()
-    counted = sum(1 for file in corpus_files(corpus) for _ in read_corpus(file))
-    count_per_s = counted / (time.perf_counter() - started)
+    counted = sum(part.documents for part in plan_parts(corpus_files(corpus), None, None))
+    plan_per_s = counted / (time.perf_counter() - started)
     encoder = Encoder()
-    results = {"count_pass_per_s": count_per_s}
+    results = {"plan_pass_per_s": plan_per_s}
     for index_type in ("Flat", "HNSW32"):
         chunks = [
             Chunk(documents[start : start + CHUNK], vectors[start : start + CHUNK])

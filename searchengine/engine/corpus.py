@@ -1,5 +1,5 @@
-"""Read a corpus as a stream of documents: .txt (one per line), .jsonl (a "text" field, or the fields
-`JsonFields` names), either gzipped, or '-' for stdin."""
+"""Read a corpus as a stream of documents: .txt (one per line), .jsonl (a "text" field), either gzipped, or
+'-' for stdin."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import gzip
 import json
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import BinaryIO
 
@@ -48,6 +50,61 @@ def read_corpus(source: str | Path, jsonl: bool | None = None, fields: JsonField
     raise SearchEngineError naming the line. `fields` says which JSONL fields hold the text, title and id.
     """
     name = str(source)
+    jsonl = _reads_jsonl(name, jsonl, fields)
+    if name == STDIN:
+        yield from _read_lines(sys.stdin.buffer, "<stdin>", jsonl, fields)
+        return
+    path = Path(source)
+    if path.is_dir():
+        raise SearchEngineError(f"{path} is a directory; pass a .txt or .jsonl file (or - for standard input)")
+    with _opened(path) as handle:
+        yield from _read_lines(handle, name, jsonl, fields)
+
+
+@dataclass(frozen=True)
+class CorpusPart:
+    """Consecutive documents of one corpus file, to be read on their own (by a Ray worker): where the first one's
+    line starts (a byte offset in the file, decompressed if gzipped), that line's number, and how many there are."""
+
+    path: str
+    offset: int
+    line: int
+    documents: int
+
+
+def corpus_parts(
+    source: str | Path, jsonl: bool | None = None, fields: JsonFields = JsonFields(), size: int = 512
+) -> Iterator[CorpusPart]:
+    """Read a corpus file once, checking every line as `read_corpus` does, and cut it into parts of `size`
+    documents (the last one shorter)."""
+    name = str(source)
+    jsonl = _reads_jsonl(name, jsonl, fields)
+    with _opened(Path(source)) as handle:
+        offset = start = count = 0
+        first = 1
+        for number, raw in enumerate(handle, start=1):
+            if count == 0:
+                start, first = offset, number
+            offset += len(raw)
+            if _document(raw, name, number, jsonl, fields) is not None:
+                count += 1
+                if count == size:
+                    yield CorpusPart(name, start, first, count)
+                    count = 0
+        if count:
+            yield CorpusPart(name, start, first, count)
+
+
+def read_part(part: CorpusPart, jsonl: bool | None = None, fields: JsonFields = JsonFields()) -> Iterator[Document]:
+    """The documents of one part of a corpus file, as `read_corpus` yields them."""
+    jsonl = _reads_jsonl(part.path, jsonl, fields)
+    with _opened(Path(part.path)) as handle:
+        handle.seek(part.offset)
+        yield from islice(_read_lines(handle, part.path, jsonl, fields, part.line), part.documents)
+
+
+def _reads_jsonl(name: str, jsonl: bool | None, fields: JsonFields) -> bool:
+    """Whether `name` is read as JSON lines: as told, else by its .jsonl(.gz) suffix; named fields need them."""
     if jsonl is None:
         jsonl = name.removesuffix(".gz").endswith(".jsonl")
     if not fields.plain and not jsonl:
@@ -55,12 +112,13 @@ def read_corpus(source: str | Path, jsonl: bool | None = None, fields: JsonField
             f"--id-field, --text-field and --title-field name JSON fields, but {name} is read as plain text; pass "
             "a .jsonl file (or --jsonl)"
         )
-    if name == STDIN:
-        yield from _read_lines(sys.stdin.buffer, "<stdin>", jsonl, fields)
-        return
-    path = Path(source)
-    if path.is_dir():
-        raise SearchEngineError(f"{path} is a directory; pass a .txt or .jsonl file (or - for standard input)")
+    return jsonl
+
+
+@contextmanager
+def _opened(path: Path) -> Iterator[BinaryIO]:
+    """The file's bytes, decompressed when its name ends in .gz; a missing or unreadable file, or a broken gzip
+    stream while it is read, is one SearchEngineError."""
     try:
         handle = path.open("rb")
     except FileNotFoundError:
@@ -68,14 +126,14 @@ def read_corpus(source: str | Path, jsonl: bool | None = None, fields: JsonField
     except OSError as exc:
         raise SearchEngineError(f"cannot read corpus file {path}: {exc.strerror}") from None
     with handle:
-        if name.endswith(".gz"):
-            with gzip.open(handle) as unzipped:
-                try:
-                    yield from _read_lines(unzipped, name, jsonl, fields)
-                except (OSError, EOFError) as exc:
-                    raise SearchEngineError(f"{path} is not a readable gzip file ({exc})") from None
-        else:
-            yield from _read_lines(handle, name, jsonl, fields)
+        if not str(path).endswith(".gz"):
+            yield handle
+            return
+        with gzip.open(handle) as unzipped:
+            try:
+                yield unzipped
+            except (OSError, EOFError) as exc:
+                raise SearchEngineError(f"{path} is not a readable gzip file ({exc})") from None
 
 
 CORPUS_SUFFIXES = (".txt", ".jsonl", ".txt.gz", ".jsonl.gz")
@@ -95,25 +153,36 @@ def corpus_files(source: str | Path) -> list[Path]:
     return files
 
 
-def _read_lines(handle: BinaryIO, name: str, jsonl: bool, fields: JsonFields) -> Iterator[Document]:
-    for number, raw in enumerate(handle, start=1):
-        if b"\x00" in raw:
-            raise SearchEngineError(
-                f"{name} line {number} contains NUL bytes: this looks like a binary file, not text. "
-                "Index a UTF-8 .txt (one document per line) or .jsonl file"
-            )
-        try:
-            line = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise SearchEngineError(
-                f"{name} line {number} is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
-                "convert the file to UTF-8, e.g. `iconv -f latin1 -t utf-8`"
-            ) from None
-        if number == 1:
-            line = line.removeprefix("\ufeff")
-        if not line.strip():
-            continue
-        yield _parse_json_line(line, name, number, fields) if jsonl else Document(line.strip(), name, number)
+def _read_lines(
+    handle: BinaryIO, name: str, jsonl: bool, fields: JsonFields = JsonFields(), first: int = 1
+) -> Iterator[Document]:
+    """The documents of the lines read from `handle`, the first of them numbered `first`."""
+    for number, raw in enumerate(handle, start=first):
+        document = _document(raw, name, number, jsonl, fields)
+        if document is not None:
+            yield document
+
+
+def _document(raw: bytes, name: str, number: int, jsonl: bool, fields: JsonFields) -> Document | None:
+    """The document of one line, None for a blank one; a line that is not text (or not a JSON document) is one
+    SearchEngineError naming it."""
+    if b"\x00" in raw:
+        raise SearchEngineError(
+            f"{name} line {number} contains NUL bytes: this looks like a binary file, not text. "
+            "Index a UTF-8 .txt (one document per line) or .jsonl file"
+        )
+    try:
+        line = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SearchEngineError(
+            f"{name} line {number} is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at column {exc.start + 1}); "
+            "convert the file to UTF-8, e.g. `iconv -f latin1 -t utf-8`"
+        ) from None
+    if number == 1:
+        line = line.removeprefix("\ufeff")
+    if not line.strip():
+        return None
+    return _parse_json_line(line, name, number, fields) if jsonl else Document(line.strip(), name, number)
 
 
 def _refuse_constant(name: str) -> None:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from searchengine.engine.corpus import JsonFields, read_corpus
+from searchengine.engine.corpus import CorpusPart, JsonFields, corpus_parts, read_part
 from searchengine.engine.indexing import CHUNK, Chunk
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.store import Document
@@ -38,6 +38,9 @@ CONNECT_SECONDS = 5.0
 WORKER_BATCH = 512
 """Texts per call of an encoder actor: enough for its smart batching to pad little, small enough to spread a
 small corpus over the actors."""
+MAX_PARTS = 4096
+"""At most this many parts (Ray tasks reading the corpus, each one block for the actors); larger corpora get
+larger parts. Ray Data sends each block to one actor, so parts are what spreads the corpus over the actors."""
 
 
 @dataclass(frozen=True)
@@ -75,8 +78,8 @@ class RayEmbedder:
         self.workers = workers
         """Encoder actors each pipeline runs."""
 
-    def chunks(self, files: list[Path], jsonl: bool | None, fields: JsonFields = JsonFields()) -> Iterator[Chunk]:
-        """The documents of `files` in order, in chunks that carry their vectors (the encoder's output, before
+    def chunks(self, parts: list[CorpusPart], jsonl: bool | None, fields: JsonFields = JsonFields()) -> Iterator[Chunk]:
+        """The documents of `parts` in order, in chunks that carry their vectors (the encoder's output, before
         any whitening: the driver whitens, with the one transform it fitted)."""
         data = self.ray.data
         context = data.DataContext.get_current()
@@ -84,13 +87,13 @@ class RayEmbedder:
         context.execution_options.preserve_order = True
         context.enable_progress_bars = False  # the driver's own progress bar counts the documents
         try:
-            paths = data.from_items([{"path": str(path)} for path in files], override_num_blocks=len(files))
-            documents = paths.map_batches(
+            items = [vars(part) for part in parts]
+            documents = data.from_items(items, override_num_blocks=len(items)).map_batches(
                 read_documents,
                 batch_size=1,
                 fn_kwargs={"jsonl": jsonl, "fields": fields},
                 num_cpus=0,  # reading is light; the CPUs are the encoders'
-                compute=data.TaskPoolStrategy(size=max(1, min(len(files), self.workers))),
+                compute=data.TaskPoolStrategy(size=self.workers),
             )
             embedded = documents.map_batches(
                 EncoderWorker,
@@ -176,35 +179,43 @@ def worker_options(encoder: Encoder, threads: int) -> dict[str, Any]:
     }
 
 
-def read_documents(batch: dict[str, np.ndarray], jsonl: bool | None, fields: JsonFields) -> Iterator[dict]:
-    """A Ray task: the documents of each corpus file in `batch`, CHUNK at a time, as columns (the text, and its
-    origin, metadata and external id as one JSON string)."""
-    for name in batch["path"]:
-        path = Path(str(name))
-        if not path.is_file():
+def plan_parts(
+    files: list[Path], jsonl: bool | None, fields: JsonFields, batch_size: int = WORKER_BATCH
+) -> list[CorpusPart]:
+    """Read the corpus files here once, checking every line (bad input fails before the cluster does any work),
+    and cut them into the parts Ray tasks read: one actor batch each, or more to stay within MAX_PARTS."""
+    parts = [part for file in files for part in corpus_parts(file, jsonl, fields, batch_size)]
+    return merge_parts(parts, -(-len(parts) // MAX_PARTS) * batch_size)
+
+
+def merge_parts(parts: list[CorpusPart], documents: int) -> list[CorpusPart]:
+    """Consecutive parts of one file joined into parts of up to `documents` documents."""
+    merged: list[CorpusPart] = []
+    for part in parts:
+        last = merged[-1] if merged else None
+        if last is not None and last.path == part.path and last.documents + part.documents <= documents:
+            merged[-1] = CorpusPart(last.path, last.offset, last.line, last.documents + part.documents)
+        else:
+            merged.append(part)
+    return merged
+
+
+def read_documents(batch: dict[str, np.ndarray], jsonl: bool | None, fields: JsonFields) -> dict[str, np.ndarray]:
+    """A Ray task: the documents of the corpus parts in `batch` (one, as the pipeline sends them) as columns: the
+    text, and its origin, metadata and external id as one JSON string."""
+    texts, origins = [], []
+    for path, offset, line, documents in zip(batch["path"], batch["offset"], batch["line"], batch["documents"]):
+        part = CorpusPart(str(path), int(offset), int(line), int(documents))
+        if not Path(part.path).is_file():
             raise SearchEngineError(
-                f"corpus file {path} is not there on a Ray node ({_node()}); every node reads the corpus at the "
-                "same path: put it on a shared file system"
+                f"corpus file {part.path} is not there on a Ray node ({_node()}); every node reads the corpus at "
+                "the same path: put it on a shared file system"
             )
-        texts: list[str] = []
-        origins: list[str] = []
-        for document in read_corpus(path, jsonl, fields):
+        for document in read_part(part, jsonl, fields):
             texts.append(document.text)
-            origins.append(
-                json.dumps(
-                    {
-                        "source": document.source,
-                        "line": document.line,
-                        "metadata": document.metadata,
-                        "external_id": document.external_id,
-                    }
-                )
-            )
-            if len(texts) == CHUNK:
-                yield {"text": np.array(texts, dtype=object), "origin": np.array(origins, dtype=object)}
-                texts, origins = [], []
-        if texts:
-            yield {"text": np.array(texts, dtype=object), "origin": np.array(origins, dtype=object)}
+            origin = {"source": document.source, "line": document.line, "metadata": document.metadata}
+            origins.append(json.dumps({**origin, "external_id": document.external_id}))
+    return {"text": np.array(texts, dtype=object), "origin": np.array(origins, dtype=object)}
 
 
 class EncoderWorker:

@@ -33,7 +33,7 @@ from searchengine.engine.indexing import (
     document_chunks,
 )
 from searchengine.engine.modes import DEFAULT_FUSION, DEFAULT_MODE, SEARCH_MODES, SearchMode
-from searchengine.engine.ray_embedding import RaySettings, ray_embedder
+from searchengine.engine.ray_embedding import RaySettings, plan_parts, ray_embedder
 from searchengine.engine.search import Hit, hits_of, nearest_documents, one_thread, rerank_hits
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.errors import IndexerError
@@ -736,8 +736,10 @@ def _build_with_ray(
                 "Ray workers read the corpus from files: give a file or a directory of corpus files every node can "
                 "read at the same path, not standard input or a list of texts"
             )
-    files = corpus_files(corpus)
-    count = sum(1 for file in files for _ in read_corpus(file, jsonl, fields))
+    parts = plan_parts(corpus_files(corpus), jsonl, fields, ray.batch_size)
+    fit_fields = JsonFields(fields.text, fields.title)
+    fit_parts = None if whiten_fit is None else plan_parts(corpus_files(whiten_fit), jsonl, fit_fields, ray.batch_size)
+    count = sum(part.documents for part in parts)
     if count == 0:
         raise SearchEngineError(NO_TEXT)
     if index is not None and whiten_fit is None:
@@ -746,14 +748,12 @@ def _build_with_ray(
         settings = IndexSettings(
             index_type=index,
             whiten_k=whiten_k,
-            whiten_fit=None
-            if whiten_fit is None
-            else embedder.chunks(corpus_files(whiten_fit), jsonl, JsonFields(fields.text, fields.title)),
+            whiten_fit=None if fit_parts is None else embedder.chunks(fit_parts, jsonl, fit_fields),
             passages=False,
             shards=shards or embedder.workers,
         )
         return build_index(
-            IndexDirectory(target), embedder.chunks(files, jsonl, fields), encoder, settings, count, progress
+            IndexDirectory(target), embedder.chunks(parts, jsonl, fields), encoder, settings, count, progress
         )
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from searchengine.indexer.store import Document
 
-from searchengine.engine.corpus import JsonFields, read_corpus
+from searchengine.engine.corpus import JsonFields, corpus_files, corpus_parts, read_corpus, read_part
 from searchengine.errors import SearchEngineError
 
 
@@ -337,3 +337,39 @@ def test_bad_title_and_text_fields_are_named(tmp_path: Path) -> None:
         JsonFields(text="t", title="t")
     with pytest.raises(SearchEngineError, match="read as plain text"):
         list(read_corpus(_write(tmp_path / "p.txt", b"plain\n"), fields=JsonFields(title="title")))
+
+
+@pytest.mark.parametrize("name", ["corpus.txt", "corpus.jsonl", "corpus.txt.gz"])
+def test_parts_read_back_every_document_in_order(tmp_path: Path, name: str) -> None:
+    """A file cut into parts (what Ray workers read) gives read_corpus's documents: line numbers, a BOM, blank
+    lines and gzip included."""
+    import gzip
+
+    lines = ["\ufefffirst", "", "second", "  ", "third", "fourth", "", "", "fifth", "sixth", "seventh"]
+    if name.endswith(".jsonl"):
+        lines = [json.dumps({"text": line, "n": number}) if line.strip() else line for number, line in enumerate(lines)]
+    data = ("\n".join(lines) + "\n").encode("utf-8")
+    path = tmp_path / name
+    path.write_bytes(gzip.compress(data) if name.endswith(".gz") else data)
+    expected = list(read_corpus(path))
+    for size in (1, 2, 3, 7, 100):
+        parts = list(corpus_parts(path, size=size))
+        assert [part.documents for part in parts[:-1]] == [size] * (len(parts) - 1)
+        assert [document for part in parts for document in read_part(part)] == expected
+
+
+def test_parts_check_every_line_as_read_corpus_does(tmp_path: Path) -> None:
+    path = tmp_path / "corpus.jsonl"
+    path.write_text('{"text": "fine"}\n{"text": 3}\n', encoding="utf-8")
+    with pytest.raises(SearchEngineError, match="line 2 needs a JSON object with a string"):
+        list(corpus_parts(path))
+
+
+def test_corpus_files_of_a_directory_are_its_corpus_shards_by_name(tmp_path: Path) -> None:
+    for name in ("b.jsonl", "a.txt", "c.txt.gz", "notes.md"):
+        (tmp_path / name).write_text("x\n", encoding="utf-8")
+    assert [path.name for path in corpus_files(tmp_path)] == ["a.txt", "b.jsonl", "c.txt.gz"]
+    assert corpus_files(tmp_path / "a.txt") == [tmp_path / "a.txt"]
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SearchEngineError, match="holds no corpus files"):
+        corpus_files(tmp_path / "empty")

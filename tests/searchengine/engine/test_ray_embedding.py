@@ -18,8 +18,15 @@ from typer.testing import CliRunner
 
 from searchengine.cli import app
 from searchengine.encoding.encoder import Encoder
-from searchengine.engine.corpus import corpus_files, read_corpus
-from searchengine.engine.ray_embedding import EncoderWorker, RaySettings, read_documents, worker_options
+from searchengine.engine.corpus import JsonFields, corpus_files, read_corpus, read_part
+from searchengine.engine.ray_embedding import (
+    EncoderWorker,
+    RaySettings,
+    merge_parts,
+    plan_parts,
+    read_documents,
+    worker_options,
+)
 from searchengine.engine.search_engine import SearchEngine
 from searchengine.errors import SearchEngineError
 from tests.conftest import WORDS
@@ -129,8 +136,28 @@ def test_more_workers_than_the_cluster_has_cpus_for_is_refused_before_any_work(
 
 
 def test_a_missing_corpus_file_on_a_node_is_one_error(tmp_path: Path) -> None:
+    part = {"path": [str(tmp_path / "gone.txt")], "offset": [0], "line": [1], "documents": [3]}
     with pytest.raises(SearchEngineError, match="same path: put it on a shared file system"):
-        list(read_documents({"path": np.array([str(tmp_path / "gone.txt")], dtype=object)}, None, None))
+        read_documents({key: np.array(value) for key, value in part.items()}, None, JsonFields())
+
+
+def test_the_corpus_is_planned_in_parts_of_whole_batches_within_files(corpus: Path) -> None:
+    parts = plan_parts(corpus_files(corpus), None, JsonFields(), batch_size=64)
+    assert [(Path(part.path).name, part.documents) for part in parts] == [
+        *[("a.txt", 64)] * 3,
+        ("a.txt", 8),
+        *[("b.jsonl", 64)] * 2,
+        ("b.jsonl", 32),
+    ]
+    merged = merge_parts(parts, 128)
+    assert [(Path(part.path).name, part.documents) for part in merged] == [
+        ("a.txt", 128),
+        ("a.txt", 72),
+        ("b.jsonl", 128),
+        ("b.jsonl", 32),
+    ]
+    expected = [document for file in corpus_files(corpus) for document in read_corpus(file)]
+    assert [document for part in merged for document in read_part(part)] == expected
 
 
 def test_a_worker_refuses_a_model_other_than_the_drivers(tiny_encoder: Encoder, other_tiny_model: Path) -> None:
