@@ -82,7 +82,7 @@ def test_index_and_query_with_a_calibrated_model(tiny_model: Path, corpus: Path,
     assert manifest["model"]["dimension"] == 16 and manifest["index"]["dimension"] == 16
     assert manifest["model"]["fingerprint"] == Encoder(model).fingerprint != Encoder(tiny_model).fingerprint
     text = corpus.read_text(encoding="utf-8").split("\n")[7]
-    result = run("query", text, "-k", "1", "--json", "-d", tmp_path / "idx")
+    result = run("query", text, "-k", "1", "--json", "--mode", "dense", "-d", tmp_path / "idx")
     assert result.exit_code == 0, result.output
     hit = json.loads(result.output)["hits"][0]
     assert hit["text"] == text and hit["score"] == pytest.approx(1.0, abs=1e-4)
