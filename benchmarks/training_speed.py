@@ -196,10 +196,14 @@ def run_trial(variant: Variant, objective: str, args: argparse.Namespace, seed: 
         sys.executable, __file__, "--worker", variant.name, "--objectives", objective,
         "--warmup", str(args.warmup), "--steps", str(args.steps), "--seed", str(seed),
     ]  # fmt: skip
-    completed = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True)
-    if completed.returncode != 0:
-        raise SystemExit(f"{variant.name} / {objective} failed:\n{completed.stderr[-3000:]}")
-    return json.loads(completed.stdout.strip().splitlines()[-1])
+    for attempt in (1, 2):  # once more if something outside stopped it (a trial killed by a signal)
+        completed = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True)
+        if completed.returncode == 0:
+            return json.loads(completed.stdout.strip().splitlines()[-1])
+        print(f"{variant.name} / {objective}: exit status {completed.returncode} (attempt {attempt})", flush=True)
+        if completed.returncode > 0:
+            break
+    raise SystemExit(f"{variant.name} / {objective} failed:\n{completed.stderr[-3000:]}")
 
 
 def summarise(trials: list[dict], variants: list[Variant], objectives: list[str]) -> list[dict]:
@@ -253,7 +257,7 @@ def quality(args: argparse.Namespace, machine: dict) -> None:
                 ]  # fmt: skip
                 completed = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
                 if completed.returncode != 0:
-                    raise SystemExit(completed.stderr[-3000:])
+                    raise SystemExit(f"exit status {completed.returncode}: {completed.stderr[-3000:]}")
                 log = json.loads((Path(out) / "training_log.json").read_text())
             run = {"precision": precision, "seed": seed, "dev": round(log["evaluations"][-1]["score"], 2)}
             run.update(base=round(log["base_score"], 2), seconds=round(log["seconds"], 1))
