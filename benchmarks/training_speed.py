@@ -28,6 +28,7 @@ Variants: an engine, `ours` or `st`, plus options joined with "+":
     python benchmarks/training_speed.py                                    # the docs table, both objectives
     python benchmarks/training_speed.py --variants ours+threads1,ours+threads2,ours+spin+threads1,ours+spin+threads2
     python benchmarks/training_speed.py --quality                          # STS-B dev after a short run, bf16 vs fp32
+    python benchmarks/training_speed.py --profile --steps 4                # where a step of our loop spends its time
     python benchmarks/training_speed.py --markdown                         # the saved tables
     python benchmarks/training_speed.py --quick                            # a smoke run (about a minute idle)
 """
@@ -279,6 +280,74 @@ def quality(args: argparse.Namespace, machine: dict) -> None:
             write(args.results, saved)
 
 
+def profile(args: argparse.Namespace, machine: dict) -> None:
+    """Where a step of sbert-sts's loop spends its time: tokenising, forward (fp32 and bf16 autocast), backward,
+    clipping, and the optimizer step of torch's plain, foreach and fused AdamW; medians over --steps steps of each
+    kind, interleaved, at --profile-threads threads, with passive OpenMP waits as `searchengine train` runs."""
+    from searchengine.training.threads import use_passive_openmp_waits
+
+    use_passive_openmp_waits()
+    import torch
+    from searchengine.training.loop import cycle
+    from searchengine.training.objectives.cosine_regression import cosine_regression_loss
+    from searchengine.training.precision import autocast
+    from searchengine.training.sentence_model import SentenceModel
+
+    from searchengine.evaluation.labelled_data import read_scored_pairs
+
+    torch.set_num_threads(args.profile_threads)
+    torch.manual_seed(args.seed)
+    model = SentenceModel("default", max_seq_length=64)
+    model.train()
+    optimizers = {
+        name: torch.optim.AdamW(model.parameters(), lr=2e-5, weight_decay=0.01, **options)
+        for name, options in {
+            "plain": {"foreach": False},
+            "foreach": {"foreach": True},
+            "fused": {"fused": True},
+        }.items()
+    }
+    batches = cycle(read_scored_pairs(STS_TRAIN), 16, args.seed)
+    times: dict[str, list[float]] = {}
+
+    def lap(part: str, started: float) -> float:
+        now = time.perf_counter()
+        times.setdefault(part, []).append(1000 * (now - started))
+        return now
+
+    for step in range(args.warmup + args.steps):
+        for precision in ("fp32", "bf16"):
+            for name, optimizer in optimizers.items():
+                batch = next(batches)
+                started = time.perf_counter()
+                first = model.tokenize([pair.first for pair in batch])
+                second = model.tokenize([pair.second for pair in batch])
+                started = lap("tokenise", started)
+                with autocast(precision):
+                    loss = cosine_regression_loss(model(first), model(second), torch.tensor([p.score for p in batch]))
+                started = lap(f"forward {precision}", started)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                started = lap(f"backward {precision}", started)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                started = lap("clip", started)
+                optimizer.step()
+                lap(f"AdamW {name}", started)
+        if step < args.warmup:
+            times.clear()
+    result = {
+        "command": "python benchmarks/training_speed.py " + " ".join(sys.argv[1:]),
+        "machine": machine,
+        "threads": args.profile_threads,
+        "load": round(os.getloadavg()[0], 2),
+        "median_ms": {part: round(statistics.median(values), 1) for part, values in times.items()},
+    }
+    print(json.dumps(result, indent=2))
+    saved = json.loads(args.results.read_text()) if args.results.exists() else {}
+    saved.setdefault("profile", {})[f"{args.profile_threads} threads"] = result
+    write(args.results, saved)
+
+
 def write(path: Path, results: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(results, indent=2) + "\n")
@@ -295,6 +364,8 @@ def main() -> None:
     parser.add_argument("--quality", action="store_true", help="STS-B dev after a short run, bf16 vs fp32.")
     parser.add_argument("--quality-steps", type=int, default=120)
     parser.add_argument("--seeds", type=int, default=2, help="Seeds of the --quality runs.")
+    parser.add_argument("--profile", action="store_true", help="Time the parts of a step, and AdamW's kernels.")
+    parser.add_argument("--profile-threads", type=int, default=2)
     parser.add_argument("--quick", action="store_true", help="1 round, 1 + 2 steps, nothing written.")
     parser.add_argument("--note", default="", help="Recorded with the results (e.g. what else ran).")
     parser.add_argument("--results", type=Path, default=RESULTS)
@@ -312,6 +383,9 @@ def main() -> None:
         return
     if args.quality:
         quality(args, machine)
+        return
+    if args.profile:
+        profile(args, machine)
         return
     if args.quick:
         args.rounds, args.warmup, args.steps = 1, 1, 2
