@@ -28,6 +28,8 @@ Variants: an engine, `ours` or `st`, plus options joined with "+":
     python benchmarks/training_speed.py                                    # the docs table, both objectives
     python benchmarks/training_speed.py --variants ours+threads1,ours+threads2,ours+spin+threads1,ours+spin+threads2
     python benchmarks/training_speed.py --quality                          # STS-B dev after a short run, bf16 vs fp32
+    python benchmarks/training_speed.py --profile --steps 4                # where a step of our loop spends its time
+    python benchmarks/training_speed.py --markdown                         # the saved tables
     python benchmarks/training_speed.py --quick                            # a smoke run (about a minute idle)
 """
 
@@ -195,10 +197,14 @@ def run_trial(variant: Variant, objective: str, args: argparse.Namespace, seed: 
         sys.executable, __file__, "--worker", variant.name, "--objectives", objective,
         "--warmup", str(args.warmup), "--steps", str(args.steps), "--seed", str(seed),
     ]  # fmt: skip
-    completed = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True)
-    if completed.returncode != 0:
-        raise SystemExit(f"{variant.name} / {objective} failed:\n{completed.stderr[-3000:]}")
-    return json.loads(completed.stdout.strip().splitlines()[-1])
+    for attempt in (1, 2):  # once more if something outside stopped it (a trial killed by a signal)
+        completed = subprocess.run(command, cwd=ROOT, env=environment, capture_output=True, text=True)
+        if completed.returncode == 0:
+            return json.loads(completed.stdout.strip().splitlines()[-1])
+        print(f"{variant.name} / {objective}: exit status {completed.returncode} (attempt {attempt})", flush=True)
+        if completed.returncode > 0:
+            break
+    raise SystemExit(f"{variant.name} / {objective} failed:\n{completed.stderr[-3000:]}")
 
 
 def summarise(trials: list[dict], variants: list[Variant], objectives: list[str]) -> list[dict]:
@@ -209,6 +215,8 @@ def summarise(trials: list[dict], variants: list[Variant], objectives: list[str]
         first = {t["round"]: t["texts_per_s"] for t in mine if t["variant"] == variants[0].name}
         for variant in variants:
             runs = [t for t in mine if t["variant"] == variant.name]
+            if not runs:
+                continue
             rates = [t["texts_per_s"] for t in runs]
             ratios = [t["texts_per_s"] / first[t["round"]] for t in runs if t["round"] in first]
             rows.append({
@@ -237,10 +245,10 @@ def markdown(rows: list[dict], reference: str) -> str:
     return "\n".join(lines)
 
 
-def quality(args: argparse.Namespace) -> dict:
-    """STS-B dev Spearman after --quality-steps of sbert-sts, bf16 autocast vs fp32, seeds alternating."""
-    runs = []
-    for seed in range(args.seeds):
+def quality(args: argparse.Namespace, machine: dict) -> None:
+    """STS-B dev Spearman after --quality-steps of sbert-sts, bf16 autocast then fp32 for each seed. Runs are added
+    to those already in the results file (same steps), which is rewritten after each run."""
+    for seed in range(args.seed, args.seed + args.seeds):
         for precision in ("bf16", "fp32"):
             with tempfile.TemporaryDirectory() as out:
                 command = [
@@ -250,21 +258,99 @@ def quality(args: argparse.Namespace) -> dict:
                 ]  # fmt: skip
                 completed = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
                 if completed.returncode != 0:
-                    raise SystemExit(completed.stderr[-3000:])
+                    raise SystemExit(f"exit status {completed.returncode}: {completed.stderr[-3000:]}")
                 log = json.loads((Path(out) / "training_log.json").read_text())
             run = {"precision": precision, "seed": seed, "dev": round(log["evaluations"][-1]["score"], 2)}
-            run.update(
-                base=round(log["base_score"], 2), seconds=round(log["seconds"], 1), load=round(os.getloadavg()[0], 2)
-            )
+            run.update(base=round(log["base_score"], 2), seconds=round(log["seconds"], 1))
+            run.update(load=round(os.getloadavg()[0], 2), machine=machine)
             print(json.dumps(run), flush=True)
-            runs.append(run)
-    by_precision = {p: [r["dev"] for r in runs if r["precision"] == p] for p in ("bf16", "fp32")}
-    return {
-        "command": "searchengine train sbert-sts --data ../shared/data/stsb/train.tsv --eval ../shared/data/stsb/dev.tsv "
-        f"--steps {args.quality_steps} --seed SEED --precision bf16|fp32",
-        "runs": runs,
-        "mean_dev": {p: round(statistics.mean(values), 2) for p, values in by_precision.items()},
+            saved = json.loads(args.results.read_text()) if args.results.exists() else {}
+            entry = saved.get("quality", {})
+            if entry.get("steps") != args.quality_steps:
+                entry = {"steps": args.quality_steps, "runs": []}
+            runs = [r for r in entry["runs"] if (r["precision"], r["seed"]) != (precision, seed)] + [run]
+            by_precision = {p: [r["dev"] for r in runs if r["precision"] == p] for p in ("bf16", "fp32")}
+            entry.update(
+                command="searchengine train sbert-sts --data ../shared/data/stsb/train.tsv --eval "
+                f"../shared/data/stsb/dev.tsv --steps {args.quality_steps} --seed SEED --precision bf16|fp32",
+                runs=runs,
+                mean_dev={p: round(statistics.mean(values), 2) for p, values in by_precision.items() if values},
+            )
+            saved["quality"] = entry
+            write(args.results, saved)
+
+
+def profile(args: argparse.Namespace, machine: dict) -> None:
+    """Where a step of sbert-sts's loop spends its time: tokenising, forward (fp32 and bf16 autocast), backward,
+    clipping, and the optimizer step of torch's plain, foreach and fused AdamW; medians over --steps steps of each
+    kind, interleaved, at --profile-threads threads, with passive OpenMP waits as `searchengine train` runs."""
+    from searchengine.training.threads import use_passive_openmp_waits
+
+    use_passive_openmp_waits()
+    import torch
+    from searchengine.training.loop import cycle
+    from searchengine.training.objectives.cosine_regression import cosine_regression_loss
+    from searchengine.training.precision import autocast
+    from searchengine.training.sentence_model import SentenceModel
+
+    from searchengine.evaluation.labelled_data import read_scored_pairs
+
+    torch.set_num_threads(args.profile_threads)
+    torch.manual_seed(args.seed)
+    model = SentenceModel("default", max_seq_length=64)
+    model.train()
+    optimizers = {
+        name: torch.optim.AdamW(model.parameters(), lr=2e-5, weight_decay=0.01, **options)
+        for name, options in {
+            "plain": {"foreach": False},
+            "foreach": {"foreach": True},
+            "fused": {"fused": True},
+        }.items()
     }
+    batches = cycle(read_scored_pairs(STS_TRAIN), 16, args.seed)
+    times: dict[str, list[float]] = {}
+
+    def lap(part: str, started: float) -> float:
+        now = time.perf_counter()
+        times.setdefault(part, []).append(1000 * (now - started))
+        return now
+
+    for step in range(args.warmup + args.steps):
+        for precision in ("fp32", "bf16"):
+            for name, optimizer in optimizers.items():
+                batch = next(batches)
+                started = time.perf_counter()
+                first = model.tokenize([pair.first for pair in batch])
+                second = model.tokenize([pair.second for pair in batch])
+                started = lap("tokenise", started)
+                with autocast(precision):
+                    loss = cosine_regression_loss(model(first), model(second), torch.tensor([p.score for p in batch]))
+                started = lap(f"forward {precision}", started)
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                started = lap(f"backward {precision}", started)
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                started = lap("clip", started)
+                optimizer.step()
+                lap(f"AdamW {name}", started)
+        if step < args.warmup:
+            times.clear()
+    result = {
+        "command": "python benchmarks/training_speed.py " + " ".join(sys.argv[1:]),
+        "machine": machine,
+        "threads": args.profile_threads,
+        "load": round(os.getloadavg()[0], 2),
+        "median_ms": {part: round(statistics.median(values), 1) for part, values in times.items()},
+    }
+    print(json.dumps(result, indent=2))
+    saved = json.loads(args.results.read_text()) if args.results.exists() else {}
+    saved.setdefault("profile", {})[f"{args.profile_threads} threads"] = result
+    write(args.results, saved)
+
+
+def write(path: Path, results: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=2) + "\n")
 
 
 def main() -> None:
@@ -274,13 +360,16 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=3, help="Untimed steps first.")
     parser.add_argument("--steps", type=int, default=12, help="Timed steps.")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=0, help="Seed of the first round (or --quality run).")
     parser.add_argument("--quality", action="store_true", help="STS-B dev after a short run, bf16 vs fp32.")
     parser.add_argument("--quality-steps", type=int, default=120)
     parser.add_argument("--seeds", type=int, default=2, help="Seeds of the --quality runs.")
+    parser.add_argument("--profile", action="store_true", help="Time the parts of a step, and AdamW's kernels.")
+    parser.add_argument("--profile-threads", type=int, default=2)
     parser.add_argument("--quick", action="store_true", help="1 round, 1 + 2 steps, nothing written.")
     parser.add_argument("--note", default="", help="Recorded with the results (e.g. what else ran).")
     parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument("--markdown", action="store_true", help="Print the saved speed tables and stop.")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
     objectives = args.objectives.split(",")
@@ -288,38 +377,40 @@ def main() -> None:
         print(json.dumps(worker(Variant.parse(args.worker), objectives[0], args.warmup, args.steps, args.seed)))
         return
     machine = {"cpu": cpu_name(), "cores": len(os.sched_getaffinity(0)), "note": args.note}
+    if args.markdown:
+        for key, entry in json.loads(args.results.read_text()).get("speed", {}).items():
+            print(f"{key}\n`{entry['command']}`\n\n{markdown(entry['rows'], key.split(' / ')[0].split(',')[0])}\n")
+        return
     if args.quality:
-        result = {"machine": machine, **quality(args)}
-        print(json.dumps(result["mean_dev"]))
-        saved = json.loads(args.results.read_text()) if args.results.exists() else {}
-        args.results.write_text(json.dumps({**saved, "quality": result}, indent=2) + "\n")
+        quality(args, machine)
+        return
+    if args.profile:
+        profile(args, machine)
         return
     if args.quick:
         args.rounds, args.warmup, args.steps = 1, 1, 2
     variants = [Variant.parse(name) for name in args.variants.split(",")]
     trials = []
+    key = ",".join(v.name for v in variants) + " / " + ",".join(objectives)
     for round_ in range(args.rounds):
         for objective in objectives:
             for variant in variants:
                 trial = {**run_trial(variant, objective, args, args.seed + round_), "round": round_}
                 print(json.dumps(trial), flush=True)
                 trials.append(trial)
-    rows = summarise(trials, variants, objectives)
-    print(markdown(rows, variants[0].name))
-    if not args.quick:
-        key = "+".join(v.name for v in variants) + " / " + ",".join(objectives)
-        saved = json.loads(args.results.read_text()) if args.results.exists() else {}
-        saved.setdefault("speed", {})[key] = {
-            "machine": machine,
-            "command": "python benchmarks/training_speed.py " + " ".join(sys.argv[1:]),
-            "rounds": args.rounds,
-            "warmup_steps": args.warmup,
-            "timed_steps": args.steps,
-            "rows": rows,
-            "trials": trials,
-        }
-        args.results.parent.mkdir(parents=True, exist_ok=True)
-        args.results.write_text(json.dumps(saved, indent=2) + "\n")
+                if not args.quick:  # after every trial, so a stopped run keeps what it measured
+                    saved = json.loads(args.results.read_text()) if args.results.exists() else {}
+                    saved.setdefault("speed", {})[key] = {
+                        "machine": machine,
+                        "command": "python benchmarks/training_speed.py " + " ".join(sys.argv[1:]),
+                        "rounds": args.rounds,
+                        "warmup_steps": args.warmup,
+                        "timed_steps": args.steps,
+                        "rows": summarise(trials, variants, objectives),
+                        "trials": trials,
+                    }
+                    write(args.results, saved)
+    print(markdown(summarise(trials, variants, objectives), variants[0].name))
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ Loss = TypeVar("Loss", bound=Callable[..., torch.Tensor])
 
 
 def resolve_training_precision(precision: str, cpuinfo: Path = CPUINFO) -> str:
-    """ "fp32" or "bf16": what `precision` means on this CPU ("auto": bf16 where the CPU has native bf16)."""
+    """What `precision` means on this CPU, "fp32" or "bf16" ("auto": bf16 where the CPU has native bf16)."""
     if precision not in TRAINING_PRECISIONS:
         raise SearchEngineError(
             f"unknown training precision {precision!r}; choose one of {', '.join(TRAINING_PRECISIONS)}"
