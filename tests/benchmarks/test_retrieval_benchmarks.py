@@ -66,7 +66,7 @@ def test_split_adaptation_and_rerank_run(tmp_path: Path, tiny_model: Path, tiny_
             "--index", index, "--latency-queries", 2, "--runs", 1, "--check", 3, "--out", rerank_json,
         )  # fmt: skip
         assert "rerank top 100" in printed
-        rows = next(iter(json.loads(rerank_json.read_text()).values()))["rows"]
+        (rows,) = [run["rows"] for run in json.loads(rerank_json.read_text()).values() if run["set"] == name]
         assert set(rows) == {"bi-encoder only", "rerank top 20", "rerank top 100"}
         assert all(row["p50_ms"] > 0 for row in rows.values())
         # ArguAna: the only relevant document is the query's own, never returned; NFCorpus: found in 12 documents
