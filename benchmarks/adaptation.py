@@ -2,7 +2,9 @@
 (the base model's, and copies of it after `searchengine adapt`) on the two halves of the set's test queries
 (benchmarks/split_queries.py writes them).
 
-Each index is searched as users search it: `SearchEngine.search_batch`, the queries encoded by the index's own
+An index that does not exist yet is built there first with the bundled model (documents as title + " " + text,
+BEIR ids as external ids, titles as metadata: `build_index` of retrieval_rerank.py). Each index is searched as
+users search it: `SearchEngine.search_batch`, the queries encoded by the index's own
 model, the stored vectors compared by exact inner product (Flat), a hit whose id is the query's dropped
 (ArguAna). The index's stored document vectors are used as they are (never re-embedded here), so this measures
 exactly what `searchengine adapt` committed. Metrics as `searchengine eval retrieval` computes them
@@ -26,6 +28,7 @@ from pathlib import Path
 
 import torch
 from machine_info import cpu_name
+from retrieval_rerank import build_index
 
 from searchengine import SearchEngine
 from searchengine.evaluation.retrieval import RECALL_AT, read_queries, score_rankings
@@ -77,6 +80,8 @@ def main() -> None:
     rows = {}
     for item in arguments.index:
         label, _, index = item.partition("=")
+        if not Path(index).exists():  # the base index, built once with the bundled model (copy it to adapt)
+            build_index(arguments.data / arguments.set / "corpus.jsonl", Path(index), "default").close()
         rows[label] = {"index": index, **evaluate(Path(index), queries, halves)}
     machine = {
         "cpu": cpu_name(),
