@@ -88,7 +88,7 @@ def evaluate_set(engine: SearchEngine, data: Path, limits: list[int], check: int
     result = {"queries": len(judged), "documents": len(engine)}
     result["dense"] = ndcg(judged, [[d for d, _ in r] for r in dense], names, qrels, len(engine))
     for number, limit in enumerate(limits):
-        keyword_query.MAX_QUERY_WORDS = limit or 1_000_000
+        keyword_query.MAX_QUERY_WORDS = limit or None
         keyword = side(engine, texts, "keyword", names)
         label = f"max_query_words={limit or 'all'}"
         result[f"keyword {label}"] = ndcg(judged, [[d for d, _ in r] for r in keyword], names, qrels, len(engine))

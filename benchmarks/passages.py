@@ -6,8 +6,10 @@ each overlap asked for), each timed, evaluated as `searchengine eval retrieval -
 Recall@100, MRR@10; a hit whose id is the query's is dropped), and its single-query latency measured: the same
 queries, one at a time, interleaved across the variants so that load on a shared machine falls on all alike.
 
-Each variant's index and its results (<work>/<set>/<variant>.json) are kept, and a run that finds both picks them
-up instead of building again: a run killed part way (the machine is shared) resumes where it stopped.
+Each variant is evaluated in dense and in hybrid mode (MODES). Its index and its results (<work>/<set>/<variant>.json)
+are kept, and a run that finds them picks them up instead of building again: a run killed part way (the machine
+is shared) resumes where it stopped. An index found without results (built elsewhere, e.g. the one-vector index of
+docs/retrieval.md moved to <work>/<set>/no-passages) is evaluated, its build time left null.
 
 Usage (from the repository root; the indexes go to --work, outside the repository):
   .venv/bin/python benchmarks/passages.py --sets nfcorpus,arguana --overlaps 0,32,64 \
@@ -32,6 +34,8 @@ from searchengine import SearchEngine
 from searchengine.encoding.encoder import Encoder
 from searchengine.evaluation.retrieval import evaluate_search, read_corpus, read_qrels, read_queries
 
+MODES = ("dense", "hybrid")
+"""The search modes each variant is evaluated in (the keyword side indexes whole documents either way)."""
 LATENCY_QUERIES = 200
 WARMUP_QUERIES = 20
 
@@ -81,13 +85,13 @@ def build(encoder: Encoder, corpus: Path, target: Path, overlap: int | None) -> 
     }
 
 
-def evaluate(engine: SearchEngine, queries: Path, qrels: Path) -> dict:
-    """The scores `searchengine eval retrieval --index` prints for this index."""
+def evaluate(engine: SearchEngine, queries: Path, qrels: Path, mode: str) -> dict:
+    """The scores `searchengine eval retrieval --index --mode MODE` prints for this index."""
     query_ids, query_texts = read_queries(queries)
     judged = read_qrels(qrels, query_ids, engine.external_ids(), f"index {engine.path}")
 
     def search(texts: list[str], depth: int) -> list[list[str]]:
-        return [[hit.external_id or "" for hit in hits] for hits in engine.search_batch(texts, depth)]
+        return [[hit.external_id or "" for hit in hits] for hits in engine.search_batch(texts, depth, mode=mode)]
 
     started = time.perf_counter()
     scores = evaluate_search(search, query_ids, query_texts, judged, len(engine))
@@ -95,15 +99,15 @@ def evaluate(engine: SearchEngine, queries: Path, qrels: Path) -> dict:
 
 
 def latencies(engines: list[SearchEngine], texts: list[str]) -> list[dict]:
-    """Median and p90 milliseconds of one `search(text, k=10)` per engine, the engines taking turns per query."""
+    """Median and p90 milliseconds of one dense `search(text, k=10)` per engine, the engines taking turns per query."""
     for text in texts[:WARMUP_QUERIES]:
         for engine in engines:
-            engine.search(text, k=10)
+            engine.search(text, k=10, mode="dense")
     timings: list[list[float]] = [[] for _ in engines]
     for text in texts[:LATENCY_QUERIES]:
         for engine, own in zip(engines, timings):
             started = time.perf_counter()
-            engine.search(text, k=10)
+            engine.search(text, k=10, mode="dense")
             own.append((time.perf_counter() - started) * 1000)
     return [
         {"query_ms_median": statistics.median(own), "query_ms_p90": float(np.percentile(own, 90)), "queries": len(own)}
@@ -120,13 +124,18 @@ def run_set(name: str, data: Path, work: Path, overlaps: list[int], encoder: Enc
     engines = []
     for overlap in [None, *overlaps]:
         label = "no-passages" if overlap is None else f"passages-overlap-{overlap}"
-        saved = work / name / f"{label}.json"
+        saved, directory = work / name / f"{label}.json", work / name / label
         if saved.is_file():
-            engine, variant = SearchEngine.open(work / name / label, encoder=encoder), json.loads(saved.read_text())
+            engine, variant = SearchEngine.open(directory, encoder=encoder), json.loads(saved.read_text())
+        elif (directory / "manifest.json").is_file():  # built before, its build not timed by this script
+            engine = SearchEngine.open(directory, encoder=encoder)
+            variant = {"passages": overlap is not None, "overlap": overlap, "index_seconds": None}
         else:
-            engine, variant = build(encoder, corpus, work / name / label, overlap)
-            variant.update(evaluate(engine, queries, qrels))
-            saved.write_text(json.dumps(variant, indent=2) + "\n", encoding="utf-8")
+            engine, variant = build(encoder, corpus, directory, overlap)
+        for mode in MODES:
+            if not isinstance(variant.get(mode), dict):
+                variant[mode] = evaluate(engine, queries, qrels, mode)
+                saved.write_text(json.dumps(variant, indent=2) + "\n", encoding="utf-8")
         print(name, label, variant, file=sys.stderr)
         result["variants"].append({"name": label, **variant})
         engines.append(engine)

@@ -4,12 +4,13 @@ Quoting makes every word a plain term, so nothing the user types is FTS5 syntax:
 parentheses and the words AND, OR, NOT and NEAR are searched for (or dropped, for punctuation), never obeyed.
 OR-ing the words lets BM25 rank documents by how many of them they hold, as a keyword search engine does.
 
-Two kinds of word are left out, because scoring the documents that hold them is nearly all of a query's cost
-(measured in docs/retrieval.md):
-- words that more than half of the documents hold (unless every word is one): FTS5's BM25 gives them an IDF of
-  1e-6 (its formula turns negative there and is clamped), so they move no score beyond the sixth decimal;
-- beyond the MAX_QUERY_WORDS rarest words of a long query (a whole paragraph), the commoner ones, which weigh
-  least in BM25.
+Words that more than half of the documents hold are left out (unless every word is one): FTS5's BM25 gives them an
+IDF of 1e-6 (its formula turns negative there and is clamped), so they move no score beyond the sixth decimal,
+while scoring the many documents that hold them is most of a query's cost. Every other word is searched for, also
+in a query as long as a paragraph: keeping only the 32 rarest words of each query was measured to cost ArguAna
+(paragraph-long queries) 7 points of keyword nDCG@10 (0.433 to 0.363; docs/retrieval.md), so MAX_QUERY_WORDS is
+None unless set to trade quality for speed.
+
 How many documents hold a word is read from the index itself, for the word's stem as the index's tokenizer makes
 it: the words go through a scratch FTS5 table with that tokenizer in the connection's temp schema, which a
 read-only connection may write too."""
@@ -19,8 +20,8 @@ from __future__ import annotations
 import re
 import sqlite3
 
-MAX_QUERY_WORDS = 32
-"""The most words a keyword query searches for: its rarest ones."""
+MAX_QUERY_WORDS: int | None = None
+"""The most words a keyword query searches for, its rarest ones; None for all (see the module's docstring)."""
 _WORD = re.compile(r"\w+")
 """A run of letters, digits and underscores (any script); the FTS5 tokenizer splits it further where it differs."""
 _WORDS = "keyword_query_words"

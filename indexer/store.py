@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import sqlite_utils
@@ -103,15 +103,6 @@ class StoreChange:
 
     def __iter__(self) -> Iterator[list[int]]:
         return iter((self.ids, self.positions, self.removed))
-
-
-class KeywordHits(NamedTuple):
-    """What `DocumentStore.keyword_search` found: the best documents, and the scores it was asked for besides."""
-
-    top: list[tuple[int, float]]
-    """(id, BM25 score), best first."""
-    scores: dict[int, float]
-    """The BM25 score of each id asked for in `also_score` (0.0 without any of the words)."""
 
 
 @dataclass(frozen=True)
@@ -206,35 +197,48 @@ class DocumentStore:
             _enable_keyword_index(self.db, TABLE)
         return True
 
-    def keyword_search(
-        self, text: str, k: int, allowed: np.ndarray | None = None, also_score: Sequence[int] = ()
-    ) -> KeywordHits:
+    def keyword_search(self, text: str, k: int, allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
         """The k documents that best match the words of `text` by BM25, as (id, BM25 score) best first, among
-        `allowed` ids (all when None), and the score of each of `also_score` (0.0 for one holding none of the
-        words). A document matches when it holds any of the words; none match a text without words. The score is
-        FTS5's bm25() with its sign turned, so higher is better (k1 1.2, b 0.75); words most documents hold are
-        left out (searchengine.indexer.keyword_query).
+        `allowed` ids (all when None). A document matches when it holds any of the words; none match a text without
+        words. The score is FTS5's bm25() with its sign turned, so higher is better (k1 1.2, b 0.75); words most
+        documents hold are left out (searchengine.indexer.keyword_query).
 
         Filters come as `allowed` ids (`matching_ids`), applied here rather than by a join with the documents
         table, which made a search several times slower when tried; so did a full ORDER BY on bm25(), so the best
         k are picked here whenever every match's score is read anyway."""
         self._require_keyword_index()
         with self._guard():
-            expression = match_expression(
-                self.db.conn, text, KEYWORD_TABLE, KEYWORD_TOKENIZER, self.count(), self._stem_counts
-            )
+            expression = self._match_expression(text)
             if expression is None:
-                return KeywordHits([], {int(i): 0.0 for i in also_score})
+                return []
             select = f"SELECT rowid, -bm25({KEYWORD_TABLE}) FROM {KEYWORD_TABLE} WHERE {KEYWORD_TABLE} MATCH ?"
-            if allowed is None and not also_score:
+            if allowed is None:
                 rows = self.db.execute(f"{select} ORDER BY bm25({KEYWORD_TABLE}), rowid LIMIT ?", [expression, k])
-                return KeywordHits([(int(row_id), float(score)) for row_id, score in rows], {})
+                return [(int(row_id), float(score)) for row_id, score in rows]
             scores = {int(row_id): float(score) for row_id, score in self.db.execute(select, [expression])}
-        candidates = (
-            scores.items() if allowed is None else ((i, scores[i]) for i in set(allowed.tolist()) & scores.keys())
-        )
-        top = heapq.nsmallest(k, candidates, key=lambda item: (-item[1], item[0]))
-        return KeywordHits(top, {int(i): scores.get(int(i), 0.0) for i in also_score})
+        candidates = ((i, scores[i]) for i in set(allowed.tolist()) & scores.keys())
+        return heapq.nsmallest(k, candidates, key=lambda item: (-item[1], item[0]))
+
+    def keyword_scores(self, text: str, ids: Sequence[int]) -> dict[int, float]:
+        """The BM25 score of each of `ids` for the words of `text`, as `keyword_search` scores it (0.0 for a
+        document holding none of them). Only those rows are scored: BM25's statistics are the whole index's, so
+        a score does not depend on which other documents are asked for."""
+        self._require_keyword_index()
+        scores = dict.fromkeys((int(i) for i in ids), 0.0)
+        with self._guard():
+            expression = self._match_expression(text)
+            if expression is None or not scores:
+                return scores
+            select = f"SELECT rowid, -bm25({KEYWORD_TABLE}) FROM {KEYWORD_TABLE} WHERE {KEYWORD_TABLE} MATCH ?"
+            asked = list(scores)
+            for start in range(0, len(asked), 500):  # under SQLite's parameter limit
+                chunk = asked[start : start + 500]
+                rows = self.db.execute(f"{select} AND rowid IN ({','.join('?' * len(chunk))})", [expression, *chunk])
+                scores.update((int(row_id), float(score)) for row_id, score in rows)
+        return scores
+
+    def _match_expression(self, text: str) -> str | None:
+        return match_expression(self.db.conn, text, KEYWORD_TABLE, KEYWORD_TOKENIZER, self.count(), self._stem_counts)
 
     def _require_keyword_index(self) -> None:
         if not self.has_keyword_index:

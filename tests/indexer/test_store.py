@@ -7,6 +7,7 @@ import os
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 import pytest
 from searchengine.indexer.errors import IndexerError, MissingKeywordIndexError
 from searchengine.indexer.filter_sql import Condition
@@ -394,13 +395,13 @@ def _keyword_index_holds_the_documents(store: DocumentStore) -> None:
 
 def _found(store: DocumentStore, text: str, k: int = 10, filters: list | None = None) -> list[int]:
     allowed = store.matching_ids(filters) if filters else None
-    return [doc for doc, _ in store.keyword_search(text, k, allowed).top]
+    return [doc for doc, _ in store.keyword_search(text, k, allowed)]
 
 
 def test_keyword_search_ranks_documents_holding_any_word_by_bm25(store: DocumentStore) -> None:
     store.add(_docs("the cat sat on the mat", "cats chase mice", "stock prices fell", "a cat and a cat"))
     store.add(_docs("rain in spain", "snow in june", "a dog barks"))  # so that no word is in half the documents
-    hits = store.keyword_search("cat mat", 10).top
+    hits = store.keyword_search("cat mat", 10)
     assert [doc for doc, _ in hits] == [0, 3, 1]  # both words, then 'cat' twice, then 'cats' (stemmed) once
     assert all(first[1] > second[1] > 0 for first, second in zip(hits, hits[1:]))
     assert _found(store, "running prices") == [2]  # Porter stemming: prices = price, and no word is required
@@ -409,13 +410,18 @@ def test_keyword_search_ranks_documents_holding_any_word_by_bm25(store: Document
     _keyword_index_holds_the_documents(store)
 
 
-def test_keyword_search_keeps_k_and_scores_the_ids_asked_for_alike(store: DocumentStore) -> None:
+def test_keyword_scores_score_the_ids_asked_for_as_the_search_does(store: DocumentStore) -> None:
     store.add(_docs("red apple", "green apple", "red car", "blue sky"))
-    found = store.keyword_search("red apple", 2, also_score=[0, 1, 2, 3])
-    assert found.top == store.keyword_search("red apple", 2).top and len(found.top) == 2
-    assert set(found.scores) == {0, 1, 2, 3}
-    assert found.scores[3] == 0.0  # holds none of the words
-    assert all(found.scores[doc] == pytest.approx(score) for doc, score in found.top)
+    top = store.keyword_search("red apple", 2)
+    assert len(top) == 2 and top == store.keyword_search("red apple", 2, np.arange(4))
+    scores = store.keyword_scores("red apple", [0, 1, 2, 3])
+    assert set(scores) == {0, 1, 2, 3} and scores[3] == 0.0  # holds none of the words
+    everyone = dict(store.keyword_search("red apple", 10))
+    assert all(scores[doc] == pytest.approx(everyone[doc]) for doc in everyone)
+    assert store.keyword_scores("red apple", [2]) == pytest.approx({2: everyone[2]})  # alone, the same score
+    assert store.keyword_scores("red apple", []) == {}
+    many = store.keyword_scores("apple", range(1200))  # more ids than one SQLite statement takes
+    assert len(many) == 1200 and many[0] > 0 and many[1] > 0 and many[999] == 0.0
 
 
 def test_keyword_index_follows_add_upsert_and_delete(store: DocumentStore) -> None:
@@ -462,8 +468,8 @@ def test_keyword_search_keeps_to_the_ids_filters_allow(store: DocumentStore) -> 
 )
 def test_user_text_is_never_fts_syntax(store: DocumentStore, query: str) -> None:
     store.add(_docs("near the start of the column", "minus plus braces brackets", "naïve café in 東京", "and not"))
-    found = store.keyword_search(query, 10, also_score=[0, 1, 2, 3])
-    assert isinstance(found.top, list) and set(found.scores) == {0, 1, 2, 3}
+    assert isinstance(store.keyword_search(query, 10), list)
+    assert set(store.keyword_scores(query, [0, 1, 2, 3])) == {0, 1, 2, 3}
 
 
 def test_operator_words_are_searched_for_as_words(store: DocumentStore) -> None:
@@ -477,7 +483,7 @@ def test_operator_words_are_searched_for_as_words(store: DocumentStore) -> None:
 
 def test_a_text_without_words_matches_nothing(store: DocumentStore) -> None:
     store.add(_docs("something"))
-    assert store.keyword_search("?! -- ...", 10, also_score=[0]) == ([], {0: 0.0})
+    assert store.keyword_search("?! -- ...", 10) == [] and store.keyword_scores("?! -- ...", [0]) == {0: 0.0}
 
 
 def test_a_store_written_before_keyword_search_gains_it_when_opened_for_writing(tmp_path: Path) -> None:
