@@ -109,10 +109,10 @@ def run_ray(corpus: Path, workers: int, threads: int, vectors_out: Path | None) 
     tiny = corpus.parent / "tiny.txt"
     tiny.write_text("\n".join(corpus_files(corpus)[0].read_text().splitlines()[:64]) + "\n")
     settings = RaySettings(workers=workers, threads=threads)
-    parts = plan_parts(corpus_files(corpus), None, None, settings.batch_size)
+    parts = plan_parts(corpus_files(corpus), None, batch_size=settings.batch_size)
     with ray_embedder(settings, encoder) as embedder:
         started = time.perf_counter()
-        for _ in embedder.chunks(plan_parts([tiny], None, None, settings.batch_size), None):
+        for _ in embedder.chunks(plan_parts([tiny], None, batch_size=settings.batch_size), None):
             pass
         start_up = time.perf_counter() - started
         started = time.perf_counter()
@@ -148,7 +148,7 @@ def run_driver(corpus: Path, vectors_file: Path, shards: int) -> dict:
     vectors = np.load(vectors_file)
     documents = [document for file in corpus_files(corpus) for document in read_corpus(file)]
     started = time.perf_counter()
-    counted = sum(part.documents for part in plan_parts(corpus_files(corpus), None, None))
+    counted = sum(part.documents for part in plan_parts(corpus_files(corpus), None))
     plan_per_s = counted / (time.perf_counter() - started)
     encoder = Encoder()
     results = {"plan_pass_per_s": plan_per_s}

@@ -180,7 +180,7 @@ def worker_options(encoder: Encoder, threads: int) -> dict[str, Any]:
 
 
 def plan_parts(
-    files: list[Path], jsonl: bool | None, fields: JsonFields, batch_size: int = WORKER_BATCH
+    files: list[Path], jsonl: bool | None, fields: JsonFields = JsonFields(), batch_size: int = WORKER_BATCH
 ) -> list[CorpusPart]:
     """Read the corpus files here once, checking every line (bad input fails before the cluster does any work),
     and cut them into the parts Ray tasks read: one actor batch each, or more to stay within MAX_PARTS."""
