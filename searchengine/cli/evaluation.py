@@ -83,7 +83,7 @@ def retrieval(
         show_default=False,
     ),
     rrf_k: int | None = typer.Option(
-        None, "--rrf-k", min=0, help=f"RRF's rank offset [default: {DEFAULT_FUSION.rrf_k}].", show_default=False
+        None, "--rrf-k", min=0, help=f"RRF's rank offset, with --fusion rrf [default: {DEFAULT_FUSION.rrf_k}].", show_default=False
     ),
     dense_weight: float | None = typer.Option(
         None,
@@ -190,7 +190,10 @@ def _fusion(
     given = {name: value for name, value in given.items() if value is not None}
     if given and mode != "hybrid":
         raise SearchEngineError("--fusion, --rrf-k, --dense-weight and --depth set hybrid search; add --mode hybrid")
-    return replace(DEFAULT_FUSION, **given)
+    fusion = replace(DEFAULT_FUSION, **given)
+    if rrf_k is not None and fusion.method != "rrf":
+        raise SearchEngineError(f"--rrf-k sets reciprocal rank fusion, not {fusion.method}; add --fusion rrf")
+    return fusion
 
 
 def _evaluate_index(

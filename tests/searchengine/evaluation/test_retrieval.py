@@ -231,8 +231,12 @@ def test_an_index_is_evaluated_in_each_mode_with_the_fusion_given(tmp_path: Path
     assert hybrid.exit_code == 0, hybrid.output
     scores = json.loads(hybrid.output)
     assert scores["mode"] == "hybrid" and scores["fusion"]["method"] == "minmax" and scores["fusion"]["depth"] == 7
-    text = runner.invoke(app, [str(a) for a in common[:-1] + ["--mode", "hybrid", "--rrf-k", "10"]])
+    text = runner.invoke(app, [str(a) for a in common[:-1] + ["--mode", "hybrid", "--fusion", "rrf", "--rrf-k", "10"]])
     assert text.exit_code == 0 and "hybrid (rrf k=10," in text.output, text.output
+    minmax_k = runner.invoke(
+        app, [str(a) for a in common + ["--mode", "hybrid", "--fusion", "minmax", "--rrf-k", "10"]]
+    )
+    assert minmax_k.exit_code == 1 and "add --fusion rrf" in minmax_k.output, minmax_k.output
     default = json.loads(runner.invoke(app, [str(a) for a in common]).output)
     assert default["mode"] == "hybrid"  # an index with a keyword index is searched as `query` searches it
     for extra, message in (
