@@ -83,7 +83,11 @@ def retrieval(
         show_default=False,
     ),
     rrf_k: int | None = typer.Option(
-        None, "--rrf-k", min=0, help=f"RRF's rank offset, with --fusion rrf [default: {DEFAULT_FUSION.rrf_k}].", show_default=False
+        None,
+        "--rrf-k",
+        min=0,
+        help=f"RRF's rank offset, with --fusion rrf [default: {DEFAULT_FUSION.rrf_k}].",
+        show_default=False,
     ),
     dense_weight: float | None = typer.Option(
         None,
