@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 import searchengine.indexer.keyword_query as keyword_query
-from machine_info import cpu_name
+from machine_info import run_record
 
 from searchengine import SearchEngine
 from searchengine.engine.fusion import Fusion, fuse
@@ -126,13 +126,7 @@ def main() -> None:
             setting: round(statistics.mean(s[label][setting] for s in sets.values()), 4) for setting in tried
         }
     results = {
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
-        "machine": {
-            "cpu": cpu_name(),
-            "cores": os.cpu_count(),
-            "load_before": load_before,
-            "load_after": os.getloadavg(),
-        },
+        **run_record(load_before),
         "seconds": round(time.perf_counter() - started, 1),
         "default_fusion": DEFAULT_FUSION.describe(),
         "sets": sets,

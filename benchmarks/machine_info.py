@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import platform
+import sys
 from pathlib import Path
 
 
@@ -15,3 +17,16 @@ def cpu_name() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def run_record(load_before: tuple[float, float, float]) -> dict:
+    """The command that ran and the machine it ran on, with the load average before the run and now."""
+    return {
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "machine": {
+            "cpu": cpu_name(),
+            "cores": os.cpu_count(),
+            "load_before": load_before,
+            "load_after": os.getloadavg(),
+        },
+    }

@@ -26,7 +26,7 @@ import time
 from importlib.metadata import version
 from pathlib import Path
 
-from machine_info import cpu_name
+from machine_info import run_record
 
 from searchengine import SearchEngine
 from searchengine.engine.modes import DEFAULT_FUSION, SEARCH_MODES
@@ -103,13 +103,7 @@ def main() -> None:
         }
         print(name, json.dumps(sets[name]["modes"]), file=sys.stderr)
     results = {
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
-        "machine": {
-            "cpu": cpu_name(),
-            "cores": os.cpu_count(),
-            "load_before": load_before,
-            "load_after": os.getloadavg(),
-        },
+        **run_record(load_before),
         "fusion": DEFAULT_FUSION.describe(),
         "k": K,
         "runs": args.runs,
