@@ -19,7 +19,9 @@ if TYPE_CHECKING:
     from searchengine.engine.fusion import Fusion
     from searchengine.evaluation.retrieval import RetrievalScores
 
-eval_app = typer.Typer(help="Measure a model: STS correlation or BEIR-style retrieval.", no_args_is_help=True)
+eval_app = typer.Typer(
+    help="Measure a model: STS correlation or BEIR-style retrieval.", no_args_is_help=True, rich_markup_mode=None
+)
 
 
 @eval_app.command()
