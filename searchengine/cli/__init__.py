@@ -12,7 +12,6 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
-    rich_markup_mode=None,  # help text is plain: "[default: ...]" written in it is shown, not read as a style
 )
 for command in (
     index.index,

@@ -19,9 +19,7 @@ if TYPE_CHECKING:
     from searchengine.engine.fusion import Fusion
     from searchengine.evaluation.retrieval import RetrievalScores
 
-eval_app = typer.Typer(
-    help="Measure a model: STS correlation or BEIR-style retrieval.", no_args_is_help=True, rich_markup_mode=None
-)
+eval_app = typer.Typer(help="Measure a model: STS correlation or BEIR-style retrieval.", no_args_is_help=True)
 
 
 @eval_app.command()

@@ -23,7 +23,6 @@ from searchengine.training.threads import use_passive_openmp_waits
 train_app = typer.Typer(
     help="Train or calibrate a sentence encoder; writes a sentence-transformers model directory (--out).",
     no_args_is_help=True,
-    rich_markup_mode=None,
 )
 
 
