@@ -28,10 +28,14 @@ def adapt(
     steps: int = typer.Option(100, "--steps", min=1, help="Optimizer steps (batches)."),
     learning_rate: float = typer.Option(2e-5, "--lr", min=0.0, help="Peak learning rate (warm-up, then decay)."),
     batch_size: int | None = typer.Option(
-        None, "--batch-size", min=2, help="Texts per batch (in-batch negatives) [default: the method's]."
+        None, "--batch-size", min=2, help="Texts per batch (in-batch negatives).", show_default="the method's"
     ),
     max_seq_length: int | None = typer.Option(
-        None, "--max-seq-length", min=8, help="Truncate training texts to this many tokens [default: the method's]."
+        None,
+        "--max-seq-length",
+        min=8,
+        help="Truncate training texts to this many tokens.",
+        show_default="the method's",
     ),
     seed: int = typer.Option(0, "--seed", help="Random seed: the same seed and index give the same model."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),

@@ -38,7 +38,8 @@ def index(
         None,
         "--template",
         help="Prompt pooling (PromptBERT) with this template: one [X] for the text, one [MASK] whose state is the "
-        "vector, e.g. 'This sentence : \"[X]\" means [MASK] .' [default: the model's own prompt].",
+        "vector, e.g. 'This sentence : \"[X]\" means [MASK] .'",
+        show_default="the model's own prompt",
     ),
     denoise: bool | None = typer.Option(
         None, "--denoise/--no-denoise", help="Prompt pooling: subtract the bare template's [MASK] state."
@@ -46,8 +47,8 @@ def index(
     index_type: str | None = typer.Option(
         None,
         "--index",
-        help='FAISS factory string, e.g. "Flat", "HNSW32", "IVF1024,PQ32" [default: Flat up to 200,000 texts, '
-        "else HNSW32].",
+        help='FAISS factory string, e.g. "Flat", "HNSW32", "IVF1024,PQ32".',
+        show_default="Flat up to 200,000 texts, else HNSW32",
     ),
     whiten_k: int | None = typer.Option(
         None, "--whiten-k", min=1, help="Fit BERT-whitening and keep this many dimensions (e.g. 128)."
@@ -60,8 +61,8 @@ def index(
         "--passages/--no-passages",
         help="Split a document longer than the model's limit into passages, each its own vector, and return the "
         "document scored by its best passage; --no-passages embeds such a document from its beginning. Later "
-        f"additions keep the setting [default: {'--passages' if PASSAGES_BY_DEFAULT else '--no-passages'}].",
-        show_default=False,
+        "additions keep the setting.",
+        show_default="--passages" if PASSAGES_BY_DEFAULT else "--no-passages",
     ),
     append: bool = typer.Option(False, "--append", help="Add to the existing index instead of replacing it."),
     jsonl: bool = typer.Option(False, "--jsonl", help="Read JSON lines whatever the name (e.g. from stdin)."),
@@ -77,8 +78,8 @@ def index(
         None,
         "--shards",
         min=1,
-        help="Split the vectors over this many FAISS indexes, searched together [default: 1, or one per Ray "
-        "worker with --ray].",
+        help="Split the vectors over this many FAISS indexes, searched together.",
+        show_default="1, or one per Ray worker with --ray",
     ),
     ray: str | None = typer.Option(
         None,
@@ -92,7 +93,8 @@ def index(
         None,
         "--ray-workers",
         min=1,
-        help="With --ray: encoder workers, one model each [default: one per --threads CPUs of the cluster].",
+        help="With --ray: encoder workers, one model each.",
+        show_default="one per --threads CPUs of the cluster",
     ),
 ) -> None:
     """Embed every document of CORPUS and save a searchable index.

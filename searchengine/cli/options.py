@@ -8,8 +8,8 @@ IndexDirOption = typer.Option(
     None,
     "--index-dir",
     "-d",
-    help="Index directory [default: $SEARCHENGINE_INDEX or ./searchengine-index].",
-    show_default=False,
+    help="Index directory.",
+    show_default="$SEARCHENGINE_INDEX or ./searchengine-index",
 )
 IdFieldOption = typer.Option(
     None, "--id-field", help="A .jsonl field holding each document's own id: adding that id again replaces it."
@@ -21,7 +21,11 @@ TitleFieldOption = typer.Option(
     help='A .jsonl field holding a title, embedded before the text ("title text", as BEIR does) and kept as metadata.',
 )
 ModelOption = typer.Option(
-    None, "--model", "-m", help="Model directory or Hugging Face id [default: bundled all-MiniLM-L6-v2]."
+    None,
+    "--model",
+    "-m",
+    help="Model directory or Hugging Face id.",
+    show_default="bundled all-MiniLM-L6-v2",
 )
 PrecisionOption = typer.Option(
     "auto",
@@ -37,5 +41,9 @@ BackendOption = typer.Option(
     "vectors); auto: onnx where installed and able to run the model, else torch.",
 )
 ThreadsOption = typer.Option(
-    None, "--threads", min=1, help="CPU threads while encoding [default: torch's or ONNX Runtime's own choice]."
+    None,
+    "--threads",
+    min=1,
+    help="CPU threads while encoding.",
+    show_default="torch's or ONNX Runtime's own choice",
 )

@@ -14,7 +14,7 @@ from searchengine.cli.options import BackendOption, IndexDirOption, PrecisionOpt
 from searchengine.cli.wording import counted
 from searchengine.encoding.backend import Backend
 from searchengine.encoding.precision import Precision
-from searchengine.engine.modes import DEFAULT_MODE, MODE_HELP, SearchMode
+from searchengine.engine.modes import DEFAULT_MODE, MODE_DEFAULT_NOTE, MODE_HELP, SearchMode
 from searchengine.engine.snippets import DEFAULT_SNIPPET_CHARS, one_line, snippet
 from searchengine.errors import SearchEngineError
 
@@ -36,7 +36,7 @@ def query(
         "--json",
         help="Print results as JSON: each hit's whole text, its snippet, the span that matched and each side's score.",
     ),
-    mode: SearchMode | None = typer.Option(None, "--mode", help=MODE_HELP, show_default=False),
+    mode: SearchMode | None = typer.Option(None, "--mode", help=MODE_HELP, show_default=MODE_DEFAULT_NOTE),
     max_chars: int = typer.Option(
         DEFAULT_SNIPPET_CHARS,
         "--max-chars",
@@ -65,7 +65,7 @@ def query(
         "index's model at your task: docs/reranking.md.",
     ),
     rerank_top: int | None = typer.Option(
-        None, "--rerank-top", min=1, help="Candidates the cross-encoder rescores (at least -k) [default: 100]."
+        None, "--rerank-top", min=1, help="Candidates the cross-encoder rescores (at least -k).", show_default="100"
     ),
     precision: Precision = PrecisionOption,
     backend: Backend = BackendOption,

@@ -471,6 +471,22 @@ def test_max_chars_default_agrees_between_help_and_readme() -> None:
     assert f"`--max-chars N` (default {DEFAULT_SNIPPET_CHARS})" in readme
 
 
+def test_described_defaults_show_in_help() -> None:
+    """Defaults that are not a plain value (None until resolved) are named in --help, not lost to rich markup."""
+    from searchengine.engine.modes import DEFAULT_FUSION, DEFAULT_MODE
+
+    expected = {
+        ("query",): [f"[default: ({DEFAULT_MODE}; dense on an index without a keyword index)]", "[default: (100)]"],
+        ("index",): ["[default: (Flat up to 200,000 texts, else HNSW32)]", "[default: (the model's own prompt)]"],
+        ("eval", "retrieval"): [f"[default: ({DEFAULT_FUSION.method})]", f"[default: ({DEFAULT_FUSION.depth})]"],
+        ("adapt",): ["[default: (the method's)]"],
+    }
+    for command, defaults in expected.items():
+        shown = " ".join(run(*command, "--help").output.replace("│", " ").split())
+        for default in defaults:
+            assert default in shown, (command, default)
+
+
 def test_index_in_shards_answers_as_one_index(tmp_path: Path, corpus: Path, index_dir: Path, tiny_model: Path) -> None:
     sharded = tmp_path / "sharded"
     assert run("index", corpus, "-d", sharded, "--model", tiny_model, "--shards", "3").exit_code == 0
