@@ -4,7 +4,7 @@
 
 An index that does not exist yet is built there first with the bundled model (documents as title + " " + text,
 BEIR ids as external ids, titles as metadata: `build_index` of retrieval_rerank.py). Each index is searched as
-users search it: `SearchEngine.search_batch`, the queries encoded by the index's own
+users search it, in dense and in hybrid mode (the default): `SearchEngine.search_batch`, the queries encoded by the index's own
 model, the stored vectors compared by exact inner product (Flat), a hit whose id is the query's dropped
 (ArguAna). The index's stored document vectors are used as they are (never re-embedded here), so this measures
 exactly what `searchengine adapt` committed. Metrics as `searchengine eval retrieval` computes them
@@ -35,6 +35,7 @@ from searchengine.evaluation.retrieval import RECALL_AT, read_queries, score_ran
 
 ROOT = Path(__file__).resolve().parents[1]
 HALVES = ("tune", "heldback")
+MODES = ("dense", "hybrid")
 
 
 def read_half(path: Path) -> dict[str, dict[str, int]]:
@@ -46,21 +47,26 @@ def read_half(path: Path) -> dict[str, dict[str, int]]:
 
 
 def evaluate(index: Path, queries: dict[str, str], halves: Path) -> dict:
-    """Scores on each half, the index's model, and the seconds the searches took."""
+    """Scores on each half in dense and in hybrid mode (the default), the index's model, and the seconds the
+    searches took."""
     results: dict = {}
     with SearchEngine.open(index) as engine:
         results["model"] = engine.manifest.model.name
-        for half in HALVES:
-            qrels = read_half(halves / f"qrels_{half}.tsv")
-            query_ids = list(qrels)
-            started = time.perf_counter()
-            hits = engine.search_batch([queries[query] for query in query_ids], RECALL_AT + 1, mode="dense")
-            rankings = {
-                query: [hit.external_id for hit in row if hit.external_id != query][:RECALL_AT]
-                for query, row in zip(query_ids, hits)
-            }
-            scores = score_rankings(rankings, qrels, len(engine))
-            results[half] = {**scores.as_dict(), "seconds": round(time.perf_counter() - started, 1)}
+        for mode in MODES:
+            for half in HALVES:
+                qrels = read_half(halves / f"qrels_{half}.tsv")
+                query_ids = list(qrels)
+                started = time.perf_counter()
+                hits = engine.search_batch([queries[query] for query in query_ids], RECALL_AT + 1, mode=mode)
+                rankings = {
+                    query: [hit.external_id for hit in row if hit.external_id != query][:RECALL_AT]
+                    for query, row in zip(query_ids, hits)
+                }
+                scores = score_rankings(rankings, qrels, len(engine))
+                results.setdefault(mode, {})[half] = {
+                    **scores.as_dict(),
+                    "seconds": round(time.perf_counter() - started, 1),
+                }
     return results
 
 
@@ -90,10 +96,11 @@ def main() -> None:
         "load_average": round(os.getloadavg()[0], 1),
     }
     print(f"{arguments.set}: nDCG@10 (Recall@100) by half; {machine['cpu']}, load {machine['load_average']}")
-    print(f"{'index':<24} {'tune':>16} {'held-back':>16}")
+    print(f"{'index':<24} {'mode':<8} {'tune':>16} {'held-back':>16}")
     for label, row in rows.items():
-        cells = [f"{row[h]['ndcg@10']:.4f} ({row[h]['recall@100']:.3f})" for h in HALVES]
-        print(f"{label:<24} {cells[0]:>16} {cells[1]:>16}")
+        for mode in MODES:
+            cells = [f"{row[mode][h]['ndcg@10']:.4f} ({row[mode][h]['recall@100']:.3f})" for h in HALVES]
+            print(f"{label:<24} {mode:<8} {cells[0]:>16} {cells[1]:>16}")
     results = json.loads(arguments.out.read_text()) if arguments.out.is_file() else {}
     for label, row in rows.items():
         results.setdefault(arguments.set, {})[label] = {**row, "machine": machine}

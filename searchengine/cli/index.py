@@ -176,6 +176,7 @@ def index(
         if quiet:
             return
         typer.echo(indexing_summary(report, corpus, target, len(engine)))
+        typer.echo(stage_summary(report))
         if report.index_type_chosen:
             typer.echo(
                 f"Index type {report.index_type}, chosen for this corpus size (exact search up to 200,000 documents); "
@@ -245,6 +246,13 @@ def add(
         ray=None,
         ray_workers=None,
     )
+
+
+def stage_summary(report: IndexingReport) -> str:
+    """Where an index or add run's time went, stage by stage (IndexingReport.stages)."""
+    other = report.seconds - sum(report.stages.values())
+    parts = [f"{stage} {seconds:.1f} s" for stage, seconds in report.stages.items()] + [f"other {max(other, 0):.1f} s"]
+    return f"Time by stage: {', '.join(parts)}."
 
 
 def indexing_summary(report: IndexingReport, corpus: str, target: Path, held: int) -> str:

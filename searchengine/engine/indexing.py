@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from importlib.metadata import version
 from itertools import islice
 from pathlib import Path
@@ -66,6 +67,22 @@ class IndexingReport:
     index_type_chosen: bool = False
     """True when searchengine picked the FAISS type from the corpus size."""
     seconds: float = 0.0
+    stages: dict[str, float] = field(default_factory=dict)
+    """Seconds of `seconds` spent in each stage, in the order first entered: "reading" the corpus (with Ray: also
+    waiting for the workers' vectors), "storing" the documents (their rows and keyword index, one transaction per
+    chunk), "encoding" (tokenising and passage splitting included), "whitening" (fitting it), "vector index"
+    (training the FAISS index, adding and removing vectors), "commit" (writing the generation's files and the
+    manifest). They run one after another; the rest of `seconds` is opening the index and, for an addition, copying
+and committing it (searchengine.indexer.rewrite)."""
+
+    @contextmanager
+    def timing(self, stage: str) -> Iterator[None]:
+        """Add the time the block takes to `stage`."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.stages[stage] = self.stages.get(stage, 0.0) + time.perf_counter() - started
 
 
 @dataclass(frozen=True)
@@ -78,6 +95,17 @@ class Chunk:
     searchengine.engine.ray_embedding); None: the encoder here embeds the documents the store adds."""
     truncated: int = 0
     """Texts of these documents that the encoder elsewhere cut to the model's limit."""
+
+
+def _timed_reading(chunks: Iterable[Chunk], report: IndexingReport) -> Iterator[Chunk]:
+    """`chunks`, the time spent producing each added to the report's "reading" stage."""
+    iterator = iter(chunks)
+    while True:
+        with report.timing("reading"):
+            chunk = next(iterator, None)
+        if chunk is None:
+            return
+        yield chunk
 
 
 def document_chunks(documents: Iterable[Document]) -> Iterator[Chunk]:
@@ -133,7 +161,8 @@ def build_index(
         store = DocumentStore(generation.path("documents"), writable=True)
         whitening = None
         if settings.whiten_k is not None and settings.whiten_fit is not None:
-            whitening = _fit_whitening(settings.whiten_fit, encoder, settings.whiten_k, progress)
+            with report.timing("whitening"):
+                whitening = _fit_whitening(settings.whiten_fit, encoder, settings.whiten_k, progress)
         report.index_type = settings.index_type or default_factory(total)
         report.index_type_chosen = settings.index_type is None
         vectors = create_vectors(report.index_type, settings.whiten_k or encoder.dimension, settings.shards)
@@ -149,7 +178,7 @@ def build_index(
                 store,
                 vectors,
                 encoder,
-                chunks,
+                _timed_reading(chunks, report),
                 settings.whiten_k if needs_fit else None,
                 whitening,
                 passages,
@@ -158,21 +187,24 @@ def build_index(
                 progress,
             )
         else:
-            _stream_and_add(store, vectors, encoder, chunks, whitening, passages, report, total, progress)
+            _stream_and_add(
+                store, vectors, encoder, _timed_reading(chunks, report), whitening, passages, report, total, progress
+            )
         if report.documents == 0 and not allow_empty:
             raise SearchEngineError(NO_TEXT)
         report.truncated += encoder.truncated - truncated_before
-        commit_generation(
-            generation,
-            directory,
-            store,
-            vectors,
-            whitening,
-            model_identity(encoder),
-            library_versions(),
-            previous=None,
-            passages=passages,
-        )
+        with report.timing("commit"):
+            commit_generation(
+                generation,
+                directory,
+                store,
+                vectors,
+                whitening,
+                model_identity(encoder),
+                library_versions(),
+                previous=None,
+                passages=passages,
+            )
     report.seconds = time.perf_counter() - started
     return report
 
@@ -197,7 +229,7 @@ def append_to_index(
             rewrite.store,
             rewrite.vectors,
             encoder,
-            document_chunks(documents),
+            _timed_reading(document_chunks(documents), report),
             rewrite.whitening,
             rewrite.manifest.passages,
             report,
@@ -232,7 +264,8 @@ def _store_and_encode(
     document), or embedded here (split into passages when `passages` says how), each distinct text once. Returns
     the new vector ids, their vectors, the vector ids upserts removed, and which new vectors hold a text no earlier
     document has (what whitening is fitted on, so a repeated text does not weigh more)."""
-    change = store.add(chunk.documents)
+    with report.timing("storing"):
+        change = store.add(chunk.documents)
     report.documents += len(chunk.documents)
     report.added += len(change.ids)
     report.repeats += sum(change.repeated)
@@ -244,18 +277,19 @@ def _store_and_encode(
         embeddings = chunk.vectors[np.asarray(change.positions, dtype=np.int64)]
         first_seen = ~np.asarray(change.repeated, dtype=bool)
         return np.asarray(change.ids, dtype=np.int64), embeddings, change.removed_vectors, first_seen
-    ids, texts, first_seen = _passages(
-        store,
-        encoder,
-        change.ids,
-        [chunk.documents[p].text for p in change.positions],
-        change.repeated,
-        passages,
-        report,
-    )
-    distinct: dict[str, int] = {}
-    rows = [distinct.setdefault(text, len(distinct)) for text in texts]
-    embeddings = encoder.encode(list(distinct))
+    with report.timing("encoding"):
+        ids, texts, first_seen = _passages(
+            store,
+            encoder,
+            change.ids,
+            [chunk.documents[p].text for p in change.positions],
+            change.repeated,
+            passages,
+            report,
+        )
+        distinct: dict[str, int] = {}
+        rows = [distinct.setdefault(text, len(distinct)) for text in texts]
+        embeddings = encoder.encode(list(distinct))
     return ids, embeddings[rows], change.removed_vectors, first_seen
 
 
@@ -309,9 +343,10 @@ def _stream_and_add(
     with _progress(total, progress, "Indexing") as bar:
         for chunk in chunks:
             ids, embeddings, removed, _ = _store_and_encode(store, encoder, chunk, passages, report)
-            drop_vectors(store, vectors, removed)
-            if len(ids):
-                vectors.add(to_index_vectors(embeddings, whitening), ids)
+            with report.timing("vector index"):
+                drop_vectors(store, vectors, removed)
+                if len(ids):
+                    vectors.add(to_index_vectors(embeddings, whitening), ids)
             bar.update(len(chunk.documents))
 
 
@@ -349,8 +384,10 @@ def _spool_and_add(
         if report.added == 0:
             return whitening
         if statistics is not None:
-            whitening = Whitening.fit(statistics, fit_k)
-        _add_spooled(spool_path, encoder.dimension, np.concatenate(all_ids), removed, vectors, whitening, progress)
+            with report.timing("whitening"):
+                whitening = Whitening.fit(statistics, fit_k)
+        with report.timing("vector index"):
+            _add_spooled(spool_path, encoder.dimension, np.concatenate(all_ids), removed, vectors, whitening, progress)
         return whitening
     finally:
         spool_path.unlink(missing_ok=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -52,6 +53,11 @@ def test_index_reports_what_it_did(tmp_path: Path, corpus: Path, tiny_model: Pat
     assert result.exit_code == 0, result.output
     assert f"Indexed {len(sentences)} documents from {corpus}, of which 0 repeat an earlier text" in result.output
     assert "Index type Flat, chosen for this corpus size" in result.output
+    assert re.search(
+        r"Time by stage: reading [\d.]+ s, storing [\d.]+ s, encoding [\d.]+ s, vector index [\d.]+ s, "
+        r"commit [\d.]+ s, other [\d.]+ s\.",
+        result.output,
+    )
 
 
 def test_query_prints_rank_score_id_text(index_dir: Path, sentences: list[str]) -> None:

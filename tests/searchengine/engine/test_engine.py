@@ -86,6 +86,17 @@ def test_add_appends_and_counts_repeats(engine: SearchEngine, sentences: list[st
     assert len(SearchEngine.open(engine.path)) == len(sentences) + 2
 
 
+def test_reports_time_by_stage(tmp_path: Path, tiny_encoder: Encoder, sentences: list[str]) -> None:
+    built = SearchEngine.build(sentences, tmp_path / "i", encoder=tiny_encoder, index="IVF2,Flat", whiten_k=8)
+    stages = built.last_report.stages
+    assert list(stages) == ["reading", "storing", "encoding", "whitening", "vector index", "commit"]
+    assert all(seconds >= 0 for seconds in stages.values())
+    assert sum(stages.values()) <= built.last_report.seconds
+    added = built.add(["a brand new text about the sun"])
+    assert set(added.stages) == {"reading", "storing", "encoding", "vector index"}
+    assert sum(added.stages.values()) <= added.seconds
+
+
 def test_jsonl_metadata_is_kept(tmp_path: Path, tiny_encoder: Encoder) -> None:
     corpus = tmp_path / "docs.jsonl"
     corpus.write_text(
