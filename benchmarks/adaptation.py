@@ -4,7 +4,7 @@
 
 An index that does not exist yet is built there first with the bundled model (documents as title + " " + text,
 BEIR ids as external ids, titles as metadata: `build_index` of retrieval_rerank.py). Each index is searched as
-users search it, in dense and in hybrid mode (the default): `SearchEngine.search_batch`, the queries encoded by the index's own
+users search it, in dense, keyword and hybrid mode (the default): `SearchEngine.search_batch`, the queries encoded by the index's own
 model, the stored vectors compared by exact inner product (Flat), a hit whose id is the query's dropped
 (ArguAna). The index's stored document vectors are used as they are (never re-embedded here), so this measures
 exactly what `searchengine adapt` committed. Metrics as `searchengine eval retrieval` computes them
@@ -15,7 +15,7 @@ what is reported. Training never sees a query: adapt reads only the index's docu
 
 Usage: .venv/bin/python benchmarks/adaptation.py --set nfcorpus --index base=/tmp/nf-index --index pq=/tmp/nf-pq
        [--halves /tmp/heldback] [--data ../shared/data/retrieval] [--out benchmarks/results/adaptation.json]
-Prints a table and merges its rows into the JSON file (keyed by set and label).
+Prints a table and merges its rows into the JSON file (keyed by set, label and mode).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from searchengine.evaluation.retrieval import RECALL_AT, read_queries, score_ran
 
 ROOT = Path(__file__).resolve().parents[1]
 HALVES = ("tune", "heldback")
-MODES = ("dense", "hybrid")
+MODES = ("dense", "keyword", "hybrid")
 
 
 def read_half(path: Path) -> dict[str, dict[str, int]]:
@@ -46,13 +46,13 @@ def read_half(path: Path) -> dict[str, dict[str, int]]:
     return qrels
 
 
-def evaluate(index: Path, queries: dict[str, str], halves: Path) -> dict:
-    """Scores on each half in dense and in hybrid mode (the default), the index's model, and the seconds the
-    searches took."""
+def evaluate(index: Path, queries: dict[str, str], halves: Path, modes: list[str]) -> dict:
+    """Scores on each half in each of `modes` (hybrid is the default; keyword does not depend on the model), the
+    index's model, and the seconds the searches took."""
     results: dict = {}
     with SearchEngine.open(index) as engine:
         results["model"] = engine.manifest.model.name
-        for mode in MODES:
+        for mode in modes:
             for half in HALVES:
                 qrels = read_half(halves / f"qrels_{half}.tsv")
                 query_ids = list(qrels)
@@ -76,6 +76,7 @@ def main() -> None:
     parser.add_argument("--index", action="append", required=True, help="LABEL=DIR, an index of the set.")
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data" / "retrieval")
     parser.add_argument("--halves", type=Path, default=Path("/tmp/heldback"))
+    parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES), help="Search modes to score.")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "adaptation.json")
     arguments = parser.parse_args()
     halves = arguments.halves / arguments.set
@@ -88,7 +89,7 @@ def main() -> None:
         label, _, index = item.partition("=")
         if not Path(index).exists():  # the base index, built once with the bundled model (copy it to adapt)
             build_index(arguments.data / arguments.set / "corpus.jsonl", Path(index), "default").close()
-        rows[label] = {"index": index, **evaluate(Path(index), queries, halves)}
+        rows[label] = {"index": index, **evaluate(Path(index), queries, halves, arguments.modes)}
     machine = {
         "cpu": cpu_name(),
         "cores": os.cpu_count(),
@@ -98,12 +99,13 @@ def main() -> None:
     print(f"{arguments.set}: nDCG@10 (Recall@100) by half; {machine['cpu']}, load {machine['load_average']}")
     print(f"{'index':<24} {'mode':<8} {'tune':>16} {'held-back':>16}")
     for label, row in rows.items():
-        for mode in MODES:
+        for mode in arguments.modes:
             cells = [f"{row[mode][h]['ndcg@10']:.4f} ({row[mode][h]['recall@100']:.3f})" for h in HALVES]
             print(f"{label:<24} {mode:<8} {cells[0]:>16} {cells[1]:>16}")
     results = json.loads(arguments.out.read_text()) if arguments.out.is_file() else {}
     for label, row in rows.items():
-        results.setdefault(arguments.set, {})[label] = {**row, "machine": machine}
+        entry = results.setdefault(arguments.set, {}).setdefault(label, {})
+        entry.update({**row, "machine": machine})  # a mode scored before and not now is kept
     arguments.out.parent.mkdir(parents=True, exist_ok=True)
     arguments.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
 
