@@ -22,6 +22,8 @@ import sqlite3
 
 MAX_QUERY_WORDS: int | None = None
 """The most words a keyword query searches for, its rarest ones; None for all (see the module's docstring)."""
+COMMON_WORD_SHARE = 0.5
+"""A word held by more than this share of the documents is left out of a query (see the module's docstring)."""
 _WORD = re.compile(r"\w+")
 """A run of letters, digits and underscores (any script); the FTS5 tokenizer splits it further where it differs."""
 _WORDS = "keyword_query_words"
@@ -50,7 +52,7 @@ def match_expression(
     if not words:
         return None
     held = _documents_holding(connection, words, index_table, tokenizer, {} if holding is None else holding)
-    rare = [(count, position) for position, count in enumerate(held) if count <= documents / 2]
+    rare = [(count, position) for position, count in enumerate(held) if count <= documents * COMMON_WORD_SHARE]
     kept = sorted(position for _, position in sorted(rare)[:MAX_QUERY_WORDS]) or range(len(words))
     return " OR ".join(f'"{words[position]}"' for position in kept)  # a word (\w+) holds no quote to escape
 
