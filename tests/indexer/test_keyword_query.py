@@ -57,3 +57,15 @@ def test_a_read_only_store_stems_in_its_temp_schema(store: DocumentStore, tmp_pa
     reader = DocumentStore(tmp_path / "documents.db")
     assert _expression(reader, "the dog") == '"dog"' and _expression(reader, "the dog") == '"dog"'
     reader.close()
+
+
+def test_a_long_query_also_leaves_out_words_a_tenth_of_the_documents_hold(tmp_path: Path) -> None:
+    store = DocumentStore(tmp_path / "long.db", writable=True)
+    # 'cat' in 2 of 20 documents (10%, kept), 'dog' in 3 (15%, dropped from a long query only), 'owl' in one.
+    texts = ["cat one", "cat two", "dog one", "dog two", "dog three", "owl"] + [f"filler {i}" for i in range(14)]
+    store.add([Document(text) for text in texts])
+    fillers = " ".join(f"word{i}" for i in range(31))  # held by no document
+    assert _expression(store, f"cat dog owl {fillers[:20]}").startswith('"cat" OR "dog" OR "owl"')  # short: all
+    long_query = _expression(store, f"cat dog owl {fillers}")
+    assert '"dog"' not in long_query and long_query.startswith('"cat" OR "owl"')  # 34 distinct words
+    store.close()
