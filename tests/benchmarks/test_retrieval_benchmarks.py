@@ -75,6 +75,8 @@ def test_split_adaptation_and_rerank_run(tmp_path: Path, tiny_model: Path, tiny_
         adaptation_json = tmp_path / "adaptation.json"
         assert "held-back" in run("adaptation.py", *common, "--index", f"base={index}", "--out", adaptation_json)
         base = json.loads(adaptation_json.read_text())[name]["base"]
-        assert base["heldback"]["queries"] == 3 and base["tune"]["queries"] == 3
+        assert {"dense", "keyword", "hybrid"} <= set(base)
+        dense = base["dense"]
+        assert dense["heldback"]["queries"] == 3 and dense["tune"]["queries"] == 3
         expected_recall = 0.0 if name == "arguana" else 1.0
-        assert base["tune"]["recall@100"] == base["heldback"]["recall@100"] == expected_recall
+        assert dense["tune"]["recall@100"] == dense["heldback"]["recall@100"] == expected_recall
