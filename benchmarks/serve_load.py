@@ -2,15 +2,19 @@
 and while a writer adds documents through the API.
 
 The index: the first --docs sentences of the Wikipedia sentences (unsup/wiki_sentences.txt.gz, 100,000 lines),
-indexed with the bundled all-MiniLM-L6-v2 (exact search, "Flat"), built once into --cache-dir. The queries: the
-first eight words of sentences the index does not hold. The server runs as its own process
+indexed with the bundled all-MiniLM-L6-v2 (exact search, "Flat", unless --index names another FAISS type),
+built once into --cache-dir (another type from the Flat index's vectors). The queries: the first eight words of
+sentences the index does not hold. The server runs as its own process
 (`python -m searchengine serve --port 0` on 127.0.0.1); the clients are threads of this process, each with one
-keep-alive connection, sending GET /search?q=...&k=10&mode=dense (dense search, as measured before hybrid search was the default).
+keep-alive connection, sending GET /search?q=...&k=10&mode=dense (--mode: dense unless told otherwise, as measured
+before hybrid search was the default).
 
 Bounded: each level stops after --requests requests or --seconds seconds, whichever comes first, and the whole
 run after the levels listed; nothing but 127.0.0.1 is ever contacted. "With a writer": one more client posts
 --write-batch new documents at a time to POST /documents, back to back, for as long as the level runs (each write
-copies the index, commits a new generation, and the server's reader reopens it).
+copies the index, commits a new generation, and the server's reader reopens it). Its texts are the held-out
+sentences after the queries' 1,000, taken round again when they run out (a repeated text is a new document).
+--mode hybrid measures the server's default search mode; --threads sets the server's encoder threads.
 
     python benchmarks/serve_load.py --docs 20000 --out benchmarks/results/serve_load.json
     python benchmarks/serve_load.py --quick          # a smoke run: 300 documents, a few requests per level
@@ -65,18 +69,33 @@ def sentences(data: Path) -> list[str]:
         return [line.strip() for line in handle if line.strip()]
 
 
-def build_index(corpus: list[str], path: Path) -> None:
-    """The index of `corpus`, built once: a directory whose manifest exists is reused."""
+def build_index(corpus: list[str], path: Path, index_type: str, flat: Path) -> None:
+    """The index of `corpus`, built once: a directory whose manifest exists is reused. A Flat index is encoded;
+    any other type is built from the vectors of the Flat one at `flat` (built first), so it holds the same
+    vectors and costs no second encoding."""
     if (path / "manifest.json").is_file():
         return
     from searchengine import SearchEngine
 
     started = time.perf_counter()
-    SearchEngine.build(corpus, path, index="Flat", progress=True).close()
+    if index_type == "Flat":
+        SearchEngine.build(corpus, path, index="Flat", progress=True).close()
+    else:
+        from index_scale import stored_vectors
+        from searchengine.indexer.index_directory import IndexDirectory
+        from searchengine.indexer.store import Document
+
+        from searchengine.encoding.encoder import Encoder
+        from searchengine.engine.indexing import Chunk, IndexSettings
+        from searchengine.engine.indexing import build_index as build_from_chunks
+
+        build_index(corpus, flat, "Flat", flat)
+        chunk = Chunk([Document(text) for text in corpus], stored_vectors(flat))
+        build_from_chunks(IndexDirectory(path), [chunk], Encoder(), IndexSettings(index_type), len(corpus))
     print(f"built {path} ({len(corpus)} texts) in {time.perf_counter() - started:.0f} s", file=sys.stderr)
 
 
-def in_process_latency(index: Path, queries: list[str], count: int, precision: str, backend: str) -> dict:
+def in_process_latency(index: Path, queries: list[str], count: int, speed: tuple[str, str, int], mode: str) -> dict:
     """p50/p99 of SearchEngine.search on the same index and queries in this process, one at a time, on one thread
     as the server computes: what HTTP adds is the difference."""
     import faiss
@@ -86,13 +105,13 @@ def in_process_latency(index: Path, queries: list[str], count: int, precision: s
 
     torch.set_num_threads(1)
     faiss.omp_set_num_threads(1)
-    engine = SearchEngine.open(index, speed=EncoderSpeed(precision, backend, 1))
+    engine = SearchEngine.open(index, speed=EncoderSpeed(*speed))
     for query in queries[:10]:
-        engine.search(query, k=10, mode="dense")
+        engine.search(query, k=10, mode=mode)
     latencies = []
     for query in queries[:count]:
         started = time.perf_counter()
-        engine.search(query, k=10, mode="dense")
+        engine.search(query, k=10, mode=mode)
         latencies.append(time.perf_counter() - started)
     engine.close()
     ordered = sorted(latencies)
@@ -160,6 +179,7 @@ def run_level(
     seconds: float,
     writer_texts: list[str] | None,
     write_batch: int,
+    mode: str,
 ) -> Level:
     level = Level(concurrency, writer_texts is not None)
     latencies: list[float] = []
@@ -182,7 +202,7 @@ def run_level(
         while (number := next_request()) is not None:
             query = queries[number % len(queries)]
             started = time.perf_counter()
-            status, body = client.request("GET", "/search?" + urlencode({"q": query, "k": 10, "mode": "dense"}))
+            status, body = client.request("GET", "/search?" + urlencode({"q": query, "k": 10, "mode": mode}))
             elapsed = time.perf_counter() - started
             with lock:
                 latencies.append(elapsed)
@@ -194,8 +214,8 @@ def run_level(
     def write() -> None:
         client = Client(port)
         position = 0
-        while not done.is_set() and position + write_batch <= len(writer_texts):
-            batch = writer_texts[position : position + write_batch]
+        while not done.is_set():  # round the held-out texts again when they run out: each write adds new rows
+            batch = [writer_texts[(position + i) % len(writer_texts)] for i in range(write_batch)]
             position += write_batch
             started = time.perf_counter()
             body = json.dumps({"documents": [{"text": text, "origin": "load-test"} for text in batch]}).encode()
@@ -256,6 +276,9 @@ def main() -> None:
     parser.add_argument("--max-batch", type=int, default=64, help="the server's --max-batch (default 64)")
     parser.add_argument("--precision", default="auto", help="the server's --precision (default auto)")
     parser.add_argument("--backend", default="auto", help="the server's --backend (default auto)")
+    parser.add_argument("--index", default="Flat", help="the index type, a FAISS factory string (default Flat)")
+    parser.add_argument("--threads", type=int, default=1, help="the server's --threads (default 1, as serve's)")
+    parser.add_argument("--mode", default="dense", help="the searches' mode: dense (default), keyword or hybrid")
     parser.add_argument("--no-writer", action="store_true", help="skip the levels with a writer")
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--cache-dir", type=Path, default=Path("/tmp/searchengine-bench-cache"))
@@ -273,27 +296,30 @@ def main() -> None:
     held_out = corpus[docs:]
     queries = [" ".join(text.split()[:QUERY_WORDS]) for text in held_out[:1000]]
     writer_texts = held_out[1000:]
-    index = args.cache_dir / f"serve-load-{docs}"
+    flat = args.cache_dir / f"serve-load-{docs}"
+    index = flat if args.index == "Flat" else args.cache_dir / f"serve-load-{docs}-{args.index.replace(',', '_')}"
     args.cache_dir.mkdir(parents=True, exist_ok=True)
-    build_index(corpus[:docs], index)
+    build_index(corpus[:docs], index, args.index, flat)
     # Writes change the index: each run serves a fresh copy of the built one.
     work = args.cache_dir / f"serve-load-{docs}-run"
     subprocess.run(["rm", "-rf", str(work)], check=True)
     subprocess.run(["cp", "-r", str(index), str(work)], check=True)
 
-    baseline = in_process_latency(work, queries, 50 if args.quick else 500, args.precision, args.backend)
+    speed = (args.precision, args.backend, args.threads)
+    baseline = in_process_latency(work, queries, 50 if args.quick else 500, speed, args.mode)
     print(
         f"in process, one query at a time: p50 {baseline['p50_ms']:.1f} ms, p99 {baseline['p99_ms']:.1f} ms",
         file=sys.stderr,
     )
     options = ["--max-batch", str(args.max_batch), "--precision", args.precision, "--backend", args.backend]
+    options += ["--threads", str(args.threads)]
     process, url = start_server(work, args.cache_dir / "serve-load.log", options)
     port = int(url.rsplit(":", 1)[1])
     try:
         warm = Client(port)
         served_with = json.loads(warm.request("GET", "/info")[1])["server"]
         for query in queries[:20]:
-            status, body = warm.request("GET", "/search?" + urlencode({"q": query, "k": 10, "mode": "dense"}))
+            status, body = warm.request("GET", "/search?" + urlencode({"q": query, "k": 10, "mode": args.mode}))
             if status != 200:
                 raise SystemExit(f"warm-up query failed: {status} {body[:300]!r}")
         results_levels = []
@@ -307,6 +333,7 @@ def main() -> None:
                     seconds,
                     writer_texts if with_writer else None,
                     args.write_batch,
+                    args.mode,
                 )
                 print(
                     f"clients {concurrency:>3} writer {'yes' if with_writer else 'no ':<3}: {level.qps:7.1f} QPS, "
@@ -315,7 +342,6 @@ def main() -> None:
                     file=sys.stderr,
                 )
                 results_levels.append(asdict(level))
-                writer_texts = writer_texts[level.writes * args.write_batch :] if with_writer else writer_texts
         status, body = Client(port).request("GET", "/info")
         final_size = json.loads(body)["vectors"] if status == 200 else None
     finally:
@@ -342,7 +368,9 @@ def main() -> None:
             "max_batch": args.max_batch,
             "precision": served_with["precision"],
             "backend": served_with["backend"],
-            "index": "Flat",
+            "threads": args.threads,
+            "mode": args.mode,
+            "index": args.index,
             "model": "bundled all-MiniLM-L6-v2",
         },
         "in_process": baseline,

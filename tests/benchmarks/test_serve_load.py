@@ -35,3 +35,21 @@ def test_serve_load_quick_mode_runs(tmp_path: Path) -> None:
     assert all(level["requests"] <= results["settings"]["requests_per_level"] for level in results["levels"])
     assert all(level["writes"] > 0 for level in results["levels"] if level["with_writer"])
     assert "| clients | writer |" in completed.stdout
+
+
+def test_serve_load_builds_another_index_type_from_the_flat_vectors(tmp_path: Path) -> None:
+    out, cache = tmp_path / "serve_load_hnsw.json", tmp_path / "cache"
+    command = [sys.executable, str(REPOSITORY / "benchmarks" / "serve_load.py"), "--quick", "--cache-dir", str(cache)]
+    options = ["--index", "HNSW32", "--mode", "hybrid", "--no-writer", "--concurrency", "1", "--out", str(out)]
+    completed = subprocess.run([*command, *options], capture_output=True, text=True, timeout=900)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    results = json.loads(out.read_text(encoding="utf-8"))
+    assert (results["settings"]["index"], results["settings"]["mode"]) == ("HNSW32", "hybrid")
+    assert results["checks"]["no_errors"] and results["levels"][0]["requests"] > 0
+    manifests = {path.parent.name: json.loads(path.read_text()) for path in cache.glob("*/manifest.json")}
+    assert {name: manifest["index"]["type"] for name, manifest in manifests.items()} == {
+        "serve-load-300": "Flat",
+        "serve-load-300-HNSW32": "HNSW32",
+        "serve-load-300-run": "HNSW32",
+    }
+    assert {manifest["count"]["vectors"] for manifest in manifests.values()} == {300}
