@@ -1,17 +1,18 @@
-"""Does `--rerank` pay on real retrieval? nDCG@10 and per-query latency of the bi-encoder alone and reranked by a
-cross-encoder from its top 20 and top 100, on the held-back half of each BEIR set's test queries.
+"""Does `--rerank` pay on real retrieval? nDCG@10 and per-query latency of dense and hybrid search alone and
+reranked by a cross-encoder from their top 20 and top 100, on the held-back half of each BEIR set's test queries.
 
 - Index: the set's corpus built with `SearchEngine.build` (bundled all-MiniLM-L6-v2 unless --model, exact Flat
   search), each document embedded as title + " " + text with its BEIR id as external id, in a temporary directory
   or in --index (built there once, reused by later runs: also the index `searchengine adapt` can adapt).
 - Queries: the held-back half (benchmarks/split_queries.py), or its first --queries of them (ArguAna's 703
   long queries times 100 candidates would take hours here); ArguAna drops a hit whose id is the query's.
-- Quality: `engine.search_batch(queries, k=101)` gives each query's candidates (the query's own document dropped,
-  then the best 100); the cross-encoder scores every (query, candidate) pair once, and reranking the top N is
-  sorting the first N candidates by that score (stable, so ties keep the cosine order): the same ranking
-  `engine.search(q, k=10, rerank=CE, rerank_top=N)` returns, which the script checks on --check queries.
+- Quality: `engine.search_batch(queries, k=101, mode=M)` gives each query's candidates in dense and in hybrid mode
+  (the query's own document dropped, then the best 100); the cross-encoder scores every (query, candidate) pair
+  once, and reranking the top N is sorting the first N candidates by that score (stable, so ties keep the
+  retrieval order): the same ranking
+  `engine.search(q, k=10, mode=M, rerank=CE, rerank_top=N)` returns, which the script checks on --check queries.
 - Latency: warm (models loaded, one query run first), the median of --runs runs of one
-  `engine.search(q, k=10[, rerank=CE, rerank_top=N])` per query, over --latency-queries queries; p50 and p99.
+  `engine.search(q, k=10, mode=M[, rerank=CE, rerank_top=N])` per query, over --latency-queries queries; p50 and p99.
 
 Usage: .venv/bin/python benchmarks/retrieval_rerank.py --set nfcorpus --cross-encoder /tmp/ce-retrieval
        [--queries 100] [--model default] [--out benchmarks/results/retrieval_rerank.json]
@@ -26,6 +27,7 @@ import os
 import statistics
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -35,12 +37,17 @@ from searchengine.indexer.store import Document
 
 from searchengine import SearchEngine
 from searchengine.encoding.cross_encoder import CrossEncoder
+from searchengine.engine.modes import DEFAULT_FUSION, SearchMode
 from searchengine.evaluation.retrieval import query_metrics
 
 ROOT = Path(__file__).resolve().parents[1]
 CANDIDATES = 100
 K = 10
 TOPS = (20, 100)
+MODES: tuple[SearchMode, ...] = ("dense", "hybrid")
+FUSION = replace(DEFAULT_FUSION, depth=CANDIDATES + 1)
+"""Hybrid fuses each side's top 101 (the default 100, and one for ArguAna's own document, dropped), at every k
+this script asks for, so the candidates and the API's reranked lists come from one fusion."""
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -70,9 +77,9 @@ def build_index(corpus: Path, target: Path, model: str) -> SearchEngine:
     return SearchEngine.build(documents, target, model=None if model == "default" else model, index="Flat")
 
 
-def candidates(engine: SearchEngine, query_ids: list[str], texts: list[str]) -> list[list]:
-    """Each query's best CANDIDATES hits by cosine, its own document (same id) dropped."""
-    batches = engine.search_batch(texts, CANDIDATES + 1, mode="dense")
+def candidates(engine: SearchEngine, query_ids: list[str], texts: list[str], mode: SearchMode) -> list[list]:
+    """Each query's best CANDIDATES hits in `mode`, its own document (same id) dropped."""
+    batches = engine.search_batch(texts, CANDIDATES + 1, mode=mode, fusion=FUSION)
     return [[hit for hit in hits if hit.external_id != query][:CANDIDATES] for query, hits in zip(query_ids, batches)]
 
 
@@ -80,14 +87,14 @@ def mean_ndcg(rankings: dict[str, list[str]], qrels: dict[str, dict[str, int]]) 
     return statistics.mean(query_metrics(rankings[query], qrels[query])["ndcg@10"] for query in rankings)
 
 
-def latency(engine: SearchEngine, texts: list[str], runs: int, **rerank) -> dict[str, float]:
-    engine.search(texts[0], k=K, mode="dense", **rerank)  # warm-up
+def latency(engine: SearchEngine, texts: list[str], runs: int, mode: SearchMode, **rerank) -> dict[str, float]:
+    engine.search(texts[0], k=K, mode=mode, fusion=FUSION, **rerank)  # warm-up
     times = []
     for text in texts:
         samples = []
         for _ in range(runs):
             started = time.perf_counter()
-            engine.search(text, k=K, mode="dense", **rerank)
+            engine.search(text, k=K, mode=mode, fusion=FUSION, **rerank)
             samples.append(time.perf_counter() - started)
         times.append(statistics.median(samples))
     times.sort()
@@ -126,36 +133,42 @@ def main() -> None:
         else:
             engine = build_index(data / "corpus.jsonl", arguments.index or Path(scratch) / "index", arguments.model)
         index_seconds = time.perf_counter() - started
-        hits = candidates(engine, query_ids, texts)
+        hits = {mode: candidates(engine, query_ids, texts, mode) for mode in MODES}
         started = time.perf_counter()
-        pairs = [(text, hit.text) for text, row in zip(texts, hits) for hit in row]
-        scores = cross_encoder.score(pairs)
+        # each (query, document) pair is scored once, also when both modes found the document
+        pairs = {
+            (i, hit.external_id): hit.text for row in hits.values() for i, found in enumerate(row) for hit in found
+        }
+        scored = cross_encoder.score([(texts[i], text) for (i, _), text in pairs.items()])
+        score_of = dict(zip(pairs, scored.tolist()))
         score_seconds = time.perf_counter() - started
-        rankings = {"bi-encoder only": {q: [h.external_id for h in row] for q, row in zip(query_ids, hits)}}
-        start = 0
-        per_query_scores = []
-        for row in hits:
-            per_query_scores.append(scores[start : start + len(row)])
-            start += len(row)
-        for top in TOPS:
-            ranked = {}
-            for query, row, own in zip(query_ids, hits, per_query_scores):
-                order = np.argsort(-own[:top], kind="stable")
-                ranked[query] = [row[i].external_id for i in order] + [h.external_id for h in row[top:]]
-            rankings[f"rerank top {top}"] = ranked
-        for query, text in list(zip(query_ids, texts))[: arguments.check]:
-            cosine = [hit.external_id for hit in engine.search(text, k=CANDIDATES + 1, mode="dense")]
-            for top in TOPS:  # the API reranks the query's own document too where it is among the candidates
-                with_own = top + (query in cosine[: top + 1])
-                api = engine.search(text, k=K + 1, mode="dense", rerank=cross_encoder, rerank_top=with_own)
-                api_ids = [hit.external_id for hit in api if hit.external_id != query][:K]
-                assert api_ids == rankings[f"rerank top {top}"][query][:K], (query, top)
+        rankings = {}
+        for mode in MODES:
+            rankings[mode] = {q: [h.external_id for h in row] for q, row in zip(query_ids, hits[mode])}
+            for top in TOPS:
+                ranked = {}
+                for i, (query, row) in enumerate(zip(query_ids, hits[mode])):
+                    own = np.array([score_of[(i, hit.external_id)] for hit in row[:top]])
+                    order = np.argsort(-own, kind="stable")
+                    ranked[query] = [row[j].external_id for j in order] + [h.external_id for h in row[top:]]
+                rankings[f"{mode}, rerank top {top}"] = ranked
+            for query, text in list(zip(query_ids, texts))[: arguments.check]:
+                retrieved = [hit.external_id for hit in engine.search(text, k=CANDIDATES + 1, mode=mode, fusion=FUSION)]
+                for top in TOPS:  # the API reranks the query's own document too where it is among the candidates
+                    with_own = top + (query in retrieved[: top + 1])
+                    api = engine.search(
+                        text, k=K + 1, mode=mode, fusion=FUSION, rerank=cross_encoder, rerank_top=with_own
+                    )
+                    api_ids = [hit.external_id for hit in api if hit.external_id != query][:K]
+                    assert api_ids == rankings[f"{mode}, rerank top {top}"][query][:K], (query, mode, top)
         latency_texts = texts[: arguments.latency_queries]
-        times = {"bi-encoder only": latency(engine, latency_texts, arguments.runs)}
-        for top in TOPS:
-            times[f"rerank top {top}"] = latency(
-                engine, latency_texts, arguments.runs, rerank=cross_encoder, rerank_top=top
-            )
+        times = {}
+        for mode in MODES:
+            times[mode] = latency(engine, latency_texts, arguments.runs, mode)
+            for top in TOPS:
+                times[f"{mode}, rerank top {top}"] = latency(
+                    engine, latency_texts, arguments.runs, mode, rerank=cross_encoder, rerank_top=top
+                )
         engine.close()
     rows = {mode: {"ndcg@10": round(mean_ndcg(ranked, qrels), 4), **times[mode]} for mode, ranked in rankings.items()}
     machine = {
@@ -168,9 +181,9 @@ def main() -> None:
         f"{arguments.set}: {len(query_ids)} held-back queries, cross-encoder {arguments.cross_encoder}, "
         f"bi-encoder {arguments.model}; {machine['cpu']}, load {machine['load_average']}"
     )
-    print(f"{'mode':<18} {'nDCG@10':>8} {'p50 ms':>9} {'p99 ms':>9}")
+    print(f"{'mode':<26} {'nDCG@10':>8} {'p50 ms':>9} {'p99 ms':>9}")
     for mode, row in rows.items():
-        print(f"{mode:<18} {row['ndcg@10']:>8.4f} {row['p50_ms']:>9.1f} {row['p99_ms']:>9.1f}")
+        print(f"{mode:<26} {row['ndcg@10']:>8.4f} {row['p50_ms']:>9.1f} {row['p99_ms']:>9.1f}")
     print(f"(index built in {index_seconds:.0f} s; {len(pairs)} pairs scored in {score_seconds:.0f} s)")
     results = json.loads(arguments.out.read_text()) if arguments.out.is_file() else {}
     results[f"{arguments.set}|{arguments.model}|{arguments.cross_encoder}"] = {

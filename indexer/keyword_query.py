@@ -7,15 +7,23 @@ OR-ing the words lets BM25 rank documents by how many of them they hold, as a ke
 Words that more than half of the documents hold are left out (unless every word is one): FTS5's BM25 gives them an
 IDF of 1e-6 (its formula turns negative there and is clamped), so they move no score beyond the sixth decimal,
 while scoring the many documents that hold them is most of a query's cost. Every other word is searched for, also
-in a query as long as a paragraph (but see long queries below): keeping only the 32 rarest words of each query was measured to cost ArguAna
-(paragraph-long queries) 7 points of keyword nDCG@10 (0.433 to 0.363; docs/retrieval.md), so MAX_QUERY_WORDS is
-None unless set to trade quality for speed.
+in a query as long as a paragraph (but see long queries and stop words below): keeping only the 32 rarest words of
+each query was measured to cost ArguAna (paragraph-long queries) 7 points of keyword nDCG@10 (0.433 to 0.363;
+docs/retrieval.md), so MAX_QUERY_WORDS is None unless set to trade quality for speed.
 
 A long query (more than LONG_QUERY_WORDS distinct words, e.g. a paragraph) also leaves out the words more than a
 tenth of the documents hold. Each is one of dozens of words there, and scoring the many documents that hold them
 is most of such a query's time: on ArguAna (paragraph queries, 34 to 449 distinct words) this took hybrid search
 from 2.7x to 1.7x the dense query time, with keyword nDCG@10 0.4338 against 0.4329 (docs/retrieval.md). Short
 queries keep them: on NFCorpus (1 to 12 words) the same cut cost 0.6 points of keyword nDCG@10.
+
+English function words (STOP_WORDS: Lucene's English stop set, "a", "the", "of", "that", "was", ...) are left
+out of every query that has other words. On many short documents they are what makes a query expensive: in
+98,000 Wikipedia sentences "a" or "that" is in fewer than half of them, so the half rule keeps it, and a median
+8-word query matched 51,434 sentences, every one scored. Leaving them out took the keyword side from 39.6 to
+5.9 ms and hybrid search from 58 to 21 ms there, for -0.02 points of keyword and -0.04 of hybrid nDCG@10 on
+NFCorpus and no change on ArguAna (docs/retrieval.md). The list is Lucene's as it is, not tuned on those sets; it
+touches English words only, and a query of nothing else ("to be or not to be") still searches them all.
 
 How many documents hold a word is read from the index itself, for the word's stem as the index's tokenizer makes
 it: the words go through a scratch FTS5 table with that tokenizer in the connection's temp schema, which a
@@ -35,6 +43,12 @@ LONG_QUERY_WORDS = 32
 LONG_QUERY_COMMON_WORD_SHARE = 0.1
 """In a long query, a word held by more than this share of the documents is left out (see the module's
 docstring)."""
+STOP_WORDS = frozenset(
+    "a an and are as at be but by for if in into is it no not of on or such that the their then there these they "
+    "this to was will with".split()
+)
+"""English function words left out of a query that has other words: Lucene's English stop set (EnglishAnalyzer's
+default), taken as it is (see the module's docstring)."""
 _WORD = re.compile(r"\w+")
 """A run of letters, digits and underscores (any script); the FTS5 tokenizer splits it further where it differs."""
 _WORDS = "keyword_query_words"
@@ -64,8 +78,12 @@ def match_expression(
         return None
     held = _documents_holding(connection, words, index_table, tokenizer, {} if holding is None else holding)
     share = LONG_QUERY_COMMON_WORD_SHARE if len(words) > LONG_QUERY_WORDS else COMMON_WORD_SHARE
-    rare = [(count, position) for position, count in enumerate(held) if count <= documents * share]
-    kept = sorted(position for _, position in sorted(rare)[:MAX_QUERY_WORDS]) or range(len(words))
+    kept_words = [
+        (count, position)
+        for position, count in enumerate(held)
+        if count <= documents * share and words[position] not in STOP_WORDS
+    ]
+    kept = sorted(position for _, position in sorted(kept_words)[:MAX_QUERY_WORDS]) or range(len(words))
     return " OR ".join(f'"{words[position]}"' for position in kept)  # a word (\w+) holds no quote to escape
 
 

@@ -3,15 +3,18 @@ tiny BEIR-shaped sets and the tiny offline models: their plumbing and checks, ne
 
 from __future__ import annotations
 
+import gzip
 import json
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from searchengine.indexer.store import Document
 from searchengine.training.loop import TrainingSettings
 from searchengine.training.methods.cross_encoder import train_cross_encoder
 
+from searchengine import SearchEngine
 from tests.conftest import SENTENCES
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -65,9 +68,11 @@ def test_split_adaptation_and_rerank_run(tmp_path: Path, tiny_model: Path, tiny_
             "retrieval_rerank.py", *common, "--cross-encoder", tiny_cross_encoder, "--model", tiny_model,
             "--index", index, "--latency-queries", 2, "--runs", 1, "--check", 3, "--out", rerank_json,
         )  # fmt: skip
-        assert "rerank top 100" in printed
+        assert "hybrid, rerank top 100" in printed
         (rows,) = [run["rows"] for run in json.loads(rerank_json.read_text()).values() if run["set"] == name]
-        assert set(rows) == {"bi-encoder only", "rerank top 20", "rerank top 100"}
+        assert set(rows) == {
+            f"{mode}{rerank}" for mode in ("dense", "hybrid") for rerank in ("", ", rerank top 20", ", rerank top 100")
+        }
         assert all(row["p50_ms"] > 0 for row in rows.values())
         # ArguAna: the only relevant document is the query's own, never returned; NFCorpus: found in 12 documents
         assert all((row["ndcg@10"] == 0.0) == (name == "arguana") for row in rows.values()), rows
@@ -80,3 +85,25 @@ def test_split_adaptation_and_rerank_run(tmp_path: Path, tiny_model: Path, tiny_
         assert dense["heldback"]["queries"] == 3 and dense["tune"]["queries"] == 3
         expected_recall = 0.0 if name == "arguana" else 1.0
         assert dense["tune"]["recall@100"] == dense["heldback"]["recall@100"] == expected_recall
+
+
+def test_stop_words_benchmark_runs_both_parts(tmp_path: Path, tiny_model: Path) -> None:
+    data = tmp_path / "data"
+    write_set(data / "retrieval" / "nfcorpus", own_ids=False)
+    documents = [
+        json.loads(line) for line in (data / "retrieval" / "nfcorpus" / "corpus.jsonl").read_text().splitlines()
+    ]
+    index = tmp_path / "nf-index"
+    SearchEngine.build([Document(d["text"], external_id=d["_id"]) for d in documents], index, model=tiny_model).close()
+    (data / "unsup").mkdir()
+    with gzip.open(data / "unsup" / "wiki_sentences.txt.gz", "wt", encoding="utf-8") as handle:
+        handle.write("".join(f"{text} and a word {i} of the day\n" for i, text in enumerate(SENTENCES * 2)))
+    speed_index = tmp_path / "speed-index"
+    SearchEngine.build(SENTENCES, speed_index, model=tiny_model).close()
+    printed = run(
+        "stop_words.py", "--set", "nfcorpus", "--index", index, "--speed-index", speed_index,
+        "--speed-docs", len(SENTENCES), "--rounds", 1, "--data", data,
+    )  # fmt: skip
+    for mode in ("keyword", "hybrid"):
+        assert f"nfcorpus {mode:<8} stop words off: nDCG@10" in printed and f"{mode:<8} stop words on : p50" in printed
+    assert "dense    stop words on : p50" in printed

@@ -34,7 +34,7 @@ def test_words_of_any_script_are_kept() -> None:
 
 def test_each_word_is_a_quoted_string_and_the_words_are_or_ed(store: DocumentStore) -> None:
     assert _expression(store, 'dog* NEAR("naive" -stock) AND fell') == (
-        '"dog" OR "near" OR "naive" OR "stock" OR "and" OR "fell"'
+        '"dog" OR "near" OR "naive" OR "stock" OR "fell"'  # 'and', an English stop word, is left out (below)
     )
 
 
@@ -69,3 +69,16 @@ def test_a_long_query_also_leaves_out_words_a_tenth_of_the_documents_hold(tmp_pa
     long_query = _expression(store, f"cat dog owl {fillers}")
     assert '"dog"' not in long_query and long_query.startswith('"cat" OR "owl"')  # 34 distinct words
     store.close()
+
+
+def test_english_stop_words_are_left_out_of_a_query_with_other_words(store: DocumentStore) -> None:
+    # 'and' is in one document of six and 'a'/'of'/'was' in none: only the stop list leaves them out
+    assert _expression(store, "a dog and a cat of what was") == '"dog" OR "cat" OR "what"'
+    assert _expression(store, "Naïve AND Stock") == '"naïve" OR "stock"'
+
+
+def test_a_query_of_stop_words_only_searches_them_all(store: DocumentStore) -> None:
+    assert _expression(store, "to be or not to be") == '"to" OR "be" OR "or" OR "not"'
+    assert _expression(store, "and") == '"and"'
+    (found,) = store.keyword_search("AND", 10)  # a word here, never the FTS5 operator
+    assert store.get([found[0]])[found[0]].text == "the dog and the cat"
