@@ -278,7 +278,9 @@ def main() -> None:
     parser.add_argument("--backend", default="auto", help="the server's --backend (default auto)")
     parser.add_argument("--index", default="Flat", help="the index type, a FAISS factory string (default Flat)")
     parser.add_argument("--threads", type=int, default=1, help="the server's --threads (default 1, as serve's)")
-    parser.add_argument("--mode", default="dense", help="the searches' mode: dense (default), keyword or hybrid")
+    parser.add_argument(
+        "--mode", default="dense", choices=["dense", "keyword", "hybrid"], help="the searches' mode (default dense)"
+    )
     parser.add_argument("--no-writer", action="store_true", help="skip the levels with a writer")
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--cache-dir", type=Path, default=Path("/tmp/searchengine-bench-cache"))
