@@ -17,7 +17,6 @@ Usage:
 from __future__ import annotations
 
 import argparse
-import gzip
 import os
 import statistics
 import time
@@ -25,6 +24,7 @@ from pathlib import Path
 
 import searchengine.indexer.keyword_query as keyword_query
 from machine_info import cpu_name
+from serve_load import QUERY_WORDS, sentences
 
 from searchengine import EncoderSpeed, SearchEngine
 from searchengine.engine.search import one_thread
@@ -56,9 +56,8 @@ def quality(name: str, index: Path, data: Path) -> None:
 
 
 def speed(index: Path, data: Path, docs: int, rounds: int) -> None:
-    with gzip.open(data / "unsup" / "wiki_sentences.txt.gz", "rt", encoding="utf-8") as handle:
-        sentences = list(dict.fromkeys(line.strip() for line in handle if line.strip()))
-    queries = [" ".join(text.split()[:8]) for text in sentences[docs : docs + 300]]
+    corpus = list(dict.fromkeys(sentences(data)))  # as serve_load.py reads it, so --speed-docs lines up
+    queries = [" ".join(text.split()[:QUERY_WORDS]) for text in corpus[docs : docs + 300]]
     times: dict[tuple[str, str], list[float]] = {}
     with SearchEngine.open(index, speed=EncoderSpeed("auto", "auto", 1)) as engine, one_thread():
         for query in queries[:10]:
