@@ -169,6 +169,8 @@ def query(
         for position, result in enumerate(payload):
             if file:
                 typer.echo(("\n" if position else "") + f"Query: {result['query']}")
+            if not result["hits"]:  # only keyword search comes back empty without filters
+                typer.echo(f"(no document holds a word of {one_line(result['query'])!r}; try --mode hybrid)", err=True)
             for rank, hit in enumerate(result["hits"], start=1):
                 cluster = f"[c{hit['cluster']}] " if hit["cluster"] is not None else ""
                 external = f"({one_line(hit['external_id'])}) " if hit.get("external_id") is not None else ""

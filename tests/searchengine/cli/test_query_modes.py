@@ -59,6 +59,14 @@ def test_keyword_mode_prints_bm25_and_finds_only_documents_with_a_word(index_dir
     assert (rank, doc_id, " ".join(words)) == ("1", "#9", "she played a song on the piano") and float(score) > 0
 
 
+def test_a_keyword_query_no_document_matches_says_so_in_one_line(index_dir: Path) -> None:
+    for query in ("zzyzx qwv", '"*" --'):
+        result = run("query", query, "--mode", "keyword", "-d", index_dir)
+        assert result.exit_code == 0 and result.stdout == ""
+        assert result.stderr.count("\n") == 1 and "no document holds a word of" in result.stderr
+        assert "--mode hybrid" in result.stderr
+
+
 def test_dense_mode_prints_the_cosine_as_before(index_dir: Path, sentences: list[str]) -> None:
     result = run("query", sentences[2], "-k", "3", "--mode", "dense", "-d", index_dir)
     rank, score, doc_id, *text = result.stdout.splitlines()[0].split()
