@@ -94,7 +94,11 @@ def encode_part(n: int, work: Path, sentences: Path) -> dict:
         "stages": {stage: round(seconds, 2) for stage, seconds in report.stages.items()},
         "documents_per_second": round(report.documents / wall, 1),
         "peak_memory_gib": round(peak_memory_gib(), 2),
-        "encoder": {"precision": engine.encoder.precision, "backend": engine.encoder.backend},
+        "encoder": {
+            "precision": engine.encoder.precision,
+            "backend": engine.encoder.backend,
+            "bulk_precision": engine.encoder.bulk_precision,
+        },
     }
 
 

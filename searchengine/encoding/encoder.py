@@ -17,7 +17,7 @@ from searchengine.encoding.model_source import ModelSource, Pooling, locate_mode
 from searchengine.encoding.model_transforms import apply_transforms, load_transforms, output_dimension
 from searchengine.encoding.passages import Span, passage_spans
 from searchengine.encoding.pooling import NEEDS_ALL_LAYERS, pool
-from searchengine.encoding.precision import Precision, apply_precision
+from searchengine.encoding.precision import BULK_TEXTS, Precision, apply_precision, bulk_precision
 from searchengine.encoding.prompt_pooling import PromptPooling
 from searchengine.encoding.speed import EncoderSpeed  # noqa: F401 (its public home before speed.py)
 from searchengine.errors import SearchEngineError
@@ -76,6 +76,11 @@ class Encoder:
         self.backend: str
         """The backend the transformer runs in ("auto" resolved)."""
         self.precision, self.backend = resolve_runtime(precision, backend, self.device, self.pooling)
+        self.bulk_precision: str | None = bulk_precision(
+            (precision, backend), (self.precision, self.backend), self.device
+        )
+        """The precision torch encodes calls of BULK_TEXTS texts or more in, where that beats the runtime above for
+        them (bf16 on a CPU with AVX512-BF16 and no AMX; see searchengine.encoding.precision); None: one runtime."""
         limits = [self.source.max_seq_length, self.model.config.max_position_embeddings]
         if self.tokenizer.model_max_length < 1_000_000:
             limits.append(self.tokenizer.model_max_length)
@@ -90,10 +95,14 @@ class Encoder:
         """Serialises tokenizing and each forward pass: the fast tokenizer is not safe to share between threads,
         and two passes at once only compete for the same cores. Held per batch, so a long `encode` in one
         thread (a server adding documents) lets short ones from other threads (its queries) in between."""
+        self._bulk_model: torch.nn.Module | None = None
         if self.backend == "onnx":
             from searchengine.encoding.onnx_backend import OnnxTransformer
 
-            self.model = OnnxTransformer(self.model, self.fingerprint, self._input_names, self.precision, self.threads)
+            torch_model = self.model  # exported first, then cast for bulk calls
+            self.model = OnnxTransformer(torch_model, self.fingerprint, self._input_names, self.precision, self.threads)
+            if self.bulk_precision is not None:
+                self._bulk_model = apply_precision(torch_model, self.bulk_precision)
         else:
             self.model = apply_precision(self.model, self.precision)
 
@@ -151,11 +160,13 @@ class Encoder:
             order = np.arange(len(ids))
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
         size = batch_size or self.batch_size
-        with self._threads():
+        bulk = self._bulk_model is not None and len(texts) >= BULK_TEXTS
+        model = self._bulk_model if bulk else self.model
+        with self._threads(torch_runs=bulk or self.backend == "torch"):
             for start in range(0, len(order), size):
                 rows = order[start : start + size]
                 with self._lock:
-                    out[rows] = self._encode_batch([ids[i] for i in rows], pre_normalize)
+                    out[rows] = self._encode_batch([ids[i] for i in rows], pre_normalize, model)
         return out
 
     def _tokenize(self, texts: list[str]) -> list[list[int]]:
@@ -169,9 +180,9 @@ class Encoder:
         return tokens["input_ids"]
 
     @contextlib.contextmanager
-    def _threads(self) -> Iterator[None]:
-        """torch's intra-op thread count set to `threads` while encoding, restored after (it is process-wide)."""
-        if self.threads is None or self.backend == "onnx":  # ONNX Runtime's session has its own setting
+    def _threads(self, torch_runs: bool) -> Iterator[None]:
+        """torch's intra-op thread count set to `threads` while torch encodes, restored after (it is process-wide)."""
+        if self.threads is None or not torch_runs:  # ONNX Runtime's session has its own setting
             yield
             return
         before = torch.get_num_threads()
@@ -181,7 +192,11 @@ class Encoder:
         finally:
             torch.set_num_threads(before)
 
-    def _encode_batch(self, ids: list[list[int]], pre_normalize: bool = False) -> np.ndarray:
+    def _encode_batch(
+        self, ids: list[list[int]], pre_normalize: bool = False, model: torch.nn.Module | None = None
+    ) -> np.ndarray:
+        """One batch through `model` (the encoder's own when None), pooled, transformed and normalised."""
+        model = self.model if model is None else model
         width = max(len(row) for row in ids)
         input_ids = torch.full((len(ids), width), self.tokenizer.pad_token_id or 0, dtype=torch.long)
         attention_mask = torch.zeros((len(ids), width), dtype=torch.long)
@@ -193,13 +208,13 @@ class Encoder:
         if "token_type_ids" in self._input_names:
             inputs["token_type_ids"] = torch.zeros_like(input_ids)
         with torch.inference_mode():
-            output = self.model(
+            output = model(
                 **{key: value.to(self.device) for key, value in inputs.items()}, output_hidden_states=all_layers
             )
             layers = output.hidden_states if all_layers else (output.last_hidden_state,)
             layers = tuple(layer.float() for layer in layers)  # pool in fp32 whatever the model ran in
             if self.prompt is not None:
-                vectors = self.prompt.pool(self.model, layers[-1], attention_mask.to(self.device)).float()
+                vectors = self.prompt.pool(model, layers[-1], attention_mask.to(self.device)).float()
             else:
                 vectors = pool(self.pooling, layers, attention_mask.to(self.device))
             vectors = apply_transforms(self.transforms, vectors)

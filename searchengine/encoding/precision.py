@@ -3,11 +3,13 @@
 What "auto" means, from benchmarks/encoding_speed.py and docs/benchmarks.md (bundled all-MiniLM-L6-v2, STS-B):
 - A CPU without native bf16 (AMD Zen 3, AVX2): fp32. bf16 is emulated there, at about a sixth of fp32's speed,
   and dynamic int8 costs more than 0.1 STS-B Spearman.
-- A CPU with AVX512-BF16 but no AMX (measured on 2 vCPUs of an AMD EPYC Zen 4): fp32 where ONNX Runtime runs the
-  transformer, bf16 where torch must. torch bf16 is 1.2-2.1x torch fp32 (a bf16 matmul is 2.7x fp32 per core),
-  at the same Spearman (82.04 vs 82.03), but not clearly faster than ONNX Runtime fp32, the default there: 0.5x
-  (short sentences) to 1.0x (Wikipedia sentences) its throughput at the default 2 threads, 1.4-1.9x at one
-  thread, and 2-9x its latency for a one-sentence query (on a loaded machine).
+- A CPU with AVX512-BF16 but no AMX (measured on 2 vCPUs of an AMD EPYC Zen 4): ONNX Runtime fp32 for queries and
+  small calls, torch bf16 for large ones (BULK_TEXTS or more texts, e.g. indexing) where ONNX Runtime runs the
+  transformer (bulk_precision); bf16 everywhere where torch must. On a quiet machine torch bf16 encodes 1.4-1.7x
+  the texts/s of ONNX Runtime fp32 in batches of 64 (short, Wikipedia-length and abstract-length texts alike) at
+  the same Spearman (82.04 vs 82.03; vectors within cosine 0.9999), but a one-sentence query takes 3x as long
+  (13.7 against 4.4 ms), and the two break even at about 8 texts a call. On a machine loaded 5-10 deep, bf16's
+  batch advantage was gone (0.5-1.0x); `--precision fp32` keeps ONNX Runtime for everything.
 - A CPU with AMX bf16: bf16 wherever torch can run the transformer (the issue's measurement on such a CPU:
   about 2.4x fp32, no loss; not re-measured here: no such CPU was at hand).
 - CUDA: fp16, the half precision every CUDA GPU with tensor cores runs at full speed and the one with more
@@ -56,7 +58,8 @@ def resolve_precision(
 
     `backends`: which backends can run the transformer here ("torch", "onnx"; the Encoder's backend choice). "auto"
     is fp16 on CUDA, bf16 on a CPU with AMX bf16 where torch can run it, on a CPU with AVX512-BF16 only where torch
-    alone can (torch bf16 is not clearly faster than ONNX Runtime fp32 there; see above), and fp32 elsewhere."""
+    alone can (ONNX Runtime fp32 serves small calls faster there; bulk_precision adds torch bf16 for large ones),
+    and fp32 elsewhere."""
     if precision not in PRECISIONS:
         raise SearchEngineError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
     cuda = device.startswith("cuda")
@@ -77,6 +80,21 @@ def resolve_precision(
     if precision == "fp16" and not cuda:
         raise SearchEngineError("fp16 is for GPUs; on a CPU use fp32, bf16 or int8")
     return precision
+
+
+BULK_TEXTS = 64
+"""A call to encode at least this many texts is bulk work (one default batch or more): see bulk_precision."""
+
+
+def bulk_precision(asked: tuple[str, str], runs: tuple[str, str], device: str, cpuinfo: Path = CPUINFO) -> str | None:
+    """The precision torch encodes bulk calls (BULK_TEXTS texts or more) in, beside the runtime that serves small
+    ones; None for one runtime for all. `asked` is the (precision, backend) asked for, `runs` what they resolved
+    to. bf16 where both were "auto", they resolved to ONNX Runtime fp32 on the CPU, and the CPU has AVX512-BF16 but
+    no AMX (see the module's docstring for the measurements)."""
+    if asked != ("auto", "auto") or runs != ("fp32", "onnx") or device != "cpu":
+        return None
+    flags = cpu_flags(cpuinfo)
+    return "bf16" if "avx512_bf16" in flags and "amx_bf16" not in flags else None
 
 
 def apply_precision(model: torch.nn.Module, precision: str) -> torch.nn.Module:

@@ -89,6 +89,7 @@ def create_app(index: ServedIndex, settings: ServerSettings = ServerSettings()) 
             "server": {
                 "backend": index.encoder.backend,
                 "precision": index.encoder.precision,
+                "bulk_precision": index.encoder.bulk_precision,
                 "modes": ["dense", *(("keyword", "hybrid") if details["keyword_index"] else ())],
                 "default_mode": index.reader.default_mode,
                 "rerank": list(index.rerank),

@@ -8,8 +8,15 @@ import numpy as np
 import pytest
 import torch
 
+from searchengine.encoding import precision as precision_module
 from searchengine.encoding.encoder import Encoder
-from searchengine.encoding.precision import apply_precision, cpu_has_native_bf16, resolve_precision
+from searchengine.encoding.precision import (
+    BULK_TEXTS,
+    apply_precision,
+    bulk_precision,
+    cpu_has_native_bf16,
+    resolve_precision,
+)
 from searchengine.errors import SearchEngineError
 
 
@@ -44,6 +51,40 @@ def test_auto_follows_the_cpu_and_the_backends(
     backends = (["torch"], ["onnx", "torch"], ["onnx"])
     assert [resolve_precision("auto", "cpu", which, cpuinfo) for which in backends] == [torch_only, either, onnx_only]
     assert resolve_precision("auto", "cuda", ["torch"], cpuinfo) == "fp16"  # half precision on a GPU
+
+
+@pytest.mark.parametrize(
+    ("flags", "asked", "runs", "device", "bulk"),
+    [
+        ("avx512f avx512_bf16", ("auto", "auto"), ("fp32", "onnx"), "cpu", "bf16"),  # Zen 4: torch bf16 for bulk
+        ("fma", ("auto", "auto"), ("fp32", "onnx"), "cpu", None),  # Zen 3: bf16 is emulated
+        ("avx512_bf16 amx_bf16", ("auto", "auto"), ("bf16", "torch"), "cpu", None),  # AMX: bf16 for everything
+        ("avx512_bf16", ("fp32", "auto"), ("fp32", "onnx"), "cpu", None),  # the user's precision is kept
+        ("avx512_bf16", ("auto", "onnx"), ("fp32", "onnx"), "cpu", None),  # ... and the user's backend
+        ("avx512_bf16", ("auto", "auto"), ("fp16", "torch"), "cuda", None),
+    ],
+)
+def test_bulk_work_gets_torch_bf16_only_where_it_was_measured_faster(
+    tmp_path: Path, flags: str, asked: tuple[str, str], runs: tuple[str, str], device: str, bulk: str | None
+) -> None:
+    assert bulk_precision(asked, runs, device, _cpuinfo(tmp_path, flags)) == bulk
+
+
+def test_an_encoder_on_an_avx512_bf16_cpu_encodes_bulk_calls_in_bf16_and_small_ones_in_onnx_fp32(
+    tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SEARCHENGINE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(precision_module, "cpu_flags", lambda cpuinfo=None: frozenset({"avx512f", "avx512_bf16"}))
+    encoder = Encoder(tiny_model)
+    assert (encoder.precision, encoder.backend, encoder.bulk_precision) == ("fp32", "onnx", "bf16")
+    fp32 = Encoder(tiny_model, precision="fp32", backend="torch")
+    texts = [f"document number {i} is about {word}" for i, word in enumerate(["cats", "stocks", "rain"] * 30)]
+    small, bulk = texts[: BULK_TEXTS - 1], texts[:BULK_TEXTS]
+    np.testing.assert_allclose(encoder.encode(small), fp32.encode(small), atol=1e-5)  # ONNX Runtime fp32
+    bulk_vectors, exact = encoder.encode(bulk), fp32.encode(bulk)
+    assert not np.allclose(bulk_vectors, exact, atol=1e-6), "a bulk call runs in bf16, not fp32"
+    np.testing.assert_allclose(bulk_vectors, exact, atol=5e-2)
+    assert bulk_vectors.dtype == np.float32
 
 
 @pytest.mark.parametrize(
