@@ -31,7 +31,7 @@ PrecisionOption = typer.Option(
     "auto",
     "--precision",
     help="Encoder precision: auto (fp16 on a GPU; bf16 on CPUs with AMX; on CPUs with AVX512-BF16, bf16 in torch for "
-    "calls of 64 texts or more (1.4-1.7x faster there) and fp32 in ONNX Runtime for queries; else fp32), fp32, bf16, "
+    "calls of 64 texts or more (1.5-1.6x faster there) and fp32 in ONNX Runtime for queries; else fp32), fp32, bf16, "
     "fp16 (GPU) or int8 "
     "(faster on CPU, about 1 point of STS-B lower; docs/benchmarks.md).",
 )

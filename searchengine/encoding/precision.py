@@ -5,11 +5,11 @@ What "auto" means, from benchmarks/encoding_speed.py and docs/benchmarks.md (bun
   and dynamic int8 costs more than 0.1 STS-B Spearman.
 - A CPU with AVX512-BF16 but no AMX (measured on 2 vCPUs of an AMD EPYC Zen 4): ONNX Runtime fp32 for queries and
   small calls, torch bf16 for large ones (BULK_TEXTS or more texts, e.g. indexing) where ONNX Runtime runs the
-  transformer (bulk_precision); bf16 everywhere where torch must. On a quiet machine torch bf16 encodes 1.4-1.7x
-  the texts/s of ONNX Runtime fp32 in batches of 64 (short, Wikipedia-length and abstract-length texts alike) at
-  the same Spearman (82.04 vs 82.03; vectors within cosine 0.9999), but a one-sentence query takes 3x as long
-  (13.7 against 4.4 ms), and the two break even at about 8 texts a call. On a machine loaded 5-10 deep, bf16's
-  batch advantage was gone (0.5-1.0x); `--precision fp32` keeps ONNX Runtime for everything.
+  transformer (bulk_precision); bf16 everywhere where torch must. On a quiet machine torch bf16 encodes 1.5-1.6x
+  the texts/s of ONNX Runtime fp32 in batches of 64 (short, Wikipedia-length and abstract-length texts alike;
+  benchmarks/bulk_precision.py) with vectors within cosine 0.9999 (STS-B Spearman 82.04 against 82.03), but a
+  one-text call is slower in bf16, and the two break even at about 8 texts a call. On a machine loaded 5-10 deep,
+  bf16's batch advantage was gone (0.5-1.0x); `--precision fp32` keeps ONNX Runtime for everything.
 - A CPU with AMX bf16: bf16 wherever torch can run the transformer (the issue's measurement on such a CPU:
   about 2.4x fp32, no loss; not re-measured here: no such CPU was at hand).
 - CUDA: fp16, the half precision every CUDA GPU with tensor cores runs at full speed and the one with more
