@@ -164,16 +164,18 @@ def _check_reachable(address: str | None) -> None:
 
 def worker_options(encoder: Encoder, threads: int) -> dict[str, Any]:
     """Encoder arguments that load `encoder`'s model on a worker the way it runs here (its resolved precision and
-    backend), with `threads` threads, plus the fingerprint the worker's copy must have."""
+    backend; "auto" for both where it splits bulk work from small calls, so each worker makes that choice for its
+    own CPU), with `threads` threads, plus the fingerprint the worker's copy must have."""
     source = encoder.source
+    split = encoder.bulk_precision is not None
     return {
         "model": source.spec,
         "pooling": source.pooling,
         "batch_size": encoder.batch_size,
         "template": None if source.prompt is None else source.prompt.template,
         "denoise": None if source.prompt is None else source.prompt.denoise,
-        "precision": encoder.precision,
-        "backend": encoder.backend,
+        "precision": "auto" if split else encoder.precision,
+        "backend": "auto" if split else encoder.backend,
         "threads": threads,
         "fingerprint": encoder.fingerprint,
     }

@@ -17,6 +17,7 @@ from searchengine.indexer.vector_index import VectorIndex
 from typer.testing import CliRunner
 
 from searchengine.cli import app
+from searchengine.encoding import precision
 from searchengine.encoding.encoder import Encoder
 from searchengine.engine.corpus import JsonFields, corpus_files, read_corpus, read_part
 from searchengine.engine.ray_embedding import (
@@ -171,6 +172,24 @@ def test_a_worker_embeds_as_the_driver_does(tiny_encoder: Encoder) -> None:
     out = worker({"text": np.array(QUERIES, dtype=object), "origin": np.array(["{}"] * 4, dtype=object)})
     np.testing.assert_allclose(out["vector"], tiny_encoder.encode(QUERIES), atol=1e-6)
     assert out["truncated"].tolist() == [0, 0, 0, 0]
+
+
+def test_workers_make_the_bulk_precision_choice_for_their_own_cpu(
+    tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SEARCHENGINE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(precision, "cpu_flags", lambda cpuinfo=None: frozenset({"avx512_bf16"}))  # a Zen 4 here
+    split = Encoder(tiny_model)
+    assert split.bulk_precision == "bf16"
+    assert {key: worker_options(split, threads=1)[key] for key in ("precision", "backend")} == {
+        "precision": "auto",
+        "backend": "auto",
+    }
+    fixed = Encoder(tiny_model, precision="fp32")
+    assert {key: worker_options(fixed, threads=1)[key] for key in ("precision", "backend")} == {
+        "precision": "fp32",
+        "backend": fixed.backend,
+    }
 
 
 def test_indexing_and_querying_without_ray_never_import_it(tmp_path: Path, tiny_model: Path, corpus: Path) -> None:
