@@ -71,6 +71,23 @@ class Document:
         return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
 
 
+def _refuse_lone_surrogates(documents: Sequence[Document]) -> None:
+    """Refuse, before anything is written, a document whose text, id or metadata holds a lone surrogate ("\\ud800"
+    from JSON or an API caller): half of a character, which neither UTF-8 nor SQLite can hold."""
+    for number, document in enumerate(documents, start=1):
+        try:
+            for text in (document.text, document.external_id or ""):
+                if not text.isascii():  # O(1) in CPython: the common ASCII text costs nothing more
+                    text.encode("utf-8")
+            if document.metadata:
+                json.dumps(document.metadata, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise IndexerError(
+                f"document {number} holds a lone surrogate (\\u{ord(exc.object[exc.start]):04x}), half of a "
+                "character, in its text, id or metadata; send valid Unicode"
+            ) from None
+
+
 @dataclass(frozen=True)
 class StoredDocument:
     """A document of the store: `count` is how many stored documents hold the same text (1 when unique)."""
@@ -372,6 +389,7 @@ class DocumentStore:
         An upsert with the stored text keeps the row and its vector and replaces origin and metadata; one with a
         new text deletes the old row (reported in `removed`, so the caller drops its vector) and adds a new one.
         """
+        _refuse_lone_surrogates(documents)
         hashes = [document.content_hash for document in documents]
         with self._guard(), self.db.conn:
             if self.legacy:

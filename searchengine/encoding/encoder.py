@@ -141,12 +141,16 @@ class Encoder:
         with self._lock:
             return passage_spans(self.tokenizer, texts, tokens, overlap)
 
-    def encode(self, texts: Sequence[str], batch_size: int | None = None, *, pre_normalize: bool = False) -> np.ndarray:
+    def encode(
+        self, texts: Sequence[str], batch_size: int | None = None, *, pre_normalize: bool = False, bulk: bool = True
+    ) -> np.ndarray:
         """Embed `texts` into an (n, dimension) float32 array, rows in input order. Safe to call from several
         threads at once (they take turns batch by batch).
 
         `pre_normalize`: return what the model's Normalize module would receive (pooled, then through the model's
-        post-processing modules, not L2-normalised); what a new post-processing module is fitted on."""
+        post-processing modules, not L2-normalised); what a new post-processing module is fitted on.
+        `bulk`: where the encoder has a bulk runtime (`bulk_precision`), a call whose batches hold BULK_TEXTS texts
+        or more runs in it; False keeps every call on the main runtime (see encode_queries)."""
         if len(texts) == 0:
             return np.zeros((0, self.dimension), dtype=np.float32)
         prepared = [text.strip() for text in texts]
@@ -160,7 +164,7 @@ class Encoder:
             order = np.arange(len(ids))
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
         size = batch_size or self.batch_size
-        bulk = self._bulk_model is not None and len(texts) >= BULK_TEXTS
+        bulk = bulk and self._bulk_model is not None and min(len(texts), size) >= BULK_TEXTS
         model = self._bulk_model if bulk else self.model
         with self._threads(torch_runs=bulk or self.backend == "torch"):
             for start in range(0, len(order), size):
@@ -168,6 +172,11 @@ class Encoder:
                 with self._lock:
                     out[rows] = self._encode_batch([ids[i] for i in rows], pre_normalize, model)
         return out
+
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """`encode` on the main runtime only: a query gets the same vector (and its hits the same scores) whether it
+        comes alone or in a batch of many."""
+        return self.encode(texts, bulk=False)
 
     def _tokenize(self, texts: list[str]) -> list[list[int]]:
         """Token ids per text, cut to the model's limit (counted in `truncated`)."""

@@ -56,6 +56,10 @@ class OnnxQueryEncoder:
         self.pad_id: int = (self.tokenizer.token_to_id(pad) if pad else None) or 0
         self.dimension: int = int(config["hidden_size"])
 
+    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """The same as `encode`: this encoder has one runtime (the Encoder's encode_queries, which it stands in for)."""
+        return self.encode(texts)
+
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Embed `texts` into an (n, dimension) float32 array, rows in input order (batched longest first, as the
         Encoder's smart batching does)."""

@@ -3,13 +3,15 @@
 What "auto" means, from benchmarks/encoding_speed.py and docs/benchmarks.md (bundled all-MiniLM-L6-v2, STS-B):
 - A CPU without native bf16 (AMD Zen 3, AVX2): fp32. bf16 is emulated there, at about a sixth of fp32's speed,
   and dynamic int8 costs more than 0.1 STS-B Spearman.
-- A CPU with AVX512-BF16 but no AMX (measured on 2 vCPUs of an AMD EPYC Zen 4): ONNX Runtime fp32 for queries and
-  small calls, torch bf16 for large ones (BULK_TEXTS or more texts, e.g. indexing) where ONNX Runtime runs the
-  transformer (bulk_precision); bf16 everywhere where torch must. On a quiet machine torch bf16 encodes 1.5-1.6x
+- A CPU with AVX512-BF16 but no AMX (measured on 2 vCPUs of an AMD EPYC Zen 4): ONNX Runtime fp32 for queries
+  (always, so a query's scores do not depend on the batch it came in) and small calls, torch bf16 for calls whose
+  batches hold BULK_TEXTS texts or more (e.g. indexing) where ONNX Runtime runs the transformer (bulk_precision);
+  bf16 everywhere where torch must. On a quiet machine torch bf16 encodes 1.5-1.6x
   the texts/s of ONNX Runtime fp32 in batches of 64 (short, Wikipedia-length and abstract-length texts alike;
   benchmarks/bulk_precision.py) with vectors within cosine 0.9999 (STS-B Spearman 82.04 against 82.03), but a
   one-text call is slower in bf16, and the two break even at about 8 texts a call. On a machine loaded 5-10 deep,
-  bf16's batch advantage was gone (0.5-1.0x); `--precision fp32` keeps ONNX Runtime for everything.
+  bf16's batch advantage was gone (0.5-1.0x), and with other work on both cores (load about 1.5 a core) two torch
+  threads lost to ONNX Runtime while one thread kept bf16 ahead; `--precision fp32` keeps ONNX Runtime for all.
 - A CPU with AMX bf16: bf16 wherever torch can run the transformer (the issue's measurement on such a CPU:
   about 2.4x fp32, no loss; not re-measured here: no such CPU was at hand).
 - CUDA: fp16, the half precision every CUDA GPU with tensor cores runs at full speed and the one with more
@@ -83,7 +85,8 @@ def resolve_precision(
 
 
 BULK_TEXTS = 64
-"""A call to encode at least this many texts is bulk work (one default batch or more): see bulk_precision."""
+"""A call of at least this many texts, in batches at least this large (the default batch), is bulk work: see
+bulk_precision. Queries never are (Encoder.encode_queries)."""
 
 
 def bulk_precision(asked: tuple[str, str], runs: tuple[str, str], device: str, cpuinfo: Path = CPUINFO) -> str | None:

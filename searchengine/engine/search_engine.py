@@ -488,10 +488,19 @@ class SearchEngine:
         if k < 1:
             raise SearchEngineError(f"k must be at least 1, not {k}")
         for number, query in enumerate(queries, start=1):
+            which = "the query" if len(queries) == 1 else f"query number {number}"
             if not isinstance(query, str) or not query.strip():
                 shown = "is empty" if isinstance(query, str) else f"is a {type(query).__name__}, not a str"
-                which = "the query" if len(queries) == 1 else f"query number {number}"
                 raise SearchEngineError(f"{which} {shown}; say what to search for")
+            try:
+                query.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                code = ord(query[exc.start])
+                if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8, kept by Python as a surrogate escape
+                    problem = f"the byte 0x{code - 0xDC00:02x}, which is not UTF-8; use a UTF-8 terminal or text"
+                else:
+                    problem = f"a lone surrogate (\\u{code:04x}), half of a character; send valid Unicode"
+                raise SearchEngineError(f"{which} holds {problem}") from None
         mode = self._checked_mode(mode)
         if rerank is not None:
             if rerank_top < 1:
@@ -512,7 +521,7 @@ class SearchEngine:
         allowed = None if matching is None else np.union1d(matching, self._store.passage_ids_matching(conditions))
         encoder = self._query_encoder()  # loaded before one_thread, which sets the threads of what is loaded
         with one_thread() if len(queries) == 1 else contextlib.nullcontext():
-            vectors = to_index_vectors(encoder.encode(list(queries)), self._whitening)
+            vectors = to_index_vectors(encoder.encode_queries(list(queries)), self._whitening)
             if mode == "dense":
                 return nearest_documents(self._vectors, self._store, vectors, min(k, searchable), allowed, excluded)
             rankings = hybrid_rankings(

@@ -516,3 +516,20 @@ def test_an_upgraded_older_store_holds_every_document_in_its_keyword_index(tmp_p
     assert sorted(_found(store, "thrice")) == [2, 4, 5] and sorted(_found(store, "same")) == [0, 3]
     _keyword_index_holds_the_documents(store)
     store.close()
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        Document("half a \ud800 character"),
+        Document("fine", external_id="id-\udc80"),
+        Document("fine", metadata={"tags": ["ok", "x\ud800"]}),
+    ],
+)
+def test_a_lone_surrogate_anywhere_in_a_document_is_refused_before_anything_is_written(
+    store: DocumentStore, bad: Document
+) -> None:
+    store.add([Document("kept")])
+    with pytest.raises(IndexerError, match=r"document 2 holds a lone surrogate \(\\ud[89a-f][0-9a-f]{2}\)"):
+        store.add([Document("fine too"), bad])
+    assert store.count() == 1

@@ -100,3 +100,12 @@ def test_an_older_index_searches_dense_until_compact_adds_the_keyword_index(inde
     assert "keyword index:          FTS5, BM25" in run("info", "-d", index_dir).stdout
     assert json.loads(run("info", "-d", index_dir, "--json").stdout)["keyword_index"] is True
     assert "Nothing to compact" in run("compact", "-d", index_dir).stdout
+
+
+def test_a_query_with_a_byte_that_is_not_utf8_is_one_error_line(index_dir: Path) -> None:
+    """A Latin-1 "é" typed in a non-UTF-8 terminal reaches Python as the surrogate escape \\udce9."""
+    result = run("query", "caf\udce9 cat", "-d", index_dir)
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines() == [
+        "Error: the query holds the byte 0xe9, which is not UTF-8; use a UTF-8 terminal or text"
+    ]

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from searchengine import SearchEngine
 from searchengine.encoding import precision as precision_module
 from searchengine.encoding.encoder import Encoder
 from searchengine.encoding.precision import (
@@ -85,6 +86,21 @@ def test_an_encoder_on_an_avx512_bf16_cpu_encodes_bulk_calls_in_bf16_and_small_o
     assert not np.allclose(bulk_vectors, exact, atol=1e-6), "a bulk call runs in bf16, not fp32"
     np.testing.assert_allclose(bulk_vectors, exact, atol=5e-2)
     assert bulk_vectors.dtype == np.float32
+    # Small batches stay on ONNX Runtime (torch bf16 is slower there), and so do queries, whatever their number.
+    np.testing.assert_allclose(encoder.encode(bulk, batch_size=8), exact, atol=1e-5)
+    np.testing.assert_allclose(encoder.encode_queries(bulk), exact, atol=1e-5)
+
+
+def test_a_query_scores_the_same_alone_and_in_a_batch_of_many_on_an_avx512_bf16_cpu(
+    tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SEARCHENGINE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(precision_module, "cpu_flags", lambda cpuinfo=None: frozenset({"avx512_bf16"}))
+    texts = [f"note {i} about {word}" for i, word in enumerate(["cats", "stocks", "rain", "boats"] * 20)]
+    engine = SearchEngine.build(texts, tmp_path / "index", encoder=Encoder(tiny_model))
+    alone = engine.search("a note about rain", k=5, mode="dense")
+    for hits in engine.search_batch(["a note about rain"] * BULK_TEXTS, k=5, mode="dense"):
+        assert [(hit.id, hit.score) for hit in hits] == [(hit.id, hit.score) for hit in alone]
 
 
 @pytest.mark.parametrize(

@@ -172,6 +172,17 @@ def test_bad_documents_get_400_and_change_nothing(client: TestClient) -> None:
     assert client.get("/info").json()["vectors"] == len(SENTENCES)
 
 
+def test_lone_surrogates_get_400_and_change_nothing(client: TestClient) -> None:
+    """A JSON escape like "\\ud800" is half a character: refused in one line, never a 500."""
+    json_type = {"Content-Type": "application/json"}
+    search = client.post("/search", content=b'{"queries": ["cat \\ud800"]}', headers=json_type)
+    assert "the query holds a lone surrogate (\\ud800)" in _error(search, 400)
+    for document in (b'{"text": "bad \\udc80"}', b'{"text": "fine", "tag": "\\ud800"}'):
+        added = client.post("/documents", content=b'{"documents": [%s]}' % document, headers=json_type)
+        assert "document 1 holds a lone surrogate" in _error(added, 400)
+    assert client.get("/info").json()["vectors"] == len(SENTENCES)
+
+
 def test_unknown_ids_get_404(client: TestClient) -> None:
     assert "no document with id 999" in _error(client.delete("/documents/999"), 404)
     assert "no document with external id nope" in _error(client.delete("/documents/nope?external=true"), 404)
