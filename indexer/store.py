@@ -197,6 +197,15 @@ class DocumentStore:
     def _guard(self) -> Iterator[None]:
         try:
             yield
+        except sqlite3.ProgrammingError as exc:  # a misuse of the connection, not a damaged file
+            if "thread" in str(exc):
+                raise IndexerError(
+                    f"document store {self.path} was opened in another thread, and its SQLite connection stays there; "
+                    "open one SearchEngine per thread (they may share an Encoder)"
+                ) from None
+            if "closed" in str(exc):
+                raise IndexerError(f"document store {self.path} is closed; open the index again") from None
+            raise self._corrupt(exc) from None
         except sqlite3.DatabaseError as exc:
             raise self._corrupt(exc) from None
 

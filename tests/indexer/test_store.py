@@ -533,3 +533,22 @@ def test_a_lone_surrogate_anywhere_in_a_document_is_refused_before_anything_is_w
     with pytest.raises(IndexerError, match=r"document 2 holds a lone surrogate \(\\ud[89a-f][0-9a-f]{2}\)"):
         store.add([Document("fine too"), bad])
     assert store.count() == 1
+
+
+def test_a_store_used_from_another_thread_says_so_instead_of_calling_itself_corrupt(store: DocumentStore) -> None:
+    import threading
+
+    store.add([Document("kept")])
+    raised: list[Exception] = []
+    worker = threading.Thread(target=lambda: _record(raised, lambda: store.get([0])))
+    worker.start()
+    worker.join()
+    assert len(raised) == 1 and isinstance(raised[0], IndexerError)
+    assert "open one SearchEngine per thread" in str(raised[0]) and "corrupt" not in str(raised[0])
+
+
+def _record(raised: list[Exception], call) -> None:  # noqa: ANN001
+    try:
+        call()
+    except Exception as exc:  # noqa: BLE001 (the test looks at what was raised)
+        raised.append(exc)
