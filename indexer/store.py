@@ -71,21 +71,30 @@ class Document:
         return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
 
 
+def lone_surrogate(value: object) -> int | None:
+    """The code point of the first lone surrogate in `value` (a str, or JSON data holding strings): half of a
+    character, from a JSON escape such as "\\ud800" or a byte Python kept as a surrogate escape, which neither
+    UTF-8 nor SQLite can hold. None where there is none. Raises RecursionError on JSON nested too deeply."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    if text.isascii():  # O(1) in CPython: the common ASCII text costs nothing more
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return ord(text[exc.start])
+    return None
+
+
 def _refuse_lone_surrogates(documents: Sequence[Document]) -> None:
-    """Refuse, before anything is written, a document whose text, id or metadata holds a lone surrogate ("\\ud800"
-    from JSON or an API caller): half of a character, which neither UTF-8 nor SQLite can hold."""
+    """Refuse, before anything is written, a document whose text, id or metadata holds a lone surrogate."""
     for number, document in enumerate(documents, start=1):
-        try:
-            for text in (document.text, document.external_id or ""):
-                if not text.isascii():  # O(1) in CPython: the common ASCII text costs nothing more
-                    text.encode("utf-8")
-            if document.metadata:
-                json.dumps(document.metadata, ensure_ascii=False).encode("utf-8")
-        except UnicodeEncodeError as exc:
+        parts = (document.text, document.external_id or "", document.metadata or "")
+        code = next((code for code in map(lone_surrogate, parts) if code is not None), None)
+        if code is not None:
             raise IndexerError(
-                f"document {number} holds a lone surrogate (\\u{ord(exc.object[exc.start]):04x}), half of a "
-                "character, in its text, id or metadata; send valid Unicode"
-            ) from None
+                f"document {number} holds a lone surrogate (\\u{code:04x}), half of a character, in its text, id or "
+                "metadata; send valid Unicode"
+            )
 
 
 @dataclass(frozen=True)

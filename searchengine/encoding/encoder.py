@@ -201,11 +201,8 @@ class Encoder:
         finally:
             torch.set_num_threads(before)
 
-    def _encode_batch(
-        self, ids: list[list[int]], pre_normalize: bool = False, model: torch.nn.Module | None = None
-    ) -> np.ndarray:
-        """One batch through `model` (the encoder's own when None), pooled, transformed and normalised."""
-        model = self.model if model is None else model
+    def _encode_batch(self, ids: list[list[int]], pre_normalize: bool, model: torch.nn.Module) -> np.ndarray:
+        """One batch through `model` (the main or the bulk runtime), pooled, transformed and normalised."""
         width = max(len(row) for row in ids)
         input_ids = torch.full((len(ids), width), self.tokenizer.pad_token_id or 0, dtype=torch.long)
         attention_mask = torch.zeros((len(ids), width), dtype=torch.long)

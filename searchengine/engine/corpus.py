@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 from searchengine.errors import SearchEngineError
-from searchengine.indexer.store import Document
+from searchengine.indexer.store import Document, lone_surrogate
 
 STDIN = "-"
 
@@ -240,11 +240,11 @@ def _refuse_lone_surrogates(line: str, record: object, name: str, number: int) -
     if "\\u" not in line:
         return
     try:
-        json.dumps(record, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise SearchEngineError(
-            f"{name} line {number} holds a lone surrogate escape (\\u{ord(exc.object[exc.start]):04x}), half of a "
-            "character; fix the text or drop the escape"
-        ) from None
+        code = lone_surrogate(record)
     except RecursionError:
         raise SearchEngineError(f"{name} line {number} is nested too deeply to read; flatten its JSON") from None
+    if code is not None:
+        raise SearchEngineError(
+            f"{name} line {number} holds a lone surrogate escape (\\u{code:04x}), half of a character; fix the text "
+            "or drop the escape"
+        )

@@ -40,7 +40,7 @@ from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.index_directory import IndexDirectory
 from searchengine.indexer.manifest import Manifest, ModelIdentity, PassageSplitting, PromptRecord
 from searchengine.indexer.shards import Vectors, load_vectors
-from searchengine.indexer.store import ClusteringRecord, Document, DocumentStore
+from searchengine.indexer.store import ClusteringRecord, Document, DocumentStore, lone_surrogate
 from searchengine.indexer.vector_index import check_trainable
 from searchengine.indexer.whitening import Whitening
 
@@ -492,15 +492,13 @@ class SearchEngine:
             if not isinstance(query, str) or not query.strip():
                 shown = "is empty" if isinstance(query, str) else f"is a {type(query).__name__}, not a str"
                 raise SearchEngineError(f"{which} {shown}; say what to search for")
-            try:
-                query.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                code = ord(query[exc.start])
+            code = lone_surrogate(query)
+            if code is not None:
                 if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8, kept by Python as a surrogate escape
                     problem = f"the byte 0x{code - 0xDC00:02x}, which is not UTF-8; use a UTF-8 terminal or text"
                 else:
                     problem = f"a lone surrogate (\\u{code:04x}), half of a character; send valid Unicode"
-                raise SearchEngineError(f"{which} holds {problem}") from None
+                raise SearchEngineError(f"{which} holds {problem}")
         mode = self._checked_mode(mode)
         if rerank is not None:
             if rerank_top < 1:
