@@ -4,6 +4,14 @@ Quoting makes every word a plain term, so nothing the user types is FTS5 syntax:
 parentheses and the words AND, OR, NOT and NEAR are searched for (or dropped, for punctuation), never obeyed.
 OR-ing the words lets BM25 rank documents by how many of them they hold, as a keyword search engine does.
 
+A word the query holds several times is OR-ed that many times, up to MAX_WORD_REPEATS: FTS5's bm25() adds up
+every phrase of the expression, so this weighs each word by its count in the query, as Lucene's and Anserini's
+BM25 do. On ArguAna (paragraph-long queries) it took keyword nDCG@10 from 0.434 to 0.477 and hybrid from 0.529 to
+0.535; on NFCorpus, whose short queries rarely repeat a word, both moved by 0.0006 (docs/retrieval.md). The cap
+bounds the cost: FTS5 scores a row in time that grows with the square of a phrase's repeats (1,000 repeats of
+one word took 0.7 s on 20,000 short rows, 10,000 took 70 s), while on ArguAna a cap of 4, 8 or none gave the same
+keyword nDCG@10 (0.4778, 0.4774, 0.4783; a scratch run).
+
 Words that more than half of the documents hold are left out (unless every word is one): FTS5's BM25 gives them an
 IDF of 1e-6 (its formula turns negative there and is clamped), so they move no score beyond the sixth decimal,
 while scoring the many documents that hold them is most of a query's cost. Every other word is searched for, also
@@ -14,8 +22,9 @@ docs/retrieval.md), so MAX_QUERY_WORDS is None unless set to trade quality for s
 A long query (more than LONG_QUERY_WORDS distinct words, e.g. a paragraph) also leaves out the words more than a
 tenth of the documents hold. Each is one of dozens of words there, and scoring the many documents that hold them
 is most of such a query's time: on ArguAna (paragraph queries, 34 to 449 distinct words) this took hybrid search
-from 2.7x to 1.7x the dense query time, with keyword nDCG@10 0.4338 against 0.4329 (docs/retrieval.md). Short
-queries keep them: on NFCorpus (1 to 12 words) the same cut cost 0.6 points of keyword nDCG@10.
+from 2.7x to 1.7x the dense query time, with keyword nDCG@10 0.4338 against 0.4329 (measured before words were
+counted; docs/retrieval.md). Short queries keep them: on NFCorpus (1 to 12 words) the same cut cost 0.6 points of
+keyword nDCG@10.
 
 English function words (STOP_WORDS: Lucene's English stop set, "a", "the", "of", "that", "was", ...) are left
 out of every query that has other words. On many short documents they are what makes a query expensive: in
@@ -33,6 +42,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections import Counter
 
 MAX_QUERY_WORDS: int | None = None
 """The most words a keyword query searches for, its rarest ones; None for all (see the module's docstring)."""
@@ -42,6 +52,9 @@ LONG_QUERY_WORDS = 32
 """A query of more distinct words than this is a long one (a paragraph pasted as a query)."""
 LONG_QUERY_COMMON_WORD_SHARE = 0.1
 """In a long query, a word held by more than this share of the documents is left out (see the module's
+docstring)."""
+MAX_WORD_REPEATS = 8
+"""A word is OR-ed into the expression as many times as the query holds it, up to this many (see the module's
 docstring)."""
 STOP_WORDS = frozenset(
     "a an and are as at be but by for if in into is it no not of on or such that the their then there these they "
@@ -56,9 +69,10 @@ _STEMS = "keyword_query_stems"
 _VOCABULARY = "keyword_index_vocabulary"
 
 
-def keyword_terms(text: str) -> list[str]:
-    """The distinct words of `text`, lower-cased, in the order they first appear."""
-    return list(dict.fromkeys(word.lower() for word in _WORD.findall(text)))
+def keyword_terms(text: str) -> Counter[str]:
+    """The words of `text`, lower-cased, each with how many times `text` holds it, in the order they first
+    appear."""
+    return Counter(word.lower() for word in _WORD.findall(text))
 
 
 def match_expression(
@@ -73,7 +87,8 @@ def match_expression(
     documents holding any of the words of `text` it searches for (see the module's docstring); None when `text`
     has no words. `holding` keeps how many documents hold each stem looked up, for later calls on an index that
     does not change."""
-    words = keyword_terms(text)
+    counts = keyword_terms(text)
+    words = list(counts)
     if not words:
         return None
     held = _documents_holding(connection, words, index_table, tokenizer, {} if holding is None else holding)
@@ -84,7 +99,8 @@ def match_expression(
         if count <= documents * share and words[position] not in STOP_WORDS
     ]
     kept = sorted(position for _, position in sorted(kept_words)[:MAX_QUERY_WORDS]) or range(len(words))
-    return " OR ".join(f'"{words[position]}"' for position in kept)  # a word (\w+) holds no quote to escape
+    repeats = ((words[position], min(counts[words[position]], MAX_WORD_REPEATS)) for position in kept)
+    return " OR ".join(f'"{word}"' for word, times in repeats for _ in range(times))  # \w+ holds no quote
 
 
 def _documents_holding(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from searchengine.indexer.keyword_query import keyword_terms, match_expression
+from searchengine.indexer.keyword_query import MAX_WORD_REPEATS, keyword_terms, match_expression
 from searchengine.indexer.store import KEYWORD_TABLE, KEYWORD_TOKENIZER, Document, DocumentStore
 
 
@@ -24,12 +24,29 @@ def _expression(store: DocumentStore, text: str) -> str | None:
     return match_expression(store.db.conn, text, KEYWORD_TABLE, KEYWORD_TOKENIZER, store.count())
 
 
-def test_terms_are_the_distinct_lower_cased_words_in_order() -> None:
-    assert keyword_terms("Cats, cats and DOGS: 2 dogs!") == ["cats", "and", "dogs", "2"]
+def test_terms_are_the_lower_cased_words_in_order_with_their_counts() -> None:
+    terms = keyword_terms("Cats, cats and DOGS: 2 dogs!")
+    assert list(terms.items()) == [("cats", 2), ("and", 1), ("dogs", 2), ("2", 1)]
 
 
 def test_words_of_any_script_are_kept() -> None:
-    assert keyword_terms("naïve café 東京 straße") == ["naïve", "café", "東京", "straße"]
+    assert list(keyword_terms("naïve café 東京 straße")) == ["naïve", "café", "東京", "straße"]
+
+
+def test_a_repeated_word_is_or_ed_as_often_as_the_query_holds_it(store: DocumentStore) -> None:
+    assert _expression(store, "Dog stock DOG dog") == '"dog" OR "dog" OR "dog" OR "stock"'
+    many = _expression(store, "dog " * (MAX_WORD_REPEATS + 50) + "stock")
+    assert many == " OR ".join(['"dog"'] * MAX_WORD_REPEATS + ['"stock"'])
+
+
+def test_bm25_weighs_a_word_by_its_count_in_the_query(tmp_path: Path) -> None:
+    store = DocumentStore(tmp_path / "weights.db", writable=True)
+    store.add([Document(text) for text in ["owl nest", "lark song", "filler one", "filler two"]])
+    # 'owl' and 'lark' are equally rare; the query names the lark three times and the owl once
+    (best, _), (second, _) = store.keyword_search("owl lark, lark, lark", 2)
+    found = store.get([best, second])
+    assert (found[best].text, found[second].text) == ("lark song", "owl nest")
+    store.close()
 
 
 def test_each_word_is_a_quoted_string_and_the_words_are_or_ed(store: DocumentStore) -> None:
@@ -46,7 +63,7 @@ def test_words_most_documents_hold_are_left_out_by_their_stem(store: DocumentSto
 
 
 def test_a_text_of_common_words_only_keeps_them_all(store: DocumentStore) -> None:
-    assert _expression(store, "the THE") == '"the"'
+    assert _expression(store, "the THE") == '"the" OR "the"'
 
 
 def test_a_text_without_words_has_no_expression(store: DocumentStore) -> None:
@@ -78,7 +95,7 @@ def test_english_stop_words_are_left_out_of_a_query_with_other_words(store: Docu
 
 
 def test_a_query_of_stop_words_only_searches_them_all(store: DocumentStore) -> None:
-    assert _expression(store, "to be or not to be") == '"to" OR "be" OR "or" OR "not"'
+    assert _expression(store, "to be or not to be") == '"to" OR "to" OR "be" OR "be" OR "or" OR "not"'
     assert _expression(store, "and") == '"and"'
     (found,) = store.keyword_search("AND", 10)  # a word here, never the FTS5 operator
     assert store.get([found[0]])[found[0]].text == "the dog and the cat"
