@@ -7,10 +7,14 @@ OR-ing the words lets BM25 rank documents by how many of them they hold, as a ke
 A word the query holds several times is OR-ed that many times, up to MAX_WORD_REPEATS: FTS5's bm25() adds up
 every phrase of the expression, so this weighs each word by its count in the query, as Lucene's and Anserini's
 BM25 do. On ArguAna (paragraph-long queries) it took keyword nDCG@10 from 0.434 to 0.477 and hybrid from 0.529 to
-0.535; on NFCorpus, whose short queries rarely repeat a word, both moved by 0.0006 (docs/retrieval.md). The cap
-bounds the cost: FTS5 scores a row in time that grows with the square of a phrase's repeats (1,000 repeats of
-one word took 0.7 s on 20,000 short rows, 10,000 took 70 s), while on ArguAna a cap of 4, 8 or none gave the same
-keyword nDCG@10 (0.4778, 0.4774, 0.4783; a scratch run).
+0.535; on NFCorpus, whose short queries rarely repeat a word, both moved by 0.0006 (docs/retrieval.md). Words are
+counted as spelled (lower-cased), so "cat" and "cats" count apart, as they did when each counted once.
+
+Both caps bound the cost, which grows faster than the number of phrases: one word repeated 1,000 times took 0.7 s
+on 20,000 short rows and 10,000 times 70 s, and 400 distinct words each 8 times took 13 times as long as each
+once on ArguAna. So past MAX_REPEATED_PHRASES phrases each word counts fewer times, down to once, as a query
+pasted from a whole document does; ArguAna's queries need at most 434 (median 80). On ArguAna a cap of 4, 8 or
+none gave the same keyword nDCG@10 (0.4778, 0.4774, 0.4783; a scratch run).
 
 Words that more than half of the documents hold are left out (unless every word is one): FTS5's BM25 gives them an
 IDF of 1e-6 (its formula turns negative there and is clamped), so they move no score beyond the sixth decimal,
@@ -56,6 +60,9 @@ docstring)."""
 MAX_WORD_REPEATS = 8
 """A word is OR-ed into the expression as many times as the query holds it, up to this many (see the module's
 docstring)."""
+MAX_REPEATED_PHRASES = 512
+"""Repeats are OR-ed only while the expression stays within this many phrases; past it each word counts fewer
+times, down to once (see the module's docstring)."""
 STOP_WORDS = frozenset(
     "a an and are as at be but by for if in into is it no not of on or such that the their then there these they "
     "this to was will with".split()
@@ -99,8 +106,11 @@ def match_expression(
         if count <= documents * share and words[position] not in STOP_WORDS
     ]
     kept = sorted(position for _, position in sorted(kept_words)[:MAX_QUERY_WORDS]) or range(len(words))
-    repeats = ((words[position], min(counts[words[position]], MAX_WORD_REPEATS)) for position in kept)
-    return " OR ".join(f'"{word}"' for word, times in repeats for _ in range(times))  # \w+ holds no quote
+    kept_counts = [(words[position], counts[words[position]]) for position in kept]
+    cap = MAX_WORD_REPEATS
+    while cap > 1 and sum(min(count, cap) for _, count in kept_counts) > MAX_REPEATED_PHRASES:
+        cap -= 1
+    return " OR ".join(f'"{word}"' for word, count in kept_counts for _ in range(min(count, cap)))  # \w+: no quote
 
 
 def _documents_holding(

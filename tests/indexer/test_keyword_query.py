@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from searchengine.indexer import keyword_query
 from searchengine.indexer.keyword_query import MAX_WORD_REPEATS, keyword_terms, match_expression
 from searchengine.indexer.store import KEYWORD_TABLE, KEYWORD_TOKENIZER, Document, DocumentStore
 
@@ -37,6 +38,16 @@ def test_a_repeated_word_is_or_ed_as_often_as_the_query_holds_it(store: Document
     assert _expression(store, "Dog stock DOG dog") == '"dog" OR "dog" OR "dog" OR "stock"'
     many = _expression(store, "dog " * (MAX_WORD_REPEATS + 50) + "stock")
     assert many == " OR ".join(['"dog"'] * MAX_WORD_REPEATS + ['"stock"'])
+
+
+def test_past_the_phrase_budget_each_word_counts_fewer_times_down_to_once(
+    store: DocumentStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    query = "dog dog dog stock stock stock naive naive naive fell fell fell"
+    monkeypatch.setattr(keyword_query, "MAX_REPEATED_PHRASES", 8)  # 3 of each is 12 phrases; 2 of each is 8
+    assert _expression(store, query) == '"dog" OR "dog" OR "stock" OR "stock" OR "naive" OR "naive" OR "fell" OR "fell"'
+    monkeypatch.setattr(keyword_query, "MAX_REPEATED_PHRASES", 3)  # even once each is 4 phrases: every word stays
+    assert _expression(store, query) == '"dog" OR "stock" OR "naive" OR "fell"'
 
 
 def test_bm25_weighs_a_word_by_its_count_in_the_query(tmp_path: Path) -> None:
