@@ -21,7 +21,9 @@ IDF of 1e-6 (its formula turns negative there and is clamped), so they move no s
 while scoring the many documents that hold them is most of a query's cost. Every other word is searched for, also
 in a query as long as a paragraph (but see long queries and stop words below): keeping only the 32 rarest words of
 each query was measured to cost ArguAna (paragraph-long queries) 7 points of keyword nDCG@10 (0.433 to 0.363;
-docs/retrieval.md), so MAX_QUERY_WORDS is None unless set to trade quality for speed.
+docs/retrieval.md). MAX_QUERY_WORDS keeps the 1,024 rarest, Lucene's default limit on the clauses of a query,
+which no ArguAna query reaches (at most 348 words are searched for) but a whole document pasted as a query can:
+3,200 distinct words took 1.6 s on ArguAna's 8,674 documents.
 
 A long query (more than LONG_QUERY_WORDS distinct words, e.g. a paragraph) also leaves out the words more than a
 tenth of the documents hold. Each is one of dozens of words there, and scoring the many documents that hold them
@@ -48,8 +50,9 @@ import re
 import sqlite3
 from collections import Counter
 
-MAX_QUERY_WORDS: int | None = None
-"""The most words a keyword query searches for, its rarest ones; None for all (see the module's docstring)."""
+MAX_QUERY_WORDS: int | None = 1024
+"""The most distinct words a keyword query searches for, its rarest ones; None for all (see the module's
+docstring)."""
 COMMON_WORD_SHARE = 0.5
 """A word held by more than this share of the documents is left out of a query (see the module's docstring)."""
 LONG_QUERY_WORDS = 32

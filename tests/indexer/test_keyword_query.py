@@ -50,6 +50,12 @@ def test_past_the_phrase_budget_each_word_counts_fewer_times_down_to_once(
     assert _expression(store, query) == '"dog" OR "stock" OR "naive" OR "fell"'
 
 
+def test_a_query_searches_at_most_its_max_query_words_rarest_words(store: DocumentStore) -> None:
+    assert keyword_query.MAX_QUERY_WORDS == 1024  # Lucene's default clause limit
+    words = [f"w{i}" for i in range(1100)]  # held by no document: all equally rare, so the first 1,024 stay
+    assert _expression(store, " ".join(words)) == " OR ".join(f'"{word}"' for word in words[:1024])
+
+
 def test_bm25_weighs_a_word_by_its_count_in_the_query(tmp_path: Path) -> None:
     store = DocumentStore(tmp_path / "weights.db", writable=True)
     store.add([Document(text) for text in ["owl nest", "lark song", "filler one", "filler two"]])
