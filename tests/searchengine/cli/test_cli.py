@@ -291,7 +291,7 @@ def test_query_needs_text_or_file(index_dir: Path) -> None:
 
 
 def _spawn_indexer(index_dir: Path, model: Path) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"}  # SIGABRT dumps every thread's stack
     command = [sys.executable, "-m", "searchengine", "index", "-", "-d", str(index_dir), "--model", str(model)]
     return subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
 
@@ -314,7 +314,12 @@ def test_interrupted_or_killed_indexing_leaves_previous_index(
     process.stdin.flush()
     _wait_for_new_files(index_dir, names_before, process)
     process.send_signal(sig)
-    process.wait(timeout=60)  # stdin stays open until the process is gone: EOF must not race the signal
+    try:
+        process.wait(timeout=60)  # stdin stays open until the process is gone: EOF must not race the signal
+    except subprocess.TimeoutExpired:  # say where it hangs (once seen on a loaded 2-core machine, not reproduced)
+        process.send_signal(signal.SIGABRT)
+        stacks = process.communicate(timeout=30)[1].decode(errors="replace")
+        pytest.fail(f"the indexer did not stop within 60 s of {sig.name}; its stacks:\n{stacks[-6000:]}")
     process.stdin.close()
     stderr = process.stderr.read()
     if sig == signal.SIGINT:
