@@ -293,7 +293,16 @@ def test_query_needs_text_or_file(index_dir: Path) -> None:
 def _spawn_indexer(index_dir: Path, model: Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"}  # SIGABRT dumps every thread's stack
     command = [sys.executable, "-m", "searchengine", "index", "-", "-d", str(index_dir), "--model", str(model)]
-    return subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    # A test run started in the background (`.ci/run &`) ignores SIGINT, and a child inherits that: Python then
+    # leaves Ctrl-C ignored, as a shell expects of a background job, and the indexer would never see it.
+    return subprocess.Popen(
+        command,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
 
 
 def _wait_for_new_files(index_dir: Path, before: set[str], process: subprocess.Popen) -> None:
@@ -316,7 +325,7 @@ def test_interrupted_or_killed_indexing_leaves_previous_index(
     process.send_signal(sig)
     try:
         process.wait(timeout=60)  # stdin stays open until the process is gone: EOF must not race the signal
-    except subprocess.TimeoutExpired:  # say where it hangs (once seen on a loaded 2-core machine, not reproduced)
+    except subprocess.TimeoutExpired:  # say where it hangs
         process.send_signal(signal.SIGABRT)
         stacks = process.communicate(timeout=30)[1].decode(errors="replace")
         pytest.fail(f"the indexer did not stop within 60 s of {sig.name}; its stacks:\n{stacks[-6000:]}")
