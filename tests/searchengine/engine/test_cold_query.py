@@ -46,7 +46,7 @@ def _torch_results(index: Path, query: str, k: int) -> list[tuple[int, float]]:
 def test_cli_query_imports_neither_torch_nor_transformers(index: Path) -> None:
     for query in QUERIES:
         completed = subprocess.run(
-            [sys.executable, "-c", CLI_REPORTING_MODULES, "query", query, "-k", "5", "--json", "--index-dir", index],
+            [sys.executable, "-c", CLI_REPORTING_MODULES, "query", query, "-k", "5", "--json", "--precision", "fp32", "--index-dir", index],
             capture_output=True,
             text=True,
             check=True,
@@ -59,7 +59,7 @@ def test_cli_query_imports_neither_torch_nor_transformers(index: Path) -> None:
 
 
 def test_opened_index_queries_through_the_onnx_export(index: Path) -> None:
-    engine = SearchEngine.open(index)
+    engine = SearchEngine.open(index, speed=EncoderSpeed(precision="fp32"))  # auto: torch bf16 on a CPU with AMX
     batch = engine.search_batch(QUERIES, 4)
     assert isinstance(engine._query_encoder(), OnnxQueryEncoder) and engine._encoder is None  # noqa: SLF001
     for query, hits in zip(QUERIES, batch):

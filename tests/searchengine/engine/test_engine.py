@@ -11,6 +11,10 @@ from searchengine.indexer.errors import IndexerError
 
 from searchengine import SearchEngine, SearchEngineError
 from searchengine.encoding.encoder import Encoder
+from searchengine.encoding.speed import EncoderSpeed
+
+FP32 = EncoderSpeed(precision="fp32")
+"""What the tests' encoders run; `auto` is bf16 on a CPU with AMX, whose scores differ in the third decimal."""
 
 
 @pytest.fixture
@@ -54,7 +58,7 @@ def test_scores_are_cosine_of_encoder_vectors(
 
 def test_open_reloads_the_same_index(engine: SearchEngine, tiny_encoder: Encoder, sentences: list[str]) -> None:
     before = _all_results(engine, sentences)
-    reopened = SearchEngine.open(engine.path)
+    reopened = SearchEngine.open(engine.path, speed=FP32)  # auto is bf16 on a CPU with AMX; the build's was fp32
     assert reopened.encoder.fingerprint == tiny_encoder.fingerprint
     assert _all_results(reopened, sentences) == before
 
@@ -148,7 +152,7 @@ def test_empty_corpus_is_refused_and_leaves_old_index(
     before = _all_results(engine, sentences)
     with pytest.raises(SearchEngineError, match="no text to index"):
         SearchEngine.build(["", "   "], engine.path, encoder=tiny_encoder)
-    _assert_same_results(_all_results(SearchEngine.open(engine.path), sentences), before)
+    _assert_same_results(_all_results(SearchEngine.open(engine.path, speed=FP32), sentences), before)
 
 
 def test_query_on_empty_index(tmp_path: Path, tiny_encoder: Encoder) -> None:
@@ -177,7 +181,7 @@ def test_interrupted_build_keeps_previous_index(
     with pytest.raises(KeyboardInterrupt):
         SearchEngine.build(interrupted(), engine.path, encoder=tiny_encoder)
     assert sorted(p.name for p in engine.path.iterdir()) == files_before
-    _assert_same_results(_all_results(SearchEngine.open(engine.path), sentences), before)
+    _assert_same_results(_all_results(SearchEngine.open(engine.path, speed=FP32), sentences), before)
 
 
 def test_interrupted_append_keeps_previous_index(engine: SearchEngine, sentences: list[str]) -> None:
@@ -190,7 +194,7 @@ def test_interrupted_append_keeps_previous_index(engine: SearchEngine, sentences
     with pytest.raises(KeyboardInterrupt):
         engine.add(interrupted())
     assert len(engine) == len(sentences)
-    _assert_same_results(_all_results(SearchEngine.open(engine.path), sentences), before)
+    _assert_same_results(_all_results(SearchEngine.open(engine.path, speed=FP32), sentences), before)
 
 
 def test_missing_index_directory(tmp_path: Path) -> None:
@@ -248,8 +252,9 @@ _OPEN_AND_CHANGE = """
 import sys
 
 from searchengine import SearchEngine
+from searchengine.encoding.speed import EncoderSpeed
 
-engine = SearchEngine.open(sys.argv[1])
+engine = SearchEngine.open(sys.argv[1], speed=EncoderSpeed(precision="fp32"))  # auto: torch bf16 where AMX is
 assert len(engine) == engine.info().vectors == 12
 engine.mine(top=3)
 engine.dedupe(0.99)
