@@ -122,7 +122,7 @@ def test_whitening_k_is_fitted_saved_and_applied(tmp_path: Path, tiny_encoder: E
     info = engine.info()
     assert (info.dimension, info.model_dimension, info.whitening) == (8, 32, 8)
     assert engine.encode(["x"]).shape == (1, 8)
-    reopened = SearchEngine.open(engine.path, whiten_k=8)
+    reopened = SearchEngine.open(engine.path, whiten_k=8, speed=FP32)
     assert reopened.search(texts[5], k=1)[0].text == texts[5]
     with pytest.raises(SearchEngineError, match="whitening"):
         SearchEngine.open(engine.path, whiten_k=16)
@@ -319,7 +319,7 @@ def test_an_index_written_before_the_typed_manifest_opens(
     before = _all_results(built, sentences)
     old = _manifest_written_before_typing(built.path, tiny_model.resolve(), tiny_encoder.fingerprint)
     (built.path / "manifest.json").write_text(json.dumps(old, indent=2) + "\n", encoding="utf-8")
-    engine = SearchEngine.open(built.path, whiten_k=8)
+    engine = SearchEngine.open(built.path, whiten_k=8, speed=FP32)
     assert (len(engine), engine.info().whitening, engine.info().created_at) == (12, 8, "2026-11-23T14:05:46+0000")
     _assert_same_results(_all_results(engine, sentences), before)
     engine.delete([0])
