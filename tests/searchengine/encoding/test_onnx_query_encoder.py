@@ -20,8 +20,9 @@ LONG = "the cat sat on the mat " * 40
 def light_encoder(
     model: Path | str, pooling: str | None = None, speed: EncoderSpeed | None = None
 ) -> OnnxQueryEncoder | None:
+    """The torch-free encoder at fp32 unless `speed` says otherwise (auto is torch bf16 on a CPU with AMX)."""
     source = locate_model(model, pooling)
-    return onnx_query_encoder(source, source.fingerprint(), speed)
+    return onnx_query_encoder(source, source.fingerprint(), speed or EncoderSpeed(precision="fp32"))
 
 
 @pytest.mark.parametrize("pooling", ["mean", "cls", "max", "mean_sqrt_len"])
