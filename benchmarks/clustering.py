@@ -29,12 +29,11 @@ from pathlib import Path
 import numpy as np
 from searchengine.indexer.index_directory import IndexDirectory
 from searchengine.indexer.store import DocumentStore, StoredDocument
-from searchengine.indexer.vector_index import VectorIndex
 from synthetic import noisy_copies
 
 from searchengine import SearchEngine
 from searchengine.analysis.cluster_settings import ClusterSettings
-from searchengine.analysis.clustering import cluster_labels, stored_matrix
+from searchengine.analysis.clustering import cluster_labels
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -124,10 +123,9 @@ def _all_documents(engine: SearchEngine) -> list[StoredDocument]:
 
 def scaled_vectors(index_dir: Path, n: int, noise: float, seed: int = 0) -> np.ndarray:
     """n vectors: the index's real vectors, then noisy re-normalised copies of them until there are n."""
-    directory = IndexDirectory(index_dir)
-    manifest = directory.read_manifest()
-    _, real = stored_matrix(VectorIndex.load(directory.file(manifest, "vectors"), manifest.index.type))
-    return noisy_copies(real, n, noise, seed)
+    with SearchEngine.open(index_dir) as engine:
+        real = np.concatenate([vectors for _, vectors in engine.stored_vectors()])
+    return noisy_copies(real / np.linalg.norm(real, axis=1, keepdims=True), n, noise, seed)
 
 
 def peak_rss_mib() -> float:

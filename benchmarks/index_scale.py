@@ -38,7 +38,6 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import faiss
 import numpy as np
 from machine_info import run_record
 from searchengine.indexer.index_directory import IndexDirectory
@@ -103,15 +102,11 @@ def encode_part(n: int, work: Path, sentences: Path) -> dict:
 
 
 def stored_vectors(index: Path) -> np.ndarray:
-    """The vectors of a one-shard Flat index built by `--part encode`, in id order."""
+    """The vectors of a Flat index built by `--part encode`, in id order (read back from its segments)."""
     with SearchEngine.open(index) as engine:
-        manifest = engine.manifest
-    files = sorted(index.glob("vectors.*.faiss"))
-    if manifest.index.type != "Flat" or len(files) != 1:
-        raise SystemExit(f"{index} is not a one-shard Flat index built by --part encode")
-    mapped = faiss.read_index(str(files[0]))
-    ids = faiss.vector_to_array(mapped.id_map)
-    rows = faiss.downcast_index(mapped.index).reconstruct_n(0, mapped.ntotal)
+        if engine.manifest.index.type != "Flat":
+            raise SystemExit(f"{index} is not a Flat index built by --part encode")
+        ids, rows = (np.concatenate(part) for part in zip(*engine.stored_vectors()))
     return rows[np.argsort(ids)]
 
 

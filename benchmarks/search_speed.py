@@ -339,7 +339,9 @@ def build_engine(
     seconds = time.perf_counter() - started
     with SearchEngine.open(path, encoder=encoder) as engine:
         info = engine.info()
-        sizes = {role: stored.size for role, stored in engine.manifest.files.items()}
+        files = engine.manifest.files.items()
+        sizes = {role: stored.size for role, stored in files if not role.startswith("segment")}
+        sizes["vectors"] = sum(stored.size for role, stored in files if role.startswith("segment"))
     return {
         "built_by": "SearchEngine.build (store + whitening fit + index; embeddings from the cache)",
         "build_seconds": round(seconds, 2),
@@ -351,9 +353,13 @@ def build_engine(
 
 
 def vectors_file(path: Path) -> Path:
-    """The FAISS index file of an engine's index directory."""
+    """The FAISS file of an engine's index directory: its one segment (a fresh build writes one)."""
     directory = IndexDirectory(path)
-    return directory.file(directory.read_manifest(), "vectors")
+    manifest = directory.read_manifest()
+    segments = [role for role in manifest.files if role.startswith("segment")]
+    if len(segments) != 1:
+        raise SystemExit(f"{path} has {len(segments)} segments; build it afresh (one segment) to measure it")
+    return directory.file(manifest, segments[0])
 
 
 def measure_end_to_end(

@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import hashlib
 import os
 import re
 import shutil
+import sqlite3
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -34,8 +34,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from searchengine.indexer.crash_points import crash_point
+from searchengine.indexer.durable_files import file_checksum, fsync_path, in_use
 from searchengine.indexer.errors import IndexerError, IndexLockedError
-from searchengine.indexer.manifest import Manifest, StoredFile, named_files
+from searchengine.indexer.manifest import SEGMENT_ROLE, Manifest, StoredFile, named_files
 
 MANIFEST = "manifest.json"
 LOCK = ".lock"
@@ -46,8 +48,9 @@ VERIFY_ON_OPEN_BYTES = 8 << 20
 ones by writers, which read them whole anyway, and by `searchengine verify`."""
 _T = TypeVar("_T")
 _GENERATION_FILE = re.compile(
-    r"^(vectors(\.\d+)?|documents|whitening|spool)\.\d+\.(faiss|db|safetensors|tmp)(-journal)?$"
+    r"^((vectors(\.\d+)?|documents|whitening|spool|segment)\.\d+\.(faiss|db|safetensors|tmp))(-journal|-wal|-shm)?$"
 )
+"""Files a write makes: group 1 is the file a store's journal, write-ahead log or shared memory belongs to."""
 _SUFFIXES = {"vectors": "faiss", "documents": "db", "whitening": "safetensors", "spool": "tmp"}
 
 
@@ -56,27 +59,37 @@ class IndexDirectory:
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
+        self._verified: set[tuple[str, str]] = set()
+        """(name, checksum) of immutable files this object has read in full and found intact: a segment is
+        checked once, not at every reopen."""
 
     def exists(self) -> bool:
         return (self.path / MANIFEST).is_file()
 
     def read_manifest(self) -> Manifest:
-        """The current manifest, checked against the files it names (sizes, and checksums of small files)."""
+        """The current manifest, checked against the files it names (sizes, and checksums of small files); for
+        format 2 filled in from the store's latest commit (counts, segments: indexer/index_state.py)."""
         return self.read_consistently(lambda manifest: manifest)
 
-    def read_consistently(self, read: Callable[[Manifest], _T]) -> _T:
+    def read_settings(self) -> Manifest:
+        """The manifest as on disk, its own files checked, without reading the store: what a write in place needs
+        (model, dimension, whitening, passages), at a cost that does not grow with the index."""
+        return self._read_manifest_once(VERIFY_ON_OPEN_BYTES, with_state=False)
+
+    def read_consistently(self, read: Callable[[Manifest], _T], with_state: bool = True) -> _T:
         """`read(manifest)` on the current manifest, started over whenever a writer commits meanwhile.
 
+        `with_state` False: a format-2 manifest as on disk, for a `read` that reads the store's state itself.
         A writer may replace the manifest and remove the files it named between our reading it and opening them;
         an IndexerError raised while the manifest changed underneath is that, not damage, so the read is made
         again on the new manifest. The same error with the manifest unchanged is real and raised.
         """
         for attempt in range(READ_ATTEMPTS):
-            stamp = self.manifest_stamp()
+            stamp = self.state_stamp()
             try:
-                return read(self._read_manifest_once(VERIFY_ON_OPEN_BYTES))
+                return read(self._read_manifest_once(VERIFY_ON_OPEN_BYTES, with_state))
             except IndexerError:
-                if attempt == READ_ATTEMPTS - 1 or self.manifest_stamp() == stamp:
+                if attempt == READ_ATTEMPTS - 1 or self.state_stamp() == stamp:
                     raise
         raise AssertionError("unreachable")
 
@@ -88,9 +101,35 @@ class IndexDirectory:
             return None
         return status.st_ino, status.st_mtime_ns
 
-    def _read_manifest_once(self, verify_up_to: int | None) -> Manifest:
+    def state_stamp(self) -> tuple:
+        """Changes whenever a writer commits anything: a new manifest, or (format 2) a new commit number in the
+        store. A stat and one small read."""
+        return self.manifest_stamp(), self._commit_number()
+
+    def _commit_number(self) -> str | None:
+        """The store's commit number (format 2), read without any check; None where there is none to read."""
+        try:
+            names = named_files(self.path / MANIFEST)
+        except (IndexerError, OSError):
+            return None
+        for name in names:
+            if name.startswith("documents."):
+                path = self.path / name
+                try:
+                    connection = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+                    try:
+                        row = connection.execute("SELECT value FROM index_state WHERE key = 'commit'").fetchone()
+                    finally:
+                        connection.close()
+                except sqlite3.Error:
+                    return None
+                return None if row is None else str(row[0])
+        return None
+
+    def _read_manifest_once(self, verify_up_to: int | None, with_state: bool = True) -> Manifest:
         """The manifest, each file it names checked to be inside the directory and of its recorded size, and
-        its checksum verified when it is at most `verify_up_to` bytes (every file when None)."""
+        its checksum verified when it is at most `verify_up_to` bytes (every file when None); for format 2 (when
+        `with_state`) filled in from the store, its segments checked the same way."""
         manifest_path = self.path / MANIFEST
         if not self.path.is_dir():
             raise IndexerError(
@@ -107,6 +146,16 @@ class IndexDirectory:
             problem = self.check_file(stored, verify=lambda size: verify_up_to is None or size <= verify_up_to)
             if problem:
                 raise IndexerError(f"{problem}; rebuild the index")
+        if not manifest.segmented or not with_state:
+            return manifest
+        from searchengine.indexer.index_state import with_store_state
+
+        manifest = with_store_state(self.path, manifest)
+        for role, stored in manifest.files.items():
+            if role.startswith(SEGMENT_ROLE):
+                problem = self.check_file(stored, verify=lambda size: verify_up_to is None or size <= verify_up_to)
+                if problem:
+                    raise IndexerError(f"{problem}; rebuild the index")
         return manifest
 
     def check_file(self, stored: StoredFile, verify: Callable[[int], bool] = lambda size: True) -> str | None:  # noqa: ARG005
@@ -119,27 +168,57 @@ class IndexDirectory:
             size = file.stat().st_size
         except OSError:
             return f"index file {file} is missing"
+        if stored.in_place:
+            return None
         if size != stored.size:
-            return f"index file {file} has {size} bytes but the manifest says {stored.size}: it is truncated or was changed"
-        if stored.checksum and verify(size):
+            return f"index file {file} has {size} bytes but {_recorder(stored)} says {stored.size}: it is truncated or was changed"
+        if stored.checksum and verify(size) and (stored.name, stored.checksum) not in self._verified:
             try:
                 found = file_checksum(file)
             except OSError as exc:
                 return f"index file {file} cannot be read ({exc.strerror or exc})"
+            if found == stored.checksum and stored.name.startswith(SEGMENT_ROLE):
+                self._verified.add((stored.name, stored.checksum))
             if found != stored.checksum:
                 return (
-                    f"index file {file} is corrupt: its checksum is {found[:19]}…, the manifest records "
+                    f"index file {file} is corrupt: its checksum is {found[:19]}…, {_recorder(stored)} records "
                     f"{stored.checksum[:19]}… (same size, other bytes)"
                 )
         return None
 
     def verify(self) -> list[FileCheck]:
-        """Every file of the current index checked in full (checksums of all sizes), one result per file."""
+        """Every file of the current index checked in full (checksums of all sizes), one result per file; for a
+        format-2 index every live segment too, the store by SQLite's own check, and the segments against the
+        store's counts."""
         manifest = Manifest.read(self.path / MANIFEST) if self.exists() else self.read_manifest()
-        return [
-            FileCheck(role, stored.name, stored.checksum is not None, self.check_file(stored))
+        if not manifest.segmented:
+            return [
+                FileCheck(role, stored.name, stored.checksum is not None, self.check_file(stored))
+                for role, stored in manifest.files.items()
+            ]
+        from searchengine.indexer.index_state import with_store_state
+        from searchengine.indexer.store_check import check_store
+
+        self._verified.clear()
+        store = manifest.files["documents"]
+        problem = self.check_file(store)
+        if problem is None:
+            try:
+                manifest = with_store_state(self.path, manifest)
+            except IndexerError as exc:
+                problem = str(exc)
+        if problem is not None:
+            return [FileCheck("store", store.name, False, problem)]
+        checks = [
+            FileCheck(role, stored.name, True, self.check_file(stored), "size and sha256 match the store's record")
+            if role.startswith(SEGMENT_ROLE)
+            else FileCheck(role, stored.name, stored.checksum is not None, self.check_file(stored))
             for role, stored in manifest.files.items()
+            if role != "documents"
         ]
+        if any(check.problem for check in checks):
+            return checks
+        return check_store(self, manifest) + checks
 
     def file(self, manifest: Manifest, role: str) -> Path | None:
         """The path of the current file for `role` ('vectors', 'documents', 'whitening'), if it has one."""
@@ -164,27 +243,40 @@ class IndexDirectory:
                 "so nothing in it is overwritten"
             )
         self.path.mkdir(parents=True, exist_ok=True)
-        with self._open_lock() as lock:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                lock.seek(0)
-                holder = lock.read().strip() or "another process"
-                raise IndexLockedError(
-                    f"index {self.path} is being written by {holder}; wait for it to finish and try again"
-                ) from None
+        with self.locked():
             if existing:  # every checksum, under the lock so no writer commits meanwhile, before anything changes
                 self._read_manifest_once(verify_up_to=None)
-            lock.seek(0)
-            lock.truncate()
-            lock.write(f"process {os.getpid()}")
-            lock.flush()
             generation = Generation(self)
             try:
                 yield generation
             finally:
                 if not generation.committed:
                     generation.discard()
+
+    @contextmanager
+    def locked(self, wait: float = 0.0) -> Iterator[None]:
+        """Hold the writer lock: one process writes an index at a time. `wait`: seconds to wait for another
+        writer to finish (0: fail at once with IndexLockedError naming it)."""
+        with self._open_lock() as lock:
+            deadline = time.monotonic() + wait
+            while True:
+                try:
+                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if time.monotonic() < deadline:
+                        time.sleep(0.05)
+                        continue
+                    lock.seek(0)
+                    holder = lock.read().strip() or "another process"
+                    raise IndexLockedError(
+                        f"index {self.path} is being written by {holder}; wait for it to finish and try again"
+                    ) from None
+            lock.seek(0)
+            lock.truncate()
+            lock.write(f"process {os.getpid()}")
+            lock.flush()
+            yield
 
     def _open_lock(self):  # noqa: ANN202 (a text file object)
         """The lock file, opened without ever following a symbolic link (O_NOFOLLOW): a link planted there cannot
@@ -203,10 +295,35 @@ class IndexDirectory:
     def _current_files(self) -> set[str]:
         return named_files(self.path / MANIFEST) if self.exists() else set()
 
-    def _remove_unreferenced(self, keep: set[str]) -> None:
-        for entry in self.path.iterdir():
-            if _GENERATION_FILE.match(entry.name) and entry.name not in keep or entry.name == f"{MANIFEST}.tmp":
+    def live_file_names(self) -> set[str]:
+        """The files the committed state names: the manifest's, and for format 2 the store's segments."""
+        names = self._current_files()
+        manifest = Manifest.read(self.path / MANIFEST) if names else None
+        if manifest is not None and manifest.segmented:
+            from searchengine.indexer.store import DocumentStore
+
+            store = DocumentStore(self.path / manifest.files["documents"].name)
+            try:
+                store.read_snapshot()
+                names |= {record.name for record in store.segments.records()}
+            finally:
+                store.close()
+        return names
+
+    def remove_unreferenced(self) -> None:
+        """Remove the files no committed state names: those of replaced generations, segments merged away, and
+        orphans of interrupted writes. Only under the writer lock, after a commit; never a file a commit names."""
+        keep = self.live_file_names()
+        removed = 0
+        for entry in sorted(self.path.iterdir()):
+            match = _GENERATION_FILE.match(entry.name)
+            if match and match.group(1) not in keep or entry.name == f"{MANIFEST}.tmp":
+                if match and in_use(self.path / match.group(1)):  # a merge in another process is making it
+                    continue
                 entry.unlink(missing_ok=True)
+                removed += 1
+                if removed == 1:
+                    crash_point("cleanup")
 
 
 class Generation:
@@ -219,8 +336,8 @@ class Generation:
         self.created: list[Path] = []
 
     def path(self, role: str) -> Path:
-        """A fresh path for this generation's file of `role` (vectors, vectors.<shard>, documents, whitening or
-        spool)."""
+        """A fresh path for this generation's file of `role` (documents, whitening or spool; vectors and
+        vectors.<shard> in format 1)."""
         path = self.directory.path / f"{role}.{self.number}.{_SUFFIXES[role.partition('.')[0]]}"
         self.created.append(path)
         return path
@@ -232,30 +349,38 @@ class Generation:
         for role, path in paths.items():
             if path is not None:
                 file = self.directory.path / path.name
-                _fsync(file)
-                files[role] = StoredFile(path.name, file.stat().st_size, file_checksum(file))
+                fsync_path(file)
+                if manifest.segmented and role == "documents":  # changed in place from now on
+                    files[role] = StoredFile(path.name, None, None, in_place=True)
+                else:
+                    files[role] = StoredFile(path.name, file.stat().st_size, file_checksum(file))
         manifest = manifest.with_files(files)
         temporary = self.directory.path / f"{MANIFEST}.tmp"
         temporary.write_text(manifest.to_json(), encoding="utf-8")
         if self.directory.exists():
             shutil.copymode(self.directory.path / MANIFEST, temporary)
-        _fsync(temporary)
+        fsync_path(temporary)
         os.replace(temporary, self.directory.path / MANIFEST)
         self.committed = True  # first thing after the swap: from here on these files are the index
-        _fsync(self.directory.path)
-        self.directory._remove_unreferenced({stored.name for stored in files.values()})  # noqa: SLF001
+        fsync_path(self.directory.path)
+        self.directory.remove_unreferenced()
+
+    def created_file(self, name: str) -> None:
+        """Count a file made in the directory under its own name (a segment) among this generation's."""
+        self.created.append(self.directory.path / name)
 
     def discard(self) -> None:
         """Remove this generation's files, except any the current manifest names: an interrupt that lands after
         the manifest swap but before `committed` is set must not delete the index it just committed."""
         try:
-            named = self.directory._current_files()  # noqa: SLF001
+            named = self.directory.live_file_names()
         except IndexerError:
             named = set()
         for path in self.created:
             if path.name not in named:
                 path.unlink(missing_ok=True)
-                Path(f"{path}-journal").unlink(missing_ok=True)
+                for suffix in ("-journal", "-wal", "-shm"):
+                    Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
 @dataclass(frozen=True)
@@ -268,23 +393,13 @@ class FileCheck:
     """False for manifests written before checksums were recorded: only the size could be checked."""
     problem: str | None
     """What is wrong, or None when the file is as the manifest records it."""
+    checked: str = ""
+    """What was checked, when it is not the manifest's size and checksum."""
 
 
-def file_checksum(path: Path) -> str:
-    """'sha256:<hex>' of a file's bytes, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(1 << 20):
-            digest.update(block)
-    return f"sha256:{digest.hexdigest()}"
-
-
-def _fsync(path: Path) -> None:
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
+def _recorder(stored: StoredFile) -> str:
+    """Where a file's size and checksum are recorded: the store for a segment, else the manifest."""
+    return "the store" if stored.name.startswith(SEGMENT_ROLE) else "the manifest"
 
 
 def _foreign_entries(path: Path) -> bool:

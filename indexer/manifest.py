@@ -18,13 +18,19 @@ import json
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, ClassVar, NoReturn
+from typing import Any, NoReturn
 
 from searchengine.indexer.errors import IndexerError
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""Format 2: the SQLite store, changed in place, is the commit point of every write and names the vector segments
+(indexer/segments.py); the manifest names the store and the whitening. Format 1 (vector files named here, every
+write a new generation) is still read, and converted on an index's first write."""
+READABLE_FORMATS = (1, 2)
 ROLES = ("vectors", "documents", "whitening")
-"""The files an index may name; vectors and documents it always has (vectors as shards: `vector_roles`)."""
+"""The files a format-1 index may name; vectors and documents it always has (vectors as shards: `vector_roles`)."""
+SEGMENT_ROLE = "segment"
+"""Role prefix of a vector segment in a format-2 index's file list (`segment.<name>`), filled in from the store."""
 _REBUILD = "rebuild the index from its corpus with `searchengine index`"
 
 
@@ -105,9 +111,13 @@ class StoredFile:
     """One current file of the index: its name in the index directory, its size and checksum when committed."""
 
     name: str
-    size: int
+    size: int | None
+    """None for a format-2 index's store as its manifest names it (the store fills in what it measures)."""
     checksum: str | None = None
-    """'sha256:<hex>' of the file's bytes; None in manifests written before checksums were recorded."""
+    """'sha256:<hex>' of the file's bytes; None in manifests written before checksums were recorded, and for a
+    format-2 store."""
+    in_place: bool = False
+    """A file changed in place (a format-2 store): no fixed size or checksum; SQLite checks its own pages."""
 
 
 @dataclass(frozen=True)
@@ -118,6 +128,7 @@ class Manifest:
     whitening: WhiteningFit | None
     index: VectorIndexSpec
     count: Counts
+    """Format 2 keeps counts in the store (searchengine.indexer.index_state fills them in when it reads)."""
     created_at: str
     updated_at: str
     versions: dict[str, str]
@@ -127,12 +138,17 @@ class Manifest:
     passages: PassageSplitting | None = None
     """How long documents are split into passages; None: each document is one vector, embedded from its
     beginning (and every index written before passages existed)."""
-    format_version: ClassVar[int] = FORMAT_VERSION
+    format_version: int = FORMAT_VERSION
+
+    @property
+    def segmented(self) -> bool:
+        """True for format 2: vectors in segments that the store names, writes committed in place."""
+        return self.format_version >= 2
 
     @property
     def size_on_disk(self) -> int:
-        """Bytes of all current files."""
-        return sum(stored.size for stored in self.files.values())
+        """Bytes of all current files (for format 2 as last filled in from the store and the directory)."""
+        return sum(stored.size or 0 for stored in self.files.values())
 
     def with_files(self, files: dict[str, StoredFile]) -> Manifest:
         return replace(self, files=dict(files))
@@ -155,6 +171,8 @@ class Manifest:
         whitening = self.whitening
         passages = None if self.passages is None else {"tokens": self.passages.tokens, "overlap": self.passages.overlap}
         checksums = {role: stored.checksum for role, stored in self.files.items() if stored.checksum}
+        if self.segmented:
+            return self._format_2_json(model, passages)
         return {
             "format_version": self.format_version,
             "model": model,
@@ -179,6 +197,40 @@ class Manifest:
             **({"passages": passages} if passages else {}),
         }
 
+    def _format_2_json(self, model: dict[str, Any], passages: dict[str, int] | None) -> dict[str, Any]:
+        """Format 2 on disk: what changes only with a rebuild. Counts, update time and segments live in the store;
+        `info --json` adds them (searchengine.indexer.index_state)."""
+        own = {role: stored for role, stored in self.files.items() if not role.startswith(SEGMENT_ROLE)}
+        whitening = self.whitening
+        return {
+            "format_version": self.format_version,
+            "model": model,
+            "whitening": None if whitening is None else {"k": whitening.k, "fit_count": whitening.fit_count},
+            "index": {"type": self.index.type, "metric": self.index.metric, "dimension": self.index.dimension},
+            "created_at": self.created_at,
+            "versions": dict(self.versions),
+            "files": {role: stored.name for role, stored in own.items()},
+            "sizes": {role: stored.size for role, stored in own.items() if not stored.in_place},
+            "checksums": {role: stored.checksum for role, stored in own.items() if stored.checksum},
+            **({"passages": passages} if passages else {}),
+        }
+
+    def state_json(self) -> dict[str, Any]:
+        """What a format-2 store says beside the manifest (`info --json`): counts from the data, the last update,
+        the versions that last wrote, and the live segments."""
+        segments = [stored for role, stored in self.files.items() if role.startswith(SEGMENT_ROLE)]
+        return {
+            "count": {
+                "vectors": self.count.vectors,
+                "documents": self.count.documents,
+                "tombstones": self.count.tombstones,
+            },
+            "updated_at": self.updated_at,
+            "versions": dict(self.versions),
+            "segments": [{"file": s.name, "size": s.size, "checksum": s.checksum} for s in segments],
+            "size_on_disk": self.size_on_disk,
+        }
+
     def to_json(self) -> str:
         return json.dumps(self.as_json_dict(), indent=2) + "\n"
 
@@ -200,15 +252,16 @@ class Manifest:
             raise IndexerError(f"{path} is corrupt (not JSON: {exc}); {_REBUILD}") from None
         top = _Object(data, "", path)
         version = top.get("format_version", "a format number")
-        if version != FORMAT_VERSION or isinstance(version, bool):
+        if not isinstance(version, int) or isinstance(version, bool) or version not in READABLE_FORMATS:
             raise IndexerError(
-                f"{path.parent} uses index format {version!r}, this searchengine reads format {FORMAT_VERSION}; "
-                "rebuild the index with this version"
+                f"{path.parent} uses index format {version!r}, this searchengine reads formats "
+                f"{', '.join(map(str, READABLE_FORMATS))}: it was written by a newer searchengine; upgrade "
+                "searchengine (pip install -U searchengine), or rebuild the index with this version"
             )
         whitening = top.object("whitening", optional=True)
         passages = top.object("passages", optional=True)
         index = _vector_index_spec(top.object("index"))
-        files = _files(top, index.shards)
+        files = _files(top, index.shards, version)
         if (whitening is None) == ("whitening" in files):
             top.fail("whitening", "and files.whitening disagree: an index has both or neither")
         return cls(
@@ -217,14 +270,15 @@ class Manifest:
             if whitening is None
             else WhiteningFit(k=whitening.integer("k", minimum=1), fit_count=whitening.integer("fit_count")),
             index=index,
-            count=_counts(top.object("count")),
+            count=_counts(top.object("count")) if version == 1 else Counts(0, 0),
             created_at=top.string("created_at"),
-            updated_at=top.string("updated_at"),
+            updated_at=top.string("updated_at") if version == 1 else top.string("created_at"),
             versions=top.object("versions").mapping(str, "a string"),
             files=files,
             passages=None
             if passages is None
             else PassageSplitting(passages.integer("tokens", minimum=1), passages.integer("overlap")),
+            format_version=version,
         )
 
 
@@ -283,27 +337,34 @@ def _counts(count: _Object) -> Counts:
     )
 
 
-def _files(top: _Object, shards: int) -> dict[str, StoredFile]:
+def _files(top: _Object, shards: int, version: int) -> dict[str, StoredFile]:
     names = top.object("files").mapping(str, "a file name")
     sizes = top.object("sizes").mapping(int, "a size in bytes")
     checksums_object = top.object("checksums", optional=True)
     checksums = {} if checksums_object is None else checksums_object.mapping(str, "'sha256:' and a hex digest")
-    vectors = vector_roles(shards)
+    vectors = vector_roles(shards) if version == 1 else []
     allowed = [*vectors, *ROLES[1:]]
+    in_place = () if version == 1 else ("documents",)
+    """Files changed in place, which have no fixed size or checksum."""
     for role, name in names.items():
         if role not in allowed:
             top.fail(f"files.{role}", f"is not a file an index has (those are {', '.join(allowed)})", name)
         if not is_plain_name(name):
             top.fail(f"files.{role}", "should be a file name in the index directory (no '/', '.' or '..')", name)
-        if role not in sizes:
+        if role not in sizes and role not in in_place:
             top.fail(f"sizes.{role}", "is missing")
     for role in (*vectors, "documents"):
         if role not in names:
             top.fail(f"files.{role}", "is missing")
     for role, checksum in checksums.items():
-        if role not in names or not re.fullmatch(r"sha256:[0-9a-f]{64}", checksum):
+        if role not in names or role in in_place or not re.fullmatch(r"sha256:[0-9a-f]{64}", checksum):
             top.fail(f"checksums.{role}", "should be 'sha256:' and 64 hex digits of a file the index names", checksum)
-    return {role: StoredFile(name, sizes[role], checksums.get(role)) for role, name in names.items()}
+    if version >= 2 and "whitening" in names and "whitening" not in checksums:
+        top.fail("checksums.whitening", "is missing: every fixed file of a format-2 index has its checksum")
+    return {
+        role: StoredFile(name, None if role in in_place else sizes[role], checksums.get(role), role in in_place)
+        for role, name in names.items()
+    }
 
 
 _MISSING = object()

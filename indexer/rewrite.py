@@ -1,13 +1,17 @@
 """Change an index as a whole: a writable copy of the current generation, committed with its manifest in one
-swap, or discarded if anything fails. Every write path (build, add, delete, compact, cluster, dedupe) ends here."""
+swap, or discarded if anything fails. Builds, re-embedding with another model (`adapt`) and the one-time
+conversion of a format-1 index end here; every other write changes the index in place (indexer/live_write.py).
+A generation is committed in format 2: its vectors as segments that its store names."""
 
 from __future__ import annotations
 
 import shutil
+import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from searchengine.indexer.index_directory import Generation, IndexDirectory
@@ -18,9 +22,15 @@ from searchengine.indexer.manifest import (
     PassageSplitting,
     VectorIndexSpec,
     WhiteningFit,
-    vector_roles,
 )
-from searchengine.indexer.shards import Vectors, load_vectors, save_vectors, shard_count
+from searchengine.indexer.segments import (
+    SegmentRecord,
+    SegmentSet,
+    load_segment_set,
+    new_segment_name,
+    write_segment,
+)
+from searchengine.indexer.shards import ShardedVectorIndex, Vectors, load_vectors
 from searchengine.indexer.store import DocumentStore
 from searchengine.indexer.whitening import Whitening
 
@@ -30,7 +40,7 @@ class IndexRewrite:
     """A writable copy of the current index, inside `rewriting()`: change it, and it is committed whole."""
 
     store: DocumentStore
-    vectors: Vectors
+    vectors: Vectors | SegmentSet
     whitening: Whitening | None
     manifest: Manifest
     """The manifest of the index being rewritten."""
@@ -56,12 +66,18 @@ def rewriting(directory: IndexDirectory, versions: dict[str, str] | None = None)
     with directory.writing(existing=True) as generation:
         previous = directory.read_manifest()
         store_path = generation.path("documents")
-        shutil.copyfile(directory.file(previous, "documents"), store_path)
-        shutil.copymode(directory.file(previous, "documents"), store_path)
+        copy_store(directory.file(previous, "documents"), store_path)
         whitening_path = directory.file(previous, "whitening")
+        store = DocumentStore(store_path, writable=True)
+        if previous.segmented:
+            vectors: Vectors | SegmentSet = load_segment_set(
+                directory.path, store.segments.records(), previous.index.type, previous.index.dimension
+            )
+        else:
+            vectors = load_vectors(directory, previous)
         rewrite = IndexRewrite(
-            store=DocumentStore(store_path, writable=True),
-            vectors=load_vectors(directory, previous),
+            store=store,
+            vectors=vectors,
             whitening=Whitening.load(whitening_path) if whitening_path else None,
             manifest=previous,
             generation=generation,
@@ -84,6 +100,19 @@ def rewriting(directory: IndexDirectory, versions: dict[str, str] | None = None)
             previous.passages,
             keep_whitening=not rewrite.new_whitening,
         )
+
+
+def copy_store(source: Path, target: Path) -> None:
+    """A consistent copy of the store at `source` (through SQLite's backup: a WAL store's latest commits may still
+    be in its log), with the same permissions."""
+    reader = sqlite3.connect(f"{source.resolve().as_uri()}?mode=ro", uri=True)
+    writer = sqlite3.connect(str(target))
+    try:
+        reader.backup(writer)
+    finally:
+        writer.close()
+        reader.close()
+    shutil.copymode(source, target)
 
 
 def upgrade_store(store: DocumentStore, vectors: Vectors) -> int:
@@ -111,10 +140,11 @@ def commit_generation(
     """Save the vectors (and a new whitening) into `generation` and commit it with its manifest, which records
     how documents are split into `passages` (None: not split). A rewrite (`previous` given) keeps the previous
     whitening file unless `keep_whitening` is False."""
-    vector_paths = save_vectors(vectors, generation)
-    if previous is not None:  # a rewritten file keeps the permissions of the one it replaces
-        for path in vector_paths.values():
-            shutil.copymode(directory.file(previous, vector_roles(previous.index.shards)[0]), path)
+    records = save_segments(vectors, generation)
+    with store.db.atomic():
+        store.segments.clear()
+        store.segments.add(records)
+        store.segments.stamp(versions, store.next_id())
     if previous is not None and keep_whitening:
         whitening_path = directory.file(previous, "whitening")
     elif whitening is not None:
@@ -126,14 +156,29 @@ def commit_generation(
     manifest = Manifest(
         model=model,
         whitening=None if whitening is None else WhiteningFit(k=whitening.k, fit_count=whitening.fit_count),
-        index=VectorIndexSpec(
-            type=vectors.factory, metric="inner_product", dimension=vectors.dimension, shards=shard_count(vectors)
-        ),
-        count=Counts(vectors=store.vector_count(), documents=store.count(), tombstones=len(store.tombstones())),
+        index=VectorIndexSpec(type=vectors.factory, metric="inner_product", dimension=vectors.dimension),
+        count=Counts(0, 0),
         created_at=previous.created_at if previous else now,
         updated_at=now,
         versions=versions,
         passages=passages,
     )
     store.close()
-    generation.commit(manifest, {**vector_paths, "documents": store.path, "whitening": whitening_path})
+    generation.commit(manifest, {"documents": store.path, "whitening": whitening_path})
+
+
+def save_segments(vectors: Vectors | SegmentSet, generation: Generation) -> list[SegmentRecord]:
+    """Write each part of `vectors` (a shard, a segment, or the one index) as a segment file of `generation`."""
+    if isinstance(vectors, ShardedVectorIndex):
+        parts = vectors.shards
+    elif isinstance(vectors, SegmentSet):
+        parts = [segment.index for segment in vectors.segments]
+    else:
+        parts = [vectors]
+    records = []
+    for part in parts:
+        if part.count:
+            name = new_segment_name()
+            generation.created_file(name)
+            records.append(write_segment(generation.directory.path, part, name))
+    return records

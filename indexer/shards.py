@@ -18,7 +18,7 @@ from pathlib import Path
 
 import faiss
 import numpy as np
-from searchengine.indexer.index_directory import Generation, IndexDirectory
+from searchengine.indexer.index_directory import IndexDirectory
 from searchengine.indexer.manifest import Manifest, vector_roles
 from searchengine.indexer.vector_index import VectorIndex, collect_matrix
 
@@ -81,7 +81,7 @@ class ShardedVectorIndex:
             faiss.omp_set_num_threads(threads)  # this pool thread's own OpenMP setting
             return self.shards[number].search(queries, k, own, gone if gone is not None and len(gone) else None)
 
-        found = [result for result in _pool().map(search_shard, range(len(self.shards))) if result is not None]
+        found = [result for result in pool().map(search_shard, range(len(self.shards))) if result is not None]
         if not found:
             return np.full((len(queries), k), -np.inf, dtype=np.float32), np.full((len(queries), k), -1, np.int64)
         return merge_top_k(found, k)
@@ -139,8 +139,8 @@ def _in_shard(ids: np.ndarray, number: int, shards: int) -> np.ndarray:
 
 
 @functools.cache
-def _pool() -> ThreadPoolExecutor:
-    """The threads shards are searched in, made once per process."""
+def pool() -> ThreadPoolExecutor:
+    """The threads shards and segments are searched in, made once per process."""
     return ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="shard-search")
 
 
@@ -151,28 +151,9 @@ def create_vectors(factory: str, dimension: int, shards: int = 1) -> Vectors:
     return ShardedVectorIndex.create(factory, dimension, shards)
 
 
-def shard_count(vectors: Vectors) -> int:
-    return len(vectors.shards) if isinstance(vectors, ShardedVectorIndex) else 1
-
-
-def empty_like(vectors: Vectors) -> Vectors:
-    """A new, empty (untrained) index of the same type, dimension and shards."""
-    return create_vectors(vectors.factory, vectors.dimension, shard_count(vectors))
-
-
 def load_vectors(directory: IndexDirectory, manifest: Manifest) -> Vectors:
     """The vector index the manifest names: one file, or one per shard."""
     paths = [directory.file(manifest, role) for role in vector_roles(manifest.index.shards)]
     if manifest.index.shards == 1:
         return VectorIndex.load(paths[0], manifest.index.type)
     return ShardedVectorIndex.load(paths, manifest.index.type)
-
-
-def save_vectors(vectors: Vectors, generation: Generation) -> dict[str, Path]:
-    """Write the vector index into `generation`; returns its files by manifest role."""
-    paths = {role: generation.path(role) for role in vector_roles(shard_count(vectors))}
-    if isinstance(vectors, ShardedVectorIndex):
-        vectors.save(list(paths.values()))
-    else:
-        vectors.save(paths["vectors"])
-    return paths

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 import json
+import os
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -27,8 +28,10 @@ import sqlite_utils
 from searchengine.indexer.errors import IndexerError, MissingKeywordIndexError, UnknownDocumentError
 from searchengine.indexer.filter_sql import COLUMN_TYPES, JSON_KINDS, Filter, json_path, where_clause
 from searchengine.indexer.keyword_query import match_expression
+from searchengine.indexer.migrations import migrate
 from searchengine.indexer.passages import TABLE as PASSAGES_TABLE
 from searchengine.indexer.passages import PassageTable
+from searchengine.indexer.segment_table import SegmentTable
 
 TABLE = "documents"
 LEGACY_EXTERNAL_IDS_TABLE = "external_ids"
@@ -158,12 +161,10 @@ class DocumentStore:
         self.passages: PassageTable
         """Which vectors are passages of which document (documents split into passages; indexer/passages.py)."""
         try:
-            if writable:
-                connection = sqlite3.connect(str(path))
-            else:
-                connection = sqlite3.connect(f"{Path(path).resolve().as_uri()}?mode=ro", uri=True)
-            self.db = sqlite_utils.Database(connection)
+            self.db = sqlite_utils.Database(_connect(Path(path), writable))
             self.passages = PassageTable(self.db, self._guard)
+            self.segments = SegmentTable(self.db, self._guard)
+            """The live vector segments and the commit state (format 2; indexer/segment_table.py)."""
             with self._guard():
                 self._create_table_if_missing(writable)
                 self.legacy = "count" in self.db[TABLE].columns_dict
@@ -173,6 +174,8 @@ class DocumentStore:
                     self.db.execute(_LEGACY_VIEW.format(external_id=external_id, TABLE=TABLE))
                 elif writable:
                     self.add_keyword_index()
+                if writable:
+                    migrate(self.db)
         except sqlite3.Error as exc:
             raise self._corrupt(exc) from None
 
@@ -187,6 +190,34 @@ class DocumentStore:
         if TOMBSTONES_TABLE not in tables:
             self.db[TOMBSTONES_TABLE].create({"id": int}, pk="id")
         self.passages.create_if_missing()
+
+    def begin(self) -> None:
+        """Start the one transaction of a write in place (BEGIN IMMEDIATE: the writer's lock on the file); every
+        change until `commit` is part of it, and readers see none of them until then."""
+        with self._guard():
+            self.db.execute("BEGIN IMMEDIATE")
+
+    def commit(self) -> None:
+        """Commit the write's transaction: from here on its changes are the index."""
+        with self._guard():
+            self.db.execute("COMMIT")
+
+    def rollback(self) -> None:
+        """Undo the write's transaction, if one is open (a failed or interrupted write changes nothing)."""
+        if self.db.conn.in_transaction:
+            with self._guard():
+                self.db.execute("ROLLBACK")
+
+    def read_snapshot(self) -> None:
+        """Start reading a new committed state: end the read transaction held so far and open another, so every
+        read until the next call sees one commit, whatever writers commit meanwhile (WAL: readers never wait)."""
+        with self._guard():
+            if self.db.conn.in_transaction:
+                self.db.execute("COMMIT")
+            self.db.execute("BEGIN")
+            self.db.execute(f"SELECT 1 FROM {TABLE} LIMIT 1").fetchall()
+        self._read_only_count = None
+        self._stem_counts = None if self.writable else {}
 
     def _corrupt(self, exc: Exception) -> IndexerError:
         """The one-line error for a failed SQLite call: a full disk or a permission problem is not corruption."""
@@ -291,7 +322,7 @@ class DocumentStore:
         """
         if not self.legacy:
             return []
-        with self._guard(), self.db.conn:
+        with self._guard(), self.db.atomic():
             self.db.execute(f"DROP VIEW temp.{TABLE}")
             old = f"{TABLE}_before_upgrade"
             self.db.execute(f"ALTER TABLE main.{TABLE} RENAME TO {old}")
@@ -337,11 +368,18 @@ class DocumentStore:
             int(self.db.execute(f"SELECT coalesce(max(id), -1) FROM {name}").fetchone()[0])
             for name in (table, TOMBSTONES_TABLE)
         ]
-        return max(*largest, self.passages.largest_id()) + 1
+        recorded = int(self.segments.state().get("next_id", "0")) if self.segments.exists() else 0
+        return max(max(*largest, self.passages.largest_id()) + 1, recorded)
+
+    def next_id(self) -> int:
+        """The id the next new document or passage gets: ids are never given twice, even once a merge has dropped
+        the tombstones of deleted ones."""
+        with self._guard():
+            return self._next_id_after(TABLE)
 
     def count(self) -> int:
-        """Number of documents stored. Counted once by a read-only store, whose file never changes (writers write
-        a new generation), since SQLite counts by reading the whole table."""
+        """Number of documents stored. Counted once per read snapshot by a read-only store (`read_snapshot`),
+        since SQLite counts by reading the whole table."""
         if self._read_only_count is not None:
             return self._read_only_count
         with self._guard():
@@ -360,7 +398,7 @@ class DocumentStore:
         sequence. Returns document id -> its passages' vector ids, in span order."""
         vector_ids: dict[int, list[int]] = {}
         rows: list[tuple[int, int, int, int]] = []
-        with self._guard(), self.db.conn:
+        with self._guard(), self.db.atomic():
             next_id = self._next_id_after(TABLE)
             for document, document_spans in spans.items():
                 ids = [document, *range(next_id, next_id + len(document_spans) - 1)]
@@ -409,7 +447,7 @@ class DocumentStore:
         """
         _refuse_lone_surrogates(documents)
         hashes = [document.content_hash for document in documents]
-        with self._guard(), self.db.conn:
+        with self._guard(), self.db.atomic():
             if self.legacy:
                 raise IndexerError(f"document store {self.path} must be upgraded before it is written; rebuild it")
             known = {
@@ -493,7 +531,7 @@ class DocumentStore:
         """Delete documents by id, all or none: an id that is not stored raises UnknownDocumentError. Returns the
         vector ids to drop: the documents' own and those of their further passages."""
         ids = sorted(set(int(i) for i in ids))
-        with self._guard(), self.db.conn:
+        with self._guard(), self.db.atomic():
             present = {row[0] for row in self._in_chunks(f"SELECT id FROM {TABLE} WHERE id IN", ids)}
             missing = [i for i in ids if i not in present]
             if missing:
@@ -538,7 +576,7 @@ class DocumentStore:
         return [*COLUMN_FIELDS, *(key for (key,) in keys)]
 
     def add_tombstones(self, ids: Sequence[int]) -> None:
-        with self._guard(), self.db.conn:
+        with self._guard(), self.db.atomic():
             self.db[TOMBSTONES_TABLE].insert_all(({"id": int(i)} for i in ids), replace=True)
 
     def tombstones(self) -> np.ndarray:
@@ -555,14 +593,18 @@ class DocumentStore:
         document, a split one's first passage (its title and opening): what clustering and mining compare."""
         return np.union1d(self.tombstones(), self.passages.extra_ids())
 
-    def clear_tombstones(self) -> None:
-        with self._guard(), self.db.conn:
-            self.db.execute(f"DELETE FROM {TOMBSTONES_TABLE}")
+    def clear_tombstones(self, ids: Sequence[int] | None = None) -> None:
+        """Forget the tombstones of `ids` (their vectors are gone: a merge dropped them), or all of them."""
+        with self._guard(), self.db.atomic():
+            if ids is None:
+                self.db.execute(f"DELETE FROM {TOMBSTONES_TABLE}")
+            else:
+                self._in_chunks(f"DELETE FROM {TOMBSTONES_TABLE} WHERE id IN", [int(i) for i in ids])
 
     def mark_duplicates(self, marks: Sequence[tuple[int, int, float]]) -> None:
         """Replace every near-duplicate mark with `marks`: (id, id of the earlier document it duplicates, cosine)."""
         rows = [(int(i), int(original), float(score)) for i, original, score in marks]
-        with self._guard(), self.db.conn:
+        with self._guard(), self.db.atomic():
             self.db.execute(f"DROP TABLE IF EXISTS {DUPLICATES_TABLE}")
             self.db[DUPLICATES_TABLE].create({"id": int, "duplicate_of": int, "score": float}, pk="id")
             self.db.conn.executemany(f"INSERT INTO {DUPLICATES_TABLE} (id, duplicate_of, score) VALUES (?, ?, ?)", rows)
@@ -609,7 +651,7 @@ class DocumentStore:
         """Replace any stored clustering: document `ids[i]` is in cluster `clusters[i]`, at cosine `centrality[i]`
         to that cluster's centroid."""
         rows = [(int(i), int(c), float(s)) for i, c, s in zip(ids, clusters, centrality)]
-        with self._guard(), self.db.conn:
+        with self._guard(), self.db.atomic():
             for table in (CLUSTERING_TABLE, CLUSTER_MEMBERS_TABLE):
                 self.db.execute(f"DROP TABLE IF EXISTS {table}")
             self.db[CLUSTERING_TABLE].insert(
@@ -668,6 +710,33 @@ class DocumentStore:
 
     def close(self) -> None:
         self.db.conn.close()
+
+
+BUSY_TIMEOUT_MS = 10_000
+"""How long a statement waits for another connection's lock (a writer's commit, a checkpoint) before failing."""
+
+
+def _connect(path: Path, writable: bool) -> sqlite3.Connection:
+    """A connection to the store at `path`. A writable one puts the file in WAL mode (kept in the file), so
+    readers never wait for a write in progress. A read-only one of a directory this user cannot write (where SQLite
+    cannot make WAL's shared-memory file) opens the file as immutable: nobody can write it there either."""
+    if writable:
+        connection = sqlite3.connect(str(path))
+        connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        connection.execute("PRAGMA journal_mode = WAL")
+        return connection
+    uri = Path(path).resolve().as_uri()
+    immutable = not os.access(Path(path).parent, os.W_OK) and not Path(f"{path}-shm").exists()
+    wal = Path(f"{path}-wal")
+    if immutable and wal.exists() and wal.stat().st_size > 0:
+        raise IndexerError(
+            f"the index's latest writes are in {wal}, which SQLite cannot read in a directory this user may not "
+            "write without its -shm file: open the index once as a user who can write the directory (or copy it "
+            "with its -shm file)"
+        )
+    connection = sqlite3.connect(f"{uri}?mode=ro{'&immutable=1' if immutable else ''}", uri=True)
+    connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    return connection
 
 
 def _create_documents_table(db: sqlite_utils.Database, name: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -173,7 +174,14 @@ class VectorIndex:
         return collect_matrix(self.count, self.dimension, self.stored_vectors())
 
     def save(self, path: Path) -> None:
-        faiss.write_index(_on_cpu(self.index), str(path))
+        """Write the index to `path` through Python's file object, so a full disk or an I/O error is an OSError
+        here (FAISS's own writer only prints a failed close), and the bytes are fsynced before it returns."""
+        with open(path, "wb") as handle:
+            writer = faiss.PyCallbackIOWriter(handle.write)
+            faiss.write_index(_on_cpu(self.index), writer)
+            del writer
+            handle.flush()
+            os.fsync(handle.fileno())
 
     @classmethod
     def load(cls, path: Path, factory: str) -> VectorIndex:

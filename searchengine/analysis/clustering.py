@@ -17,7 +17,7 @@ import numpy as np
 from searchengine.analysis.cluster_settings import ClusterSettings
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.index_directory import IndexDirectory
-from searchengine.indexer.rewrite import rewriting
+from searchengine.indexer.live_write import writing_in_place
 from searchengine.indexer.store import DocumentStore
 from searchengine.indexer.vector_index import VectorIndex
 
@@ -236,8 +236,8 @@ def cluster_index(directory: IndexDirectory, settings: ClusterSettings, top: int
     parameters = settings.parameters()
     if top < 0:
         raise SearchEngineError(f"top must be 0 or more, not {top}")
-    with rewriting(directory) as rewrite:
-        ids, matrix = stored_matrix(rewrite.vectors)
+    with writing_in_place(directory) as rewrite:
+        ids, matrix = stored_matrix(rewrite.segments())
         live = ~np.isin(ids, rewrite.store.other_vector_ids())
         if not live.all():
             ids, matrix = ids[live], matrix[live]

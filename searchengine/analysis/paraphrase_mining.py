@@ -18,7 +18,7 @@ import numpy as np
 from searchengine.analysis.mining_request import MiningMethod, check_request, choose_method
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.index_directory import IndexDirectory
-from searchengine.indexer.rewrite import rewriting
+from searchengine.indexer.live_write import writing_in_place
 from searchengine.indexer.store import DocumentStore
 from searchengine.indexer.vector_index import VectorIndex
 
@@ -161,8 +161,8 @@ def dedupe_index(
     earlier marks, and commit it as a new generation of the index. Returns the marks (see `duplicate_marks`).
     """
     check_request(None, threshold)
-    with rewriting(directory) as rewrite:
-        pairs = mine_index(rewrite.vectors, None, threshold, method, neighbours, rewrite.store.other_vector_ids())
+    with writing_in_place(directory) as rewrite:
+        pairs = mine_index(rewrite.segments(), None, threshold, method, neighbours, rewrite.store.other_vector_ids())
         marks = duplicate_marks(pairs)
         rewrite.store.mark_duplicates([(pair.second, pair.first, pair.score) for pair in marks])
     return marks

@@ -58,7 +58,8 @@ def info(
                 else "none"
             ),
             "index type": f"{manifest.index.type} (FAISS, inner product)"
-            + (f", in {manifest.index.shards} shards searched together" if manifest.index.shards > 1 else ""),
+            + (f", in {manifest.index.shards} shards searched together" if manifest.index.shards > 1 else "")
+            + (_segments_summary(manifest) if manifest.segmented else ""),
             "keyword index": (
                 "FTS5, BM25 with Porter stemming (keyword and hybrid search)"
                 if keyword_index
@@ -79,7 +80,8 @@ def info(
                 "repeats": repeats,
                 "keyword_index": keyword_index,
             }
-            typer.echo(json.dumps({**manifest.as_json_dict(), **extra}, indent=2))
+            state = manifest.state_json() if manifest.segmented else {}
+            typer.echo(json.dumps({**manifest.as_json_dict(), **state, **extra}, indent=2))
             return
         width = max(len(key) for key in details)
         for key, value in details.items():
@@ -136,10 +138,23 @@ def _clustering_summary(clustering: ClusteringRecord | None) -> str:
     )
 
 
+def _segments_summary(manifest: Manifest) -> str:
+    segments = [stored for role, stored in manifest.files.items() if role.startswith("segment")]
+    return (
+        f", in {counted(len(segments), 'segment')} searched together (small ones exact; merged as they grow, "
+        "`searchengine compact` merges all)"
+    )
+
+
 def _tombstone_summary(manifest: Manifest) -> str:
     pending = manifest.count.tombstones
     if not pending:
         return "none"
+    if manifest.segmented:
+        return (
+            f"{counted(pending, 'vector')} kept as tombstones until their segments merge (never returned); "
+            "`searchengine compact` drops them now"
+        )
     return (
         f"{counted(pending, 'vector')} kept as tombstones ({manifest.index.type} cannot delete in place); "
         "run `searchengine compact`"
@@ -170,11 +185,11 @@ def delete(
             deleted = engine.delete(ids=[_document_id(value) for value in ids])
         typer.echo(f"Deleted {counted(len(deleted), 'document')}; the index holds {counted(len(engine), 'document')}.")
         if len(engine.tombstones):
+            one = len(engine.tombstones) == 1
             typer.echo(
-                f"{counted(len(engine.tombstones), 'vector')} "
-                f"{'stays' if len(engine.tombstones) == 1 else 'stay'} as a tombstone"
-                f"{'' if len(engine.tombstones) == 1 else 's'} ({engine.info().index_type} cannot delete in "
-                f"place); {'it is' if len(engine.tombstones) == 1 else 'they are'} never returned. Run `searchengine compact` to reclaim the space."
+                f"{counted(len(engine.tombstones), 'vector')} {'stays' if one else 'stay'} as "
+                f"{'a tombstone' if one else 'tombstones'} until {'its segment merges' if one else 'their segments merge'}"
+                f"; {'it is' if one else 'they are'} never returned. `searchengine compact` reclaims the space now."
             )
 
 
@@ -186,8 +201,8 @@ def _document_id(value: str) -> int:
 
 
 def compact(index_dir: Path | None = IndexDirOption) -> None:
-    """Rebuild the vector index without the vectors of deleted documents (needed for HNSW and PQ types), and give an
-    index written before keyword search its keyword index (for `query --mode keyword` and `--mode hybrid`).
+    """Merge the index's vector segments into one, without the vectors of deleted documents (tombstones), and give
+    an index written before keyword search its keyword index (for `query --mode keyword` and `--mode hybrid`).
 
     Example:
 
@@ -231,6 +246,8 @@ def verify(index_dir: Path | None = IndexDirOption) -> None:
         for check in checks:
             if check.problem:
                 typer.echo(f"FAILED  {check.role:<10} {check.name}: {check.problem}")
+            elif check.checked:
+                typer.echo(f"OK      {check.role:<10} {check.name} ({check.checked})")
             elif check.has_checksum:
                 typer.echo(f"OK      {check.role:<10} {check.name} (size and sha256 match the manifest)")
             else:

@@ -19,9 +19,11 @@ from searchengine.encoding.passages import PASSAGES_BY_DEFAULT, check_overlap, d
 from searchengine.engine.embedding import to_index_vectors
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.index_directory import IndexDirectory
+from searchengine.indexer.live_write import NewVectors, convert_if_needed, writing_in_place
 from searchengine.indexer.manifest import ModelIdentity, PassageSplitting, PromptRecord
+from searchengine.indexer.merge_policy import merge
 from searchengine.indexer.rewrite import commit_generation, rewriting
-from searchengine.indexer.shards import Vectors, create_vectors, empty_like
+from searchengine.indexer.shards import Vectors, create_vectors
 from searchengine.indexer.store import Document, DocumentStore
 from searchengine.indexer.vector_index import default_factory
 from searchengine.indexer.whitening import CovarianceAccumulator, Whitening
@@ -222,16 +224,16 @@ def append_to_index(
     report = IndexingReport()
     started = time.perf_counter()
     truncated_before = encoder.truncated
-    with rewriting(directory, library_versions()) as rewrite:
-        report.index_type = rewrite.manifest.index.type
-        report.upgraded = rewrite.upgraded
+    with writing_in_place(directory, library_versions()) as write:
+        report.index_type = write.manifest.index.type
+        report.upgraded = write.upgraded
         _stream_and_add(
-            rewrite.store,
-            rewrite.vectors,
+            write.store,
+            write.vectors,
             encoder,
             _timed_reading(document_chunks(documents), report),
-            rewrite.whitening,
-            rewrite.manifest.passages,
+            write.whitening,
+            write.manifest.passages,
             report,
             total,
             progress,
@@ -239,6 +241,8 @@ def append_to_index(
         if report.documents == 0:
             raise SearchEngineError(NO_TEXT)
         report.truncated = encoder.truncated - truncated_before
+        commit_started = time.perf_counter()
+    report.stages["commit"] = time.perf_counter() - commit_started
     report.seconds = time.perf_counter() - started
     return report
 
@@ -323,7 +327,7 @@ def _passages(
     return np.asarray(out_ids, dtype=np.int64), out_texts, np.asarray(out_first, dtype=bool)
 
 
-def drop_vectors(store: DocumentStore, vectors: Vectors, ids: list[int] | np.ndarray) -> None:
+def drop_vectors(store: DocumentStore, vectors: Vectors | NewVectors, ids: list[int] | np.ndarray) -> None:
     """Remove deleted documents' vectors, or tombstone them where the index type cannot remove in place."""
     if len(ids) and not vectors.remove(np.asarray(ids, dtype=np.int64)):
         store.add_tombstones(ids)
@@ -331,7 +335,7 @@ def drop_vectors(store: DocumentStore, vectors: Vectors, ids: list[int] | np.nda
 
 def _stream_and_add(
     store: DocumentStore,
-    vectors: Vectors,
+    vectors: Vectors | NewVectors,
     encoder: Encoder,
     chunks: Iterable[Chunk],
     whitening: Whitening | None,
@@ -521,28 +525,16 @@ def model_identity(encoder: Encoder) -> ModelIdentity:
 
 def delete_from_index(directory: IndexDirectory, ids: list[int] | None, external_ids: list[str] | None) -> list[int]:
     """Delete documents by id or by external id, all or none; returns the ids deleted."""
-    with rewriting(directory) as rewrite:
-        targets = list(ids or []) + (rewrite.store.ids_for_external(external_ids) if external_ids else [])
-        drop_vectors(rewrite.store, rewrite.vectors, rewrite.store.delete(targets))
+    with writing_in_place(directory) as write:
+        targets = list(ids or []) + (write.store.ids_for_external(external_ids) if external_ids else [])
+        drop_vectors(write.store, write.vectors, write.store.delete(targets))
     return sorted(set(targets))
 
 
 def compact_index(directory: IndexDirectory) -> int:
-    """Rebuild the vector index without tombstoned vectors (HNSW, PQ); returns how many were dropped. Like every
-    rewrite it gives a store written before keyword search its keyword index, so with no tombstones that is all
-    it does."""
-    with rewriting(directory) as rewrite:
-        dropped = rewrite.store.tombstones()
-        if not len(dropped):
-            return 0
-        old = rewrite.vectors
-        live = np.setdiff1d(old.ids(), dropped)
-        fresh = empty_like(old)
-        if fresh.needs_training:
-            sample = np.random.default_rng(0).permutation(live)[:TRAINING_SAMPLE]
-            fresh.train(old.reconstruct(np.sort(sample)))
-        for start in range(0, len(live), CHUNK * 8):
-            fresh.add(old.reconstruct(live[start : start + CHUNK * 8]), live[start : start + CHUNK * 8])
-        rewrite.vectors = fresh
-        rewrite.store.clear_tombstones()
-    return len(dropped)
+    """Merge every segment into one, without the vectors of deleted documents; returns how many were dropped.
+    An index written by an older version is converted first (which gives a store written before keyword search
+    its keyword index)."""
+    convert_if_needed(directory)
+    result = merge(directory)
+    return 0 if result is None else result.dropped

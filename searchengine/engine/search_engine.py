@@ -37,8 +37,11 @@ from searchengine.engine.ray_embedding import RaySettings, plan_parts, ray_embed
 from searchengine.engine.search import Hit, hits_of, nearest_documents, one_thread, rerank_hits
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.errors import IndexerError
-from searchengine.indexer.index_directory import IndexDirectory
-from searchengine.indexer.manifest import Manifest, ModelIdentity, PassageSplitting, PromptRecord
+from searchengine.indexer.index_directory import READ_ATTEMPTS, VERIFY_ON_OPEN_BYTES, IndexDirectory
+from searchengine.indexer.index_state import state_of
+from searchengine.indexer.manifest import Manifest, ModelIdentity, PassageSplitting, PromptRecord, StoredFile
+from searchengine.indexer.merge_policy import MergeResult, merge_as_needed
+from searchengine.indexer.segments import Segment, SegmentRecord, SegmentSet, load_segment
 from searchengine.indexer.shards import Vectors, load_vectors
 from searchengine.indexer.store import ClusteringRecord, Document, DocumentStore, lone_surrogate
 from searchengine.indexer.vector_index import check_trainable
@@ -97,7 +100,8 @@ class IndexInfo:
     passages: PassageSplitting | None = None
     """How documents longer than the model's limit are split into passages (None: embedded from their start)."""
     shards: int = 1
-    """FAISS indexes the vectors are split over (searchengine.indexer.shards)."""
+    """FAISS indexes the vectors are in, searched together: the segments of the index (indexer/segments.py), or
+    the shards of an index written before segments."""
 
 
 def _prompt_difference(built: PromptRecord | None, given: PromptConfig | None) -> str:
@@ -189,11 +193,15 @@ class SearchEngine:
         """What the index holds, as of the last load (open, and after each change made through this engine)."""
         self.last_report: IndexingReport | None = None
         """What the last build or add did."""
-        self._vectors: Vectors | None = None
+        self._vectors: Vectors | SegmentSet | None = None
         self._store: DocumentStore | None = None
         self._whitening: Whitening | None = None
         self._cross_encoders: dict[str, CrossEncoder] = {}
         self._stamp: tuple[int, int] | None = None
+        self._commit: int | None = None
+        """The store's commit number as loaded (format 2): `refresh` reloads when a writer commits another."""
+        self._segments: dict[str, Segment] = {}
+        """Loaded segments by file name: immutable, so a reload after a write loads only the new ones."""
         self._load()
 
     @property
@@ -388,7 +396,7 @@ class SearchEngine:
     def _load(self) -> None:
         # A writer may commit and remove the files between reading the manifest and opening them: read again.
         stamp = self.directory.manifest_stamp()
-        manifest, vectors, store, whitening = self.directory.read_consistently(self._open_files)
+        manifest, vectors, store, whitening = self.directory.read_consistently(self._open_files, with_state=False)
         if self._stamp is not None and manifest.model.fingerprint != self.manifest.model.fingerprint:
             store.close()
             raise SearchEngineError(
@@ -407,21 +415,56 @@ class SearchEngine:
             self._store.close()
         self.manifest, self._vectors, self._store, self._whitening = manifest, vectors, store, whitening
         self._tombstones, self._live, self._stamp = tombstones, live, stamp
+        self._commit = store.segments.commit_number() if manifest.segmented else None
+        if isinstance(vectors, SegmentSet):
+            self._segments = {segment.record.name: segment for segment in vectors.segments}
         self._keyword_index = store.has_keyword_index
 
     def refresh(self) -> bool:
-        """Reopen the index if a writer (another process, or another SearchEngine) committed since it was loaded;
-        True if it did. One stat when nothing changed. On failure the loaded state stays as it was, and usable."""
-        if self.directory.manifest_stamp() == self._stamp:
+        """Reload the index if a writer (another process, or another SearchEngine) committed since it was loaded;
+        True if it did. A stat and one small read when nothing changed; after a write in place only the new
+        segments are loaded. On failure the loaded state stays as it was, and usable."""
+        if self.directory.manifest_stamp() == self._stamp and self._commit is None:
             return False
+        if self.directory.manifest_stamp() == self._stamp and self._store is not None:
+            self._store.read_snapshot()  # every read until the next refresh sees this one commit
+            if self._store.segments.commit_number() == self._commit:
+                return False
         self._load()
         return True
 
-    def _open_files(self, manifest: Manifest) -> tuple[Manifest, Vectors, DocumentStore, Whitening | None]:
+    def _open_files(self, manifest: Manifest) -> tuple[Manifest, Vectors | SegmentSet, DocumentStore, Whitening | None]:
         whitening_path = self.directory.file(manifest, "whitening")
         whitening = Whitening.load(whitening_path) if whitening_path else None
-        vectors = load_vectors(self.directory, manifest)
-        return manifest, vectors, DocumentStore(self.directory.file(manifest, "documents")), whitening
+        store = DocumentStore(self.directory.file(manifest, "documents"))
+        if not manifest.segmented:
+            return manifest, load_vectors(self.directory, manifest), store, whitening
+        try:
+            for attempt in range(READ_ATTEMPTS):  # a merge may remove segments between our snapshot and loading them
+                store.read_snapshot()  # the counts, segments and tombstones of one commit, and the documents with them
+                commit = store.segments.commit_number()
+                try:
+                    segments = [self._segment(record, manifest.index.dimension) for record in store.segments.records()]
+                    break
+                except IndexerError:
+                    store.read_snapshot()
+                    if attempt == READ_ATTEMPTS - 1 or store.segments.commit_number() == commit:
+                        raise
+            manifest = state_of(store, manifest)
+        except BaseException:
+            store.close()
+            raise
+        return manifest, SegmentSet(segments, manifest.index.type, manifest.index.dimension), store, whitening
+
+    def _segment(self, record: SegmentRecord, dimension: int) -> Segment:
+        """The loaded segment `record` names: the one loaded before, or read now (its checksum checked when small)."""
+        if record.name in self._segments:
+            return self._segments[record.name]
+        stored = StoredFile(record.name, record.size, record.checksum)
+        problem = self.directory.check_file(stored, verify=lambda size: size <= VERIFY_ON_OPEN_BYTES)
+        if problem:
+            raise IndexerError(f"{problem}; rebuild the index")
+        return load_segment(self.path, record, dimension)
 
     def __len__(self) -> int:
         """Number of documents in the index (deleted ones not counted)."""
@@ -571,11 +614,13 @@ class SearchEngine:
         *,
         text_field: str = "text",
         title_field: str | None = None,
+        merge: bool = True,
     ) -> IndexingReport:
         """Append documents (a file path, texts or Documents), each its own document even when its text repeats
         an indexed one (the report counts those). A document whose external id (`id_field` of a .jsonl file, or
         Document.external_id) is already stored replaces the old one (upsert). `text_field` and `title_field` as
-        in `build`."""
+        in `build`. The new vectors are a new segment; `merge` then runs the merges the policy asks for (False:
+        leave them to a later `merge()`, as the server does off its request path)."""
         fields = JsonFields(text_field, title_field, id_field)
         report = append_to_index(
             self.directory,
@@ -585,14 +630,24 @@ class SearchEngine:
             progress,
         )
         self._load()
+        if merge:
+            self.merge()
         self.last_report = report
         return report
 
-    def delete(self, ids: Sequence[int] = (), external_ids: Sequence[str] = ()) -> list[int]:
+    def merge(self) -> list[MergeResult]:
+        """Merge vector segments as the merge policy asks (indexer/merge_policy.py); searches in other threads and
+        processes go on meanwhile. Returns the merges made."""
+        merges = merge_as_needed(self.directory)
+        if merges:
+            self._load()
+        return merges
+
+    def delete(self, ids: Sequence[int] = (), external_ids: Sequence[str] = (), *, merge: bool = True) -> list[int]:
         """Delete documents by id and/or external id, all or none (an unknown id deletes nothing).
 
-        Index types that cannot delete in place (HNSW, PQ) keep the vectors as tombstones, never returned by
-        searches, until `compact()`.
+        The vectors stay in their segments as tombstones, never returned by searches, until a merge drops them
+        (a segment more than half deleted is rewritten; `compact()` drops them all). `merge` as in `add`.
         """
         if not ids and not external_ids:
             raise SearchEngineError("say which documents to delete: give ids or external ids")
@@ -601,12 +656,16 @@ class SearchEngine:
                 raise SearchEngineError(f"{value!r} is not a document id (a whole number from 0 to 2**63 - 1)")
         deleted = delete_from_index(self.directory, list(ids), list(external_ids))
         self._load()
+        if merge:
+            self.merge()
         return deleted
 
     def compact(self) -> int:
-        """Rebuild the vector index without tombstoned vectors, and give an index written before keyword search its
-        keyword index; returns how many vectors were dropped. No work (and no new generation) when there is neither."""
-        if not len(self._tombstones) and self._keyword_index:
+        """Merge every segment into one without tombstoned vectors, and give an index written before keyword search
+        its keyword index; returns how many vectors were dropped. No work when there is one segment and nothing
+        to drop."""
+        one_segment = not isinstance(self._vectors, SegmentSet) or len(self._vectors.segments) <= 1
+        if not len(self._tombstones) and self._keyword_index and self.manifest.segmented and one_segment:
             return 0
         dropped = compact_index(self.directory)
         self._load()
@@ -691,7 +750,9 @@ class SearchEngine:
             repeats=self._store.repeats(),
             keyword_index=self._keyword_index,
             passages=manifest.passages,
-            shards=manifest.index.shards,
+            shards=sum(role.startswith("segment") for role in manifest.files)
+            if manifest.segmented
+            else manifest.index.shards,
         )
 
     def close(self) -> None:

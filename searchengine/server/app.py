@@ -136,10 +136,12 @@ def create_app(index: ServedIndex, settings: ServerSettings = ServerSettings()) 
         ]
 
         def add(engine: SearchEngine) -> dict[str, Any]:
-            report = engine.add(documents)
+            report = engine.add(documents, merge=False)
             return {**asdict(report), "index_size": len(engine)}
 
-        return await _answer(index.writer.submit(add))
+        answer = await _answer(index.writer.submit(add))
+        index.writer.submit_background(lambda engine: engine.merge())  # off the request path
+        return answer
 
     @app.delete("/documents/{document_id}", response_model=DeletedOut, dependencies=[Depends(check_writes)])
     async def delete_document(
@@ -150,10 +152,12 @@ def create_app(index: ServedIndex, settings: ServerSettings = ServerSettings()) 
         ids = [] if external else [_document_id(document_id)]
 
         def delete(engine: SearchEngine) -> dict[str, Any]:
-            deleted = engine.delete(ids=ids, external_ids=[document_id] if external else [])
+            deleted = engine.delete(ids=ids, external_ids=[document_id] if external else [], merge=False)
             return {"deleted": deleted, "index_size": len(engine)}
 
-        return await _answer(index.writer.submit(delete))
+        answer = await _answer(index.writer.submit(delete))
+        index.writer.submit_background(lambda engine: engine.merge())
+        return answer
 
     return app
 

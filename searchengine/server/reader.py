@@ -28,6 +28,8 @@ from searchengine.errors import SearchEngineError
 
 T = TypeVar("T")
 log = logging.getLogger("searchengine.server")
+IDLE_REFRESH_S = 5.0
+"""Seconds an idle reader waits before it refreshes anyway."""
 
 
 @dataclass(frozen=True)
@@ -119,10 +121,15 @@ class BatchingReader:
             self._engine.close()
 
     def _next_turn(self) -> tuple[list[_Search | _Call], bool]:
-        """Wait for one job, then take whatever else is queued, up to `max_batch` queries."""
+        """Wait for one job, then take whatever else is queued, up to `max_batch` queries. After IDLE_REFRESH_S
+        seconds without one, an empty turn: the loop refreshes, so an idle server does not hold an old read
+        snapshot of the store (which would keep SQLite from resetting its write-ahead log) or miss writes."""
         jobs: list[_Search | _Call] = []
         queued = 0
-        job = self._queue.get()
+        try:
+            job = self._queue.get(timeout=IDLE_REFRESH_S)
+        except queue.Empty:
+            return jobs, True
         while True:
             if job is _STOP:
                 return jobs, False

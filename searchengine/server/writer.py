@@ -6,6 +6,7 @@ until the write commits; the reader thread then notices the new manifest and reo
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
@@ -13,6 +14,7 @@ from typing import TypeVar
 from searchengine.engine.search_engine import SearchEngine
 
 T = TypeVar("T")
+log = logging.getLogger("searchengine.server")
 
 
 class SerialWriter:
@@ -26,6 +28,18 @@ class SerialWriter:
     def submit(self, function: Callable[[SearchEngine], T]) -> Future[T]:
         """`function(engine)` on the writer thread, after the writes submitted before it."""
         return self._executor.submit(self._write, function)
+
+    def submit_background(self, function: Callable[[SearchEngine], object]) -> None:
+        """`function(engine)` on the writer thread after the writes before it, answering nobody: a failure is
+        logged (a merge that fails leaves the index as it was, and the next write's merge tries again)."""
+
+        def logged(engine: SearchEngine) -> None:
+            try:
+                function(engine)
+            except Exception:  # noqa: BLE001 (nobody waits for it; the server goes on)
+                log.exception("background work on %s failed", engine.path)
+
+        self._executor.submit(self._write, logged)
 
     def _write(self, function: Callable[[SearchEngine], T]) -> T:
         if self._engine is None:

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import gzip
 import json
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
+from searchengine.indexer.index_directory import file_checksum
 
 from tests.hostile.harness import Case, Workspace, fill_disk
 
@@ -64,6 +67,41 @@ def _replace_file(role: str, make):  # noqa: ANN001, ANN202
         data = _manifest(workspace)
         data["sizes"][role] = path.stat().st_size
         _write_manifest(workspace, data)
+
+    return setup
+
+
+def _edit_store(sql: str):  # noqa: ANN202
+    """Run `sql` on the index's store: a damaged or hand-edited row."""
+
+    def setup(workspace: Workspace) -> None:
+        store = workspace.index / _manifest(workspace)["files"]["documents"]
+        with closing(sqlite3.connect(store)) as connection:
+            connection.execute(sql)
+            connection.commit()
+
+    return setup
+
+
+def _segment(workspace: Workspace) -> Path:
+    """The index's one vector segment (the hostile workspace's index is a fresh build)."""
+    return next(workspace.index.glob("segment.*.faiss"))
+
+
+def _replace_segment(make):  # noqa: ANN001, ANN202
+    """Swap the segment file for other content, with the store's record of its size and checksum updated so only
+    the content is wrong."""
+
+    def setup(workspace: Workspace) -> None:
+        path = _segment(workspace)
+        make(path)
+        store = workspace.index / _manifest(workspace)["files"]["documents"]
+        with closing(sqlite3.connect(store)) as connection:
+            connection.execute(
+                "UPDATE segments SET size = ?, checksum = ? WHERE name = ?",
+                (path.stat().st_size, file_checksum(path), path.name),
+            )
+            connection.commit()
 
     return setup
 
@@ -289,21 +327,25 @@ def _broken_index_cases() -> list[Case]:
         "manifest not JSON": lambda w: (w.index / "manifest.json").write_text("{", encoding="utf-8"),
         "manifest a list": lambda w: (w.index / "manifest.json").write_text("[]", encoding="utf-8"),
         "manifest without model": _drop("model"),
-        "manifest without counts": _drop("count"),
+        "manifest without build time": _drop("created_at"),
         "manifest without files": _drop("files"),
         "manifest without sizes": _drop("sizes"),
         "manifest without dimension": _drop("index", "dimension"),
         "manifest null model name": _null("model", "name"),
         "manifest null index type": _null("index", "type"),
         "manifest null vectors file": _null("files", "vectors"),
-        "manifest null count": _null("count", "vectors"),
+        "manifest null metric": _null("index", "metric"),
         "manifest file outside": _edit_manifest(lambda d: d["files"].update(vectors="../x.faiss")),
-        "vectors file missing": lambda w: _file(w, "vectors").unlink(),
-        "vectors file truncated": lambda w: _file(w, "vectors").write_bytes(_file(w, "vectors").read_bytes()[:50]),
+        "segment file missing": lambda w: _segment(w).unlink(),
+        "segment file truncated": lambda w: _segment(w).write_bytes(_segment(w).read_bytes()[:50]),
+        "segment row naming a file outside": _edit_store("UPDATE segments SET name = '../x.faiss'"),
+        "segment row with a null name": _edit_store("UPDATE segments SET name = NULL"),
+        "segment row with a text count": _edit_store("UPDATE segments SET vectors = 'abc'"),
+        "commit number not a number": _edit_store("UPDATE index_state SET value = 'x' WHERE key = 'commit'"),
         "documents file garbage": _replace_file("documents", lambda p: p.write_bytes(b"not sqlite" * 100)),
     }
     content = {  # `info` reads the manifest and the document store only, so these are for commands that load
-        "vectors of the wrong dimension": _replace_file("vectors", _vectors_of_dimension(16)),
+        "vectors of the wrong dimension": _replace_segment(_vectors_of_dimension(16)),
         "index dimension disagrees": _edit_manifest(lambda d: d["index"].update(dimension=16)),
         "whitening of the wrong dimension": _replace_file("whitening", _whitening_of_dimension(16, 4)),
         "whitening garbage": _replace_file("whitening", lambda p: p.write_bytes(b"\x00" * 64)),
@@ -319,7 +361,7 @@ def _broken_index_cases() -> list[Case]:
         Case(
             "delete: vectors of the wrong dimension",
             ["delete", "1", "-d", "{index}"],
-            _replace_file("vectors", _vectors_of_dimension(16)),
+            _replace_segment(_vectors_of_dimension(16)),
         )
     )
     cases.append(
@@ -348,10 +390,10 @@ def _permission_cases() -> list[Case]:
             fragments=("manifest.json", "ermission"),
             process=True,
         ),
-        Case(
-            "delete: read-only index directory",
+        Case(  # (a delete changes only the store's own files, so a read-only directory alone does not stop it)
+            "delete: read-only store",
             ["delete", "1", "-d", "{index}"],
-            _chmod(".", 0o555),
+            lambda w: (w.index / _manifest(w)["files"]["documents"]).chmod(0o444),
             fragments=("ermission",),
             process=True,
         ),

@@ -134,10 +134,13 @@ class Report:
 
 
 def snapshot(directory: Path) -> dict[str, str]:
-    """Every file under `directory` (but the writer's lock) -> sha256 of its bytes, plus its mode."""
+    """Every file under `directory` (but the writer's lock, SQLite's -shm, the shared-memory index of the
+    write-ahead log that every reader of the store maps, and an empty write-ahead log, which a reader may create)
+    -> sha256 of its bytes, plus its mode."""
     result = {}
     for path in sorted(directory.rglob("*")):
-        if path.is_file() and path.name != ".lock":
+        sqlite_scratch = path.name.endswith("-shm") or (path.name.endswith("-wal") and path.stat().st_size == 0)
+        if path.is_file() and path.name != ".lock" and not sqlite_scratch:
             result[str(path.relative_to(directory))] = (
                 hashlib.sha256(path.read_bytes()).hexdigest() + f" {path.stat().st_mode:o}"
             )

@@ -23,7 +23,8 @@ FIRST, SECOND = "2026-01-01T00:00:00+0000", "2026-01-02T00:00:00+0000"
 
 
 def _manifest(updated_at: str = FIRST, whitened: bool = False) -> Manifest:
-    """A manifest naming no files yet; commits can be told apart by `updated_at`."""
+    """A format-1 manifest naming no files yet (the generation protocol builds, adapts and conversions still use);
+    commits can be told apart by `updated_at`."""
     return Manifest(
         model=ModelIdentity("tiny", "default", "0123456789abcdef", "mean", True, 32, 64),
         whitening=WhiteningFit(k=8, fit_count=4) if whitened else None,
@@ -32,6 +33,7 @@ def _manifest(updated_at: str = FIRST, whitened: bool = False) -> Manifest:
         created_at=FIRST,
         updated_at=updated_at,
         versions={"searchengine": "0.1.0"},
+        format_version=1,
     )
 
 
@@ -87,7 +89,8 @@ def test_commit_makes_the_files_current(index: IndexDirectory) -> None:
     assert manifest.size_on_disk == 35
     # The manifest is plain JSON on disk, with no temporary left behind.
     on_disk = json.loads((index.path / MANIFEST).read_text(encoding="utf-8"))
-    assert on_disk["format_version"] == FORMAT_VERSION
+    assert on_disk["format_version"] == 1  # written as given (a build writes FORMAT_VERSION, format 2)
+    assert FORMAT_VERSION == 2
     assert on_disk["sizes"] == {"vectors": 10, "documents": 20, "whitening": 5}
     assert on_disk == manifest.as_json_dict()
     assert not (index.path / f"{MANIFEST}.tmp").exists()
@@ -162,7 +165,7 @@ def test_read_manifest_with_a_field_of_the_wrong_type(
         index.read_manifest()
 
 
-@pytest.mark.parametrize("version", [0, 2, "1", None, True])
+@pytest.mark.parametrize("version", [0, 3, "1", None, True])
 def test_read_manifest_of_another_format_version(index: IndexDirectory, committed: Manifest, version) -> None:
     manifest = json.loads((index.path / MANIFEST).read_text(encoding="utf-8"))
     manifest["format_version"] = version
@@ -396,7 +399,7 @@ def _interrupt_after(monkeypatch: pytest.MonkeyPatch, name: str, when=lambda *ar
     """Make `index_directory.<name>` do its work and then raise KeyboardInterrupt (a Ctrl-C landing right after)."""
     import searchengine.indexer.index_directory as module
 
-    real = getattr(module, name) if hasattr(module, name) else getattr(module.os, name)
+    real = getattr(module, name) if hasattr(module, name) else getattr(module.os, name)  # fsync_path, replace
 
     def interrupted(*args: object) -> None:
         real(*args)
@@ -409,7 +412,7 @@ def _interrupt_after(monkeypatch: pytest.MonkeyPatch, name: str, when=lambda *ar
         monkeypatch.setattr(module, name, interrupted)
 
 
-@pytest.mark.parametrize("where", ["replace", "_fsync"])
+@pytest.mark.parametrize("where", ["replace", "fsync_path"])
 def test_a_ctrl_c_right_after_the_manifest_swap_keeps_the_files_it_names(
     index: IndexDirectory, committed: Manifest, monkeypatch: pytest.MonkeyPatch, where: str
 ) -> None:

@@ -197,13 +197,14 @@ def test_a_null_is_named(key: str) -> None:
     assert f"key '{key}' is null" in _one_line_error(_without(WRITTEN_BEFORE_TYPING, key, None))
 
 
-@pytest.mark.parametrize("version", [2, 0, "1", True])
+@pytest.mark.parametrize("version", [3, 0, "1", True, 1.0])
 def test_another_format_version_says_so(version: object) -> None:
     with pytest.raises(IndexerError) as error:
         _parse(_without(WRITTEN_BEFORE_TYPING, "format_version", version))
     assert str(error.value) == (
-        f"{PATH.parent} uses index format {version!r}, this searchengine reads format 1; "
-        "rebuild the index with this version"
+        f"{PATH.parent} uses index format {version!r}, this searchengine reads formats 1, 2: it was written by a "
+        "newer searchengine; upgrade searchengine (pip install -U searchengine), or rebuild the index with this "
+        "version"
     )
 
 

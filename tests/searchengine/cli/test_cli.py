@@ -116,19 +116,27 @@ def test_info(index_dir: Path, sentences: list[str]) -> None:
 def test_info_json_is_the_manifest_on_disk_and_the_stored_extras(index_dir: Path) -> None:
     printed = json.loads(run("info", "-d", index_dir, "--json").output)
     on_disk = json.loads((index_dir / "manifest.json").read_text(encoding="utf-8"))
-    assert printed == {**on_disk, "clustering": None, "duplicates": 0, "repeats": 0, "keyword_index": True}
+    stored = {key: printed[key] for key in ("count", "updated_at", "segments", "size_on_disk")}
+    extras = {"clustering": None, "duplicates": 0, "repeats": 0, "keyword_index": True}
+    assert printed == {**on_disk, **stored, **extras}  # the manifest, what the store says, and the extras
+    assert stored["count"] == {"vectors": 12, "documents": 12, "tombstones": 0}
+    assert [segment["file"] for segment in stored["segments"]] == [
+        path.name for path in index_dir.glob("segment.*.faiss")
+    ]
     assert list(printed) == [
         "format_version",
         "model",
         "whitening",
         "index",
-        "count",
         "created_at",
-        "updated_at",
         "versions",
         "files",
         "sizes",
         "checksums",
+        "count",
+        "updated_at",
+        "segments",
+        "size_on_disk",
         "clustering",
         "duplicates",
         "repeats",
@@ -172,9 +180,9 @@ def test_commands_that_do_not_encode_load_no_model(tmp_path: Path, corpus: Path,
 @pytest.mark.parametrize("command", [["info"], ["delete", "1"], ["mine"], ["cluster", "--k", "2"], ["query", "cat"]])
 def test_a_damaged_manifest_is_one_line(index_dir: Path, command: list[str]) -> None:
     manifest = json.loads((index_dir / "manifest.json").read_text(encoding="utf-8"))
-    manifest["count"]["vectors"] = None
+    manifest["index"]["type"] = None
     (index_dir / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
-    problem = "manifest.json is corrupt: key 'count.vectors' is null"
+    problem = "manifest.json is corrupt: key 'index.type' is null"
     assert_one_line_error(run(*command, "-d", index_dir), problem, "rebuild")
 
 
@@ -245,8 +253,7 @@ def test_missing_index(tmp_path: Path) -> None:
 
 
 def test_corrupt_index(index_dir: Path) -> None:
-    manifest = json.loads((index_dir / "manifest.json").read_text())
-    (index_dir / manifest["files"]["vectors"]).write_bytes(b"garbage")
+    next(index_dir.glob("segment.*.faiss")).write_bytes(b"garbage")
     assert_one_line_error(run("query", "cat", "-d", index_dir), "truncated", "rebuild")
 
 
@@ -337,8 +344,11 @@ def test_interrupted_or_killed_indexing_leaves_previous_index(
     assert run("query", sentences[0], "-k", "5", "-d", index_dir).output == before
     # The next writer clears what the dead run left behind.
     assert run("index", "-", "--append", "-d", index_dir, input="one more text\n").exit_code == 0
-    manifest = json.loads((index_dir / "manifest.json").read_text())
-    assert set(p.name for p in index_dir.iterdir()) == {".lock", "manifest.json", *manifest["files"].values()}
+    from searchengine.indexer.index_directory import IndexDirectory
+
+    live = IndexDirectory(index_dir).live_file_names()  # the manifest's files and the store's segments
+    store_logs = {f"{name}{suffix}" for name in live if name.startswith("documents.") for suffix in ("-wal", "-shm")}
+    assert set(p.name for p in index_dir.iterdir()) - store_logs == {".lock", "manifest.json", *live}
 
 
 def test_second_writer_gets_a_clear_error(index_dir: Path, tiny_model: Path) -> None:
@@ -510,7 +520,7 @@ def test_described_defaults_show_in_help() -> None:
 def test_index_in_shards_answers_as_one_index(tmp_path: Path, corpus: Path, index_dir: Path, tiny_model: Path) -> None:
     sharded = tmp_path / "sharded"
     assert run("index", corpus, "-d", sharded, "--model", tiny_model, "--shards", "3").exit_code == 0
-    assert "Flat (FAISS, inner product), in 3 shards searched together" in run("info", "-d", sharded).output
+    assert "Flat (FAISS, inner product), in 3 segments searched together" in run("info", "-d", sharded).output
     for query in ("reset my password", "snow and wind"):
         one = json.loads(run("query", query, "-k", "5", "--json", "-d", index_dir).output)["hits"]
         three = json.loads(run("query", query, "-k", "5", "--json", "-d", sharded).output)["hits"]

@@ -46,7 +46,20 @@ def _torch_results(index: Path, query: str, k: int) -> list[tuple[int, float]]:
 def test_cli_query_imports_neither_torch_nor_transformers(index: Path) -> None:
     for query in QUERIES:
         completed = subprocess.run(
-            [sys.executable, "-c", CLI_REPORTING_MODULES, "query", query, "-k", "5", "--json", "--precision", "fp32", "--index-dir", index],
+            [
+                sys.executable,
+                "-c",
+                CLI_REPORTING_MODULES,
+                "query",
+                query,
+                "-k",
+                "5",
+                "--json",
+                "--precision",
+                "fp32",
+                "--index-dir",
+                index,
+            ],
             capture_output=True,
             text=True,
             check=True,

@@ -12,6 +12,7 @@ from searchengine.indexer.errors import IndexerError
 from searchengine import SearchEngine, SearchEngineError
 from searchengine.encoding.encoder import Encoder
 from searchengine.encoding.speed import EncoderSpeed
+from tests.format_one import downgrade_to_format_1
 
 FP32 = EncoderSpeed(precision="fp32")
 """What the tests' encoders run; `auto` is bf16 on a CPU with AMX, whose scores differ in the third decimal."""
@@ -97,7 +98,7 @@ def test_reports_time_by_stage(tmp_path: Path, tiny_encoder: Encoder, sentences:
     assert all(seconds >= 0 for seconds in stages.values())
     assert sum(stages.values()) <= built.last_report.seconds
     added = built.add(["a brand new text about the sun"])
-    assert set(added.stages) == {"reading", "storing", "encoding", "vector index"}
+    assert set(added.stages) == {"reading", "storing", "encoding", "vector index", "commit"}
     assert sum(added.stages.values()) <= added.seconds
 
 
@@ -289,7 +290,8 @@ def test_opening_loads_no_model_until_something_encodes(tmp_path: Path, tiny_mod
 def _manifest_written_before_typing(index: Path, model: Path, fingerprint: str) -> dict:
     """manifest.json as the code before the typed manifest (commit 71e681a) wrote it for a whitened Flat index of
     the 12 sentences, naming this index's files."""
-    files = {role: next(index.glob(f"{role}.*")).name for role in ("vectors", "documents", "whitening")}
+    current = json.loads((index / "manifest.json").read_text(encoding="utf-8"))["files"]  # format 1 (downgraded)
+    files = {role: current[role] for role in ("vectors", "documents", "whitening")}
     return {
         "format_version": 1,
         "model": {
@@ -317,27 +319,32 @@ def test_an_index_written_before_the_typed_manifest_opens(
 ) -> None:
     built = SearchEngine.build(sentences, tmp_path / "i", encoder=tiny_encoder, whiten_k=8)
     before = _all_results(built, sentences)
+    built.close()  # its read snapshot would hold the store
+    downgrade_to_format_1(built.path)
     old = _manifest_written_before_typing(built.path, tiny_model.resolve(), tiny_encoder.fingerprint)
     (built.path / "manifest.json").write_text(json.dumps(old, indent=2) + "\n", encoding="utf-8")
     engine = SearchEngine.open(built.path, whiten_k=8, speed=FP32)
     assert (len(engine), engine.info().whitening, engine.info().created_at) == (12, 8, "2026-11-23T14:05:46+0000")
     _assert_same_results(_all_results(engine, sentences), before)
-    engine.delete([0])
+    engine.delete([0])  # the first write converts it to format 2
     rewritten = json.loads((built.path / "manifest.json").read_text(encoding="utf-8"))
-    assert list(rewritten) == [*old, "checksums"]  # the same JSON, keys in the same order, checksums added
+    assert rewritten["format_version"] == 2 and "count" not in rewritten  # counts now come from the store
     assert rewritten["model"] == old["model"] and rewritten["created_at"] == old["created_at"]
-    assert rewritten["count"] == {"vectors": 11, "documents": 11, "tombstones": 0}
+    assert (engine.info().documents, engine.info().vectors) == (11, 11)
 
 
-@pytest.mark.parametrize("role", ["vectors", "documents"])
-def test_truncated_index_file_is_reported(engine: SearchEngine, role: str) -> None:
+@pytest.mark.parametrize("role", ["segment.0", "whitening"])
+def test_truncated_index_file_is_reported(
+    tmp_path: Path, tiny_encoder: Encoder, sentences: list[str], role: str
+) -> None:
+    engine = SearchEngine.build(sentences, tmp_path / "index", encoder=tiny_encoder, whiten_k=8)
     path = engine.directory.file(engine.manifest, role)
     path.write_bytes(path.read_bytes()[:100])
     with pytest.raises(IndexerError, match="truncated"):
         SearchEngine.open(engine.path)
 
 
-@pytest.mark.parametrize("role", ["vectors", "documents"])
+@pytest.mark.parametrize("role", ["segment.0", "documents"])
 def test_corrupt_index_file_of_the_right_size_is_reported(engine: SearchEngine, role: str) -> None:
     path = engine.directory.file(engine.manifest, role)
     path.write_bytes(b"\x13" * path.stat().st_size)

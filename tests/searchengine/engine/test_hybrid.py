@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 from searchengine.indexer.index_directory import file_checksum
-from searchengine.indexer.store import Document
+from searchengine.indexer.store import Document, DocumentStore
 
 from searchengine import SearchEngine, SearchEngineError
 from searchengine.encoding.encoder import Encoder
 from searchengine.engine.fusion import Fusion, fuse
+from tests.format_one import downgrade_to_format_1
 
 DOCUMENTS = [
     Document("the cat sat on the mat", metadata={"lang": "en"}, external_id="cat"),
@@ -130,12 +131,10 @@ def test_compact_keeps_the_keyword_index(engine: SearchEngine) -> None:
 def test_an_interrupted_commit_keeps_the_previous_keyword_index(
     engine: SearchEngine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import searchengine.indexer.index_directory as module
-
     def interrupted(*args: object) -> None:
-        raise KeyboardInterrupt  # a Ctrl-C just before the manifest swap: the new generation never counts
+        raise KeyboardInterrupt  # a Ctrl-C just before the store's commit: the write never counts
 
-    monkeypatch.setattr(module.os, "replace", interrupted)
+    monkeypatch.setattr(DocumentStore, "commit", interrupted)
     with pytest.raises(KeyboardInterrupt):
         engine.add([Document("a cat in a hat", external_id="hat")])
     with pytest.raises(KeyboardInterrupt):
@@ -148,7 +147,9 @@ def test_an_interrupted_commit_keeps_the_previous_keyword_index(
 
 
 def _drop_keyword_index(path: Path) -> None:
-    """Make the index at `path` one written before keyword search: its store without the FTS table."""
+    """Make the index at `path` one written before keyword search (so before segments too, format 1): its store
+    without the FTS table."""
+    downgrade_to_format_1(path)
     manifest_path = path / "manifest.json"
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     store = path / manifest["files"]["documents"]

@@ -68,10 +68,10 @@ def test_a_ray_index_answers_as_one_index_of_the_same_vectors(
     engine = SearchEngine.build(
         corpus, tmp_path / "ray", encoder=tiny_encoder, whiten_k=16, shards=3, ray=RaySettings(workers=2, batch_size=64)
     )
-    assert engine.manifest.index.shards == 3 and set(engine.manifest.files) == {
-        "vectors.0",
-        "vectors.1",
-        "vectors.2",
+    assert engine.info().shards == 3 and set(engine.manifest.files) == {  # each shard a segment
+        "segment.0",
+        "segment.1",
+        "segment.2",
         "documents",
         "whitening",
     }
@@ -113,12 +113,13 @@ def test_the_command_line_indexes_through_a_running_cluster(
     assert f"Indexed 360 documents from {corpus}" in completed.stdout
     runner = CliRunner()
     info = runner.invoke(app, ["info", "-d", str(target)])
-    assert "Flat (FAISS, inner product), in 2 shards searched together" in info.output, info.output
+    assert "Flat (FAISS, inner product), in 2 segments searched together" in info.output, info.output
     verify = runner.invoke(app, ["verify", "-d", str(target)])
     assert verify.exit_code == 0 and [line.split()[1] for line in verify.output.splitlines()] == [
-        "vectors.0",
-        "vectors.1",
-        "documents",
+        "store",
+        "segments",
+        "segment.0",
+        "segment.1",
     ]
     query = ["query", QUERIES[1], "-k", "3", "--json", "-d", str(target)]
     first = json.loads(runner.invoke(app, query).output)["hits"]

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from searchengine import SearchEngine, SearchEngineError
 from searchengine.cli import app
 from searchengine.encoding.encoder import Encoder
+from tests.format_one import downgrade_to_format_1
 
 TOPICS = ["cat", "dog", "rain", "snow", "bread", "soup", "piano", "guitar"]
 
@@ -107,11 +108,10 @@ def test_upsert_replaces_the_text_of_an_external_id(engine: SearchEngine) -> Non
 
 def test_tombstones_until_compact(engine: SearchEngine) -> None:
     engine.delete(ids=[0, 1, 2])
-    kind = engine.info().index_type
-    assert len(engine.tombstones) == (3 if kind == "HNSW32" else 0)
+    assert len(engine.tombstones) == 3  # segments are immutable: every index type keeps tombstones until a merge
     assert not {0, 1, 2} & {hit.id for hit in engine.search("cat", k=61)}
     dropped = engine.compact()
-    assert dropped == (3 if kind == "HNSW32" else 0)
+    assert dropped == 3
     assert len(engine.tombstones) == 0 and len(engine) == 61
     assert len(engine.search("cat", k=100, where=["id>=0"])) == 61
 
@@ -187,7 +187,7 @@ def test_cli_where_add_delete_compact(tmp_path: Path, tiny_model: Path) -> None:
     assert added.exit_code == 0 and "1 replaced by upsert" in added.output
     deleted = runner.invoke(app, ["delete", "#3", "4", *base])
     assert "Deleted 2 documents" in deleted.output and "tombstones" in deleted.output
-    assert "run `searchengine compact`" in runner.invoke(app, ["info", *base]).output
+    assert "`searchengine compact` drops them now" in runner.invoke(app, ["info", *base]).output
     unknown = runner.invoke(app, ["delete", "999", *base])
     assert unknown.exit_code == 1 and "nothing was deleted" in unknown.output
     assert "Dropped 3 deleted vectors" in runner.invoke(app, ["compact", *base]).output
@@ -259,7 +259,8 @@ def test_a_repeated_texts_own_metadata_is_filterable(tmp_path: Path, tiny_encode
 
 def _make_legacy(path: Path) -> None:
     """Turn the index at `path` (built by `_shared` without d11) into one as older versions wrote it: the store
-    with one row per distinct text, a count, and an external_ids table naming the shared row twice."""
+    with one row per distinct text, a count, and an external_ids table naming the shared row twice (format 1)."""
+    downgrade_to_format_1(path)
     manifest_path = path / "manifest.json"
     manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
     store = path / manifest["files"]["documents"]
@@ -334,18 +335,16 @@ def test_cli_delete_external_keeps_the_twin_and_query_json_carries_external_ids(
     assert re.search(r"documents:\s+2 documents\n", runner.invoke(app, ["info", *base]).output)
 
 
-def test_rewritten_files_keep_their_permissions(tmp_path: Path, tiny_encoder: Encoder) -> None:
+def test_written_files_keep_the_permissions_of_the_index(tmp_path: Path, tiny_encoder: Encoder) -> None:
     engine = SearchEngine.build(["one", "two"], tmp_path / "i", encoder=tiny_encoder)
     for entry in engine.path.iterdir():
         entry.chmod(0o640)
-    engine.add(["three"])
+    engine.add(["three"])  # a new segment: it takes the store's permissions
+    engine.compact()  # a merged segment too
     directory = IndexDirectory(engine.path)
     manifest = directory.read_manifest()
-    for path in (
-        directory.file(manifest, "documents"),
-        directory.file(manifest, "vectors"),
-        engine.path / "manifest.json",
-    ):
+    segments = [directory.file(manifest, role) for role in manifest.files if role.startswith("segment")]
+    for path in (directory.file(manifest, "documents"), *segments, engine.path / "manifest.json"):
         assert path.stat().st_mode & 0o777 == 0o640, path.name
 
 

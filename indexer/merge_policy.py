@@ -1,0 +1,192 @@
+"""Merging segments: which to merge (a log-tiered policy, as Lucene's LogMergePolicy), and the merge itself,
+which never blocks searches and holds the writer lock only for its commit.
+
+Policy. A segment's level is log10 of its live vectors over FLOOR (so up to 1,000 live vectors is level 0, up
+to 10,000 level 1, ...). Whenever MERGE_FACTOR neighbouring segments share a level, the oldest MERGE_FACTOR of
+them merge into one of the next level; so an index of n vectors keeps at most about MERGE_FACTOR segments per
+level, O(MERGE_FACTOR x log10(n / FLOOR)) in all. Only neighbours merge: ids grow with time, so each segment
+keeps an id range of its own. A segment whose vectors are more than half deleted is rewritten without them.
+
+The merge. It reads a committed state (the segments and tombstones of one snapshot), copies the live vectors
+into a new segment of the type its size calls for (indexer/segments.segment_factory), writes and fsyncs it, all
+without the lock; then, under the lock, it names the new segment in place of the old ones in one transaction,
+with the tombstones of the vectors it dropped. Deletes committed meanwhile stay as tombstones (their ids are in
+the new segment). If another merge replaced any of its segments meanwhile, it gives up and removes its file.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from searchengine.indexer.crash_points import crash_point
+from searchengine.indexer.durable_files import ClaimedFile
+from searchengine.indexer.errors import IndexerError
+from searchengine.indexer.index_directory import IndexDirectory
+from searchengine.indexer.manifest import Manifest
+from searchengine.indexer.segments import (
+    SegmentRecord,
+    SegmentSet,
+    load_segment_set,
+    new_segment_name,
+    segment_factory,
+    write_segment,
+)
+from searchengine.indexer.store import DocumentStore
+from searchengine.indexer.vector_index import VectorIndex
+
+MERGE_FACTOR = 10
+FLOOR = 1_000
+"""Live vectors below which every segment counts as the smallest level."""
+DELETED_SHARE = 0.5
+"""A segment with more than this share of its vectors deleted is rewritten without them."""
+TRAINING_SAMPLE = 100_000
+COPY_CHUNK = 65_536
+LOCK_WAIT = 60.0
+"""Seconds a merge waits for another writer's commit before it gives up (its file is then removed)."""
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    """One merge: the segments it replaced, the new one, and how many deleted vectors it dropped."""
+
+    merged: list[str]
+    segment: SegmentRecord | None
+    dropped: int
+
+
+def level(live: int) -> int:
+    return max(0, math.floor(math.log10(max(live, FLOOR) / FLOOR)))
+
+
+def plan_merge(records: list[SegmentRecord], tombstones: np.ndarray) -> list[str] | None:
+    """The names of the next segments to merge, oldest first, or None when the index is within the policy."""
+    tombstones = np.sort(np.asarray(tombstones, dtype=np.int64))
+    dead = [
+        int(np.searchsorted(tombstones, r.last_id, "right") - np.searchsorted(tombstones, r.first_id, "left"))
+        for r in records
+    ]
+    for record, deleted in zip(records, dead):
+        if deleted and deleted > DELETED_SHARE * record.vectors:
+            return [record.name]
+    levels = [level(r.vectors - d) for r, d in zip(records, dead)]
+    start = 0
+    for position in range(1, len(records) + 1):
+        if position == len(records) or levels[position] != levels[start]:
+            if position - start >= MERGE_FACTOR:
+                return [r.name for r in records[start : start + MERGE_FACTOR]]
+            start = position
+    return None
+
+
+def merge(directory: IndexDirectory, names: list[str] | None = None) -> MergeResult | None:
+    """Merge the segments `names` (None: every segment, as `compact` does) of the committed state into one, and
+    commit it. None when there was nothing to merge (one segment without tombstones, or none at all)."""
+    manifest = directory.read_settings()
+    store = DocumentStore(directory.path / manifest.files["documents"].name)
+    try:
+        store.read_snapshot()
+        records = store.segments.records()
+        tombstones = store.tombstones()
+    finally:
+        store.close()
+    chosen = [r for r in records if names is None or r.name in names]
+    if not chosen or (len(chosen) == 1 and names is None and not len(tombstones)):
+        return None
+    try:
+        segments = load_segment_set(directory.path, chosen, manifest.index.type, manifest.index.dimension)
+    except IndexerError:
+        if _still_live(directory, manifest, chosen):
+            raise  # damage, not a race
+        return None  # another merge replaced them meanwhile
+    held = segments.ids()
+    dropped = np.intersect1d(held, tombstones)
+    live = np.setdiff1d(held, dropped)
+    claim = ClaimedFile(directory.path / new_segment_name()) if len(live) else None
+    try:
+        return _merge_into(directory, manifest, segments, chosen, live, dropped, claim)
+    finally:
+        if claim is not None:
+            claim.release()
+
+
+def _still_live(directory: IndexDirectory, manifest: Manifest, chosen: list[SegmentRecord]) -> bool:
+    """Whether the latest commit still names every segment of `chosen`."""
+    store = DocumentStore(directory.path / manifest.files["documents"].name)
+    try:
+        store.read_snapshot()
+        return {r.name for r in chosen} <= {r.name for r in store.segments.records()}
+    finally:
+        store.close()
+
+
+def _merge_into(
+    directory: IndexDirectory,
+    manifest: Manifest,
+    segments: SegmentSet,
+    chosen: list[SegmentRecord],
+    live: np.ndarray,
+    dropped: np.ndarray,
+    claim: ClaimedFile | None,
+) -> MergeResult | None:
+    """Copy the `live` vectors of `segments` into the claimed file, then commit it in place of `chosen`."""
+    segment = None
+    if claim is not None:
+        index = VectorIndex.create(segment_factory(manifest.index.type, len(live)), manifest.index.dimension)
+        if index.needs_training:
+            sample = np.sort(np.random.default_rng(0).permutation(live)[:TRAINING_SAMPLE])
+            index.train(segments.reconstruct(sample))
+        for start in range(0, len(live), COPY_CHUNK):
+            part = live[start : start + COPY_CHUNK]
+            index.add(segments.reconstruct(part), part)
+        store_path = directory.path / manifest.files["documents"].name
+        segment = write_segment(directory.path, index, claim.path.name, mode_of=store_path)
+        crash_point("merge-written")
+    replaced = [r.name for r in chosen]
+    with directory.locked(wait=LOCK_WAIT):
+        writer = DocumentStore(directory.path / manifest.files["documents"].name, writable=True)
+        try:
+            writer.begin()
+            current = {r.name for r in writer.segments.records()}
+            if not set(replaced) <= current or (claim is not None and not claim.still_here()):
+                writer.rollback()  # another merge replaced them, or the file is not ours any more: no harm done
+                return None
+            if segment is None:
+                writer.segments.remove(replaced)
+            else:
+                writer.segments.replace(replaced, segment)
+            writer.clear_tombstones(dropped.tolist())
+            writer.segments.stamp(None, writer.next_id())
+            crash_point("merge-before-commit")
+            writer.commit()
+            crash_point("merge-after-commit")
+        except BaseException:
+            writer.rollback()
+            raise
+        finally:
+            writer.close()
+            if segment is not None and segment.name not in directory.live_file_names():
+                (directory.path / segment.name).unlink(missing_ok=True)
+        directory.remove_unreferenced()
+    return MergeResult(replaced, segment, len(dropped))
+
+
+def merge_as_needed(directory: IndexDirectory, limit: int = 100) -> list[MergeResult]:
+    """Run the merges the policy asks for, one after another, until the index is within it."""
+    results = []
+    for _ in range(limit):
+        manifest = directory.read_settings()
+        store = DocumentStore(directory.path / manifest.files["documents"].name)
+        try:
+            store.read_snapshot()
+            plan = plan_merge(store.segments.records(), store.tombstones())
+        finally:
+            store.close()
+        if plan is None:
+            break
+        result = merge(directory, plan)
+        if result is None:
+            break
+        results.append(result)
+    return results

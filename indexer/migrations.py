@@ -1,0 +1,43 @@
+"""The document store's schema changes, numbered and applied in order, each once (as simonw/llm's
+embeddings_migrations.py does): a store records which it has had in `schema_migrations`.
+
+Changes made before this list existed (the keyword index, passages, tombstones) are still made where the store
+opens (indexer/store.py); every later change is one function here, appended, never edited."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import sqlite_utils
+from searchengine.indexer.segment_table import create_tables
+
+TABLE = "schema_migrations"
+
+
+def _segments(db: sqlite_utils.Database) -> None:
+    """1: vector segments named by the store, and the commit state (format 2)."""
+    create_tables(db)
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_segments]
+"""In order: migration n is MIGRATIONS[n - 1]."""
+
+
+def applied(db: sqlite_utils.Database) -> int:
+    """How many migrations the store has had."""
+    if TABLE not in db.table_names():
+        return 0
+    return int(db.execute(f"SELECT coalesce(max(number), 0) FROM {TABLE}").fetchone()[0])
+
+
+def migrate(db: sqlite_utils.Database) -> int:
+    """Apply the migrations the store has not had, in one transaction; returns how many were applied."""
+    done = applied(db)
+    if done >= len(MIGRATIONS):
+        return 0
+    with db.atomic():
+        db.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (number INTEGER PRIMARY KEY, name TEXT NOT NULL)")
+        for number, migration in enumerate(MIGRATIONS[done:], start=done + 1):
+            migration(db)
+            db.execute(f"INSERT INTO {TABLE} (number, name) VALUES (?, ?)", [number, migration.__name__.strip("_")])
+    return len(MIGRATIONS) - done

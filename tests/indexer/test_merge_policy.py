@@ -1,0 +1,135 @@
+"""The merge policy (which segments merge) and merges themselves: tombstones dropped, deletes made during a merge
+kept, and a merge's file never removed by another writer's clean-up while it is being made."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from searchengine.indexer import merge_policy
+from searchengine.indexer.index_directory import IndexDirectory
+from searchengine.indexer.live_write import writing_in_place
+from searchengine.indexer.manifest import ModelIdentity
+from searchengine.indexer.merge_policy import MERGE_FACTOR, merge, merge_as_needed, plan_merge
+from searchengine.indexer.rewrite import commit_generation
+from searchengine.indexer.segments import SegmentRecord
+from searchengine.indexer.store import Document, DocumentStore
+from searchengine.indexer.vector_index import VectorIndex
+
+DIMENSION = 8
+MODEL = ModelIdentity("tiny", "default", "0123456789abcdef", "mean", True, DIMENSION, 64)
+
+
+def _record(number: int, vectors: int, first_id: int) -> SegmentRecord:
+    return SegmentRecord(
+        f"segment.{number}.faiss", "Flat", vectors, 1, "sha256:" + "0" * 64, first_id, first_id + vectors - 1
+    )
+
+
+def _vectors(count: int, seed: int) -> np.ndarray:
+    vectors = np.random.default_rng(seed).normal(size=(count, DIMENSION)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def _build(path: Path, count: int = 30) -> IndexDirectory:
+    directory = IndexDirectory(path)
+    with directory.writing() as generation:
+        store = DocumentStore(generation.path("documents"), writable=True)
+        change = store.add([Document(f"document {i}") for i in range(count)])
+        vectors = VectorIndex.create("Flat", DIMENSION)
+        vectors.add(_vectors(count, 0), np.asarray(change.ids))
+        commit_generation(generation, directory, store, vectors, None, MODEL, {}, None, None)
+    return directory
+
+
+def _add(directory: IndexDirectory, texts: list[str], seed: int) -> list[int]:
+    with writing_in_place(directory) as write:
+        change = write.store.add([Document(text) for text in texts])
+        write.vectors.add(_vectors(len(texts), seed), np.asarray(change.ids))
+    return change.ids
+
+
+def _delete(directory: IndexDirectory, ids: list[int]) -> None:
+    with writing_in_place(directory) as write:
+        write.store.add_tombstones(write.store.delete(ids))
+
+
+def _segments(directory: IndexDirectory) -> list[str]:
+    return [stored.name for role, stored in directory.read_manifest().files.items() if role.startswith("segment")]
+
+
+def test_ten_neighbours_of_one_level_merge_and_fewer_do_not() -> None:
+    small = [_record(n, 10, 1000 + 10 * n) for n in range(MERGE_FACTOR)]
+    assert plan_merge([_record(99, 50_000, 0), *small[:-1]], np.zeros(0)) is None
+    assert plan_merge([_record(99, 50_000, 0), *small], np.zeros(0)) == [r.name for r in small]
+
+
+def test_a_segment_more_than_half_deleted_is_rewritten_alone() -> None:
+    records = [_record(1, 100, 0), _record(2, 10, 100)]
+    assert plan_merge(records, np.arange(100, 105)) is None  # half, not more
+    assert plan_merge(records, np.arange(100, 106)) == ["segment.2.faiss"]
+
+
+def test_segments_stay_logarithmic_under_many_small_writes(tmp_path: Path) -> None:
+    directory = _build(tmp_path / "index", count=5)
+    for write in range(40):
+        _add(directory, [f"text {write} {i}" for i in range(3)], seed=write + 1)
+        merge_as_needed(directory)
+    names = _segments(directory)
+    assert len(names) < MERGE_FACTOR  # 41 segments of 3-5 vectors are all level 0: they merged as they grew
+    manifest = directory.read_manifest()
+    assert manifest.count.documents == 125 and all(check.problem is None for check in directory.verify())
+
+
+def test_a_merge_drops_tombstones_and_keeps_deletes_made_while_it_ran(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    directory = _build(tmp_path / "index")
+    _add(directory, ["one", "two"], seed=1)
+    _delete(directory, [0, 1])
+    real = merge_policy.write_segment
+
+    def delete_meanwhile(*args: object, **kwargs: object) -> SegmentRecord:
+        record = real(*args, **kwargs)
+        _delete(directory, [5])  # another writer commits while the merge has written its file
+        return record
+
+    monkeypatch.setattr(merge_policy, "write_segment", delete_meanwhile)
+    result = merge(directory)
+    assert result is not None and result.dropped == 2 and len(_segments(directory)) == 1
+    manifest = directory.read_manifest()
+    assert (manifest.count.documents, manifest.count.tombstones) == (29, 1)  # id 5: in the new segment, tombstoned
+    assert all(check.problem is None for check in directory.verify())
+
+
+def test_another_writers_clean_up_leaves_a_merge_in_progress_alone(tmp_path: Path) -> None:
+    """The hostile test's data loss: a merge wrote its file without the lock, another writer's commit removed it
+    as an orphan, and the merge then named a missing file."""
+    directory = _build(tmp_path / "index")
+    _add(directory, ["one", "two"], seed=1)
+    _delete(directory, [0])
+    written, resume = threading.Event(), threading.Event()
+    real = merge_policy.write_segment
+
+    def pause(*args: object, **kwargs: object) -> SegmentRecord:
+        record = real(*args, **kwargs)
+        written.set()
+        resume.wait(30)
+        return record
+
+    merge_policy.write_segment = pause  # the merge runs in a thread of this process; restored below
+    try:
+        results: list[object] = []
+        merging = threading.Thread(target=lambda: results.append(merge(directory)))
+        merging.start()
+        assert written.wait(30)
+        _add(directory, ["three"], seed=2)  # commits and cleans up while the merge's file waits to be named
+        resume.set()
+        merging.join(30)
+    finally:
+        merge_policy.write_segment = real
+    assert results and results[0] is not None
+    assert all(check.problem is None for check in directory.verify())
+    assert directory.read_manifest().count.documents == 32
