@@ -24,8 +24,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from searchengine.indexer.crash_points import crash_point
+from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.index_directory import IndexDirectory
-from searchengine.indexer.manifest import Manifest
+from searchengine.indexer.manifest import Manifest, StoredFile
 from searchengine.indexer.segments import SegmentRecord, SegmentSet, load_segment_set, write_segment
 from searchengine.indexer.store import DocumentStore
 from searchengine.indexer.vector_index import VectorIndex
@@ -83,10 +84,15 @@ class IndexWrite:
     _segments: SegmentSet | None = field(default=None, repr=False)
 
     def segments(self) -> SegmentSet:
-        """The committed vectors (loaded on first use: adding and deleting never need them)."""
+        """The committed vectors, every file's checksum checked (loaded on first use: adding and deleting never
+        need them)."""
         if self._segments is None:
             index = self.manifest.index
             records = self.store.segments.records()
+            for record in records:  # read whole anyway: check every byte before a write builds on them
+                problem = self.directory.check_file(StoredFile(record.name, record.size, record.checksum))
+                if problem:
+                    raise IndexerError(f"{problem}; rebuild the index")
             self._segments = load_segment_set(self.directory.path, records, index.type, index.dimension)
         return self._segments
 

@@ -36,11 +36,12 @@ def _flip_a_byte(path: Path) -> None:
 
 
 def _snapshot(directory: Path) -> dict[str, tuple[bytes, int]]:
-    """Every file's bytes and mode, but SQLite's -shm (the shared memory every reader of the store maps)."""
+    """Every file's bytes and mode, but SQLite's scratch files: the -shm (the shared memory every reader of the
+    store maps) and an empty write-ahead log (which a connection creates or removes, holding no data)."""
     return {
         entry.name: (entry.read_bytes(), entry.stat().st_mode)
         for entry in directory.iterdir()
-        if not entry.name.endswith("-shm")
+        if not entry.name.endswith("-shm") and not (entry.name.endswith("-wal") and entry.stat().st_size == 0)
     }
 
 
