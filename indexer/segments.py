@@ -125,7 +125,7 @@ def load_segment(directory: Path, record: SegmentRecord, dimension: int) -> Segm
             f"segment file {path} has {size} bytes but the store says {record.size}: it is truncated or was changed; "
             "rebuild the index"
         )
-    index = VectorIndex.load(path, record.factory)
+    index = VectorIndex.load(path, record.factory, mapped=True)  # immutable: its codes stay on disk until used
     if index.count != record.vectors:
         raise IndexerError(
             f"segment file {path} holds {index.count} vectors but the store says {record.vectors}; rebuild the index"

@@ -154,6 +154,10 @@ class DocumentStore:
         self.writable = writable
         self._read_only_count: int | None = None
         self._stem_counts: dict[str, int] | None = None if writable else {}
+        self._filter_cache: dict[tuple[Filter, ...], np.ndarray] | None = None if writable else {}
+        """Ids matching each filter asked for, kept by a read-only store for its read snapshot (as Lucene's query
+        cache keeps a filter's documents per segment): a filter repeated from query to query reads SQLite once."""
+        self._kinds_cache: dict[str, set[str]] | None = None if writable else {}
         """How many documents hold each word stem a keyword search looked up: kept by a read-only store, whose
         file never changes, so a word common to many queries is counted once."""
         self.legacy = False
@@ -218,6 +222,8 @@ class DocumentStore:
             self.db.execute(f"SELECT 1 FROM {TABLE} LIMIT 1").fetchall()
         self._read_only_count = None
         self._stem_counts = None if self.writable else {}
+        self._filter_cache = None if self.writable else {}
+        self._kinds_cache = None if self.writable else {}
 
     def _corrupt(self, exc: Exception) -> IndexerError:
         """The one-line error for a failed SQLite call: a full disk or a permission problem is not corruption."""
@@ -412,7 +418,7 @@ class DocumentStore:
         """Vector ids of the further passages (all but the first) of the documents meeting every filter: with
         `matching_ids`, every vector a filtered search may return."""
         with self._guard():
-            if not self.passages.exists():
+            if not self.passages.any():  # no document is split: nothing to look up
                 return np.zeros(0, dtype=np.int64)
             where, parameters = where_clause(filters, self._field_kinds)
             rows = self.db.execute(
@@ -552,21 +558,35 @@ class DocumentStore:
     def matching_ids(self, filters: Sequence[Filter]) -> np.ndarray:
         """Ids of the documents meeting every filter (a Condition, or AnyOf conditions of which one must hold),
         as parameterised SQL over columns and metadata (indexer/filter_sql.py)."""
+        key = tuple(filters)
+        if self._filter_cache is not None and key in self._filter_cache:
+            return self._filter_cache[key]
         with self._guard():
             where, parameters = where_clause(filters, self._field_kinds)
             rows = self.db.execute(f"SELECT id FROM {TABLE} WHERE {where} ORDER BY id", parameters).fetchall()
-        return np.array([row[0] for row in rows], dtype=np.int64)
+        ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
+        ids.setflags(write=False)  # shared by the queries that repeat the filter
+        if self._filter_cache is not None:
+            if len(self._filter_cache) >= FILTER_CACHE_SIZE:
+                self._filter_cache.pop(next(iter(self._filter_cache)))
+            self._filter_cache[key] = ids
+        return ids
 
     def _field_kinds(self, key: str) -> set[str]:
         """The kinds of value ('number', 'text', 'list', ...) that metadata key `key` holds across documents; a key
         no document has raises IndexerError naming the fields there are."""
+        if self._kinds_cache is not None and key in self._kinds_cache:
+            return self._kinds_cache[key]
         rows = self.db.execute(
             f"SELECT DISTINCT json_type(metadata, ?) FROM {TABLE} WHERE json_type(metadata, ?) IS NOT NULL",
             [json_path(key)] * 2,
         ).fetchall()
         if not rows:
             raise IndexerError(f"no document has a field {key!r}; fields: {', '.join(self.fields())}")
-        return {JSON_KINDS[kind] for (kind,) in rows}
+        kinds = {JSON_KINDS[kind] for (kind,) in rows}
+        if self._kinds_cache is not None:
+            self._kinds_cache[key] = kinds
+        return kinds
 
     def fields(self, limit: int = 50) -> list[str]:
         """Filterable field names: the columns, then metadata keys found in the documents."""
@@ -712,6 +732,8 @@ class DocumentStore:
         self.db.conn.close()
 
 
+FILTER_CACHE_SIZE = 64
+"""Filters whose matching ids a read-only store keeps per read snapshot."""
 BUSY_TIMEOUT_MS = 10_000
 """How long a statement waits for another connection's lock (a writer's commit, a checkpoint) before failing."""
 

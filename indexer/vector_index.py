@@ -184,10 +184,17 @@ class VectorIndex:
             os.fsync(handle.fileno())
 
     @classmethod
-    def load(cls, path: Path, factory: str) -> VectorIndex:
-        """Read an index written by `save`; a GPU copy is used for search when the GPU build finds a GPU."""
+    def load(cls, path: Path, factory: str, mapped: bool = False) -> VectorIndex:
+        """Read an index written by `save`; a GPU copy is used for search when the GPU build finds a GPU.
+
+        `mapped`: memory-map the file's vector codes instead of reading them (FAISS's IO_FLAG_MMAP_IFC), for files
+        that never change (segments). Opening then costs what it reads of the structure, not the codes: measured
+        here, a Flat file of 200,000 384-dim vectors opened in 0.011 s mapped against 0.34 s read, an HNSW32 file
+        of 50,000 in 0.007 s against 0.25 s (docs/benchmarks.md). The mapped pages are the page cache's, shared
+        by every process that opens the index. The index must not be changed once loaded."""
+        flags = getattr(faiss, "IO_FLAG_MMAP_IFC", 0) if mapped else 0
         try:
-            index = faiss.read_index(str(path))
+            index = faiss.read_index(str(path), flags)
         except RuntimeError:
             raise IndexerError(f"vector index file {path} is corrupt or truncated; rebuild the index") from None
         return cls(_on_gpu_when_present(index), factory)

@@ -393,3 +393,19 @@ def test_info_and_searches_never_fail_while_a_writer_keeps_committing(tmp_path: 
         thread.join()
     assert not failures, failures[:3]
     assert commits >= 5 and min(calls) >= 5, (commits, calls)
+
+
+def test_a_reader_s_cached_filter_sees_a_later_writer_after_refresh(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    """A read-only store keeps a filter's ids for its read snapshot; a commit by another writer must not be hidden
+    by it once the reader refreshes."""
+    path = tmp_path / "cached"
+    SearchEngine.build([Document(f"cat number {i}", metadata={"n": i}) for i in range(6)], path, encoder=tiny_encoder)
+    reader = SearchEngine.open(path, encoder=tiny_encoder)
+    assert len(reader.search("cat", k=10, where=["n>=3"])) == 3  # cached now
+    writer = SearchEngine.open(path, encoder=tiny_encoder)
+    writer.add([Document("cat number 7", metadata={"n": 7})])
+    writer.delete(ids=[3])
+    assert len(reader.search("cat", k=10, where=["n>=3"])) == 3  # the reader's snapshot, until it refreshes
+    assert reader.refresh()
+    found = reader.search("cat", k=10, where=["n>=3"])
+    assert sorted(hit.metadata["n"] for hit in found) == [4, 5, 7]
