@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import sqlite_utils
+from searchengine.indexer.counters import create_counters
 from searchengine.indexer.segment_table import create_tables
 
 TABLE = "schema_migrations"
@@ -19,7 +20,12 @@ def _segments(db: sqlite_utils.Database) -> None:
     create_tables(db)
 
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_segments]
+def _counters(db: sqlite_utils.Database) -> None:
+    """2: document and passage counts kept by triggers (indexer/counters.py), read in one row, not a scan."""
+    create_counters(db)
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_segments, _counters]
 """In order: migration n is MIGRATIONS[n - 1]."""
 
 

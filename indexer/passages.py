@@ -14,6 +14,7 @@ from contextlib import AbstractContextManager
 
 import numpy as np
 import sqlite_utils
+from searchengine.indexer.counters import read_counter
 
 TABLE = "passages"
 CHUNK = 500
@@ -52,6 +53,9 @@ class PassageTable:
         with self._guard():
             if not self.exists():
                 return 0
+            kept = read_counter(self.db, "passages")
+            if kept is not None:
+                return kept
             return int(self.db.execute(f"SELECT count(*) FROM {TABLE} WHERE id != document").fetchone()[0])
 
     def extra_ids(self) -> np.ndarray:

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 import sqlite_utils
+from searchengine.indexer.counters import read_counter
 from searchengine.indexer.errors import IndexerError, MissingKeywordIndexError, UnknownDocumentError
 from searchengine.indexer.filter_sql import COLUMN_TYPES, JSON_KINDS, Filter, json_path, where_clause
 from searchengine.indexer.keyword_query import match_expression
@@ -178,7 +179,7 @@ class DocumentStore:
                     self.db.execute(_LEGACY_VIEW.format(external_id=external_id, TABLE=TABLE))
                 elif writable:
                     self.add_keyword_index()
-                if writable:
+                if writable and not self.legacy:  # a legacy store is migrated once `upgrade` gave it its shape
                     migrate(self.db)
         except sqlite3.Error as exc:
             raise self._corrupt(exc) from None
@@ -365,6 +366,8 @@ class DocumentStore:
             self.db.execute(f"DROP TABLE {old}")
             self.db.execute(f"DROP TABLE IF EXISTS {LEGACY_EXTERNAL_IDS_TABLE}")
         self.legacy = False
+        with self._guard():
+            migrate(self.db)  # now in the shape the migrations expect
         return copies
 
     def _next_id_after(self, table: str) -> int:
@@ -389,7 +392,9 @@ class DocumentStore:
         if self._read_only_count is not None:
             return self._read_only_count
         with self._guard():
-            count = int(self.db.execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0])
+            count = read_counter(self.db, "documents")
+            if count is None:  # a store written before the counters
+                count = int(self.db.execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0])
         if not self.writable:
             self._read_only_count = count
         return count
@@ -597,7 +602,7 @@ class DocumentStore:
 
     def add_tombstones(self, ids: Sequence[int]) -> None:
         with self._guard(), self.db.atomic():
-            self.db[TOMBSTONES_TABLE].insert_all(({"id": int(i)} for i in ids), replace=True)
+            self.db[TOMBSTONES_TABLE].insert_all(({"id": int(i)} for i in ids), ignore=True)
 
     def tombstones(self) -> np.ndarray:
         """Ids deleted from the store whose vectors are still in the vector index."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from searchengine.indexer.counters import COUNTED, counted, read_counter
 from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.manifest import Manifest
 from searchengine.indexer.segments import load_segment
@@ -25,10 +26,18 @@ def check_store(directory: IndexDirectory, manifest: Manifest) -> list[FileCheck
         store.read_snapshot()
         pages = store.db.execute("PRAGMA quick_check").fetchall()
         problem = None if pages == [("ok",)] else f"SQLite finds the store damaged: {pages[0][0]}"
+        kept = {name: read_counter(store.db, name) for name in COUNTED}
+        wrong = [
+            f"{name} {value} (count(*) says {counted(store.db, name)})"
+            for name, value in kept.items()
+            if value is not None and value != counted(store.db, name)
+        ]
+        if problem is None and wrong:
+            problem = f"the store's kept counts are wrong: {', '.join(wrong)}"
         records = store.segments.records()
         vectors = sum(record.vectors for record in records)
         return [
-            FileCheck("store", name, True, problem, "SQLite's quick_check finds every page intact"),
+            FileCheck("store", name, True, problem, "SQLite's quick_check finds every page intact; its counts agree"),
             FileCheck(
                 "segments",
                 f"{len(records)} segment file{'' if len(records) == 1 else 's'}",
