@@ -226,6 +226,12 @@ class DocumentStore:
         self._filter_cache = None if self.writable else {}
         self._kinds_cache = None if self.writable else {}
 
+    def reclaim_space(self) -> None:
+        """Give the pages of deleted rows back to the file system (SQLite's VACUUM, which rewrites the file through
+        its journal: a crash leaves the store as it was or compacted). Readers keep their snapshots meanwhile."""
+        with self._guard():
+            self.db.execute("VACUUM")
+
     def _corrupt(self, exc: Exception) -> IndexerError:
         """The one-line error for a failed SQLite call: a full disk or a permission problem is not corruption."""
         text = str(exc)

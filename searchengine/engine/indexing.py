@@ -21,7 +21,7 @@ from searchengine.errors import SearchEngineError
 from searchengine.indexer.index_directory import IndexDirectory
 from searchengine.indexer.live_write import NewVectors, convert_if_needed, writing_in_place
 from searchengine.indexer.manifest import ModelIdentity, PassageSplitting, PromptRecord
-from searchengine.indexer.merge_policy import merge
+from searchengine.indexer.merge_policy import LOCK_WAIT, merge
 from searchengine.indexer.rewrite import commit_generation, rewriting
 from searchengine.indexer.shards import Vectors, create_vectors
 from searchengine.indexer.store import Document, DocumentStore
@@ -532,9 +532,16 @@ def delete_from_index(directory: IndexDirectory, ids: list[int] | None, external
 
 
 def compact_index(directory: IndexDirectory) -> int:
-    """Merge every segment into one, without the vectors of deleted documents; returns how many were dropped.
+    """Merge every segment into one, without the vectors of deleted documents, and give the store's free pages
+    back (VACUUM); returns how many vectors were dropped.
     An index written by an older version is converted first (which gives a store written before keyword search
     its keyword index)."""
     convert_if_needed(directory)
     result = merge(directory)
+    with directory.locked(wait=LOCK_WAIT):  # the store's free pages too: deleted rows, their keyword index
+        store = DocumentStore(directory.path / directory.read_settings().files["documents"].name, writable=True)
+        try:
+            store.reclaim_space()
+        finally:
+            store.close()
     return 0 if result is None else result.dropped
