@@ -89,6 +89,18 @@ def lone_surrogate(value: object) -> int | None:
     return None
 
 
+def _metadata_json(metadata: dict[str, Any], number: int) -> str:
+    """The metadata as stored, refusing NaN and Infinity, which JSON has no numbers for: stored, they would break
+    every later filter. Every write path (command line, Python, the server) comes through here."""
+    try:
+        return json.dumps(metadata, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        raise IndexerError(
+            f"document {number} holds NaN or Infinity in its metadata, which JSON cannot hold and a filter cannot "
+            "compare; send null or a string instead"
+        ) from None
+
+
 def _refuse_lone_surrogates(documents: Sequence[Document]) -> None:
     """Refuse, before anything is written, a document whose text, id or metadata holds a lone surrogate."""
     for number, document in enumerate(documents, start=1):
@@ -479,7 +491,7 @@ class DocumentStore:
             removed: list[int] = []
             for position, (document, digest) in enumerate(zip(documents, hashes)):
                 name = document.external_id
-                metadata = json.dumps(document.metadata, ensure_ascii=False)
+                metadata = _metadata_json(document.metadata, position + 1)
                 if name is not None:
                     if name in pending:
                         del new_rows[pending.pop(name)]  # replaced later in the same input: never stored

@@ -172,6 +172,16 @@ def test_bad_documents_get_400_and_change_nothing(client: TestClient) -> None:
     assert client.get("/info").json()["vectors"] == len(SENTENCES)
 
 
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity"])
+def test_nan_and_infinity_in_posted_metadata_get_400_and_change_nothing(client: TestClient, number: str) -> None:
+    """Python's JSON reader takes NaN and Infinity; stored, they broke every later filtered search."""
+    body = '{"documents": [{"text": "a fine text"}, {"text": "a text", "score": NUMBER}]}'.replace("NUMBER", number)
+    response = client.post("/documents", content=body, headers={"Content-Type": "application/json"})
+    assert "document 2 holds NaN or Infinity in its metadata" in _error(response, 400)
+    assert client.get("/info").json()["vectors"] == len(SENTENCES)
+    assert client.post("/search", json={"queries": ["cat"], "k": 2, "where": ["id>=0"]}).status_code == 200
+
+
 def test_lone_surrogates_get_400_and_change_nothing(client: TestClient) -> None:
     """A JSON escape like "\\ud800" is half a character: refused in one line, never a 500."""
     json_type = {"Content-Type": "application/json"}
