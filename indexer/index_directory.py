@@ -27,6 +27,7 @@ import os
 import re
 import shutil
 import sqlite3
+import stat
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -282,14 +283,22 @@ class IndexDirectory:
         """The lock file, opened without ever following a symbolic link (O_NOFOLLOW): a link planted there cannot
         make the writer truncate and write some other file."""
         path = self.path / LOCK
+        if path.exists() and not path.is_symlink() and not path.is_file():  # a FIFO would block the open
+            raise IndexerError(
+                f"the lock file {path} is not a regular file (a FIFO, a device or a directory); remove it and try again"
+            )
         try:
-            descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+            descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o644)
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise IndexerError(
                     f"the lock file {path} is a symbolic link, which is never followed; remove it and try again"
                 ) from None
             raise IndexerError(f"cannot open the lock file {path} ({exc.strerror or exc})") from None
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):  # swapped for one between the check and the open
+            os.close(descriptor)
+            raise IndexerError(f"the lock file {path} is not a regular file; remove it and try again")
+        os.set_blocking(descriptor, True)
         return os.fdopen(descriptor, "r+", encoding="utf-8")
 
     def _current_files(self) -> set[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -389,6 +390,16 @@ def _permission_cases() -> list[Case]:
             _chmod("manifest.json", 0),
             fragments=("manifest.json", "ermission"),
             process=True,
+        ),
+        Case(
+            "add: the lock file is a FIFO",
+            ["add", "{root}/c.txt", "-d", "{index}"],
+            lambda w: (
+                w.write("c.txt", "one\n"),
+                (w.index / ".lock").unlink(missing_ok=True),
+                os.mkfifo(w.index / ".lock"),
+            ),
+            fragments=("not a regular file",),
         ),
         Case(  # (a delete changes only the store's own files, so a read-only directory alone does not stop it)
             "delete: read-only store",
