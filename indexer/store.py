@@ -142,6 +142,9 @@ class StoreChange:
     """For each new row, whether an earlier document (stored, or earlier in the input) already has its text."""
     updated: int = 0
     """Upserts that kept the stored text and replaced only its origin and metadata (the vector stays)."""
+    superseded: int = 0
+    """Documents of the input that a later one with the same id, in the same input, replaced before they were
+    stored (ids are text: 1 and "1" are one id)."""
 
     def __iter__(self) -> Iterator[list[int]]:
         return iter((self.ids, self.positions, self.removed))
@@ -489,10 +492,12 @@ class DocumentStore:
             pending: dict[str, int] = {}  # external id -> its new row in this input
             updates: dict[str, tuple[str | None, int | None, str, str]] = {}  # kept text, new origin and metadata
             removed: list[int] = []
+            superseded = 0
             for position, (document, digest) in enumerate(zip(documents, hashes)):
                 name = document.external_id
                 metadata = _metadata_json(document.metadata, position + 1)
                 if name is not None:
+                    superseded += name in pending or name in updates
                     if name in pending:
                         del new_rows[pending.pop(name)]  # replaced later in the same input: never stored
                     if name in stored:
@@ -535,6 +540,7 @@ class DocumentStore:
             removed_vectors,
             repeated,
             len(updates),
+            superseded,
         )
 
     def _in_chunks(self, sql: str, values: Sequence[Any], then: str = "") -> list[tuple]:

@@ -263,6 +263,11 @@ def indexing_summary(report: IndexingReport, corpus: str, target: Path, held: in
         parts.append(f"{report.replaced:,} replaced by upsert with a new text")
     if report.updated:
         parts.append(f"{report.updated:,} updated by upsert (same text, new metadata)")
+    if report.superseded:
+        parts.append(
+            f"{report.superseded:,} replaced by a later document with the same id in this input (ids are text: 1 "
+            'and "1" are one id)'
+        )
     upgraded = ""
     if report.upgraded:
         upgraded = (

@@ -56,6 +56,8 @@ class IndexingReport:
     """Stored documents an upsert gave a new text (removed, and the new one added)."""
     updated: int = 0
     """Upserts that kept the stored text: origin and metadata replaced, the vector kept."""
+    superseded: int = 0
+    """Documents replaced by a later one with the same id in the same input, so never stored (ids are text)."""
     upgraded: int = 0
     """Documents an index written by an older version had merged into one row, given rows of their own."""
     truncated: int = 0
@@ -275,6 +277,7 @@ def _store_and_encode(
     report.repeats += sum(change.repeated)
     report.replaced += len(change.removed)
     report.updated += change.updated
+    report.superseded += change.superseded
     report.truncated += chunk.truncated
     if chunk.vectors is not None:
         report.vectors += len(change.ids)

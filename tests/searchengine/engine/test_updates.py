@@ -409,3 +409,22 @@ def test_a_reader_s_cached_filter_sees_a_later_writer_after_refresh(tmp_path: Pa
     assert reader.refresh()
     found = reader.search("cat", k=10, where=["n>=3"])
     assert sorted(hit.metadata["n"] for hit in found) == [4, 5, 7]
+
+
+def test_an_id_repeated_in_one_input_is_one_document_and_the_summary_says_so(tmp_path: Path, tiny_model: Path) -> None:
+    """Ids are text, so 1 and "1" are one id; the later document replaces the earlier before anything is stored,
+    and the summary counts it (it used to replace silently)."""
+    corpus = tmp_path / "docs.jsonl"
+    rows = [{"id": 1, "text": "first text"}, {"id": "1", "text": "second text"}, {"id": "b", "text": "other"}]
+    corpus.write_text("\n".join(json.dumps(row) for row in rows) + "\n", encoding="utf-8")
+    built = CliRunner().invoke(
+        app, ["index", str(corpus), "--model", str(tiny_model), "--id-field", "id", "-d", str(tmp_path / "i")]
+    )
+    assert built.exit_code == 0, built.output
+    assert (
+        '1 replaced by a later document with the same id in this input (ids are text: 1 and "1" are one id)'
+        in built.output
+    )
+    engine = SearchEngine.open(tmp_path / "i")
+    assert len(engine) == 2 and sorted(engine.external_ids()) == ["1", "b"]
+    assert engine.search("second text", k=1, mode="keyword")[0].external_id == "1"
