@@ -42,13 +42,35 @@ class PromptRecord:
     denoise: bool
 
 
+INSIDE_INDEX = "./"
+"""How a model spec names a model directory kept inside the index directory (an adapted model): relative to the
+index, so the index can be moved or copied and still loads its own model."""
+
+
+def model_location(spec: str, index: Path) -> str:
+    """Where to load the model `spec` from: a spec relative to the index ("./adapted-...") joined to `index`;
+    any other spec (a directory, a Hub id, 'default') as it is."""
+    if spec.startswith(INSIDE_INDEX) and is_plain_name(spec[len(INSIDE_INDEX) :]):
+        return str(index / spec[len(INSIDE_INDEX) :])
+    return spec
+
+
+def spec_inside(spec: str, index: Path) -> str:
+    """`spec` as the manifest records it: relative to the index when it is a directory directly inside it."""
+    path = Path(spec)
+    if path.is_absolute() and path.parent.resolve() == index.resolve():
+        return INSIDE_INDEX + path.name
+    return spec
+
+
 @dataclass(frozen=True)
 class ModelIdentity:
     """The model that made the vectors: enough to load it again and to tell a different one apart."""
 
     name: str
     spec: str
-    """How to find it again: 'default', an absolute directory or a Hub id."""
+    """How to find it again: 'default', an absolute directory, a Hub id, or './NAME' for a model directory inside
+    the index directory (an adapted model; `model_location`)."""
     fingerprint: str
     pooling: str
     normalize: bool

@@ -4,7 +4,7 @@
    (text, and metadata such as a title), and given to an unsupervised method of the training registry
    (training/registry.py: pseudo-queries, simcse, consert, promptbert), starting from the index's model.
 2. The method saves the adapted model as a sentence-transformers directory inside the index directory,
-   `adapted-<method>.<number>/`, the manifest names it (as an absolute path), and it loads like any model.
+   `adapted-<method>.<number>/`, the manifest names it (relative to the index: `./adapted-...`, so the index can be moved), and it loads like any model.
 3. Every stored document is embedded again with it (engine.indexing.reembed_index): same ids, external ids,
    metadata and index type, whitening-k refitted where the index has it, committed in one manifest swap.
 
@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from searchengine.indexer.index_directory import IndexDirectory
-from searchengine.indexer.manifest import Manifest
+from searchengine.indexer.manifest import Manifest, model_location
 from searchengine.indexer.store import DocumentStore
 from searchengine.training.loop import TrainingReport
 from searchengine.training.registry import METHODS
@@ -79,7 +79,8 @@ def adapt_index(
     model_dir = directory.path / f"{MODEL_PREFIX}{method}.{time.time_ns()}"
     with tempfile.TemporaryDirectory(prefix="searchengine-adapt-") as scratch:
         data = _write_documents(directory, manifest, Path(scratch) / "documents.jsonl")
-        run_options = entry.options(base=manifest.model.spec, data=data, out=model_dir, quiet=not progress, **given)
+        base = model_location(manifest.model.spec, directory.path)
+        run_options = entry.options(base=base, data=data, out=model_dir, quiet=not progress, **given)
         training = entry.run(run_options)
     if training.interrupted or not training.saved:
         shutil.rmtree(model_dir, ignore_errors=True)
@@ -120,7 +121,7 @@ def _remove_unused_models(directory: IndexDirectory, current: Path) -> tuple[str
     """Remove adapted-model directories in the index directory that the committed manifest does not name and that
     an adapt started before this one left (an earlier adapted model, or what a killed run left behind)."""
     mine = int(_MODEL_DIRECTORY.match(current.name).group(1))  # type: ignore[union-attr]
-    named = Path(directory.read_manifest().model.spec).resolve()
+    named = Path(model_location(directory.read_manifest().model.spec, directory.path)).resolve()
     removed = []
     for entry in directory.path.iterdir():
         match = _MODEL_DIRECTORY.match(entry.name)

@@ -6,7 +6,7 @@ import hashlib
 import time
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib.metadata import version
 from itertools import islice
 from pathlib import Path
@@ -20,7 +20,7 @@ from searchengine.engine.embedding import to_index_vectors
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.index_directory import IndexDirectory
 from searchengine.indexer.live_write import NewVectors, convert_if_needed, writing_in_place
-from searchengine.indexer.manifest import ModelIdentity, PassageSplitting, PromptRecord
+from searchengine.indexer.manifest import ModelIdentity, PassageSplitting, PromptRecord, spec_inside
 from searchengine.indexer.merge_policy import LOCK_WAIT, merge
 from searchengine.indexer.rewrite import commit_generation, rewriting
 from searchengine.indexer.shards import Vectors, create_vectors
@@ -476,7 +476,9 @@ def reembed_index(directory: IndexDirectory, encoder: Encoder, progress: bool = 
             spool_path.unlink(missing_ok=True)
         if len(store.tombstones()):
             store.clear_tombstones()
-        rewrite.replace_model(model_identity(encoder), vectors, whitening)
+        identity = model_identity(encoder)  # an adapted model inside the index is recorded relative to it
+        identity = replace(identity, spec=spec_inside(identity.spec, directory.path))
+        rewrite.replace_model(identity, vectors, whitening)
         report.truncated = encoder.truncated - truncated_before
     report.seconds = time.perf_counter() - started
     return report

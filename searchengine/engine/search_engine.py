@@ -39,7 +39,14 @@ from searchengine.errors import SearchEngineError
 from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.index_directory import READ_ATTEMPTS, VERIFY_ON_OPEN_BYTES, IndexDirectory
 from searchengine.indexer.index_state import state_of
-from searchengine.indexer.manifest import Manifest, ModelIdentity, PassageSplitting, PromptRecord, StoredFile
+from searchengine.indexer.manifest import (
+    Manifest,
+    ModelIdentity,
+    PassageSplitting,
+    PromptRecord,
+    StoredFile,
+    model_location,
+)
 from searchengine.indexer.merge_policy import MergeResult, merge_as_needed
 from searchengine.indexer.segments import Segment, SegmentRecord, SegmentSet, load_segment
 from searchengine.indexer.shards import Vectors, load_vectors
@@ -137,7 +144,7 @@ def _load_encoder(
     index was built with, checked to be the model that made the index's vectors."""
     from searchengine.encoding.encoder import Encoder, EncoderSpeed
 
-    spec = model if model is not None else built_with.spec
+    spec = model if model is not None else model_location(built_with.spec, path)
     options = {**_prompt_options(built_with), **(speed or EncoderSpeed()).options()}
     encoder = Encoder(spec, built_with.pooling, **options)
     _check_same_model(path, built_with, encoder.source, encoder.fingerprint)
@@ -152,7 +159,7 @@ def _load_onnx_query_encoder(
     from searchengine.encoding.model_source import locate_model
     from searchengine.encoding.onnx_query_encoder import onnx_precision, onnx_query_encoder
 
-    spec = model if model is not None else built_with.spec
+    spec = model if model is not None else model_location(built_with.spec, path)
     source = locate_model(spec, built_with.pooling, **_prompt_options(built_with))
     if onnx_precision(source, speed) is None:  # the Encoder runs it (and hashes the model once, when it loads)
         return None

@@ -4,6 +4,7 @@ directory, and every document re-embedded with it in one commit that keeps ids, 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -63,13 +64,30 @@ def test_adapt_retrains_and_reindexes_the_same_documents(titled_index: Path) -> 
     assert report.model.parent == titled_index and report.model.name.startswith("adapted-pseudo-queries.")
     with SearchEngine.open(titled_index) as engine:
         model = engine.manifest.model
-        assert Path(model.spec) == report.model.resolve() and model.fingerprint != fingerprint_before
+        assert model.spec == f"./{report.model.name}" and model.fingerprint != fingerprint_before  # inside the index
         # the stored vectors are the adapted model's, as a fresh encoder of it gives them
         assert np.allclose(engine.encode([TITLED[0][0] + " " + TITLED[0][1]]), vectors(titled_index)[:1], atol=1e-5)
     assert stored(titled_index) == documents_before
     assert not np.allclose(vectors(titled_index), vectors_before, atol=1e-3)
     log = json.loads((report.model / "training_log.json").read_text())
     assert log["details"]["query_field"] == "title" and log["details"]["pairs"] == len(TITLED)
+
+
+def test_an_adapted_index_can_be_moved_and_copied(titled_index: Path, tmp_path: Path) -> None:
+    """The manifest records the adapted model relative to the index: a moved index loads its own model, and a
+    copy loads the copy's (it used to keep loading the original's, by absolute path)."""
+    adapt_index(titled_index, "simcse", FAST, progress=False)
+    with SearchEngine.open(titled_index) as engine:
+        expected = [(hit.id, round(hit.score, 4)) for hit in engine.search(TITLED[1][0], k=3, mode="dense")]
+    moved = tmp_path / "moved"
+    shutil.move(titled_index, moved)
+    copy = tmp_path / "copy"
+    shutil.copytree(moved, copy)
+    shutil.rmtree(moved)  # the copy must not need the original
+    with SearchEngine.open(copy) as engine:
+        assert [(hit.id, round(hit.score, 4)) for hit in engine.search(TITLED[1][0], k=3, mode="dense")] == expected
+        assert Path(engine.encoder.source.spec).resolve().parent == copy.resolve()
+    assert all(check.problem is None for check in IndexDirectory(copy).verify())
 
 
 def test_adapting_again_replaces_the_earlier_adapted_model(titled_index: Path) -> None:
