@@ -152,8 +152,9 @@ def _tombstone_summary(manifest: Manifest) -> str:
         return "none"
     if manifest.segmented:
         return (
-            f"{counted(pending, 'vector')} kept as tombstones until their segments merge (never returned); "
-            "`searchengine compact` drops them now"
+            f"{counted(pending, 'vector')} kept as {'a tombstone' if pending == 1 else 'tombstones'} until "
+            f"{'its segment merges' if pending == 1 else 'their segments merge'} (never returned); "
+            f"`searchengine compact` drops {'it' if pending == 1 else 'them'} now"
         )
     return (
         f"{counted(pending, 'vector')} kept as tombstones ({manifest.index.type} cannot delete in place); "
