@@ -175,6 +175,12 @@ class Data:
         rows = slice(10 * number, 10 * number + 10)
         return self.write_texts[rows], self.write_vectors[rows], [int(y) for y in self.write_years[rows]]
 
+    def id_limit(self, number: int) -> int:
+        """The largest id query `number` keeps in its second filter (id <= it): a different one for every query,
+        from n - 1 down to about n / 2, so no two queries have the same filter."""
+        step = max(1, self.n // (2 * len(self.query_texts)))
+        return self.n - 1 - (number + 1) * step
+
     def delete_id(self, number: int) -> int:
         """A document id to delete (ids are row numbers, 0..n-1, in every system), a different one for each number
         up to n / 7."""
@@ -187,11 +193,11 @@ MEMORY_BATCH, FSYNC_BATCH, FIRST_CLI = 10, 11, 12  # cli: 12 .. 15
 DELETE_FSYNC = 50  # delete_id numbers: 0 warm-up, 1.. runs; the fsync probe's is apart
 
 
-def query_p50(search, queries: int) -> dict:
-    """`search(number)` answers held-out query `number` and returns its hits; 10 warm-up queries, then
-    `queries` timed ones, each checked to get K hits."""
+def query_p50(search, queries: int, warm=None) -> dict:
+    """`search(number)` answers held-out query `number` and returns its hits; 10 warm-up queries (by `warm`, else
+    `search`), then `queries` timed ones, each checked to get K hits."""
     for number in range(min(10, queries)):
-        search(number)
+        (warm or search)(number)
     seconds, short = [], 0
     for number in range(queries):
         started = time.perf_counter()
@@ -288,8 +294,14 @@ def engine_open(data: Data, target: Path):
     return SearchEngine.open(target, encoder=encoder)
 
 
-def engine_search(engine, data: Data):
-    return lambda number: engine.search(data.query_texts[number], k=K, where=[FILTER], mode="dense")
+def engine_search(engine, data: Data, distinct: bool = False):
+    """Held-out query `number`, filtered by year >= 2020, and with `distinct` also by id <= data.id_limit(number)."""
+
+    def search(number: int) -> list:
+        where = [FILTER, f"id<={data.id_limit(number)}"] if distinct else [FILTER]
+        return engine.search(data.query_texts[number], k=K, where=where, mode="dense")
+
+    return search
 
 
 def engine_add(engine, data: Data, batch: int) -> tuple[float, float, dict]:
@@ -316,8 +328,9 @@ def engine_delete(engine, data: Data, number: int) -> float:
 
 def engine_measure(data: Data, target: Path, runs: int, queries: int) -> dict:
     engine = engine_open(data, target)
-    search = engine_search(engine, data)
+    search, distinct = engine_search(engine, data), engine_search(engine, data, distinct=True)
     fresh = query_p50(search, queries)
+    fresh_distinct = query_p50(distinct, queries, warm=search)
     engine_add(engine, data, WARM_UP)
     walls, encodings, stages = [], [], []
     for batch in range(FIRST_RUN, FIRST_RUN + runs):
@@ -328,6 +341,7 @@ def engine_measure(data: Data, target: Path, runs: int, queries: int) -> dict:
     engine_delete(engine, data, 0)
     deletes = [engine_delete(engine, data, number) for number in range(1, runs + 1)]
     after = query_p50(search, queries)
+    after_distinct = query_p50(distinct, queries, warm=search)
     documents = len(engine)
     engine.close()
     stage_names = dict.fromkeys(name for stage in stages for name in stage)
@@ -344,6 +358,8 @@ def engine_measure(data: Data, target: Path, runs: int, queries: int) -> dict:
         },
         "delete1": summary(deletes),
         "query_after_writes": after,
+        "query_distinct_filters": fresh_distinct,
+        "query_distinct_filters_after_writes": after_distinct,
         "documents_after_writes": documents,
         "disk_mib_after_writes": round(disk_mib(target), 1),
     }
@@ -410,7 +426,7 @@ class Chroma:
             ids=[str(i) for i in ids],
             embeddings=np.ascontiguousarray(vectors, dtype=np.float32),
             documents=texts,
-            metadatas=[{"year": int(year)} for year in years],
+            metadatas=[{"year": int(year), "row": int(i)} for i, year in zip(ids, years)],
         )
 
     def build(self, data: Data) -> None:
@@ -422,11 +438,14 @@ class Chroma:
     def delete(self, document: int) -> None:
         self.collection.delete(ids=[str(document)])
 
-    def search(self, vector: np.ndarray) -> list:
+    def search(self, vector: np.ndarray, id_limit: int | None = None) -> list:
+        where = {"year": {"$gte": 2020}}
+        if id_limit is not None:
+            where = {"$and": [where, {"row": {"$lte": id_limit}}]}
         result = self.collection.query(
             query_embeddings=vector[None, :].astype(np.float32),
             n_results=K,
-            where={"year": {"$gte": 2020}},
+            where=where,
             include=["documents", "metadatas", "distances"],
         )
         return result["ids"][0]
@@ -468,11 +487,12 @@ class Lance:
     def delete(self, document: int) -> None:
         self.table.delete(f"id = {int(document)}")
 
-    def search(self, vector: np.ndarray) -> list:
+    def search(self, vector: np.ndarray, id_limit: int | None = None) -> list:
+        where = "year >= 2020" if id_limit is None else f"year >= 2020 AND id <= {id_limit}"
         return (
             self.table.search(vector.astype(np.float32), vector_column_name="vector")
             .distance_type("cosine")
-            .where("year >= 2020", prefilter=True)
+            .where(where, prefilter=True)
             .select(["id", "text", "year"])
             .limit(K)
             .to_list()
@@ -523,12 +543,17 @@ def peer_measure(peer: str, data: Data, target: Path, runs: int, queries: int) -
     def search(number: int) -> list:
         return system.search(data.query_vectors[number])
 
+    def distinct(number: int) -> list:
+        return system.search(data.query_vectors[number], data.id_limit(number))
+
     fresh = query_p50(search, queries)
+    fresh_distinct = query_p50(distinct, queries, warm=search)
     peer_add(system, data, WARM_UP)
     adds = [peer_add(system, data, batch) for batch in range(FIRST_RUN, FIRST_RUN + runs)]
     peer_delete(system, data, 0)
     deletes = [peer_delete(system, data, number) for number in range(1, runs + 1)]
     after = query_p50(search, queries)
+    after_distinct = query_p50(distinct, queries, warm=search)
     documents = system.count()
     expected = data.n + 10 * (runs + 1) - (runs + 1)
     if documents != expected:
@@ -538,6 +563,8 @@ def peer_measure(peer: str, data: Data, target: Path, runs: int, queries: int) -
         "add10": summary(adds),
         "delete1": summary(deletes),
         "query_after_writes": after,
+        "query_distinct_filters": fresh_distinct,
+        "query_distinct_filters_after_writes": after_distinct,
         "documents_after_writes": documents,
         "disk_mib_after_writes": round(disk_mib(target), 1),
     }
@@ -864,14 +891,21 @@ NOTES = {
 
 
 def table(results: dict) -> str:
-    """The markdown table of every system and size in `results`."""
+    """The markdown table of every system and size in `results` (query columns: p50 ms on the fresh index / after
+    the timed writes; "new filter each": year >= 2020 and a different id <= L for every query)."""
 
     def number(value, digits: int = 1) -> str:
         return "-" if value is None else f"{value:,.{digits}f}"
 
+    def queries(row: dict, name: str) -> str:
+        fresh, after = row.get(name), row.get(f"{name}_after_writes")
+        if fresh is None or after is None:
+            return "-"
+        return f"{number(fresh['p50_ms'], 2)} / {number(after['p50_ms'], 2)}"
+
     rows = [
         "| system | N | build s | add 10 ms | delete 1 ms | write extra MiB | process peak MiB | query p50 ms | "
-        "query p50 after writes ms | all k | fsyncs add/delete | CLI add 10 s | CLI query s | disk MiB |",
+        "query p50 ms, new filter each | all k | fsyncs add/delete | CLI add 10 s | CLI query s | disk MiB |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|---:|",
     ]
     for system, sizes in results.get("runs", {}).items():
@@ -883,12 +917,13 @@ def table(results: dict) -> str:
             syncs = row.get("sync_calls")
             syncs = f"{syncs['add10']}/{syncs['delete1']}" if isinstance(syncs, dict) else "not checked"
             cli_add, cli_query = row.get("cli_add10"), row.get("cli_query_cold")
+            names = ("query", "query_after_writes", "query_distinct_filters", "query_distinct_filters_after_writes")
+            all_k = all(row[name]["all_k_returned"] for name in names if name in row)
             rows.append(
                 f"| {system} | {int(n):,} | {number(row['build']['build_s'])} | {number(row['add10']['median_ms'])} "
                 f"| {number(row['delete1']['median_ms'])} | {number(row['write_memory']['extra_mib'])} "
-                f"| {number(row['write_memory']['peak_total_mib'], 0)} | {number(row['query']['p50_ms'], 2)} "
-                f"| {number(row['query_after_writes']['p50_ms'], 2)} "
-                f"| {'yes' if row['query']['all_k_returned'] and row['query_after_writes']['all_k_returned'] else 'NO'} "
+                f"| {number(row['write_memory']['peak_total_mib'], 0)} | {queries(row, 'query')} "
+                f"| {queries(row, 'query_distinct_filters')} | {'yes' if all_k else 'NO'} "
                 f"| {syncs} | {number(cli_add and cli_add['median_ms'] / 1000, 2)} "
                 f"| {number(cli_query and cli_query['median_ms'] / 1000, 2)} | {number(row['build']['disk_mib'])} |"
             )

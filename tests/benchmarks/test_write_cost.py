@@ -43,7 +43,8 @@ def test_searchengine_part_at_300_documents(tmp_path: Path) -> None:
     assert "cli_add10" not in row  # --cli-runs 0: each CLI run loads the model (seconds)
     # The encoding stage is left out of an add: what is left is at most the whole call.
     assert 0 < row["add10"]["median_ms"] <= row["add10"]["wall"]["max_ms"]
-    for query in (row["query"], row["query_after_writes"]):
+    names = ("query", "query_after_writes", "query_distinct_filters", "query_distinct_filters_after_writes")
+    for query in (row[name] for name in names):
         assert query["queries"] == 20 and query["all_k_returned"] and query["p50_ms"] > 0
     assert row["documents_after_writes"] == 300 + 3 * 10 - 3  # a warm-up and 2 runs of each write
     memory = row["write_memory"]
