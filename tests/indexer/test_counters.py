@@ -8,6 +8,8 @@ from pathlib import Path
 from searchengine.indexer.counters import COUNTED, counted, read_counter
 from searchengine.indexer.store import Document, DocumentStore
 
+from tests.indexer.small_index import build_small_index
+
 
 def _agree(store: DocumentStore) -> dict[str, int]:
     kept = {name: read_counter(store.db, name) for name in COUNTED}
@@ -43,9 +45,7 @@ def test_a_store_written_before_the_counters_gains_them(tmp_path: Path) -> None:
 
 
 def test_verify_names_a_wrong_count(tmp_path: Path) -> None:
-    from tests.indexer.test_merge_policy import _build
-
-    directory = _build(tmp_path / "index")
+    directory = build_small_index(tmp_path / "index", 30)
     assert all(check.problem is None for check in directory.verify())
     store = DocumentStore(directory.path / directory.read_settings().files["documents"].name, writable=True)
     with store.db.atomic():

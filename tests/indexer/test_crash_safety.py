@@ -14,30 +14,9 @@ import pytest
 from searchengine.indexer.crash_points import CRASH_ENV, STEPS
 from searchengine.indexer.index_directory import IndexDirectory
 from searchengine.indexer.live_write import writing_in_place
-from searchengine.indexer.manifest import ModelIdentity
-from searchengine.indexer.rewrite import commit_generation
-from searchengine.indexer.store import Document, DocumentStore
-from searchengine.indexer.vector_index import VectorIndex
+from searchengine.indexer.store import Document
 
-DIMENSION = 8
-MODEL = ModelIdentity("tiny", "default", "0123456789abcdef", "mean", True, DIMENSION, 64)
-
-
-def _vectors(count: int, seed: int) -> np.ndarray:
-    vectors = np.random.default_rng(seed).normal(size=(count, DIMENSION)).astype(np.float32)
-    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-
-
-def _build(path: Path, count: int = 20) -> IndexDirectory:
-    directory = IndexDirectory(path)
-    with directory.writing() as generation:
-        store = DocumentStore(generation.path("documents"), writable=True)
-        change = store.add([Document(f"document {i}") for i in range(count)])
-        vectors = VectorIndex.create("Flat", DIMENSION)
-        vectors.add(_vectors(count, 0), np.asarray(change.ids))
-        commit_generation(generation, directory, store, vectors, None, MODEL, {}, None, None)
-    return directory
-
+from tests.indexer.small_index import DIMENSION, build_small_index, unit_vectors
 
 _WRITES = {
     "add": """
@@ -102,7 +81,7 @@ def _unnamed_files(directory: IndexDirectory) -> set[str]:
     + [("merge", step) for step in STEPS[4:]],
 )
 def test_a_write_killed_at_any_step_leaves_the_old_or_the_new_state(tmp_path: Path, write: str, step: str) -> None:
-    directory = _build(tmp_path / "index")
+    directory = build_small_index(tmp_path / "index", 20)
     script = _SCRIPT.format(merging=write == "merge", dimension=DIMENSION, write=textwrap.dedent(_WRITES[write]))
     before = _state(directory)
     run = subprocess.run(
@@ -127,6 +106,6 @@ def test_a_write_killed_at_any_step_leaves_the_old_or_the_new_state(tmp_path: Pa
         assert not committed
     with writing_in_place(directory) as later:  # the next write cleans up after the dead one
         change = later.store.add([Document("after the crash")])
-        later.vectors.add(_vectors(1, 3), np.asarray(change.ids))
+        later.vectors.add(unit_vectors(1, 3), np.asarray(change.ids))
     assert _unnamed_files(directory) == set()
     assert _state(directory)[0] == after[0] + 1

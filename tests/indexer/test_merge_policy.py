@@ -11,15 +11,11 @@ import pytest
 from searchengine.indexer import merge_policy
 from searchengine.indexer.index_directory import IndexDirectory
 from searchengine.indexer.live_write import writing_in_place
-from searchengine.indexer.manifest import ModelIdentity
 from searchengine.indexer.merge_policy import MERGE_FACTOR, merge, merge_as_needed, plan_merge
-from searchengine.indexer.rewrite import commit_generation
 from searchengine.indexer.segments import SegmentRecord
-from searchengine.indexer.store import Document, DocumentStore
-from searchengine.indexer.vector_index import VectorIndex
+from searchengine.indexer.store import Document
 
-DIMENSION = 8
-MODEL = ModelIdentity("tiny", "default", "0123456789abcdef", "mean", True, DIMENSION, 64)
+from tests.indexer.small_index import build_small_index, unit_vectors
 
 
 def _record(number: int, vectors: int, first_id: int) -> SegmentRecord:
@@ -28,26 +24,10 @@ def _record(number: int, vectors: int, first_id: int) -> SegmentRecord:
     )
 
 
-def _vectors(count: int, seed: int) -> np.ndarray:
-    vectors = np.random.default_rng(seed).normal(size=(count, DIMENSION)).astype(np.float32)
-    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-
-
-def _build(path: Path, count: int = 30) -> IndexDirectory:
-    directory = IndexDirectory(path)
-    with directory.writing() as generation:
-        store = DocumentStore(generation.path("documents"), writable=True)
-        change = store.add([Document(f"document {i}") for i in range(count)])
-        vectors = VectorIndex.create("Flat", DIMENSION)
-        vectors.add(_vectors(count, 0), np.asarray(change.ids))
-        commit_generation(generation, directory, store, vectors, None, MODEL, {}, None, None)
-    return directory
-
-
 def _add(directory: IndexDirectory, texts: list[str], seed: int) -> list[int]:
     with writing_in_place(directory) as write:
         change = write.store.add([Document(text) for text in texts])
-        write.vectors.add(_vectors(len(texts), seed), np.asarray(change.ids))
+        write.vectors.add(unit_vectors(len(texts), seed), np.asarray(change.ids))
     return change.ids
 
 
@@ -73,7 +53,7 @@ def test_a_segment_more_than_half_deleted_is_rewritten_alone() -> None:
 
 
 def test_segments_stay_logarithmic_under_many_small_writes(tmp_path: Path) -> None:
-    directory = _build(tmp_path / "index", count=5)
+    directory = build_small_index(tmp_path / "index", 5)
     for write in range(40):
         _add(directory, [f"text {write} {i}" for i in range(3)], seed=write + 1)
         merge_as_needed(directory)
@@ -86,7 +66,7 @@ def test_segments_stay_logarithmic_under_many_small_writes(tmp_path: Path) -> No
 def test_a_merge_drops_tombstones_and_keeps_deletes_made_while_it_ran(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    directory = _build(tmp_path / "index")
+    directory = build_small_index(tmp_path / "index", 30)
     _add(directory, ["one", "two"], seed=1)
     _delete(directory, [0, 1])
     real = merge_policy.write_segment
@@ -107,7 +87,7 @@ def test_a_merge_drops_tombstones_and_keeps_deletes_made_while_it_ran(
 def test_another_writers_clean_up_leaves_a_merge_in_progress_alone(tmp_path: Path) -> None:
     """The hostile test's data loss: a merge wrote its file without the lock, another writer's commit removed it
     as an orphan, and the merge then named a missing file."""
-    directory = _build(tmp_path / "index")
+    directory = build_small_index(tmp_path / "index", 30)
     _add(directory, ["one", "two"], seed=1)
     _delete(directory, [0])
     written, resume = threading.Event(), threading.Event()

@@ -1,0 +1,33 @@
+"""A small segmented index of random unit vectors, built without any model: what the storage tests write to."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+from searchengine.indexer.index_directory import IndexDirectory
+from searchengine.indexer.manifest import ModelIdentity
+from searchengine.indexer.rewrite import commit_generation
+from searchengine.indexer.store import Document, DocumentStore
+from searchengine.indexer.vector_index import VectorIndex
+
+DIMENSION = 8
+MODEL = ModelIdentity("tiny", "default", "0123456789abcdef", "mean", True, DIMENSION, 64)
+
+
+def unit_vectors(count: int, seed: int) -> np.ndarray:
+    """`count` random vectors of DIMENSION, L2-normalised, the same for the same seed."""
+    vectors = np.random.default_rng(seed).normal(size=(count, DIMENSION)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def build_small_index(path: Path, count: int) -> IndexDirectory:
+    """An index at `path` of `count` documents ("document <i>", ids 0..count-1) in one Flat segment."""
+    directory = IndexDirectory(path)
+    with directory.writing() as generation:
+        store = DocumentStore(generation.path("documents"), writable=True)
+        change = store.add([Document(f"document {i}") for i in range(count)])
+        vectors = VectorIndex.create("Flat", DIMENSION)
+        vectors.add(unit_vectors(count, 0), np.asarray(change.ids))
+        commit_generation(generation, directory, store, vectors, None, MODEL, {}, None, None)
+    return directory
