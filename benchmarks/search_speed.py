@@ -339,9 +339,8 @@ def build_engine(
     seconds = time.perf_counter() - started
     with SearchEngine.open(path, encoder=encoder) as engine:
         info = engine.info()
-        files = engine.manifest.files.items()
-        sizes = {role: stored.size for role, stored in files if not role.startswith("segment")}
-        sizes["vectors"] = sum(stored.size for role, stored in files if role.startswith("segment"))
+        sizes = {role: stored.size for role, stored in engine.manifest.own_files.items()}
+        sizes["vectors"] = sum(stored.size for stored in engine.manifest.segment_files.values())
     return {
         "built_by": "SearchEngine.build (store + whitening fit + index; embeddings from the cache)",
         "build_seconds": round(seconds, 2),
@@ -356,7 +355,7 @@ def vectors_file(path: Path) -> Path:
     """The FAISS file of an engine's index directory: its one segment (a fresh build writes one)."""
     directory = IndexDirectory(path)
     manifest = directory.read_manifest()
-    segments = [role for role in manifest.files if role.startswith("segment")]
+    segments = list(manifest.segment_files)
     if len(segments) != 1:
         raise SystemExit(f"{path} has {len(segments)} segments; build it afresh (one segment) to measure it")
     return directory.file(manifest, segments[0])

@@ -365,21 +365,31 @@ def engine_measure(data: Data, target: Path, runs: int, queries: int) -> dict:
     }
 
 
-def engine_memory(data: Data, target: Path, marks: Path | None = None) -> dict:
-    engine = engine_open(data, target)
-    engine.encode(["load the encoder before measuring"])
-    engine_search(engine, data)(0)
+def marked_writes(add, delete, marks: Path | None) -> dict:  # noqa: ANN001 (a system's add and delete)
+    """One add of 10 with its extra peak memory (`write_memory`); with `marks` (the fsync probe) the add and then
+    one delete, each between marks strace can see."""
 
     def write() -> None:
         mark("add-start", marks)
-        engine_add(engine, data, FSYNC_BATCH if marks else MEMORY_BATCH)
+        add(FSYNC_BATCH if marks else MEMORY_BATCH)
         mark("add-end", marks)
 
     result = write_memory(write)
     if marks is not None:
         mark("delete-start", marks)
-        engine_delete(engine, data, DELETE_FSYNC)
+        delete(DELETE_FSYNC)
         mark("delete-end", marks)
+    return result
+
+
+def engine_memory(data: Data, target: Path, marks: Path | None = None) -> dict:
+    engine = engine_open(data, target)
+    engine.encode(["load the encoder before measuring"])
+    engine_search(engine, data)(0)
+
+    result = marked_writes(
+        lambda batch: engine_add(engine, data, batch), lambda number: engine_delete(engine, data, number), marks
+    )
     engine.close()
     return result
 
@@ -574,17 +584,9 @@ def peer_memory(peer: str, data: Data, target: Path, marks: Path | None = None) 
     system = PEER_CLASSES[peer](target)
     system.search(data.query_vectors[0])
 
-    def write() -> None:
-        mark("add-start", marks)
-        peer_add(system, data, FSYNC_BATCH if marks else MEMORY_BATCH)
-        mark("add-end", marks)
-
-    result = write_memory(write)
-    if marks is not None:
-        mark("delete-start", marks)
-        peer_delete(system, data, DELETE_FSYNC)
-        mark("delete-end", marks)
-    return result
+    return marked_writes(
+        lambda batch: peer_add(system, data, batch), lambda number: peer_delete(system, data, number), marks
+    )
 
 
 def worker(arguments: argparse.Namespace) -> None:

@@ -152,11 +152,10 @@ class IndexDirectory:
         from searchengine.indexer.index_state import with_store_state
 
         manifest = with_store_state(self.path, manifest)
-        for role, stored in manifest.files.items():
-            if role.startswith(SEGMENT_ROLE):
-                problem = self.check_file(stored, verify=lambda size: verify_up_to is None or size <= verify_up_to)
-                if problem:
-                    raise IndexerError(f"{problem}; rebuild the index")
+        for stored in manifest.segment_files.values():
+            problem = self.check_file(stored, verify=lambda size: verify_up_to is None or size <= verify_up_to)
+            if problem:
+                raise IndexerError(f"{problem}; rebuild the index")
         return manifest
 
     def check_file(self, stored: StoredFile, verify: Callable[[int], bool] = lambda size: True) -> str | None:  # noqa: ARG005
@@ -211,11 +210,12 @@ class IndexDirectory:
         if problem is not None:
             return [FileCheck("store", store.name, False, problem)]
         checks = [
-            FileCheck(role, stored.name, True, self.check_file(stored), "size and sha256 match the store's record")
-            if role.startswith(SEGMENT_ROLE)
-            else FileCheck(role, stored.name, stored.checksum is not None, self.check_file(stored))
-            for role, stored in manifest.files.items()
+            FileCheck(role, stored.name, stored.checksum is not None, self.check_file(stored))
+            for role, stored in manifest.own_files.items()
             if role != "documents"
+        ] + [
+            FileCheck(role, stored.name, True, self.check_file(stored), "size and sha256 match the store's record")
+            for role, stored in manifest.segment_files.items()
         ]
         if any(check.problem for check in checks):
             return checks
@@ -318,6 +318,16 @@ class IndexDirectory:
             finally:
                 store.close()
         return names
+
+    def remove_if_uncommitted(self, name: str) -> None:
+        """Remove the file `name` that a write or merge made, unless the committed state names it (it failed after
+        its commit point). Where the committed state cannot be read, the file stays: the next clean-up decides."""
+        try:
+            named = self.live_file_names()
+        except Exception:  # noqa: BLE001 (called while another error is raised: never mask it)
+            return
+        if name not in named:
+            (self.path / name).unlink(missing_ok=True)
 
     def remove_unreferenced(self) -> None:
         """Remove the files no committed state names: those of replaced generations, segments merged away, and

@@ -32,7 +32,7 @@ def state_of(store: DocumentStore, manifest: Manifest) -> Manifest:
     }
     documents = store.count()
     counts = Counts(vectors=store.vector_count(), documents=documents, tombstones=len(store.tombstones()))
-    files = {role: stored for role, stored in manifest.files.items() if not role.startswith(SEGMENT_ROLE)}
+    files = manifest.own_files
     db = directory_file(store.path)
     files["documents"] = StoredFile(files["documents"].name, db, None, in_place=True)
     return replace(

@@ -131,19 +131,11 @@ def writing_in_place(directory: IndexDirectory, versions: dict[str, str] | None 
         except BaseException:
             store.rollback()
             store.close()
-            if segment is not None and not committed_names(directory, segment.name):
-                (directory.path / segment.name).unlink(missing_ok=True)
+            if segment is not None:
+                directory.remove_if_uncommitted(segment.name)
             raise
         store.close()
         directory.remove_unreferenced()
-
-
-def committed_names(directory: IndexDirectory, name: str) -> bool:
-    """Whether the committed state names the file `name` (a fresh read of the store)."""
-    try:
-        return name in directory.live_file_names()
-    except Exception:  # noqa: BLE001 (unreadable: keep the file, clean-up decides later)
-        return True
 
 
 def convert_if_needed(directory: IndexDirectory) -> tuple[bool, int]:

@@ -168,6 +168,16 @@ class Manifest:
         return self.format_version >= 2
 
     @property
+    def segment_files(self) -> dict[str, StoredFile]:
+        """The live vector segments by role (`segment.<n>`), as filled in from the store (format 2)."""
+        return {role: stored for role, stored in self.files.items() if role.startswith(SEGMENT_ROLE)}
+
+    @property
+    def own_files(self) -> dict[str, StoredFile]:
+        """The files the manifest itself names (the store, the whitening), segments left out."""
+        return {role: stored for role, stored in self.files.items() if not role.startswith(SEGMENT_ROLE)}
+
+    @property
     def size_on_disk(self) -> int:
         """Bytes of all current files (for format 2 as last filled in from the store and the directory)."""
         return sum(stored.size or 0 for stored in self.files.values())
@@ -222,7 +232,7 @@ class Manifest:
     def _format_2_json(self, model: dict[str, Any], passages: dict[str, int] | None) -> dict[str, Any]:
         """Format 2 on disk: what changes only with a rebuild. Counts, update time and segments live in the store;
         `info --json` adds them (searchengine.indexer.index_state)."""
-        own = {role: stored for role, stored in self.files.items() if not role.startswith(SEGMENT_ROLE)}
+        own = self.own_files
         whitening = self.whitening
         return {
             "format_version": self.format_version,
@@ -240,7 +250,7 @@ class Manifest:
     def state_json(self) -> dict[str, Any]:
         """What a format-2 store says beside the manifest (`info --json`): counts from the data, the last update,
         the versions that last wrote, and the live segments."""
-        segments = [stored for role, stored in self.files.items() if role.startswith(SEGMENT_ROLE)]
+        segments = list(self.segment_files.values())
         return {
             "count": {
                 "vectors": self.count.vectors,

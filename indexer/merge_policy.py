@@ -166,8 +166,8 @@ def _merge_into(
             raise
         finally:
             writer.close()
-            if segment is not None and segment.name not in directory.live_file_names():
-                (directory.path / segment.name).unlink(missing_ok=True)
+            if segment is not None:
+                directory.remove_if_uncommitted(segment.name)
         directory.remove_unreferenced()
     return MergeResult(replaced, segment, len(dropped))
 

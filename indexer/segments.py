@@ -26,7 +26,7 @@ import numpy as np
 from searchengine.indexer.crash_points import crash_point
 from searchengine.indexer.durable_files import file_checksum, fsync_path
 from searchengine.indexer.errors import IndexerError
-from searchengine.indexer.shards import merge_top_k, pool
+from searchengine.indexer.shards import merge_found, pool
 from searchengine.indexer.vector_index import VectorIndex, collect_matrix, training_shortfall
 
 SMALL_SEGMENT_LIMIT = 50_000
@@ -181,10 +181,7 @@ class SegmentSet:
             found = [search_segment(self.segments[0])]
         else:
             found = list(pool().map(search_segment, self.segments))
-        found = [result for result in found if result is not None]
-        if not found:
-            return np.full((len(queries), k), -np.inf, dtype=np.float32), np.full((len(queries), k), -1, np.int64)
-        return merge_top_k(found, k)
+        return merge_found(found, k, len(queries))
 
     def reconstruct(self, ids: np.ndarray) -> np.ndarray:
         ids = np.asarray(ids, dtype=np.int64)

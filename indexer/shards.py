@@ -81,10 +81,7 @@ class ShardedVectorIndex:
             faiss.omp_set_num_threads(threads)  # this pool thread's own OpenMP setting
             return self.shards[number].search(queries, k, own, gone if gone is not None and len(gone) else None)
 
-        found = [result for result in pool().map(search_shard, range(len(self.shards))) if result is not None]
-        if not found:
-            return np.full((len(queries), k), -np.inf, dtype=np.float32), np.full((len(queries), k), -1, np.int64)
-        return merge_top_k(found, k)
+        return merge_found(list(pool().map(search_shard, range(len(self.shards)))), k, len(queries))
 
     def reconstruct(self, ids: np.ndarray) -> np.ndarray:
         ids = np.asarray(ids, dtype=np.int64)
@@ -121,6 +118,17 @@ class ShardedVectorIndex:
 
 Vectors = VectorIndex | ShardedVectorIndex
 """An index's vectors, in one FAISS index or in shards."""
+
+
+def merge_found(
+    results: list[tuple[np.ndarray, np.ndarray] | None], k: int, rows: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """`merge_top_k` of the parts that searched (None: a part with nothing to search); `rows` queries of no
+    result at all (ids -1, scores -inf) when none did."""
+    found = [result for result in results if result is not None]
+    if not found:
+        return np.full((rows, k), -np.inf, dtype=np.float32), np.full((rows, k), -1, np.int64)
+    return merge_top_k(found, k)
 
 
 def merge_top_k(results: list[tuple[np.ndarray, np.ndarray]], k: int) -> tuple[np.ndarray, np.ndarray]:

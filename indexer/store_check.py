@@ -26,11 +26,11 @@ def check_store(directory: IndexDirectory, manifest: Manifest) -> list[FileCheck
         store.read_snapshot()
         pages = store.db.execute("PRAGMA quick_check").fetchall()
         problem = None if pages == [("ok",)] else f"SQLite finds the store damaged: {pages[0][0]}"
-        kept = {name: read_counter(store.db, name) for name in COUNTED}
+        kept = {name: (read_counter(store.db, name), counted(store.db, name)) for name in COUNTED}
         wrong = [
-            f"{name} {value} (count(*) says {counted(store.db, name)})"
-            for name, value in kept.items()
-            if value is not None and value != counted(store.db, name)
+            f"{name} {value} (count(*) says {actual})"
+            for name, (value, actual) in kept.items()
+            if value is not None and value != actual
         ]
         if problem is None and wrong:
             problem = f"the store's kept counts are wrong: {', '.join(wrong)}"

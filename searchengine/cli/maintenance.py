@@ -139,9 +139,8 @@ def _clustering_summary(clustering: ClusteringRecord | None) -> str:
 
 
 def _segments_summary(manifest: Manifest) -> str:
-    segments = [stored for role, stored in manifest.files.items() if role.startswith("segment")]
     return (
-        f", in {counted(len(segments), 'segment')} searched together (small ones exact; merged as they grow, "
+        f", in {counted(len(manifest.segment_files), 'segment')} searched together (small ones exact; merged as they grow, "
         "`searchengine compact` merges all)"
     )
 

@@ -431,9 +431,10 @@ class SearchEngine:
         """Reload the index if a writer (another process, or another SearchEngine) committed since it was loaded;
         True if it did. A stat and one small read when nothing changed; after a write in place only the new
         segments are loaded. On failure the loaded state stays as it was, and usable."""
-        if self.directory.manifest_stamp() == self._stamp and self._commit is None:
+        same_manifest = self.directory.manifest_stamp() == self._stamp
+        if same_manifest and self._commit is None:
             return False
-        if self.directory.manifest_stamp() == self._stamp and self._store is not None:
+        if same_manifest and self._store is not None:
             self._store.read_snapshot()  # every read until the next refresh sees this one commit
             if self._store.segments.commit_number() == self._commit:
                 return False
@@ -757,7 +758,7 @@ class SearchEngine:
             repeats=self._store.repeats(),
             keyword_index=self._keyword_index,
             passages=manifest.passages,
-            shards=sum(role.startswith("segment") for role in manifest.files)
+            shards=len(manifest.segment_files)
             if manifest.segmented
             else manifest.index.shards,
         )
