@@ -10,7 +10,7 @@ from searchengine.engine.fusion import Fusion
 SearchMode = Literal["dense", "keyword", "hybrid"]
 SEARCH_MODES: tuple[SearchMode, ...] = ("dense", "keyword", "hybrid")
 DEFAULT_MODE: SearchMode = "hybrid"
-DEFAULT_FUSION = Fusion("minmax", dense_weight=0.5, depth=100)
+DEFAULT_FUSION = Fusion("bounded", dense_weight=0.5, depth=100)
 """Min-max fusion with equal weights: of the fusions tried, the best average nDCG@10 over NFCorpus and ArguAna
 among those not tuned on them (docs/retrieval.md)."""
 MODE_HELP = (

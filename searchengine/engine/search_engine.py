@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -508,6 +509,7 @@ class SearchEngine:
         fusion: Fusion | None = None,
         rerank: str | Path | CrossEncoder | None = None,
         rerank_top: int = DEFAULT_RERANK_TOP,
+        min_score: float | None = None,
     ) -> list[Hit]:
         """The k documents that best match `query`, best first.
 
@@ -521,8 +523,14 @@ class SearchEngine:
         rerank: a cross-encoder (directory, Hub id or loaded CrossEncoder) that rescores the `rerank_top` best
         candidates of the mode (at least k, filters applied); the k best by its score come back, with `score` the
         cross-encoder's and `retrieval_score` the mode's. A loaded model is kept for later calls.
+        min_score: leave out hits the mode scores below it, so that a query with no good answer gets none. Every
+        mode scores on a scale fixed before the query: the cosine (dense), BM25 over the most the query's words
+        let a document reach (keyword, 0..1), and the bounded fusion of both (hybrid, 0..1; other fusions have no
+        such scale). With `rerank`, it applies to the candidates' retrieval scores, before the cross-encoder.
         """
-        return self.search_batch([query], k, where, mode=mode, fusion=fusion, rerank=rerank, rerank_top=rerank_top)[0]
+        return self.search_batch(
+            [query], k, where, mode=mode, fusion=fusion, rerank=rerank, rerank_top=rerank_top, min_score=min_score
+        )[0]
 
     def search_batch(
         self,
@@ -534,6 +542,7 @@ class SearchEngine:
         fusion: Fusion | None = None,
         rerank: str | Path | CrossEncoder | None = None,
         rerank_top: int = DEFAULT_RERANK_TOP,
+        min_score: float | None = None,
     ) -> list[list[Hit]]:
         """`search` for many queries at once (encoded and searched as one batch; reranked pairs scored together)."""
         if k < 1:
@@ -551,12 +560,19 @@ class SearchEngine:
                     problem = f"a lone surrogate (\\u{code:04x}), half of a character; send valid Unicode"
                 raise SearchEngineError(f"{which} holds {problem}")
         mode = self._checked_mode(mode)
+        if min_score is not None:
+            if isinstance(min_score, bool) or not isinstance(min_score, (int, float)) or not math.isfinite(min_score):
+                raise SearchEngineError(f"min_score must be a number, such as 0.4, not {min_score!r}")
         if rerank is not None:
             if rerank_top < 1:
                 raise SearchEngineError(f"rerank_top must be at least 1, not {rerank_top}")
             cross_encoder = self.cross_encoder(rerank)
-            results = self.search_batch(queries, max(k, rerank_top), where, mode=mode, fusion=fusion)
+            top = max(k, rerank_top)
+            results = self.search_batch(queries, top, where, mode=mode, fusion=fusion, min_score=min_score)
             return rerank_hits(cross_encoder, list(queries), results, k)
+        if min_score is not None:
+            results = self.search_batch(queries, k, where, mode=mode, fusion=fusion)
+            return [[hit for hit in hits if hit.score >= min_score] for hits in results]
         if len(self) == 0:
             raise SearchEngineError(f"index {self.path} is empty: add documents with `searchengine add FILE`")
         conditions = conditions_of(where)
@@ -758,9 +774,7 @@ class SearchEngine:
             repeats=self._store.repeats(),
             keyword_index=self._keyword_index,
             passages=manifest.passages,
-            shards=len(manifest.segment_files)
-            if manifest.segmented
-            else manifest.index.shards,
+            shards=len(manifest.segment_files) if manifest.segmented else manifest.index.shards,
         )
 
     def close(self) -> None:
