@@ -33,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from machine_info import run_record
-from sklearn.metrics import roc_auc_score
+from scipy.stats import mannwhitneyu
 from split_queries import split
 
 from searchengine import SearchEngine
@@ -121,6 +121,11 @@ def rankings(searched: list[dict], query_ids: list[str], names: dict[int, str]) 
     return out
 
 
+def auc(answerable: list[float], unanswerable: list[float]) -> float:
+    """ROC AUC of a score that should be higher for answerable queries: the Mann-Whitney U over the pairs."""
+    return float(mannwhitneyu(answerable, unanswerable).statistic) / (len(answerable) * len(unanswerable))
+
+
 def top_score(ranked: list[tuple[int, float]]) -> float:
     return ranked[0][1] if ranked else 0.0
 
@@ -159,10 +164,9 @@ def evaluate(engines: dict[str, SearchEngine], data: Path, halves_dir: Path, che
                 kept = {q: [names[doc] for doc, _ in ranked][:100] for q, ranked in zip(own_ids, own[method])}
                 own_tops = [top_score(ranked) for ranked in own[method]]
                 cross_tops = [top_score(ranked) for ranked in cross[method]]
-                labels = [1] * len(own_tops) + [0] * len(cross_tops)
                 measured[method] = {
                     "ndcg@10": round(score_rankings(kept, qrels[(name, half)], len(engine)).ndcg_at_10, 4),
-                    "auc": round(float(roc_auc_score(labels, own_tops + cross_tops)), 4),
+                    "auc": round(auc(own_tops, cross_tops), 4),
                     "top_score_median_answerable": round(sorted(own_tops)[len(own_tops) // 2], 4),
                     "top_score_median_unanswerable": round(sorted(cross_tops)[len(cross_tops) // 2], 4),
                 }

@@ -13,7 +13,7 @@ import faiss
 import numpy as np
 
 from searchengine.engine.passage_search import best_passages
-from searchengine.engine.snippets import DEFAULT_SNIPPET_CHARS, snippet
+from searchengine.engine.snippets import DEFAULT_SNIPPET_CHARS, Highlight, snippet
 from searchengine.indexer.store import DocumentStore
 from searchengine.indexer.vector_index import VectorIndex
 
@@ -72,15 +72,20 @@ class Hit:
     """Characters [start, end) of `text` that matched: the document's best passage, when it was split into
     passages (None: the document is one vector, embedded from its beginning)."""
 
+    highlight: Highlight | None = None
+    """The sentence(s) nearest to the query and its words there, when the search was asked for them
+    (`search(..., highlight=True)`); None otherwise."""
+
     @property
     def passage(self) -> str:
         """The text of the passage that matched (the whole text when the document is one vector)."""
         return self.text if self.span is None else self.text[self.span[0] : self.span[1]]
 
     def snippet(self, max_chars: int = DEFAULT_SNIPPET_CHARS) -> str:
-        """One line to show for the hit: the passage that matched (or the document's start), whitespace and
-        control characters collapsed, cut to `max_chars` at a word boundary with an ellipsis."""
-        return snippet(self.text, self.span, max_chars)
+        """One line to show for the hit: its highlighted sentences if it has them, else the passage that matched
+        (or the document's start), whitespace and control characters collapsed, cut to `max_chars` at a word
+        boundary with an ellipsis."""
+        return snippet(self.text, self.highlight.span if self.highlight else self.span, max_chars)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from searchengine.engine.corpus import STDIN, JsonFields, corpus_files, read_cor
 from searchengine.engine.embedding import to_index_vectors
 from searchengine.engine.filters import Filters, conditions_of
 from searchengine.engine.fusion import Fusion
+from searchengine.engine.highlight import with_highlights
 from searchengine.engine.hybrid import hybrid_rankings, keyword_rankings
 from searchengine.engine.indexing import (
     NO_TEXT,
@@ -510,6 +511,7 @@ class SearchEngine:
         rerank: str | Path | CrossEncoder | None = None,
         rerank_top: int = DEFAULT_RERANK_TOP,
         min_score: float | None = None,
+        highlight: bool = False,
     ) -> list[Hit]:
         """The k documents that best match `query`, best first.
 
@@ -527,9 +529,20 @@ class SearchEngine:
         mode scores on a scale fixed before the query: the cosine (dense), BM25 over the most the query's words
         let a document reach (keyword, 0..1), and the bounded fusion of both (hybrid, 0..1; other fusions have no
         such scale). With `rerank`, it applies to the candidates' retrieval scores, before the cross-encoder.
+        highlight: give each hit its `highlight`, the sentence(s) of its passage nearest to the query (by the mode's
+        measure; dense and hybrid embed each hit's sentences, at most 16 of them) and the query's words there;
+        `Hit.snippet()` then shows those sentences (searchengine.engine.highlight).
         """
         return self.search_batch(
-            [query], k, where, mode=mode, fusion=fusion, rerank=rerank, rerank_top=rerank_top, min_score=min_score
+            [query],
+            k,
+            where,
+            mode=mode,
+            fusion=fusion,
+            rerank=rerank,
+            rerank_top=rerank_top,
+            min_score=min_score,
+            highlight=highlight,
         )[0]
 
     def search_batch(
@@ -543,8 +556,14 @@ class SearchEngine:
         rerank: str | Path | CrossEncoder | None = None,
         rerank_top: int = DEFAULT_RERANK_TOP,
         min_score: float | None = None,
+        highlight: bool = False,
     ) -> list[list[Hit]]:
-        """`search` for many queries at once (encoded and searched as one batch; reranked pairs scored together)."""
+        """`search` for many queries at once (encoded and searched as one batch; reranked pairs scored together;
+        the highlighted sentences of every hit embedded in one call)."""
+        if highlight:
+            options = {"fusion": fusion, "rerank": rerank, "rerank_top": rerank_top, "min_score": min_score}
+            results = self.search_batch(queries, k, where, mode=mode, **options)
+            return with_highlights(queries, results, self._checked_mode(mode), self._embed_queries)
         if k < 1:
             raise SearchEngineError(f"k must be at least 1, not {k}")
         for number, query in enumerate(queries, start=1):
@@ -601,6 +620,10 @@ class SearchEngine:
                 excluded,
             )
             return hits_of(self._store, rankings)
+
+    def _embed_queries(self, texts: list[str]) -> np.ndarray:
+        """Texts as the index's vectors of queries: the query encoder (ONNX where it can), then the whitening."""
+        return to_index_vectors(self._query_encoder().encode_queries(texts), self._whitening)
 
     def _checked_mode(self, mode: str | None) -> SearchMode:
         """`mode`, or the default one when None; refused when unknown, or when it needs a keyword index the index

@@ -55,8 +55,10 @@ def test_keyword_mode_prints_bm25_and_finds_only_documents_with_a_word(index_dir
     assert [hit["text"] for hit in payload["hits"]] == ["she played a song on the piano"]
     assert payload["hits"][0]["found_by"] == ["keyword"] and payload["hits"][0]["dense_score"] is None
     text = run("query", "piano", "--mode", "keyword", "-d", index_dir)
-    rank, score, doc_id, *words = text.stdout.split()
-    assert (rank, doc_id, " ".join(words)) == ("1", "#9", "she played a song on the piano") and float(score) > 0
+    rank, score, bm25_label, bm25, doc_id, *words = text.stdout.split()
+    assert (rank, doc_id, " ".join(words)) == ("1", "#9", "she played a song on the piano")
+    assert bm25_label == "(bm25" and float(bm25.rstrip(")")) == pytest.approx(payload["hits"][0]["keyword_score"], 1e-3)
+    assert 0 < float(score) <= 1  # BM25 over the most the query's words let a document reach
 
 
 def test_a_keyword_query_no_document_matches_says_so_in_one_line(index_dir: Path) -> None:
