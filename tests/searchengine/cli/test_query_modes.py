@@ -111,3 +111,26 @@ def test_a_query_with_a_byte_that_is_not_utf8_is_one_error_line(index_dir: Path)
     assert result.output.strip().splitlines() == [
         "Error: the query holds the byte 0xe9, which is not UTF-8; use a UTF-8 terminal or text"
     ]
+
+
+def test_min_score_leaves_a_query_with_no_good_answer_empty_and_says_so_in_one_line(index_dir: Path) -> None:
+    result = run("query", "piano song", "--min-score", "1.01", "-d", index_dir)
+    assert result.exit_code == 0 and result.stdout == ""
+    assert result.stderr.count("\n") == 2  # the hybrid header and the one line
+    assert "no hit scores 1.01 or more for 'piano song'" in result.stderr and "--min-score" in result.stderr
+    printed = json.loads(run("query", "piano song", "--min-score", "1.01", "--json", "-d", index_dir).stdout)
+    assert printed == {"query": "piano song", "mode": "hybrid", "rerank": None, "hits": []}
+    every = json.loads(run("query", "piano song", "-k", "5", "--json", "-d", index_dir).stdout)["hits"]
+    assert all(0 <= hit["score"] <= 1 for hit in every)  # bounded fusion
+    middle = every[2]["score"]
+    kept = json.loads(
+        run("query", "piano song", "-k", "5", "--min-score", str(middle), "--json", "-d", index_dir).stdout
+    )
+    assert [hit["id"] for hit in kept["hits"]] == [hit["id"] for hit in every if hit["score"] >= middle]
+
+
+def test_the_query_words_of_a_snippet_are_bold_on_a_terminal(index_dir: Path) -> None:
+    styled = CliRunner().invoke(app, ["query", "piano", "--mode", "keyword", "-d", str(index_dir)], color=True)
+    assert "\x1b[1mpiano\x1b[0m" in styled.stdout
+    plain = run("query", "piano", "--mode", "keyword", "-d", index_dir)  # not a terminal: no escape codes
+    assert "\x1b" not in plain.stdout and "piano" in plain.stdout

@@ -191,3 +191,26 @@ def test_an_index_without_the_keyword_index_gains_it_on_its_next_write(
     old.add([Document("a cat in a hat", external_id="hat")])
     assert _keyword_ids(old, "cat") == ["cat", "chase", "hat"]
     _check_keyword_index(old)
+
+
+def test_min_score_keeps_only_hits_scored_at_least_that_in_every_mode(engine: SearchEngine) -> None:
+    for mode in ("dense", "keyword", "hybrid"):
+        every = engine.search("the cat ran", k=6, mode=mode)
+        assert all(-1 <= hit.score <= 1 for hit in every)  # each mode's scale is fixed: cosine, or 0..1
+        threshold = every[1].score
+        kept = engine.search("the cat ran", k=6, mode=mode, min_score=threshold)
+        assert [hit.id for hit in kept] == [hit.id for hit in every if hit.score >= threshold]
+        assert engine.search("the cat ran", k=6, mode=mode, min_score=1.01) == []
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), "0.5", True])
+def test_a_min_score_that_is_not_a_number_is_refused_in_one_line(engine: SearchEngine, bad: object) -> None:
+    with pytest.raises(SearchEngineError, match="min_score must be a number"):
+        engine.search("cat", min_score=bad)
+
+
+def test_bounded_hybrid_scores_nonsense_low_where_minmax_gives_it_half(engine: SearchEngine) -> None:
+    bounded = engine.search("zzzxqv qqq", k=1, mode="hybrid")[0]
+    minmax = engine.search("zzzxqv qqq", k=1, mode="hybrid", fusion=Fusion("minmax"))[0]
+    assert minmax.score >= 0.5  # min-max raises the best of any list to 1
+    assert bounded.score == pytest.approx(max(0.0, bounded.dense_score) / 2)  # no word matched: half the cosine
