@@ -23,8 +23,9 @@ from searchengine.engine.query_words import query_stems, stem, word_spans
 from searchengine.engine.search import Hit
 from searchengine.engine.snippets import DEFAULT_SNIPPET_CHARS, Highlight, Span
 
-MAX_EMBEDDED_SENTENCES = 16
-"""Sentences of one hit embedded at most (dense and hybrid): the first hits' cost is bounded, whatever their size."""
+MAX_EMBEDDED_SENTENCES = 4
+"""Sentences of one hit embedded at most (dense and hybrid), so that highlighting k hits costs at most 4k short
+encoder inputs whatever the documents' size (docs/retrieval.md, "Snippets", measures 4 against 16)."""
 MAX_SCANNED_CHARS = 100_000
 """Characters of a hit's passage searched for sentences: a whole long document is not read past this."""
 MIN_SHOWN_CHARS = DEFAULT_SNIPPET_CHARS // 2

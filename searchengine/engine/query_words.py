@@ -33,18 +33,18 @@ def query_stems(query: str) -> frozenset[str]:
     holds nothing else."""
     words = [_fold(word) for word in _WORD.findall(query)]
     kept = [word for word in words if word not in STOP_WORDS] or words
-    return frozenset(_stemmer().stemWords(kept))
+    return frozenset(stem(word) for word in kept)
 
 
 def word_spans(text: str, stems: frozenset[str], start: int = 0, end: int | None = None) -> list[Span]:
     """Characters [start, end) of each word of text[start:end] whose stem is one of `stems`, in order."""
     if not stems:
         return []
-    found = list(_WORD.finditer(text, start, len(text) if end is None else end))
-    words = _stemmer().stemWords([_fold(match.group()) for match in found])
-    return [match.span() for match, stem in zip(found, words) if stem in stems]
+    found = _WORD.finditer(text, start, len(text) if end is None else end)
+    return [match.span() for match in found if stem(match.group()) in stems]
 
 
+@lru_cache(maxsize=65_536)
 def stem(word: str) -> str:
-    """`word` as `query_stems` stems it."""
+    """`word` as `query_stems` stems it (kept: a text's words repeat, and the stemmer is pure Python)."""
     return _stemmer().stemWord(_fold(word))

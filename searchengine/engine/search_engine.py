@@ -530,7 +530,7 @@ class SearchEngine:
         let a document reach (keyword, 0..1), and the bounded fusion of both (hybrid, 0..1; other fusions have no
         such scale). With `rerank`, it applies to the candidates' retrieval scores, before the cross-encoder.
         highlight: give each hit its `highlight`, the sentence(s) of its passage nearest to the query (by the mode's
-        measure; dense and hybrid embed each hit's sentences, at most 16 of them) and the query's words there;
+        measure; dense and hybrid embed each hit's sentences, at most 4 of them) and the query's words there;
         `Hit.snippet()` then shows those sentences (searchengine.engine.highlight).
         """
         return self.search_batch(
