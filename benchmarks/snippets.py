@@ -13,7 +13,8 @@
   chooses by cosine alone, so its gain is the independent check.
 
 Usage: .venv/bin/python benchmarks/snippets.py --set nfcorpus --index /tmp/beir-nfcorpus
-       [--data ../shared/data/retrieval] [--queries 200] [--runs 3] [--out benchmarks/results/snippets_nfcorpus.json]
+       [--data ../shared/data/retrieval] [--queries 200] [--runs 3] [--max-sentences 4]
+       [--out benchmarks/results/snippets_nfcorpus.json]
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pathlib import Path
 
 from machine_info import run_record
 
+import searchengine.engine.highlight as highlight
 from searchengine import SearchEngine
 from searchengine.engine.query_words import query_stems, stem, word_spans
 from searchengine.evaluation.retrieval import read_qrels, read_queries
@@ -54,9 +56,9 @@ def measure(engine: SearchEngine, queries: list[tuple[str, str]], qrels: dict, m
     for query_id, text in queries:
         times: dict[bool, list[float]] = {False: [], True: []}
         for _ in range(runs):
-            for highlight in (False, True):
-                elapsed, hits = timed(engine, text, mode, highlight)
-                times[highlight].append(elapsed)
+            for marked in (False, True):
+                elapsed, hits = timed(engine, text, mode, marked)
+                times[marked].append(elapsed)
         plain, marked = statistics.median(times[False]), statistics.median(times[True])
         plain_ms.append(plain)
         highlight_ms.append(marked)
@@ -92,8 +94,13 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--modes", nargs="+", default=["dense", "keyword", "hybrid"])
+    parser.add_argument(
+        "--max-sentences", type=int, help="Replace highlight.MAX_EMBEDDED_SENTENCES (sentences embedded per hit)"
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
+    if args.max_sentences is not None:
+        highlight.MAX_EMBEDDED_SENTENCES = args.max_sentences
     engine = SearchEngine.open(args.index)
     ids, texts = read_queries(args.data / args.set / "queries.jsonl")
     qrels = read_qrels(args.data / args.set / "qrels_test.tsv", ids, engine.external_ids())
@@ -102,7 +109,17 @@ def main() -> None:
         engine.search(query, k=K, highlight=True)
     load_before = os.getloadavg()
     results = {mode: measure(engine, queries, qrels, mode, args.runs) for mode in args.modes}
-    record = {**run_record(load_before), "set": args.set, "queries": len(queries), "k": K, "modes": results}
+    encoder = engine._query_encoder()  # noqa: SLF001 (which encoder ran the queries and the sentences)
+    record = {
+        **run_record(load_before),
+        "set": args.set,
+        "queries": len(queries),
+        "k": K,
+        "max_embedded_sentences": highlight.MAX_EMBEDDED_SENTENCES,
+        "query_encoder": f"{type(encoder).__name__} {getattr(encoder, 'backend', 'onnx')} "
+        f"{getattr(encoder, 'precision', '')}".strip(),
+        "modes": results,
+    }
     out = args.out or ROOT / "benchmarks" / "results" / f"snippets_{args.set}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
