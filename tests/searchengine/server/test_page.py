@@ -99,4 +99,6 @@ def test_the_query_words_are_marked_and_document_text_is_never_html(page, served
     assert first.locator(".text mark").all_inner_texts() == ["piano", "tuner", "piano"]
     assert first.locator(".text").inner_text().startswith("…The <b>piano</b> tuner")  # shown as text, from its sentence
     assert first.locator(".text b").count() == 0 and first.locator("img").count() == 0
+    assert "Intro line" not in first.locator(".whole").inner_text()  # folded
+    first.locator(".whole summary").click()
     assert "Intro line" in first.locator(".whole").inner_text()  # the whole text is one click away
