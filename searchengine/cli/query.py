@@ -29,7 +29,8 @@ def query(
     as_json: bool = typer.Option(
         False,
         "--json",
-        help="Print results as JSON: each hit's whole text, its snippet, the span that matched and each side's score.",
+        help="Print results as JSON: each hit's whole text, its snippet, the span that matched, the highlighted "
+        "sentences and query words (character offsets) and each side's score; the same objects as the server's /search.",
     ),
     mode: SearchMode | None = typer.Option(None, "--mode", help=MODE_HELP, show_default=MODE_DEFAULT_NOTE),
     max_chars: int = typer.Option(
