@@ -33,6 +33,7 @@ from searchengine.indexer.migrations import migrate
 from searchengine.indexer.passages import TABLE as PASSAGES_TABLE
 from searchengine.indexer.passages import PassageTable
 from searchengine.indexer.segment_table import SegmentTable
+from searchengine.indexer.settings_table import SettingsTable
 
 TABLE = "documents"
 LEGACY_EXTERNAL_IDS_TABLE = "external_ids"
@@ -69,6 +70,11 @@ class Document:
     metadata: dict[str, Any] = field(default_factory=dict)
     external_id: str | None = None
     """A user-given id: adding a document with an id already stored replaces that document (upsert)."""
+    blocks: tuple[int, ...] = ()
+    """Where each block (paragraph, list item, code block) of a document read from a file starts: a passage may
+    begin at any of them. Used when splitting into passages, not stored."""
+    section_starts: tuple[int, ...] = ()
+    """Where each heading's section or page starts: a passage never runs across one. Not stored."""
 
     @property
     def content_hash(self) -> str:
@@ -185,6 +191,8 @@ class DocumentStore:
             self.passages = PassageTable(self.db, self._guard)
             self.segments = SegmentTable(self.db, self._guard)
             """The live vector segments and the commit state (format 2; indexer/segment_table.py)."""
+            self.settings = SettingsTable(self.db, self._guard)
+            """How the index reads its input: fields, folders and their rules (indexer/settings_table.py)."""
             with self._guard():
                 self._create_table_if_missing(writable)
                 self.legacy = "count" in self.db[TABLE].columns_dict
@@ -459,6 +467,19 @@ class DocumentStore:
         with self._guard():
             rows = self.db.execute(f"SELECT external_id FROM {TABLE} WHERE external_id IS NOT NULL ORDER BY id")
             return [row[0] for row in rows]
+
+    def metadata_of_external_ids(self, fields: Sequence[str]) -> dict[str, list[Any]]:
+        """For every document that has an external id and the first of `fields` in its metadata, the values of
+        `fields` (None where missing), by external id: what `sync` compares files with, read without loading texts."""
+        columns = ", ".join("json_extract(metadata, ?)" for _ in fields)
+        paths = [f'$."{name}"' for name in fields]
+        with self._guard():
+            rows = self.db.execute(
+                f"SELECT external_id, {columns} FROM {TABLE} WHERE external_id IS NOT NULL "
+                "AND json_extract(metadata, ?) IS NOT NULL",
+                [*paths, paths[0]],
+            ).fetchall()
+        return {row[0]: list(row[1:]) for row in rows}
 
     def ids(self) -> np.ndarray:
         """Every stored document's id, in order."""

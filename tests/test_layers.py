@@ -19,10 +19,11 @@ ALLOWED: dict[str, set[str]] = {
     "encoding": {"errors"},
     "evaluation": {"errors", "encoding"},
     "analysis": {"errors", "indexer"},
-    "engine": {"errors", "indexer", "encoding", "analysis"},
+    "reading": {"errors", "indexer"},
+    "engine": {"errors", "indexer", "encoding", "analysis", "reading"},
     "server": {"errors", "indexer", "encoding", "analysis", "engine"},
     "training": {"errors", "indexer", "encoding", "evaluation", "engine"},
-    "cli": {"errors", "indexer", "encoding", "evaluation", "analysis", "engine", "server", "training"},
+    "cli": {"errors", "indexer", "encoding", "evaluation", "analysis", "engine", "server", "training", "reading"},
 }
 """Each layer and the layers it may import. `searchengine/__init__.py` (lazy public names) and `__main__.py`
 stand above them all."""

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from searchengine.cli.errors import user_errors
+from searchengine.cli.files import add_files, check_files_read, files_summary
 from searchengine.cli.options import (
     BackendOption,
     IdFieldOption,
@@ -24,13 +25,21 @@ from searchengine.encoding.model_source import Pooling
 from searchengine.encoding.passages import PASSAGES_BY_DEFAULT
 from searchengine.encoding.precision import Precision
 from searchengine.errors import SearchEngineError
+from searchengine.reading.file_rules import DEFAULT_MAX_MB
 
 if TYPE_CHECKING:
     from searchengine.engine.indexing import IndexingReport
 
 
+INPUTS_HELP = (
+    "Folders and files to index. A folder is read recursively, and each Markdown, HTML, PDF or .txt file in it is "
+    "one document, split along its headings or pages into passages. A .txt file named alone is one document per "
+    "line (--whole: one document), a .jsonl file one per line's text field, and - reads standard input."
+)
+
+
 def index(
-    corpus: str = typer.Argument(..., help="A .txt file (one document per line), a .jsonl file, or - for stdin."),
+    inputs: list[str] = typer.Argument(..., help=INPUTS_HELP, metavar="PATH..."),
     index_dir: Path | None = IndexDirOption,
     model: str | None = ModelOption,
     pooling: Pooling | None = typer.Option(None, help="Override the model's pooling."),
@@ -64,7 +73,30 @@ def index(
         "additions keep the setting.",
         show_default="--passages" if PASSAGES_BY_DEFAULT else "--no-passages",
     ),
-    append: bool = typer.Option(False, "--append", help="Add to the existing index instead of replacing it."),
+    append: bool = typer.Option(
+        False, "--append", help="Add to the existing index (made if there is none) instead of replacing it."
+    ),
+    replace: bool = typer.Option(
+        False, "--replace", help="Replace an existing index built from other input (else refused, to keep it)."
+    ),
+    include: list[str] = typer.Option(
+        [], "--include", metavar="GLOB", help="Read only files whose path or name matches, e.g. '*.md' (repeatable)."
+    ),
+    exclude: list[str] = typer.Option(
+        [], "--exclude", metavar="GLOB", help="Leave out files whose path or name matches, e.g. 'drafts/*'."
+    ),
+    max_file_size: float = typer.Option(
+        DEFAULT_MAX_MB, "--max-file-size", min=0.001, metavar="MB", help="Skip files larger than this."
+    ),
+    whole: bool | None = typer.Option(
+        None,
+        "--whole/--lines",
+        help="A .txt file named alone: one document (--whole), or one document per line (--lines).",
+        show_default="--lines",
+    ),
+    strict: bool = typer.Option(
+        False, "--strict", help="Fail, writing nothing, when a file cannot be read, instead of skipping it."
+    ),
     jsonl: bool = typer.Option(False, "--jsonl", help="Read JSON lines whatever the name (e.g. from stdin)."),
     id_field: str | None = IdFieldOption,
     text_field: str = TextFieldOption,
@@ -97,14 +129,25 @@ def index(
         show_default="one per --threads CPUs of the cluster",
     ),
 ) -> None:
-    """Embed every document of CORPUS and save a searchable index.
+    """Embed every document of PATH... and save a searchable index.
 
-    Each non-blank line of a .txt file is a document; a .jsonl file needs a "text" field per line and keeps the
-    other fields as metadata. Every line is its own document, also when its text repeats an earlier one (the
-    summary counts those; identical texts are encoded once). The previous index stays intact
-    until the new one is complete, so an interrupted run loses nothing.
+    Folders: every Markdown, HTML, PDF and .txt file in them (hidden ones and .git left out) is a document whose id
+    is its path, split into passages along its headings or pages; a hit names the file and the heading or page.
+    A file that cannot be read (encrypted, no text layer, not UTF-8, too large) is skipped with one line and
+    counted. `searchengine sync` later re-reads only what changed.
+
+    Corpus files: each non-blank line of a .txt file is a document; a .jsonl file needs a "text" field per line
+    and keeps the other fields as metadata. Every line is its own document, also when its text repeats an earlier
+    one (the summary counts those; identical texts are encoded once).
+
+    The previous index stays intact until the new one is complete, so an interrupted run loses nothing; an index
+    built from other input is replaced only with --replace.
 
     Examples:
+
+      searchengine index notes/
+
+      searchengine index docs/ README.md --include '*.md' --exclude 'drafts/*'
 
       searchengine index notes.txt
 
@@ -119,8 +162,19 @@ def index(
       searchengine index corpus-shards/ --ray head-node:6379
     """
     from searchengine.encoding.encoder import Encoder, EncoderSpeed
+    from searchengine.engine.corpus import JsonFields
+    from searchengine.engine.files import (
+        check_replacing,
+        files_record,
+        is_file_input,
+        read_paths,
+        recorded_fields,
+    )
     from searchengine.engine.ray_embedding import RaySettings
     from searchengine.engine.search_engine import SearchEngine, default_index_dir
+    from searchengine.indexer.index_directory import IndexDirectory
+    from searchengine.reading.file_rules import FileRules
+    from searchengine.reading.walk import common_base
 
     target = index_dir or default_index_dir()
     fmt = True if jsonl else None
@@ -128,30 +182,67 @@ def index(
     with user_errors(target):
         if ray_workers is not None and ray is None:
             raise SearchEngineError("--ray-workers says how many Ray workers embed; add --ray ADDRESS to use Ray")
-        if append:
-            if (
-                index_type
-                or whiten_k
-                or whiten_fit
-                or pooling
-                or template is not None
-                or denoise is not None
-                or passages is not None
-            ):
+        corpus = inputs[0]
+        if ray is None and is_file_input(inputs, whole is True):
+            if jsonl or id_field or title_field or text_field != "text":
                 raise SearchEngineError(
-                    "--append adds to an index with the settings it was built with; drop --index, --pooling, "
-                    "--template, --denoise, --whiten-k, --whiten-fit and --passages/--no-passages"
+                    "--jsonl, --id-field, --text-field and --title-field name fields of a .jsonl corpus; files read "
+                    "by their format take their title and id (the path) from the file: drop them"
                 )
-            if ray is not None or shards is not None:
-                raise SearchEngineError(
-                    "--append embeds here, into the shards the index has; --ray and --shards are for building an "
-                    "index: drop them"
+            if whole is False:
+                raise SearchEngineError("--lines reads one .txt corpus file one document per line; name it alone")
+            roots = [Path(name) for name in inputs]
+            rules = FileRules(tuple(include), tuple(exclude), max_file_size)
+            if append:
+                refuse_rebuild_options(index_type, whiten_k, whiten_fit, pooling, template, denoise, passages, shards)
+                if not IndexDirectory(target).exists():
+                    SearchEngine.create(target, encoder=Encoder(model, **speed.options()), passages=True)
+                engine = SearchEngine.open(target, model=model, speed=speed)
+                files_report = add_files(engine, roots, rules, strict, not quiet)
+            else:
+                check_replacing(target, roots, replace)
+                documents, files_report = read_paths(roots, rules, progress=not quiet)
+                check_files_read(files_report, documents, roots, strict)
+                engine = SearchEngine.build(
+                    documents,
+                    target,
+                    encoder=Encoder(
+                        model, pooling, batch_size=batch_size, template=template, denoise=denoise, **speed.options()
+                    ),
+                    index=index_type,
+                    whiten_k=whiten_k,
+                    whiten_fit=whiten_fit,
+                    passages=True if passages is None else passages,
+                    progress=not quiet,
+                    shards=shards,
+                    reading=files_record(roots, common_base(roots), rules),
                 )
+            report = engine.last_report
+            if not quiet:
+                typer.echo(files_summary(files_report))
+            corpus = " ".join(inputs)
+        elif len(inputs) > 1:
+            raise SearchEngineError("index one corpus file at a time (or folders and files read by their format)")
+        elif append:
+            refuse_rebuild_options(index_type, whiten_k, whiten_fit, pooling, template, denoise, passages, shards)
+            if ray is not None:
+                raise SearchEngineError(APPEND_KEEPS_SHARDS)
+            if not IndexDirectory(target).exists():
+                SearchEngine.create(target, encoder=Encoder(model, **speed.options()))
             engine = SearchEngine.open(target, model=model, speed=speed)
+            fields = JsonFields(text_field, title_field, id_field)
+            if fields.plain and (fmt or corpus.removesuffix(".gz").endswith(".jsonl")):
+                fields = recorded_fields(engine.reading()) or fields
             report = engine.add(
-                corpus, jsonl=fmt, id_field=id_field, progress=not quiet, text_field=text_field, title_field=title_field
+                corpus,
+                jsonl=fmt,
+                id_field=fields.id,
+                progress=not quiet,
+                text_field=fields.text,
+                title_field=fields.title,
             )
         else:
+            check_replacing(target, [corpus], replace)
             if whiten_fit is not None and whiten_k is None:
                 raise SearchEngineError("--whiten-fit says what to fit whitening on; add --whiten-k K to use it")
             engine = SearchEngine.build(
@@ -199,7 +290,7 @@ def index(
 
 
 def add(
-    corpus: str = typer.Argument(..., help="A .txt or .jsonl file (gzipped or not), or - for stdin."),
+    inputs: list[str] = typer.Argument(..., help=INPUTS_HELP, metavar="PATH..."),
     index_dir: Path | None = IndexDirOption,
     jsonl: bool = typer.Option(False, "--jsonl", help="Read JSON lines whatever the name (e.g. from stdin)."),
     id_field: str | None = IdFieldOption,
@@ -212,17 +303,20 @@ def add(
 ) -> None:
     """Add documents to an existing index, with the model and whitening it was built with.
 
-    With --id-field, a document whose id is already in the index replaces the stored one (upsert). Readers
-    see the old index until the new one is complete.
+    With --id-field, a document whose id is already in the index replaces the stored one (upsert); a file read
+    by its format replaces the document of the same path. A .jsonl corpus is read with the fields the index was
+    built with unless told otherwise. Readers see the old index until the new one is complete.
 
     Examples:
 
       searchengine add more-notes.txt
 
       searchengine add changed.jsonl --id-field id
+
+      searchengine add new-notes/
     """
     index(
-        corpus=corpus,
+        inputs=inputs,
         index_dir=index_dir,
         model=None,
         pooling=None,
@@ -245,7 +339,39 @@ def add(
         shards=None,
         ray=None,
         ray_workers=None,
+        replace=False,
+        include=[],
+        exclude=[],
+        max_file_size=DEFAULT_MAX_MB,
+        whole=None,
+        strict=False,
     )
+
+
+APPEND_KEEPS_SHARDS = (
+    "--append embeds here, into the shards the index has; --ray and --shards are for building an index: drop them"
+)
+
+
+def refuse_rebuild_options(
+    index_type: str | None,
+    whiten_k: int | None,
+    whiten_fit: Path | None,
+    pooling: Pooling | None,
+    template: str | None,
+    denoise: bool | None,
+    passages: bool | None,
+    shards: int | None,
+) -> None:
+    """--append keeps the settings the index was built with: refuse the options that would change them."""
+    changes = [index_type, whiten_k, whiten_fit, pooling, template, denoise, passages]
+    if any(change is not None for change in changes):
+        raise SearchEngineError(
+            "--append adds to an index with the settings it was built with; drop --index, --pooling, "
+            "--template, --denoise, --whiten-k, --whiten-fit and --passages/--no-passages"
+        )
+    if shards is not None:
+        raise SearchEngineError(APPEND_KEEPS_SHARDS)
 
 
 def stage_summary(report: IndexingReport) -> str:

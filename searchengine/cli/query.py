@@ -173,7 +173,8 @@ def query(
                 typer.echo(f"(no document holds a word of {one_line(result['query'])!r}; try --mode hybrid)", err=True)
             for rank, hit in enumerate(result["hits"], start=1):
                 cluster = f"[c{hit['cluster']}] " if hit["cluster"] is not None else ""
-                external = f"({one_line(hit['external_id'])}) " if hit.get("external_id") is not None else ""
+                where = [hit[key] for key in ("external_id", "location") if hit.get(key) is not None]
+                external = f"({one_line(' › '.join(where))}) " if where else ""
                 details = _details(hit, searched)
                 typer.echo(
                     f"{rank:>3}  {hit['score']:.4f}  {details}#{hit['id']:<6} {external}{cluster}{hit['snippet']}"
@@ -239,7 +240,7 @@ def _hit_json(hit: Hit, max_chars: int) -> dict:
     """A hit as JSON, the user's own id (external_id) right after the index's id, its snippet after its text."""
     fields = asdict(hit)
     head = {"id": fields.pop("id"), "external_id": fields.pop("external_id"), "text": fields.pop("text")}
-    return {**head, "snippet": hit.snippet(max_chars), **fields}
+    return {**head, "snippet": hit.snippet(max_chars), "location": hit.location, **fields}
 
 
 def _queries(text: str | None, file: Path | None) -> list[str]:

@@ -194,7 +194,7 @@ def _corpus_cases() -> list[Case]:
         )
     cases += [
         Case("add a missing file", ["add", "{root}/nope.txt", "-d", "{index}"], fragments=("does not exist",)),
-        Case("add a directory", ["add", "{root}", "-d", "{index}"], fragments=("directory",)),
+        Case("add a folder with no file to read", ["add", "{root}", "-d", "{index}"], fragments=("found no file",)),
         Case(
             "add --id-field on text",
             ["add", "{root}/c.txt", "-d", "{index}", "--id-field", "id"],
@@ -280,7 +280,7 @@ def _flag_cases() -> list[Case]:
         Case("delete one known one unknown", ["delete", "1", "999", "-d", "{index}"]),
         Case(
             "index IVF1024 on six texts",
-            ["index", "{root}/c.txt", "-d", "{index}", "--model", "{model}", "--index", "IVF1024,Flat"],
+            ["index", "{root}/c.txt", "-d", "{index}", "--model", "{model}", "--index", "IVF1024,Flat", "--replace"],
             _input("c.txt", "one\ntwo\nthree\nfour\nfive\nsix\n"),
             fragments=("IVF1024",),
         ),
@@ -437,7 +437,7 @@ def _disk_cases() -> list[Case]:
         Case("delete: full disk", ["delete", "1", "-d", "{index}"], fill_disk, fragments=("space",), disk=True),
         Case(
             "index: full disk",
-            ["index", "{root}/c.txt", "-d", "{index}", "--model", "{model}"],
+            ["index", "{root}/c.txt", "-d", "{index}", "--model", "{model}", "--replace"],
             lambda w: (w.write("c.txt", "one\ntwo\n"), fill_disk(w)),
             fragments=("space",),
             disk=True,
