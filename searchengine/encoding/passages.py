@@ -64,6 +64,8 @@ def passage_spans(
     (special tokens left out) fit in `tokens`. `tokenizer` is a Hugging Face fast tokenizer. A text with a
     structure is cut along it (`_structured_spans`); one without, into overlapping windows."""
     check_overlap(tokens, overlap)
+    if not texts:  # an add whose documents were all upserts of the same text (new metadata only) embeds nothing
+        return []
     encodings = tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True).encodings
     structures = structures or [None] * len(texts)
     return [

@@ -3,6 +3,7 @@ the folder by `sync_index`, which re-reads only what changed and keeps the ids o
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -91,3 +92,15 @@ def test_a_dense_hit_names_the_section_of_its_best_passage(tmp_path: Path, tiny_
     for heading, body in sections.items():
         [hit] = engine.search(body, k=1, mode="dense")
         assert hit.span is not None and hit.location == heading
+
+
+def test_sync_of_a_file_whose_text_did_not_change_updates_its_facts_only(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    root = notes_folder(tmp_path / "notes")
+    engine = _build(root, tmp_path / "index", tiny_encoder)
+    page = root / "guides" / "bike.html"
+    page.write_text(page.read_text(encoding="utf-8").replace("</footer>", " 2025</footer>"), encoding="utf-8")
+    report = sync_index(engine)  # the footer is not the page's text: same text, new sha256
+    assert report.updated == ["guides/bike.html"] and report.added == [] and len(engine) == 4
+    [hit] = [hit for hit in engine.search("patch", k=10, mode="keyword") if hit.external_id == "guides/bike.html"]
+    assert hit.metadata["sha256"] == hashlib.sha256(page.read_bytes()).hexdigest()
+    assert sync_index(engine).files.unchanged == 4
