@@ -231,7 +231,7 @@ def index(
                 SearchEngine.create(target, encoder=Encoder(model, **speed.options()))
             engine = SearchEngine.open(target, model=model, speed=speed)
             fields = JsonFields(text_field, title_field, id_field)
-            if fields.plain and (fmt or corpus.removesuffix(".gz").endswith(".jsonl")):
+            if fields.plain and (fmt or corpus.removesuffix(".gz").endswith((".jsonl", ".csv"))):
                 fields = recorded_fields(engine.reading()) or fields
             report = engine.add(
                 corpus,
@@ -403,5 +403,5 @@ def indexing_summary(report: IndexingReport, corpus: str, target: Path, held: in
         )
     return (
         f"Indexed {counted(report.documents, 'document')} from {corpus}, of which {'; '.join(parts)}, into {target} "
-        f"in {report.seconds:.1f} s ({rate:.0f} documents/s); the index holds {counted(held, 'document')}.{upgraded}"
+        f"in {report.seconds:.1f} s ({rate:.{1 if rate < 10 else 0}f} documents/s); the index holds {counted(held, 'document')}.{upgraded}"
     )

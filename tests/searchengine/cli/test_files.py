@@ -81,3 +81,29 @@ def test_file_options_that_do_not_fit_are_refused(tmp_path: Path, tiny_model: Pa
     assert "Read 1 file (1 text)." in whole.output
     lines = run("index", root / "todo.txt", "-d", tmp_path / "l", "--model", tiny_model)
     assert "Indexed 2 documents" in lines.output
+
+
+def test_add_reads_a_jsonl_corpus_with_the_fields_the_index_was_built_with(tmp_path: Path, tiny_model: Path) -> None:
+    first, more = tmp_path / "a.jsonl", tmp_path / "more.jsonl"
+    first.write_text('{"id": "n1", "title": "garden", "body": "water the seed"}\n', encoding="utf-8")
+    more.write_text('{"id": "n1", "title": "kitchen", "body": "bake the bread"}\n', encoding="utf-8")
+    built = run(
+        "index",
+        first,
+        "-d",
+        tmp_path / "i",
+        "--model",
+        tiny_model,
+        "--id-field",
+        "id",
+        "--title-field",
+        "title",
+        "--text-field",
+        "body",
+    )
+    assert built.exit_code == 0, built.output
+    result = run("add", more, "-d", tmp_path / "i")
+    assert result.exit_code == 0, result.output
+    assert "1 replaced by upsert with a new text" in result.output
+    [hit] = json.loads(run("query", "bread", "-d", tmp_path / "i", "--json", "--mode", "keyword").output)["hits"]
+    assert hit["external_id"] == "n1" and hit["text"] == "kitchen bake the bread"
