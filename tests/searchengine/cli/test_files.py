@@ -107,3 +107,33 @@ def test_add_reads_a_jsonl_corpus_with_the_fields_the_index_was_built_with(tmp_p
     assert "1 replaced by upsert with a new text" in result.output
     [hit] = json.loads(run("query", "bread", "-d", tmp_path / "i", "--json", "--mode", "keyword").output)["hits"]
     assert hit["external_id"] == "n1" and hit["text"] == "kitchen bake the bread"
+
+
+def test_sync_watch_picks_up_a_new_file(tmp_path: Path, tiny_model: Path) -> None:
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    root = notes_folder(tmp_path / "notes")
+    assert run("index", root, "-d", tmp_path / "i", "--model", tiny_model).exit_code == 0
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "searchengine", "sync", "--watch", "-d", str(tmp_path / "i")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = threading.Timer(60, watcher.kill)  # a watcher that never answers ends the reads below, not the run
+    deadline.start()
+    try:
+        assert "Watching" in watcher.stderr.readline()
+        time.sleep(0.5)
+        (root / "weather.md").write_text("# Storm\n\nRain and wind tonight.\n", encoding="utf-8")
+        lines = [watcher.stdout.readline() for _ in range(3)]  # the first sync, then the one the change made
+        assert any("1 added" in line for line in lines) and any("+ weather.md" in line for line in lines), lines
+    finally:
+        deadline.cancel()
+        watcher.terminate()
+        watcher.wait(timeout=30)
+    hits = json.loads(run("query", "storm", "-d", tmp_path / "i", "--json", "--mode", "keyword").output)["hits"]
+    assert [hit["external_id"] for hit in hits] == ["weather.md"]
