@@ -38,8 +38,22 @@ INPUTS_HELP = (
 )
 
 
+IncludeOption = typer.Option(
+    [], "--include", metavar="GLOB", help="Read only files whose path or name matches, e.g. '*.md' (repeatable)."
+)
+ExcludeOption = typer.Option(
+    [], "--exclude", metavar="GLOB", help="Leave out files whose path or name matches, e.g. 'drafts/*'."
+)
+MaxFileSizeOption = typer.Option(
+    DEFAULT_MAX_MB, "--max-file-size", min=0.001, metavar="MB", help="Skip files larger than this."
+)
+StrictOption = typer.Option(
+    False, "--strict", help="Fail, writing nothing, when a file cannot be read, instead of skipping it."
+)
+
+
 def index(
-    inputs: list[str] = typer.Argument(..., help=INPUTS_HELP, metavar="PATH..."),
+    inputs: list[str] = typer.Argument(..., help=INPUTS_HELP, metavar="PATH"),
     index_dir: Path | None = IndexDirOption,
     model: str | None = ModelOption,
     pooling: Pooling | None = typer.Option(None, help="Override the model's pooling."),
@@ -79,24 +93,16 @@ def index(
     replace: bool = typer.Option(
         False, "--replace", help="Replace an existing index built from other input (else refused, to keep it)."
     ),
-    include: list[str] = typer.Option(
-        [], "--include", metavar="GLOB", help="Read only files whose path or name matches, e.g. '*.md' (repeatable)."
-    ),
-    exclude: list[str] = typer.Option(
-        [], "--exclude", metavar="GLOB", help="Leave out files whose path or name matches, e.g. 'drafts/*'."
-    ),
-    max_file_size: float = typer.Option(
-        DEFAULT_MAX_MB, "--max-file-size", min=0.001, metavar="MB", help="Skip files larger than this."
-    ),
+    include: list[str] = IncludeOption,
+    exclude: list[str] = ExcludeOption,
+    max_file_size: float = MaxFileSizeOption,
     whole: bool | None = typer.Option(
         None,
         "--whole/--lines",
         help="A .txt file named alone: one document (--whole), or one document per line (--lines).",
         show_default="--lines",
     ),
-    strict: bool = typer.Option(
-        False, "--strict", help="Fail, writing nothing, when a file cannot be read, instead of skipping it."
-    ),
+    strict: bool = StrictOption,
     jsonl: bool = typer.Option(False, "--jsonl", help="Read JSON lines whatever the name (e.g. from stdin)."),
     id_field: str | None = IdFieldOption,
     text_field: str = TextFieldOption,
@@ -290,12 +296,16 @@ def index(
 
 
 def add(
-    inputs: list[str] = typer.Argument(..., help=INPUTS_HELP, metavar="PATH..."),
+    inputs: list[str] = typer.Argument(..., help=INPUTS_HELP, metavar="PATH"),
     index_dir: Path | None = IndexDirOption,
     jsonl: bool = typer.Option(False, "--jsonl", help="Read JSON lines whatever the name (e.g. from stdin)."),
     id_field: str | None = IdFieldOption,
     text_field: str = TextFieldOption,
     title_field: str | None = TitleFieldOption,
+    include: list[str] = IncludeOption,
+    exclude: list[str] = ExcludeOption,
+    max_file_size: float = MaxFileSizeOption,
+    strict: bool = StrictOption,
     precision: Precision = PrecisionOption,
     backend: Backend = BackendOption,
     threads: int | None = ThreadsOption,
@@ -340,11 +350,11 @@ def add(
         ray=None,
         ray_workers=None,
         replace=False,
-        include=[],
-        exclude=[],
-        max_file_size=DEFAULT_MAX_MB,
+        include=include,
+        exclude=exclude,
+        max_file_size=max_file_size,
         whole=None,
-        strict=False,
+        strict=strict,
     )
 
 
