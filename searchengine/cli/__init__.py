@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import typer
 
-from searchengine.cli import adapt, analysis, evaluation, index, maintenance, query, serve, train
+from searchengine.cli import adapt, analysis, evaluation, index, maintenance, mcp_server, query, serve, train
 
 app = typer.Typer(
     help="Semantic search over your own text: index a corpus once, then query it by meaning.",
@@ -26,6 +26,7 @@ for command in (
     evaluation.analyze,
     adapt.adapt,
     serve.serve,
+    mcp_server.mcp,
 ):
     app.command()(command)
 app.add_typer(train.train_app, name="train")
