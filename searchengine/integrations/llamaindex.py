@@ -27,7 +27,7 @@ from searchengine.server.served_index import ServedIndex
 try:
     from llama_index.core.base.embeddings.base import BaseEmbedding
     from llama_index.core.bridge.pydantic import PrivateAttr
-    from llama_index.core.schema import BaseNode, MetadataMode
+    from llama_index.core.schema import BaseNode, MetadataMode, TextNode
     from llama_index.core.vector_stores.types import (
         BasePydanticVectorStore,
         FilterCondition,
@@ -166,7 +166,7 @@ class SearchEngineVectorStore(BasePydanticVectorStore):
         if not where:
             raise SearchEngineError("say which nodes to read: give node_ids or filters")
         stored = self._index.reader.run(lambda engine: engine.documents(where)).result()
-        return [metadata_dict_to_node(document.metadata, document.text) for document in stored]
+        return [_node(document.text, document.metadata, document.external_id) for document in stored]
 
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         """The `similarity_top_k` best nodes for the query's text, best first, with their scores."""
@@ -192,9 +192,9 @@ class SearchEngineVectorStore(BasePydanticVectorStore):
 
         hits = self._index.reader.run(search).result()
         return VectorStoreQueryResult(
-            nodes=[metadata_dict_to_node(hit.metadata, hit.text) for hit in hits],
+            nodes=[_node(hit.text, hit.metadata, hit.external_id or str(hit.id)) for hit in hits],
             similarities=[hit.score for hit in hits],
-            ids=[hit.external_id for hit in hits],
+            ids=[hit.external_id or str(hit.id) for hit in hits],
         )
 
     def close(self) -> None:
@@ -214,6 +214,14 @@ class SearchEngineVectorStore(BasePydanticVectorStore):
         self._index.writer.submit_background(
             lambda engine: engine.merge()
         )  # the reader sees the write at its next turn
+
+
+def _node(text: str, metadata: dict[str, Any], node_id: str | None) -> BaseNode:
+    """The node stored with a document, or, for one added otherwise (`searchengine index`, `add`), a TextNode of
+    its text and metadata whose id is the document's own id (else its number in the index)."""
+    if "_node_content" in metadata:
+        return metadata_dict_to_node(metadata, text)
+    return TextNode(text=text, metadata=metadata, **({"id_": node_id} if node_id else {}))
 
 
 def _node_conditions(node_ids: list[str] | None) -> list[Condition | AnyOf]:

@@ -106,3 +106,18 @@ def test_an_empty_store_answers_nothing_and_nodes_read_back(store: SearchEngineV
     _index(store, store.embed_model)
     nodes = store.get_nodes(filters=MetadataFilters(filters=[MetadataFilter(key="year", value=2003)]))
     assert [node.get_content() for node in nodes] == [SENTENCES[3]]
+
+
+def test_an_index_built_by_searchengine_is_queried_as_it_is(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    from searchengine.engine.search_engine import SearchEngine
+    from tests.searchengine.server.conftest import documents
+
+    SearchEngine.build(documents(), tmp_path / "built", encoder=tiny_encoder).close()  # no LlamaIndex nodes in it
+    store = SearchEngineVectorStore(tmp_path / "built", encoder=tiny_encoder)
+    try:
+        index = VectorStoreIndex.from_vector_store(store, embed_model=store.embed_model)
+        found = index.as_retriever(similarity_top_k=2).retrieve(SENTENCES[4])
+        assert found[0].node.get_content() == SENTENCES[4] and found[0].node.node_id == "doc-4"
+        assert found[0].node.metadata == {"lang": "de", "year": 2004}
+    finally:
+        store.close()
