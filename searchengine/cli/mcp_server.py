@@ -19,7 +19,7 @@ def mcp(
     """Serve an index to an MCP client (Claude Desktop, an agent) over stdin and stdout: tools search, add, delete
     and info. The client starts this command itself; docs/integrations.md shows its configuration.
 
-    Needs the MCP SDK: pip install 'searchengine[mcp]'.
+    Needs the MCP SDK: pip install 'searchengine\\[mcp]' (the 'mcp' extra).
 
     Examples:
 

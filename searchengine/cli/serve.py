@@ -51,8 +51,8 @@ def serve(
 
     Endpoints: GET /health, GET /info, GET /search?q=...&k=10&where=..., POST /search {"queries": [...], "k": 10,
     "where": [...]}, POST /documents {"documents": [{"text": ...}, ...], "id_field": "id"}, DELETE
-    /documents/ID (?external=true for your own ids). A write by another process (`searchengine add`) is picked up
-    without a restart. Listens on 127.0.0.1 unless --host says otherwise. Ctrl+C stops it.
+    /documents/ID (?external=true for your own ids), POST /v1/embeddings (OpenAI's API, the index's model). A write
+    by another process (`searchengine add`) is picked up without a restart. Listens on 127.0.0.1 unless --host says otherwise. Ctrl+C stops it.
 
     Examples:
 

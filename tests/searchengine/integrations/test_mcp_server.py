@@ -82,3 +82,12 @@ def test_without_the_sdk_the_command_names_the_extra(index_path: Path) -> None:
     assert result.stderr.strip().splitlines() == [
         "Error: searchengine mcp needs the optional 'mcp' extra: pip install 'searchengine[mcp]'"
     ]
+
+
+def test_the_help_names_the_extra_whole() -> None:
+    from typer.testing import CliRunner
+
+    from searchengine.cli import app
+
+    result = CliRunner().invoke(app, ["mcp", "--help"], terminal_width=200)
+    assert result.exit_code == 0 and "pip install 'searchengine[mcp]'" in result.output
