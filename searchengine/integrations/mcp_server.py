@@ -1,4 +1,5 @@
-"""`searchengine mcp`: one index as an MCP server (Model Context Protocol), for agents and chat clients.
+"""`searchengine mcp`: one index as an MCP server (Model Context Protocol), for agents and chat clients, over stdio
+(the client starts the command) or streamable HTTP (`--http`: a long-running server clients connect to at /mcp).
 
 Tools: search (dense, keyword or hybrid, k results, `where` filters), add, delete and info, the operations of
 `searchengine query`, `add`, `delete` and `info`. Built on the official MCP SDK's MCPServer (the FastMCP of SDK 1);
@@ -7,12 +8,15 @@ loads once, a write is seen by the next search, and a writer in another process 
 
 from __future__ import annotations
 
+import hmac
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict
 from typing import Annotated, Any
 
 from pydantic import Field
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from searchengine.engine.corpus import JsonFields, document_from_record
 from searchengine.engine.filters import conditions_of
@@ -119,6 +123,40 @@ def mcp_server(index: ServedIndex) -> MCPServer:
             return index.reader.run(lambda engine: asdict(engine.info())).result()
 
     return server
+
+
+def mcp_http_app(index: ServedIndex, host: str = "127.0.0.1", api_key: str | None = None) -> ASGIApp:
+    """The MCP server over streamable HTTP at /mcp, as an ASGI app for uvicorn (it runs its own lifespan).
+
+    host: the address it listens on; on a loopback one the SDK also refuses requests whose Host or Origin header
+    is another (DNS rebinding). api_key: None, or the key every request must carry as `Authorization: Bearer KEY`
+    (the tools can write, so the key guards all of them, as `serve --api-key-for all` does)."""
+    app = mcp_server(index).streamable_http_app(host=host)
+    return app if api_key is None else BearerKey(app, api_key)
+
+
+class BearerKey:
+    """ASGI middleware: an HTTP request without `Authorization: Bearer KEY` gets 401 and a one-line JSON error."""
+
+    def __init__(self, app: ASGIApp, key: str) -> None:
+        if not key.strip():
+            raise SearchEngineError("the API key is empty; give a non-empty key or none")
+        self.app = app
+        self.key = key.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            scheme, _, given = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1").partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode("latin-1"), self.key):
+                problem = "the API key is wrong" if given else "this MCP server needs an API key"
+                response = JSONResponse(
+                    {"error": f"{problem}: send the header 'Authorization: Bearer KEY'"},
+                    status_code=401,
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 @contextmanager

@@ -91,3 +91,45 @@ def test_the_help_names_the_extra_whole() -> None:
 
     result = CliRunner().invoke(app, ["mcp", "--help"], terminal_width=200)
     assert result.exit_code == 0 and "pip install 'searchengine[mcp]'" in result.output
+
+
+async def _http_search(url: str, key: str | None) -> list[str]:
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=60) as client,
+        streamable_http_client(f"{url}/mcp", http_client=client) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        result = await session.call_tool("search", {"query": SENTENCES[2], "k": 2, "mode": "dense"})
+        return [hit["text"] for hit in _data(result)["hits"]]
+
+
+def test_over_streamable_http_behind_an_api_key(index_path: Path, tiny_encoder: Encoder) -> None:
+    import httpx
+
+    from searchengine.integrations.mcp_server import mcp_http_app
+    from searchengine.server.served_index import ServedIndex
+    from tests.searchengine.server.conftest import running
+
+    served = ServedIndex(index_path, encoder=tiny_encoder)
+    try:
+        with running(mcp_http_app(served, api_key="sesame")) as url:
+            assert asyncio.run(_http_search(url, "sesame"))[0] == SENTENCES[2]
+            refused = httpx.post(f"{url}/mcp", json={}, headers={"Authorization": "Bearer wrong"})
+            assert refused.status_code == 401 and refused.json()["error"].startswith("the API key is wrong")
+            assert httpx.post(f"{url}/mcp", json={}).status_code == 401
+    finally:
+        served.close()
+
+
+def test_host_and_port_without_http_are_refused(index_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from searchengine.cli import app
+
+    result = CliRunner().invoke(app, ["mcp", "-d", str(index_path), "--port", "9000"])
+    assert result.exit_code == 1 and "--host and --port are for --http" in result.output
