@@ -157,6 +157,18 @@ class SearchEngineVectorStore(VectorStore):
         hits = self._index.reader.run(search).result()
         return [(Document(page_content=hit.text, metadata=hit.metadata, id=hit.external_id), hit.score) for hit in hits]
 
+    def similarity_search_by_vector(self, embedding: list[float], k: int = 4, **kwargs: Any) -> list[Document]:  # noqa: ARG002
+        """Refused: the index searches by text, encoded with its own model (and keyword search needs the words)."""
+        raise SearchEngineError(
+            "this store searches by text with the index's model, not by a vector: use similarity_search"
+        )
+
+    def max_marginal_relevance_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:  # noqa: ARG002
+        """Refused: maximal marginal relevance is not offered; `similarity_search` ranks by relevance alone."""
+        raise SearchEngineError(
+            "maximal marginal relevance is not offered by this store: use search_type='similarity' (or hybrid mode)"
+        )
+
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
         if self.mode != "dense":
             raise SearchEngineError(

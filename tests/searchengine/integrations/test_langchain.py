@@ -79,3 +79,16 @@ def test_from_texts_and_documents_keep_ids_and_metadata(tmp_path: Path, tiny_enc
         ]
     finally:
         store.close()
+
+
+def test_searches_it_does_not_offer_are_refused_in_one_line(store: SearchEngineVectorStore) -> None:
+    with pytest.raises(SearchEngineError, match="maximal marginal relevance is not offered"):
+        store.as_retriever(search_type="mmr").invoke("cat")
+    with pytest.raises(SearchEngineError, match="not by a vector"):
+        store.similarity_search_by_vector([0.0] * 32)
+    with pytest.raises(SearchEngineError, match="unknown option colour"):
+        store.similarity_search("cat", colour="red")
+    store.mode = "hybrid"
+    assert store.similarity_search("piano song", k=1)[0].page_content == SENTENCES[9]
+    with pytest.raises(SearchEngineError, match="relevance scores are cosines"):
+        store.similarity_search_with_relevance_scores("cat")
