@@ -66,7 +66,12 @@ def mcp_server(index: ServedIndex) -> MCPServer:
                 raise SearchEngineError("the query is empty; say what to search for")
             conditions_of(where)
             hits = index.reader.search([query], SearchOptions(k, tuple(where), mode)).result()[0]
-        return {"query": query, "hits": [{**asdict(hit), "snippet": hit.snippet()} for hit in hits]}
+        answered_by = mode or index.reader.default_mode
+        return {
+            "query": query,
+            "mode": answered_by,
+            "hits": [{**asdict(hit), "snippet": hit.snippet()} for hit in hits],
+        }
 
     @server.tool()
     def add(

@@ -32,7 +32,7 @@ class EmbeddingsRequest(BaseModel):
         description=f"A text, or a list of up to {MAX_EMBEDDING_INPUTS} texts, to embed (each within the model's "
         "token limit)."
     )
-    model: str = Field(description="The index's model, as GET /info names it (model).")
+    model: str = Field(description="The index's model as GET /info names it (model), or its last part (all-MiniLM-L6-v2).")
     encoding_format: Literal["float", "base64"] = Field(
         "float", description="float: lists of numbers; base64: little-endian float32 bytes, base64-encoded."
     )
@@ -70,7 +70,7 @@ def embeddings_router(index: ServedIndex) -> APIRouter:
         texts = _texts(request.input)
 
         def embed(engine: SearchEngine) -> dict[str, Any]:
-            name = engine.info().model
+            name = engine.manifest.model.name  # as info() names it, without its store queries
             if request.model not in (name, PurePath(name).name):
                 raise SearchEngineError(
                     f"this server embeds with the index's model {name!r}, not {request.model!r}; send model={name!r}"

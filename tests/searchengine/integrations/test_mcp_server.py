@@ -61,6 +61,7 @@ def test_an_mcp_client_searches_adds_and_deletes(index_path: Path) -> None:
     assert answers["tools"] == ["add", "delete", "info", "search"]
     hits = _data(answers["search"])["hits"]
     assert hits[0]["text"] == SENTENCES[1] and len(hits) == 3 and hits[0]["found_by"] == ["dense"]
+    assert _data(answers["search"])["mode"] == "dense" and _data(answers["filtered"])["mode"] == "hybrid"
     filtered = _data(answers["filtered"])["hits"]
     assert filtered and {hit["metadata"]["lang"] for hit in filtered} == {"en"}
     assert _data(answers["added"])["added"] == 1 and _data(answers["added"])["index_size"] == len(SENTENCES) + 1
