@@ -1,4 +1,5 @@
-"""POST /v1/embeddings: OpenAI's embeddings API, answered with the served index's own encoder.
+"""POST /v1/embeddings: OpenAI's embeddings API, answered with the served index's own encoder; GET /v1/models lists
+that one model, for clients that look a model up before they use it.
 
 The vectors are the ones the index stores and searches with: the encoder's output, whitened when the index was
 built with whitening, L2-normalised (SearchEngine.encode). An OpenAI client (or any tool that speaks its API)
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+from datetime import datetime
 from pathlib import PurePath
 from typing import Any, Literal
 
@@ -32,7 +34,9 @@ class EmbeddingsRequest(BaseModel):
         description=f"A text, or a list of up to {MAX_EMBEDDING_INPUTS} texts, to embed (each within the model's "
         "token limit)."
     )
-    model: str = Field(description="The index's model as GET /info names it (model), or its last part (all-MiniLM-L6-v2).")
+    model: str = Field(
+        description="The index's model as GET /info names it (model), or its last part (all-MiniLM-L6-v2)."
+    )
     encoding_format: Literal["float", "base64"] = Field(
         "float", description="float: lists of numbers; base64: little-endian float32 bytes, base64-encoded."
     )
@@ -60,8 +64,21 @@ class EmbeddingsOut(BaseModel):
     usage: UsageOut
 
 
+class ModelOut(BaseModel):
+    id: str
+    object: Literal["model"] = "model"
+    created: int = Field(description="When the index was built (Unix time).")
+    owned_by: str
+
+
+class ModelsOut(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[ModelOut]
+
+
 def embeddings_router(index: ServedIndex) -> APIRouter:
-    """The /v1/embeddings route over `index`; the caller adds the API-key dependency when it includes it."""
+    """The /v1/embeddings and /v1/models routes over `index`; the caller adds the API-key dependency when it
+    includes it."""
     router = APIRouter(tags=["embeddings"])
 
     @router.post("/v1/embeddings", response_model=EmbeddingsOut)
@@ -101,6 +118,21 @@ def embeddings_router(index: ServedIndex) -> APIRouter:
 
         return await asyncio.wrap_future(index.reader.run(embed))
 
+    @router.get("/v1/models", response_model=ModelsOut)
+    async def list_models() -> dict[str, Any]:
+        """The one model /v1/embeddings answers with: the index's (OpenAI-compatible)."""
+
+        def model(engine: SearchEngine) -> dict[str, Any]:
+            name = engine.manifest.model.name
+            return {
+                "id": name,
+                "object": "model",
+                "created": _unix_time(engine.manifest.created_at),
+                "owned_by": "searchengine",
+            }
+
+        return {"object": "list", "data": [await asyncio.wrap_future(index.reader.run(model))]}
+
     return router
 
 
@@ -125,6 +157,14 @@ def _texts(given: str | list[Any]) -> list[str]:
         if lone_surrogate(text) is not None:
             raise SearchEngineError(f"input {number} holds a lone surrogate, half of a character; send valid Unicode")
     return texts
+
+
+def _unix_time(stamp: str) -> int:
+    """The manifest's "2026-11-25T16:38:32+0000" as Unix time; 0 for a stamp in another form."""
+    try:
+        return int(datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S%z").timestamp())
+    except ValueError:
+        return 0
 
 
 def _encoded(vector: np.ndarray, encoding_format: str) -> list[float] | str:

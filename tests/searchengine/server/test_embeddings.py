@@ -86,3 +86,10 @@ def test_the_body_limit_holds(index_path: Path, tiny_encoder: Encoder) -> None:
         assert response.status_code == 413
     finally:
         served.close()
+
+
+def test_the_models_list_names_the_one_model(live_url: str, index_path: Path) -> None:
+    with SearchEngine.open(index_path) as engine:
+        name = engine.info().model
+    models = _client(live_url).models.list()
+    assert [model.id for model in models.data] == [name] and models.data[0].created > 1_700_000_000
