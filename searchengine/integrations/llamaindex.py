@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from searchengine.engine.modes import SearchMode
 from searchengine.engine.search_engine import SearchEngine
 from searchengine.errors import SearchEngineError
+from searchengine.indexer.errors import UnknownFieldError
 from searchengine.indexer.filter_sql import AnyOf, Condition
 from searchengine.indexer.index_directory import IndexDirectory
 from searchengine.indexer.store import Document
@@ -203,7 +204,10 @@ class SearchEngineVectorStore(BasePydanticVectorStore):
 
     def _delete_where(self, where: list[Condition | AnyOf]) -> None:
         def delete(engine: SearchEngine) -> None:
-            present = [document.external_id for document in engine.documents(where)]
+            try:
+                present = [document.external_id for document in engine.documents(where)]
+            except UnknownFieldError:  # e.g. no node of LlamaIndex's stored yet, so no ref_doc_id: nothing to delete
+                return
             if present:
                 engine.delete(external_ids=present, merge=False)
 

@@ -119,5 +119,7 @@ def test_an_index_built_by_searchengine_is_queried_as_it_is(tmp_path: Path, tiny
         found = index.as_retriever(similarity_top_k=2).retrieve(SENTENCES[4])
         assert found[0].node.get_content() == SENTENCES[4] and found[0].node.node_id == "doc-4"
         assert found[0].node.metadata == {"lang": "de", "year": 2004}
+        store.delete("doc-4")  # no LlamaIndex source document of that id (no ref_doc_id field at all): nothing
+        assert index.as_retriever(similarity_top_k=1).retrieve(SENTENCES[4])[0].node.node_id == "doc-4"
     finally:
         store.close()
