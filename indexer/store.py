@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import sqlite_utils
 from searchengine.indexer.counters import read_counter
-from searchengine.indexer.errors import IndexerError, MissingKeywordIndexError, UnknownDocumentError
+from searchengine.indexer.errors import IndexerError, MissingKeywordIndexError, UnknownDocumentError, UnknownFieldError
 from searchengine.indexer.filter_sql import COLUMN_TYPES, JSON_KINDS, Filter, json_path, where_clause
 from searchengine.indexer.keyword_query import match_expression
 from searchengine.indexer.migrations import migrate
@@ -632,7 +632,7 @@ class DocumentStore:
             [json_path(key)] * 2,
         ).fetchall()
         if not rows:
-            raise IndexerError(f"no document has a field {key!r}; fields: {', '.join(self.fields())}")
+            raise UnknownFieldError(f"no document has a field {key!r}; fields: {', '.join(self.fields())}")
         kinds = {JSON_KINDS[kind] for (kind,) in rows}
         if self._kinds_cache is not None:
             self._kinds_cache[key] = kinds

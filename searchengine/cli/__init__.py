@@ -5,7 +5,18 @@ from __future__ import annotations
 
 import typer
 
-from searchengine.cli import adapt, analysis, evaluation, files, index, maintenance, query, serve, train
+from searchengine.cli import (
+    adapt,
+    analysis,
+    evaluation,
+    files,
+    index,
+    maintenance,
+    mcp_server,
+    query,
+    serve,
+    train,
+)
 
 app = typer.Typer(
     help="Semantic search over your own files and text: index a folder or a corpus once, then query it by meaning.",
@@ -27,6 +38,7 @@ for command in (
     evaluation.analyze,
     adapt.adapt,
     serve.serve,
+    mcp_server.mcp,
 ):
     app.command()(command)
 app.add_typer(train.train_app, name="train")

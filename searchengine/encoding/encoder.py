@@ -147,6 +147,13 @@ class Encoder:
         with self._lock:
             return passage_spans(self.tokenizer, texts, tokens, overlap, structures)
 
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """Tokens of each text as `encode` prepares it, special tokens left out (compare with `text_tokens`, which
+        `encode` truncates to); safe beside `encode` in other threads. What an API bills and bounds texts by."""
+        prepared = [text.strip().lower() if self.source.do_lower_case else text.strip() for text in texts]
+        with self._lock:
+            return [len(ids) for ids in self.tokenizer(prepared, add_special_tokens=False)["input_ids"]]
+
     def encode(
         self, texts: Sequence[str], batch_size: int | None = None, *, pre_normalize: bool = False, bulk: bool = True
     ) -> np.ndarray:

@@ -746,6 +746,15 @@ class SearchEngine:
         external id (what `sync` compares files with), read without loading texts."""
         return self._store.metadata_of_external_ids(fields)
 
+    def documents(self, where: Filters) -> list[Document]:
+        """The stored documents that meet every filter, in index order, without a query: a lookup by your own ids
+        (`[Condition("external_id", "in", ("a", "b"))]`) or by metadata, as the LangChain and LlamaIndex stores need."""
+        conditions = conditions_of(where)
+        if not conditions:
+            raise SearchEngineError("say which documents to read: give filters, e.g. where=['lang=en']")
+        stored = self._store.get(self._store.matching_ids(conditions))
+        return [Document(d.text, d.source, d.line, d.metadata, d.external_id) for _, d in sorted(stored.items())]
+
     def external_ids(self) -> list[str]:
         """The user-given ids of the indexed documents (`--id-field`, Document.external_id), in index order."""
         return self._store.external_ids()
@@ -777,9 +786,7 @@ class SearchEngine:
             repeats=self._store.repeats(),
             keyword_index=self._keyword_index,
             passages=manifest.passages,
-            shards=len(manifest.segment_files)
-            if manifest.segmented
-            else manifest.index.shards,
+            shards=len(manifest.segment_files) if manifest.segmented else manifest.index.shards,
         )
 
     def close(self) -> None:
