@@ -177,8 +177,7 @@ def index(
         recorded_fields,
     )
     from searchengine.engine.ray_embedding import RaySettings
-    from searchengine.engine.search_engine import SearchEngine, default_index_dir
-    from searchengine.indexer.index_directory import IndexDirectory
+    from searchengine.engine.search_engine import SearchEngine, default_index_dir, ensure_index
     from searchengine.reading.file_rules import FileRules
     from searchengine.reading.walk import common_base
 
@@ -188,8 +187,8 @@ def index(
     with user_errors(target):
         if ray_workers is not None and ray is None:
             raise SearchEngineError("--ray-workers says how many Ray workers embed; add --ray ADDRESS to use Ray")
-        corpus = inputs[0]
-        if ray is None and is_file_input(inputs, whole is True):
+        files = ray is None and is_file_input(inputs, whole is True)
+        if files:
             if jsonl or id_field or title_field or text_field != "text":
                 raise SearchEngineError(
                     "--jsonl, --id-field, --text-field and --title-field name fields of a .jsonl corpus; files read "
@@ -197,62 +196,53 @@ def index(
                 )
             if whole is False:
                 raise SearchEngineError("--lines reads one .txt corpus file one document per line; name it alone")
-            roots = [Path(name) for name in inputs]
-            rules = FileRules(tuple(include), tuple(exclude), max_file_size)
-            if append:
-                refuse_rebuild_options(index_type, whiten_k, whiten_fit, pooling, template, denoise, passages, shards)
-                if not IndexDirectory(target).exists():
-                    SearchEngine.create(target, encoder=Encoder(model, **speed.options()), passages=True)
-                engine = SearchEngine.open(target, model=model, speed=speed)
-                files_report = add_files(engine, roots, rules, strict, not quiet)
-            else:
-                check_replacing(target, roots, replace)
-                documents, files_report = read_paths(roots, rules, progress=not quiet)
-                check_files_read(files_report, documents, roots, strict)
-                engine = SearchEngine.build(
-                    documents,
-                    target,
-                    encoder=Encoder(
-                        model, pooling, batch_size=batch_size, template=template, denoise=denoise, **speed.options()
-                    ),
-                    index=index_type,
-                    whiten_k=whiten_k,
-                    whiten_fit=whiten_fit,
-                    passages=True if passages is None else passages,
-                    progress=not quiet,
-                    shards=shards,
-                    reading=files_record(roots, common_base(roots), rules),
-                )
-            report = engine.last_report
-            if not quiet:
-                typer.echo(files_summary(files_report))
-            corpus = " ".join(inputs)
         elif len(inputs) > 1:
             raise SearchEngineError("index one corpus file at a time (or folders and files read by their format)")
-        elif append:
+        corpus = " ".join(inputs) if files else inputs[0]
+        roots = [Path(name) for name in inputs]
+        rules = FileRules(tuple(include), tuple(exclude), max_file_size)
+        if append:
             refuse_rebuild_options(index_type, whiten_k, whiten_fit, pooling, template, denoise, passages, shards)
             if ray is not None:
                 raise SearchEngineError(APPEND_KEEPS_SHARDS)
-            if not IndexDirectory(target).exists():
-                SearchEngine.create(target, encoder=Encoder(model, **speed.options()))
-            engine = SearchEngine.open(target, model=model, speed=speed)
-            fields = JsonFields(text_field, title_field, id_field)
-            if fields.plain and (fmt or corpus.removesuffix(".gz").endswith((".jsonl", ".csv"))):
-                fields = recorded_fields(engine.reading()) or fields
-            report = engine.add(
-                corpus,
-                jsonl=fmt,
-                id_field=fields.id,
-                progress=not quiet,
-                text_field=fields.text,
-                title_field=fields.title,
-            )
+            encoder = ensure_index(target, model=model, speed=speed, passages=files)
+            engine = SearchEngine.open(target, model=model, speed=speed, encoder=encoder)
+            if files:
+                files_report = add_files(engine, roots, rules, strict, not quiet)
+            else:
+                fields = JsonFields(text_field, title_field, id_field)
+                if fields.plain and (fmt or corpus.removesuffix(".gz").endswith((".jsonl", ".csv"))):
+                    fields = recorded_fields(engine.reading()) or fields
+                engine.add(
+                    corpus,
+                    jsonl=fmt,
+                    id_field=fields.id,
+                    progress=not quiet,
+                    text_field=fields.text,
+                    title_field=fields.title,
+                )
         else:
-            check_replacing(target, [corpus], replace)
             if whiten_fit is not None and whiten_k is None:
                 raise SearchEngineError("--whiten-fit says what to fit whitening on; add --whiten-k K to use it")
+            check_replacing(target, roots, replace)
+            if files:
+                documents, files_report = read_paths(roots, rules, progress=not quiet)
+                check_files_read(files_report, documents, roots, strict)
+                source, options = documents, {
+                    "passages": True if passages is None else passages,
+                    "reading": files_record(roots, common_base(roots), rules),
+                }
+            else:
+                source, options = corpus, {
+                    "jsonl": fmt,
+                    "id_field": id_field,
+                    "text_field": text_field,
+                    "title_field": title_field,
+                    "passages": PASSAGES_BY_DEFAULT if passages is None else passages,
+                    "ray": None if ray is None else RaySettings(ray, ray_workers, threads or 1),
+                }
             engine = SearchEngine.build(
-                corpus,
+                source,
                 target,
                 encoder=Encoder(
                     model, pooling, batch_size=batch_size, template=template, denoise=denoise, **speed.options()
@@ -260,16 +250,13 @@ def index(
                 index=index_type,
                 whiten_k=whiten_k,
                 whiten_fit=whiten_fit,
-                jsonl=fmt,
-                id_field=id_field,
-                text_field=text_field,
-                title_field=title_field,
-                passages=PASSAGES_BY_DEFAULT if passages is None else passages,
                 progress=not quiet,
                 shards=shards,
-                ray=None if ray is None else RaySettings(ray, ray_workers, threads or 1),
+                **options,
             )
-            report = engine.last_report
+        report = engine.last_report
+        if files and not quiet:
+            typer.echo(files_summary(files_report))
         if quiet:
             return
         typer.echo(indexing_summary(report, corpus, target, len(engine)))

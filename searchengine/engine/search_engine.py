@@ -73,6 +73,29 @@ Corpus = str | Path | Iterable[str | Document]
 """A corpus file (.txt, .jsonl, gzipped or not, or '-' for stdin), or the texts (or Documents) themselves."""
 
 
+def ensure_index(
+    path: str | Path,
+    *,
+    model: str | Path | None = None,
+    speed: EncoderSpeed | None = None,
+    encoder: Encoder | None = None,
+    passages: bool = PASSAGES_BY_DEFAULT,
+) -> Encoder | None:
+    """Make an empty index in `path` where there is none, for writers that add to an index they may have to start
+    (`index --append`, the LangChain and LlamaIndex stores). Returns the encoder to open it with: `encoder`, or
+    the one loaded to create it (None where nothing was loaded)."""
+    from searchengine.indexer.index_directory import IndexDirectory
+
+    if IndexDirectory(Path(path)).exists():
+        return encoder
+    if encoder is None:
+        from searchengine.encoding.encoder import Encoder
+
+        encoder = Encoder(model, **(speed.options() if speed else {}))
+    SearchEngine.create(path, encoder=encoder, passages=passages).close()
+    return encoder
+
+
 def default_index_dir() -> Path:
     return Path(os.environ.get("SEARCHENGINE_INDEX", DEFAULT_INDEX_DIR))
 
