@@ -17,3 +17,7 @@ class UnknownDocumentError(IndexerError):
 
 class MissingKeywordIndexError(IndexerError):
     """The index was written before keyword search: its next write (or `searchengine compact`) adds it."""
+
+
+class UnknownFieldError(IndexerError):
+    """A filter names a metadata field no stored document has."""

@@ -7,7 +7,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from searchengine.indexer.errors import IndexerError
+from searchengine.indexer.errors import IndexerError, UnknownFieldError
 
 Value = str | int | float | bool | None
 
@@ -94,7 +94,7 @@ def _condition_sql(condition: Condition, kinds_of: FieldKinds) -> tuple[str, lis
         path = json_path(condition.field)
         kinds = kinds_of(condition.field)
         if not kinds:
-            raise IndexerError(f"no document has a field {condition.field!r}; name a field the documents have")
+            raise UnknownFieldError(f"no document has a field {condition.field!r}; name a field the documents have")
         target, prefix = "json_extract(metadata, ?)", [path]
     _check_kinds(condition, values, kinds)
     if operator == "in":

@@ -11,6 +11,7 @@ from collections.abc import Callable
 import sqlite_utils
 from searchengine.indexer.counters import create_counters
 from searchengine.indexer.segment_table import create_tables
+from searchengine.indexer.settings_table import create_table as create_settings
 
 TABLE = "schema_migrations"
 
@@ -25,7 +26,12 @@ def _counters(db: sqlite_utils.Database) -> None:
     create_counters(db)
 
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_segments, _counters]
+def _build_settings(db: sqlite_utils.Database) -> None:
+    """3: how the index reads its input (indexer/settings_table.py), so `add` and `sync` read it the same way."""
+    create_settings(db)
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_segments, _counters, _build_settings]
 """In order: migration n is MIGRATIONS[n - 1]."""
 
 

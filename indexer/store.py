@@ -26,13 +26,14 @@ from typing import Any
 import numpy as np
 import sqlite_utils
 from searchengine.indexer.counters import read_counter
-from searchengine.indexer.errors import IndexerError, MissingKeywordIndexError, UnknownDocumentError
+from searchengine.indexer.errors import IndexerError, MissingKeywordIndexError, UnknownDocumentError, UnknownFieldError
 from searchengine.indexer.filter_sql import COLUMN_TYPES, JSON_KINDS, Filter, json_path, where_clause
 from searchengine.indexer.keyword_query import bm25_bound, match_expression
 from searchengine.indexer.migrations import migrate
 from searchengine.indexer.passages import TABLE as PASSAGES_TABLE
 from searchengine.indexer.passages import PassageTable
 from searchengine.indexer.segment_table import SegmentTable
+from searchengine.indexer.settings_table import SettingsTable
 
 TABLE = "documents"
 LEGACY_EXTERNAL_IDS_TABLE = "external_ids"
@@ -69,6 +70,11 @@ class Document:
     metadata: dict[str, Any] = field(default_factory=dict)
     external_id: str | None = None
     """A user-given id: adding a document with an id already stored replaces that document (upsert)."""
+    blocks: tuple[int, ...] = ()
+    """Where each block (paragraph, list item, code block) of a document read from a file starts: a passage may
+    begin at any of them. Used when splitting into passages, not stored."""
+    section_starts: tuple[int, ...] = ()
+    """Where each heading's section or page starts: a passage never runs across one. Not stored."""
 
     @property
     def content_hash(self) -> str:
@@ -185,6 +191,8 @@ class DocumentStore:
             self.passages = PassageTable(self.db, self._guard)
             self.segments = SegmentTable(self.db, self._guard)
             """The live vector segments and the commit state (format 2; indexer/segment_table.py)."""
+            self.settings = SettingsTable(self.db, self._guard)
+            """How the index reads its input: fields, folders and their rules (indexer/settings_table.py)."""
             with self._guard():
                 self._create_table_if_missing(writable)
                 self.legacy = "count" in self.db[TABLE].columns_dict
@@ -467,6 +475,19 @@ class DocumentStore:
             rows = self.db.execute(f"SELECT external_id FROM {TABLE} WHERE external_id IS NOT NULL ORDER BY id")
             return [row[0] for row in rows]
 
+    def metadata_of_external_ids(self, fields: Sequence[str]) -> dict[str, list[Any]]:
+        """For every document that has an external id and the first of `fields` in its metadata, the values of
+        `fields` (None where missing), by external id: what `sync` compares files with, read without loading texts."""
+        columns = ", ".join("json_extract(metadata, ?)" for _ in fields)
+        paths = [f'$."{name}"' for name in fields]
+        with self._guard():
+            rows = self.db.execute(
+                f"SELECT external_id, {columns} FROM {TABLE} WHERE external_id IS NOT NULL "
+                "AND json_extract(metadata, ?) IS NOT NULL",
+                [*paths, paths[0]],
+            ).fetchall()
+        return {row[0]: list(row[1:]) for row in rows}
+
     def ids(self) -> np.ndarray:
         """Every stored document's id, in order."""
         with self._guard():
@@ -618,7 +639,7 @@ class DocumentStore:
             [json_path(key)] * 2,
         ).fetchall()
         if not rows:
-            raise IndexerError(f"no document has a field {key!r}; fields: {', '.join(self.fields())}")
+            raise UnknownFieldError(f"no document has a field {key!r}; fields: {', '.join(self.fields())}")
         kinds = {JSON_KINDS[kind] for (kind,) in rows}
         if self._kinds_cache is not None:
             self._kinds_cache[key] = kinds

@@ -42,4 +42,4 @@ def test_readme_commands_are_the_ones_ci_runs() -> None:
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").strip().splitlines()[-1]
     commands = re.findall(r"```(?:bash|sh)?\n(.*?)\n```", readme, flags=re.S)
     assert commands[1].strip() == ci
-    assert "searchengine index examples/corpus.txt" in commands[0]
+    assert "searchengine index docs/ -d docs-index" in commands[0]

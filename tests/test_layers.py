@@ -3,6 +3,8 @@
 searchengine is built in layers. A sub-package may import itself and the layers it lists below, nothing else;
 imports inside functions (the lazy ones) count too. The storage layer (indexer) knows nothing of models, the
 encoders know nothing of indexes, only the command line imports training, and nothing imports the command line.
+The integrations (adapters to other tools' interfaces) sit beside the server, whose served index they reuse; only
+the command line imports them.
 """
 
 from __future__ import annotations
@@ -19,10 +21,15 @@ ALLOWED: dict[str, set[str]] = {
     "encoding": {"errors"},
     "evaluation": {"errors", "encoding"},
     "analysis": {"errors", "indexer"},
-    "engine": {"errors", "indexer", "encoding", "analysis"},
+    "reading": {"errors", "indexer"},
+    "engine": {"errors", "indexer", "encoding", "analysis", "reading"},
     "server": {"errors", "indexer", "encoding", "analysis", "engine"},
     "training": {"errors", "indexer", "encoding", "evaluation", "engine"},
-    "cli": {"errors", "indexer", "encoding", "evaluation", "analysis", "engine", "server", "training"},
+    "integrations": {"errors", "indexer", "encoding", "analysis", "engine", "server"},
+    "cli": {
+        "errors", "indexer", "encoding", "evaluation", "analysis", "engine", "server", "training", "integrations",
+        "reading",
+    },  # fmt: skip
 }
 """Each layer and the layers it may import. `searchengine/__init__.py` (lazy public names) and `__main__.py`
 stand above them all."""

@@ -5,10 +5,21 @@ from __future__ import annotations
 
 import typer
 
-from searchengine.cli import adapt, analysis, evaluation, index, maintenance, query, serve, train
+from searchengine.cli import (
+    adapt,
+    analysis,
+    evaluation,
+    files,
+    index,
+    maintenance,
+    mcp_server,
+    query,
+    serve,
+    train,
+)
 
 app = typer.Typer(
-    help="Semantic search over your own text: index a corpus once, then query it by meaning.",
+    help="Semantic search over your own files and text: index a folder or a corpus once, then query it by meaning.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
@@ -19,6 +30,7 @@ for command in (
     maintenance.info,
     analysis.cluster,
     index.add,
+    files.sync,
     maintenance.delete,
     maintenance.compact,
     maintenance.verify,
@@ -26,6 +38,7 @@ for command in (
     evaluation.analyze,
     adapt.adapt,
     serve.serve,
+    mcp_server.mcp,
 ):
     app.command()(command)
 app.add_typer(train.train_app, name="train")

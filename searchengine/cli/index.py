@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from searchengine.cli.errors import user_errors
+from searchengine.cli.files import add_files, check_files_read, files_summary
 from searchengine.cli.options import (
     BackendOption,
     IdFieldOption,
@@ -24,13 +25,35 @@ from searchengine.encoding.model_source import Pooling
 from searchengine.encoding.passages import PASSAGES_BY_DEFAULT
 from searchengine.encoding.precision import Precision
 from searchengine.errors import SearchEngineError
+from searchengine.reading.file_rules import DEFAULT_MAX_MB
 
 if TYPE_CHECKING:
     from searchengine.engine.indexing import IndexingReport
 
 
+INPUTS_HELP = (
+    "Folders and files to index. A folder is read recursively, and each Markdown, HTML, PDF or .txt file in it is "
+    "one document, split along its headings or pages into passages. A .txt file named alone is one document per "
+    "line (--whole: one document), a .jsonl file one per line's text field, and - reads standard input."
+)
+
+
+IncludeOption = typer.Option(
+    [], "--include", metavar="GLOB", help="Read only files whose path or name matches, e.g. '*.md' (repeatable)."
+)
+ExcludeOption = typer.Option(
+    [], "--exclude", metavar="GLOB", help="Leave out files whose path or name matches, e.g. 'drafts/*'."
+)
+MaxFileSizeOption = typer.Option(
+    DEFAULT_MAX_MB, "--max-file-size", min=0.001, metavar="MB", help="Skip files larger than this."
+)
+StrictOption = typer.Option(
+    False, "--strict", help="Fail, writing nothing, when a file cannot be read, instead of skipping it."
+)
+
+
 def index(
-    corpus: str = typer.Argument(..., help="A .txt file (one document per line), a .jsonl file, or - for stdin."),
+    inputs: list[str] = typer.Argument(..., help=INPUTS_HELP, metavar="PATH"),
     index_dir: Path | None = IndexDirOption,
     model: str | None = ModelOption,
     pooling: Pooling | None = typer.Option(None, help="Override the model's pooling."),
@@ -64,7 +87,22 @@ def index(
         "additions keep the setting.",
         show_default="--passages" if PASSAGES_BY_DEFAULT else "--no-passages",
     ),
-    append: bool = typer.Option(False, "--append", help="Add to the existing index instead of replacing it."),
+    append: bool = typer.Option(
+        False, "--append", help="Add to the existing index (made if there is none) instead of replacing it."
+    ),
+    replace: bool = typer.Option(
+        False, "--replace", help="Replace an existing index built from other input (else refused, to keep it)."
+    ),
+    include: list[str] = IncludeOption,
+    exclude: list[str] = ExcludeOption,
+    max_file_size: float = MaxFileSizeOption,
+    whole: bool | None = typer.Option(
+        None,
+        "--whole/--lines",
+        help="A .txt file named alone: one document (--whole), or one document per line (--lines).",
+        show_default="--lines",
+    ),
+    strict: bool = StrictOption,
     jsonl: bool = typer.Option(False, "--jsonl", help="Read JSON lines whatever the name (e.g. from stdin)."),
     id_field: str | None = IdFieldOption,
     text_field: str = TextFieldOption,
@@ -97,14 +135,25 @@ def index(
         show_default="one per --threads CPUs of the cluster",
     ),
 ) -> None:
-    """Embed every document of CORPUS and save a searchable index.
+    """Embed every document of PATH... and save a searchable index.
 
-    Each non-blank line of a .txt file is a document; a .jsonl file needs a "text" field per line and keeps the
-    other fields as metadata. Every line is its own document, also when its text repeats an earlier one (the
-    summary counts those; identical texts are encoded once). The previous index stays intact
-    until the new one is complete, so an interrupted run loses nothing.
+    Folders: every Markdown, HTML, PDF and .txt file in them (hidden ones and .git left out) is a document whose id
+    is its path, split into passages along its headings or pages; a hit names the file and the heading or page.
+    A file that cannot be read (encrypted, no text layer, not UTF-8, too large) is skipped with one line and
+    counted. `searchengine sync` later re-reads only what changed.
+
+    Corpus files: each non-blank line of a .txt file is a document; a .jsonl file needs a "text" field per line
+    and keeps the other fields as metadata. Every line is its own document, also when its text repeats an earlier
+    one (the summary counts those; identical texts are encoded once).
+
+    The previous index stays intact until the new one is complete, so an interrupted run loses nothing; an index
+    built from other input is replaced only with --replace.
 
     Examples:
+
+      searchengine index notes/
+
+      searchengine index docs/ README.md --include '*.md' --exclude 'drafts/*'
 
       searchengine index notes.txt
 
@@ -119,8 +168,18 @@ def index(
       searchengine index corpus-shards/ --ray head-node:6379
     """
     from searchengine.encoding.encoder import Encoder, EncoderSpeed
+    from searchengine.engine.corpus import JsonFields
+    from searchengine.engine.files import (
+        check_replacing,
+        files_record,
+        is_file_input,
+        read_paths,
+        recorded_fields,
+    )
     from searchengine.engine.ray_embedding import RaySettings
-    from searchengine.engine.search_engine import SearchEngine, default_index_dir
+    from searchengine.engine.search_engine import SearchEngine, default_index_dir, ensure_index
+    from searchengine.reading.file_rules import FileRules
+    from searchengine.reading.walk import common_base
 
     target = index_dir or default_index_dir()
     fmt = True if jsonl else None
@@ -128,34 +187,62 @@ def index(
     with user_errors(target):
         if ray_workers is not None and ray is None:
             raise SearchEngineError("--ray-workers says how many Ray workers embed; add --ray ADDRESS to use Ray")
+        files = ray is None and is_file_input(inputs, whole is True)
+        if files:
+            if jsonl or id_field or title_field or text_field != "text":
+                raise SearchEngineError(
+                    "--jsonl, --id-field, --text-field and --title-field name fields of a .jsonl corpus; files read "
+                    "by their format take their title and id (the path) from the file: drop them"
+                )
+            if whole is False:
+                raise SearchEngineError("--lines reads one .txt corpus file one document per line; name it alone")
+        elif len(inputs) > 1:
+            raise SearchEngineError("index one corpus file at a time (or folders and files read by their format)")
+        corpus = " ".join(inputs) if files else inputs[0]
+        roots = [Path(name) for name in inputs]
+        rules = FileRules(tuple(include), tuple(exclude), max_file_size)
         if append:
-            if (
-                index_type
-                or whiten_k
-                or whiten_fit
-                or pooling
-                or template is not None
-                or denoise is not None
-                or passages is not None
-            ):
-                raise SearchEngineError(
-                    "--append adds to an index with the settings it was built with; drop --index, --pooling, "
-                    "--template, --denoise, --whiten-k, --whiten-fit and --passages/--no-passages"
+            refuse_rebuild_options(index_type, whiten_k, whiten_fit, pooling, template, denoise, passages, shards)
+            if ray is not None:
+                raise SearchEngineError(APPEND_KEEPS_SHARDS)
+            encoder = ensure_index(target, model=model, speed=speed, passages=files)
+            engine = SearchEngine.open(target, model=model, speed=speed, encoder=encoder)
+            if files:
+                files_report = add_files(engine, roots, rules, strict, not quiet)
+            else:
+                fields = JsonFields(text_field, title_field, id_field)
+                if fields.plain and (fmt or corpus.removesuffix(".gz").endswith((".jsonl", ".csv"))):
+                    fields = recorded_fields(engine.reading()) or fields
+                engine.add(
+                    corpus,
+                    jsonl=fmt,
+                    id_field=fields.id,
+                    progress=not quiet,
+                    text_field=fields.text,
+                    title_field=fields.title,
                 )
-            if ray is not None or shards is not None:
-                raise SearchEngineError(
-                    "--append embeds here, into the shards the index has; --ray and --shards are for building an "
-                    "index: drop them"
-                )
-            engine = SearchEngine.open(target, model=model, speed=speed)
-            report = engine.add(
-                corpus, jsonl=fmt, id_field=id_field, progress=not quiet, text_field=text_field, title_field=title_field
-            )
         else:
             if whiten_fit is not None and whiten_k is None:
                 raise SearchEngineError("--whiten-fit says what to fit whitening on; add --whiten-k K to use it")
+            check_replacing(target, roots, replace)
+            if files:
+                documents, files_report = read_paths(roots, rules, progress=not quiet)
+                check_files_read(files_report, documents, roots, strict)
+                source, options = documents, {
+                    "passages": True if passages is None else passages,
+                    "reading": files_record(roots, common_base(roots), rules),
+                }
+            else:
+                source, options = corpus, {
+                    "jsonl": fmt,
+                    "id_field": id_field,
+                    "text_field": text_field,
+                    "title_field": title_field,
+                    "passages": PASSAGES_BY_DEFAULT if passages is None else passages,
+                    "ray": None if ray is None else RaySettings(ray, ray_workers, threads or 1),
+                }
             engine = SearchEngine.build(
-                corpus,
+                source,
                 target,
                 encoder=Encoder(
                     model, pooling, batch_size=batch_size, template=template, denoise=denoise, **speed.options()
@@ -163,16 +250,13 @@ def index(
                 index=index_type,
                 whiten_k=whiten_k,
                 whiten_fit=whiten_fit,
-                jsonl=fmt,
-                id_field=id_field,
-                text_field=text_field,
-                title_field=title_field,
-                passages=PASSAGES_BY_DEFAULT if passages is None else passages,
                 progress=not quiet,
                 shards=shards,
-                ray=None if ray is None else RaySettings(ray, ray_workers, threads or 1),
+                **options,
             )
-            report = engine.last_report
+        report = engine.last_report
+        if files and not quiet:
+            typer.echo(files_summary(files_report))
         if quiet:
             return
         typer.echo(indexing_summary(report, corpus, target, len(engine)))
@@ -199,12 +283,16 @@ def index(
 
 
 def add(
-    corpus: str = typer.Argument(..., help="A .txt or .jsonl file (gzipped or not), or - for stdin."),
+    inputs: list[str] = typer.Argument(..., help=INPUTS_HELP, metavar="PATH"),
     index_dir: Path | None = IndexDirOption,
     jsonl: bool = typer.Option(False, "--jsonl", help="Read JSON lines whatever the name (e.g. from stdin)."),
     id_field: str | None = IdFieldOption,
     text_field: str = TextFieldOption,
     title_field: str | None = TitleFieldOption,
+    include: list[str] = IncludeOption,
+    exclude: list[str] = ExcludeOption,
+    max_file_size: float = MaxFileSizeOption,
+    strict: bool = StrictOption,
     precision: Precision = PrecisionOption,
     backend: Backend = BackendOption,
     threads: int | None = ThreadsOption,
@@ -212,17 +300,20 @@ def add(
 ) -> None:
     """Add documents to an existing index, with the model and whitening it was built with.
 
-    With --id-field, a document whose id is already in the index replaces the stored one (upsert). Readers
-    see the old index until the new one is complete.
+    With --id-field, a document whose id is already in the index replaces the stored one (upsert); a file read
+    by its format replaces the document of the same path. A .jsonl corpus is read with the fields the index was
+    built with unless told otherwise. Readers see the old index until the new one is complete.
 
     Examples:
 
       searchengine add more-notes.txt
 
       searchengine add changed.jsonl --id-field id
+
+      searchengine add new-notes/
     """
     index(
-        corpus=corpus,
+        inputs=inputs,
         index_dir=index_dir,
         model=None,
         pooling=None,
@@ -245,7 +336,39 @@ def add(
         shards=None,
         ray=None,
         ray_workers=None,
+        replace=False,
+        include=include,
+        exclude=exclude,
+        max_file_size=max_file_size,
+        whole=None,
+        strict=strict,
     )
+
+
+APPEND_KEEPS_SHARDS = (
+    "--append embeds here, into the shards the index has; --ray and --shards are for building an index: drop them"
+)
+
+
+def refuse_rebuild_options(
+    index_type: str | None,
+    whiten_k: int | None,
+    whiten_fit: Path | None,
+    pooling: Pooling | None,
+    template: str | None,
+    denoise: bool | None,
+    passages: bool | None,
+    shards: int | None,
+) -> None:
+    """--append keeps the settings the index was built with: refuse the options that would change them."""
+    changes = [index_type, whiten_k, whiten_fit, pooling, template, denoise, passages]
+    if any(change is not None for change in changes):
+        raise SearchEngineError(
+            "--append adds to an index with the settings it was built with; drop --index, --pooling, "
+            "--template, --denoise, --whiten-k, --whiten-fit and --passages/--no-passages"
+        )
+    if shards is not None:
+        raise SearchEngineError(APPEND_KEEPS_SHARDS)
 
 
 def stage_summary(report: IndexingReport) -> str:
@@ -277,5 +400,5 @@ def indexing_summary(report: IndexingReport, corpus: str, target: Path, held: in
         )
     return (
         f"Indexed {counted(report.documents, 'document')} from {corpus}, of which {'; '.join(parts)}, into {target} "
-        f"in {report.seconds:.1f} s ({rate:.0f} documents/s); the index holds {counted(held, 'document')}.{upgraded}"
+        f"in {report.seconds:.1f} s ({rate:.{1 if rate < 10 else 0}f} documents/s); the index holds {counted(held, 'document')}.{upgraded}"
     )

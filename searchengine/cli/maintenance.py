@@ -37,13 +37,14 @@ def info(
     with user_errors(target):
         directory = IndexDirectory(target)
         # Read the store of the manifest just read, again from the top if a writer swaps generations meanwhile.
-        manifest, (clustering, duplicates, repeats, keyword_index) = directory.read_consistently(
+        manifest, (clustering, duplicates, repeats, keyword_index, reading) = directory.read_consistently(
             lambda current: (current, _store_summary(directory, current))
         )
         model, whitening = manifest.model, manifest.whitening
         details = {
             "path": str(target),
             "documents": _documents_summary(manifest, repeats),
+            "built from": _reading_summary(reading),
             "vectors": _vectors_summary(manifest),
             "model": f"{model.name} (fingerprint {model.fingerprint})",
             "pooling": model.pooling
@@ -79,6 +80,7 @@ def info(
                 "duplicates": duplicates,
                 "repeats": repeats,
                 "keyword_index": keyword_index,
+                "reading": reading,
             }
             state = manifest.state_json() if manifest.segmented else {}
             typer.echo(json.dumps({**manifest.as_json_dict(), **state, **extra}, indent=2))
@@ -88,17 +90,46 @@ def info(
             typer.echo(f"{key + ':':<{width + 1}} {value}")
 
 
-def _store_summary(directory: IndexDirectory, manifest: Manifest) -> tuple[ClusteringRecord | None, int, int, bool]:
+def _store_summary(
+    directory: IndexDirectory, manifest: Manifest
+) -> tuple[ClusteringRecord | None, int, int, bool, dict]:
     """From the index's document store: the stored clustering (or None), how many documents `mine --dedupe`
-    marked as near-duplicates, how many documents repeat an earlier one's exact text, and whether it holds the
-    keyword index."""
+    marked as near-duplicates, how many documents repeat an earlier one's exact text, whether it holds the
+    keyword index, and how it reads its input (searchengine.engine.files)."""
+    from searchengine.engine.indexing import READING
     from searchengine.indexer.store import DocumentStore
 
     store = DocumentStore(directory.file(manifest, "documents"))
     try:
-        return store.clustering(), len(store.duplicates()), store.repeats(), store.has_keyword_index
+        reading = store.settings.get(READING)
+        return (
+            store.clustering(),
+            len(store.duplicates()),
+            store.repeats(),
+            store.has_keyword_index,
+            reading if isinstance(reading, dict) else {},
+        )
     finally:
         store.close()
+
+
+def _reading_summary(reading: dict) -> str:
+    """What the index was built from, as `add` and `sync` read it: its folders and their rules, or its corpus
+    file and JSON fields."""
+    files = reading.get("files")
+    if isinstance(files, dict) and files.get("roots"):
+        rules = files.get("rules") or {}
+        globs = [f"include {pattern!r}" for pattern in rules.get("include", [])]
+        globs += [f"exclude {pattern!r}" for pattern in rules.get("exclude", [])]
+        return f"{', '.join(files['roots'])} (files read by format{''.join(f'; {g}' for g in globs)}; `sync` re-reads them)"
+    sources = reading.get("sources") or []
+    fields = reading.get("fields") or {}
+    named = [f"{role} field {fields[role]!r}" for role in ("title", "id") if fields.get(role)]
+    if fields.get("text", "text") != "text":
+        named.insert(0, f"text field {fields['text']!r}")
+    if not sources:
+        return "not recorded (texts given in Python, or an index written before this was recorded)"
+    return ", ".join(sources) + (f" ({', '.join(named)})" if named else "")
 
 
 def _documents_summary(manifest: Manifest, repeats: int) -> str:

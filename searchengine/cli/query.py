@@ -183,7 +183,8 @@ def query(
             stems = query_stems(result["query"])
             for rank, hit in enumerate(result["hits"], start=1):
                 cluster = f"[c{hit['cluster']}] " if hit["cluster"] is not None else ""
-                external = f"({one_line(hit['external_id'])}) " if hit.get("external_id") is not None else ""
+                names = [hit[key] for key in ("external_id", "location") if hit.get(key) is not None]
+                external = f"({one_line(' › '.join(names))}) " if names else ""
                 details = _details(hit, searched)
                 typer.echo(
                     f"{rank:>3}  {hit['score']:.4f}  {details}#{hit['id']:<6} {external}{cluster}"

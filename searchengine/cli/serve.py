@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ipaddress
 from pathlib import Path
 
 import typer
@@ -51,8 +50,8 @@ def serve(
 
     Endpoints: GET /health, GET /info, GET /search?q=...&k=10&where=..., POST /search {"queries": [...], "k": 10,
     "where": [...]}, POST /documents {"documents": [{"text": ...}, ...], "id_field": "id"}, DELETE
-    /documents/ID (?external=true for your own ids). A write by another process (`searchengine add`) is picked up
-    without a restart. Listens on 127.0.0.1 unless --host says otherwise. Ctrl+C stops it.
+    /documents/ID (?external=true for your own ids), POST /v1/embeddings (OpenAI's API, the index's model). A write
+    by another process (`searchengine add`) is picked up without a restart. Listens on 127.0.0.1 unless --host says otherwise. Ctrl+C stops it.
 
     Examples:
 
@@ -72,7 +71,7 @@ def serve(
         import uvicorn
 
         from searchengine.server.app import ServerSettings, create_app
-        from searchengine.server.listener import listening_socket
+        from searchengine.server.listener import is_loopback, listening_socket
         from searchengine.server.served_index import ServedIndex
 
         listener = listening_socket(host, port)
@@ -90,7 +89,7 @@ def serve(
         typer.echo(
             f"Serving {target} ({index.reader.run(len).result()} texts) at {url}/ (API docs at {url}/docs)", err=True
         )
-        if not _is_loopback(host) and api_key is None:
+        if not is_loopback(host) and api_key is None:
             typer.echo(
                 f"Warning: listening on {host} without --api-key: anyone who reaches it can add and delete.", err=True
             )
@@ -102,10 +101,3 @@ def serve(
     finally:
         index.close()
         listener.close()
-
-
-def _is_loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return host == "localhost"

@@ -15,7 +15,7 @@ from searchengine.encoding.backend import Backend, resolve_runtime
 from searchengine.encoding.hf_loading import load_pretrained
 from searchengine.encoding.model_source import ModelSource, Pooling, locate_model
 from searchengine.encoding.model_transforms import apply_transforms, load_transforms, output_dimension
-from searchengine.encoding.passages import Span, passage_spans
+from searchengine.encoding.passages import Span, Structure, passage_spans
 from searchengine.encoding.pooling import NEEDS_ALL_LAYERS, pool
 from searchengine.encoding.precision import BULK_TEXTS, Precision, apply_precision, bulk_precision
 from searchengine.encoding.prompt_pooling import PromptPooling
@@ -132,14 +132,27 @@ class Encoder:
             return self.max_seq_length - self.prompt.template_length
         return self.max_seq_length - self.tokenizer.num_special_tokens_to_add(pair=False)
 
-    def passage_spans(self, texts: Sequence[str], tokens: int, overlap: int) -> list[list[Span]]:
+    def passage_spans(
+        self,
+        texts: Sequence[str],
+        tokens: int,
+        overlap: int,
+        structures: Sequence[Structure | None] | None = None,
+    ) -> list[list[Span]]:
         """For each text, the character spans of its passages of at most `tokens` tokens (at most `text_tokens`,
-        to fit the model), consecutive ones sharing up to `overlap` (searchengine.encoding.passages): one span, the
-        whole text, when it fits."""
+        to fit the model), consecutive ones sharing up to `overlap`, or cut along the text's structure where one is
+        given (searchengine.encoding.passages): one span, the whole text, when it fits."""
         if tokens > self.text_tokens:
             raise SearchEngineError(f"passages of {tokens} tokens do not fit this model's {self.text_tokens}")
         with self._lock:
-            return passage_spans(self.tokenizer, texts, tokens, overlap)
+            return passage_spans(self.tokenizer, texts, tokens, overlap, structures)
+
+    def token_counts(self, texts: Sequence[str]) -> list[int]:
+        """Tokens of each text as `encode` prepares it, special tokens left out (compare with `text_tokens`, which
+        `encode` truncates to); safe beside `encode` in other threads. What an API bills and bounds texts by."""
+        prepared = [text.strip().lower() if self.source.do_lower_case else text.strip() for text in texts]
+        with self._lock:
+            return [len(ids) for ids in self.tokenizer(prepared, add_special_tokens=False)["input_ids"]]
 
     def encode(
         self, texts: Sequence[str], batch_size: int | None = None, *, pre_normalize: bool = False, bulk: bool = True

@@ -49,14 +49,66 @@ def check_overlap(tokens: int, overlap: int) -> None:
         )
 
 
-def passage_spans(tokenizer: Any, texts: Sequence[str], tokens: int, overlap: int) -> list[list[Span]]:  # noqa: ANN401
+Structure = tuple[Sequence[int], Sequence[int]]
+"""A text's block starts and section starts (characters), from its file's extractor (searchengine/reading)."""
+
+
+def passage_spans(
+    tokenizer: Any,  # noqa: ANN401
+    texts: Sequence[str],
+    tokens: int,
+    overlap: int,
+    structures: Sequence[Structure | None] | None = None,
+) -> list[list[Span]]:
     """For each text, the character spans of its passages, in order: [(0, len(text))] when the text's tokens
-    (special tokens left out) fit in `tokens`. `tokenizer` is a Hugging Face fast tokenizer."""
+    (special tokens left out) fit in `tokens`. `tokenizer` is a Hugging Face fast tokenizer. A text with a
+    structure is cut along it (`_structured_spans`); one without, into overlapping windows."""
     check_overlap(tokens, overlap)
+    if not texts:  # an add whose documents were all upserts of the same text (new metadata only) embeds nothing
+        return []
     encodings = tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True).encodings
+    structures = structures or [None] * len(texts)
     return [
-        _spans(text, encoding.offsets, encoding.word_ids, tokens, overlap) for text, encoding in zip(texts, encodings)
+        _structured_spans(text, encoding.offsets, encoding.word_ids, tokens, overlap, structure)
+        if structure is not None and structure[0]
+        else _spans(text, encoding.offsets, encoding.word_ids, tokens, overlap)
+        for text, encoding, structure in zip(texts, encodings, structures)
     ]
+
+
+def _structured_spans(
+    text: str,
+    offsets: Sequence[Span],
+    words: Sequence[int | None],
+    tokens: int,
+    overlap: int,
+    structure: Structure,
+) -> list[Span]:
+    """Passages along a document's structure: whole blocks packed in order while they fit in `tokens`, a new
+    passage at every section start (a heading or a page), and a block longer than a window split into overlapping
+    windows of its own. Blocks are whole, so passages do not overlap."""
+    count = len(offsets)
+    if count <= tokens:
+        return [(0, len(text))]
+    starts = [start for start, _ in offsets]
+    ends = [end for _, end in offsets]
+    first_tokens = sorted({bisect.bisect_left(starts, block) for block in structure[0]} | {0})
+    units = [(a, b) for a, b in zip(first_tokens, [*first_tokens[1:], count]) if a < b]
+    hard = {bisect.bisect_left(starts, section) for section in structure[1]}
+    spans: list[Span] = []
+    position = 0
+    while position < len(units):
+        first, last = units[position]
+        if last - first > tokens:
+            spans.extend(_spans(text, offsets[first:last], words[first:last], tokens, overlap))
+            position += 1
+            continue
+        following = position + 1
+        while following < len(units) and units[following][0] not in hard and units[following][1] - first <= tokens:
+            following += 1
+        spans.append((starts[first], ends[units[following - 1][1] - 1]))
+        position = following
+    return spans
 
 
 def _spans(text: str, offsets: Sequence[Span], words: Sequence[int | None], tokens: int, overlap: int) -> list[Span]:

@@ -1,9 +1,11 @@
-"""Read a corpus as a stream of documents: .txt (one per line), .jsonl (a "text" field), either gzipped, or
-'-' for stdin."""
+"""Read a corpus as a stream of documents: .txt (one per line), .jsonl (a "text" field), .csv (a "text" column),
+any of them gzipped, or '-' for stdin."""
 
 from __future__ import annotations
 
+import csv
 import gzip
+import io
 import json
 import sys
 from collections.abc import Iterator
@@ -50,6 +52,10 @@ def read_corpus(source: str | Path, jsonl: bool | None = None, fields: JsonField
     raise SearchEngineError naming the line. `fields` says which JSONL fields hold the text, title and id.
     """
     name = str(source)
+    if is_csv(name) and not jsonl:
+        with _opened(Path(source)) as handle:
+            yield from _read_csv(handle, name, fields)
+        return
     jsonl = _reads_jsonl(name, jsonl, fields)
     if name == STDIN:
         yield from _read_lines(sys.stdin.buffer, "<stdin>", jsonl, fields)
@@ -59,6 +65,44 @@ def read_corpus(source: str | Path, jsonl: bool | None = None, fields: JsonField
         raise SearchEngineError(f"{path} is a directory; pass a .txt or .jsonl file (or - for standard input)")
     with _opened(path) as handle:
         yield from _read_lines(handle, name, jsonl, fields)
+
+
+def is_csv(name: str) -> bool:
+    """Whether a corpus file is read as CSV: by its .csv(.gz) suffix."""
+    return name.removesuffix(".gz").lower().endswith(".csv")
+
+
+def _read_csv(handle: BinaryIO, name: str, fields: JsonFields) -> Iterator[Document]:
+    """The documents of a CSV file with a header row: each row a record whose columns are fields, as a .jsonl
+    line's are (the text column, by default "text"; the others metadata, as text). Rows with an empty text are
+    skipped, as blank lines are."""
+    text = io.TextIOWrapper(handle, encoding="utf-8-sig", newline="")
+    rows = csv.DictReader(text)
+    try:
+        if rows.fieldnames is None:
+            return
+        if fields.text not in rows.fieldnames:
+            raise SearchEngineError(
+                f'{name} has no "{fields.text}" column (its columns: {", ".join(rows.fieldnames)}); name the text '
+                "column with --text-field"
+            )
+        for row in rows:
+            number = rows.line_num
+            if None in row:
+                raise SearchEngineError(f"{name} line {number} has more cells than the header has columns")
+            if not (row.get(fields.text) or "").strip():
+                continue
+            record = {key: value for key, value in row.items() if value is not None}
+            yield document_from_record(record, f"{name} line {number}", fields, name, number)
+    except UnicodeDecodeError as exc:
+        raise SearchEngineError(
+            f"{name} is not valid UTF-8 near line {rows.line_num + 1} (byte 0x{exc.object[exc.start]:02x}); convert "
+            "the file to UTF-8, e.g. `iconv -f latin1 -t utf-8`"
+        ) from None
+    except csv.Error as exc:
+        raise SearchEngineError(f"{name} line {rows.line_num} is not CSV this can read ({exc})") from None
+    finally:
+        text.detach()
 
 
 @dataclass(frozen=True)
@@ -78,6 +122,8 @@ def corpus_parts(
     """Read a corpus file once, checking every line as `read_corpus` does, and cut it into parts of `size`
     documents (the last one shorter)."""
     name = str(source)
+    if is_csv(name):
+        raise SearchEngineError(f"{name}: --ray reads .txt and .jsonl corpus files; convert the CSV to JSON lines")
     jsonl = _reads_jsonl(name, jsonl, fields)
     with _opened(Path(source)) as handle:
         offset = start = count = 0

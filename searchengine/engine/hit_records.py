@@ -1,5 +1,5 @@
-"""Search results as JSON objects: the one shape `searchengine query --json`, the server's /search and anything
-else that shows hits give them, so a client reads the same keys wherever a hit comes from."""
+"""Search results as JSON objects: the one shape `searchengine query --json`, the server's /search, the MCP search
+tool and anything else that shows hits give them, so a client reads the same keys wherever a hit comes from."""
 
 from __future__ import annotations
 
@@ -12,11 +12,12 @@ from searchengine.engine.snippets import DEFAULT_SNIPPET_CHARS
 
 def hit_record(hit: Hit, max_chars: int = DEFAULT_SNIPPET_CHARS) -> dict[str, Any]:
     """A hit as a JSON object: its ids first (the index's, then the user's own `external_id`, null when none), its
-    text and one-line snippet (cut to `max_chars`), then every other field of Hit; `span` and `highlight` are
+    text, one-line snippet (cut to `max_chars`) and `location` (the heading or page of a file's passage, null when
+    none), then every other field of Hit; `span` and `highlight` are
     character offsets into `text` (`highlight` null when it was not asked for)."""
     fields = asdict(hit)
     head = {"id": fields.pop("id"), "external_id": fields.pop("external_id"), "text": fields.pop("text")}
-    record = {**head, "snippet": hit.snippet(max_chars), **fields}
+    record = {**head, "snippet": hit.snippet(max_chars), "location": hit.location, **fields}
     record["found_by"] = list(hit.found_by)
     record["span"] = None if hit.span is None else list(hit.span)
     if hit.highlight is not None:

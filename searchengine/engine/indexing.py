@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from importlib.metadata import version
 from itertools import islice
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import faiss
 import numpy as np
@@ -133,6 +133,12 @@ class IndexSettings:
     """Tokens consecutive passages share (None: searchengine.encoding.passages.default_overlap)."""
     shards: int = 1
     """FAISS indexes to split the vectors over (searchengine.indexer.shards); 1: one index."""
+    reading: dict[str, Any] | None = None
+    """How the input was read (fields, folders and their rules), recorded so `add` and `sync` read alike."""
+
+
+READING = "reading"
+"""The build setting (indexer/settings_table.py) that records how the index reads its input."""
 
 
 def build_index(
@@ -197,6 +203,8 @@ def build_index(
         if report.documents == 0 and not allow_empty:
             raise SearchEngineError(NO_TEXT)
         report.truncated += encoder.truncated - truncated_before
+        if settings.reading is not None:
+            store.settings.set(READING, settings.reading)
         with report.timing("commit"):
             commit_generation(
                 generation,
@@ -219,8 +227,10 @@ def append_to_index(
     encoder: Encoder,
     total: int | None = None,
     progress: bool = False,
+    reading: dict[str, Any] | None = None,
 ) -> IndexingReport:
-    """Add `documents` to the existing index in `directory`, applying its fitted whitening."""
+    """Add `documents` to the existing index in `directory`, applying its fitted whitening; `reading`, when
+    given, replaces the record of how the index reads its input (IndexSettings.reading) in the same commit."""
     if total == 0:
         raise SearchEngineError(NO_TEXT)
     report = IndexingReport()
@@ -242,6 +252,8 @@ def append_to_index(
         )
         if report.documents == 0:
             raise SearchEngineError(NO_TEXT)
+        if reading is not None:
+            write.store.settings.set(READING, reading)
         report.truncated = encoder.truncated - truncated_before
         commit_started = time.perf_counter()
     report.stages["commit"] = time.perf_counter() - commit_started
@@ -289,7 +301,7 @@ def _store_and_encode(
             store,
             encoder,
             change.ids,
-            [chunk.documents[p].text for p in change.positions],
+            [chunk.documents[p] for p in change.positions],
             change.repeated,
             passages,
             report,
@@ -304,18 +316,21 @@ def _passages(
     store: DocumentStore,
     encoder: Encoder,
     ids: list[int],
-    texts: list[str],
+    documents: list[Document],
     repeated: list[bool],
     passages: PassageSplitting | None,
     report: IndexingReport,
 ) -> tuple[np.ndarray, list[str], np.ndarray]:
     """The vectors new documents need: their vector ids, the text each embeds and whether that text is new. One
-    per document (its whole text) unless `passages` splits the longer ones, whose passages the store records."""
+    per document (its whole text) unless `passages` splits the longer ones, whose passages the store records;
+    a document read from a file is cut along its blocks and sections."""
     first_seen = [not repeat for repeat in repeated]
+    texts = [document.text for document in documents]
     if passages is None:
         report.vectors += len(ids)
         return np.asarray(ids, dtype=np.int64), texts, np.asarray(first_seen, dtype=bool)
-    spans = encoder.passage_spans(texts, passages.tokens, passages.overlap)
+    structures = [(document.blocks, document.section_starts) if document.blocks else None for document in documents]
+    spans = encoder.passage_spans(texts, passages.tokens, passages.overlap, structures)
     vector_ids = store.add_passages({i: s for i, s in zip(ids, spans) if len(s) > 1})
     report.split += len(vector_ids)
     out_ids: list[int] = []

@@ -3,6 +3,7 @@ documents, and reranking by a cross-encoder."""
 
 from __future__ import annotations
 
+import bisect
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -80,6 +81,19 @@ class Hit:
     def passage(self) -> str:
         """The text of the passage that matched (the whole text when the document is one vector)."""
         return self.text if self.span is None else self.text[self.span[0] : self.span[1]]
+
+    @property
+    def location(self) -> str | None:
+        """Where in its file the hit matched, for a document read from a file and split into passages: the heading
+        path ("Guide › Install") or page ("page 3") of the section its best passage starts in; None otherwise."""
+        sections = self.metadata.get("sections")
+        if self.span is None or not isinstance(sections, list) or not sections:
+            return None
+        starts = [section[0] for section in sections if isinstance(section, list) and len(section) == 2]
+        if len(starts) != len(sections):
+            return None
+        found = bisect.bisect_right(starts, self.span[0]) - 1
+        return str(sections[found][1]) if found >= 0 else None
 
     def snippet(self, max_chars: int = DEFAULT_SNIPPET_CHARS) -> str:
         """One line to show for the hit: its highlighted sentences if it has them, else the passage that matched

@@ -9,7 +9,7 @@ import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,12 +20,14 @@ from searchengine.analysis.paraphrase_mining import Pair, dedupe_index, mine_doc
 from searchengine.encoding.passages import PASSAGES_BY_DEFAULT
 from searchengine.engine.corpus import STDIN, JsonFields, corpus_files, read_corpus
 from searchengine.engine.embedding import to_index_vectors
+from searchengine.engine.files import fields_record
 from searchengine.engine.filters import Filters, conditions_of
 from searchengine.engine.fusion import Fusion
 from searchengine.engine.highlight import with_highlights
 from searchengine.engine.hybrid import hybrid_rankings, keyword_rankings
 from searchengine.engine.indexing import (
     NO_TEXT,
+    READING,
     IndexingReport,
     IndexSettings,
     append_to_index,
@@ -71,6 +73,29 @@ DEFAULT_RERANK_TOP = 100
 
 Corpus = str | Path | Iterable[str | Document]
 """A corpus file (.txt, .jsonl, gzipped or not, or '-' for stdin), or the texts (or Documents) themselves."""
+
+
+def ensure_index(
+    path: str | Path,
+    *,
+    model: str | Path | None = None,
+    speed: EncoderSpeed | None = None,
+    encoder: Encoder | None = None,
+    passages: bool = PASSAGES_BY_DEFAULT,
+) -> Encoder | None:
+    """Make an empty index in `path` where there is none, for writers that add to an index they may have to start
+    (`index --append`, the LangChain and LlamaIndex stores). Returns the encoder to open it with: `encoder`, or
+    the one loaded to create it (None where nothing was loaded)."""
+    from searchengine.indexer.index_directory import IndexDirectory
+
+    if IndexDirectory(Path(path)).exists():
+        return encoder
+    if encoder is None:
+        from searchengine.encoding.encoder import Encoder
+
+        encoder = Encoder(model, **(speed.options() if speed else {}))
+    SearchEngine.create(path, encoder=encoder, passages=passages).close()
+    return encoder
 
 
 def default_index_dir() -> Path:
@@ -265,6 +290,7 @@ class SearchEngine:
         progress: bool = False,
         shards: int | None = None,
         ray: RaySettings | None = None,
+        reading: dict[str, Any] | None = None,
     ) -> SearchEngine:
         """Index `corpus` into `path`, replacing any index there only once the new one is complete.
 
@@ -286,6 +312,8 @@ class SearchEngine:
         default 1, or with `ray` one per encoder worker.
         ray: embed on a Ray cluster (searchengine.engine.ray_embedding); `corpus` (and `whiten_fit`) must then be
         a file or a directory of corpus files that every node reads at the same path.
+        reading: how the input was read, recorded in the index for `add` and `sync` (searchengine.engine.files);
+        by default the JSON fields.
         """
         if encoder is None:
             from searchengine.encoding.encoder import Encoder, EncoderSpeed
@@ -318,6 +346,7 @@ class SearchEngine:
                 passages=passages,
                 passage_overlap=passage_overlap,
                 shards=shards or 1,
+                reading=reading or fields_record(fields, corpus),
             )
             count = _count(corpus, jsonl, fields)
             if index is not None and count is not None and whiten_fit is None:
@@ -662,12 +691,14 @@ class SearchEngine:
         text_field: str = "text",
         title_field: str | None = None,
         merge: bool = True,
+        reading: dict[str, Any] | None = None,
     ) -> IndexingReport:
         """Append documents (a file path, texts or Documents), each its own document even when its text repeats
         an indexed one (the report counts those). A document whose external id (`id_field` of a .jsonl file, or
         Document.external_id) is already stored replaces the old one (upsert). `text_field` and `title_field` as
         in `build`. The new vectors are a new segment; `merge` then runs the merges the policy asks for (False:
-        leave them to a later `merge()`, as the server does off its request path)."""
+        leave them to a later `merge()`, as the server does off its request path). `reading` replaces the
+        record of how the index reads its input (as in `build`) in the same commit."""
         fields = JsonFields(text_field, title_field, id_field)
         report = append_to_index(
             self.directory,
@@ -675,6 +706,7 @@ class SearchEngine:
             self.encoder,
             _count(corpus, jsonl, fields),
             progress,
+            reading,
         )
         self._load()
         if merge:
@@ -765,6 +797,25 @@ class SearchEngine:
         marks = dedupe_index(self.directory, threshold, method, neighbours)
         self._load()
         return with_texts(marks, self._store)
+
+    def reading(self) -> dict[str, Any]:
+        """How the index reads its input, as recorded when it was built (fields, folders and their rules;
+        searchengine.engine.files); empty for an index built before it was recorded."""
+        return self._store.settings.get(READING) or {}
+
+    def metadata_by_external_id(self, fields: Sequence[str]) -> dict[str, list[Any]]:
+        """The values of metadata `fields` of every document with an external id and the first field, by
+        external id (what `sync` compares files with), read without loading texts."""
+        return self._store.metadata_of_external_ids(fields)
+
+    def documents(self, where: Filters) -> list[Document]:
+        """The stored documents that meet every filter, in index order, without a query: a lookup by your own ids
+        (`[Condition("external_id", "in", ("a", "b"))]`) or by metadata, as the LangChain and LlamaIndex stores need."""
+        conditions = conditions_of(where)
+        if not conditions:
+            raise SearchEngineError("say which documents to read: give filters, e.g. where=['lang=en']")
+        stored = self._store.get(self._store.matching_ids(conditions))
+        return [Document(d.text, d.source, d.line, d.metadata, d.external_id) for _, d in sorted(stored.items())]
 
     def external_ids(self) -> list[str]:
         """The user-given ids of the indexed documents (`--id-field`, Document.external_id), in index order."""

@@ -24,7 +24,15 @@ from searchengine.engine.search_engine import DEFAULT_RERANK_TOP, SearchEngine
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.errors import IndexLockedError, UnknownDocumentError
 from searchengine.server.body_limit import BodyLimit
-from searchengine.server.limits import MAX_BODY_BYTES, MAX_DOCUMENTS, MAX_FILTERS, MAX_K, MAX_QUERIES
+from searchengine.server.embeddings import embeddings_router
+from searchengine.server.limits import (
+    MAX_BODY_BYTES,
+    MAX_DOCUMENTS,
+    MAX_EMBEDDING_INPUTS,
+    MAX_FILTERS,
+    MAX_K,
+    MAX_QUERIES,
+)
 from searchengine.server.models import (
     MIN_SCORE_HELP,
     AddedOut,
@@ -101,6 +109,7 @@ def create_app(index: ServedIndex, settings: ServerSettings = ServerSettings()) 
                     "queries": MAX_QUERIES,
                     "filters": MAX_FILTERS,
                     "documents": MAX_DOCUMENTS,
+                    "embedding_inputs": MAX_EMBEDDING_INPUTS,
                     "body_bytes": settings.max_body_bytes,
                 },
             },
@@ -169,6 +178,7 @@ def create_app(index: ServedIndex, settings: ServerSettings = ServerSettings()) 
         index.writer.submit_background(lambda engine: engine.merge())
         return answer
 
+    app.include_router(embeddings_router(index), dependencies=[Depends(check_reads)])
     return app
 
 

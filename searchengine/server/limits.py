@@ -10,3 +10,5 @@ MAX_DOCUMENTS = 1000
 """Documents in one POST /documents (each write copies the index once, so send them together)."""
 MAX_BODY_BYTES = 8 * 1024 * 1024
 """Request body size; larger bodies get 413 before they are read whole."""
+MAX_EMBEDDING_INPUTS = MAX_QUERIES
+"""Texts in one POST /v1/embeddings: as many as queries in one POST /search, since both are encoded in one call."""

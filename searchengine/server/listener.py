@@ -3,6 +3,7 @@ one, and clients that connect while the model loads wait in the backlog instead 
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import socket
 
@@ -24,3 +25,11 @@ def listening_socket(host: str, port: int, backlog: int = 2048) -> socket.socket
         reason = os.strerror(exc.errno) if exc.errno else str(exc)
         raise SearchEngineError(f"cannot listen on {host}:{port} ({reason}); choose another --port or --host") from None
     return listener
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` reaches this machine only (127.0.0.1, ::1, localhost): elsewhere a server warns without a key."""
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return host == "localhost"

@@ -49,6 +49,7 @@ class HitOut(BaseModel):
     external_id: str | None = Field(description="The document's own id, given with id_field (null when none).")
     text: str
     snippet: str = Field(description="One line to show: the sentences nearest to the query, cut.")
+    location: str | None = Field(description="The heading path or page of a file's passage that matched (or null).")
     score: float
     source: str | None
     line: int | None

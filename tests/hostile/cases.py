@@ -194,7 +194,7 @@ def _corpus_cases() -> list[Case]:
         )
     cases += [
         Case("add a missing file", ["add", "{root}/nope.txt", "-d", "{index}"], fragments=("does not exist",)),
-        Case("add a directory", ["add", "{root}", "-d", "{index}"], fragments=("directory",)),
+        Case("add a folder with no file to read", ["add", "{root}", "-d", "{index}"], fragments=("found no file",)),
         Case(
             "add --id-field on text",
             ["add", "{root}/c.txt", "-d", "{index}", "--id-field", "id"],
@@ -280,7 +280,7 @@ def _flag_cases() -> list[Case]:
         Case("delete one known one unknown", ["delete", "1", "999", "-d", "{index}"]),
         Case(
             "index IVF1024 on six texts",
-            ["index", "{root}/c.txt", "-d", "{index}", "--model", "{model}", "--index", "IVF1024,Flat"],
+            ["index", "{root}/c.txt", "-d", "{index}", "--model", "{model}", "--index", "IVF1024,Flat", "--replace"],
             _input("c.txt", "one\ntwo\nthree\nfour\nfive\nsix\n"),
             fragments=("IVF1024",),
         ),
@@ -437,7 +437,7 @@ def _disk_cases() -> list[Case]:
         Case("delete: full disk", ["delete", "1", "-d", "{index}"], fill_disk, fragments=("space",), disk=True),
         Case(
             "index: full disk",
-            ["index", "{root}/c.txt", "-d", "{index}", "--model", "{model}"],
+            ["index", "{root}/c.txt", "-d", "{index}", "--model", "{model}", "--replace"],
             lambda w: (w.write("c.txt", "one\ntwo\n"), fill_disk(w)),
             fragments=("space",),
             disk=True,
@@ -445,7 +445,41 @@ def _disk_cases() -> list[Case]:
     ]
 
 
+def _folder(files: dict[str, str | bytes]):  # noqa: ANN202
+    """A setup that writes a folder `notes/` of these files (names relative to it; sub-folders made)."""
+
+    def setup(workspace: Workspace) -> None:
+        for name, content in files.items():
+            (workspace.root / "notes" / name).parent.mkdir(parents=True, exist_ok=True)
+            workspace.write(f"notes/{name}", content)
+
+    return setup
+
+
+def _file_cases() -> list[Case]:
+    """Folders of files (searchengine/reading): nothing readable, --strict, sync of what cannot be synced."""
+    add = ["add", "{root}/notes", "-d", "{index}"]
+    return [
+        Case("add a folder of unreadable files", add, _folder({"a.md": b"\x00\x01", "b.pdf": b"%PDF-1.4"}),
+             fragments=("found no file to read", "2 files skipped")),
+        Case("add a folder with a bad file, --strict", [*add, "--strict"],
+             _folder({"ok.md": "# Fine\n\nText.\n", "bad.md": "caf\u00e9".encode("latin-1")}),
+             fragments=("1 file could not be read", "bad.md", "not UTF-8")),
+        Case("add a folder with --title-field", [*add, "--title-field", "t"], _folder({"ok.md": "Text.\n"}),
+             fragments=("drop them",)),
+        Case("add a damaged PDF", ["add", "{root}/notes/cut.pdf", "-d", "{index}"], _folder({"cut.pdf": b"%PDF-1.4"}),
+             fragments=("found no file to read", "1 file skipped")),
+        Case("add a missing folder", ["add", "{root}/missing/", "-d", "{index}"], fragments=("does not exist",)),
+        Case("sync an index built from a corpus file", ["sync", "-d", "{index}"], fragments=("not built from folders",)),
+        Case("index another folder without --replace", ["index", "{root}/notes", "-d", "{index}"],
+             _folder({"ok.md": "Text.\n"}), fragments=("already holds an index", "--replace")),
+        Case("index a .txt --lines with a folder", ["index", "{root}/notes", "-d", "{index}", "--lines", "--replace"],
+             _folder({"ok.txt": "Text.\n"}), fragments=("name it alone",)),
+    ]  # fmt: skip
+
+
 def all_cases(disk: bool) -> list[Case]:
     """Every case; the full-disk ones only when `disk` (a tmpfs can be mounted)."""
     cases = _corpus_cases() + _filter_cases() + _flag_cases() + _broken_index_cases() + _permission_cases()
+    cases += _file_cases()
     return cases + (_disk_cases() if disk else [])

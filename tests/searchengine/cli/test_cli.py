@@ -113,11 +113,12 @@ def test_info(index_dir: Path, sentences: list[str]) -> None:
     assert manifest["count"]["vectors"] == len(sentences)
 
 
-def test_info_json_is_the_manifest_on_disk_and_the_stored_extras(index_dir: Path) -> None:
+def test_info_json_is_the_manifest_on_disk_and_the_stored_extras(index_dir: Path, corpus: Path) -> None:
     printed = json.loads(run("info", "-d", index_dir, "--json").output)
     on_disk = json.loads((index_dir / "manifest.json").read_text(encoding="utf-8"))
     stored = {key: printed[key] for key in ("count", "updated_at", "segments", "size_on_disk")}
-    extras = {"clustering": None, "duplicates": 0, "repeats": 0, "keyword_index": True}
+    reading = {"fields": {"text": "text", "title": None, "id": None}, "sources": [str(corpus.absolute())]}
+    extras = {"clustering": None, "duplicates": 0, "repeats": 0, "keyword_index": True, "reading": reading}
     assert printed == {**on_disk, **stored, **extras}  # the manifest, what the store says, and the extras
     assert stored["count"] == {"vectors": 12, "documents": 12, "tombstones": 0}
     assert [segment["file"] for segment in stored["segments"]] == [
@@ -141,6 +142,7 @@ def test_info_json_is_the_manifest_on_disk_and_the_stored_extras(index_dir: Path
         "duplicates",
         "repeats",
         "keyword_index",
+        "reading",
     ]
 
 
@@ -225,7 +227,9 @@ def test_binary_corpus_names_the_line(tmp_path: Path, tiny_model: Path, index_di
     binary = tmp_path / "blob.txt"
     binary.write_bytes(b"fine text\n\x89PNG\x00\x00\x01\n")
     before = run("query", "cat", "-d", index_dir).output
-    assert_one_line_error(run("index", binary, "-d", index_dir, "--model", tiny_model), "line 2", "binary")
+    refused = run("index", binary, "-d", index_dir, "--model", tiny_model)
+    assert_one_line_error(refused, "already holds an index of 12 documents", "--replace")
+    assert_one_line_error(run("index", binary, "-d", index_dir, "--model", tiny_model, "--replace"), "line 2", "binary")
     assert run("query", "cat", "-d", index_dir).output == before
 
 
@@ -299,7 +303,18 @@ def test_query_needs_text_or_file(index_dir: Path) -> None:
 
 def _spawn_indexer(index_dir: Path, model: Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONFAULTHANDLER": "1"}  # SIGABRT dumps every thread's stack
-    command = [sys.executable, "-m", "searchengine", "index", "-", "-d", str(index_dir), "--model", str(model)]
+    command = [
+        sys.executable,
+        "-m",
+        "searchengine",
+        "index",
+        "-",
+        "-d",
+        str(index_dir),
+        "--model",
+        str(model),
+        "--replace",
+    ]
     # A test run started in the background (`.ci/run &`) ignores SIGINT, and a child inherits that: Python then
     # leaves Ctrl-C ignored, as a shell expects of a background job, and the indexer would never see it.
     return subprocess.Popen(

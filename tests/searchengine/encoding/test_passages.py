@@ -125,3 +125,37 @@ def test_the_default_overlap_fits_small_windows() -> None:
 def test_an_overlap_that_stalls_the_windows_is_refused(tokens: int, overlap: int) -> None:
     with pytest.raises(SearchEngineError, match="passage"):
         check_overlap(tokens, overlap)
+
+
+def _structured(blocks: list[str], sections: set[int]) -> tuple[str, list[int], list[int]]:
+    """Blocks joined by blank lines, with the starts of all blocks and of the blocks in `sections`."""
+    text, starts = "", []
+    for block in blocks:
+        text += "\n\n" if text else ""
+        starts.append(len(text))
+        text += block
+    return text, starts, [starts[i] for i in sorted(sections)]
+
+
+def test_structured_passages_pack_whole_blocks_and_start_at_every_section(tiny_encoder: Encoder) -> None:
+    blocks = [_words(10, seed) for seed in range(12)]  # 10 tokens each
+    text, starts, sections = _structured(blocks, {0, 5})
+    [spans] = passage_spans(tiny_encoder.tokenizer, [text], 32, 8, [(starts, sections)])
+    assert [start for start, _ in spans] == [starts[0], starts[3], starts[5], starts[8], starts[11]]
+    assert all(text[end - 1] != " " and (end == len(text) or text[end] == "\n") for _, end in spans)
+    assert all(_tokens(tiny_encoder, text[start:end]) <= 32 for start, end in spans)
+
+
+def test_a_block_longer_than_a_window_is_split_into_windows_of_its_own(tiny_encoder: Encoder) -> None:
+    text, starts, sections = _structured([_words(5), _words(100, 1), _words(5, 2)], set())
+    [spans] = passage_spans(tiny_encoder.tokenizer, [text], 32, 8, [(starts, sections)])
+    assert spans[0] == (0, starts[1] - 2)  # the short first block alone: the next one does not fit beside it
+    assert spans[-1] == (starts[2], len(text))
+    inside = spans[1:-1]
+    assert len(inside) >= 4 and inside[0][0] == starts[1] and inside[-1][1] == starts[2] - 2
+    assert all(_tokens(tiny_encoder, text[start:end]) <= 32 for start, end in inside)
+
+
+def test_a_structured_text_that_fits_is_one_passage(tiny_encoder: Encoder) -> None:
+    text, starts, sections = _structured([_words(5), _words(5, 1)], {1})
+    assert passage_spans(tiny_encoder.tokenizer, [text], 32, 8, [(starts, sections)]) == [[(0, len(text))]]

@@ -373,3 +373,23 @@ def test_corpus_files_of_a_directory_are_its_corpus_shards_by_name(tmp_path: Pat
     (tmp_path / "empty").mkdir()
     with pytest.raises(SearchEngineError, match="holds no corpus files"):
         corpus_files(tmp_path / "empty")
+
+
+def test_a_csv_file_is_one_document_per_row_with_its_columns_as_fields(tmp_path: Path) -> None:
+    path = tmp_path / "notes.csv"
+    path.write_text(
+        'id,title,text\nn1,Garden,"Water the seed,\nevery morning"\nn2,Empty,\nn3,Kitchen,Bake bread\n', "utf-8"
+    )
+    documents = list(read_corpus(path, fields=JsonFields("text", "title", "id")))
+    assert [(d.external_id, d.text, d.metadata) for d in documents] == [
+        ("n1", "Garden Water the seed,\nevery morning", {"title": "Garden"}),
+        ("n3", "Kitchen Bake bread", {"title": "Kitchen"}),
+    ]
+    with pytest.raises(SearchEngineError, match='no "body" column .*--text-field'):
+        list(read_corpus(path, fields=JsonFields("body")))
+    path.write_text("text,x\nfine,1\ntoo,many,cells\n", encoding="utf-8")
+    with pytest.raises(SearchEngineError, match="line 3 has more cells"):
+        list(read_corpus(path))
+    path.write_bytes("text\ncaf\xe9\n".encode("latin-1"))
+    with pytest.raises(SearchEngineError, match="not valid UTF-8"):
+        list(read_corpus(path))

@@ -1,0 +1,133 @@
+"""`searchengine sync`, and what `index` and `add` say about the files they read: keep an index of folders in
+step with them, re-reading only the files that changed."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+
+from searchengine.cli.errors import user_errors
+from searchengine.cli.options import BackendOption, IndexDirOption, PrecisionOption, ThreadsOption
+from searchengine.cli.wording import counted
+from searchengine.encoding.backend import Backend
+from searchengine.encoding.precision import Precision
+from searchengine.errors import SearchEngineError
+
+if TYPE_CHECKING:
+    from searchengine.engine.files import SyncReport
+    from searchengine.engine.search_engine import SearchEngine
+    from searchengine.indexer.store import Document
+    from searchengine.reading.file_documents import FileReport
+    from searchengine.reading.file_rules import FileRules
+
+SKIPS_SHOWN = 20
+"""Skipped files listed one per line; the rest are counted."""
+
+
+def files_summary(report: FileReport) -> str:
+    """What reading files found: documents per format, unchanged files, and each skipped file with its reason."""
+    formats = ", ".join(f"{count:,} {name}" for name, count in sorted(report.read.items())) or "none"
+    lines = [f"Read {counted(sum(report.read.values()), 'file')} ({formats})."]
+    if report.skipped:
+        lines.append(f"Skipped {counted(len(report.skipped), 'file')}:")
+        lines += [f"  {skip.shown}: {skip.reason}" for skip in report.skipped[:SKIPS_SHOWN]]
+        if len(report.skipped) > SKIPS_SHOWN:
+            lines.append(f"  ... and {len(report.skipped) - SKIPS_SHOWN:,} more")
+    return "\n".join(lines)
+
+
+def check_files_read(report: FileReport, documents: list[Document], roots: list[Path], strict: bool) -> None:
+    """Refuse a run that read nothing, or (with --strict) one that skipped a file, before anything is written."""
+    if strict and report.skipped:
+        first = report.skipped[0]
+        raise SearchEngineError(
+            f"{counted(len(report.skipped), 'file')} could not be read, e.g. {first.shown}: {first.reason} (--strict "
+            "writes nothing then; drop --strict to skip them)"
+        )
+    if not documents:
+        names = ", ".join(map(str, roots))
+        raise SearchEngineError(
+            f"found no file to read in {names} (Markdown, HTML, PDF or .txt"
+            + (f"; {counted(len(report.skipped), 'file')} skipped" if report.skipped else "")
+            + ")"
+        )
+
+
+def add_files(engine: SearchEngine, roots: list[Path], rules: FileRules, strict: bool, progress: bool) -> FileReport:
+    """Add the files under `roots` to an index (a file already in it is replaced), and record the new folders so
+    `sync` reads them too."""
+    from searchengine.engine.files import add_roots, read_paths
+
+    reading, base = add_roots(engine.reading(), roots, rules)
+    documents, report = read_paths(roots, rules, base, progress=progress)
+    check_files_read(report, documents, roots, strict)
+    engine.add(documents, progress=progress, reading=reading)
+    return report
+
+
+def sync(
+    paths: list[Path] | None = typer.Argument(
+        None, help="Folders (or files) to re-read, among those the index was built from.", show_default="all of them"
+    ),
+    index_dir: Path | None = IndexDirOption,
+    watch: bool = typer.Option(False, "--watch", help="Keep syncing as files change, until Ctrl-C."),
+    precision: Precision = PrecisionOption,
+    backend: Backend = BackendOption,
+    threads: int | None = ThreadsOption,
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
+) -> None:
+    """Bring an index of folders in step with them: embed new and changed files, remove the documents of deleted
+    ones, keep the rest (and their ids).
+
+    A file whose size and modification time are unchanged is not read; one whose content hash is unchanged is
+    not embedded again. Files are read with the rules the index was built with (--include, --exclude,
+    --max-file-size).
+
+    Examples:
+
+      searchengine sync
+
+      searchengine sync notes/ --watch
+    """
+    from searchengine.encoding.encoder import EncoderSpeed
+    from searchengine.engine.files import sync_index
+    from searchengine.engine.search_engine import SearchEngine, default_index_dir
+
+    target = index_dir or default_index_dir()
+    with user_errors(target):
+        engine = SearchEngine.open(target, speed=EncoderSpeed(precision, backend, threads))
+        report = sync_index(engine, paths, progress=not quiet)
+        if not quiet:
+            typer.echo(sync_summary(report))
+        if not watch:
+            return
+        import watchfiles
+
+        roots = paths or [Path(root) for root in engine.reading()["files"]["roots"]]
+        typer.echo(f"Watching {', '.join(map(str, roots))} for changes; Ctrl-C stops.", err=True)
+        try:
+            for _ in watchfiles.watch(*roots, debounce=500, raise_interrupt=False):
+                report = sync_index(engine, paths, progress=False)
+                if not quiet and (report.added or report.updated or report.removed or report.files.skipped):
+                    typer.echo(f"{time.strftime('%H:%M:%S')} {sync_summary(report)}")
+        except FileNotFoundError as exc:
+            raise SearchEngineError(f"cannot watch {exc.filename}: it no longer exists") from None
+
+
+def sync_summary(report: SyncReport) -> str:
+    """One line on what `sync` did, then the skipped files."""
+    line = (
+        f"Synced in {report.seconds:.1f} s: {len(report.added):,} added, {len(report.updated):,} updated, "
+        f"{len(report.removed):,} removed, {report.files.unchanged:,} unchanged, "
+        f"{len(report.files.skipped):,} skipped."
+    )
+    changed = [f"  + {path}" for path in report.added] + [f"  ~ {path}" for path in report.updated]
+    changed += [f"  - {path}" for path in report.removed]
+    shown = changed[:SKIPS_SHOWN] + (
+        [f"  ... and {len(changed) - SKIPS_SHOWN:,} more"] if len(changed) > SKIPS_SHOWN else []
+    )
+    skips = [f"  skipped {skip.shown}: {skip.reason}" for skip in report.files.skipped[:SKIPS_SHOWN]]
+    return "\n".join([line, *shown, *skips])

@@ -1,0 +1,256 @@
+"""A LlamaIndex vector store over an index directory, for a `VectorStoreIndex` and its query engines.
+
+The store searches by the query's text (`is_embedding_query = False`): the index encodes it with its own model, the
+one its vectors come from, and runs dense, keyword or hybrid search with the metadata filters translated to its own.
+It stores each node's text, its metadata (filterable) and the node itself (LlamaIndex's `_node_content`), with the
+node id as the document's own id, and embeds the text with the index's model. A VectorStoreIndex embeds nodes with
+its `embed_model` before it hands them over; give it `store.embed_model` (the index's encoder, so the vectors agree
+with the store's) or any local model: the store does not use those vectors.
+
+Reads and writes go through the server's reader and writer threads (ServedIndex), as in the LangChain store."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from searchengine.engine.modes import SearchMode
+from searchengine.engine.search_engine import SearchEngine, ensure_index
+from searchengine.errors import SearchEngineError
+from searchengine.indexer.errors import UnknownFieldError
+from searchengine.indexer.filter_sql import AnyOf, Condition
+from searchengine.indexer.store import Document
+from searchengine.integrations import MissingExtra
+from searchengine.server.served_index import ServedIndex
+
+try:
+    from llama_index.core.base.embeddings.base import BaseEmbedding
+    from llama_index.core.bridge.pydantic import PrivateAttr
+    from llama_index.core.schema import BaseNode, MetadataMode, TextNode
+    from llama_index.core.vector_stores.types import (
+        BasePydanticVectorStore,
+        FilterCondition,
+        FilterOperator,
+        MetadataFilter,
+        MetadataFilters,
+        VectorStoreQuery,
+        VectorStoreQueryMode,
+        VectorStoreQueryResult,
+    )
+    from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
+except ImportError as exc:
+    raise MissingExtra("searchengine.integrations.llamaindex", "llamaindex") from exc
+
+if TYPE_CHECKING:
+    from searchengine.encoding.encoder import Encoder, EncoderSpeed
+
+OPERATORS = {
+    FilterOperator.EQ: "=",
+    FilterOperator.NE: "!=",
+    FilterOperator.GT: ">",
+    FilterOperator.GTE: ">=",
+    FilterOperator.LT: "<",
+    FilterOperator.LTE: "<=",
+    FilterOperator.IN: "in",
+    FilterOperator.CONTAINS: "contains",
+}
+"""LlamaIndex's filter operators that the engine's filters have (searchengine.indexer.filter_sql)."""
+QUERY_MODES: dict[VectorStoreQueryMode, SearchMode] = {
+    VectorStoreQueryMode.HYBRID: "hybrid",
+    VectorStoreQueryMode.TEXT_SEARCH: "keyword",
+    VectorStoreQueryMode.SPARSE: "keyword",
+}
+"""LlamaIndex's query modes that map to one of the engine's; DEFAULT is the store's own `mode`."""
+
+
+class SearchEngineEmbedding(BaseEmbedding):
+    """The index's own encoder as a LlamaIndex embedding model: the vectors the index stores and searches with."""
+
+    _index: ServedIndex = PrivateAttr()
+
+    def __init__(self, index: ServedIndex, **kwargs: Any) -> None:
+        super().__init__(model_name=str(index.path), **kwargs)
+        self._index = index
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return self._index.reader.run(lambda engine: engine.encode(texts).tolist()).result()
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self._get_text_embeddings([text])[0]
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return self._get_text_embedding(query)
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return self._get_query_embedding(query)
+
+
+class SearchEngineVectorStore(BasePydanticVectorStore):
+    """LlamaIndex's vector store over the index at `index_dir`, made empty there when there is none.
+
+    model, encoder, speed: as for the LangChain store (the model of a new index; a loaded Encoder to share; how a
+    model loaded here runs). mode: how a DEFAULT query ranks, "dense" (cosine similarities), "keyword" or "hybrid";
+    a query in HYBRID or TEXT_SEARCH mode asks for hybrid or keyword itself. Call `close()` when done.
+    """
+
+    stores_text: bool = True
+    is_embedding_query: bool = False
+    flat_metadata: bool = False
+    mode: SearchMode = "dense"
+    _index: ServedIndex = PrivateAttr()
+
+    def __init__(
+        self,
+        index_dir: str | Path,
+        *,
+        model: str | Path | None = None,
+        encoder: Encoder | None = None,
+        speed: EncoderSpeed | None = None,
+        mode: SearchMode = "dense",
+    ) -> None:
+        super().__init__(mode=mode)
+        path = Path(index_dir)
+        encoder = ensure_index(path, model=model, speed=speed, encoder=encoder)
+        self._index = ServedIndex(path, encoder=encoder, speed=speed)
+
+    @property
+    def client(self) -> ServedIndex:
+        """The served index: its `reader` and `writer` run functions of a SearchEngine on their threads."""
+        return self._index
+
+    @property
+    def embed_model(self) -> SearchEngineEmbedding:
+        """The index's encoder as a LlamaIndex embedding model, for VectorStoreIndex(embed_model=...)."""
+        return SearchEngineEmbedding(self._index)
+
+    def add(self, nodes: Sequence[BaseNode], **kwargs: Any) -> list[str]:
+        """Store the nodes (a node id already stored is replaced), embedded with the index's model; returns their
+        ids. They are searchable when this returns."""
+        _no_other_options(kwargs)
+        documents = [
+            Document(
+                node.get_content(metadata_mode=MetadataMode.NONE),
+                metadata=node_to_metadata_dict(node, remove_text=True, flat_metadata=self.flat_metadata),
+                external_id=node.node_id,
+            )
+            for node in nodes
+        ]
+        if documents:
+            self._write(lambda engine: engine.add(documents, merge=False))
+        return [node.node_id for node in nodes]
+
+    def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
+        """Delete the nodes of the source document `ref_doc_id` (none stored: nothing happens)."""
+        _no_other_options(delete_kwargs)
+        self._delete_where([Condition("ref_doc_id", "=", ref_doc_id)])
+
+    def delete_nodes(
+        self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None, **delete_kwargs: Any
+    ) -> None:
+        """Delete the nodes with these ids and/or meeting these filters (unknown ids are passed over)."""
+        _no_other_options(delete_kwargs)
+        where = _node_conditions(node_ids) + _conditions(filters)
+        if not where:
+            raise SearchEngineError("say which nodes to delete: give node_ids or filters")
+        self._delete_where(where)
+
+    def get_nodes(self, node_ids: list[str] | None = None, filters: MetadataFilters | None = None) -> list[BaseNode]:
+        """The stored nodes with these ids and/or meeting these filters, in index order."""
+        where = _node_conditions(node_ids) + _conditions(filters)
+        if not where:
+            raise SearchEngineError("say which nodes to read: give node_ids or filters")
+        stored = self._index.reader.run(lambda engine: engine.documents(where)).result()
+        return [_node(document.text, document.metadata, document.external_id) for document in stored]
+
+    def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
+        """The `similarity_top_k` best nodes for the query's text, best first, with their scores."""
+        _no_other_options(kwargs)
+        if query.query_str is None or not query.query_str.strip():
+            raise SearchEngineError(
+                "this store searches by the query's text with the index's model; give query_str, not only an embedding"
+            )
+        if query.mode != VectorStoreQueryMode.DEFAULT and query.mode not in QUERY_MODES:
+            raise SearchEngineError(
+                f"query mode {query.mode.value} is not offered; use default ({self.mode}), hybrid or text_search"
+            )
+        mode = QUERY_MODES.get(query.mode, self.mode)
+        where: list[Condition | AnyOf] = _conditions(query.filters)
+        if query.doc_ids:
+            where.append(Condition("ref_doc_id", "in", tuple(query.doc_ids)))
+        where += _node_conditions(query.node_ids)
+
+        def search(engine: SearchEngine) -> list:
+            if not len(engine):
+                return []
+            return engine.search(query.query_str, query.similarity_top_k, where or None, mode=mode)
+
+        hits = self._index.reader.run(search).result()
+        return VectorStoreQueryResult(
+            nodes=[_node(hit.text, hit.metadata, hit.external_id or str(hit.id)) for hit in hits],
+            similarities=[hit.score for hit in hits],
+            ids=[hit.external_id or str(hit.id) for hit in hits],
+        )
+
+    def close(self) -> None:
+        """Stop the reader and writer threads and close the index."""
+        self._index.close()
+
+    def _delete_where(self, where: list[Condition | AnyOf]) -> None:
+        def delete(engine: SearchEngine) -> None:
+            try:
+                present = [document.external_id for document in engine.documents(where)]
+            except UnknownFieldError:  # e.g. no node of LlamaIndex's stored yet, so no ref_doc_id: nothing to delete
+                return
+            if present:
+                engine.delete(external_ids=present, merge=False)
+
+        self._write(delete)
+
+    def _write(self, function: Any) -> None:  # noqa: ANN401 (a function of a SearchEngine)
+        self._index.writer.submit(function).result()
+        self._index.writer.submit_background(
+            lambda engine: engine.merge()
+        )  # the reader sees the write at its next turn
+
+
+def _node(text: str, metadata: dict[str, Any], node_id: str | None) -> BaseNode:
+    """The node stored with a document, or, for one added otherwise (`searchengine index`, `add`), a TextNode of
+    its text and metadata whose id is the document's own id (else its number in the index)."""
+    if "_node_content" in metadata:
+        return metadata_dict_to_node(metadata, text)
+    return TextNode(text=text, metadata=metadata, **({"id_": node_id} if node_id else {}))
+
+
+def _node_conditions(node_ids: list[str] | None) -> list[Condition | AnyOf]:
+    return [Condition("external_id", "in", tuple(node_ids))] if node_ids else []
+
+
+def _conditions(filters: MetadataFilters | None) -> list[Condition | AnyOf]:
+    """LlamaIndex's metadata filters as the engine's: AND of filters (nested ANDs too), or one OR of plain ones."""
+    if filters is None or not filters.filters:
+        return []
+    if filters.condition == FilterCondition.OR:
+        if not all(isinstance(item, MetadataFilter) for item in filters.filters):
+            raise SearchEngineError("an OR of filters holds plain filters only here, not nested groups")
+        return [AnyOf(tuple(_condition(item) for item in filters.filters))]
+    if filters.condition not in (None, FilterCondition.AND):
+        raise SearchEngineError(f"filter condition {filters.condition.value} is not offered; use and or or")
+    conditions: list[Condition | AnyOf] = []
+    for item in filters.filters:
+        conditions += _conditions(item) if isinstance(item, MetadataFilters) else [_condition(item)]
+    return conditions
+
+
+def _condition(item: MetadataFilter) -> Condition:
+    operator = OPERATORS.get(FilterOperator(item.operator))
+    if operator is None:
+        offered = ", ".join(op.value for op in OPERATORS)
+        raise SearchEngineError(f"filter operator {item.operator.value} is not offered; use one of {offered}")
+    value = tuple(item.value) if operator == "in" else item.value
+    return Condition(item.key, operator, value)
+
+
+def _no_other_options(options: dict[str, Any]) -> None:
+    if options:
+        raise SearchEngineError(f"unknown option {', '.join(sorted(options))}; see SearchEngineVectorStore's help")

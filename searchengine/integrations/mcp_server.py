@@ -1,0 +1,169 @@
+"""`searchengine mcp`: one index as an MCP server (Model Context Protocol), for agents and chat clients, over stdio
+(the client starts the command) or streamable HTTP (`--http`: a long-running server clients connect to at /mcp).
+
+Tools: search (dense, keyword or hybrid, k results, `where` filters), add, delete and info, the operations of
+`searchengine query`, `add`, `delete` and `info`. Built on the official MCP SDK's MCPServer (the FastMCP of SDK 1);
+it reads through the server's batching reader and writes through its serial writer (ServedIndex), so the model
+loads once, a write is seen by the next search, and a writer in another process is picked up without a restart."""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict
+from typing import Annotated, Any
+
+from pydantic import Field
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from searchengine.engine.corpus import JsonFields, document_from_record
+from searchengine.engine.filters import conditions_of
+from searchengine.engine.hit_records import result_record
+from searchengine.engine.modes import SearchMode
+from searchengine.engine.search_engine import SearchEngine
+from searchengine.errors import SearchEngineError
+from searchengine.integrations import MissingExtra
+from searchengine.server.limits import MAX_DOCUMENTS, MAX_FILTERS, MAX_K
+from searchengine.server.reader import SearchOptions
+from searchengine.server.served_index import ServedIndex
+
+try:
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+except ImportError as exc:
+    raise MissingExtra("searchengine mcp", "mcp") from exc
+
+
+def mcp_server(index: ServedIndex) -> MCPServer:
+    """An MCP server whose tools search and change `index`; run it with `.run()` (stdio). The caller closes
+    `index` after the server stops. A problem with a call (an unreadable filter, an unknown id) comes back to the
+    client as a tool error of one line."""
+    server = MCPServer(
+        name="searchengine",
+        instructions=f"Semantic search over the index at {index.path}: search it by meaning (dense), by words "
+        "(keyword) or both (hybrid); add and delete documents; info says what it holds and which metadata it has.",
+    )
+
+    @server.tool()
+    def search(
+        query: Annotated[str, Field(description="What to search for.")],
+        k: Annotated[int, Field(ge=1, le=MAX_K, description="Number of results.")] = 10,
+        mode: Annotated[
+            SearchMode | None,
+            Field(
+                description="dense (by meaning), keyword (BM25 of the words) or hybrid; the index's default if null."
+            ),
+        ] = None,
+        where: Annotated[
+            list[str],
+            Field(max_length=MAX_FILTERS, description='Metadata filters FIELD OP VALUE, all must hold: ["lang=en"].'),
+        ] = [],  # noqa: B006 (a JSON default the SDK copies into the schema; never mutated)
+    ) -> dict[str, Any]:
+        """The k documents that best match the query, best first, with their text, score and metadata."""
+        with _tool_errors():
+            if not query.strip():
+                raise SearchEngineError("the query is empty; say what to search for")
+            conditions_of(where)
+            hits = index.reader.search([query], SearchOptions(k, tuple(where), mode)).result()[0]
+        return result_record(query, mode or index.reader.default_mode, hits)
+
+    @server.tool()
+    def add(
+        documents: Annotated[
+            list[dict[str, Any]],
+            Field(
+                min_length=1,
+                max_length=MAX_DOCUMENTS,
+                description='Documents as JSON objects: {"text": ...}, every other field kept as metadata.',
+            ),
+        ],
+        id_field: Annotated[
+            str | None, Field(description="A field holding each document's own id; adding that id again replaces it.")
+        ] = None,
+        text_field: Annotated[str, Field(description="The field holding each document's text.")] = "text",
+        title_field: Annotated[
+            str | None, Field(description="A field holding a title, embedded before the text.")
+        ] = None,
+    ) -> dict[str, Any]:
+        """Add documents to the index (or replace those whose id_field id is stored); they are searchable at once."""
+        with _tool_errors():
+            fields = JsonFields(text_field, title_field, id_field)
+            parsed = [
+                document_from_record(record, f"document {number}", fields)
+                for number, record in enumerate(documents, start=1)
+            ]
+
+            def write(engine: SearchEngine) -> dict[str, Any]:
+                report = engine.add(parsed, merge=False)
+                return {**asdict(report), "index_size": len(engine)}
+
+            answer = index.writer.submit(write).result()
+        index.writer.submit_background(lambda engine: engine.merge())
+        return answer
+
+    @server.tool()
+    def delete(
+        ids: Annotated[list[int], Field(description="Document ids, as search results give them (id).")] = [],  # noqa: B006
+        external_ids: Annotated[
+            list[str], Field(description="Your own ids, given with id_field when added (external_id).")
+        ] = [],  # noqa: B006
+    ) -> dict[str, Any]:
+        """Delete documents by id or by your own id: all of them, or none when one is unknown."""
+        with _tool_errors():
+            deleted = index.writer.submit(lambda engine: (engine.delete(ids, external_ids, merge=False), len(engine)))
+            removed, size = deleted.result()
+        index.writer.submit_background(lambda engine: engine.merge())
+        return {"deleted": removed, "index_size": size}
+
+    @server.tool()
+    def info() -> dict[str, Any]:
+        """What the index holds: documents, model, dimension, whether it has a keyword index, and more."""
+        with _tool_errors():
+            return index.reader.run(lambda engine: asdict(engine.info())).result()
+
+    return server
+
+
+def mcp_http_app(index: ServedIndex, host: str = "127.0.0.1", api_key: str | None = None) -> ASGIApp:
+    """The MCP server over streamable HTTP at /mcp, as an ASGI app for uvicorn (it runs its own lifespan).
+
+    host: the address it listens on; on a loopback one the SDK also refuses requests whose Host or Origin header
+    is another (DNS rebinding). api_key: None, or the key every request must carry as `Authorization: Bearer KEY`
+    (the tools can write, so the key guards all of them, as `serve --api-key-for all` does)."""
+    app = mcp_server(index).streamable_http_app(host=host)
+    return app if api_key is None else BearerKey(app, api_key)
+
+
+class BearerKey:
+    """ASGI middleware: an HTTP request without `Authorization: Bearer KEY` gets 401 and a one-line JSON error."""
+
+    def __init__(self, app: ASGIApp, key: str) -> None:
+        if not key.strip():
+            raise SearchEngineError("the API key is empty; give a non-empty key or none")
+        self.app = app
+        self.key = key.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            scheme, _, given = dict(scope["headers"]).get(b"authorization", b"").decode("latin-1").partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode("latin-1"), self.key):
+                problem = "the API key is wrong" if given else "this MCP server needs an API key"
+                response = JSONResponse(
+                    {"error": f"{problem}: send the header 'Authorization: Bearer KEY'"},
+                    status_code=401,
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+@contextmanager
+def _tool_errors() -> Iterator[None]:
+    """A SearchEngineError becomes the SDK's ToolError: the client gets its one line, the log no traceback."""
+    try:
+        yield
+    except SearchEngineError as exc:
+        raise ToolError(str(exc)) from None

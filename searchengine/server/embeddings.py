@@ -1,0 +1,173 @@
+"""POST /v1/embeddings: OpenAI's embeddings API, answered with the served index's own encoder; GET /v1/models lists
+that one model, for clients that look a model up before they use it.
+
+The vectors are the ones the index stores and searches with: the encoder's output, whitened when the index was
+built with whitening, L2-normalised (SearchEngine.encode). An OpenAI client (or any tool that speaks its API)
+pointed at `searchengine serve` gets them with `base_url=http://HOST:PORT/v1`. Texts are held to the model's
+token limit (longer ones are refused, as OpenAI does, not cut), and to the bounds and API key of /search."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from datetime import datetime
+from pathlib import PurePath
+from typing import Any, Literal
+
+import numpy as np
+from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict, Field
+
+from searchengine.engine.search_engine import SearchEngine
+from searchengine.errors import SearchEngineError
+from searchengine.indexer.store import lone_surrogate
+from searchengine.server.limits import MAX_EMBEDDING_INPUTS
+from searchengine.server.served_index import ServedIndex
+
+
+class EmbeddingsRequest(BaseModel):
+    """OpenAI's request body. `input` may hold token ids in OpenAI's API; this server embeds text only."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    input: str | list[Any] = Field(
+        description=f"A text, or a list of up to {MAX_EMBEDDING_INPUTS} texts, to embed (each within the model's "
+        "token limit)."
+    )
+    model: str = Field(
+        description="The index's model as GET /info names it (model), or its last part (all-MiniLM-L6-v2)."
+    )
+    encoding_format: Literal["float", "base64"] = Field(
+        "float", description="float: lists of numbers; base64: little-endian float32 bytes, base64-encoded."
+    )
+    dimensions: int | None = Field(
+        None, ge=1, description="Must be the index's dimension when given: the vectors cannot be shortened."
+    )
+    user: str | None = Field(None, description="Accepted and ignored (OpenAI's end-user id).")
+
+
+class EmbeddingOut(BaseModel):
+    object: Literal["embedding"] = "embedding"
+    index: int
+    embedding: list[float] | str
+
+
+class UsageOut(BaseModel):
+    prompt_tokens: int
+    total_tokens: int
+
+
+class EmbeddingsOut(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[EmbeddingOut]
+    model: str
+    usage: UsageOut
+
+
+class ModelOut(BaseModel):
+    id: str
+    object: Literal["model"] = "model"
+    created: int = Field(description="When the index was built (Unix time).")
+    owned_by: str
+
+
+class ModelsOut(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[ModelOut]
+
+
+def embeddings_router(index: ServedIndex) -> APIRouter:
+    """The /v1/embeddings and /v1/models routes over `index`; the caller adds the API-key dependency when it
+    includes it."""
+    router = APIRouter(tags=["embeddings"])
+
+    @router.post("/v1/embeddings", response_model=EmbeddingsOut)
+    async def create_embeddings(request: EmbeddingsRequest) -> dict[str, Any]:
+        """Embed texts as the index does (OpenAI-compatible): `base_url` of an OpenAI client is http://HOST:PORT/v1."""
+        texts = _texts(request.input)
+
+        def embed(engine: SearchEngine) -> dict[str, Any]:
+            name = engine.manifest.model.name  # as info() names it, without its store queries
+            if request.model not in (name, PurePath(name).name):
+                raise SearchEngineError(
+                    f"this server embeds with the index's model {name!r}, not {request.model!r}; send model={name!r}"
+                )
+            dimension = engine.manifest.index.dimension
+            if request.dimensions is not None and request.dimensions != dimension:
+                raise SearchEngineError(
+                    f"the index's vectors have {dimension} dimensions and cannot be shortened to "
+                    f"{request.dimensions}; leave dimensions out or send {dimension}"
+                )
+            counts = engine.encoder.token_counts(texts)
+            limit = engine.encoder.text_tokens
+            for number, count in enumerate(counts):
+                if count > limit:
+                    raise SearchEngineError(
+                        f"input {number} has {count} tokens, more than the model's {limit}; split it into shorter texts"
+                    )
+            vectors = engine.encode(texts)
+            return {
+                "object": "list",
+                "data": [
+                    {"object": "embedding", "index": number, "embedding": _encoded(vector, request.encoding_format)}
+                    for number, vector in enumerate(vectors)
+                ],
+                "model": name,
+                "usage": {"prompt_tokens": sum(counts), "total_tokens": sum(counts)},
+            }
+
+        return await asyncio.wrap_future(index.reader.run(embed))
+
+    @router.get("/v1/models", response_model=ModelsOut)
+    async def list_models() -> dict[str, Any]:
+        """The one model /v1/embeddings answers with: the index's (OpenAI-compatible)."""
+
+        def model(engine: SearchEngine) -> dict[str, Any]:
+            name = engine.manifest.model.name
+            return {
+                "id": name,
+                "object": "model",
+                "created": _unix_time(engine.manifest.created_at),
+                "owned_by": "searchengine",
+            }
+
+        return {"object": "list", "data": [await asyncio.wrap_future(index.reader.run(model))]}
+
+    return router
+
+
+def _texts(given: str | list[Any]) -> list[str]:
+    """The texts of a request, each checked: not empty, valid Unicode, and text rather than token ids."""
+    texts = [given] if isinstance(given, str) else given
+    if not texts:
+        raise SearchEngineError("input is an empty list; send a text or a list of texts")
+    if len(texts) > MAX_EMBEDDING_INPUTS:
+        raise SearchEngineError(
+            f"input holds {len(texts)} texts, more than {MAX_EMBEDDING_INPUTS} in one request; send them in parts"
+        )
+    for number, text in enumerate(texts):
+        if isinstance(text, int) or (isinstance(text, list) and all(isinstance(item, int) for item in text)):
+            raise SearchEngineError(
+                "input holds token ids; this server tokenizes with the index's own model, so send the texts"
+            )
+        if not isinstance(text, str):
+            raise SearchEngineError(f"input {number} is a {type(text).__name__}, not a text; send strings")
+        if not text.strip():
+            raise SearchEngineError(f"input {number} is empty; send text to embed")
+        if lone_surrogate(text) is not None:
+            raise SearchEngineError(f"input {number} holds a lone surrogate, half of a character; send valid Unicode")
+    return texts
+
+
+def _unix_time(stamp: str) -> int:
+    """The manifest's "2026-11-25T16:38:32+0000" as Unix time; 0 for a stamp in another form."""
+    try:
+        return int(datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%S%z").timestamp())
+    except ValueError:
+        return 0
+
+
+def _encoded(vector: np.ndarray, encoding_format: str) -> list[float] | str:
+    if encoding_format == "base64":
+        return base64.b64encode(vector.astype("<f4").tobytes()).decode("ascii")
+    return vector.tolist()

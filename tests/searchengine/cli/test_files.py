@@ -1,0 +1,139 @@
+"""`searchengine index FOLDER`, `add FOLDER` and `sync`: what they read, skip and say, and what they refuse."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.searchengine.cli.test_cli import assert_one_line_error, run
+from tests.searchengine.reading.made_files import encrypted_pdf, notes_folder
+
+
+def test_index_a_folder_says_what_it_read_and_skipped(tmp_path: Path, tiny_model: Path) -> None:
+    root = notes_folder(tmp_path / "notes")
+    encrypted_pdf(root / "locked.pdf", ["Hidden."])
+    result = run("index", root, "-d", tmp_path / "i", "--model", tiny_model)
+    assert result.exit_code == 0, result.output
+    assert "Read 4 files (1 html, 1 markdown, 1 pdf, 1 text)." in result.output
+    assert "Skipped 1 file:\n  locked.pdf: is encrypted" in result.output
+    hits = json.loads(run("query", "salt the soup", "-d", tmp_path / "i", "--json", "--mode", "keyword").output)
+    assert hits["hits"][0]["external_id"] == "guides/manual.pdf"
+    assert hits["hits"][0]["metadata"]["title"] == "The oven must be hot before the bread goes in."
+
+
+def test_strict_writes_nothing_when_a_file_is_skipped(tmp_path: Path, tiny_model: Path) -> None:
+    root = notes_folder(tmp_path / "notes")
+    (root / "image.md").write_bytes(b"\x00\x01\x02")
+    result = run("index", root, "-d", tmp_path / "i", "--model", tiny_model, "--strict")
+    assert_one_line_error(result, "1 file could not be read, e.g. image.md", "--strict")
+    assert not (tmp_path / "i").exists()
+
+
+def test_an_index_of_other_input_needs_replace(tmp_path: Path, tiny_model: Path) -> None:
+    root = notes_folder(tmp_path / "notes")
+    assert run("index", root, "-d", tmp_path / "i", "--model", tiny_model).exit_code == 0
+    other = tmp_path / "other.txt"
+    other.write_text("one\ntwo\n", encoding="utf-8")
+    assert_one_line_error(
+        run("index", other, "-d", tmp_path / "i", "--model", tiny_model), "already holds an index of 4 documents"
+    )
+    assert run("index", root, "-d", tmp_path / "i", "--model", tiny_model).exit_code == 0  # same input: a rebuild
+    assert run("index", other, "-d", tmp_path / "i", "--model", tiny_model, "--replace").exit_code == 0
+
+
+def test_append_creates_the_index_and_add_takes_more_folders(tmp_path: Path, tiny_model: Path) -> None:
+    first, second = notes_folder(tmp_path / "a"), notes_folder(tmp_path / "b")
+    result = run("index", first, "-d", tmp_path / "i", "--model", tiny_model, "--append")
+    assert result.exit_code == 0, result.output
+    result = run("add", second / "guides", "-d", tmp_path / "i")
+    assert result.exit_code == 0, result.output
+    ids = {
+        hit["external_id"]
+        for hit in json.loads(
+            run("query", "the", "-d", tmp_path / "i", "-k", "20", "--json", "--mode", "keyword").output
+        )["hits"]
+    }
+    assert {"garden.md", "../b/guides/bike.html"} <= ids
+    (second / "guides" / "bike.html").unlink()
+    result = run("sync", "-d", tmp_path / "i")
+    assert result.exit_code == 0, result.output
+    assert "0 added, 0 updated, 1 removed" in result.output and "  - ../b/guides/bike.html" in result.output
+
+
+def test_sync_reports_changes_and_refuses_an_index_of_a_corpus_file(tmp_path: Path, tiny_model: Path) -> None:
+    root = notes_folder(tmp_path / "notes")
+    run("index", root, "-d", tmp_path / "i", "--model", tiny_model)
+    (root / "todo.txt").write_text("Book a plane ticket.\n", encoding="utf-8")
+    result = run("sync", "-d", tmp_path / "i")
+    assert result.exit_code == 0, result.output
+    assert "0 added, 1 updated, 0 removed, 3 unchanged, 0 skipped." in result.output
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("one\n", encoding="utf-8")
+    run("index", corpus, "-d", tmp_path / "j", "--model", tiny_model)
+    assert_one_line_error(run("sync", "-d", tmp_path / "j"), "not built from folders")
+
+
+def test_file_options_that_do_not_fit_are_refused(tmp_path: Path, tiny_model: Path) -> None:
+    root = notes_folder(tmp_path / "notes")
+    assert_one_line_error(run("index", root, "-d", tmp_path / "i", "--title-field", "t"), "drop them")
+    assert_one_line_error(run("index", root, "-d", tmp_path / "i", "--lines"), "name it alone")
+    whole = run("index", root / "todo.txt", "-d", tmp_path / "w", "--model", tiny_model, "--whole")
+    assert "Read 1 file (1 text)." in whole.output
+    lines = run("index", root / "todo.txt", "-d", tmp_path / "l", "--model", tiny_model)
+    assert "Indexed 2 documents" in lines.output
+
+
+def test_add_reads_a_jsonl_corpus_with_the_fields_the_index_was_built_with(tmp_path: Path, tiny_model: Path) -> None:
+    first, more = tmp_path / "a.jsonl", tmp_path / "more.jsonl"
+    first.write_text('{"id": "n1", "title": "garden", "body": "water the seed"}\n', encoding="utf-8")
+    more.write_text('{"id": "n1", "title": "kitchen", "body": "bake the bread"}\n', encoding="utf-8")
+    built = run(
+        "index",
+        first,
+        "-d",
+        tmp_path / "i",
+        "--model",
+        tiny_model,
+        "--id-field",
+        "id",
+        "--title-field",
+        "title",
+        "--text-field",
+        "body",
+    )
+    assert built.exit_code == 0, built.output
+    result = run("add", more, "-d", tmp_path / "i")
+    assert result.exit_code == 0, result.output
+    assert "1 replaced by upsert with a new text" in result.output
+    [hit] = json.loads(run("query", "bread", "-d", tmp_path / "i", "--json", "--mode", "keyword").output)["hits"]
+    assert hit["external_id"] == "n1" and hit["text"] == "kitchen bake the bread"
+
+
+def test_sync_watch_picks_up_a_new_file(tmp_path: Path, tiny_model: Path) -> None:
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    root = notes_folder(tmp_path / "notes")
+    assert run("index", root, "-d", tmp_path / "i", "--model", tiny_model).exit_code == 0
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "searchengine", "sync", "--watch", "-d", str(tmp_path / "i")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = threading.Timer(60, watcher.kill)  # a watcher that never answers ends the reads below, not the run
+    deadline.start()
+    try:
+        assert "Watching" in watcher.stderr.readline()
+        time.sleep(0.5)
+        (root / "weather.md").write_text("# Storm\n\nRain and wind tonight.\n", encoding="utf-8")
+        lines = [watcher.stdout.readline() for _ in range(3)]  # the first sync, then the one the change made
+        assert any("1 added" in line for line in lines) and any("+ weather.md" in line for line in lines), lines
+    finally:
+        deadline.cancel()
+        watcher.terminate()
+        watcher.wait(timeout=30)
+    hits = json.loads(run("query", "storm", "-d", tmp_path / "i", "--json", "--mode", "keyword").output)["hits"]
+    assert [hit["external_id"] for hit in hits] == ["weather.md"]

@@ -1,0 +1,106 @@
+"""An index of a folder: built from its files, searched with each hit's file and section, and kept in step with
+the folder by `sync_index`, which re-reads only what changed and keeps the ids of what did not."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from searchengine.encoding.encoder import Encoder
+from searchengine.engine.files import check_replacing, files_record, read_paths, sync_index
+from searchengine.engine.search_engine import SearchEngine
+from searchengine.errors import SearchEngineError
+from searchengine.reading.file_rules import FileRules
+from tests.searchengine.reading.made_files import notes_folder
+
+
+def _build(root: Path, index: Path, encoder: Encoder) -> SearchEngine:
+    documents, _ = read_paths([root], FileRules())
+    return SearchEngine.build(
+        documents, index, encoder=encoder, passages=True, reading=files_record([root], root, FileRules())
+    )
+
+
+def _ids(engine: SearchEngine) -> dict[str, int]:
+    return {hit.external_id: hit.id for hit in engine.search("the", k=50, mode="keyword")}
+
+
+def test_hits_name_their_file_and_section(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    engine = _build(notes_folder(tmp_path / "notes"), tmp_path / "index", tiny_encoder)
+    [hit] = engine.search("salt soup", k=1, mode="keyword")
+    assert hit.external_id == "guides/manual.pdf" and hit.metadata["path"] == "guides/manual.pdf"
+    assert engine.reading()["files"]["roots"] == [str((tmp_path / "notes").absolute())]
+
+
+def test_sync_embeds_changed_and_new_files_removes_deleted_ones_and_keeps_the_rest(
+    tmp_path: Path, tiny_encoder: Encoder
+) -> None:
+    root = notes_folder(tmp_path / "notes")
+    engine = _build(root, tmp_path / "index", tiny_encoder)
+    before = _ids(engine)
+    nothing = sync_index(engine)
+    assert (nothing.added, nothing.updated, nothing.removed, nothing.files.unchanged) == ([], [], [], 4)
+    (root / "todo.txt").write_text("Buy a ticket for the plane.\n", encoding="utf-8")
+    (root / "guides" / "bike.html").unlink()
+    (root / "new.md").write_text("# Weather\n\nThe storm brings rain and wind.\n", encoding="utf-8")
+    os.utime(root / "garden.md", ns=(1, 1))  # touched only
+    report = sync_index(engine)
+    assert (report.added, report.updated, report.removed) == (["new.md"], ["todo.txt"], ["guides/bike.html"])
+    after = _ids(engine)
+    assert after["garden.md"] == before["garden.md"] and after["guides/manual.pdf"] == before["guides/manual.pdf"]
+    assert "guides/bike.html" not in after and after["todo.txt"] != before["todo.txt"]
+    assert [hit.external_id for hit in engine.search("plane", k=1, mode="keyword")] == ["todo.txt"]
+    assert len(engine) == 4
+
+
+def test_sync_keeps_the_document_of_a_file_it_cannot_read_now(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    root = notes_folder(tmp_path / "notes")
+    engine = _build(root, tmp_path / "index", tiny_encoder)
+    (root / "todo.txt").write_bytes(b"\x00\x01 binary now")
+    report = sync_index(engine)
+    assert report.removed == [] and report.files.skipped[0].shown == "todo.txt"
+    assert "todo.txt" in _ids(engine)
+
+
+def test_sync_of_an_index_built_from_a_corpus_file_says_what_to_do(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    engine = SearchEngine.build(["one text", "another"], tmp_path / "index", encoder=tiny_encoder)
+    with pytest.raises(SearchEngineError, match="not built from folders"):
+        sync_index(engine)
+
+
+def test_an_index_of_other_input_is_replaced_only_when_told(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    corpus = tmp_path / "a.txt"
+    corpus.write_text("one\ntwo\n", encoding="utf-8")
+    SearchEngine.build(corpus, tmp_path / "index", encoder=tiny_encoder).close()
+    check_replacing(tmp_path / "index", [corpus], replace=False)  # the same input again: a rebuild
+    with pytest.raises(SearchEngineError, match="already holds an index of 2 documents from .*a.txt; pass --replace"):
+        check_replacing(tmp_path / "index", [tmp_path / "b.txt"], replace=False)
+    check_replacing(tmp_path / "index", [tmp_path / "b.txt"], replace=True)
+
+
+def test_a_dense_hit_names_the_section_of_its_best_passage(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    from tests.conftest import WORDS
+
+    root = tmp_path / "notes"
+    root.mkdir()
+    sections = {f"Part {n}": " ".join(WORDS[n * 40 : n * 40 + 40]) + "." for n in range(3)}
+    (root / "long.md").write_text("".join(f"# {h}\n\n{body}\n\n" for h, body in sections.items()), encoding="utf-8")
+    engine = _build(root, tmp_path / "index", tiny_encoder)
+    for heading, body in sections.items():
+        [hit] = engine.search(body, k=1, mode="dense")
+        assert hit.span is not None and hit.location == heading
+
+
+def test_sync_of_a_file_whose_text_did_not_change_updates_its_facts_only(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    root = notes_folder(tmp_path / "notes")
+    engine = _build(root, tmp_path / "index", tiny_encoder)
+    page = root / "guides" / "bike.html"
+    page.write_text(page.read_text(encoding="utf-8").replace("</footer>", " 2025</footer>"), encoding="utf-8")
+    report = sync_index(engine)  # the footer is not the page's text: same text, new sha256
+    assert report.updated == ["guides/bike.html"] and report.added == [] and len(engine) == 4
+    [hit] = [hit for hit in engine.search("patch", k=10, mode="keyword") if hit.external_id == "guides/bike.html"]
+    assert hit.metadata["sha256"] == hashlib.sha256(page.read_bytes()).hexdigest()
+    assert sync_index(engine).files.unchanged == 4

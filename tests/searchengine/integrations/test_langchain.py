@@ -1,0 +1,94 @@
+"""The LangChain store against LangChain's own published standard tests (langchain-tests), and as a retriever."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from langchain_core.documents import Document
+from langchain_tests.integration_tests import VectorStoreIntegrationTests
+
+from searchengine.encoding.encoder import Encoder
+from searchengine.errors import SearchEngineError
+from searchengine.integrations.langchain import SearchEngineVectorStore
+from tests.conftest import SENTENCES
+
+
+class TestSearchEngineVectorStore(VectorStoreIntegrationTests):
+    """Every standard test, sync and async (run by pytest-asyncio in auto mode, as LangChain runs them); none is
+    skipped. The store embeds with the index's model (here the
+    tiny test model) rather than the suite's `get_embeddings()` fake: see the module's docstring for why."""
+
+    @pytest.fixture
+    def vectorstore(self, tmp_path: Path, tiny_encoder: Encoder) -> Iterator[SearchEngineVectorStore]:
+        store = SearchEngineVectorStore(tmp_path / "index", encoder=tiny_encoder)
+        yield store
+        store.close()
+
+
+@pytest.fixture
+def store(tmp_path: Path, tiny_encoder: Encoder) -> Iterator[SearchEngineVectorStore]:
+    with SearchEngineVectorStore(tmp_path / "index", encoder=tiny_encoder) as store:
+        store.add_texts(SENTENCES, [{"lang": "en" if n % 2 else "de", "n": n} for n in range(len(SENTENCES))])
+        yield store
+
+
+def test_a_retriever_over_the_store_finds_by_meaning_and_filters(store: SearchEngineVectorStore) -> None:
+    retriever = store.as_retriever(search_kwargs={"k": 2, "filter": {"lang": "en"}})
+    found = retriever.invoke("the cat sat on the mat")
+    assert found[0].page_content == "the cat sat on the mat" and all(d.metadata["lang"] == "en" for d in found)
+    assert len(found) == 2
+
+
+def test_hybrid_and_keyword_modes_and_relevance_scores(store: SearchEngineVectorStore) -> None:
+    assert store.similarity_search("piano song", k=1, mode="keyword")[0].page_content == SENTENCES[9]
+    assert store.similarity_search("piano song", k=1, mode="hybrid")[0].page_content == SENTENCES[9]
+    scored = store.similarity_search_with_relevance_scores(SENTENCES[3], k=3)
+    assert scored[0][0].page_content == SENTENCES[3] and scored[0][1] == pytest.approx(1.0, abs=1e-5)
+    assert all(0 <= score <= 1 for _document, score in scored)
+
+
+def test_embeddings_are_the_vectors_it_searches_with(store: SearchEngineVectorStore) -> None:
+    vector = store.embeddings.embed_query(SENTENCES[5])
+    same = store.similarity_search_with_score(SENTENCES[5], k=1)[0]
+    stored = store.embeddings.embed_documents([same[0].page_content])[0]
+    assert sum(a * b for a, b in zip(vector, stored)) == pytest.approx(same[1], abs=1e-5)
+
+
+def test_an_outside_embedding_model_is_refused_with_the_reason(tmp_path: Path) -> None:
+    from langchain_core.embeddings import DeterministicFakeEmbedding
+
+    with pytest.raises(SearchEngineError, match="embeds with its own model"):
+        SearchEngineVectorStore.from_texts(["x"], DeterministicFakeEmbedding(size=6), index_dir=tmp_path / "i")
+
+
+def test_from_texts_and_documents_keep_ids_and_metadata(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    store = SearchEngineVectorStore.from_texts(
+        ["alpha note", "beta note"],
+        None,
+        [{"a": 1}, {"b": [1, 2]}],
+        ids=["x", "y"],
+        index_dir=tmp_path / "i",
+        encoder=tiny_encoder,
+    )
+    try:
+        assert store.get_by_ids(["y", "nope", "x"]) == [
+            Document(page_content="alpha note", metadata={"a": 1}, id="x"),
+            Document(page_content="beta note", metadata={"b": [1, 2]}, id="y"),
+        ]
+    finally:
+        store.close()
+
+
+def test_searches_it_does_not_offer_are_refused_in_one_line(store: SearchEngineVectorStore) -> None:
+    with pytest.raises(SearchEngineError, match="maximal marginal relevance is not offered"):
+        store.as_retriever(search_type="mmr").invoke("cat")
+    with pytest.raises(SearchEngineError, match="not by a vector"):
+        store.similarity_search_by_vector([0.0] * 32)
+    with pytest.raises(SearchEngineError, match="unknown option colour"):
+        store.similarity_search("cat", colour="red")
+    store.mode = "hybrid"
+    assert store.similarity_search("piano song", k=1)[0].page_content == SENTENCES[9]
+    with pytest.raises(SearchEngineError, match="relevance scores are cosines"):
+        store.similarity_search_with_relevance_scores("cat")

@@ -1,0 +1,125 @@
+"""The LlamaIndex store through a VectorStoreIndex built over it and queried, all local: the tiny test model
+embeds (through the store's own embed_model, or LlamaIndex's MockEmbedding), no network and no OpenAI key."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from llama_index.core import Document, MockEmbedding, StorageContext, VectorStoreIndex
+from llama_index.core.vector_stores.types import (
+    FilterCondition,
+    FilterOperator,
+    MetadataFilter,
+    MetadataFilters,
+    VectorStoreQuery,
+    VectorStoreQueryMode,
+)
+
+from searchengine.encoding.encoder import Encoder
+from searchengine.errors import SearchEngineError
+from searchengine.integrations.llamaindex import SearchEngineVectorStore
+from tests.conftest import SENTENCES
+
+
+@pytest.fixture
+def store(tmp_path: Path, tiny_encoder: Encoder) -> Iterator[SearchEngineVectorStore]:
+    store = SearchEngineVectorStore(tmp_path / "index", encoder=tiny_encoder)
+    yield store
+    store.close()
+
+
+def _documents() -> list[Document]:
+    return [
+        Document(text=text, doc_id=f"doc-{n}", metadata={"lang": "en" if n % 2 else "de", "year": 2000 + n})
+        for n, text in enumerate(SENTENCES)
+    ]
+
+
+def _index(store: SearchEngineVectorStore, embed_model: object) -> VectorStoreIndex:
+    context = StorageContext.from_defaults(vector_store=store)
+    return VectorStoreIndex.from_documents(_documents(), storage_context=context, embed_model=embed_model)
+
+
+def test_a_vector_store_index_over_it_retrieves_by_meaning(store: SearchEngineVectorStore) -> None:
+    index = _index(store, store.embed_model)
+    found = index.as_retriever(similarity_top_k=3).retrieve("the cat sat on the mat")
+    assert [hit.node.get_content() for hit in found][0] == "the cat sat on the mat" and len(found) == 3
+    assert found[0].score == pytest.approx(1.0, abs=1e-5) and found[0].node.ref_doc_id == "doc-1"
+    assert found[0].node.metadata == {"lang": "en", "year": 2001}
+
+
+def test_a_query_engine_answers_from_the_store(store: SearchEngineVectorStore) -> None:
+    from llama_index.core.llms import MockLLM
+
+    index = _index(store, MockEmbedding(embed_dim=8))  # LlamaIndex's own local embedding: the store ignores it
+    engine = index.as_query_engine(similarity_top_k=1, llm=MockLLM())  # a local stand-in LLM: no key, no network
+    response = engine.query("she played a song on the piano")
+    assert [node.node.get_content() for node in response.source_nodes] == ["she played a song on the piano"]
+
+
+def test_filters_modes_and_deleting_a_source_document(store: SearchEngineVectorStore) -> None:
+    index = _index(store, store.embed_model)
+    english_after = MetadataFilters(
+        filters=[
+            MetadataFilter(key="lang", value="en"),
+            MetadataFilter(key="year", value=2005, operator=FilterOperator.GTE),
+        ]
+    )
+    found = index.as_retriever(similarity_top_k=12, filters=english_after).retrieve("game")
+    assert found and all(h.node.metadata["lang"] == "en" and h.node.metadata["year"] >= 2005 for h in found)
+    either = MetadataFilters(
+        filters=[MetadataFilter(key="year", value=2000), MetadataFilter(key="year", value=2011)],
+        condition=FilterCondition.OR,
+    )
+    assert {h.node.metadata["year"] for h in index.as_retriever(similarity_top_k=12, filters=either).retrieve("x")} == {
+        2000,
+        2011,
+    }
+    keyword = store.query(
+        VectorStoreQuery(query_str="piano song", similarity_top_k=1, mode=VectorStoreQueryMode.TEXT_SEARCH)
+    )
+    assert keyword.nodes[0].get_content() == SENTENCES[9]
+    index.delete_ref_doc("doc-9")
+    assert all(h.node.ref_doc_id != "doc-9" for h in index.as_retriever(similarity_top_k=12).retrieve("piano song"))
+    store.delete("never-added")  # nothing stored under it: nothing happens
+
+
+def test_what_it_cannot_do_is_refused_in_one_line(store: SearchEngineVectorStore) -> None:
+    _index(store, store.embed_model)
+    with pytest.raises(SearchEngineError, match="give query_str"):
+        store.query(VectorStoreQuery(query_embedding=[0.0] * 32, similarity_top_k=1))
+    with pytest.raises(SearchEngineError, match="filter operator text_match is not offered"):
+        store.query(
+            VectorStoreQuery(
+                query_str="x",
+                filters=MetadataFilters(filters=[MetadataFilter(key="lang", value="e", operator="text_match")]),
+            )
+        )
+    with pytest.raises(SearchEngineError, match="query mode mmr is not offered"):
+        store.query(VectorStoreQuery(query_str="x", mode=VectorStoreQueryMode.MMR))
+
+
+def test_an_empty_store_answers_nothing_and_nodes_read_back(store: SearchEngineVectorStore) -> None:
+    assert store.query(VectorStoreQuery(query_str="anything", similarity_top_k=3)).nodes == []
+    _index(store, store.embed_model)
+    nodes = store.get_nodes(filters=MetadataFilters(filters=[MetadataFilter(key="year", value=2003)]))
+    assert [node.get_content() for node in nodes] == [SENTENCES[3]]
+
+
+def test_an_index_built_by_searchengine_is_queried_as_it_is(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    from searchengine.engine.search_engine import SearchEngine
+    from tests.searchengine.server.conftest import documents
+
+    SearchEngine.build(documents(), tmp_path / "built", encoder=tiny_encoder).close()  # no LlamaIndex nodes in it
+    store = SearchEngineVectorStore(tmp_path / "built", encoder=tiny_encoder)
+    try:
+        index = VectorStoreIndex.from_vector_store(store, embed_model=store.embed_model)
+        found = index.as_retriever(similarity_top_k=2).retrieve(SENTENCES[4])
+        assert found[0].node.get_content() == SENTENCES[4] and found[0].node.node_id == "doc-4"
+        assert found[0].node.metadata == {"lang": "de", "year": 2004}
+        store.delete("doc-4")  # no LlamaIndex source document of that id (no ref_doc_id field at all): nothing
+        assert index.as_retriever(similarity_top_k=1).retrieve(SENTENCES[4])[0].node.node_id == "doc-4"
+    finally:
+        store.close()

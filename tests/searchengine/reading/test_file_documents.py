@@ -1,0 +1,97 @@
+"""Folders read into documents: what the walk finds and leaves out, the skip rules, and the ids and metadata of
+what it reads."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from searchengine.errors import SearchEngineError
+from searchengine.reading.file_documents import FileFacts, FileReport, read_files
+from searchengine.reading.file_rules import FileRules
+from searchengine.reading.walk import common_base
+from tests.searchengine.reading.made_files import encrypted_pdf, notes_folder, scanned_pdf
+
+
+def _read(roots: list[Path], rules: FileRules = FileRules(), known: dict | None = None) -> tuple[dict, FileReport]:
+    report = FileReport()
+    documents = {doc.external_id: doc for doc in read_files(roots, common_base(roots), rules, report, known)}
+    return documents, report
+
+
+def test_a_folder_is_read_recursively_by_format_leaving_out_hidden_files(tmp_path: Path) -> None:
+    documents, report = _read([notes_folder(tmp_path / "notes")])
+    assert sorted(documents) == ["garden.md", "guides/bike.html", "guides/manual.pdf", "todo.txt"]
+    assert report.read == {"html": 1, "markdown": 1, "pdf": 1, "text": 1} and report.skipped == []
+    garden = documents["garden.md"]
+    assert garden.metadata["title"] == "Garden notes" and garden.metadata["tags"] == ["plants", "soil"]
+    assert garden.metadata["format"] == "markdown" and garden.metadata["path"] == "garden.md"
+    assert [label for _, label in garden.metadata["sections"]] == ["Watering", "Watering › In winter", "Harvest"]
+    assert garden.section_starts == tuple(start for start, _ in garden.metadata["sections"])
+    assert documents["guides/manual.pdf"].metadata["sections"][1][1] == "page 2"
+    assert documents["todo.txt"].metadata["title"] == "todo"
+
+
+def test_include_and_exclude_globs_match_paths_and_names(tmp_path: Path) -> None:
+    root = notes_folder(tmp_path / "notes")
+    assert sorted(_read([root], FileRules(include=("*.md", "*.txt")))[0]) == ["garden.md", "todo.txt"]
+    assert sorted(_read([root], FileRules(exclude=("guides/*",)))[0]) == ["garden.md", "todo.txt"]
+
+
+def test_ids_of_several_folders_are_relative_to_their_common_folder(tmp_path: Path) -> None:
+    first, second = notes_folder(tmp_path / "a"), notes_folder(tmp_path / "b")
+    documents, _ = _read([first, second / "garden.md"])
+    assert "a/garden.md" in documents and "b/garden.md" in documents and len(documents) == 5
+
+
+def test_bad_files_are_skipped_with_their_reasons_and_the_rest_is_read(tmp_path: Path) -> None:
+    root = notes_folder(tmp_path / "notes")
+    encrypted_pdf(root / "locked.pdf", ["Hidden."])
+    scanned_pdf(root / "scan.pdf")
+    (root / "image.md").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00")
+    (root / "latin.txt").write_bytes("caf\xe9".encode("latin-1"))
+    (root / "empty.md").write_text("   \n", encoding="utf-8")
+    (root / "big.txt").write_bytes(b"word " * 300_000)
+    os.mkfifo(root / "pipe.md")
+    (root / "loop").symlink_to(root)
+    (root / "dangling.md").symlink_to(root / "missing.md")
+    documents, report = _read([root], FileRules(max_mb=1))
+    reasons = {skip.shown: skip.reason for skip in report.skipped}
+    assert "encrypted" in reasons["locked.pdf"] and "OCR" in reasons["scan.pdf"]
+    assert "binary" in reasons["image.md"] and "UTF-8" in reasons["latin.txt"]
+    assert "no text" in reasons["empty.md"] and "1.5 MB, over the 1 MB limit" in reasons["big.txt"]
+    assert "not a regular file" in reasons["pipe.md"] and "symlink loop" in reasons["loop"]
+    assert "cannot be read" in reasons["dangling.md"]
+    assert sorted(documents) == ["garden.md", "guides/bike.html", "guides/manual.pdf", "todo.txt"]
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root can read files without read permission")
+def test_a_file_you_may_not_read_is_skipped(tmp_path: Path) -> None:
+    root = notes_folder(tmp_path / "notes")
+    (root / "garden.md").chmod(0)
+    documents, report = _read([root])
+    assert "garden.md" not in documents and "Permission denied" in report.skipped[0].reason
+
+
+def test_known_files_with_the_same_facts_or_content_are_left_out(tmp_path: Path) -> None:
+    root = notes_folder(tmp_path / "notes")
+    first, _ = _read([root])
+    known = {
+        path: FileFacts(doc.metadata["size"], doc.metadata["mtime_ns"], doc.metadata["sha256"])
+        for path, doc in first.items()
+    }
+    os.utime(root / "todo.txt", ns=(1, 1))  # touched, same content: hashed, not read again
+    (root / "garden.md").write_text("# Changed\n\nNew text.\n", encoding="utf-8")
+    documents, report = _read([root], known=known)
+    assert sorted(documents) == ["garden.md"] and report.unchanged == 3
+    assert report.seen == {"garden.md", "guides/bike.html", "guides/manual.pdf", "todo.txt"}
+
+
+def test_a_path_that_is_missing_or_not_a_readable_format_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(SearchEngineError, match="does not exist"):
+        _read([tmp_path / "nothing"])
+    (tmp_path / "data.csv").write_text("a,b\n", encoding="utf-8")
+    with pytest.raises(SearchEngineError, match="not a format"):
+        _read([tmp_path / "data.csv"])

@@ -1,0 +1,95 @@
+"""POST /v1/embeddings through the official `openai` client, pointed at a real uvicorn serving the tiny index."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import numpy as np
+import openai
+import pytest
+
+from searchengine.encoding.encoder import Encoder
+from searchengine.engine.search_engine import SearchEngine
+from searchengine.server.app import ServerSettings, create_app
+from searchengine.server.served_index import ServedIndex
+from tests.conftest import SENTENCES
+from tests.searchengine.server.conftest import running
+
+
+def _client(url: str, key: str = "unused") -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{url}/v1", api_key=key, max_retries=0)
+
+
+def test_the_openai_client_gets_the_vectors_the_index_stores(live_url: str, index_path: Path) -> None:
+    model = Path(SearchEngine.open(index_path).info().model).name
+    response = _client(live_url).embeddings.create(input=SENTENCES[:3], model=model)  # base64 on the wire
+    got = np.array([item.embedding for item in response.data], dtype=np.float32)
+    assert [item.index for item in response.data] == [0, 1, 2]
+    with SearchEngine.open(index_path) as engine:
+        stored = {int(i): vector for ids, vectors in engine.stored_vectors() for i, vector in zip(ids, vectors)}
+        hits = [engine.search(text, k=1, mode="dense")[0] for text in SENTENCES[:3]]
+    assert [hit.text for hit in hits] == SENTENCES[:3]  # each sentence finds itself: its id holds its stored vector
+    ids = [hit.id for hit in hits]
+    np.testing.assert_allclose(got, np.array([stored[i] for i in ids]), atol=1e-5)
+    assert response.model.endswith(model) and response.usage.prompt_tokens > 0
+    assert response.usage.total_tokens == response.usage.prompt_tokens
+
+
+def test_a_string_input_and_float_format(live_url: str, index_path: Path) -> None:
+    model = Path(SearchEngine.open(index_path).info().model).name
+    one = _client(live_url).embeddings.create(input="the cat sat on the mat", model=model, encoding_format="float")
+    assert len(one.data) == 1 and len(one.data[0].embedding) == 32
+    assert abs(np.linalg.norm(one.data[0].embedding) - 1) < 1e-5
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"input": "x", "model": "text-embedding-3-small"}, "embeds with the index's model"),
+        ({"input": [], "model": None}, "empty list"),
+        ({"input": ["fine", "  "], "model": None}, "input 1 is empty"),
+        ({"input": [[1, 2, 3]], "model": None}, "send the texts"),
+        ({"input": ["fine", {"text": "x"}], "model": None}, "input 1 is a dict, not a text"),
+        ({"input": "x", "model": None, "dimensions": 8}, "cannot be shortened"),
+        ({"input": "cat " * 100, "model": None}, "more than the model's 62"),
+        ({"input": ["x"] * 257, "model": None}, "257 texts, more than 256"),
+    ],
+)
+def test_bad_requests_get_a_one_line_400(live_url: str, index_path: Path, arguments: dict, message: str) -> None:
+    arguments["model"] = arguments["model"] or Path(SearchEngine.open(index_path).info().model).name
+    with pytest.raises(openai.BadRequestError) as caught:
+        _client(live_url).embeddings.create(**arguments)
+    assert message in caught.value.body and "\n" not in caught.value.body
+
+
+def test_the_api_key_of_searches_guards_it(index_path: Path, tiny_encoder: Encoder) -> None:
+    served = ServedIndex(index_path, encoder=tiny_encoder)
+    try:
+        with running(create_app(served, ServerSettings(api_key="sesame", api_key_for="all"))) as url:
+            model = Path(served.reader.run(lambda engine: engine.info().model).result()).name
+            with pytest.raises(openai.AuthenticationError) as caught:
+                _client(url, "wrong").embeddings.create(input="cat", model=model)
+            assert "the API key is wrong" in caught.value.body
+            assert len(_client(url, "sesame").embeddings.create(input="cat", model=model).data) == 1
+        with running(create_app(served, ServerSettings(api_key="sesame", api_key_for="writes"))) as url:
+            assert len(_client(url, "anything").embeddings.create(input="cat", model=model).data) == 1
+    finally:
+        served.close()
+
+
+def test_the_body_limit_holds(index_path: Path, tiny_encoder: Encoder) -> None:
+    served = ServedIndex(index_path, encoder=tiny_encoder)
+    try:
+        with running(create_app(served, ServerSettings(max_body_bytes=1000))) as url:
+            response = httpx.post(f"{url}/v1/embeddings", json={"input": ["cat"] * 300, "model": "m"})
+        assert response.status_code == 413
+    finally:
+        served.close()
+
+
+def test_the_models_list_names_the_one_model(live_url: str, index_path: Path) -> None:
+    with SearchEngine.open(index_path) as engine:
+        name = engine.info().model
+    models = _client(live_url).models.list()
+    assert [model.id for model in models.data] == [name] and models.data[0].created > 1_700_000_000
