@@ -39,13 +39,23 @@ INPUTS_HELP = (
 
 
 IncludeOption = typer.Option(
-    [], "--include", metavar="GLOB", help="Read only files whose path or name matches, e.g. '*.md' (repeatable)."
+    [],
+    "--include",
+    metavar="GLOB",
+    help="Read only files whose path inside the folder, name or folder name matches, e.g. '*.md' or "
+    "'**/*.md' (repeatable).",
 )
 ExcludeOption = typer.Option(
-    [], "--exclude", metavar="GLOB", help="Leave out files whose path or name matches, e.g. 'drafts/*'."
+    [], "--exclude", metavar="GLOB", help="Leave out files whose path, name or folder name matches, e.g. 'drafts'."
 )
 MaxFileSizeOption = typer.Option(
     DEFAULT_MAX_MB, "--max-file-size", min=0.001, metavar="MB", help="Skip files larger than this."
+)
+WholeOption = typer.Option(
+    None,
+    "--whole/--lines",
+    help="A .txt file named alone: one document (--whole), or one document per line (--lines).",
+    show_default="--lines",
 )
 StrictOption = typer.Option(
     False, "--strict", help="Fail, writing nothing, when a file cannot be read, instead of skipping it."
@@ -96,12 +106,7 @@ def index(
     include: list[str] = IncludeOption,
     exclude: list[str] = ExcludeOption,
     max_file_size: float = MaxFileSizeOption,
-    whole: bool | None = typer.Option(
-        None,
-        "--whole/--lines",
-        help="A .txt file named alone: one document (--whole), or one document per line (--lines).",
-        show_default="--lines",
-    ),
+    whole: bool | None = WholeOption,
     strict: bool = StrictOption,
     jsonl: bool = typer.Option(False, "--jsonl", help="Read JSON lines whatever the name (e.g. from stdin)."),
     id_field: str | None = IdFieldOption,
@@ -187,6 +192,8 @@ def index(
     with user_errors(target):
         if ray_workers is not None and ray is None:
             raise SearchEngineError("--ray-workers says how many Ray workers embed; add --ray ADDRESS to use Ray")
+        if any(not name for name in inputs):
+            raise SearchEngineError("an empty path was given; name a folder or a file to index")
         files = ray is None and is_file_input(inputs, whole is True)
         if files:
             if jsonl or id_field or title_field or text_field != "text":
@@ -292,6 +299,7 @@ def add(
     include: list[str] = IncludeOption,
     exclude: list[str] = ExcludeOption,
     max_file_size: float = MaxFileSizeOption,
+    whole: bool | None = WholeOption,
     strict: bool = StrictOption,
     precision: Precision = PrecisionOption,
     backend: Backend = BackendOption,
@@ -340,7 +348,7 @@ def add(
         include=include,
         exclude=exclude,
         max_file_size=max_file_size,
-        whole=None,
+        whole=whole,
         strict=strict,
     )
 

@@ -84,15 +84,17 @@ class Hit:
 
     @property
     def location(self) -> str | None:
-        """Where in its file the hit matched, for a document read from a file and split into passages: the heading
-        path ("Guide › Install") or page ("page 3") of the section its best passage starts in; None otherwise."""
+        """Where in its file the hit matched, for a document read from a file: the heading path ("Guide ›
+        Install") or page ("page 3") of the section that holds its highlighted sentence, else its best passage's
+        start; None for other documents, or where neither says where."""
         sections = self.metadata.get("sections")
-        if self.span is None or not isinstance(sections, list) or not sections:
+        where = self.highlight.span if self.highlight is not None else self.span
+        if where is None or not isinstance(sections, list) or not sections:
             return None
         starts = [section[0] for section in sections if isinstance(section, list) and len(section) == 2]
         if len(starts) != len(sections):
             return None
-        found = bisect.bisect_right(starts, self.span[0]) - 1
+        found = bisect.bisect_right(starts, where[0]) - 1
         return str(sections[found][1]) if found >= 0 else None
 
     def snippet(self, max_chars: int = DEFAULT_SNIPPET_CHARS) -> str:
