@@ -34,6 +34,7 @@ from searchengine.server.limits import (
     MAX_QUERIES,
 )
 from searchengine.server.models import (
+    HIGHLIGHT_HELP,
     MIN_SCORE_HELP,
     AddedOut,
     DeletedOut,
@@ -126,9 +127,10 @@ def create_app(index: ServedIndex, settings: ServerSettings = ServerSettings()) 
         rerank: Annotated[str | None, Query(description="A cross-encoder the server was started with.")] = None,
         rerank_top: Annotated[int | None, Query(ge=1, le=MAX_K)] = None,
         min_score: Annotated[float | None, Query(allow_inf_nan=False, description=MIN_SCORE_HELP)] = None,
+        highlight: Annotated[bool, Query(description=HIGHLIGHT_HELP)] = False,
     ) -> dict[str, Any]:
         """The k documents that best match `q`, best first (`searchengine query "q" --json`)."""
-        return (await _search(index, [q], k, where, mode, rerank, rerank_top, min_score))[0]
+        return (await _search(index, [q], k, where, mode, rerank, rerank_top, min_score, highlight))[0]
 
     @app.post("/search", response_model=SearchResults, dependencies=[Depends(check_reads)])
     async def search_many(request: SearchRequest) -> dict[str, Any]:
@@ -142,6 +144,7 @@ def create_app(index: ServedIndex, settings: ServerSettings = ServerSettings()) 
             request.rerank,
             request.rerank_top,
             request.min_score,
+            request.highlight,
         )
         return {"results": results}
 
@@ -191,6 +194,7 @@ async def _search(
     rerank: str | None,
     rerank_top: int | None,
     min_score: float | None,
+    highlight: bool = False,
 ) -> list[dict[str, Any]]:
     for number, query in enumerate(queries, start=1):
         if not query.strip():
@@ -206,7 +210,7 @@ async def _search(
         )
     top = max(k, rerank_top or DEFAULT_RERANK_TOP) if rerank else None
     mode = mode or index.reader.default_mode
-    options = SearchOptions(k, tuple(where), mode, rerank, top, min_score)
+    options = SearchOptions(k, tuple(where), mode, rerank, top, min_score, highlight)
     results = await _answer(index.reader.search(queries, options))
     reranked = {"model": rerank, "top": top} if rerank else None
     return [result_record(query, mode, hits, reranked) for query, hits in zip(queries, results)]

@@ -6,8 +6,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from searchengine.engine.highlight import MAX_EMBEDDED_SENTENCES
 from searchengine.engine.modes import SearchMode
 from searchengine.server.limits import MAX_DOCUMENTS, MAX_FILTERS, MAX_K, MAX_QUERIES
+
+HIGHLIGHT_HELP = (
+    "Give each hit its highlight: the sentences nearest to the query and the query's words in them (the search "
+    f"page asks for it). Off unless asked: in dense and hybrid mode it embeds up to {MAX_EMBEDDED_SENTENCES} "
+    "sentences of each hit."
+)
+
 
 MIN_SCORE_HELP = (
     "Leave out hits scored below this (cosine in dense mode, 0..1 in keyword and hybrid), so that a query with no "
@@ -35,6 +43,7 @@ class SearchRequest(BaseModel):
     rerank: str | None = Field(None, description="A cross-encoder the server was started with (--rerank).")
     rerank_top: int | None = Field(None, ge=1, le=MAX_K, description="Candidates the cross-encoder rescores.")
     min_score: float | None = Field(None, allow_inf_nan=False, description=MIN_SCORE_HELP)
+    highlight: bool = Field(False, description=HIGHLIGHT_HELP)
 
 
 class HighlightOut(BaseModel):

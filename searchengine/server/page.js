@@ -141,7 +141,7 @@ async function search() {
   setStatus("Searching\u2026");
   const started = performance.now();
   try {
-    const result = await getJSON("/search?" + params);
+    const result = await getJSON("/search?" + params + "&highlight=true");  // the sentences to show, marked
     const took = Math.round(performance.now() - started);
     $("results").replaceChildren(...result.hits.map((hit, i) => renderHit(hit, i + 1, result.mode)));
     const how = `, ${result.mode}` + (result.rerank ? `, reranked by ${result.rerank.model} from the top ${result.rerank.top}` : "");

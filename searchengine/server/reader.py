@@ -45,6 +45,8 @@ class SearchOptions:
     """Candidates the cross-encoder rescores (at least k); None: the library's default."""
     min_score: float | None = None
     """Hits scored below it are left out (SearchEngine.search's min_score)."""
+    highlight: bool = False
+    """Give each hit its highlight (SearchEngine.search's highlight)."""
 
 
 @dataclass
@@ -179,7 +181,7 @@ class BatchingReader:
                     rerank=options.rerank,
                     rerank_top=options.rerank_top or DEFAULT_RERANK_TOP,
                     min_score=options.min_score,
-                    highlight=True,
+                    highlight=options.highlight,
                 )
             except Exception as exc:  # noqa: BLE001 (each query of the group gets the error, in its caller)
                 for search in searches:

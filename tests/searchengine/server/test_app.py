@@ -275,7 +275,7 @@ def test_the_cli_and_the_server_give_the_same_hit_objects(client: TestClient, in
     from searchengine.cli import app
 
     for mode in ("keyword", "hybrid", "dense"):
-        served = client.get("/search", params={"q": "piano song", "k": 3, "mode": mode}).json()
+        served = client.get("/search", params={"q": "piano song", "k": 3, "mode": mode, "highlight": True}).json()
         arguments = ["query", "piano song", "-k", "3", "--mode", mode, "--json", "--precision", "fp32"]
         printed = CliRunner().invoke(app, [*arguments, "-d", str(index_path)])  # fp32: the server's tiny_encoder
         assert printed.exit_code == 0, printed.output
@@ -298,3 +298,12 @@ def test_min_score_leaves_out_weak_hits_and_a_bad_one_gets_400(client: TestClien
     assert batch["results"][0]["hits"] == []
     assert "min_score" in _error(client.get("/search", params={"q": "x", "min_score": "nan"}), 400)
     assert "min_score" in _error(client.post("/search", json={"queries": ["x"], "min_score": "high"}), 400)
+
+
+def test_highlights_are_given_when_asked_for(client: TestClient) -> None:
+    plain = client.get("/search", params={"q": "piano song", "k": 2, "mode": "dense"}).json()["hits"]
+    marked = client.get("/search", params={"q": "piano song", "k": 2, "mode": "dense", "highlight": True}).json()
+    assert [hit["highlight"] for hit in plain] == [None, None]
+    assert all(hit["highlight"]["span"][1] > hit["highlight"]["span"][0] for hit in marked["hits"])
+    batch = client.post("/search", json={"queries": ["piano song"], "k": 2, "highlight": True}).json()
+    assert all(hit["highlight"] is not None for hit in batch["results"][0]["hits"])
