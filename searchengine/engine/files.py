@@ -28,8 +28,9 @@ from searchengine.reading.walk import Skipped, check_root, common_base, shown_pa
 if TYPE_CHECKING:
     from searchengine.engine.search_engine import SearchEngine
 
-FACT_FIELDS = ("sha256", "size", "mtime_ns", "file")
-"""The metadata `sync` compares a file with (searchengine/reading/file_documents.py writes them)."""
+FACT_FIELDS = ("sha256", "size", "mtime_ns", "file", "path")
+"""The metadata `sync` compares a file with (searchengine/reading/file_documents.py writes them); a file's
+documents (one, or one per page) all carry its path."""
 
 
 def source_name(source: object) -> str | None:
@@ -161,21 +162,27 @@ def sync_index(engine: SearchEngine, roots: Sequence[Path] | None = None, progre
     chosen = _chosen_roots(files["roots"], roots)
     report = SyncReport()
     stored = engine.metadata_by_external_id(FACT_FIELDS)
-    known = {
-        path: FileFacts(size, mtime_ns, digest)
-        for path, (digest, size, mtime_ns, _) in stored.items()
-        if isinstance(digest, str) and isinstance(size, int) and isinstance(mtime_ns, int)
-    }
+    ids_of: dict[str, set[str]] = {}
+    known: dict[str, FileFacts] = {}
+    located: dict[str, str] = {}
+    for identifier, (digest, size, mtime_ns, location, path) in stored.items():
+        if not isinstance(path, str):
+            continue
+        ids_of.setdefault(path, set()).add(identifier)
+        if isinstance(location, str):
+            located[path] = location
+        if isinstance(digest, str) and isinstance(size, int) and isinstance(mtime_ns, int):
+            known[path] = FileFacts(size, mtime_ns, digest)
     step = time.perf_counter()
     documents: list[Document] = []
     for root, path in chosen:
         if root["kind"] == "file" and not path.exists():
-            continue  # a file named when the index was built, deleted since: its document goes below
+            continue  # a file named when the index was built, deleted since: its documents go below
         check_root(path)
         found_before = len(report.files.seen)
         read, _ = read_paths([path], _rules(root), base, known, progress, report.files)
         documents += read
-        if len(report.files.seen) == found_before and any(_under(location, path) for *_, location in stored.values()):
+        if len(report.files.seen) == found_before and any(_under(location, path) for location in located.values()):
             report.files.skipped.append(
                 Skipped(
                     shown_path(path, base),
@@ -185,28 +192,34 @@ def sync_index(engine: SearchEngine, roots: Sequence[Path] | None = None, progre
                 )
             )
     report.stages["reading"] = time.perf_counter() - step
+    new_ids: dict[str, set[str]] = {}
     for document in documents:
-        if document.external_id in report.files.refreshed:
-            continue
-        (report.updated if document.external_id in known else report.added).append(document.external_id)
+        new_ids.setdefault(document.metadata["path"], set()).add(document.external_id)
+    for path in new_ids:
+        if path not in report.files.refreshed:
+            (report.updated if path in known else report.added).append(path)
     report.removed = sorted(
         path
-        for path, (*_, location) in stored.items()
+        for path, location in located.items()
         if path not in report.files.seen
         and any(_under(location, root_path) for _, root_path in chosen)
         and not any(
             skip.keeps and skip.path is not None and _under(location, skip.path) for skip in report.files.skipped
         )
     )
+    removed_ids = [identifier for path in report.removed for identifier in sorted(ids_of[path])]
+    removed_ids += [  # pages a changed file no longer has
+        identifier for path, ids in new_ids.items() for identifier in sorted(ids_of.get(path, set()) - ids)
+    ]
     if documents:
         step = time.perf_counter()
         engine.add(documents, progress=progress, merge=False)
         report.stages["adding"] = time.perf_counter() - step
-    if report.removed:
+    if removed_ids:
         step = time.perf_counter()
-        engine.delete(external_ids=report.removed, merge=False)
+        engine.delete(external_ids=removed_ids, merge=False)
         report.stages["removing"] = time.perf_counter() - step
-    if documents or report.removed:
+    if documents or removed_ids:
         engine.merge()
     report.seconds = time.perf_counter() - started
     return report

@@ -86,15 +86,15 @@ class Hit:
     def location(self) -> str | None:
         """Where in its file the hit matched, for a document read from a file: the heading path ("Guide ›
         Install") or page ("page 3") of the section that holds its highlighted sentence, else its best passage's
-        start; None for other documents, or where neither says where."""
+        start, else its only section (a PDF page); None for other documents, or where nothing says where."""
         sections = self.metadata.get("sections")
         where = self.highlight.span if self.highlight is not None else self.span
-        if where is None or not isinstance(sections, list) or not sections:
+        if not isinstance(sections, list) or not sections:
             return None
         starts = [section[0] for section in sections if isinstance(section, list) and len(section) == 2]
-        if len(starts) != len(sections):
+        if len(starts) != len(sections) or (where is None and len(sections) > 1):
             return None
-        found = bisect.bisect_right(starts, where[0]) - 1
+        found = 0 if where is None else bisect.bisect_right(starts, where[0]) - 1
         return str(sections[found][1]) if found >= 0 else None
 
     def snippet(self, max_chars: int = DEFAULT_SNIPPET_CHARS) -> str:

@@ -27,6 +27,8 @@ class Extracted:
     """(start character, label) of each heading's section or page, in order."""
     blocks: list[int] = field(default_factory=list)
     """Start character of each block, in order: where a passage may begin."""
+    paged: bool = False
+    """Whether each section is a page, made a document of its own (a PDF's pages, labelled "page N")."""
     _parts: list[str] = field(default_factory=list)
     _length: int = 0
 

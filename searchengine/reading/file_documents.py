@@ -12,13 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from searchengine.indexer.store import Document
-from searchengine.reading.extracted import Unreadable
+from searchengine.reading.extracted import Extracted, Unreadable
 from searchengine.reading.file_rules import FileRules
 from searchengine.reading.formats import extractor_of, format_of
 from searchengine.reading.names import printable
 from searchengine.reading.walk import Found, Skipped, find_files
 
-FILE_FIELDS = ("path", "file", "format", "title", "sections", "size", "mtime_ns", "sha256")
+FILE_FIELDS = ("path", "file", "format", "title", "sections", "page", "size", "mtime_ns", "sha256")
 """Metadata every document read from a file has; the file's own fields (front matter) never replace these."""
 
 
@@ -56,18 +56,20 @@ def read_files(
             report.skipped.append(item)
             continue
         report.seen.add(item.shown)
-        document = _read_one(item, rules, report, (known or {}).get(item.shown))
-        if isinstance(document, Skipped):
-            report.skipped.append(document)
-            if not document.keeps:  # an emptied file is gone as far as the index is concerned
+        documents = _read_one(item, rules, report, (known or {}).get(item.shown))
+        if isinstance(documents, Skipped):
+            report.skipped.append(documents)
+            if not documents.keeps:  # an emptied file is gone as far as the index is concerned
                 report.seen.discard(item.shown)
-        elif document is not None:
-            fmt = document.metadata["format"]
+        elif documents is not None:
+            fmt = documents[0].metadata["format"]
             report.read[fmt] = report.read.get(fmt, 0) + 1
-            yield document
+            yield from documents
 
 
-def _read_one(found: Found, rules: FileRules, report: FileReport, known: FileFacts | None) -> Document | Skipped | None:
+def _read_one(
+    found: Found, rules: FileRules, report: FileReport, known: FileFacts | None
+) -> list[Document] | Skipped | None:
     def skipped(reason: str, keeps: bool = True) -> Skipped:
         return Skipped(printable(found.shown), reason, found.path, keeps)
 
@@ -114,15 +116,41 @@ def _read_one(found: Found, rules: FileRules, report: FileReport, known: FileFac
         "sha256": digest,
     }
     own = {key: value for key, value in extracted.metadata.items() if key not in FILE_FIELDS}
-    return Document(
-        text,
-        str(found.path),
-        None,
-        {**own, **facts},
-        found.shown,
-        blocks=tuple(extracted.blocks),
-        section_starts=tuple(start for start, _ in extracted.sections),
-    )
+    if not extracted.paged:
+        return [
+            Document(
+                text,
+                str(found.path),
+                None,
+                {**own, **facts},
+                found.shown,
+                blocks=tuple(extracted.blocks),
+                section_starts=tuple(start for start, _ in extracted.sections),
+            )
+        ]
+    return list(_pages(found, extracted, {**own, **facts}))
+
+
+def _pages(found: Found, extracted: Extracted, metadata: dict) -> Iterator[Document]:
+    """One document per page of a paged file (a PDF): a manual of hundreds of pages is then found page by page,
+    as a user cites it, rather than as one document scored by its best passage. Ids are `path#page`."""
+    text = extracted.text
+    starts = [start for start, _ in extracted.sections]
+    for (start, label), end in zip(extracted.sections, [*starts[1:], len(text)]):
+        page = text[start:end].rstrip()
+        if not page.strip():
+            continue
+        number = int(label.rsplit(" ", 1)[-1])
+        blocks = tuple(block - start for block in extracted.blocks if start <= block < end)
+        yield Document(
+            page,
+            str(found.path),
+            None,
+            {**metadata, "page": number, "sections": [[0, label]]},
+            f"{found.shown}#{number}",
+            blocks=blocks or (0,),
+            section_starts=(0,),
+        )
 
 
 def _megabytes(size: int) -> str:

@@ -1,5 +1,5 @@
 """PDF (.pdf): the text layer page by page, read with pypdf (pure Python). Each page is a section labelled
-"page N" (numbered from 1, as a viewer counts them); the title is the document info's /Title, else the first line.
+"page N" (numbered from 1, as a viewer counts them), and becomes a document of its own; the title is the document info's /Title, else the first line.
 An encrypted file that opens without a password is read; one that needs a password, or has no text at all (a
 scan), is Unreadable."""
 
@@ -24,7 +24,7 @@ def extract(data: bytes, _name: str) -> Extracted:
             raise Unreadable("is encrypted; decrypt it first (e.g. `qpdf --decrypt --password=... in.pdf out.pdf`)")
         if len(reader.pages) == 0:
             raise Unreadable("has no pages")
-        extracted = Extracted()
+        extracted = Extracted(paged=True)
         for number, page in enumerate(reader.pages, start=1):
             paragraphs = PARAGRAPH_BREAK.split(page.extract_text() or "")
             label = f"page {number}"

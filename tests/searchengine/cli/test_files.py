@@ -17,7 +17,7 @@ def test_index_a_folder_says_what_it_read_and_skipped(tmp_path: Path, tiny_model
     assert "Read 4 files (1 html, 1 markdown, 1 pdf, 1 text)." in result.output
     assert "Skipped 1 file:\n  locked.pdf: is encrypted" in result.output
     hits = json.loads(run("query", "salt the soup", "-d", tmp_path / "i", "--json", "--mode", "keyword").output)
-    assert hits["hits"][0]["external_id"] == "guides/manual.pdf"
+    assert hits["hits"][0]["external_id"] == "guides/manual.pdf#2" and hits["hits"][0]["location"] == "page 2"
     assert hits["hits"][0]["metadata"]["title"] == "The oven must be hot before the bread goes in."
 
 
@@ -35,7 +35,7 @@ def test_an_index_of_other_input_needs_replace(tmp_path: Path, tiny_model: Path)
     other = tmp_path / "other.txt"
     other.write_text("one\ntwo\n", encoding="utf-8")
     assert_one_line_error(
-        run("index", other, "-d", tmp_path / "i", "--model", tiny_model), "already holds an index of 4 documents"
+        run("index", other, "-d", tmp_path / "i", "--model", tiny_model), "already holds an index of 5 documents"
     )
     assert run("index", root, "-d", tmp_path / "i", "--model", tiny_model).exit_code == 0  # same input: a rebuild
     assert run("index", other, "-d", tmp_path / "i", "--model", tiny_model, "--replace").exit_code == 0

@@ -31,7 +31,8 @@ def _ids(engine: SearchEngine) -> dict[str, int]:
 def test_hits_name_their_file_and_section(tmp_path: Path, tiny_encoder: Encoder) -> None:
     engine = _build(notes_folder(tmp_path / "notes"), tmp_path / "index", tiny_encoder)
     [hit] = engine.search("salt soup", k=1, mode="keyword")
-    assert hit.external_id == "guides/manual.pdf" and hit.metadata["path"] == "guides/manual.pdf"
+    assert hit.external_id == "guides/manual.pdf#2" and hit.metadata["path"] == "guides/manual.pdf"
+    assert hit.location == "page 2"  # a page's only section, even with no span or highlight
     assert [root["path"] for root in engine.reading()["files"]["roots"]] == [str((tmp_path / "notes").absolute())]
 
 
@@ -50,10 +51,10 @@ def test_sync_embeds_changed_and_new_files_removes_deleted_ones_and_keeps_the_re
     report = sync_index(engine)
     assert (report.added, report.updated, report.removed) == (["new.md"], ["todo.txt"], ["guides/bike.html"])
     after = _ids(engine)
-    assert after["garden.md"] == before["garden.md"] and after["guides/manual.pdf"] == before["guides/manual.pdf"]
+    assert after["garden.md"] == before["garden.md"] and after["guides/manual.pdf#1"] == before["guides/manual.pdf#1"]
     assert "guides/bike.html" not in after and after["todo.txt"] != before["todo.txt"]
     assert [hit.external_id for hit in engine.search("plane", k=1, mode="keyword")] == ["todo.txt"]
-    assert len(engine) == 4
+    assert len(engine) == 5  # garden.md, the PDF's two pages, new.md, todo.txt; bike.html gone
 
 
 def test_sync_keeps_the_document_of_a_file_it_cannot_read_now(tmp_path: Path, tiny_encoder: Encoder) -> None:
@@ -100,7 +101,22 @@ def test_sync_of_a_file_whose_text_did_not_change_updates_its_facts_only(tmp_pat
     page = root / "guides" / "bike.html"
     page.write_text(page.read_text(encoding="utf-8").replace("</footer>", " 2025</footer>"), encoding="utf-8")
     report = sync_index(engine)  # the footer is not the page's text: same text, new sha256
-    assert report.updated == ["guides/bike.html"] and report.added == [] and len(engine) == 4
+    assert report.updated == ["guides/bike.html"] and report.added == [] and len(engine) == 5
     [hit] = [hit for hit in engine.search("patch", k=10, mode="keyword") if hit.external_id == "guides/bike.html"]
     assert hit.metadata["sha256"] == hashlib.sha256(page.read_bytes()).hexdigest()
     assert sync_index(engine).files.unchanged == 4
+
+
+def test_sync_of_a_pdf_that_lost_a_page_removes_that_page(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    from tests.searchengine.reading.made_files import pdf_bytes
+
+    root = notes_folder(tmp_path / "notes")
+    engine = _build(root, tmp_path / "index", tiny_encoder)
+    (root / "guides" / "manual.pdf").write_bytes(pdf_bytes(["The oven must be very hot before the bread goes in."]))
+    report = sync_index(engine)
+    assert report.updated == ["guides/manual.pdf"] and report.removed == []
+    pages = {hit.external_id for hit in engine.search("the", k=50, mode="keyword")} & {
+        "guides/manual.pdf#1",
+        "guides/manual.pdf#2",
+    }
+    assert pages == {"guides/manual.pdf#1"} and len(engine) == 4

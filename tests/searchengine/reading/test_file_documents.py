@@ -23,14 +23,22 @@ def _read(roots: list[Path], rules: FileRules = FileRules(), known: dict | None 
 
 def test_a_folder_is_read_recursively_by_format_leaving_out_hidden_files(tmp_path: Path) -> None:
     documents, report = _read([notes_folder(tmp_path / "notes")])
-    assert sorted(documents) == ["garden.md", "guides/bike.html", "guides/manual.pdf", "todo.txt"]
+    assert sorted(documents) == [
+        "garden.md",
+        "guides/bike.html",
+        "guides/manual.pdf#1",
+        "guides/manual.pdf#2",
+        "todo.txt",
+    ]
     assert report.read == {"html": 1, "markdown": 1, "pdf": 1, "text": 1} and report.skipped == []
     garden = documents["garden.md"]
     assert garden.metadata["title"] == "Garden notes" and garden.metadata["tags"] == ["plants", "soil"]
     assert garden.metadata["format"] == "markdown" and garden.metadata["path"] == "garden.md"
     assert [label for _, label in garden.metadata["sections"]] == ["Watering", "Watering › In winter", "Harvest"]
     assert garden.section_starts == tuple(start for start, _ in garden.metadata["sections"])
-    assert documents["guides/manual.pdf"].metadata["sections"][1][1] == "page 2"
+    page = documents["guides/manual.pdf#2"]  # each page of a PDF is a document
+    assert page.text == "Salt the soup at the end." and page.metadata["page"] == 2
+    assert page.metadata["path"] == "guides/manual.pdf" and page.metadata["sections"] == [[0, "page 2"]]
     assert documents["todo.txt"].metadata["title"] == "todo"
 
 
@@ -43,7 +51,7 @@ def test_include_and_exclude_globs_match_paths_and_names(tmp_path: Path) -> None
 def test_ids_of_several_folders_are_relative_to_their_common_folder(tmp_path: Path) -> None:
     first, second = notes_folder(tmp_path / "a"), notes_folder(tmp_path / "b")
     documents, _ = _read([first, second / "garden.md"])
-    assert "a/garden.md" in documents and "b/garden.md" in documents and len(documents) == 5
+    assert "a/garden.md" in documents and "b/garden.md" in documents and len(documents) == 6
 
 
 def test_bad_files_are_skipped_with_their_reasons_and_the_rest_is_read(tmp_path: Path) -> None:
@@ -64,7 +72,13 @@ def test_bad_files_are_skipped_with_their_reasons_and_the_rest_is_read(tmp_path:
     assert "no text" in reasons["empty.md"] and "1.5 MB, over the 1 MB limit" in reasons["big.txt"]
     assert "not a regular file" in reasons["pipe.md"] and "symlink loop" in reasons["loop"]
     assert "cannot be read" in reasons["dangling.md"]
-    assert sorted(documents) == ["garden.md", "guides/bike.html", "guides/manual.pdf", "todo.txt"]
+    assert sorted(documents) == [
+        "garden.md",
+        "guides/bike.html",
+        "guides/manual.pdf#1",
+        "guides/manual.pdf#2",
+        "todo.txt",
+    ]
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root can read files without read permission")
@@ -79,8 +93,8 @@ def test_known_files_with_the_same_facts_or_content_are_left_out(tmp_path: Path)
     root = notes_folder(tmp_path / "notes")
     first, _ = _read([root])
     known = {
-        path: FileFacts(doc.metadata["size"], doc.metadata["mtime_ns"], doc.metadata["sha256"])
-        for path, doc in first.items()
+        doc.metadata["path"]: FileFacts(doc.metadata["size"], doc.metadata["mtime_ns"], doc.metadata["sha256"])
+        for doc in first.values()
     }
     os.utime(root / "todo.txt", ns=(1, 1))  # touched, same content: given again for its new facts only
     (root / "garden.md").write_text("# Changed\n\nNew text.\n", encoding="utf-8")
