@@ -62,26 +62,31 @@ def html_trafilatura(path: Path) -> list[Page]:
 
 
 def markitdown_whole(path: Path) -> list[Page]:
-    """markitdown's Markdown for the file; for a PDF one page per form feed when it keeps one per page."""
+    """markitdown's Markdown of the whole file (its HTML converter: BeautifulSoup and markdownify)."""
     from markitdown import MarkItDown
 
     result = MarkItDown().convert(str(path))
-    title = result.title or path.stem
-    if path.suffix.lower() != ".pdf":
-        return [Page(title, result.markdown)]
-    parts = result.markdown.split("\f")
-    if parts and not parts[-1].strip():
-        parts = parts[:-1]
-    if len(parts) != pdf_page_count(path):
-        raise ValueError(f"markitdown's text has {len(parts)} form-feed parts for {pdf_page_count(path)} pages")
-    return [Page(title, text, number) for number, text in enumerate(parts, start=1)]
+    return [Page(result.title or path.stem, result.markdown)]
 
 
-def pdf_page_count(path: Path) -> int:
-    """The number of pages of a PDF (read by pypdf)."""
-    from pypdf import PdfReader
+def pdf_markitdown_pages(path: Path) -> list[Page]:
+    """markitdown's Markdown of each page, each page handed to it as a one-page PDF: of a whole PDF it returns
+    one text without page breaks (pdfplumber's pages joined, or pdfminer's with the form feeds gone)."""
+    from io import BytesIO
 
-    return len(PdfReader(path).pages)
+    from markitdown import MarkItDown, StreamInfo
+    from pypdf import PdfReader, PdfWriter
+
+    converter = MarkItDown()
+    pages = []
+    for number, page in enumerate(PdfReader(path).pages, start=1):
+        writer, one_page = PdfWriter(), BytesIO()
+        writer.add_page(page)
+        writer.write(one_page)
+        one_page.seek(0)
+        result = converter.convert_stream(one_page, stream_info=StreamInfo(extension=".pdf"))
+        pages.append(Page(path.stem, result.markdown, number))
+    return pages
 
 
 def pdf_pypdf(path: Path) -> list[Page]:
@@ -146,7 +151,7 @@ EXTRACTORS: dict[str, dict[str, Extractor]] = {
         "trafilatura": html_trafilatura,
         "markitdown": markitdown_whole,
     },
-    "pdf": {"pypdf": pdf_pypdf, "pdfminer": pdf_pdfminer, "markitdown": markitdown_whole},
+    "pdf": {"pypdf": pdf_pypdf, "pdfminer": pdf_pdfminer, "markitdown": pdf_markitdown_pages},
     "markdown": {"raw": markdown_raw, "markdown-it": markdown_it_text},
 }
 """Extractors by format, by variant name; the first of each format is the baseline the others are compared to."""

@@ -258,6 +258,9 @@ def run_variant(
     if not record.exists():
         record.write_text(json.dumps(extract(corpus, files, variant, pages)), encoding="utf-8")
     result: dict[str, Any] = {"extraction": json.loads(record.read_text(encoding="utf-8"))}
+    if result["extraction"]["pages"] == result["extraction"]["empty_pages"]:
+        result["passages"] = {"error": "the extractor gave no text for any file", "modes": {}}
+        return result
     paged = corpus.format == "pdf"
     for name, passages in (("passages", True), ("no_passages", False)):
         if not passages and variant != next(iter(EXTRACTORS[corpus.format])):
