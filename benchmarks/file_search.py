@@ -14,7 +14,8 @@ failed on and why, pages with no text, and the installed size of the distributio
 dependencies. `--folder` also indexes each corpus root with `searchengine index DIR` (the product's own folder
 reading, issue 23), scored through `folder_hit_location`.
 
-Extracted pages and indexes are kept under --work and reused by a later run (delete a variant's folder to redo it).
+Extracted pages and indexes are kept under --work, each with its timing record, and reused by a later run (delete
+a variant's folder to redo it).
 
 Set-up (Debian packages, extractors, the Markdown corpus): benchmarks/file_corpora.sh. Usage:
   .venv/bin/python benchmarks/file_search.py --work /tmp/filebench --results benchmarks/results/file_extractors.json
@@ -154,6 +155,11 @@ Location = tuple[str, "int | None"]
 """Where a hit points: its file (relative to the corpus root) and its page (None for a whole file)."""
 
 
+def first_answer(question: Question, ranking: Sequence[Location]) -> int | None:
+    """The rank (from 1) of the first hit within 10 that holds the question's answer; None when none does."""
+    return next((n for n, (file, page) in enumerate(ranking[:MRR_AT], 1) if question.answered_by(file, page)), None)
+
+
 def score(questions: Sequence[Question], rankings: Sequence[Sequence[Location]]) -> dict[str, float]:
     """recall@5 (share of questions with an answering hit in the first 5) and MRR@10 (mean of 1/rank of the first
     answering hit within 10, 0 without one) of one ranked list of hits per question."""
@@ -161,12 +167,11 @@ def score(questions: Sequence[Question], rankings: Sequence[Sequence[Location]])
         raise ValueError(f"{len(questions)} questions but {len(rankings)} rankings")
     if not questions:
         raise ValueError("no questions to score")
-    found, reciprocal = 0, 0.0
-    for question, ranking in zip(questions, rankings):
-        rank = next((n for n, (file, page) in enumerate(ranking[:MRR_AT], 1) if question.answered_by(file, page)), None)
-        found += rank is not None and rank <= RECALL_AT
-        reciprocal += 1.0 / rank if rank is not None else 0.0
-    return {f"recall@{RECALL_AT}": found / len(questions), f"mrr@{MRR_AT}": reciprocal / len(questions)}
+    ranks = [first_answer(question, ranking) for question, ranking in zip(questions, rankings)]
+    return {
+        f"recall@{RECALL_AT}": sum(rank is not None and rank <= RECALL_AT for rank in ranks) / len(questions),
+        f"mrr@{MRR_AT}": sum(1.0 / rank for rank in ranks if rank is not None) / len(questions),
+    }
 
 
 def line_location(external_id: str, paged: bool) -> Location:
@@ -221,30 +226,43 @@ def extract(corpus: Corpus, files: list[Path], variant: str, target: Path) -> di
     }
 
 
-def build_or_open(pages: Path, target: Path, encoder: Any, passages: bool) -> tuple[Any, float | None]:
-    """The index of `pages` at `target`, built (and timed) unless a complete one is already there."""
+def build_or_open(pages: Path, target: Path, encoder: Any, passages: bool) -> tuple[Any, dict]:
+    """The index of `pages` at `target`, built unless a complete one is already there, with its build record
+    (seconds, vectors, load average before and after), kept beside it as <target>.json for later runs."""
     from searchengine import SearchEngine
 
-    if (target / "manifest.json").exists():
-        return SearchEngine.open(target, encoder=encoder), None
+    record = target.with_suffix(".json")
+    if (target / "manifest.json").exists() and record.exists():
+        return SearchEngine.open(target, encoder=encoder), json.loads(record.read_text(encoding="utf-8"))
     if target.exists():
         shutil.rmtree(target)
+    load = os.getloadavg()[0]
     started = time.perf_counter()
     engine = SearchEngine.build(
         pages, target, encoder=encoder, id_field="id", title_field="title", passages=passages, jsonl=True
     )
-    return engine, time.perf_counter() - started
+    built = {
+        "index_seconds": time.perf_counter() - started,
+        "vectors": engine.info().vectors,
+        "load_before": load,
+        "load_after": os.getloadavg()[0],
+    }
+    record.write_text(json.dumps(built), encoding="utf-8")
+    return engine, built
 
 
-def evaluate(engine: Any, questions: Sequence[Question], locate: Any) -> dict[str, dict[str, float]]:
-    """recall@5 and MRR@10 of the engine's top 10 for each question, in each mode the index offers."""
+def evaluate(engine: Any, questions: Sequence[Question], locate: Any) -> dict[str, dict[str, Any]]:
+    """recall@5 and MRR@10 of the engine's top 10 for each question, in each mode the index offers, with the rank
+    of each question's first answering hit (None: not in the top 10), for paired comparisons across variants."""
     texts = [question.question for question in questions]
     scores = {}
     for mode in MODES:
         if mode != "dense" and not engine.info().keyword_index:
             continue
         results = engine.search_batch(texts, MRR_AT, mode=mode)
-        scores[mode] = score(questions, [[locate(hit) for hit in hits] for hits in results])
+        rankings = [[locate(hit) for hit in hits] for hits in results]
+        ranks = [first_answer(question, ranking) for question, ranking in zip(questions, rankings)]
+        scores[mode] = {**score(questions, rankings), "ranks": ranks}
     return scores
 
 
@@ -265,9 +283,9 @@ def run_variant(
     for name, passages in (("passages", True), ("no_passages", False)):
         if not passages and variant != next(iter(EXTRACTORS[corpus.format])):
             continue  # one document per line without passages: the baseline extractor only
-        engine, seconds = build_or_open(pages, folder / f"index-{name}", encoder, passages)
+        engine, built = build_or_open(pages, folder / f"index-{name}", encoder, passages)
         result[name] = {
-            "index_seconds": seconds,
+            **built,
             "documents": len(engine),
             "modes": evaluate(engine, questions, lambda hit: line_location(hit.external_id, paged)),
         }

@@ -56,8 +56,10 @@ def test_file_search_scores_a_tiny_markdown_folder(tmp_path: Path, tiny_model: P
         assert extraction["failures"][0]["example"] == "broken/README.md"
         passages = variant["passages"]
         assert passages["documents"] == 3 and set(passages["modes"]) == {"dense", "keyword", "hybrid"}
-        assert passages["modes"]["keyword"] == {"recall@5": 1.0, "mrr@10": 1.0}  # each question's words: one note
-        assert all(0.0 <= value <= 1.0 for mode in passages["modes"].values() for value in mode.values())
+        keyword = passages["modes"]["keyword"]  # each question's words are in one note: found first
+        assert keyword == {"recall@5": 1.0, "mrr@10": 1.0, "ranks": [1, 1, 1]}
+        for mode in passages["modes"].values():
+            assert 0.0 <= mode["recall@5"] <= 1.0 and 0.0 <= mode["mrr@10"] <= 1.0 and len(mode["ranks"]) == 3
     assert "no_passages" in tiny["variants"]["raw"] and "no_passages" not in tiny["variants"]["markdown-it"]
     assert results["extractor_install_size"]["markdown-it"]["bytes"] > 0
     assert results["extractor_install_size"]["raw"]["bytes"] == 0
