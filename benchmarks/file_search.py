@@ -89,7 +89,8 @@ class Corpus:
 
 NAVIGATION_PAGES = ("genindex*.html", "contents.html", "search.html", "py-modindex.html")
 """Sphinx's generated navigation pages (the general index, the table of contents, the search form): lists of links
-to the content pages, left out of the Python docs corpus (they hold 0.9 of its 11.8 million characters)."""
+to the content pages, left out of the Python docs corpus (1.6 of its 11.8 million characters as selectolax
+extracts them)."""
 
 CORPORA = {
     "python-docs": Corpus(
@@ -110,10 +111,10 @@ CORPORA = {
 """The corpora of issue 23 (benchmarks/file_corpora.sh installs them). R's reference manual (refman.pdf, the same
 file as fullrefman.pdf: 6.5 MB, the help page of every base function) is left out: it is larger than the other
 seven manuals together and would dominate the encoding time; the seven manuals are the PDF corpus. The Python docs
-are cut to a subset (about a quarter of their text: 9.5 million characters take over an hour per extractor to
-encode with passages on a shared 2-core machine): the tutorial, FAQ, HOWTOs, language reference, extending and
-using guides and glossary whole, the library pages the questions name, and 40 more library pages drawn at random
-as distractors. whatsnew/, c-api/ and distutils/ are left out with the rest of the library."""
+are cut to a subset, about a third of their text (their 10.2 million characters take 15 to 25 minutes per extractor
+to encode with passages on a shared 2-core machine, over an hour for the four): the tutorial, FAQ, HOWTOs, language
+reference, extending and using guides and glossary whole, the library pages the questions name, and 40 more library
+pages drawn at random as distractors. whatsnew/, c-api/ and distutils/ are left out with the rest of the library."""
 
 
 @dataclass(frozen=True)
@@ -432,7 +433,8 @@ def main() -> None:
         for corpus in chosen
         for variant in EXTRACTORS[corpus.format]
     }  # fmt: skip
-    record = {**run_record(load), "corpora": results, "extractor_install_size": sizes}
+    core = sum(distribution_bytes(name) for name in dependency_closure(["searchengine"]))
+    record = {**run_record(load), "corpora": results, "extractor_install_size": sizes, "core_install_bytes": core}
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     print(f"wrote {args.results}", file=sys.stderr)
