@@ -11,8 +11,8 @@ indexed for the first extractor of each format.
 
 Also recorded per extractor: extraction time per corpus (wall clock, on whatever machine runs it), the files it
 failed on and why, pages with no text, and the installed size of the distributions it needs with their
-dependencies. `--folder` also indexes each corpus root with `searchengine index DIR` (the product's own folder
-reading, issue 23), scored through `folder_hit_location`.
+dependencies. `--folder` also indexes a copy of each corpus's files with `searchengine index DIR` (the product's
+own folder reading, issue 23), scored through `folder_hit_location`.
 
 Extracted pages and indexes are kept under --work, each with its timing record, and reused by a later run (delete
 a variant's folder to redo it).
@@ -294,12 +294,19 @@ def run_variant(
     return result
 
 
-def run_folder(corpus: Corpus, questions: list[Question], work: Path, model: str | None) -> dict:
-    """Index the corpus root with `searchengine index DIR` and score it; the CLI's error when it cannot."""
+def run_folder(corpus: Corpus, files: list[Path], questions: list[Question], work: Path, model: str | None) -> dict:
+    """Copy the corpus's `files` (its subset, if it has one) into a fresh folder, index that folder with
+    `searchengine index DIR` and score it; the CLI's error when it cannot."""
     from searchengine import SearchEngine
 
-    target = work / corpus.name / "folder-index"
-    command = [sys.executable, "-m", "searchengine", "index", str(corpus.root), "-d", str(target), "-q"]
+    folder, target = work / corpus.name / "folder-files", work / corpus.name / "folder-index"
+    for stale in (folder, target):
+        shutil.rmtree(stale, ignore_errors=True)
+    for path in files:
+        copy = folder / path.relative_to(corpus.root)
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, copy)
+    command = [sys.executable, "-m", "searchengine", "index", str(folder), "-d", str(target), "-q"]
     if model:
         command += ["-m", model]
     started = time.perf_counter()
@@ -397,7 +404,7 @@ def run(corpora: list[Corpus], questions: list[Question], work: Path, folder: bo
             "variants": variants,
         }
         if folder:
-            results[corpus.name]["folder"] = run_folder(corpus, asked, work, model)
+            results[corpus.name]["folder"] = run_folder(corpus, files, asked, work, model)
     return results
 
 
@@ -412,7 +419,7 @@ def main() -> None:
         help="a corpus at DIR (format html, pdf or markdown), instead of or beside the built-in ones",
     )  # fmt: skip
     parser.add_argument("--model", default=None, help="model (default: the bundled all-MiniLM-L6-v2)")
-    parser.add_argument("--folder", action="store_true", help="also index each root with `searchengine index DIR`")
+    parser.add_argument("--folder", action="store_true", help="also index the files with `searchengine index DIR`")
     args = parser.parse_args()
     corpora = dict(CORPORA)
     for spec in args.root:

@@ -41,7 +41,7 @@ def test_file_search_scores_a_tiny_markdown_folder(tmp_path: Path, tiny_model: P
     completed = subprocess.run(
         [sys.executable, str(REPOSITORY / "benchmarks" / "file_search.py"), "--root", f"tiny=markdown:{corpus}",
          "--corpora", "tiny", "--questions", str(questions), "--work", str(tmp_path / "work"),
-         "--results", str(out), "--model", str(tiny_model)],
+         "--results", str(out), "--model", str(tiny_model), "--folder"],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert completed.returncode == 0, completed.stderr[-3000:]
@@ -60,6 +60,9 @@ def test_file_search_scores_a_tiny_markdown_folder(tmp_path: Path, tiny_model: P
         assert keyword == {"recall@5": 1.0, "mrr@10": 1.0, "ranks": [1, 1, 1]}
         for mode in passages["modes"].values():
             assert 0.0 <= mode["recall@5"] <= 1.0 and 0.0 <= mode["mrr@10"] <= 1.0 and len(mode["ranks"]) == 3
+    copied = tmp_path / "work" / "tiny" / "folder-files"
+    assert sorted(path.parent.name for path in copied.glob("*/README.md")) == ["bank", "broken", "garden", "music"]
+    assert "error" in tiny["folder"] or set(tiny["folder"]["modes"]) == {"dense", "keyword", "hybrid"}
     assert "no_passages" in tiny["variants"]["raw"] and "no_passages" not in tiny["variants"]["markdown-it"]
     assert results["extractor_install_size"]["markdown-it"]["bytes"] > 0
     assert results["extractor_install_size"]["raw"]["bytes"] == 0
