@@ -184,10 +184,10 @@ def line_location(external_id: str, paged: bool) -> Location:
 
 
 def folder_hit_location(hit: Any) -> Location:
-    """The file and page of a hit from `searchengine index DIR` (issue 23): the path relative to the folder indexed,
-    and the page a PDF passage came from. The metadata names are the folder reader's; adjust here if they change."""
-    page = hit.metadata.get("page")
-    return hit.metadata["path"], int(page) if page is not None else None
+    """The file and page of a hit from `searchengine index DIR`: its path relative to the folder indexed
+    (metadata "path"), and for a PDF the page of the section that holds the match (`Hit.location`, "page N")."""
+    where = hit.location or ""
+    return hit.metadata["path"], int(where.removeprefix("page ")) if where.startswith("page ") else None
 
 
 def extract(corpus: Corpus, files: list[Path], variant: str, target: Path) -> dict:
