@@ -154,7 +154,7 @@ def main() -> None:
     root = Path(args.work or tempfile.mkdtemp(prefix="file-sync-"))
     work, index = root / "folder", root / "index"
     shutil.rmtree(root, ignore_errors=True)
-    shutil.copytree(args.folder, work, symlinks=True)
+    shutil.copytree(args.folder, work)  # real copies: the benchmark edits files
     documents, _ = read_paths([work], rules)
     by_size = sorted(documents, key=lambda document: len(document.text))
     edited = work / (args.edit or by_size[len(by_size) // 2].external_id)
