@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import numbers
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -542,8 +543,8 @@ class SearchEngine:
         rerank_top: int = DEFAULT_RERANK_TOP,
     ) -> list[list[Hit]]:
         """`search` for many queries at once (encoded and searched as one batch; reranked pairs scored together)."""
-        if k < 1:
-            raise SearchEngineError(f"k must be at least 1, not {k}")
+        k = _count_argument("k", k)
+        rerank_top = _count_argument("rerank_top", rerank_top)
         for number, query in enumerate(queries, start=1):
             which = "the query" if len(queries) == 1 else f"query number {number}"
             if not isinstance(query, str) or not query.strip():
@@ -558,13 +559,12 @@ class SearchEngine:
                 raise SearchEngineError(f"{which} holds {problem}")
         mode = self._checked_mode(mode)
         if rerank is not None:
-            if rerank_top < 1:
-                raise SearchEngineError(f"rerank_top must be at least 1, not {rerank_top}")
             cross_encoder = self.cross_encoder(rerank)
             results = self.search_batch(queries, max(k, rerank_top), where, mode=mode, fusion=fusion)
             return rerank_hits(cross_encoder, list(queries), results, k)
         if len(self) == 0:
             raise SearchEngineError(f"index {self.path} is empty: add documents with `searchengine add FILE`")
+        k = min(k, len(self))  # no mode returns more documents than the index holds; SQLite's LIMIT is 64-bit
         conditions = conditions_of(where)
         matching = self._store.matching_ids(conditions) if conditions else None
         if not queries or (matching is not None and len(matching) == 0):
@@ -799,6 +799,16 @@ class SearchEngine:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _count_argument(name: str, value: object) -> int:
+    """`value` as a count of at least 1 (a Python or NumPy integer); anything else is one SearchEngineError, not
+    the TypeError a comparison or SQLite would raise later."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise SearchEngineError(f"{name} must be a whole number of at least 1, not {value!r} ({type(value).__name__})")
+    if value < 1:
+        raise SearchEngineError(f"{name} must be at least 1, not {value}")
+    return int(value)
 
 
 def _check_dimensions(path: Path, manifest: Manifest, vectors: Vectors, whitening: Whitening | None) -> None:
