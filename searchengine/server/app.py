@@ -24,6 +24,7 @@ from searchengine.errors import SearchEngineError
 from searchengine.indexer.errors import IndexLockedError, UnknownDocumentError
 from searchengine.server.body_limit import BodyLimit
 from searchengine.server.embeddings import embeddings_router
+from searchengine.server.key_first import KeyFirst
 from searchengine.server.limits import (
     MAX_BODY_BYTES,
     MAX_DOCUMENTS,
@@ -71,6 +72,12 @@ def create_app(index: ServedIndex, settings: ServerSettings = ServerSettings()) 
     _add_error_handlers(app)
     check_writes = _key_check(settings.api_key, "writes")
     check_reads = _key_check(settings.api_key if settings.api_key_for == "all" else None, "searches")
+    # Added last, so it runs first: the key is checked before BodyLimit reads a body and FastAPI parses it.
+    app.add_middleware(
+        KeyFirst,
+        check_for=lambda _method, path: check_writes if path.startswith("/documents") else check_reads,
+        refuse=_refusal,
+    )
     page = files("searchengine.server").joinpath("page.html").read_text(encoding="utf-8")
     script = files("searchengine.server").joinpath("page.js").read_text(encoding="utf-8")
 
@@ -247,6 +254,10 @@ def _one_line(text: str) -> str:
 
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"error": _one_line(message)}, status_code=status, headers=headers)
+
+
+def _refusal(exc: StarletteHTTPException) -> JSONResponse:
+    return _error(exc.status_code, str(exc.detail), exc.headers)
 
 
 def _add_error_handlers(app: FastAPI) -> None:
