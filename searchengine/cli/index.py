@@ -125,7 +125,7 @@ def index(
         metavar="ADDRESS",
         help="Embed on a Ray cluster: HOST:PORT of its head (run this on one of its nodes), auto (the cluster "
         "`ray start` runs here, or $RAY_ADDRESS) or local (a Ray of its own on this machine). CORPUS (a file or a "
-        "directory of corpus files) must be at the same path on every node. Needs pip install 'searchengine[ray]'.",
+        "directory of corpus files) must be at the same path on every node. Needs pip install 'searchengine\\[ray]'.",
     ),
     ray_workers: int | None = typer.Option(
         None,
