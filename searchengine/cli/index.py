@@ -394,7 +394,11 @@ def stage_summary(report: IndexingReport) -> str:
 def indexing_summary(report: IndexingReport, corpus: str, target: Path, held: int) -> str:
     """One sentence on what an index or add run did: documents read, how many repeat an earlier text, upserts."""
     rate = report.documents / report.seconds if report.seconds else 0.0
-    parts = [f"{report.repeats:,} {'repeats' if report.repeats == 1 else 'repeat'} an earlier text"]
+    parts = (
+        [f"{report.repeats:,} {'repeats' if report.repeats == 1 else 'repeat'} an earlier text"]
+        if report.repeats
+        else []
+    )
     if report.replaced:
         parts.append(f"{report.replaced:,} replaced by upsert with a new text")
     if report.updated:
@@ -404,6 +408,7 @@ def indexing_summary(report: IndexingReport, corpus: str, target: Path, held: in
             f"{report.superseded:,} replaced by a later document with the same id in this input (ids are text: 1 "
             'and "1" are one id)'
         )
+    which = f", of which {'; '.join(parts)}," if parts else ""
     upgraded = ""
     if report.upgraded:
         upgraded = (
@@ -412,6 +417,6 @@ def indexing_summary(report: IndexingReport, corpus: str, target: Path, held: in
             f"{'a document' if report.upgraded == 1 else 'documents'} of {'its' if report.upgraded == 1 else 'their'} own."
         )
     return (
-        f"Indexed {counted(report.documents, 'document')} from {corpus}, of which {'; '.join(parts)}, into {target} "
+        f"Indexed {counted(report.documents, 'document')} from {corpus}{which} into {target} "
         f"in {report.seconds:.1f} s ({rate:.{1 if rate < 10 else 0}f} documents/s); the index holds {counted(held, 'document')}.{upgraded}"
     )
