@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from searchengine.engine.corpus import JsonFields, document_from_record
@@ -63,7 +64,7 @@ def create_app(index: ServedIndex, settings: ServerSettings = ServerSettings()) 
         raise SearchEngineError(f"the API key guards 'writes' or 'all', not {settings.api_key_for!r}")
     if settings.api_key is not None and not settings.api_key.strip():
         raise SearchEngineError("the API key is empty; give a non-empty key or none")
-    app = FastAPI(
+    app = FastAPIOffline(  # /docs and /redoc with their scripts served from the package, not a CDN: they work offline
         title="searchengine",
         summary="Semantic search over one index directory: the options of `searchengine query`, `add` and `delete`.",
         responses={400: {"model": ErrorOut}},

@@ -288,3 +288,19 @@ def test_rerank_with_a_cross_encoder_the_server_offers(
             assert f"reranks only with {cross}, not 'another-model'" in _error(other, 400)
     finally:
         index.close()
+
+
+@pytest.mark.parametrize("page", ["/docs", "/redoc"])
+def test_the_api_pages_load_every_asset_from_the_server_itself(client: TestClient, page: str) -> None:
+    """Offline, a page that loads Swagger UI or ReDoc from a CDN is blank: each script, style sheet and icon it
+    names is a path on this server, and is served."""
+    import re
+
+    html = client.get(page)
+    assert html.status_code == 200 and html.headers["content-type"].startswith("text/html")
+    assets = re.findall(r"""(?:src|href)=["']([^"']+)["']""", html.text)
+    assets += re.findall(r"""url: ?["']([^"']+)["']""", html.text)
+    assert assets and all(asset.startswith("/") and not asset.startswith("//") for asset in assets), assets
+    assert "http://" not in html.text and "https://" not in html.text.replace("https://github.com", "")
+    for asset in assets:
+        assert client.get(asset).status_code == 200, asset
