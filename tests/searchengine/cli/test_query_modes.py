@@ -109,3 +109,11 @@ def test_a_query_with_a_byte_that_is_not_utf8_is_one_error_line(index_dir: Path)
     assert result.output.strip().splitlines() == [
         "Error: the query holds the byte 0xe9, which is not UTF-8; use a UTF-8 terminal or text"
     ]
+
+
+@pytest.mark.parametrize("mode", ["keyword", "hybrid", "dense"])
+def test_a_k_beyond_64_bits_gives_every_match(index_dir: Path, sentences: list[str], mode: str) -> None:
+    """k = 2**63 once ended keyword and hybrid search in OverflowError (SQLite's LIMIT is a 64-bit integer)."""
+    result = run("query", "the cat sat on the mat", "-k", str(2**63), "--mode", mode, "--json", "-d", index_dir)
+    assert result.exit_code == 0, result.output
+    assert 0 < len(json.loads(result.stdout)["hits"]) <= len(sentences)
