@@ -26,7 +26,8 @@ ModelOption = typer.Option(
     None,
     "--model",
     "-m",
-    help="Model directory or Hugging Face id.",
+    help="Model directory or Hugging Face id; all-MiniLM-L6-v2 (or sentence-transformers/all-MiniLM-L6-v2) is the "
+    "bundled one, loaded offline.",
     show_default="bundled all-MiniLM-L6-v2",
 )
 PrecisionOption = typer.Option(
