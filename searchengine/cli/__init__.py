@@ -26,10 +26,10 @@ app = typer.Typer(
 
 
 def _print_version(value: bool) -> None:
-    if value:
-        import searchengine
+    if value:  # the installed distribution's version, as searchengine.__version__ reads it
+        from importlib.metadata import version
 
-        typer.echo(f"searchengine {searchengine.__version__}")
+        typer.echo(f"searchengine {version('searchengine')}")
         raise typer.Exit()
 
 
