@@ -8,8 +8,9 @@
   `mode="keyword"`, 250 hits); every setting is then fused with the engine's own `fuse()`. As `eval retrieval`
   does, the hybrid ranking is read to 101 hits (100 + the query's own id, which is dropped), so each side
   gives max(101, depth) candidates.
-- Check (correctness, not speed): for the default fusion, the first --check queries ranked here equal what
-  `engine.search_batch(..., mode="hybrid", k=101)` returns.
+- Check (correctness, not speed): for min-max fusion at equal weights, the first --check queries ranked here
+  equal what `engine.search_batch(..., mode="hybrid", fusion=..., k=101)` returns. Bounded fusion, the default
+  since, needs each query's BM25 bound and is measured by benchmarks/score_fusion.py.
 - --max-query-words replaces searchengine.indexer.keyword_query.MAX_QUERY_WORDS for the keyword side (each value
   is one keyword pass; 0 means no limit), to measure what the limit costs in quality.
 - The table's settings: RRF with k in 10/20/30/60/100 and a dense weight of 0.3 to 0.7, min-max with a dense
@@ -41,6 +42,8 @@ from searchengine.evaluation.retrieval import read_qrels, read_queries, score_ra
 
 ROOT = Path(__file__).resolve().parents[1]
 HITS = 250
+CHECKED = Fusion("minmax", 0.5, depth=100)
+"""The fusion whose ranking is checked against the engine's hybrid search."""
 READ = 101
 """Hits `eval retrieval` reads: the top 100 after dropping the query's own id."""
 
@@ -97,9 +100,9 @@ def evaluate_set(engine: SearchEngine, data: Path, limits: list[int], check: int
             for fusion in settings()
         }
         if number == 0:  # the engine's hybrid search, with the same limit, ranks as the fusion here
-            engine_ranked = engine.search_batch(texts[:check], READ, mode="hybrid", fusion=DEFAULT_FUSION)
-            expected = fused(dense[:check], keyword[:check], DEFAULT_FUSION)
-            result["check_default_fusion_equals_engine"] = [[h.id for h in hits] for hits in engine_ranked] == expected
+            engine_ranked = engine.search_batch(texts[:check], READ, mode="hybrid", fusion=CHECKED)
+            expected = fused(dense[:check], keyword[:check], CHECKED)
+            result["check_minmax_fusion_equals_engine"] = [[h.id for h in hits] for hits in engine_ranked] == expected
     return result
 
 

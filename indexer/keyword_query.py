@@ -46,10 +46,14 @@ read-only connection may write too."""
 
 from __future__ import annotations
 
+import math
 import re
 import sqlite3
 from collections import Counter
+from dataclasses import dataclass
 
+BM25_K1 = 1.2
+"""FTS5 bm25()'s k1 (b is 0.75): a phrase adds at most IDF * (k1 + 1) to a document's score."""
 MAX_QUERY_WORDS: int | None = 1024
 """The most distinct words a keyword query searches for, its rarest ones; None for all (see the module's
 docstring)."""
@@ -97,10 +101,61 @@ def match_expression(
     documents holding any of the words of `text` it searches for (see the module's docstring); None when `text`
     has no words. `holding` keeps how many documents hold each stem looked up, for later calls on an index that
     does not change."""
+    terms = searched_terms(connection, text, index_table, tokenizer, documents, holding)
+    if not terms:
+        return None
+    return " OR ".join(f'"{term.word}"' for term in terms for _ in range(term.repeats))  # \w+: no quote
+
+
+def bm25_bound(
+    connection: sqlite3.Connection,
+    text: str,
+    index_table: str,
+    tokenizer: str,
+    documents: int,
+    holding: dict[str, int] | None = None,
+) -> float:
+    """The most BM25 score any document can reach for `text` (0.0 for a text without words): each phrase of its
+    match expression adds IDF * tf * (k1 + 1) / (tf + k1 * length_norm), which tends to IDF * (k1 + 1) as tf grows,
+    so the sum of IDF * (k1 + 1) over the phrases bounds every document's score. It depends only on the query's
+    words and how many documents hold each, so a score divided by it means the same from one query to the next
+    (hybrid search's bounded fusion, searchengine.engine.fusion). IDF is FTS5's: log((N - n + 0.5) / (n + 0.5)),
+    1e-6 where that is not positive."""
+    terms = searched_terms(connection, text, index_table, tokenizer, documents, holding)
+    return sum(term.repeats * fts5_idf(documents, term.held) * (BM25_K1 + 1.0) for term in terms)
+
+
+def fts5_idf(documents: int, held: int) -> float:
+    """FTS5 bm25()'s IDF of a phrase that `held` of `documents` rows hold."""
+    idf = math.log((documents - held + 0.5) / (held + 0.5))
+    return idf if idf > 0 else 1e-6
+
+
+@dataclass(frozen=True)
+class SearchedTerm:
+    """A word of a query as the keyword search looks for it."""
+
+    word: str
+    repeats: int
+    """How many times it is OR-ed into the match expression (its count in the query, capped)."""
+    held: int
+    """How many documents hold it (its rarest stem's count)."""
+
+
+def searched_terms(
+    connection: sqlite3.Connection,
+    text: str,
+    index_table: str,
+    tokenizer: str,
+    documents: int,
+    holding: dict[str, int] | None = None,
+) -> list[SearchedTerm]:
+    """The words of `text` the keyword search looks for, in the order they first appear, after the cuts of the
+    module's docstring; empty when `text` has no words."""
     counts = keyword_terms(text)
     words = list(counts)
     if not words:
-        return None
+        return []
     held = _documents_holding(connection, words, index_table, tokenizer, {} if holding is None else holding)
     share = LONG_QUERY_COMMON_WORD_SHARE if len(words) > LONG_QUERY_WORDS else COMMON_WORD_SHARE
     kept_words = [
@@ -109,11 +164,10 @@ def match_expression(
         if count <= documents * share and words[position] not in STOP_WORDS
     ]
     kept = sorted(position for _, position in sorted(kept_words)[:MAX_QUERY_WORDS]) or range(len(words))
-    kept_counts = [(words[position], counts[words[position]]) for position in kept]
     cap = MAX_WORD_REPEATS
-    while cap > 1 and sum(min(count, cap) for _, count in kept_counts) > MAX_REPEATED_PHRASES:
+    while cap > 1 and sum(min(counts[words[position]], cap) for position in kept) > MAX_REPEATED_PHRASES:
         cap -= 1
-    return " OR ".join(f'"{word}"' for word, count in kept_counts for _ in range(min(count, cap)))  # \w+: no quote
+    return [SearchedTerm(words[position], min(counts[words[position]], cap), held[position]) for position in kept]
 
 
 def _documents_holding(

@@ -28,7 +28,7 @@ import sqlite_utils
 from searchengine.indexer.counters import read_counter
 from searchengine.indexer.errors import IndexerError, MissingKeywordIndexError, UnknownDocumentError, UnknownFieldError
 from searchengine.indexer.filter_sql import COLUMN_TYPES, JSON_KINDS, Filter, json_path, where_clause
-from searchengine.indexer.keyword_query import match_expression
+from searchengine.indexer.keyword_query import bm25_bound, match_expression
 from searchengine.indexer.migrations import migrate
 from searchengine.indexer.passages import TABLE as PASSAGES_TABLE
 from searchengine.indexer.passages import PassageTable
@@ -338,6 +338,13 @@ class DocumentStore:
                 rows = self.db.execute(f"{select} AND rowid IN ({','.join('?' * len(chunk))})", [expression, *chunk])
                 scores.update((int(row_id), float(score)) for row_id, score in rows)
         return scores
+
+    def keyword_bound(self, text: str) -> float:
+        """The most BM25 score `keyword_search` can give any document for `text` (0.0 for a text without words),
+        from the query's words and how many documents hold each (searchengine.indexer.keyword_query.bm25_bound)."""
+        self._require_keyword_index()
+        with self._guard():
+            return bm25_bound(self.db.conn, text, KEYWORD_TABLE, KEYWORD_TOKENIZER, self.count(), self._stem_counts)
 
     def _match_expression(self, text: str) -> str | None:
         return match_expression(self.db.conn, text, KEYWORD_TABLE, KEYWORD_TOKENIZER, self.count(), self._stem_counts)

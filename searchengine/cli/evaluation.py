@@ -79,7 +79,7 @@ def retrieval(
     fusion_method: FusionMethod | None = typer.Option(
         None,
         "--fusion",
-        help="With --mode hybrid: rrf or minmax.",
+        help="With --mode hybrid: bounded, rrf or minmax (docs/retrieval.md).",
         show_default=str(DEFAULT_FUSION.method),
     ),
     rrf_k: int | None = typer.Option(

@@ -15,6 +15,7 @@ from searchengine.cli.wording import counted
 from searchengine.encoding.backend import Backend
 from searchengine.encoding.precision import Precision
 from searchengine.errors import SearchEngineError
+from searchengine.reading.names import printable
 
 if TYPE_CHECKING:
     from searchengine.engine.files import SyncReport
@@ -83,8 +84,9 @@ def sync(
     ones, keep the rest (and their ids).
 
     A file whose size and modification time are unchanged is not read; one whose content hash is unchanged is
-    not embedded again. Files are read with the rules the index was built with (--include, --exclude,
-    --max-file-size).
+    not embedded again. Each folder is read with the rules it was indexed with (--include, --exclude,
+    --max-file-size). A file that cannot be read this time keeps its document (the skip is listed); a file that
+    is now empty loses it. A folder that is gone is an error: if it moved, index its new place with --replace.
 
     Examples:
 
@@ -95,6 +97,7 @@ def sync(
     from searchengine.encoding.encoder import EncoderSpeed
     from searchengine.engine.files import sync_index
     from searchengine.engine.search_engine import SearchEngine, default_index_dir
+    from searchengine.indexer.errors import IndexLockedError
 
     target = index_dir or default_index_dir()
     with user_errors(target):
@@ -106,11 +109,15 @@ def sync(
             return
         import watchfiles
 
-        roots = paths or [Path(root) for root in engine.reading()["files"]["roots"]]
+        roots = paths or [Path(root["path"]) for root in engine.reading()["files"]["roots"]]
         typer.echo(f"Watching {', '.join(map(str, roots))} for changes; Ctrl-C stops.", err=True)
         try:
             for _ in watchfiles.watch(*roots, debounce=500, raise_interrupt=False):
-                report = sync_index(engine, paths, progress=False)
+                try:
+                    report = sync_index(engine, paths, progress=False)
+                except IndexLockedError as exc:  # another writer: the next change (or this one, later) syncs
+                    typer.echo(f"{time.strftime('%H:%M:%S')} not synced: {exc}; will sync at the next change", err=True)
+                    continue
                 if not quiet and (report.added or report.updated or report.removed or report.files.skipped):
                     typer.echo(f"{time.strftime('%H:%M:%S')} {sync_summary(report)}")
         except FileNotFoundError as exc:
@@ -124,8 +131,9 @@ def sync_summary(report: SyncReport) -> str:
         f"{len(report.removed):,} removed, {report.files.unchanged:,} unchanged, "
         f"{len(report.files.skipped):,} skipped."
     )
-    changed = [f"  + {path}" for path in report.added] + [f"  ~ {path}" for path in report.updated]
-    changed += [f"  - {path}" for path in report.removed]
+    changed = [f"  + {printable(path)}" for path in report.added]
+    changed += [f"  ~ {printable(path)}" for path in report.updated]
+    changed += [f"  - {printable(path)}" for path in report.removed]
     shown = changed[:SKIPS_SHOWN] + (
         [f"  ... and {len(changed) - SKIPS_SHOWN:,} more"] if len(changed) > SKIPS_SHOWN else []
     )

@@ -39,13 +39,23 @@ INPUTS_HELP = (
 
 
 IncludeOption = typer.Option(
-    [], "--include", metavar="GLOB", help="Read only files whose path or name matches, e.g. '*.md' (repeatable)."
+    [],
+    "--include",
+    metavar="GLOB",
+    help="Read only files whose path inside the folder, name or folder name matches, e.g. '*.md' or "
+    "'**/*.md' (repeatable).",
 )
 ExcludeOption = typer.Option(
-    [], "--exclude", metavar="GLOB", help="Leave out files whose path or name matches, e.g. 'drafts/*'."
+    [], "--exclude", metavar="GLOB", help="Leave out files whose path, name or folder name matches, e.g. 'drafts'."
 )
 MaxFileSizeOption = typer.Option(
     DEFAULT_MAX_MB, "--max-file-size", min=0.001, metavar="MB", help="Skip files larger than this."
+)
+WholeOption = typer.Option(
+    None,
+    "--whole/--lines",
+    help="A .txt file named alone: one document (--whole), or one document per line (--lines).",
+    show_default="--lines",
 )
 StrictOption = typer.Option(
     False, "--strict", help="Fail, writing nothing, when a file cannot be read, instead of skipping it."
@@ -96,12 +106,7 @@ def index(
     include: list[str] = IncludeOption,
     exclude: list[str] = ExcludeOption,
     max_file_size: float = MaxFileSizeOption,
-    whole: bool | None = typer.Option(
-        None,
-        "--whole/--lines",
-        help="A .txt file named alone: one document (--whole), or one document per line (--lines).",
-        show_default="--lines",
-    ),
+    whole: bool | None = WholeOption,
     strict: bool = StrictOption,
     jsonl: bool = typer.Option(False, "--jsonl", help="Read JSON lines whatever the name (e.g. from stdin)."),
     id_field: str | None = IdFieldOption,
@@ -177,8 +182,7 @@ def index(
         recorded_fields,
     )
     from searchengine.engine.ray_embedding import RaySettings
-    from searchengine.engine.search_engine import SearchEngine, default_index_dir
-    from searchengine.indexer.index_directory import IndexDirectory
+    from searchengine.engine.search_engine import SearchEngine, default_index_dir, ensure_index
     from searchengine.reading.file_rules import FileRules
     from searchengine.reading.walk import common_base
 
@@ -188,8 +192,10 @@ def index(
     with user_errors(target):
         if ray_workers is not None and ray is None:
             raise SearchEngineError("--ray-workers says how many Ray workers embed; add --ray ADDRESS to use Ray")
-        corpus = inputs[0]
-        if ray is None and is_file_input(inputs, whole is True):
+        if any(not name for name in inputs):
+            raise SearchEngineError("an empty path was given; name a folder or a file to index")
+        files = ray is None and is_file_input(inputs, whole is True)
+        if files:
             if jsonl or id_field or title_field or text_field != "text":
                 raise SearchEngineError(
                     "--jsonl, --id-field, --text-field and --title-field name fields of a .jsonl corpus; files read "
@@ -197,62 +203,53 @@ def index(
                 )
             if whole is False:
                 raise SearchEngineError("--lines reads one .txt corpus file one document per line; name it alone")
-            roots = [Path(name) for name in inputs]
-            rules = FileRules(tuple(include), tuple(exclude), max_file_size)
-            if append:
-                refuse_rebuild_options(index_type, whiten_k, whiten_fit, pooling, template, denoise, passages, shards)
-                if not IndexDirectory(target).exists():
-                    SearchEngine.create(target, encoder=Encoder(model, **speed.options()), passages=True)
-                engine = SearchEngine.open(target, model=model, speed=speed)
-                files_report = add_files(engine, roots, rules, strict, not quiet)
-            else:
-                check_replacing(target, roots, replace)
-                documents, files_report = read_paths(roots, rules, progress=not quiet)
-                check_files_read(files_report, documents, roots, strict)
-                engine = SearchEngine.build(
-                    documents,
-                    target,
-                    encoder=Encoder(
-                        model, pooling, batch_size=batch_size, template=template, denoise=denoise, **speed.options()
-                    ),
-                    index=index_type,
-                    whiten_k=whiten_k,
-                    whiten_fit=whiten_fit,
-                    passages=True if passages is None else passages,
-                    progress=not quiet,
-                    shards=shards,
-                    reading=files_record(roots, common_base(roots), rules),
-                )
-            report = engine.last_report
-            if not quiet:
-                typer.echo(files_summary(files_report))
-            corpus = " ".join(inputs)
         elif len(inputs) > 1:
             raise SearchEngineError("index one corpus file at a time (or folders and files read by their format)")
-        elif append:
+        corpus = " ".join(inputs) if files else inputs[0]
+        roots = [Path(name) for name in inputs]
+        rules = FileRules(tuple(include), tuple(exclude), max_file_size)
+        if append:
             refuse_rebuild_options(index_type, whiten_k, whiten_fit, pooling, template, denoise, passages, shards)
             if ray is not None:
                 raise SearchEngineError(APPEND_KEEPS_SHARDS)
-            if not IndexDirectory(target).exists():
-                SearchEngine.create(target, encoder=Encoder(model, **speed.options()))
-            engine = SearchEngine.open(target, model=model, speed=speed)
-            fields = JsonFields(text_field, title_field, id_field)
-            if fields.plain and (fmt or corpus.removesuffix(".gz").endswith((".jsonl", ".csv"))):
-                fields = recorded_fields(engine.reading()) or fields
-            report = engine.add(
-                corpus,
-                jsonl=fmt,
-                id_field=fields.id,
-                progress=not quiet,
-                text_field=fields.text,
-                title_field=fields.title,
-            )
+            encoder = ensure_index(target, model=model, speed=speed, passages=files)
+            engine = SearchEngine.open(target, model=model, speed=speed, encoder=encoder)
+            if files:
+                files_report = add_files(engine, roots, rules, strict, not quiet)
+            else:
+                fields = JsonFields(text_field, title_field, id_field)
+                if fields.plain and (fmt or corpus.removesuffix(".gz").endswith((".jsonl", ".csv"))):
+                    fields = recorded_fields(engine.reading()) or fields
+                engine.add(
+                    corpus,
+                    jsonl=fmt,
+                    id_field=fields.id,
+                    progress=not quiet,
+                    text_field=fields.text,
+                    title_field=fields.title,
+                )
         else:
-            check_replacing(target, [corpus], replace)
             if whiten_fit is not None and whiten_k is None:
                 raise SearchEngineError("--whiten-fit says what to fit whitening on; add --whiten-k K to use it")
+            check_replacing(target, roots, replace)
+            if files:
+                documents, files_report = read_paths(roots, rules, progress=not quiet)
+                check_files_read(files_report, documents, roots, strict)
+                source, options = documents, {
+                    "passages": True if passages is None else passages,
+                    "reading": files_record(roots, common_base(roots), rules),
+                }
+            else:
+                source, options = corpus, {
+                    "jsonl": fmt,
+                    "id_field": id_field,
+                    "text_field": text_field,
+                    "title_field": title_field,
+                    "passages": PASSAGES_BY_DEFAULT if passages is None else passages,
+                    "ray": None if ray is None else RaySettings(ray, ray_workers, threads or 1),
+                }
             engine = SearchEngine.build(
-                corpus,
+                source,
                 target,
                 encoder=Encoder(
                     model, pooling, batch_size=batch_size, template=template, denoise=denoise, **speed.options()
@@ -260,16 +257,13 @@ def index(
                 index=index_type,
                 whiten_k=whiten_k,
                 whiten_fit=whiten_fit,
-                jsonl=fmt,
-                id_field=id_field,
-                text_field=text_field,
-                title_field=title_field,
-                passages=PASSAGES_BY_DEFAULT if passages is None else passages,
                 progress=not quiet,
                 shards=shards,
-                ray=None if ray is None else RaySettings(ray, ray_workers, threads or 1),
+                **options,
             )
-            report = engine.last_report
+        report = engine.last_report
+        if files and not quiet:
+            typer.echo(files_summary(files_report))
         if quiet:
             return
         typer.echo(indexing_summary(report, corpus, target, len(engine)))
@@ -305,6 +299,7 @@ def add(
     include: list[str] = IncludeOption,
     exclude: list[str] = ExcludeOption,
     max_file_size: float = MaxFileSizeOption,
+    whole: bool | None = WholeOption,
     strict: bool = StrictOption,
     precision: Precision = PrecisionOption,
     backend: Backend = BackendOption,
@@ -353,7 +348,7 @@ def add(
         include=include,
         exclude=exclude,
         max_file_size=max_file_size,
-        whole=None,
+        whole=whole,
         strict=strict,
     )
 

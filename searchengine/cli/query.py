@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import typer
 
@@ -17,9 +15,6 @@ from searchengine.encoding.precision import Precision
 from searchengine.engine.modes import DEFAULT_MODE, MODE_DEFAULT_NOTE, MODE_HELP, SearchMode
 from searchengine.engine.snippets import DEFAULT_SNIPPET_CHARS, one_line, snippet
 from searchengine.errors import SearchEngineError
-
-if TYPE_CHECKING:
-    from searchengine.engine.search import Hit
 
 
 def query(
@@ -34,7 +29,8 @@ def query(
     as_json: bool = typer.Option(
         False,
         "--json",
-        help="Print results as JSON: each hit's whole text, its snippet, the span that matched and each side's score.",
+        help="Print results as JSON: each hit's whole text, its snippet, the span that matched, the highlighted "
+        "sentences and query words (character offsets) and each side's score; the same objects as the server's /search.",
     ),
     mode: SearchMode | None = typer.Option(None, "--mode", help=MODE_HELP, show_default=MODE_DEFAULT_NOTE),
     max_chars: int = typer.Option(
@@ -67,6 +63,14 @@ def query(
     rerank_top: int | None = typer.Option(
         None, "--rerank-top", min=1, help="Candidates the cross-encoder rescores (at least -k).", show_default="100"
     ),
+    min_score: float | None = typer.Option(
+        None,
+        "--min-score",
+        help="Leave out hits scored below this, so that a query with no good answer gets none. Scores keep one "
+        "scale for every query: the cosine (dense), BM25 over the most the query's words allow (keyword, 0..1) "
+        "and their bounded fusion (hybrid, 0..1). With --rerank it applies before the cross-encoder. "
+        "docs/retrieval.md measures which values separate answerable queries from others.",
+    ),
     precision: Precision = PrecisionOption,
     backend: Backend = BackendOption,
     threads: int | None = ThreadsOption,
@@ -83,8 +87,11 @@ def query(
 
     Prints one line per hit: rank, score, document id (and your own id, given with --id-field, in parentheses) and
     a snippet: the passage that matched (for a document split into passages at indexing) or the document's start,
-    on one line, cut to --max-chars at a word boundary with an ellipsis. The score is the cosine in dense mode,
-    BM25 in keyword mode, and in hybrid mode the fused score, followed by each side's.
+    on one line, cut to --max-chars at a word boundary with an ellipsis. The snippet starts at the sentence nearest
+    to the query (by meaning in dense mode, by its words in keyword mode, both in hybrid), with the query's words in
+    bold. Scores keep one scale for every query: the cosine in dense mode; in keyword mode BM25 over the most the
+    query's words let a document reach (0..1), then the BM25 itself; in hybrid mode their fusion (0..1), then
+    each side's. --min-score leaves out hits scored below it.
     The index's own model encodes the query; --model and --whiten-k only assert what the index must have been built
     with. Filters run inside the vector search and the keyword search, so k results come back whenever k documents
     match; fields are metadata keys or id, external_id, source, line, text.
@@ -112,6 +119,8 @@ def query(
 
       searchengine query "budget tips" --server http://127.0.0.1:8000
     """
+    from searchengine.engine.query_words import query_stems
+
     with user_errors(index_dir):
         queries = _queries(text, file)
         if rerank_top is not None and rerank is None:
@@ -125,12 +134,11 @@ def query(
                 )
             from searchengine.server.client import search_remote
 
-            payload = search_remote(server, queries, k, where, rerank, rerank_top, mode)
+            payload = search_remote(server, queries, k, where, rerank, rerank_top, mode, min_score=min_score)
             for result in payload:
-                if result.get("rerank") is None:
-                    result.pop("rerank", None)  # as the local --json output: only reranked results say so
                 for hit in result["hits"]:
-                    hit["snippet"] = snippet(hit["text"], hit.get("span"), max_chars)
+                    shown = (hit.get("highlight") or {}).get("span") or hit.get("span")
+                    hit["snippet"] = snippet(hit["text"], shown, max_chars)
             held = None
         else:
             payload, held = _search_here(
@@ -147,12 +155,13 @@ def query(
                 backend,
                 threads,
                 max_chars,
+                min_score,
             )
-        if where and not any(result["hits"] for result in payload):
-            typer.echo(f"No documents match {' and '.join(where)}.", err=True)
-            return
         if as_json:
             typer.echo(json.dumps(payload if file else payload[0], ensure_ascii=False, indent=2))
+            return
+        if where and min_score is None and not any(result["hits"] for result in payload):
+            typer.echo(f"No documents match {' and '.join(where)}.", err=True)
             return
         if held is not None and k > held and not where:
             typer.echo(f"(the index holds {counted(held, 'document')}, so at most {counted(held, 'result')})", err=True)
@@ -169,20 +178,43 @@ def query(
         for position, result in enumerate(payload):
             if file:
                 typer.echo(("\n" if position else "") + f"Query: {result['query']}")
-            if not result["hits"]:  # only keyword search comes back empty without filters
-                typer.echo(f"(no document holds a word of {one_line(result['query'])!r}; try --mode hybrid)", err=True)
+            if not result["hits"]:
+                typer.echo(_no_hits(result["query"], min_score, where), err=True)
+            stems = query_stems(result["query"])
             for rank, hit in enumerate(result["hits"], start=1):
                 cluster = f"[c{hit['cluster']}] " if hit["cluster"] is not None else ""
-                where = [hit[key] for key in ("external_id", "location") if hit.get(key) is not None]
-                external = f"({one_line(' › '.join(where))}) " if where else ""
+                names = [hit[key] for key in ("external_id", "location") if hit.get(key) is not None]
+                external = f"({one_line(' › '.join(names))}) " if names else ""
                 details = _details(hit, searched)
                 typer.echo(
-                    f"{rank:>3}  {hit['score']:.4f}  {details}#{hit['id']:<6} {external}{cluster}{hit['snippet']}"
+                    f"{rank:>3}  {hit['score']:.4f}  {details}#{hit['id']:<6} {external}{cluster}"
+                    + _bold_words(hit["snippet"], stems)
                 )
 
 
-_SCORE_NAMES = {"dense": "cosine", "keyword": "BM25", "hybrid": "fused score"}
-_RANKED_BY = {"dense": "cosine", "keyword": "BM25", "hybrid": "hybrid search"}
+def _no_hits(query: str, min_score: float | None, where: list[str]) -> str:
+    """The one line said for a query that got no hit, naming why."""
+    shown = repr(one_line(query))
+    if min_score is not None:
+        return f"(no hit scores {min_score:g} or more for {shown}: nothing here answers it well; lower --min-score)"
+    if where:
+        return f"(no document matching {' and '.join(where)} answers {shown})"
+    return f"(no document holds a word of {shown}; try --mode hybrid)"  # only keyword search finds nothing else
+
+
+def _bold_words(line: str, stems: frozenset[str]) -> str:
+    """`line` with each of the query's words in bold (styles are dropped where stdout is not a terminal)."""
+    from searchengine.engine.query_words import word_spans
+
+    parts, last = [], 0
+    for start, end in word_spans(line, stems):
+        parts += [line[last:start], typer.style(line[start:end], bold=True)]
+        last = end
+    return "".join(parts) + line[last:]
+
+
+_SCORE_NAMES = {"dense": "cosine", "keyword": "keyword score", "hybrid": "fused score"}
+_RANKED_BY = {"dense": "cosine", "keyword": "keyword search", "hybrid": "hybrid search"}
 _SIDES = ", then each side's: cosine and BM25"
 
 
@@ -195,6 +227,8 @@ def _details(hit: dict, mode: str) -> str:
         parts.append(f"{label} {hit['retrieval_score']:.4f}")
     if mode == "hybrid":
         parts.append(f"cos {hit['dense_score']:.4f}, bm25 {hit['keyword_score']:6.2f}")
+    elif mode == "keyword":
+        parts.append(f"bm25 {hit['keyword_score']:6.2f}")
     return f"({'; '.join(parts)})  " if parts else ""
 
 
@@ -212,9 +246,11 @@ def _search_here(
     backend: str,
     threads: int | None,
     max_chars: int,
+    min_score: float | None,
 ) -> tuple[list[dict], int]:
     """Open the index in this process and search it: the results as --json prints them, and the index's size."""
     from searchengine.encoding.speed import EncoderSpeed
+    from searchengine.engine.hit_records import result_record
     from searchengine.engine.search_engine import DEFAULT_RERANK_TOP, SearchEngine, default_index_dir
 
     speed = EncoderSpeed(precision, backend, threads)
@@ -226,21 +262,13 @@ def _search_here(
             err=True,
         )
     top = max(k, rerank_top or DEFAULT_RERANK_TOP)
-    results = engine.search_batch(queries, k, where, mode=mode, rerank=rerank, rerank_top=top)
+    results = engine.search_batch(
+        queries, k, where, mode=mode, rerank=rerank, rerank_top=top, min_score=min_score, highlight=True
+    )
     searched = mode or engine.default_mode
-    reranked = {"rerank": {"model": rerank, "top": top}} if rerank else {}
-    payload = [
-        {"query": q, "mode": searched, **reranked, "hits": [_hit_json(hit, max_chars) for hit in hits]}
-        for q, hits in zip(queries, results)
-    ]
+    reranked = {"model": rerank, "top": top} if rerank else None
+    payload = [result_record(q, searched, hits, reranked, max_chars) for q, hits in zip(queries, results)]
     return payload, len(engine)
-
-
-def _hit_json(hit: Hit, max_chars: int) -> dict:
-    """A hit as JSON, the user's own id (external_id) right after the index's id, its snippet after its text."""
-    fields = asdict(hit)
-    head = {"id": fields.pop("id"), "external_id": fields.pop("external_id"), "text": fields.pop("text")}
-    return {**head, "snippet": hit.snippet(max_chars), "location": hit.location, **fields}
 
 
 def _queries(text: str | None, file: Path | None) -> list[str]:

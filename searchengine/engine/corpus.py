@@ -7,7 +7,9 @@ import csv
 import gzip
 import io
 import json
+import os
 import re
+import stat
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -174,6 +176,10 @@ def _opened(path: Path) -> Iterator[BinaryIO]:
         raise SearchEngineError(f"corpus file {path} does not exist") from None
     except OSError as exc:
         raise SearchEngineError(f"cannot read corpus file {path}: {exc.strerror}") from None
+    mode = os.fstat(handle.fileno()).st_mode
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):  # /dev/zero would be read forever
+        handle.close()
+        raise SearchEngineError(f"{path} is a device, not a corpus file; name a .txt, .jsonl or .csv file")
     with handle:
         if not str(path).endswith(".gz"):
             yield handle

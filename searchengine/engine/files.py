@@ -2,9 +2,11 @@
 record how they were read, and `sync` the index with them later, re-reading only the files that changed.
 
 An index records how it reads its input (the build setting "reading"):
-    {"fields": {"text": ..., "title": ..., "id": ...},            the JSON fields (a .jsonl corpus)
+    {"fields": {"text": ..., "title": ..., "id": ...},            the JSON fields (a .jsonl or .csv corpus)
      "sources": [...],                                             what it was built from (absolute paths, or "-")
-     "files": {"roots": [...], "base": ..., "rules": {...}}}       folders and files read by format, when any
+     "files": {"base": ...,                                        what document paths are relative to
+               "roots": [{"path": ..., "kind": "folder" or "file", "rules": {...}}, ...]}}
+Each folder keeps the --include/--exclude/--max-file-size rules it was given, matched inside it.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from searchengine.errors import SearchEngineError
 from searchengine.indexer.store import Document
 from searchengine.reading.file_documents import FileFacts, FileReport, read_files
 from searchengine.reading.file_rules import FileRules
-from searchengine.reading.walk import common_base
+from searchengine.reading.walk import Skipped, check_root, common_base, shown_path
 
 if TYPE_CHECKING:
     from searchengine.engine.search_engine import SearchEngine
@@ -47,14 +49,33 @@ def fields_record(fields: JsonFields, corpus: object) -> dict[str, Any]:
     }
 
 
+def root_record(root: Path, rules: FileRules) -> dict[str, Any]:
+    """One folder (or file) an index reads, with the rules it was given."""
+    return {"path": str(root.absolute()), "kind": "folder" if root.is_dir() else "file", "rules": rules.as_json()}
+
+
 def files_record(roots: Sequence[Path], base: Path, rules: FileRules) -> dict[str, Any]:
     """The record of an index built from folders and files read by format."""
-    absolute = [str(root.absolute()) for root in roots]
     return {
         "fields": {"text": "text", "title": None, "id": None},
-        "sources": absolute,
-        "files": {"roots": absolute, "base": str(base.absolute()), "rules": rules.as_json()},
+        "sources": [str(root.absolute()) for root in roots],
+        "files": {"base": str(base.absolute()), "roots": [root_record(root, rules) for root in roots]},
     }
+
+
+def add_roots(reading: dict[str, Any], roots: Sequence[Path], rules: FileRules) -> tuple[dict[str, Any], Path]:
+    """The record of an index after adding `roots` (read with `rules`) to it, and the base its new documents'
+    paths are relative to: the index's own where it has one, so one file has one id. A root already recorded
+    keeps its rules; the others keep theirs."""
+    files = reading.get("files") if isinstance(reading.get("files"), dict) else {}
+    base = Path(files["base"]) if files.get("base") else common_base(roots)
+    recorded = [dict(root) for root in files.get("roots", []) if isinstance(root, dict)]
+    known = {root.get("path") for root in recorded}
+    recorded += [root_record(root, rules) for root in roots if str(root.absolute()) not in known]
+    sources = list(reading.get("sources") or [])
+    sources += [root["path"] for root in recorded if root["path"] not in sources]
+    fields = reading.get("fields") or {"text": "text", "title": None, "id": None}
+    return {"fields": fields, "sources": sources, "files": {"base": str(base), "roots": recorded}}, base
 
 
 def recorded_fields(reading: dict[str, Any]) -> JsonFields | None:
@@ -68,9 +89,9 @@ def recorded_fields(reading: dict[str, Any]) -> JsonFields | None:
     return JsonFields(fields["text"], title, identifier)
 
 
-def recorded_rules(reading: dict[str, Any]) -> FileRules:
-    """The file rules an index was built with (the defaults where none were recorded)."""
-    rules = (reading.get("files") or {}).get("rules") or {}
+def _rules(root: dict[str, Any]) -> FileRules:
+    """The rules a recorded root was read with (the defaults where none were recorded)."""
+    rules = root.get("rules") or {}
     return FileRules(
         tuple(str(pattern) for pattern in rules.get("include", ())),
         tuple(str(pattern) for pattern in rules.get("exclude", ())),
@@ -80,7 +101,7 @@ def recorded_rules(reading: dict[str, Any]) -> FileRules:
 
 def is_file_input(paths: Sequence[str], whole: bool) -> bool:
     """Whether `index PATH...` reads files by their format (folders, Markdown, HTML, PDF; .txt with --whole)
-    rather than a corpus file one document per line (.txt) or record (.jsonl)."""
+    rather than a corpus file one document per line (.txt) or record (.jsonl, .csv)."""
     from searchengine.reading.formats import format_of
 
     if len(paths) > 1 or whole:
@@ -95,12 +116,14 @@ def read_paths(
     base: Path | None = None,
     known: dict[str, FileFacts] | None = None,
     progress: bool = False,
+    report: FileReport | None = None,
 ) -> tuple[list[Document], FileReport]:
     """The documents of the files under `roots` (ids relative to `base`, by default the roots' common folder) and
-    what reading them found; files in `known` whose facts match are left out as unchanged."""
+    what reading them found (added to `report` when given); files in `known` whose facts match are left out as
+    unchanged."""
     from tqdm import tqdm
 
-    report = FileReport()
+    report = FileReport() if report is None else report
     base = common_base(roots) if base is None else base
     documents = []
     with tqdm(desc="Reading files", unit=" files", disable=not progress, delay=1.0, leave=False) as bar:
@@ -128,21 +151,14 @@ def sync_index(engine: SearchEngine, roots: Sequence[Path] | None = None, progre
     files that are new or whose content changed, delete the documents of files that are gone, keep the rest
     (ids included). Its cost follows what changed: an unchanged file costs one stat, a touched one a hash."""
     started = time.perf_counter()
-    reading = engine.reading()
-    files = reading.get("files")
+    files = engine.reading().get("files")
     if not isinstance(files, dict) or not files.get("roots"):
         raise SearchEngineError(
             f"the index in {engine.path} was not built from folders or files, so there is nothing to sync; build "
             "one with `searchengine index FOLDER`"
         )
-    recorded = [Path(root) for root in files["roots"]]
-    roots = recorded if not roots else [root.absolute() for root in roots]
-    for root in roots:
-        if not any(root == folder or folder in root.parents for folder in recorded):
-            raise SearchEngineError(
-                f"{root} is not one of the folders this index reads ({', '.join(map(str, recorded))}); add it with "
-                f"`searchengine index {root} --append`"
-            )
+    base = Path(files["base"])
+    chosen = _chosen_roots(files["roots"], roots)
     report = SyncReport()
     stored = engine.metadata_by_external_id(FACT_FIELDS)
     known = {
@@ -151,18 +167,36 @@ def sync_index(engine: SearchEngine, roots: Sequence[Path] | None = None, progre
         if isinstance(digest, str) and isinstance(size, int) and isinstance(mtime_ns, int)
     }
     step = time.perf_counter()
-    documents, report.files = read_paths(roots, recorded_rules(reading), Path(files["base"]), known, progress)
+    documents: list[Document] = []
+    for root, path in chosen:
+        if root["kind"] == "file" and not path.exists():
+            continue  # a file named when the index was built, deleted since: its document goes below
+        check_root(path)
+        found_before = len(report.files.seen)
+        read, _ = read_paths([path], _rules(root), base, known, progress, report.files)
+        documents += read
+        if len(report.files.seen) == found_before and any(_under(location, path) for *_, location in stored.values()):
+            report.files.skipped.append(
+                Skipped(
+                    shown_path(path, base),
+                    "holds no file to read now (an unmounted disk?); the index keeps its documents: delete them "
+                    "with `searchengine delete --external PATH...` if they are gone for good",
+                    path,
+                )
+            )
     report.stages["reading"] = time.perf_counter() - step
     for document in documents:
+        if document.external_id in report.files.refreshed:
+            continue
         (report.updated if document.external_id in known else report.added).append(document.external_id)
-    seen = report.files.seen
     report.removed = sorted(
         path
-        for path, (_, _, _, location) in stored.items()
-        if path not in seen
-        and isinstance(location, str)
-        and any(Path(location) == root or root in Path(location).parents for root in roots)
-        and not _kept_for_a_skip(path, report.files)
+        for path, (*_, location) in stored.items()
+        if path not in report.files.seen
+        and any(_under(location, root_path) for _, root_path in chosen)
+        and not any(
+            skip.keeps and skip.path is not None and _under(location, skip.path) for skip in report.files.skipped
+        )
     )
     if documents:
         step = time.perf_counter()
@@ -178,10 +212,37 @@ def sync_index(engine: SearchEngine, roots: Sequence[Path] | None = None, progre
     return report
 
 
-def _kept_for_a_skip(path: str, files: FileReport) -> bool:
-    """A document stays while its file or a folder above it could not be read this time: gone is not the same
-    as unreadable."""
-    return any(path == skip.shown or path.startswith(skip.shown.rstrip("/") + "/") for skip in files.skipped)
+def _chosen_roots(recorded: list[dict[str, Any]], asked: Sequence[Path] | None) -> list[tuple[dict[str, Any], Path]]:
+    """The recorded roots to sync, each with the path to read: all of them, or the ones `asked` names (a path
+    inside a recorded folder reads that part of it, with the folder's rules). A recorded folder that is gone is
+    one error naming the fix."""
+    roots = [(root, Path(root["path"])) for root in recorded if isinstance(root, dict) and root.get("path")]
+    for root, path in roots:
+        if root.get("kind") != "file" and not path.exists() and not asked:
+            raise SearchEngineError(
+                f"{path} no longer exists; if it moved, build the index again from its new place with "
+                "`searchengine index NEW_PLACE --replace`, or sync the other folders by naming them"
+            )
+    if not asked:
+        return roots
+    chosen = []
+    for path in (Path(name).absolute() for name in asked):
+        owner = next((root for root, folder in roots if path == folder or folder in path.parents), None)
+        if owner is None:
+            raise SearchEngineError(
+                f"{path} is not one of the folders this index reads ({', '.join(str(f) for _, f in roots)}); add it "
+                f"with `searchengine add {path}`"
+            )
+        chosen.append((owner, path))
+    return chosen
+
+
+def _under(location: object, path: Path) -> bool:
+    """Whether a stored document's file (`location`, its absolute path) is `path` or lies under it."""
+    if not isinstance(location, str):
+        return False
+    file = Path(location)
+    return file == path or path in file.parents
 
 
 @dataclass(frozen=True)
@@ -223,17 +284,3 @@ def check_replacing(path: Path, sources: Sequence[object], replace: bool) -> Non
         f"{path} already holds an index of {existing.documents:,} documents from {was}; pass --replace to replace "
         "it, --append to add to it, or --index-dir DIR to build another"
     )
-
-
-def add_roots(reading: dict[str, Any], roots: Sequence[Path], rules: FileRules) -> tuple[dict[str, Any], Path]:
-    """The record of an index after adding `roots` to it, and the base its new documents' paths are relative to
-    (the index's own base where it has one, so one file has one id)."""
-    files = reading.get("files") if isinstance(reading.get("files"), dict) else None
-    base = Path(files["base"]) if files and files.get("base") else common_base(roots)
-    known = list(files["roots"]) if files else []
-    added = [str(root.absolute()) for root in roots if str(root.absolute()) not in known]
-    record = files_record([Path(root) for root in known + added], base, rules)
-    record["sources"] = list(reading.get("sources") or []) + [
-        root for root in added if root not in reading.get("sources", [])
-    ]
-    return record, base

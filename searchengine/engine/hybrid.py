@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from searchengine.engine.fusion import Fusion, fuse
+from searchengine.engine.fusion import Fusion, bounded_keyword, fuse
 from searchengine.engine.search import Scored, dense_rankings
 from searchengine.indexer.store import DocumentStore
 from searchengine.indexer.vector_index import VectorIndex
@@ -16,11 +16,15 @@ from searchengine.indexer.vector_index import VectorIndex
 def keyword_rankings(
     store: DocumentStore, texts: Sequence[str], k: int, allowed: np.ndarray | None = None
 ) -> list[list[Scored]]:
-    """The k best documents per query by BM25, best first, among `allowed` ids (all when None)."""
-    return [
-        [Scored(doc, score, ("keyword",), keyword_score=score) for doc, score in store.keyword_search(text, k, allowed)]
-        for text in texts
-    ]
+    """The k best documents per query by BM25, best first, among `allowed` ids (all when None). Each scores its
+    BM25 over the most the query's words let any document reach (0..1, the same scale for every query:
+    DocumentStore.keyword_bound), and keeps its BM25 as `keyword_score`."""
+    rankings = []
+    for text in texts:
+        found = store.keyword_search(text, k, allowed)
+        shares = bounded_keyword(found, store.keyword_bound(text) if found else 0.0)
+        rankings.append([Scored(doc, shares[doc], ("keyword",), keyword_score=score) for doc, score in found])
+    return rankings
 
 
 def hybrid_rankings(
@@ -52,7 +56,8 @@ def hybrid_rankings(
         dense = {scored.id: scored.score for scored in dense_side}
         spans = {scored.id: scored.span for scored in dense_side}
         keyword = dict(keyword_side)
-        fused = fuse(list(dense.items()), keyword_side, fusion)[:k]
+        bound = store.keyword_bound(text) if keyword_side and fusion.method == "bounded" else 0.0
+        fused = fuse(list(dense.items()), keyword_side, fusion, bound)[:k]
         unscored_dense = [doc for doc, _ in fused if doc not in dense]
         if unscored_dense:
             cosines = vectors.reconstruct(np.array(unscored_dense, dtype=np.int64)) @ query_vector

@@ -14,7 +14,7 @@ import faiss
 import numpy as np
 
 from searchengine.engine.passage_search import best_passages
-from searchengine.engine.snippets import DEFAULT_SNIPPET_CHARS, snippet
+from searchengine.engine.snippets import DEFAULT_SNIPPET_CHARS, Highlight, snippet
 from searchengine.indexer.store import DocumentStore
 from searchengine.indexer.vector_index import VectorIndex
 
@@ -73,6 +73,10 @@ class Hit:
     """Characters [start, end) of `text` that matched: the document's best passage, when it was split into
     passages (None: the document is one vector, embedded from its beginning)."""
 
+    highlight: Highlight | None = None
+    """The sentence(s) nearest to the query and its words there, when the search was asked for them
+    (`search(..., highlight=True)`); None otherwise."""
+
     @property
     def passage(self) -> str:
         """The text of the passage that matched (the whole text when the document is one vector)."""
@@ -80,21 +84,24 @@ class Hit:
 
     @property
     def location(self) -> str | None:
-        """Where in its file the hit matched, for a document read from a file and split into passages: the heading
-        path ("Guide › Install") or page ("page 3") of the section its best passage starts in; None otherwise."""
+        """Where in its file the hit matched, for a document read from a file: the heading path ("Guide ›
+        Install") or page ("page 3") of the section that holds its highlighted sentence, else its best passage's
+        start; None for other documents, or where neither says where."""
         sections = self.metadata.get("sections")
-        if self.span is None or not isinstance(sections, list) or not sections:
+        where = self.highlight.span if self.highlight is not None else self.span
+        if where is None or not isinstance(sections, list) or not sections:
             return None
         starts = [section[0] for section in sections if isinstance(section, list) and len(section) == 2]
         if len(starts) != len(sections):
             return None
-        found = bisect.bisect_right(starts, self.span[0]) - 1
+        found = bisect.bisect_right(starts, where[0]) - 1
         return str(sections[found][1]) if found >= 0 else None
 
     def snippet(self, max_chars: int = DEFAULT_SNIPPET_CHARS) -> str:
-        """One line to show for the hit: the passage that matched (or the document's start), whitespace and
-        control characters collapsed, cut to `max_chars` at a word boundary with an ellipsis."""
-        return snippet(self.text, self.span, max_chars)
+        """One line to show for the hit: its highlighted sentences if it has them, else the passage that matched
+        (or the document's start), whitespace and control characters collapsed, cut to `max_chars` at a word
+        boundary with an ellipsis."""
+        return snippet(self.text, self.highlight.span if self.highlight else self.span, max_chars)
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import numbers
 import os
 from collections.abc import Iterable, Iterator, Sequence
@@ -23,6 +24,7 @@ from searchengine.engine.embedding import to_index_vectors
 from searchengine.engine.files import fields_record
 from searchengine.engine.filters import Filters, conditions_of
 from searchengine.engine.fusion import Fusion
+from searchengine.engine.highlight import with_highlights
 from searchengine.engine.hybrid import hybrid_rankings, keyword_rankings
 from searchengine.engine.indexing import (
     NO_TEXT,
@@ -72,6 +74,29 @@ DEFAULT_RERANK_TOP = 100
 
 Corpus = str | Path | Iterable[str | Document]
 """A corpus file (.txt, .jsonl, gzipped or not, or '-' for stdin), or the texts (or Documents) themselves."""
+
+
+def ensure_index(
+    path: str | Path,
+    *,
+    model: str | Path | None = None,
+    speed: EncoderSpeed | None = None,
+    encoder: Encoder | None = None,
+    passages: bool = PASSAGES_BY_DEFAULT,
+) -> Encoder | None:
+    """Make an empty index in `path` where there is none, for writers that add to an index they may have to start
+    (`index --append`, the LangChain and LlamaIndex stores). Returns the encoder to open it with: `encoder`, or
+    the one loaded to create it (None where nothing was loaded)."""
+    from searchengine.indexer.index_directory import IndexDirectory
+
+    if IndexDirectory(Path(path)).exists():
+        return encoder
+    if encoder is None:
+        from searchengine.encoding.encoder import Encoder
+
+        encoder = Encoder(model, **(speed.options() if speed else {}))
+    SearchEngine.create(path, encoder=encoder, passages=passages).close()
+    return encoder
 
 
 def default_index_dir() -> Path:
@@ -515,6 +540,8 @@ class SearchEngine:
         fusion: Fusion | None = None,
         rerank: str | Path | CrossEncoder | None = None,
         rerank_top: int = DEFAULT_RERANK_TOP,
+        min_score: float | None = None,
+        highlight: bool = False,
     ) -> list[Hit]:
         """The k documents that best match `query`, best first.
 
@@ -528,8 +555,25 @@ class SearchEngine:
         rerank: a cross-encoder (directory, Hub id or loaded CrossEncoder) that rescores the `rerank_top` best
         candidates of the mode (at least k, filters applied); the k best by its score come back, with `score` the
         cross-encoder's and `retrieval_score` the mode's. A loaded model is kept for later calls.
+        min_score: leave out hits the mode scores below it, so that a query with no good answer gets none. Every
+        mode scores on a scale fixed before the query: the cosine (dense), BM25 over the most the query's words
+        let a document reach (keyword, 0..1), and the bounded fusion of both (hybrid, 0..1; other fusions have no
+        such scale). With `rerank`, it applies to the candidates' retrieval scores, before the cross-encoder.
+        highlight: give each hit its `highlight`, the sentence(s) of its passage nearest to the query (by the mode's
+        measure; dense and hybrid embed each hit's sentences, at most 4 of them) and the query's words there;
+        `Hit.snippet()` then shows those sentences (searchengine.engine.highlight).
         """
-        return self.search_batch([query], k, where, mode=mode, fusion=fusion, rerank=rerank, rerank_top=rerank_top)[0]
+        return self.search_batch(
+            [query],
+            k,
+            where,
+            mode=mode,
+            fusion=fusion,
+            rerank=rerank,
+            rerank_top=rerank_top,
+            min_score=min_score,
+            highlight=highlight,
+        )[0]
 
     def search_batch(
         self,
@@ -541,10 +585,17 @@ class SearchEngine:
         fusion: Fusion | None = None,
         rerank: str | Path | CrossEncoder | None = None,
         rerank_top: int = DEFAULT_RERANK_TOP,
+        min_score: float | None = None,
+        highlight: bool = False,
     ) -> list[list[Hit]]:
-        """`search` for many queries at once (encoded and searched as one batch; reranked pairs scored together)."""
+        """`search` for many queries at once (encoded and searched as one batch; reranked pairs scored together;
+        the highlighted sentences of every hit embedded in one call)."""
         k = _count_argument("k", k)
         rerank_top = _count_argument("rerank_top", rerank_top)
+        if highlight:
+            options = {"fusion": fusion, "rerank": rerank, "rerank_top": rerank_top, "min_score": min_score}
+            results = self.search_batch(queries, k, where, mode=mode, **options)
+            return with_highlights(queries, results, self._checked_mode(mode), self._embed_queries)
         for number, query in enumerate(queries, start=1):
             which = "the query" if len(queries) == 1 else f"query number {number}"
             if not isinstance(query, str) or not query.strip():
@@ -558,10 +609,17 @@ class SearchEngine:
                     problem = f"a lone surrogate (\\u{code:04x}), half of a character; send valid Unicode"
                 raise SearchEngineError(f"{which} holds {problem}")
         mode = self._checked_mode(mode)
+        if min_score is not None:
+            if isinstance(min_score, bool) or not isinstance(min_score, (int, float)) or not math.isfinite(min_score):
+                raise SearchEngineError(f"min_score must be a number, such as 0.4, not {min_score!r}")
         if rerank is not None:
             cross_encoder = self.cross_encoder(rerank)
-            results = self.search_batch(queries, max(k, rerank_top), where, mode=mode, fusion=fusion)
+            top = max(k, rerank_top)
+            results = self.search_batch(queries, top, where, mode=mode, fusion=fusion, min_score=min_score)
             return rerank_hits(cross_encoder, list(queries), results, k)
+        if min_score is not None:
+            results = self.search_batch(queries, k, where, mode=mode, fusion=fusion)
+            return [[hit for hit in hits if hit.score >= min_score] for hits in results]
         if len(self) == 0:
             raise SearchEngineError(f"index {self.path} is empty: add documents with `searchengine add FILE`")
         k = min(k, len(self))  # no mode returns more documents than the index holds; SQLite's LIMIT is 64-bit
@@ -591,6 +649,10 @@ class SearchEngine:
                 excluded,
             )
             return hits_of(self._store, rankings)
+
+    def _embed_queries(self, texts: list[str]) -> np.ndarray:
+        """Texts as the index's vectors of queries: the query encoder (ONNX where it can), then the whitening."""
+        return to_index_vectors(self._query_encoder().encode_queries(texts), self._whitening)
 
     def _checked_mode(self, mode: str | None) -> SearchMode:
         """`mode`, or the default one when None; refused when unknown, or when it needs a keyword index the index

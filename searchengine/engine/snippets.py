@@ -1,14 +1,29 @@
-"""A hit as one line of text: the passage that matched (or the document's start) with every run of whitespace,
-line breaks and control or format characters made one space, cut at a word boundary to a length, with an
-ellipsis where text was left out."""
+"""A hit as one line of text: the sentences that show why it matched (searchengine.engine.highlight), else the
+passage that matched (or the document's start), with every run of whitespace, line breaks and control or format
+characters made one space, cut at a word boundary to a length, with an ellipsis where text was left out."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 DEFAULT_SNIPPET_CHARS = 200
 """Characters of a snippet unless told otherwise (`searchengine query --max-chars`)."""
 ELLIPSIS = "…"
+Span = tuple[int, int]
+"""Characters [start, end) of a text."""
+
+
+@dataclass(frozen=True)
+class Highlight:
+    """Why a hit matched, as character offsets into its text: what its snippet shows, and the query's words there."""
+
+    span: Span
+    """The sentence (or sentences) of the hit's passage nearest to the query: what the snippet shows first."""
+    words: tuple[Span, ...] = ()
+    """Each word of `span` that is one of the query's (stemmed as the keyword index stems), in order."""
+
+
 _BREAKS = re.compile(
     r"[\s\x00-\x1f\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb]+"
 )

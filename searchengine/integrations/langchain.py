@@ -18,10 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from searchengine.engine.filters import Filters
 from searchengine.engine.modes import SearchMode
-from searchengine.engine.search_engine import SearchEngine
+from searchengine.engine.search_engine import SearchEngine, ensure_index
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.filter_sql import Condition
-from searchengine.indexer.index_directory import IndexDirectory
 from searchengine.indexer.store import Document as StoredDocument
 from searchengine.integrations import MissingExtra
 from searchengine.server.served_index import ServedIndex
@@ -78,12 +77,7 @@ class SearchEngineVectorStore(VectorStore):
         mode: SearchMode = "dense",
     ) -> None:
         path = Path(index_dir)
-        if not IndexDirectory(path).exists():
-            if encoder is None:
-                from searchengine.encoding.encoder import Encoder
-
-                encoder = Encoder(model, **(speed.options() if speed else {}))
-            SearchEngine.create(path, encoder=encoder).close()
+        encoder = ensure_index(path, model=model, speed=speed, encoder=encoder)
         self._index = ServedIndex(path, encoder=encoder, speed=speed)
         self.mode = mode
 

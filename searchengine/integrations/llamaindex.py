@@ -16,11 +16,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from searchengine.engine.modes import SearchMode
-from searchengine.engine.search_engine import SearchEngine
+from searchengine.engine.search_engine import SearchEngine, ensure_index
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.errors import UnknownFieldError
 from searchengine.indexer.filter_sql import AnyOf, Condition
-from searchengine.indexer.index_directory import IndexDirectory
 from searchengine.indexer.store import Document
 from searchengine.integrations import MissingExtra
 from searchengine.server.served_index import ServedIndex
@@ -112,12 +111,7 @@ class SearchEngineVectorStore(BasePydanticVectorStore):
     ) -> None:
         super().__init__(mode=mode)
         path = Path(index_dir)
-        if not IndexDirectory(path).exists():
-            if encoder is None:
-                from searchengine.encoding.encoder import Encoder
-
-                encoder = Encoder(model, **(speed.options() if speed else {}))
-            SearchEngine.create(path, encoder=encoder).close()
+        encoder = ensure_index(path, model=model, speed=speed, encoder=encoder)
         self._index = ServedIndex(path, encoder=encoder, speed=speed)
 
     @property

@@ -20,6 +20,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from searchengine.engine.corpus import JsonFields, document_from_record
 from searchengine.engine.filters import conditions_of
+from searchengine.engine.hit_records import result_record
 from searchengine.engine.modes import SearchMode
 from searchengine.engine.search_engine import SearchEngine
 from searchengine.errors import SearchEngineError
@@ -66,12 +67,7 @@ def mcp_server(index: ServedIndex) -> MCPServer:
                 raise SearchEngineError("the query is empty; say what to search for")
             conditions_of(where)
             hits = index.reader.search([query], SearchOptions(k, tuple(where), mode)).result()[0]
-        answered_by = mode or index.reader.default_mode
-        return {
-            "query": query,
-            "mode": answered_by,
-            "hits": [{**asdict(hit), "snippet": hit.snippet()} for hit in hits],
-        }
+        return result_record(query, mode or index.reader.default_mode, hits)
 
     @server.tool()
     def add(

@@ -24,10 +24,11 @@ def extract(data: bytes, name: str) -> Extracted:
     source = decoded(data, name)
     extracted = Extracted()
     front = FRONT_MATTER.match(source)
-    if front:
-        extracted.metadata = front_matter(front.group(1))
+    fields = front_matter(front.group(1)) if front else None
+    if fields is not None:
+        extracted.metadata = fields
         source = source[front.end() :]
-        title = extracted.metadata.get("title")
+        title = fields.get("title")
         extracted.title = title.strip() if isinstance(title, str) and title.strip() else None
     headings = HeadingPath()
     tokens = MarkdownIt("commonmark").enable("table").parse(source)
@@ -74,19 +75,49 @@ def inline_text(token: Token) -> str:
     return "".join(parts)
 
 
-def front_matter(yaml_text: str) -> dict[str, Any]:
+FRONT_MATTER_VALUES = 10_000
+"""Front matter that would expand to more values than this (YAML aliases repeat what they name: a "billion
+laughs" of a few hundred bytes expands to millions) is ignored, and the note read without it."""
+
+
+def front_matter(yaml_text: str) -> dict[str, Any] | None:
     """The YAML front matter's fields as JSON-ready metadata: dates as ISO text, NaN and infinities left out
-    (no filter could compare them), anything that is not a mapping of fields ignored."""
+    (no filter could compare them). None where the block is not a mapping of fields (a `---` rule above text,
+    not front matter); {} where it is front matter that cannot be read (invalid YAML, a bad date, a number too
+    long, aliases that expand too far or into themselves): the note is read without it."""
     import yaml
 
     try:
-        data = yaml.safe_load(yaml_text)
-    except yaml.YAMLError:
+        node = yaml.compose(yaml_text, Loader=yaml.SafeLoader)
+    except (yaml.YAMLError, RecursionError):
         return {}
-    if not isinstance(data, dict):
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    try:
+        _count_values(node, set(), {})
+        data = yaml.load(yaml_text, Loader=yaml.SafeLoader)  # noqa: S506 (SafeLoader)
+        fields = {str(key): _json_value(value) for key, value in data.items()}
+    except (yaml.YAMLError, ValueError, TypeError, RecursionError):
         return {}
-    fields = {str(key): _json_value(value) for key, value in data.items()}
     return {key: value for key, value in fields.items() if value is not _DROP}
+
+
+def _count_values(node: Any, open_nodes: set[int], counted: dict[int, int]) -> int:  # noqa: ANN401 (a YAML node)
+    """How many values `node` expands to, aliases repeated; ValueError past FRONT_MATTER_VALUES or where an
+    alias holds itself."""
+    if id(node) in counted:
+        return counted[id(node)]
+    if id(node) in open_nodes:
+        raise ValueError("a YAML alias that holds itself")
+    open_nodes.add(id(node))
+    children = node.value if isinstance(node.value, list) else []
+    flat = [part for child in children for part in (child if isinstance(child, tuple) else (child,))]
+    total = 1 + sum(_count_values(child, open_nodes, counted) for child in flat)
+    open_nodes.discard(id(node))
+    if total > FRONT_MATTER_VALUES:
+        raise ValueError("front matter too large")
+    counted[id(node)] = total
+    return total
 
 
 _DROP = object()

@@ -22,6 +22,8 @@ def extract(data: bytes, _name: str) -> Extracted:
         reader = PdfReader(io.BytesIO(data))
         if reader.is_encrypted and not reader.decrypt(""):
             raise Unreadable("is encrypted; decrypt it first (e.g. `qpdf --decrypt --password=... in.pdf out.pdf`)")
+        if len(reader.pages) == 0:
+            raise Unreadable("has no pages")
         extracted = Extracted()
         for number, page in enumerate(reader.pages, start=1):
             paragraphs = PARAGRAPH_BREAK.split(page.extract_text() or "")

@@ -3,6 +3,7 @@ blocks. A .txt named on the command line is still read one document per line (se
 
 from __future__ import annotations
 
+import codecs
 import re
 
 from searchengine.reading.extracted import Extracted, Unreadable
@@ -11,7 +12,13 @@ PARAGRAPH_BREAK = re.compile(r"\r?\n[ \t]*\r?\n|\r[ \t]*\r")
 
 
 def decoded(data: bytes, name: str) -> str:
-    """The bytes of a text file as text: UTF-8 (a byte-order mark dropped); anything else is Unreadable."""
+    """The bytes of a text file as text: UTF-8, or UTF-16 where a byte-order mark says so (the mark dropped);
+    anything else is Unreadable."""
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        try:
+            return data.decode("utf-16")
+        except UnicodeDecodeError:
+            raise Unreadable("starts as UTF-16 but is not valid UTF-16; convert it to UTF-8") from None
     if b"\x00" in data:
         raise Unreadable("holds NUL bytes: binary data, not text")
     try:

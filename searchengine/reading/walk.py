@@ -1,17 +1,19 @@
 """Find the files to read under the paths given: folders recursively (hidden files and folders such as .git left
-out), `--include`/`--exclude` globs, symlinks followed once (a loop is skipped and said), and only the suffixes an
-extractor reads (searchengine/reading/formats.py)."""
+out), `--include`/`--exclude` globs matched against the path inside the folder given, symlinks followed once (a
+loop is skipped and said), and only the suffixes an extractor reads (searchengine/reading/formats.py)."""
 
 from __future__ import annotations
 
 import fnmatch
 import os
+import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from searchengine.errors import SearchEngineError
 from searchengine.reading.formats import EXTRACTORS, format_of
+from searchengine.reading.names import is_utf8, printable
 
 
 @dataclass(frozen=True)
@@ -24,16 +26,31 @@ class Found:
 
 @dataclass(frozen=True)
 class Skipped:
-    """A file or folder left out, and why, in words."""
+    """A file or folder left out, and why, in words. `keeps`: whether `sync` keeps what the index already holds
+    of it (a file that cannot be read this time may be back; one that is now empty is gone)."""
 
     shown: str
     reason: str
+    path: Path | None = None
+    keeps: bool = True
 
 
-def matches(shown: str, patterns: Sequence[str]) -> bool:
-    """True when the relative path `shown` (or its file name) matches one of the glob patterns."""
-    name = shown.rsplit("/", 1)[-1]
-    return any(fnmatch.fnmatch(shown, pattern) or fnmatch.fnmatch(name, pattern) for pattern in patterns)
+def matches(relative: str, patterns: Sequence[str]) -> bool:
+    """True when one of the glob patterns matches the path inside the folder given (`relative`), its file name,
+    or one of its folders' names: `*.md`, `**/*.md` (top-level files too), `drafts`, `drafts/` and `drafts/*`
+    all say what they look like. A glob's `*` also matches `/`."""
+    parts = relative.split("/")
+    for pattern in patterns:
+        pattern = pattern.strip("/")
+        if not pattern:
+            continue
+        candidates = [pattern, pattern[3:]] if pattern.startswith("**/") else [pattern]
+        for glob in candidates:
+            if fnmatch.fnmatch(relative, glob) or fnmatch.fnmatch(parts[-1], glob):
+                return True
+            if any(fnmatch.fnmatch(folder, glob) for folder in parts[:-1]):
+                return True
+    return False
 
 
 def common_base(roots: Sequence[Path]) -> Path:
@@ -49,50 +66,89 @@ def shown_path(path: Path, base: Path) -> str:
     return Path(os.path.relpath(path.absolute(), base)).as_posix()
 
 
+def check_root(root: Path) -> None:
+    """Refuse a path to read that is empty, missing, or neither a folder nor a regular file, in one line."""
+    if not str(root):
+        raise SearchEngineError("an empty path was given; name a folder or a file to index")
+    try:
+        mode = root.stat().st_mode
+    except FileNotFoundError:
+        if root.is_symlink():
+            raise SearchEngineError(f"{root} is a symlink to nothing (its target is missing)") from None
+        raise SearchEngineError(f"{root} does not exist") from None
+    except OSError as exc:
+        raise SearchEngineError(f"cannot read {root}: {exc.strerror}") from None
+    if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
+        raise SearchEngineError(f"{root} is not a folder or a regular file (a device, pipe or socket)")
+    if stat.S_ISREG(mode) and format_of(root) is None:
+        raise SearchEngineError(
+            f"{root} is not a format searchengine reads from files ({', '.join(sorted(EXTRACTORS))}); a "
+            ".txt or .jsonl corpus is indexed one document per line with `searchengine index FILE`"
+        )
+
+
 def find_files(
     roots: Sequence[Path], base: Path, include: Sequence[str] = (), exclude: Sequence[str] = ()
 ) -> Iterator[Found | Skipped]:
-    """Each file to read under `roots`, in name order, or why one was left out. A missing root is an error; a file
-    named directly is read whatever the globs say, but must have a suffix an extractor reads."""
+    """Each file to read under `roots`, in name order, once even where roots overlap, or why one was left out.
+    A missing root is an error; a file named directly is read whatever the globs say."""
+    seen: set[str] = set()
     for root in roots:
-        if root.is_file():
-            if format_of(root) is None:
-                raise SearchEngineError(
-                    f"{root} is not a format searchengine reads from files ({', '.join(sorted(EXTRACTORS))}); a "
-                    ".txt or .jsonl corpus is indexed one document per line with `searchengine index FILE`"
-                )
-            yield Found(root, shown_path(root, base))
-        elif root.is_dir():
-            yield from _walk(root, base, include, exclude)
-        elif root.is_symlink():
-            raise SearchEngineError(f"{root} is a symlink to nothing (its target is missing)")
-        else:
-            raise SearchEngineError(f"{root} does not exist")
+        check_root(root)
+        items = [Found(root, shown_path(root, base))] if root.is_file() else _walk(root, base, include, exclude)
+        for item in items:
+            if isinstance(item, Found):
+                if item.shown in seen:
+                    continue
+                seen.add(item.shown)
+            yield item
 
 
 def _walk(root: Path, base: Path, include: Sequence[str], exclude: Sequence[str]) -> Iterator[Found | Skipped]:
-    seen: set[tuple[int, int]] = set()
+    folders_read: set[tuple[int, int]] = set()
     errors: list[OSError] = []
     for folder, folders, files in os.walk(root, followlinks=True, onerror=errors.append):
-        while errors:
-            error = errors.pop()
-            yield Skipped(shown_path(Path(error.filename or folder), base), f"cannot be read ({error.strerror})")
+        yield from _unreadable(errors, root, base)
         here = Path(folder)
-        stat = here.stat()
-        if (stat.st_dev, stat.st_ino) in seen:
+        try:
+            identity = here.stat()
+        except OSError as exc:
+            yield Skipped(printable(shown_path(here, base)), f"cannot be read ({exc.strerror})", here)
             folders[:] = []
-            yield Skipped(shown_path(here, base), "is a symlink loop (a folder already read); left out")
             continue
-        seen.add((stat.st_dev, stat.st_ino))
-        folders[:] = sorted(name for name in folders if not name.startswith("."))
+        if (identity.st_dev, identity.st_ino) in folders_read:
+            folders[:] = []
+            yield Skipped(
+                printable(shown_path(here, base)), "is a symlink loop (a folder already read); left out", here
+            )
+            continue
+        folders_read.add((identity.st_dev, identity.st_ino))
+        kept = []
+        for name in sorted(folders):
+            if name.startswith("."):
+                continue
+            if not is_utf8(name):
+                path = here / name
+                yield Skipped(printable(shown_path(path, base)), "has a name that is not UTF-8; rename it", path)
+                continue
+            kept.append(name)
+        folders[:] = kept
         for name in sorted(files):
             path = here / name
-            shown = shown_path(path, base)
             if name.startswith(".") or format_of(path) is None:
                 continue
-            if (include and not matches(shown, include)) or matches(shown, exclude):
+            relative = path.relative_to(root).as_posix()
+            if (include and not matches(relative, include)) or matches(relative, exclude):
                 continue
-            yield Found(path, shown)
+            if not is_utf8(name):
+                yield Skipped(printable(shown_path(path, base)), "has a name that is not UTF-8; rename it", path)
+                continue
+            yield Found(path, shown_path(path, base))
+    yield from _unreadable(errors, root, base)
+
+
+def _unreadable(errors: list[OSError], root: Path, base: Path) -> Iterator[Skipped]:
     while errors:
         error = errors.pop()
-        yield Skipped(shown_path(Path(error.filename or root), base), f"cannot be read ({error.strerror})")
+        path = Path(error.filename) if error.filename else root
+        yield Skipped(printable(shown_path(path, base)), f"cannot be read ({error.strerror})", path)

@@ -19,6 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from searchengine.engine.corpus import JsonFields, document_from_record
 from searchengine.engine.filters import conditions_of
+from searchengine.engine.hit_records import result_record
 from searchengine.engine.modes import SearchMode
 from searchengine.engine.search_engine import DEFAULT_RERANK_TOP, SearchEngine
 from searchengine.errors import SearchEngineError
@@ -35,6 +36,7 @@ from searchengine.server.limits import (
     MAX_QUERIES,
 )
 from searchengine.server.models import (
+    MIN_SCORE_HELP,
     AddedOut,
     DeletedOut,
     DocumentsRequest,
@@ -131,15 +133,23 @@ def create_app(index: ServedIndex, settings: ServerSettings = ServerSettings()) 
         ] = None,
         rerank: Annotated[str | None, Query(description="A cross-encoder the server was started with.")] = None,
         rerank_top: Annotated[int | None, Query(ge=1, le=MAX_K)] = None,
+        min_score: Annotated[float | None, Query(allow_inf_nan=False, description=MIN_SCORE_HELP)] = None,
     ) -> dict[str, Any]:
         """The k documents that best match `q`, best first (`searchengine query "q" --json`)."""
-        return (await _search(index, [q], k, where, mode, rerank, rerank_top))[0]
+        return (await _search(index, [q], k, where, mode, rerank, rerank_top, min_score))[0]
 
     @app.post("/search", response_model=SearchResults, dependencies=[Depends(check_reads)])
     async def search_many(request: SearchRequest) -> dict[str, Any]:
         """Several queries with the same options, answered as one batch (`searchengine query --file --json`)."""
         results = await _search(
-            index, request.queries, request.k, request.where, request.mode, request.rerank, request.rerank_top
+            index,
+            request.queries,
+            request.k,
+            request.where,
+            request.mode,
+            request.rerank,
+            request.rerank_top,
+            request.min_score,
         )
         return {"results": results}
 
@@ -188,6 +198,7 @@ async def _search(
     mode: SearchMode | None,
     rerank: str | None,
     rerank_top: int | None,
+    min_score: float | None,
 ) -> list[dict[str, Any]]:
     for number, query in enumerate(queries, start=1):
         if not query.strip():
@@ -203,17 +214,10 @@ async def _search(
         )
     top = max(k, rerank_top or DEFAULT_RERANK_TOP) if rerank else None
     mode = mode or index.reader.default_mode
-    results = await _answer(index.reader.search(queries, SearchOptions(k, tuple(where), mode, rerank, top)))
+    options = SearchOptions(k, tuple(where), mode, rerank, top, min_score)
+    results = await _answer(index.reader.search(queries, options))
     reranked = {"model": rerank, "top": top} if rerank else None
-    return [
-        {
-            "query": query,
-            "mode": mode,
-            "rerank": reranked,
-            "hits": [{**asdict(hit), "snippet": hit.snippet()} for hit in hits],
-        }
-        for query, hits in zip(queries, results)
-    ]
+    return [result_record(query, mode, hits, reranked) for query, hits in zip(queries, results)]
 
 
 async def _answer(future: Any) -> Any:  # noqa: ANN401 (a concurrent.futures.Future of any result)

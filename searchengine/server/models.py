@@ -9,6 +9,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from searchengine.engine.modes import SearchMode
 from searchengine.server.limits import MAX_DOCUMENTS, MAX_FILTERS, MAX_K, MAX_QUERIES
 
+MIN_SCORE_HELP = (
+    "Leave out hits scored below this (cosine in dense mode, 0..1 in keyword and hybrid), so that a query with no "
+    "good answer gets none."
+)
+
 
 class SearchRequest(BaseModel):
     """POST /search: several queries answered as one batch, with the options of `searchengine query`."""
@@ -29,14 +34,23 @@ class SearchRequest(BaseModel):
     )
     rerank: str | None = Field(None, description="A cross-encoder the server was started with (--rerank).")
     rerank_top: int | None = Field(None, ge=1, le=MAX_K, description="Candidates the cross-encoder rescores.")
+    min_score: float | None = Field(None, allow_inf_nan=False, description=MIN_SCORE_HELP)
+
+
+class HighlightOut(BaseModel):
+    span: tuple[int, int] = Field(description="Characters [start, end) of text: the sentences nearest to the query.")
+    words: list[tuple[int, int]] = Field(description="Characters [start, end) of text holding each query word there.")
 
 
 class HitOut(BaseModel):
-    """One result, as `searchengine query --json` prints it."""
+    """One result, as `searchengine query --json` prints it (searchengine.engine.hit_records)."""
 
     id: int
-    score: float
+    external_id: str | None = Field(description="The document's own id, given with id_field (null when none).")
     text: str
+    snippet: str = Field(description="One line to show: the sentences nearest to the query, cut.")
+    location: str | None = Field(description="The heading path or page of a file's passage that matched (or null).")
+    score: float
     source: str | None
     line: int | None
     metadata: dict[str, Any]
@@ -47,9 +61,9 @@ class HitOut(BaseModel):
     dense_score: float | None = Field(description="The cosine to the query (dense and hybrid modes).")
     keyword_score: float | None = Field(description="The BM25 score of the query's words (keyword and hybrid modes).")
     span: tuple[int, int] | None = Field(
-        None, description="Characters [start, end) of text that matched best, for a document split into passages."
+        description="Characters [start, end) of text that matched best, for a document split into passages."
     )
-    snippet: str = Field(description="One line to show: the passage that matched (or the text's start), cut.")
+    highlight: HighlightOut | None = Field(description="Why the hit matched, as character offsets into text.")
 
 
 class RerankOut(BaseModel):

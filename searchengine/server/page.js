@@ -46,23 +46,45 @@ function setStatus(text, isError) {
 }
 
 const MODE_NAMES = { dense: "dense (cosine)", keyword: "keyword (BM25)", hybrid: "hybrid (dense + keyword)" };
-const SCORE_NAMES = { dense: "cosine", keyword: "BM25", hybrid: "fused" };
+const SCORE_NAMES = { dense: "cosine", keyword: "keyword", hybrid: "fused" };
 
-function renderHit(hit, rank, mode, best) {
+// The sentences of a hit nearest to the query (highlight.span, character offsets into its text), its query words
+// in <mark>; text nodes only, never HTML made from the document.
+function highlighted(text, highlight) {
+  const [start, end] = highlight.span;
+  const nodes = [];
+  if (text.slice(0, start).trim()) nodes.push(document.createTextNode("\u2026"));
+  let at = start;
+  for (const [wordStart, wordEnd] of highlight.words) {
+    if (wordStart < at || wordEnd > end) continue;
+    nodes.push(document.createTextNode(text.slice(at, wordStart)));
+    const mark = document.createElement("mark");
+    mark.textContent = text.slice(wordStart, wordEnd);
+    nodes.push(mark);
+    at = wordEnd;
+  }
+  nodes.push(document.createTextNode(text.slice(at, end)));
+  if (text.slice(end).trim()) nodes.push(document.createTextNode("\u2026"));
+  return nodes;
+}
+
+function renderHit(hit, rank, mode) {
   const item = document.createElement("li");
   item.className = "hit";
   item.dataset.id = hit.id;
   const meta = document.createElement("div");
   meta.className = "meta";
-  // A cosine is its own 0..1 scale; BM25 and fused scores are shown against the best hit's.
-  const scale = mode === "dense" || hit.retrieval_score !== null || !(best > 0) ? 1 : best;
-  const bar = `<span class="bar"><i style="width:${Math.max(0, Math.min(1, hit.score / scale)) * 100}%"></i></span>`;
+  // Every mode scores on a scale fixed before the query (cosine; keyword and hybrid 0..1): the bar is that scale.
+  const bar = `<span class="bar"><i style="width:${Math.max(0, Math.min(1, hit.score)) * 100}%"></i></span>`;
   meta.innerHTML = `<span class="rank">${rank}</span><span class="score">${hit.score.toFixed(4)}</span>${bar}`;
   const parts = ["#" + hit.id];
   if (hit.retrieval_score !== null) parts.push(SCORE_NAMES[mode] + " " + hit.retrieval_score.toFixed(4));
+  if (hit.external_id !== null) parts.push(hit.external_id);
   if (mode === "hybrid") {
     parts.push("cosine " + hit.dense_score.toFixed(4), "BM25 " + hit.keyword_score.toFixed(2));
     parts.push("found by " + hit.found_by.join(" + "));
+  } else if (mode === "keyword") {
+    parts.push("BM25 " + hit.keyword_score.toFixed(2));
   }
   if (hit.source) parts.push(hit.source + (hit.line !== null ? ":" + hit.line : ""));
   if (hit.count > 1) parts.push("indexed " + hit.count + "\u00d7");
@@ -74,8 +96,19 @@ function renderHit(hit, rank, mode, best) {
   }
   const text = document.createElement("div");
   text.className = "text";
-  text.textContent = hit.span ? hit.snippet : hit.text; // a long document's passage that matched, in one line
+  if (hit.highlight) text.replaceChildren(...highlighted(hit.text, hit.highlight));
+  else text.textContent = hit.span ? hit.snippet : hit.text; // a long document's passage that matched, in one line
   item.append(meta, text);
+  if (hit.highlight && (hit.highlight.span[0] > 0 || hit.highlight.span[1] < hit.text.length)) {
+    const whole = document.createElement("details");
+    whole.className = "whole";
+    const summary = document.createElement("summary");
+    summary.textContent = "Whole text";
+    const body = document.createElement("div");
+    body.textContent = hit.text;
+    whole.append(summary, body);
+    item.append(whole);
+  }
   const entries = Object.entries(hit.metadata || {});
   if (entries.length) {
     const chips = document.createElement("div");
@@ -110,8 +143,7 @@ async function search() {
   try {
     const result = await getJSON("/search?" + params);
     const took = Math.round(performance.now() - started);
-    const best = result.hits.length ? result.hits[0].score : 0;
-    $("results").replaceChildren(...result.hits.map((hit, i) => renderHit(hit, i + 1, result.mode, best)));
+    $("results").replaceChildren(...result.hits.map((hit, i) => renderHit(hit, i + 1, result.mode)));
     const how = `, ${result.mode}` + (result.rerank ? `, reranked by ${result.rerank.model} from the top ${result.rerank.top}` : "");
     setStatus(result.hits.length ? `${result.hits.length} results in ${took} ms${how}` : "No documents match.");
   } catch (error) {

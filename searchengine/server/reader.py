@@ -43,6 +43,8 @@ class SearchOptions:
     rerank: str | None = None
     rerank_top: int | None = None
     """Candidates the cross-encoder rescores (at least k); None: the library's default."""
+    min_score: float | None = None
+    """Hits scored below it are left out (SearchEngine.search's min_score)."""
 
 
 @dataclass
@@ -176,6 +178,8 @@ class BatchingReader:
                     mode=options.mode,
                     rerank=options.rerank,
                     rerank_top=options.rerank_top or DEFAULT_RERANK_TOP,
+                    min_score=options.min_score,
+                    highlight=True,
                 )
             except Exception as exc:  # noqa: BLE001 (each query of the group gets the error, in its caller)
                 for search in searches:

@@ -3,6 +3,7 @@ written by older versions, and damaged files."""
 
 from __future__ import annotations
 
+import math
 import os
 import sqlite3
 from pathlib import Path
@@ -552,3 +553,19 @@ def _record(raised: list[Exception], call) -> None:  # noqa: ANN001
         call()
     except Exception as exc:  # noqa: BLE001 (the test looks at what was raised)
         raised.append(exc)
+
+
+def test_keyword_bound_is_the_most_bm25_any_document_reaches_from_the_words_idf(store: DocumentStore) -> None:
+    # Six documents of two words each (every length the average): one holding a word once scores its IDF exactly,
+    # and the bound is (k1 + 1) * the sum of the searched words' IDFs, whatever the documents hold.
+    store.add(_docs("red apple", "green pear", "red car", "blue sky", "grey rock", "tall tree"))
+    idf_red, idf_apple = math.log((6 - 2 + 0.5) / 2.5), math.log((6 - 1 + 0.5) / 1.5)
+    assert dict(store.keyword_search("apple", 10)) == pytest.approx({0: idf_apple})
+    assert store.keyword_bound("apple") == pytest.approx(2.2 * idf_apple)
+    assert store.keyword_bound("red apple") == pytest.approx(2.2 * (idf_red + idf_apple))
+    assert store.keyword_bound("apple apple") == pytest.approx(2 * 2.2 * idf_apple)  # a repeated word counts twice
+    unseen = math.log((6 + 0.5) / 0.5)  # a word no document holds still counts: the query asked for it
+    assert store.keyword_bound("apple zebra") == pytest.approx(2.2 * (idf_apple + unseen))
+    assert store.keyword_bound("?!") == 0.0
+    best = max(score for _, score in store.keyword_search("red apple red", 10))
+    assert 0 < best < store.keyword_bound("red apple red")

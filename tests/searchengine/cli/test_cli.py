@@ -114,11 +114,12 @@ def test_info(index_dir: Path, sentences: list[str]) -> None:
     assert manifest["count"]["vectors"] == len(sentences)
 
 
-def test_info_json_is_the_manifest_on_disk_and_the_stored_extras(index_dir: Path) -> None:
+def test_info_json_is_the_manifest_on_disk_and_the_stored_extras(index_dir: Path, corpus: Path) -> None:
     printed = json.loads(run("info", "-d", index_dir, "--json").output)
     on_disk = json.loads((index_dir / "manifest.json").read_text(encoding="utf-8"))
     stored = {key: printed[key] for key in ("count", "updated_at", "segments", "size_on_disk")}
-    extras = {"clustering": None, "duplicates": 0, "repeats": 0, "keyword_index": True}
+    reading = {"fields": {"text": "text", "title": None, "id": None}, "sources": [str(corpus.absolute())]}
+    extras = {"clustering": None, "duplicates": 0, "repeats": 0, "keyword_index": True, "reading": reading}
     assert printed == {**on_disk, **stored, **extras}  # the manifest, what the store says, and the extras
     assert stored["count"] == {"vectors": 12, "documents": 12, "tombstones": 0}
     assert [segment["file"] for segment in stored["segments"]] == [
@@ -142,6 +143,7 @@ def test_info_json_is_the_manifest_on_disk_and_the_stored_extras(index_dir: Path
         "duplicates",
         "repeats",
         "keyword_index",
+        "reading",
     ]
 
 

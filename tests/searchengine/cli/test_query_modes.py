@@ -55,8 +55,10 @@ def test_keyword_mode_prints_bm25_and_finds_only_documents_with_a_word(index_dir
     assert [hit["text"] for hit in payload["hits"]] == ["she played a song on the piano"]
     assert payload["hits"][0]["found_by"] == ["keyword"] and payload["hits"][0]["dense_score"] is None
     text = run("query", "piano", "--mode", "keyword", "-d", index_dir)
-    rank, score, doc_id, *words = text.stdout.split()
-    assert (rank, doc_id, " ".join(words)) == ("1", "#9", "she played a song on the piano") and float(score) > 0
+    rank, score, bm25_label, bm25, doc_id, *words = text.stdout.split()
+    assert (rank, doc_id, " ".join(words)) == ("1", "#9", "she played a song on the piano")
+    assert bm25_label == "(bm25" and float(bm25.rstrip(")")) == pytest.approx(payload["hits"][0]["keyword_score"], 1e-3)
+    assert 0 < float(score) <= 1  # BM25 over the most the query's words let a document reach
 
 
 def test_a_keyword_query_no_document_matches_says_so_in_one_line(index_dir: Path) -> None:
@@ -117,3 +119,26 @@ def test_a_k_beyond_64_bits_gives_every_match(index_dir: Path, sentences: list[s
     result = run("query", "the cat sat on the mat", "-k", str(2**63), "--mode", mode, "--json", "-d", index_dir)
     assert result.exit_code == 0, result.output
     assert 0 < len(json.loads(result.stdout)["hits"]) <= len(sentences)
+
+
+def test_min_score_leaves_a_query_with_no_good_answer_empty_and_says_so_in_one_line(index_dir: Path) -> None:
+    result = run("query", "piano song", "--min-score", "1.01", "-d", index_dir)
+    assert result.exit_code == 0 and result.stdout == ""
+    assert result.stderr.count("\n") == 2  # the hybrid header and the one line
+    assert "no hit scores 1.01 or more for 'piano song'" in result.stderr and "--min-score" in result.stderr
+    printed = json.loads(run("query", "piano song", "--min-score", "1.01", "--json", "-d", index_dir).stdout)
+    assert printed == {"query": "piano song", "mode": "hybrid", "rerank": None, "hits": []}
+    every = json.loads(run("query", "piano song", "-k", "5", "--json", "-d", index_dir).stdout)["hits"]
+    assert all(0 <= hit["score"] <= 1 for hit in every)  # bounded fusion
+    middle = every[2]["score"]
+    kept = json.loads(
+        run("query", "piano song", "-k", "5", "--min-score", str(middle), "--json", "-d", index_dir).stdout
+    )
+    assert [hit["id"] for hit in kept["hits"]] == [hit["id"] for hit in every if hit["score"] >= middle]
+
+
+def test_the_query_words_of_a_snippet_are_bold_on_a_terminal(index_dir: Path) -> None:
+    styled = CliRunner().invoke(app, ["query", "piano", "--mode", "keyword", "-d", str(index_dir)], color=True)
+    assert "\x1b[1mpiano\x1b[0m" in styled.stdout
+    plain = run("query", "piano", "--mode", "keyword", "-d", index_dir)  # not a terminal: no escape codes
+    assert "\x1b" not in plain.stdout and "piano" in plain.stdout

@@ -32,7 +32,7 @@ def test_hits_name_their_file_and_section(tmp_path: Path, tiny_encoder: Encoder)
     engine = _build(notes_folder(tmp_path / "notes"), tmp_path / "index", tiny_encoder)
     [hit] = engine.search("salt soup", k=1, mode="keyword")
     assert hit.external_id == "guides/manual.pdf" and hit.metadata["path"] == "guides/manual.pdf"
-    assert engine.reading()["files"]["roots"] == [str((tmp_path / "notes").absolute())]
+    assert [root["path"] for root in engine.reading()["files"]["roots"]] == [str((tmp_path / "notes").absolute())]
 
 
 def test_sync_embeds_changed_and_new_files_removes_deleted_ones_and_keeps_the_rest(

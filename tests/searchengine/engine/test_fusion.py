@@ -78,3 +78,21 @@ def test_bad_settings_are_refused(settings: dict, message: str) -> None:
 def test_describe_names_the_settings() -> None:
     assert Fusion("rrf", 0.5, 60, 100).describe() == "rrf k=60, dense weight 0.5, depth 100"
     assert Fusion("minmax", 0.3, depth=50).describe() == "minmax, dense weight 0.3, depth 50"
+
+
+def test_bounded_keeps_each_side_on_its_fixed_scale_whatever_the_lists_hold() -> None:
+    fused = dict(fuse(DENSE, KEYWORD, Fusion("bounded", dense_weight=0.25), keyword_bound=28.0))
+    dense_part = {1: 0.9, 2: 0.8, 4: 0.1}  # the cosine itself: the best of the list is not raised to 1
+    keyword_part = {2: 14.0 / 28.0, 3: 9.0 / 28.0}  # BM25 over the query's bound, not over the list's best
+    expected = {doc: 0.25 * dense_part.get(doc, 0.0) + 0.75 * keyword_part.get(doc, 0.0) for doc in (1, 2, 3, 4)}
+    assert fused == pytest.approx(expected)
+
+
+def test_bounded_scores_stay_in_0_1_and_a_poor_list_stays_poor() -> None:
+    weak_dense, weak_keyword = [(1, 0.21), (2, -0.3)], [(3, 0.4)]
+    fused = dict(fuse(weak_dense, weak_keyword, Fusion("bounded"), keyword_bound=20.0))
+    assert fused == pytest.approx({1: 0.105, 2: 0.0, 3: 0.01})  # a negative cosine counts 0
+    assert max(fused.values()) < 0.5 <= max(score for _, score in fuse(weak_dense, weak_keyword, Fusion("minmax")))
+    assert dict(fuse([], [(3, 4.0)], Fusion("bounded"), keyword_bound=0.0)) == {3: 0.0}  # no searchable word
+    perfect = dict(fuse([(1, 1.0)], [(1, 30.0)], Fusion("bounded"), keyword_bound=30.0))
+    assert perfect == pytest.approx({1: 1.0})

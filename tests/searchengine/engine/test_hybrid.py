@@ -50,7 +50,7 @@ def _check_keyword_index(engine: SearchEngine) -> None:
 def test_keyword_mode_finds_documents_holding_a_word(engine: SearchEngine) -> None:
     hits = engine.search("cat", k=10, mode="keyword")
     assert sorted(hit.external_id for hit in hits) == ["cat", "chase"]
-    assert all(hit.found_by == ("keyword",) and hit.score == hit.keyword_score > 0 for hit in hits)
+    assert all(hit.found_by == ("keyword",) and 0 < hit.score <= 1 and hit.keyword_score > 0 for hit in hits)
     assert all(hit.dense_score is None for hit in hits)
     assert engine.search("zebra", k=10, mode="keyword") == []
     assert engine.search("?!", k=10, mode="keyword") == []  # no words: nothing to match
@@ -62,15 +62,19 @@ def test_dense_mode_says_so_and_gives_the_cosine(engine: SearchEngine) -> None:
     assert all(hit.keyword_score is None for hit in hits)
 
 
-@pytest.mark.parametrize("fusion", [Fusion("rrf", rrf_k=60, depth=3), Fusion("minmax", dense_weight=0.3, depth=3)])
+@pytest.mark.parametrize(
+    "fusion",
+    [Fusion("rrf", rrf_k=60, depth=3), Fusion("minmax", dense_weight=0.3, depth=3), Fusion("bounded", 0.4, depth=3)],
+)
 def test_hybrid_fuses_both_sides_and_gives_every_hit_both_scores(engine: SearchEngine, fusion: Fusion) -> None:
     query = "the cat ran"
     dense = engine.search(query, k=3, mode="dense")
     keyword = engine.search(query, k=3, mode="keyword")
     every_cosine = {hit.id: hit.score for hit in engine.search(query, k=len(DOCUMENTS), mode="dense")}
-    every_bm25 = {hit.id: hit.score for hit in engine.search(query, k=len(DOCUMENTS), mode="keyword")}
+    every_bm25 = {hit.id: hit.keyword_score for hit in engine.search(query, k=len(DOCUMENTS), mode="keyword")}
     hits = engine.search(query, k=3, mode="hybrid", fusion=fusion)
-    expected = fuse([(h.id, h.score) for h in dense], [(h.id, h.score) for h in keyword], fusion)[:3]
+    bound = keyword[0].keyword_score / keyword[0].score  # keyword mode's score is BM25 over the query's bound
+    expected = fuse([(h.id, h.score) for h in dense], [(h.id, h.keyword_score) for h in keyword], fusion, bound)[:3]
     assert [hit.id for hit in hits] == [doc for doc, _ in expected]
     assert [hit.score for hit in hits] == pytest.approx([score for _, score in expected])
     for hit in hits:
@@ -187,3 +191,26 @@ def test_an_index_without_the_keyword_index_gains_it_on_its_next_write(
     old.add([Document("a cat in a hat", external_id="hat")])
     assert _keyword_ids(old, "cat") == ["cat", "chase", "hat"]
     _check_keyword_index(old)
+
+
+def test_min_score_keeps_only_hits_scored_at_least_that_in_every_mode(engine: SearchEngine) -> None:
+    for mode in ("dense", "keyword", "hybrid"):
+        every = engine.search("the cat ran", k=6, mode=mode)
+        assert all(-1 <= hit.score <= 1 for hit in every)  # each mode's scale is fixed: cosine, or 0..1
+        threshold = every[1].score
+        kept = engine.search("the cat ran", k=6, mode=mode, min_score=threshold)
+        assert [hit.id for hit in kept] == [hit.id for hit in every if hit.score >= threshold]
+        assert engine.search("the cat ran", k=6, mode=mode, min_score=1.01) == []
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), "0.5", True])
+def test_a_min_score_that_is_not_a_number_is_refused_in_one_line(engine: SearchEngine, bad: object) -> None:
+    with pytest.raises(SearchEngineError, match="min_score must be a number"):
+        engine.search("cat", min_score=bad)
+
+
+def test_bounded_hybrid_scores_nonsense_low_where_minmax_gives_it_half(engine: SearchEngine) -> None:
+    bounded = engine.search("zzzxqv qqq", k=1, mode="hybrid")[0]
+    minmax = engine.search("zzzxqv qqq", k=1, mode="hybrid", fusion=Fusion("minmax"))[0]
+    assert minmax.score >= 0.5  # min-max raises the best of any list to 1
+    assert bounded.score == pytest.approx(max(0.0, bounded.dense_score) / 2)  # no word matched: half the cosine

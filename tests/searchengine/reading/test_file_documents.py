@@ -82,10 +82,11 @@ def test_known_files_with_the_same_facts_or_content_are_left_out(tmp_path: Path)
         path: FileFacts(doc.metadata["size"], doc.metadata["mtime_ns"], doc.metadata["sha256"])
         for path, doc in first.items()
     }
-    os.utime(root / "todo.txt", ns=(1, 1))  # touched, same content: hashed, not read again
+    os.utime(root / "todo.txt", ns=(1, 1))  # touched, same content: given again for its new facts only
     (root / "garden.md").write_text("# Changed\n\nNew text.\n", encoding="utf-8")
     documents, report = _read([root], known=known)
-    assert sorted(documents) == ["garden.md"] and report.unchanged == 3
+    assert sorted(documents) == ["garden.md", "todo.txt"] and report.unchanged == 3
+    assert report.refreshed == {"todo.txt"} and documents["todo.txt"].metadata["mtime_ns"] == 1
     assert report.seen == {"garden.md", "guides/bike.html", "guides/manual.pdf", "todo.txt"}
 
 

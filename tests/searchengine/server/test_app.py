@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -304,3 +305,34 @@ def test_the_api_pages_load_every_asset_from_the_server_itself(client: TestClien
     assert "http://" not in html.text and "https://" not in html.text.replace("https://github.com", "")
     for asset in assets:
         assert client.get(asset).status_code == 200, asset
+
+
+def test_the_cli_and_the_server_give_the_same_hit_objects(client: TestClient, index_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from searchengine.cli import app
+
+    for mode in ("keyword", "hybrid", "dense"):
+        served = client.get("/search", params={"q": "piano song", "k": 3, "mode": mode}).json()
+        arguments = ["query", "piano song", "-k", "3", "--mode", mode, "--json", "--precision", "fp32"]
+        printed = CliRunner().invoke(app, [*arguments, "-d", str(index_path)])  # fp32: the server's tiny_encoder
+        assert printed.exit_code == 0, printed.output
+        local = json.loads(printed.stdout)
+        assert local.keys() == served.keys() and local["rerank"] is None is served["rerank"]
+        assert len(local["hits"]) == len(served["hits"]) >= 1
+        for mine, theirs in zip(local["hits"], served["hits"]):
+            assert list(mine) == list(theirs)  # the same keys in the same order, external_id and highlight included
+            assert mine["external_id"].startswith("doc-") and mine["highlight"]["span"]
+            for key, value in mine.items():  # scores may differ in the last float bits (ONNX here, torch there)
+                assert value == (pytest.approx(theirs[key], abs=1e-5) if isinstance(value, float) else theirs[key])
+
+
+def test_min_score_leaves_out_weak_hits_and_a_bad_one_gets_400(client: TestClient) -> None:
+    every = client.get("/search", params={"q": "piano song", "k": 5, "mode": "hybrid"}).json()["hits"]
+    middle = every[2]["score"]
+    kept = client.get("/search", params={"q": "piano song", "k": 5, "mode": "hybrid", "min_score": middle}).json()
+    assert [hit["id"] for hit in kept["hits"]] == [hit["id"] for hit in every if hit["score"] >= middle]
+    batch = client.post("/search", json={"queries": ["piano song"], "k": 5, "min_score": 1.01}).json()
+    assert batch["results"][0]["hits"] == []
+    assert "min_score" in _error(client.get("/search", params={"q": "x", "min_score": "nan"}), 400)
+    assert "min_score" in _error(client.post("/search", json={"queries": ["x"], "min_score": "high"}), 400)

@@ -86,3 +86,19 @@ def test_the_mode_menu_offers_each_mode_and_keyword_finds_only_the_word(page) ->
     page.wait_for_selector("li.hit")
     assert page.locator("li.hit .text").all_inner_texts() == ["she played a song on the piano"]
     assert "mode=keyword" in page.url and ", keyword" in page.inner_text("#status")
+
+
+def test_the_query_words_are_marked_and_document_text_is_never_html(page, served: ServedIndex) -> None:  # noqa: ANN001
+    text = "Intro line about nothing. The <b>piano</b> tuner fixed the piano keys today, <img src=x onerror=alert(1)>."
+    served.writer.submit(lambda engine: engine.add([text])).result()
+    page.select_option("#mode", "keyword")
+    page.fill("#q", "piano tuner")
+    page.press("#q", "Enter")
+    page.wait_for_selector("li.hit mark")
+    first = page.locator("li.hit").first
+    assert first.locator(".text mark").all_inner_texts() == ["piano", "tuner", "piano"]
+    assert first.locator(".text").inner_text().startswith("…The <b>piano</b> tuner")  # shown as text, from its sentence
+    assert first.locator(".text b").count() == 0 and first.locator("img").count() == 0
+    assert "Intro line" not in first.locator(".whole").inner_text()  # folded
+    first.locator(".whole summary").click()
+    assert "Intro line" in first.locator(".whole").inner_text()  # the whole text is one click away

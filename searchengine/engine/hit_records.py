@@ -1,0 +1,40 @@
+"""Search results as JSON objects: the one shape `searchengine query --json`, the server's /search, the MCP search
+tool and anything else that shows hits give them, so a client reads the same keys wherever a hit comes from."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from typing import Any
+
+from searchengine.engine.search import Hit
+from searchengine.engine.snippets import DEFAULT_SNIPPET_CHARS
+
+
+def hit_record(hit: Hit, max_chars: int = DEFAULT_SNIPPET_CHARS) -> dict[str, Any]:
+    """A hit as a JSON object: its ids first (the index's, then the user's own `external_id`, null when none), its
+    text, one-line snippet (cut to `max_chars`) and `location` (the heading or page of a file's passage, null when
+    none), then every other field of Hit; `span` and `highlight` are
+    character offsets into `text` (`highlight` null when it was not asked for)."""
+    fields = asdict(hit)
+    head = {"id": fields.pop("id"), "external_id": fields.pop("external_id"), "text": fields.pop("text")}
+    record = {**head, "snippet": hit.snippet(max_chars), "location": hit.location, **fields}
+    record["found_by"] = list(hit.found_by)
+    record["span"] = None if hit.span is None else list(hit.span)
+    if hit.highlight is not None:
+        record["highlight"] = {
+            "span": list(hit.highlight.span),
+            "words": [list(word) for word in hit.highlight.words],
+        }
+    return record
+
+
+def result_record(
+    query: str,
+    mode: str,
+    hits: list[Hit],
+    rerank: dict[str, Any] | None = None,
+    max_chars: int = DEFAULT_SNIPPET_CHARS,
+) -> dict[str, Any]:
+    """One query's results as a JSON object: the query, the mode that answered, `rerank` (the cross-encoder and
+    how many candidates it rescored, null when not reranked) and its hits (`hit_record`), best first."""
+    return {"query": query, "mode": mode, "rerank": rerank, "hits": [hit_record(hit, max_chars) for hit in hits]}
