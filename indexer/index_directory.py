@@ -31,7 +31,7 @@ import stat
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TypeVar
 
@@ -208,7 +208,7 @@ class IndexDirectory:
             except IndexerError as exc:
                 problem = str(exc)
         if problem is not None:
-            return [FileCheck("store", store.name, False, problem)]
+            return [FileCheck("store", store.name, False, problem, unreadable=_may_not_read(self.path / store.name))]
         checks = [
             FileCheck(role, stored.name, stored.checksum is not None, self.check_file(stored))
             for role, stored in manifest.own_files.items()
@@ -216,6 +216,10 @@ class IndexDirectory:
         ] + [
             FileCheck(role, stored.name, True, self.check_file(stored), "size and sha256 match the store's record")
             for role, stored in manifest.segment_files.items()
+        ]
+        checks = [
+            replace(check, unreadable=True) if check.problem and _may_not_read(self.path / check.name) else check
+            for check in checks
         ]
         if any(check.problem for check in checks):
             return checks
@@ -414,6 +418,23 @@ class FileCheck:
     """What is wrong, or None when the file is as the manifest records it."""
     checked: str = ""
     """What was checked, when it is not the manifest's size and checksum."""
+    unreadable: bool = False
+    """The problem is that this process may not read the file (or the store's WAL files): a matter of permissions,
+    which says nothing about whether the file is damaged."""
+
+
+def _may_not_read(file: Path) -> bool:
+    """Whether opening `file` (or, for a SQLite store, its -wal or -shm beside it) is refused for permissions. Only
+    regular files are opened (a FIFO would block)."""
+    for path in (file, Path(f"{file}-wal"), Path(f"{file}-shm")):
+        try:
+            if path.is_file():
+                path.open("rb").close()
+        except PermissionError:
+            return True
+        except OSError:
+            continue
+    return False
 
 
 def _recorder(stored: StoredFile) -> str:

@@ -38,6 +38,10 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # the installed distribution's version: pyproject.toml is its one source
+        from importlib.metadata import version
+
+        return version("searchengine")
     if name not in _PUBLIC:
         raise AttributeError(f"module 'searchengine' has no attribute {name!r}")
     return getattr(importlib.import_module(_PUBLIC[name]), name)

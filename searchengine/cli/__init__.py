@@ -22,8 +22,26 @@ app = typer.Typer(
     help="Semantic search over your own files and text: index a folder or a corpus once, then query it by meaning.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:  # the installed distribution's version, as searchengine.__version__ reads it
+        from importlib.metadata import version
+
+        typer.echo(f"searchengine {version('searchengine')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _before_any_command(
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """The options before a command: --version here, and typer's --install-completion and --show-completion."""
+
+
 for command in (
     index.index,
     query.query,

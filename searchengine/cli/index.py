@@ -130,7 +130,7 @@ def index(
         metavar="ADDRESS",
         help="Embed on a Ray cluster: HOST:PORT of its head (run this on one of its nodes), auto (the cluster "
         "`ray start` runs here, or $RAY_ADDRESS) or local (a Ray of its own on this machine). CORPUS (a file or a "
-        "directory of corpus files) must be at the same path on every node. Needs pip install 'searchengine[ray]'.",
+        "directory of corpus files) must be at the same path on every node. Needs pip install 'searchengine\\[ray]'.",
     ),
     ray_workers: int | None = typer.Option(
         None,
@@ -389,7 +389,11 @@ def stage_summary(report: IndexingReport) -> str:
 def indexing_summary(report: IndexingReport, corpus: str, target: Path, held: int) -> str:
     """One sentence on what an index or add run did: documents read, how many repeat an earlier text, upserts."""
     rate = report.documents / report.seconds if report.seconds else 0.0
-    parts = [f"{report.repeats:,} {'repeats' if report.repeats == 1 else 'repeat'} an earlier text"]
+    parts = (
+        [f"{report.repeats:,} {'repeats' if report.repeats == 1 else 'repeat'} an earlier text"]
+        if report.repeats
+        else []
+    )
     if report.replaced:
         parts.append(f"{report.replaced:,} replaced by upsert with a new text")
     if report.updated:
@@ -399,6 +403,7 @@ def indexing_summary(report: IndexingReport, corpus: str, target: Path, held: in
             f"{report.superseded:,} replaced by a later document with the same id in this input (ids are text: 1 "
             'and "1" are one id)'
         )
+    which = f", of which {'; '.join(parts)}," if parts else ""
     upgraded = ""
     if report.upgraded:
         upgraded = (
@@ -407,6 +412,6 @@ def indexing_summary(report: IndexingReport, corpus: str, target: Path, held: in
             f"{'a document' if report.upgraded == 1 else 'documents'} of {'its' if report.upgraded == 1 else 'their'} own."
         )
     return (
-        f"Indexed {counted(report.documents, 'document')} from {corpus}, of which {'; '.join(parts)}, into {target} "
+        f"Indexed {counted(report.documents, 'document')} from {corpus}{which} into {target} "
         f"in {report.seconds:.1f} s ({rate:.{1 if rate < 10 else 0}f} documents/s); the index holds {counted(held, 'document')}.{upgraded}"
     )

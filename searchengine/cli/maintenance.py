@@ -286,12 +286,22 @@ def verify(index_dir: Path | None = IndexDirOption) -> None:
                     f"OK      {check.role:<10} {check.name} (size matches; no checksum recorded by the "
                     "version that wrote it: the next write records one)"
                 )
-        damaged = [check for check in checks if check.problem]
+        damaged = [check for check in checks if check.problem and not check.unreadable]
+        unreadable = [check for check in checks if check.unreadable]
+        parts = []
+        if unreadable:
+            parts.append(
+                f"{counted(len(unreadable), 'file')} of the index at {target} may not be read by this user, so "
+                f"verify cannot tell whether {'it is' if len(unreadable) == 1 else 'they are'} intact: check "
+                "the permissions of the files and the directory, or run verify as their owner"
+            )
         if damaged:
-            raise SearchEngineError(
+            parts.append(
                 f"{counted(len(damaged), 'file')} of the index at {target} "
                 f"{'is' if len(damaged) == 1 else 'are'} damaged; rebuild the index from its corpus"
             )
+        if parts:
+            raise SearchEngineError("; and ".join(parts))
 
 
 def _human_bytes(size: int) -> str:

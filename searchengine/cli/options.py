@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import typer
 
+from searchengine.cli.measured import BF16_BULK_SPEEDUP, INT8_SPEEDUP, INT8_STSB_CHANGE, ONNX_QUERY_SPEEDUP
+
 IndexDirOption = typer.Option(
     None,
     "--index-dir",
@@ -24,22 +26,23 @@ ModelOption = typer.Option(
     None,
     "--model",
     "-m",
-    help="Model directory or Hugging Face id.",
+    help="Model directory or Hugging Face id; all-MiniLM-L6-v2 (or sentence-transformers/all-MiniLM-L6-v2) is the "
+    "bundled one, loaded offline.",
     show_default="bundled all-MiniLM-L6-v2",
 )
 PrecisionOption = typer.Option(
     "auto",
     "--precision",
     help="Encoder precision: auto (fp16 on a GPU; bf16 on CPUs with AMX; on CPUs with AVX512-BF16, bf16 in torch for "
-    "calls of 64 texts or more (1.5-1.6x faster there) and fp32 in ONNX Runtime for queries; else fp32), fp32, bf16, "
-    "fp16 (GPU) or int8 "
-    "(faster on CPU, about 1 point of STS-B lower; docs/benchmarks.md).",
+    f"calls of 64 texts or more ({BF16_BULK_SPEEDUP} faster there) and fp32 in ONNX Runtime for queries; else fp32), "
+    f"fp32, bf16, fp16 (GPU) or int8 ({INT8_SPEEDUP} sentence-transformers' speed on CPU, {INT8_STSB_CHANGE} STS-B "
+    "points; docs/benchmarks.md).",
 )
 BackendOption = typer.Option(
     "auto",
     "--backend",
-    help="Run the encoder in torch or onnx (ONNX Runtime, the 'onnx' extra; 4x faster per query on CPU, same "
-    "vectors); auto: onnx where installed and able to run the model, else torch.",
+    help=f"Run the encoder in torch or onnx (ONNX Runtime, the 'onnx' extra; {ONNX_QUERY_SPEEDUP} faster per query "
+    "on CPU, same vectors); auto: onnx where installed and able to run the model, else torch.",
 )
 ThreadsOption = typer.Option(
     None,

@@ -16,9 +16,10 @@ HUB_FILES = ("*.json", "*.txt", "*.safetensors", "*.model")
 """What a Hub download fetches: configs, tokenizer files and safetensors weights, never pickled weights."""
 
 
-def model_directory(model: str) -> Path:
+def model_directory(model: str, offline: tuple[str, ...] = ()) -> Path:
     """The local directory of `model`: an existing directory as it is, else a Hub id fetched from the Hugging Face
-    Hub (or from its cache, which is all that HF_HUB_OFFLINE=1 allows)."""
+    Hub (or from its cache, which is all that HF_HUB_OFFLINE=1 allows). When it cannot be found, the error lists
+    the names that work offline: `offline` (the caller's own, e.g. the bundled model's) and the cached Hub ids."""
     path = Path(model).expanduser()
     if path.is_dir():
         return path.resolve()
@@ -29,10 +30,22 @@ def model_directory(model: str) -> Path:
 
         return Path(snapshot_download(model, allow_patterns=list(HUB_FILES)))
     except Exception as exc:  # noqa: BLE001 (the hub client raises many types: offline, unknown repo, no permission)
+        names = ", ".join([*offline, *cached_model_ids()]) or "none"
         raise SearchEngineError(
             f"cannot find model {model!r}: it is not a local directory and it could not be fetched from the "
-            f"Hugging Face Hub ({type(exc).__name__}). Check the name, go online once, or pass a model directory"
+            f"Hugging Face Hub ({type(exc).__name__}). Names that work offline: {names}. Check the name, go online "
+            "once, or pass a model directory"
         ) from None
+
+
+def cached_model_ids() -> list[str]:
+    """The Hub ids of the models in the local Hugging Face cache (what a Hub id can load offline), by name."""
+    from huggingface_hub import scan_cache_dir
+
+    try:
+        return sorted(repo.repo_id for repo in scan_cache_dir().repos if repo.repo_type == "model")
+    except Exception:  # noqa: BLE001 (no cache folder, or one it cannot read: then nothing is cached)
+        return []
 
 
 def _quiet_transformers() -> ModuleType:

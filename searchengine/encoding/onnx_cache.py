@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import stat
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -46,19 +47,38 @@ def file_sha256(path: Path) -> str:
     return memoized_digest([path], "sha256", compute)
 
 
+MAX_RECORD_BYTES = 64 * 1024
+"""A record is a few hundred bytes of JSON; anything larger is not one, and is not read."""
+
+
 def cached_export_is_valid(export: Path, identity: dict[str, Any]) -> bool:
     """True when the export exists, its record agrees with every item of `identity`, and its bytes match the
-    recorded sha256; a truncated, flipped or foreign file is not used (the torch path exports it again)."""
+    recorded size and sha256; a truncated, flipped or foreign file is not used (the torch path exports it again).
+    Both must be regular files of the cache itself, never a link (one to /dev/zero would make reading endless), and
+    the export's size is compared before a byte of it is read."""
     try:
-        record = json.loads(record_path(export).read_text(encoding="utf-8"))
+        record_file = record_path(export)
+        if _regular_size(record_file) > MAX_RECORD_BYTES:
+            return False
+        record = json.loads(record_file.read_text(encoding="utf-8"))
         claimed = record.get("identity") if isinstance(record, dict) else None
         return (
             isinstance(claimed, dict)
             and all(claimed.get(key) == value for key, value in identity.items())
+            and record.get("size") == _regular_size(export)
             and record.get("sha256") == file_sha256(export)
         )
     except (OSError, ValueError):
         return False
+
+
+def _regular_size(path: Path) -> int:
+    """The size of `path` when it is a regular file and not a link; OSError otherwise (what the caller treats as
+    no valid export)."""
+    status = path.lstat()
+    if not stat.S_ISREG(status.st_mode):
+        raise OSError(f"{path} is not a regular file")
+    return status.st_size
 
 
 def import_onnxruntime() -> ModuleType:

@@ -8,6 +8,7 @@ import gzip
 import io
 import json
 import os
+import re
 import stat
 import sys
 from collections.abc import Iterator
@@ -21,6 +22,8 @@ from searchengine.errors import SearchEngineError
 from searchengine.indexer.store import Document, lone_surrogate
 
 STDIN = "-"
+# A line ends at \n, \r\n or a lone \r (old Mac files, some exports), as Python's universal newlines read text.
+_LONE_CR = re.compile(rb"(?<=\r)(?!\n)")
 
 
 @dataclass(frozen=True)
@@ -130,7 +133,7 @@ def corpus_parts(
     with _opened(Path(source)) as handle:
         offset = start = count = 0
         first = 1
-        for number, raw in enumerate(handle, start=1):
+        for number, raw in enumerate(_lines(handle), start=1):
             if count == 0:
                 start, first = offset, number
             offset += len(raw)
@@ -209,10 +212,20 @@ def _read_lines(
     handle: BinaryIO, name: str, jsonl: bool, fields: JsonFields = JsonFields(), first: int = 1
 ) -> Iterator[Document]:
     """The documents of the lines read from `handle`, the first of them numbered `first`."""
-    for number, raw in enumerate(handle, start=first):
+    for number, raw in enumerate(_lines(handle), start=first):
         document = _document(raw, name, number, jsonl, fields)
         if document is not None:
             yield document
+
+
+def _lines(handle: BinaryIO) -> Iterator[bytes]:
+    """The lines of `handle` with their endings, a line ending at \n, \r\n or a lone \r, so a file with only CR
+    line endings is one document a line and not one document; their lengths add up to the bytes read."""
+    for raw in handle:
+        if b"\r" not in raw.rstrip(b"\r\n"):
+            yield raw
+            continue
+        yield from (piece for piece in _LONE_CR.split(raw) if piece)
 
 
 def _document(raw: bytes, name: str, number: int, jsonl: bool, fields: JsonFields) -> Document | None:
@@ -237,8 +250,12 @@ def _document(raw: bytes, name: str, number: int, jsonl: bool, fields: JsonField
     return _parse_json_line(line, name, number, fields) if jsonl else Document(line.strip(), name, number)
 
 
+class _NotJsonNumber(ValueError):
+    """NaN, Infinity or -Infinity in a JSON line: Python's json reads them, JSON does not allow them."""
+
+
 def _refuse_constant(name: str) -> None:
-    raise ValueError(name)
+    raise _NotJsonNumber(name)
 
 
 def _parse_json_line(line: str, name: str, number: int, fields: JsonFields) -> Document:
@@ -246,9 +263,14 @@ def _parse_json_line(line: str, name: str, number: int, fields: JsonFields) -> D
         record = json.loads(line, parse_constant=_refuse_constant)
     except json.JSONDecodeError as exc:
         raise SearchEngineError(f"{name} line {number} is not valid JSON ({exc.msg}, column {exc.colno})") from None
-    except ValueError as exc:  # NaN, Infinity, -Infinity: not JSON, and no filter could compare them
+    except _NotJsonNumber as exc:  # NaN, Infinity, -Infinity: not JSON, and no filter could compare them
         raise SearchEngineError(
             f"{name} line {number} holds {exc}, which is not a JSON number; write null or a number instead"
+        ) from None
+    except ValueError:  # an integer longer than Python converts (sys.get_int_max_str_digits(), 4,300 by default)
+        raise SearchEngineError(
+            f"{name} line {number} holds an integer of more than {sys.get_int_max_str_digits():,} digits, too long "
+            "to read; write it as a string"
         ) from None
     except RecursionError:
         raise SearchEngineError(

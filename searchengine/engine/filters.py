@@ -124,4 +124,14 @@ def conditions_of(filters: Filters) -> list[Filter]:
         return [Condition(str(field), "=", value) for field, value in filters.items()]
     if isinstance(filters, str):
         filters = [filters]
+    if not isinstance(filters, Sequence):
+        raise SearchEngineError(
+            f"filters are a list of conditions such as ['year>=2020'] or a {{field: value}} dict, not {filters!r}"
+        )
+    for item in filters:
+        if not isinstance(item, (str, Condition, AnyOf)):
+            raise SearchEngineError(
+                f"each filter is one string such as 'year>=2020', not {item!r}; pass one list of strings, e.g. "
+                "where=['year>=2020', 'lang=en']"
+            )
     return [item if isinstance(item, (Condition, AnyOf)) else parse_filter(item) for item in filters]

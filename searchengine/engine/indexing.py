@@ -262,13 +262,13 @@ def append_to_index(
 
 
 def _progress(total: int | None, enabled: bool, description: str) -> tqdm:
-    """A progress bar shown after its first second, so input refused at once ends with its one error line.
-    (tqdm is imported here: a query imports this module but never shows progress.)"""
+    """A progress bar shown after its first second, so input refused at once ends with its one error line; only on
+    a terminal (tqdm's disable=None), since a log or pipe would get every redraw and the final bar twice. Counts
+    are whole documents (33/33, never tqdm's unit-scaled 33.0/33.0). (tqdm is imported here: a query imports this
+    module but never shows progress.)"""
     from tqdm import tqdm
 
-    return tqdm(
-        total=total, disable=not enabled, unit=" docs", unit_scale=True, desc=description, leave=True, delay=1.0
-    )
+    return tqdm(total=total, disable=None if enabled else True, unit=" docs", desc=description, leave=True, delay=1.0)
 
 
 def _store_and_encode(

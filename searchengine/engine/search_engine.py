@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
+import numbers
 import os
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -589,12 +590,12 @@ class SearchEngine:
     ) -> list[list[Hit]]:
         """`search` for many queries at once (encoded and searched as one batch; reranked pairs scored together;
         the highlighted sentences of every hit embedded in one call)."""
+        k = _count_argument("k", k)
+        rerank_top = _count_argument("rerank_top", rerank_top)
         if highlight:
             options = {"fusion": fusion, "rerank": rerank, "rerank_top": rerank_top, "min_score": min_score}
             results = self.search_batch(queries, k, where, mode=mode, **options)
             return with_highlights(queries, results, self._checked_mode(mode), self._embed_queries)
-        if k < 1:
-            raise SearchEngineError(f"k must be at least 1, not {k}")
         for number, query in enumerate(queries, start=1):
             which = "the query" if len(queries) == 1 else f"query number {number}"
             if not isinstance(query, str) or not query.strip():
@@ -612,8 +613,6 @@ class SearchEngine:
             if isinstance(min_score, bool) or not isinstance(min_score, (int, float)) or not math.isfinite(min_score):
                 raise SearchEngineError(f"min_score must be a number, such as 0.4, not {min_score!r}")
         if rerank is not None:
-            if rerank_top < 1:
-                raise SearchEngineError(f"rerank_top must be at least 1, not {rerank_top}")
             cross_encoder = self.cross_encoder(rerank)
             top = max(k, rerank_top)
             results = self.search_batch(queries, top, where, mode=mode, fusion=fusion, min_score=min_score)
@@ -623,6 +622,7 @@ class SearchEngine:
             return [[hit for hit in hits if hit.score >= min_score] for hits in results]
         if len(self) == 0:
             raise SearchEngineError(f"index {self.path} is empty: add documents with `searchengine add FILE`")
+        k = min(k, len(self))  # no mode returns more documents than the index holds; SQLite's LIMIT is 64-bit
         conditions = conditions_of(where)
         matching = self._store.matching_ids(conditions) if conditions else None
         if not queries or (matching is not None and len(matching) == 0):
@@ -861,6 +861,16 @@ class SearchEngine:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _count_argument(name: str, value: object) -> int:
+    """`value` as a count of at least 1 (a Python or NumPy integer); anything else is one SearchEngineError, not
+    the TypeError a comparison or SQLite would raise later."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise SearchEngineError(f"{name} must be a whole number of at least 1, not {value!r} ({type(value).__name__})")
+    if value < 1:
+        raise SearchEngineError(f"{name} must be at least 1, not {value}")
+    return int(value)
 
 
 def _check_dimensions(path: Path, manifest: Manifest, vectors: Vectors, whitening: Whitening | None) -> None:

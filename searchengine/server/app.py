@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 from fastapi import Depends, FastAPI, Header, HTTPException, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi_offline import FastAPIOffline
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from searchengine.engine.corpus import JsonFields, document_from_record
@@ -25,6 +26,7 @@ from searchengine.errors import SearchEngineError
 from searchengine.indexer.errors import IndexLockedError, UnknownDocumentError
 from searchengine.server.body_limit import BodyLimit
 from searchengine.server.embeddings import embeddings_router
+from searchengine.server.key_first import KeyFirst
 from searchengine.server.limits import (
     MAX_BODY_BYTES,
     MAX_DOCUMENTS,
@@ -65,7 +67,7 @@ def create_app(index: ServedIndex, settings: ServerSettings = ServerSettings()) 
         raise SearchEngineError(f"the API key guards 'writes' or 'all', not {settings.api_key_for!r}")
     if settings.api_key is not None and not settings.api_key.strip():
         raise SearchEngineError("the API key is empty; give a non-empty key or none")
-    app = FastAPI(
+    app = FastAPIOffline(  # /docs and /redoc with their scripts served from the package, not a CDN: they work offline
         title="searchengine",
         summary="Semantic search over one index directory: the options of `searchengine query`, `add` and `delete`.",
         responses={400: {"model": ErrorOut}},
@@ -74,6 +76,12 @@ def create_app(index: ServedIndex, settings: ServerSettings = ServerSettings()) 
     _add_error_handlers(app)
     check_writes = _key_check(settings.api_key, "writes")
     check_reads = _key_check(settings.api_key if settings.api_key_for == "all" else None, "searches")
+    # Added last, so it runs first: the key is checked before BodyLimit reads a body and FastAPI parses it.
+    app.add_middleware(
+        KeyFirst,
+        check_for=lambda _method, path: check_writes if path.startswith("/documents") else check_reads,
+        refuse=_refusal,
+    )
     page = files("searchengine.server").joinpath("page.html").read_text(encoding="utf-8")
     script = files("searchengine.server").joinpath("page.js").read_text(encoding="utf-8")
 
@@ -255,6 +263,10 @@ def _one_line(text: str) -> str:
 
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
     return JSONResponse({"error": _one_line(message)}, status_code=status, headers=headers)
+
+
+def _refusal(exc: StarletteHTTPException) -> JSONResponse:
+    return _error(exc.status_code, str(exc.detail), exc.headers)
 
 
 def _add_error_handlers(app: FastAPI) -> None:

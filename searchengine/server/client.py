@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any
 
@@ -29,9 +30,7 @@ def search_remote(
 
     api_key: sent as a bearer token; None reads $SEARCHENGINE_API_KEY. Problems (unreachable server, a 4xx
     answer) raise SearchEngineError with the server's one-line message."""
-    base = server.rstrip("/")
-    if not base.startswith(("http://", "https://")):
-        raise SearchEngineError(f"the server address {server!r} needs http:// or https://, e.g. http://127.0.0.1:8000")
+    base = _checked_address(server)
     body = {
         "queries": queries,
         "k": k,
@@ -61,3 +60,20 @@ def search_remote(
             f"cannot reach a searchengine server at {base} ({reason}); start one with `searchengine serve` "
             "or drop --server (and $SEARCHENGINE_SERVER)"
         ) from None
+
+
+def _checked_address(server: str) -> str:
+    """`server` without a trailing slash, refused with one line unless it is an http(s) URL with a host and, if
+    any, a numeric port (urllib would raise ValueError or http.client.InvalidURL only when it connects)."""
+    base = server.rstrip("/")
+    example = "write it as http://HOST:PORT, e.g. http://127.0.0.1:8000 or http://[::1]:8000"
+    if not base.startswith(("http://", "https://")):
+        raise SearchEngineError(f"the server address {server!r} needs http:// or https://; {example}")
+    try:
+        parts = urllib.parse.urlsplit(base)
+        parts.port  # noqa: B018 (reading it checks the port: a ValueError when it is not a number from 0 to 65535)
+    except ValueError as exc:
+        raise SearchEngineError(f"the server address {server!r} is not a valid URL ({exc}); {example}") from None
+    if not parts.hostname:
+        raise SearchEngineError(f"the server address {server!r} names no host; {example}")
+    return base

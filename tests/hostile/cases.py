@@ -192,7 +192,14 @@ def _corpus_cases() -> list[Case]:
         cases.append(
             Case(f"add {name}", ["add", f"{{root}}/{name}", "-d", "{index}", "--id-field", "id"], _input(name, content))
         )
+    huge = '{"text": "fine", "n": ' + "9" * 5000 + "}\n"
     cases += [
+        Case(
+            "add a 5,000-digit integer",
+            ["add", "{root}/huge.jsonl", "-d", "{index}"],
+            _input("huge.jsonl", huge),
+            fragments=("line 1 holds an integer of more than", "write it as a string"),
+        ),
         Case("add a missing file", ["add", "{root}/nope.txt", "-d", "{index}"], fragments=("does not exist",)),
         Case("add a folder with no file to read", ["add", "{root}", "-d", "{index}"], fragments=("found no file",)),
         Case(
@@ -256,6 +263,10 @@ def _flag_cases() -> list[Case]:
     return [
         Case("k zero", [*QUERY, "-k", "0"], fragments=("k must be at least 1",)),
         Case("k negative", [*QUERY, "-k", "-3"], fragments=("k must be at least 1",)),
+        Case("server URL unclosed IPv6", ["query", "x", "--server", "http://[::1"], fragments=("not a valid URL",)),
+        Case("server URL port not a number", ["query", "x", "--server", "http://127.0.0.1:abc"], fragments=("abc",)),
+        Case("server URL port too big", ["query", "x", "--server", "http://127.0.0.1:99999"], fragments=("range",)),
+        Case("server URL without a host", ["query", "x", "--server", "http://:8000"], fragments=("names no host",)),
         Case("rerank-top without rerank", [*QUERY, "--rerank-top", "5"]),
         Case("empty query", ["query", "", "-d", "{index}"]),
         Case("blank query", ["query", "   ", "-d", "{index}"]),

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -72,6 +75,28 @@ def test_flipped_bytes_are_caught_by_verify_and_on_open(whitened_index: Path, ro
     assert lines[-1] == f"Error: 1 file of the index at {whitened_index} is damaged; rebuild the index from its corpus"
     assert_one_line_error(run("info", "-d", whitened_index), "is corrupt: its checksum", damaged.name)
     assert_one_line_error(run("query", "anything", "-d", whitened_index), "is corrupt: its checksum")
+
+
+@pytest.mark.parametrize("role", ["segment", "documents", "whitening"])
+def test_verify_says_a_file_it_may_not_read_is_unreadable_not_damaged(whitened_index: Path, role: str) -> None:
+    """Run as a separate process without root's permission override (setpriv), so the file's mode applies."""
+    unreadable = _file(whitened_index, role)
+    unreadable.chmod(0)
+    command = [sys.executable, "-m", "searchengine", "verify", "-d", str(whitened_index)]
+    if os.geteuid() == 0:
+        command = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", *command]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    finally:
+        unreadable.chmod(0o644)
+    lines = (done.stdout + done.stderr).strip().splitlines()
+    assert done.returncode == 1, lines
+    assert any(line.startswith("FAILED") and unreadable.name in line for line in lines), lines
+    assert lines[-1] == (
+        f"Error: 1 file of the index at {whitened_index} may not be read by this user, so verify cannot tell whether "
+        "it is intact: check the permissions of the files and the directory, or run verify as their owner"
+    )
+    assert run("verify", "-d", whitened_index).exit_code == 0  # readable again, and never changed
 
 
 def test_verify_of_a_missing_index_is_one_line(tmp_path: Path) -> None:

@@ -113,6 +113,14 @@ def test_a_query_with_a_byte_that_is_not_utf8_is_one_error_line(index_dir: Path)
     ]
 
 
+@pytest.mark.parametrize("mode", ["keyword", "hybrid", "dense"])
+def test_a_k_beyond_64_bits_gives_every_match(index_dir: Path, sentences: list[str], mode: str) -> None:
+    """k = 2**63 once ended keyword and hybrid search in OverflowError (SQLite's LIMIT is a 64-bit integer)."""
+    result = run("query", "the cat sat on the mat", "-k", str(2**63), "--mode", mode, "--json", "-d", index_dir)
+    assert result.exit_code == 0, result.output
+    assert 0 < len(json.loads(result.stdout)["hits"]) <= len(sentences)
+
+
 def test_min_score_leaves_a_query_with_no_good_answer_empty_and_says_so_in_one_line(index_dir: Path) -> None:
     result = run("query", "piano song", "--min-score", "1.01", "-d", index_dir)
     assert result.exit_code == 0 and result.stdout == ""

@@ -53,6 +53,28 @@ def test_unknown_hub_id_offline(monkeypatch: pytest.MonkeyPatch) -> None:
         locate_model("nobody-has-this/model-xyz")
 
 
+@pytest.mark.parametrize("name", ["sentence-transformers/all-MiniLM-L6-v2", "all-MiniLM-L6-v2", "default"])
+def test_every_name_of_the_bundled_model_finds_it_offline(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    source = locate_model(name)
+    assert (source.name, source.spec, source.path) == (BUNDLED_NAME, "default", bundled_model_path())
+
+
+def test_a_directory_named_like_the_bundled_model_is_that_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_tiny_model(tmp_path / "all-MiniLM-L6-v2")
+    monkeypatch.chdir(tmp_path)
+    assert locate_model("all-MiniLM-L6-v2").path == (tmp_path / "all-MiniLM-L6-v2").resolve()
+
+
+def test_an_unknown_model_lists_the_names_that_work_offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(SearchEngineError) as raised:
+        locate_model("nobody-has-this/model-xyz")
+    assert f"Names that work offline: default, {BUNDLED_NAME}, all-MiniLM-L6-v2" in str(raised.value)
+
+
 def test_unsupported_module_is_named(tmp_path: Path) -> None:
     model = write_tiny_model(tmp_path / "dense")
     modules = json.loads((model / "modules.json").read_text())

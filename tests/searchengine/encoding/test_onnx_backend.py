@@ -112,11 +112,30 @@ def test_a_corrupt_cached_export_names_the_file_and_the_fix(tiny_model: Path, ca
     record = exported.with_suffix(".json")
     claims = json.loads(record.read_text(encoding="utf-8"))
     record.write_text(
-        json.dumps({**claims, "sha256": hashlib.sha256(exported.read_bytes()).hexdigest()}), encoding="utf-8"
+        json.dumps(
+            {**claims, "size": exported.stat().st_size, "sha256": hashlib.sha256(exported.read_bytes()).hexdigest()}
+        ),
+        encoding="utf-8",
     )
     with pytest.raises(SearchEngineError, match="delete it to re-export") as error:
         Encoder(tiny_model, backend="onnx", precision="fp32")
     assert str(exported) in str(error.value)
+
+
+@pytest.mark.parametrize("linked", ["export", "record"])
+def test_a_cached_file_linked_to_an_endless_device_is_exported_again(
+    tiny_model: Path, cache: Path, sentences: list[str], linked: str
+) -> None:
+    """A link to /dev/zero made every query hang (reading it never ends): a link is never followed, and the size
+    is checked before the export is read."""
+    first = Encoder(tiny_model, backend="onnx", precision="fp32")
+    (exported,) = cache.glob("*-fp32.onnx")
+    target = exported if linked == "export" else exported.with_suffix(".json")
+    target.unlink()
+    target.symlink_to("/dev/zero")
+    second = Encoder(tiny_model, backend="onnx", precision="fp32")  # would hang before the fix
+    assert not exported.is_symlink() and not exported.with_suffix(".json").is_symlink()
+    np.testing.assert_allclose(first.encode(sentences), second.encode(sentences), atol=1e-6)
 
 
 def test_missing_onnxruntime_says_how_to_install_it(tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -60,6 +60,26 @@ def test_txt_windows_line_endings_are_stripped(tmp_path: Path) -> None:
     assert [(d.text, d.line) for d in read_corpus(path)] == [("one", 1), ("two", 2), ("three", 4)]
 
 
+@pytest.mark.parametrize("name", ["mac.txt", "mac.jsonl"])
+def test_lone_cr_line_endings_end_lines(tmp_path: Path, name: str) -> None:
+    """A file with only CR line endings (classic Mac, some exports) is one document a line, mixed with CRLF and LF
+    alike, and not one document."""
+    lines = ["one", "two", "", "three", "four", "five"]
+    if name.endswith(".jsonl"):
+        lines = [json.dumps({"text": line}) if line else line for line in lines]
+    data = "\r".join(lines[:4]).encode() + b"\r\n" + lines[4].encode() + b"\n" + lines[5].encode() + b"\r"
+    documents = list(read_corpus(_write(tmp_path / name, data)))
+    assert [(d.text, d.line) for d in documents] == [("one", 1), ("two", 2), ("three", 4), ("four", 5), ("five", 6)]
+
+
+def test_parts_of_a_cr_file_read_back_its_documents(tmp_path: Path) -> None:
+    path = _write(tmp_path / "mac.txt", b"\r".join(f"line {n}".encode() for n in range(9)) + b"\r")
+    expected = list(read_corpus(path))
+    assert len(expected) == 9
+    for size in (1, 2, 4):
+        assert [document for part in corpus_parts(path, size=size) for document in read_part(part)] == expected
+
+
 def test_txt_utf8_text_and_bom(tmp_path: Path) -> None:
     path = _write(tmp_path / "bom.txt", "\ufeffcafé\n日本語 🙂\n".encode("utf-8"))
     assert [d.text for d in read_corpus(path)] == ["café", "日本語 🙂"]
@@ -206,6 +226,13 @@ def test_jsonl_errors_name_the_line(tmp_path: Path, lines: bytes, bad_line: int,
     assert f"line {bad_line}" in message
     assert expected in message
     assert str(path) in message
+
+
+def test_an_integer_too_long_to_read_says_so(tmp_path: Path) -> None:
+    message = _error(_write(tmp_path / "c.jsonl", b'{"text": "ok"}\n{"text": "a", "n": ' + b"7" * 5000 + b"}\n"))
+    assert f"line 2 holds an integer of more than {sys.get_int_max_str_digits():,} digits" in message
+    assert "write it as a string" in message
+    assert "Exceeds" not in message
 
 
 def test_invalid_json_reports_the_column(tmp_path: Path) -> None:

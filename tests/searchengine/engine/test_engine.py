@@ -73,6 +73,48 @@ def test_k_below_one_is_refused(engine: SearchEngine) -> None:
         engine.search("cat", k=0)
 
 
+@pytest.mark.parametrize("mode", ["dense", "keyword", "hybrid"])
+def test_a_k_beyond_64_bits_returns_everything_in_every_mode(
+    engine: SearchEngine, sentences: list[str], mode: str
+) -> None:
+    """SQLite's LIMIT is a 64-bit integer: keyword and hybrid search used to end in OverflowError at k = 2**63."""
+    hits = engine.search("the cat", k=2**63, mode=mode)
+    assert 0 < len(hits) <= len(sentences)
+    assert engine.search_batch(["the cat"], k=2**64, mode=mode) == [hits]
+
+
+@pytest.mark.parametrize("k", [1.5, "3", None, True, [3]])
+def test_a_k_that_is_not_a_whole_number_is_a_search_engine_error(engine: SearchEngine, k: object) -> None:
+    with pytest.raises(SearchEngineError, match=r"k must be a whole number of at least 1, not "):
+        engine.search("cat", k=k)
+
+
+def test_a_numpy_integer_k_is_a_count(engine: SearchEngine) -> None:
+    assert len(engine.search("cat", k=np.int64(2))) == 2
+
+
+@pytest.mark.parametrize("top", [2.5, "9", None])
+def test_a_rerank_top_that_is_not_a_whole_number_is_refused(engine: SearchEngine, top: object) -> None:
+    with pytest.raises(SearchEngineError, match="rerank_top must be a whole number"):
+        engine.search("cat", rerank_top=top)
+
+
+@pytest.mark.parametrize(
+    ("where", "named"),
+    [
+        ([["year>=2020"]], r"not \['year>=2020'\]"),
+        (["lang=en", 2020], "not 2020"),
+        (2020, "not 2020"),
+        ({"l"}, "not {'l'}"),
+    ],
+)
+def test_filters_of_the_wrong_type_are_a_search_engine_error(engine: SearchEngine, where: object, named: str) -> None:
+    with pytest.raises(SearchEngineError, match=named):
+        engine.search("cat", where=where)
+    with pytest.raises(SearchEngineError, match=named):
+        engine.documents(where)
+
+
 def test_identical_texts_are_documents_of_their_own_and_counted(tmp_path: Path, tiny_encoder: Encoder) -> None:
     engine = SearchEngine.build(["the cat", "the dog", "the cat", " the cat "], tmp_path / "i", encoder=tiny_encoder)
     assert len(engine) == 4

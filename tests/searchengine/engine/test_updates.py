@@ -186,7 +186,8 @@ def test_cli_where_add_delete_compact(tmp_path: Path, tiny_model: Path) -> None:
     added = runner.invoke(app, ["add", str(update), "--id-field", "id", *base])
     assert added.exit_code == 0 and "1 replaced by upsert" in added.output
     deleted = runner.invoke(app, ["delete", "#3", "4", *base])
-    assert "Deleted 2 documents" in deleted.output and "tombstones" in deleted.output
+    assert "Deleted 2 documents" in deleted.output
+    assert "3 vectors stay as tombstones until their segments merge; they are never returned." in deleted.output
     assert "`searchengine compact` drops them now" in runner.invoke(app, ["info", *base]).output
     unknown = runner.invoke(app, ["delete", "999", *base])
     assert unknown.exit_code == 1 and "nothing was deleted" in unknown.output
@@ -194,6 +195,7 @@ def test_cli_where_add_delete_compact(tmp_path: Path, tiny_model: Path) -> None:
     assert re.search(r"deleted, not compacted:\s+none", runner.invoke(app, ["info", *base]).output)
     external = runner.invoke(app, ["delete", "--external", "d7", *base])
     assert "Deleted 1 document;" in external.output
+    assert "1 vector stays as a tombstone until its segment merges; it is never returned." in external.output
 
 
 def test_refresh_reopens_only_after_another_writer_commits(tmp_path: Path, tiny_encoder: Encoder) -> None:

@@ -233,6 +233,28 @@ def test_an_api_key_for_all_guards_searches_but_not_health_or_the_page(served: S
         assert client.get("/health").status_code == 200 and "<form" in client.get("/").text
 
 
+@pytest.mark.parametrize(
+    ("scope", "method", "path"),
+    [("writes", "POST", "/documents"), ("all", "POST", "/search"), ("all", "POST", "/v1/embeddings")],
+)
+def test_the_api_key_is_checked_before_the_body_is_read(
+    served: ServedIndex, scope: str, method: str, path: str
+) -> None:
+    """Bad JSON without the key is 401, not 400; a body over the limit with a wrong key is 401, not 413 (so it was
+    refused before it was read); with the right key the body's own problem comes back."""
+    settings = ServerSettings(api_key="s3cret", api_key_for=scope, max_body_bytes=1000)  # type: ignore[arg-type]
+    json_header = {"Content-Type": "application/json"}
+    with TestClient(create_app(served, settings)) as client:
+        assert "needs an API key" in _error(
+            client.request(method, path, content=b"{not json", headers=json_header), 401
+        )
+        wrong = {**json_header, "Authorization": "Bearer nope"}
+        assert "API key is wrong" in _error(client.request(method, path, content=b"x" * 5000, headers=wrong), 401)
+        right = {**json_header, "Authorization": "Bearer s3cret"}
+        assert _error(client.request(method, path, content=b"{not json", headers=right), 400)
+        assert "larger than" in _error(client.request(method, path, content=b"x" * 5000, headers=right), 413)
+
+
 def test_settings_are_checked(served: ServedIndex) -> None:
     with pytest.raises(SearchEngineError, match="'writes' or 'all'"):
         create_app(served, ServerSettings(api_key="k", api_key_for="reads"))  # type: ignore[arg-type]
@@ -267,6 +289,22 @@ def test_rerank_with_a_cross_encoder_the_server_offers(
             assert f"reranks only with {cross}, not 'another-model'" in _error(other, 400)
     finally:
         index.close()
+
+
+@pytest.mark.parametrize("page", ["/docs", "/redoc"])
+def test_the_api_pages_load_every_asset_from_the_server_itself(client: TestClient, page: str) -> None:
+    """Offline, a page that loads Swagger UI or ReDoc from a CDN is blank: each script, style sheet and icon it
+    names is a path on this server, and is served."""
+    import re
+
+    html = client.get(page)
+    assert html.status_code == 200 and html.headers["content-type"].startswith("text/html")
+    assets = re.findall(r"""(?:src|href)=["']([^"']+)["']""", html.text)
+    assets += re.findall(r"""url: ?["']([^"']+)["']""", html.text)
+    assert assets and all(asset.startswith("/") and not asset.startswith("//") for asset in assets), assets
+    assert "http://" not in html.text and "https://" not in html.text.replace("https://github.com", "")
+    for asset in assets:
+        assert client.get(asset).status_code == 200, asset
 
 
 def test_the_cli_and_the_server_give_the_same_hit_objects(client: TestClient, index_path: Path) -> None:
