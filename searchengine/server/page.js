@@ -68,6 +68,8 @@ function highlighted(text, highlight) {
   return nodes;
 }
 
+const FILE_FACTS = new Set(["path", "file", "format", "title", "sections", "page", "size", "mtime_ns", "sha256"]);
+
 function renderHit(hit, rank, mode) {
   const item = document.createElement("li");
   item.className = "hit";
@@ -80,6 +82,7 @@ function renderHit(hit, rank, mode) {
   const parts = ["#" + hit.id];
   if (hit.retrieval_score !== null) parts.push(SCORE_NAMES[mode] + " " + hit.retrieval_score.toFixed(4));
   if (hit.external_id !== null) parts.push(hit.external_id);
+  if (hit.location !== null) parts.push(hit.location); // the heading or page of a file it matched in
   if (mode === "hybrid") {
     parts.push("cosine " + hit.dense_score.toFixed(4), "BM25 " + hit.keyword_score.toFixed(2));
     parts.push("found by " + hit.found_by.join(" + "));
@@ -93,6 +96,13 @@ function renderHit(hit, rank, mode) {
     const span = document.createElement("span");
     span.textContent = part;
     meta.append(span);
+  }
+  const fromFile = hit.metadata && typeof hit.metadata.path === "string";
+  if (fromFile && hit.metadata.title) {
+    const title = document.createElement("div");
+    title.className = "title";
+    title.textContent = hit.metadata.title;
+    item.append(title);
   }
   const text = document.createElement("div");
   text.className = "text";
@@ -109,7 +119,8 @@ function renderHit(hit, rank, mode) {
     whole.append(summary, body);
     item.append(whole);
   }
-  const entries = Object.entries(hit.metadata || {});
+  // A file's facts (its path, sections, hash, times) are shown above or are for sync, not for filtering chips.
+  const entries = Object.entries(hit.metadata || {}).filter(([field]) => !(fromFile && FILE_FACTS.has(field)));
   if (entries.length) {
     const chips = document.createElement("div");
     chips.className = "chips";

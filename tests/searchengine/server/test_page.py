@@ -102,3 +102,23 @@ def test_the_query_words_are_marked_and_document_text_is_never_html(page, served
     assert "Intro line" not in first.locator(".whole").inner_text()  # folded
     first.locator(".whole summary").click()
     assert "Intro line" in first.locator(".whole").inner_text()  # the whole text is one click away
+
+
+def test_a_file_hit_shows_its_title_and_page_and_no_file_facts(page, served: ServedIndex) -> None:  # noqa: ANN001
+    from searchengine.indexer.store import Document
+
+    page_document = Document(
+        "The oven must be hot before the bread goes in.",
+        metadata={"path": "manual.pdf", "title": "Baking manual", "page": 3, "sections": [[0, "page 3"]],
+                  "sha256": "0" * 64, "size": 10, "mtime_ns": 1, "file": "/x/manual.pdf", "format": "pdf"},
+        external_id="manual.pdf#3",
+    )  # fmt: skip
+    served.writer.submit(lambda engine: engine.add([page_document])).result()
+    page.select_option("#mode", "keyword")
+    page.fill("#q", "oven bread")
+    page.press("#q", "Enter")
+    page.wait_for_selector("li.hit .title")
+    first = page.locator("li.hit", has=page.locator(".title")).first
+    assert first.locator(".title").inner_text() == "Baking manual"
+    assert "manual.pdf#3" in first.locator(".meta").inner_text() and "page 3" in first.locator(".meta").inner_text()
+    assert "sha256" not in first.inner_text() and "sections" not in first.inner_text()
