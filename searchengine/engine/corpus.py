@@ -250,7 +250,7 @@ def _document(raw: bytes, name: str, number: int, jsonl: bool, fields: JsonField
     return _parse_json_line(line, name, number, fields) if jsonl else Document(line.strip(), name, number)
 
 
-class _NotJsonNumber(ValueError):
+class _NotJsonNumber(SearchEngineError):
     """NaN, Infinity or -Infinity in a JSON line: Python's json reads them, JSON does not allow them."""
 
 

@@ -7,11 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from searchengine.errors import SearchEngineError
+
 SECTION_SEPARATOR = " › "
 """Between the headings of a heading path: "Tutorial › Lists"."""
 
 
-class Unreadable(Exception):
+class Unreadable(SearchEngineError):
     """A file an extractor cannot read, with the reason in words ("encrypted", "no text layer: needs OCR");
     the file is skipped and counted, never the end of a run."""
 

@@ -399,7 +399,7 @@ def _interrupt_after(monkeypatch: pytest.MonkeyPatch, name: str, when=lambda *ar
     """Make `index_directory.<name>` do its work and then raise KeyboardInterrupt (a Ctrl-C landing right after)."""
     import searchengine.indexer.index_directory as module
 
-    real = getattr(module, name) if hasattr(module, name) else getattr(module.os, name)  # fsync_path, replace
+    real = module.os.replace if name == "replace" else getattr(module, name)  # os.replace, or fsync_path
 
     def interrupted(*args: object) -> None:
         real(*args)

@@ -29,8 +29,10 @@ def test_version_is_the_installed_distributions() -> None:
 def test_shell_completion_can_be_installed_and_completes_commands() -> None:
     help_text = runner.invoke(app, ["--help"]).output
     assert "--install-completion" in help_text and "--show-completion" in help_text
-    script = runner.invoke(app, ["--show-completion", "bash"], prog_name="searchengine")
-    assert script.exit_code == 0 and "_searchengine_completion" in script.output
+    script = subprocess.run(  # a process of its own: the shell it completes for is read from its environment
+        [sys.executable, "-m", "searchengine", "--show-completion", "bash"], capture_output=True, text=True, timeout=120
+    )
+    assert script.returncode == 0 and "_searchengine_completion" in script.stdout, script.stderr
     completing = {
         **os.environ,
         "_SEARCHENGINE_COMPLETE": "complete_bash",
