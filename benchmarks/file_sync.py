@@ -67,12 +67,14 @@ def cli_sync(index: Path) -> float:
 
 
 def edit(path: Path, run: int) -> None:
-    """Add a paragraph to the text of an HTML or Markdown file (a new one each run, so its text changes): after
-    the first paragraph of an HTML page, which lies in its main part."""
+    """Add a paragraph to the text of an HTML or Markdown file (a new one each run, so its text changes): in an
+    HTML page, after the first paragraph of its main part (an edit of its navigation would change no text)."""
     text = path.read_text(encoding="utf-8")
     paragraph = f"Benchmark edit {run}: a new paragraph about sync, written at run {run}."
-    if "</p>" in text:
-        text = text.replace("</p>", f"</p><p>{paragraph}</p>", 1)
+    main = max(text.find('role="main"'), text.find("<main"), 0)
+    end = text.find("</p>", main)
+    if end >= 0:
+        text = f"{text[:end]}</p><p>{paragraph}</p>{text[end + len('</p>') :]}"
     else:
         text += f"\n\n{paragraph}\n"
     path.write_text(text, encoding="utf-8")
