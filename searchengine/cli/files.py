@@ -24,8 +24,14 @@ if TYPE_CHECKING:
     from searchengine.reading.file_documents import FileReport
     from searchengine.reading.file_rules import FileRules
 
-SKIPS_SHOWN = 20
-"""Skipped files listed one per line; the rest are counted."""
+LINES_SHOWN = 20
+"""Files listed one per line (those skipped, or those sync changed); the rest are counted."""
+
+
+def first_lines(lines: list[str]) -> list[str]:
+    """The first LINES_SHOWN of `lines`, and a line counting the others when there are more."""
+    more = len(lines) - LINES_SHOWN
+    return lines[:LINES_SHOWN] + ([f"  ... and {more:,} more"] if more > 0 else [])
 
 
 def files_summary(report: FileReport) -> str:
@@ -34,9 +40,7 @@ def files_summary(report: FileReport) -> str:
     lines = [f"Read {counted(sum(report.read.values()), 'file')} ({formats})."]
     if report.skipped:
         lines.append(f"Skipped {counted(len(report.skipped), 'file')}:")
-        lines += [f"  {skip.shown}: {skip.reason}" for skip in report.skipped[:SKIPS_SHOWN]]
-        if len(report.skipped) > SKIPS_SHOWN:
-            lines.append(f"  ... and {len(report.skipped) - SKIPS_SHOWN:,} more")
+        lines += first_lines([f"  {skip.shown}: {skip.reason}" for skip in report.skipped])
     return "\n".join(lines)
 
 
@@ -134,8 +138,5 @@ def sync_summary(report: SyncReport) -> str:
     changed = [f"  + {printable(path)}" for path in report.added]
     changed += [f"  ~ {printable(path)}" for path in report.updated]
     changed += [f"  - {printable(path)}" for path in report.removed]
-    shown = changed[:SKIPS_SHOWN] + (
-        [f"  ... and {len(changed) - SKIPS_SHOWN:,} more"] if len(changed) > SKIPS_SHOWN else []
-    )
-    skips = [f"  skipped {skip.shown}: {skip.reason}" for skip in report.files.skipped[:SKIPS_SHOWN]]
-    return "\n".join([line, *shown, *skips])
+    skips = [f"  skipped {skip.shown}: {skip.reason}" for skip in report.files.skipped[:LINES_SHOWN]]
+    return "\n".join([line, *first_lines(changed), *skips])

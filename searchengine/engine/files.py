@@ -23,7 +23,7 @@ from searchengine.errors import SearchEngineError
 from searchengine.indexer.store import Document
 from searchengine.reading.file_documents import FileFacts, FileReport, read_files
 from searchengine.reading.file_rules import FileRules
-from searchengine.reading.walk import Skipped, check_root, common_base, shown_path
+from searchengine.reading.walk import Skipped, common_base, shown_path
 
 if TYPE_CHECKING:
     from searchengine.engine.search_engine import SearchEngine
@@ -178,7 +178,6 @@ def sync_index(engine: SearchEngine, roots: Sequence[Path] | None = None, progre
     for root, path in chosen:
         if root["kind"] == "file" and not path.exists():
             continue  # a file named when the index was built, deleted since: its documents go below
-        check_root(path)
         found_before = len(report.files.seen)
         read, _ = read_paths([path], _rules(root), base, known, progress, report.files)
         documents += read
