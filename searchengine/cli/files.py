@@ -18,6 +18,7 @@ from searchengine.errors import SearchEngineError
 from searchengine.reading.names import printable
 
 if TYPE_CHECKING:
+    from searchengine.engine.corpus import JsonFields
     from searchengine.engine.files import SyncReport
     from searchengine.engine.search_engine import SearchEngine
     from searchengine.indexer.store import Document
@@ -61,13 +62,25 @@ def check_files_read(report: FileReport, documents: list[Document], roots: list[
         )
 
 
-def add_files(engine: SearchEngine, roots: list[Path], rules: FileRules, strict: bool, progress: bool) -> FileReport:
+def add_files(
+    engine: SearchEngine, roots: list[Path], rules: FileRules, strict: bool, progress: bool, fields: JsonFields
+) -> FileReport:
     """Add the files under `roots` to an index (a file already in it is replaced), and record the new folders so
-    `sync` reads them too."""
-    from searchengine.engine.files import add_roots, read_paths
+    `sync` reads them too. Records of .jsonl and .csv files are read with the fields the index recorded: `fields`
+    other than the defaults must be the same, since `sync` reads them again that way."""
+    from searchengine.engine.corpus import JsonFields
+    from searchengine.engine.files import add_roots, read_paths, recorded_fields
 
     reading, base = add_roots(engine.reading(), roots, rules)
-    documents, report = read_paths(roots, rules, base, progress=progress)
+    recorded = recorded_fields(reading) or JsonFields()
+    if not fields.plain and fields != recorded:
+        raise SearchEngineError(
+            f"this index reads the records of .jsonl and .csv files with --text-field {recorded.text}"
+            + (f" --title-field {recorded.title}" if recorded.title else "")
+            + (f" --id-field {recorded.id}" if recorded.id else "")
+            + ", as `sync` will read them again; add files with the same fields (or none)"
+        )
+    documents, report = read_paths(roots, rules, base, progress=progress, fields=recorded)
     check_files_read(report, documents, roots, strict)
     engine.add(documents, progress=progress, reading=reading)
     return report

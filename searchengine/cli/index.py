@@ -144,6 +144,7 @@ def index(
 
     Folders: every Markdown, HTML, PDF and .txt file in them (hidden ones and .git left out) is a document whose id
     is its path, split into passages along its headings or pages; a hit names the file and the heading or page.
+    Each record of a .jsonl or .csv file in them is a document whose id is path#LINE (path#ID with --id-field).
     A file that cannot be read (encrypted, no text layer, not UTF-8, too large) is skipped with one line and
     counted. `searchengine sync` later re-reads only what changed.
 
@@ -196,10 +197,10 @@ def index(
             raise SearchEngineError("an empty path was given; name a folder or a file to index")
         files = ray is None and is_file_input(inputs, whole is True)
         if files:
-            if jsonl or id_field or title_field or text_field != "text":
+            if jsonl:
                 raise SearchEngineError(
-                    "--jsonl, --id-field, --text-field and --title-field name fields of a .jsonl corpus; files read "
-                    "by their format take their title and id (the path) from the file: drop them"
+                    "--jsonl reads one corpus file as JSON lines; files in folders are read by their suffix (.jsonl "
+                    "records included): drop it"
                 )
             if whole is False:
                 raise SearchEngineError("--lines reads one .txt corpus file one document per line; name it alone")
@@ -215,7 +216,9 @@ def index(
             encoder = ensure_index(target, model=model, speed=speed, passages=files)
             engine = SearchEngine.open(target, model=model, speed=speed, encoder=encoder)
             if files:
-                files_report = add_files(engine, roots, rules, strict, not quiet)
+                files_report = add_files(
+                    engine, roots, rules, strict, not quiet, JsonFields(text_field, title_field, id_field)
+                )
             else:
                 fields = JsonFields(text_field, title_field, id_field)
                 if fields.plain and (fmt or corpus.removesuffix(".gz").endswith((".jsonl", ".csv"))):
@@ -235,19 +238,27 @@ def index(
             if files:
                 documents, files_report = read_paths(roots, rules, progress=not quiet)
                 check_files_read(files_report, documents, roots, strict)
-                source, options = documents, {
-                    "passages": True if passages is None else passages,
-                    "reading": files_record(roots, common_base(roots), rules),
-                }
+                source, options = (
+                    documents,
+                    {
+                        "passages": True if passages is None else passages,
+                        "reading": files_record(
+                            roots, common_base(roots), rules, JsonFields(text_field, title_field, id_field)
+                        ),
+                    },
+                )
             else:
-                source, options = corpus, {
-                    "jsonl": fmt,
-                    "id_field": id_field,
-                    "text_field": text_field,
-                    "title_field": title_field,
-                    "passages": PASSAGES_BY_DEFAULT if passages is None else passages,
-                    "ray": None if ray is None else RaySettings(ray, ray_workers, threads or 1),
-                }
+                source, options = (
+                    corpus,
+                    {
+                        "jsonl": fmt,
+                        "id_field": id_field,
+                        "text_field": text_field,
+                        "title_field": title_field,
+                        "passages": PASSAGES_BY_DEFAULT if passages is None else passages,
+                        "ray": None if ray is None else RaySettings(ray, ray_workers, threads or 1),
+                    },
+                )
             engine = SearchEngine.build(
                 source,
                 target,

@@ -113,20 +113,27 @@ def _store_summary(
         store.close()
 
 
+def _root_summary(root: dict) -> str:
+    """One folder or file an index reads, with the globs it is read with: "notes (include '*.md')"."""
+    rules = root.get("rules") if isinstance(root.get("rules"), dict) else {}
+    globs = [f"include {pattern!r}" for pattern in rules.get("include", [])]
+    globs += [f"exclude {pattern!r}" for pattern in rules.get("exclude", [])]
+    return f"{root.get('path')}" + (f" ({', '.join(globs)})" if globs else "")
+
+
 def _reading_summary(reading: dict) -> str:
     """What the index was built from, as `add` and `sync` read it: its folders and their rules, or its corpus
     file and JSON fields."""
-    files = reading.get("files")
-    if isinstance(files, dict) and files.get("roots"):
-        rules = files.get("rules") or {}
-        globs = [f"include {pattern!r}" for pattern in rules.get("include", [])]
-        globs += [f"exclude {pattern!r}" for pattern in rules.get("exclude", [])]
-        return f"{', '.join(files['roots'])} (files read by format{''.join(f'; {g}' for g in globs)}; `sync` re-reads them)"
-    sources = reading.get("sources") or []
     fields = reading.get("fields") or {}
     named = [f"{role} field {fields[role]!r}" for role in ("title", "id") if fields.get(role)]
     if fields.get("text", "text") != "text":
         named.insert(0, f"text field {fields['text']!r}")
+    files = reading.get("files")
+    if isinstance(files, dict) and files.get("roots"):
+        roots = [_root_summary(root) for root in files["roots"] if isinstance(root, dict)]
+        records = f"; records' {', '.join(named)}" if named else ""
+        return f"{', '.join(roots)} (files read by format{records}; `sync` re-reads them)"
+    sources = reading.get("sources") or []
     if not sources:
         return "not recorded (texts given in Python, or an index written before this was recorded)"
     return ", ".join(sources) + (f" ({', '.join(named)})" if named else "")

@@ -72,6 +72,15 @@ def read_corpus(source: str | Path, jsonl: bool | None = None, fields: JsonField
         yield from _read_lines(handle, name, jsonl, fields)
 
 
+def read_records(handle: BinaryIO, name: str, fields: JsonFields = JsonFields()) -> Iterator[Document]:
+    """The documents of a .jsonl or .csv file (by `name`'s suffix) read from `handle`, one per record, as
+    `read_corpus` reads a corpus file: a .jsonl or .csv found in a folder is read this way too."""
+    if is_csv(name):
+        yield from _read_csv(handle, name, fields)
+    else:
+        yield from _read_lines(handle, name, True, fields)
+
+
 def is_csv(name: str) -> bool:
     """Whether a corpus file is read as CSV: by its .csv(.gz) suffix."""
     return name.removesuffix(".gz").lower().endswith(".csv")

@@ -55,10 +55,13 @@ def root_record(root: Path, rules: FileRules) -> dict[str, Any]:
     return {"path": str(root.absolute()), "kind": "folder" if root.is_dir() else "file", "rules": rules.as_json()}
 
 
-def files_record(roots: Sequence[Path], base: Path, rules: FileRules) -> dict[str, Any]:
-    """The record of an index built from folders and files read by format."""
+def files_record(
+    roots: Sequence[Path], base: Path, rules: FileRules, fields: JsonFields = JsonFields()
+) -> dict[str, Any]:
+    """The record of an index built from folders and files read by format (`fields`: those of their .jsonl and
+    .csv records)."""
     return {
-        "fields": {"text": "text", "title": None, "id": None},
+        "fields": {"text": fields.text, "title": fields.title, "id": fields.id},
         "sources": [str(root.absolute()) for root in roots],
         "files": {"base": str(base.absolute()), "roots": [root_record(root, rules) for root in roots]},
     }
@@ -103,12 +106,12 @@ def _rules(root: dict[str, Any]) -> FileRules:
 def is_file_input(paths: Sequence[str], whole: bool) -> bool:
     """Whether `index PATH...` reads files by their format (folders, Markdown, HTML, PDF; .txt with --whole)
     rather than a corpus file one document per line (.txt) or record (.jsonl, .csv)."""
-    from searchengine.reading.formats import format_of
+    from searchengine.reading.formats import CORPUS_FORMATS, format_of
 
     if len(paths) > 1 or whole:
         return True
     path = Path(paths[0])
-    return paths[0] != STDIN and (path.is_dir() or format_of(path) not in (None, "text"))
+    return paths[0] != STDIN and (path.is_dir() or format_of(path) not in (None, *CORPUS_FORMATS))
 
 
 def read_paths(
@@ -118,17 +121,18 @@ def read_paths(
     known: dict[str, FileFacts] | None = None,
     progress: bool = False,
     report: FileReport | None = None,
+    fields: JsonFields = JsonFields(),
 ) -> tuple[list[Document], FileReport]:
     """The documents of the files under `roots` (ids relative to `base`, by default the roots' common folder) and
     what reading them found (added to `report` when given); files in `known` whose facts match are left out as
-    unchanged."""
+    unchanged. `fields` name the text, title and id fields of .jsonl and .csv records."""
     from tqdm import tqdm
 
     report = FileReport() if report is None else report
     base = common_base(roots) if base is None else base
     documents = []
     with tqdm(desc="Reading files", unit=" files", disable=not progress, delay=1.0, leave=False) as bar:
-        for document in read_files(roots, base, rules, report, known):
+        for document in read_files(roots, base, rules, report, known, fields):
             documents.append(document)
             bar.update()
     return documents, report
@@ -159,6 +163,7 @@ def sync_index(engine: SearchEngine, roots: Sequence[Path] | None = None, progre
             "one with `searchengine index FOLDER`"
         )
     base = Path(files["base"])
+    fields = recorded_fields(engine.reading()) or JsonFields()
     chosen = _chosen_roots(files["roots"], roots)
     report = SyncReport()
     stored = engine.metadata_by_external_id(FACT_FIELDS)
@@ -179,7 +184,7 @@ def sync_index(engine: SearchEngine, roots: Sequence[Path] | None = None, progre
         if root["kind"] == "file" and not path.exists():
             continue  # a file named when the index was built, deleted since: its documents go below
         found_before = len(report.files.seen)
-        read, _ = read_paths([path], _rules(root), base, known, progress, report.files)
+        read, _ = read_paths([path], _rules(root), base, known, progress, report.files, fields)
         documents += read
         if len(report.files.seen) == found_before and any(_under(location, path) for location in located.values()):
             report.files.skipped.append(

@@ -11,14 +11,16 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from searchengine.engine.corpus import JsonFields
 from searchengine.indexer.store import Document
 from searchengine.reading.extracted import Extracted, Unreadable
 from searchengine.reading.file_rules import FileRules
-from searchengine.reading.formats import extractor_of, format_of
+from searchengine.reading.formats import extractor_of, format_of, reads_records
 from searchengine.reading.names import printable
+from searchengine.reading.records import records
 from searchengine.reading.walk import Found, Skipped, find_files
 
-FILE_FIELDS = ("path", "file", "format", "title", "sections", "page", "size", "mtime_ns", "sha256")
+FILE_FIELDS = ("path", "file", "format", "title", "sections", "page", "record", "size", "mtime_ns", "sha256")
 """Metadata every document read from a file has; the file's own fields (front matter) never replace these."""
 
 
@@ -46,17 +48,23 @@ class FileFacts:
 
 
 def read_files(
-    roots: Sequence[Path], base: Path, rules: FileRules, report: FileReport, known: dict[str, FileFacts] | None = None
+    roots: Sequence[Path],
+    base: Path,
+    rules: FileRules,
+    report: FileReport,
+    known: dict[str, FileFacts] | None = None,
+    fields: JsonFields = JsonFields(),
 ) -> Iterator[Document]:
     """The documents of the files under `roots`, ids relative to `base`; skips go to `report.skipped`. A file
     whose path is in `known` with the same size and modification time is left out and counted as unchanged; one
-    with the same sha256 is counted as unchanged too and given again, with its new facts (`report.refreshed`)."""
+    with the same sha256 is counted as unchanged too and given again, with its new facts (`report.refreshed`).
+    `fields` name the text, title and id fields of the records of .jsonl and .csv files."""
     for item in find_files(roots, base, rules.include, rules.exclude):
         if isinstance(item, Skipped):
             report.skipped.append(item)
             continue
         report.seen.add(item.shown)
-        documents = _read_one(item, rules, report, (known or {}).get(item.shown))
+        documents = _read_one(item, rules, report, (known or {}).get(item.shown), fields)
         if isinstance(documents, Skipped):
             report.skipped.append(documents)
             if not documents.keeps:  # an emptied file is gone as far as the index is concerned
@@ -68,7 +76,7 @@ def read_files(
 
 
 def _read_one(
-    found: Found, rules: FileRules, report: FileReport, known: FileFacts | None
+    found: Found, rules: FileRules, report: FileReport, known: FileFacts | None, fields: JsonFields
 ) -> list[Document] | Skipped | None:
     def skipped(reason: str, keeps: bool = True) -> Skipped:
         return Skipped(printable(found.shown), reason, found.path, keeps)
@@ -96,7 +104,17 @@ def _read_one(
     if known is not None and known.sha256 == digest:
         report.unchanged += 1
         report.refreshed.add(found.shown)
+    facts = {
+        "path": found.shown,
+        "file": str(found.path.absolute()),
+        "format": format_of(found.path),
+        "size": after.st_size,
+        "mtime_ns": after.st_mtime_ns,
+        "sha256": digest,
+    }
     try:
+        if reads_records(found.path):
+            return _records(found, data, fields, facts) or skipped("holds no record with text", keeps=False)
         extracted = extractor_of(found.path)(data, found.shown)
     except Unreadable as exc:
         return skipped(str(exc))
@@ -105,17 +123,9 @@ def _read_one(
     text = extracted.text
     if not text.strip():
         return skipped("holds no text", keeps=False)
-    facts = {
-        "path": found.shown,
-        "file": str(found.path.absolute()),
-        "format": format_of(found.path),
-        "title": extracted.title or found.path.stem,
-        "sections": [[start, label] for start, label in extracted.sections],
-        "size": after.st_size,
-        "mtime_ns": after.st_mtime_ns,
-        "sha256": digest,
-    }
-    own = {key: value for key, value in extracted.metadata.items() if key not in FILE_FIELDS}
+    facts["title"] = extracted.title or found.path.stem
+    facts["sections"] = [[start, label] for start, label in extracted.sections]
+    own = _own(extracted.metadata)
     if not extracted.paged:
         return [
             Document(
@@ -129,6 +139,28 @@ def _read_one(
             )
         ]
     return list(_pages(found, extracted, {**own, **facts}))
+
+
+def _own(metadata: dict) -> dict:
+    """A file's or record's own fields, less those every document read from a file has."""
+    return {key: value for key, value in metadata.items() if key not in FILE_FIELDS}
+
+
+def _records(found: Found, data: bytes, fields: JsonFields, facts: dict) -> list[Document]:
+    """One document per record of a .jsonl or .csv file, ids `path#N` (its line) or `path#ID` (its id field):
+    the record's fields are its metadata, its title field (where the index names one) its title."""
+    documents = []
+    for document in records(data, found.shown, fields):
+        title = document.metadata.get(fields.title) if fields.title is not None else None
+        metadata = {
+            **_own(document.metadata),
+            **facts,
+            "title": title or found.path.stem,
+            "sections": [[0, f"line {document.line}"]],
+            "record": document.line,
+        }
+        documents.append(Document(document.text, str(found.path), document.line, metadata, document.external_id))
+    return documents
 
 
 def _pages(found: Found, extracted: Extracted, metadata: dict) -> Iterator[Document]:

@@ -1,5 +1,5 @@
 """Which extractor reads which file, by its suffix: a new format is one module with an `extract(data, name)`
-function plus one line here."""
+function plus one line here. Record files (.jsonl, .csv) are read record by record instead (reading/records.py)."""
 
 from __future__ import annotations
 
@@ -20,14 +20,26 @@ EXTRACTORS: dict[str, tuple[str, Extractor]] = {
     ".txt": ("text", text.extract),
 }
 """Suffix (lower case) -> (format name, extractor)."""
+RECORD_FORMATS = {".jsonl": "jsonl", ".csv": "csv"}
+"""Suffix (lower case) -> format name of the files whose records (lines, rows) are documents of their own."""
+CORPUS_FORMATS = ("text", *RECORD_FORMATS.values())
+"""Formats a file named alone on the command line is read in as a corpus: one document per line or record."""
+SUFFIXES = tuple(sorted([*EXTRACTORS, *RECORD_FORMATS]))
+"""Every suffix read from folders."""
 
 
 def format_of(path: Path) -> str | None:
     """The format a file is read as, None for a suffix no extractor reads."""
-    found = EXTRACTORS.get(path.suffix.lower())
-    return found[0] if found else None
+    suffix = path.suffix.lower()
+    found = EXTRACTORS.get(suffix)
+    return found[0] if found else RECORD_FORMATS.get(suffix)
+
+
+def reads_records(path: Path) -> bool:
+    """Whether a file's records (lines, rows) are its documents: a .jsonl or .csv."""
+    return path.suffix.lower() in RECORD_FORMATS
 
 
 def extractor_of(path: Path) -> Extractor:
-    """The extractor of a file whose format is known (`format_of` is not None)."""
+    """The extractor of a file whose format is known and not a record format (`format_of` is not None)."""
     return EXTRACTORS[path.suffix.lower()][1]

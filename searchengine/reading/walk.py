@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from searchengine.errors import SearchEngineError
-from searchengine.reading.formats import EXTRACTORS, format_of
+from searchengine.reading.formats import SUFFIXES, format_of
 from searchengine.reading.names import is_utf8, printable
 
 
@@ -81,10 +81,7 @@ def check_root(root: Path) -> None:
     if not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
         raise SearchEngineError(f"{root} is not a folder or a regular file (a device, pipe or socket)")
     if stat.S_ISREG(mode) and format_of(root) is None:
-        raise SearchEngineError(
-            f"{root} is not a format searchengine reads from files ({', '.join(sorted(EXTRACTORS))}); a "
-            ".txt or .jsonl corpus is indexed one document per line with `searchengine index FILE`"
-        )
+        raise SearchEngineError(f"{root} is not a format searchengine reads from files ({', '.join(SUFFIXES)})")
 
 
 def find_files(

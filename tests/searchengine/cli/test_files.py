@@ -75,12 +75,33 @@ def test_sync_reports_changes_and_refuses_an_index_of_a_corpus_file(tmp_path: Pa
 
 def test_file_options_that_do_not_fit_are_refused(tmp_path: Path, tiny_model: Path) -> None:
     root = notes_folder(tmp_path / "notes")
-    assert_one_line_error(run("index", root, "-d", tmp_path / "i", "--title-field", "t"), "drop them")
+    assert_one_line_error(run("index", root, "-d", tmp_path / "i", "--jsonl"), "drop it")
     assert_one_line_error(run("index", root, "-d", tmp_path / "i", "--lines"), "name it alone")
     whole = run("index", root / "todo.txt", "-d", tmp_path / "w", "--model", tiny_model, "--whole")
     assert "Read 1 file (1 text)." in whole.output
     lines = run("index", root / "todo.txt", "-d", tmp_path / "l", "--model", tiny_model)
     assert "Indexed 2 documents" in lines.output
+
+
+def test_records_in_a_folder_are_read_with_the_fields_the_index_records(tmp_path: Path, tiny_model: Path) -> None:
+    root = notes_folder(tmp_path / "notes")
+    facts = root / "facts.jsonl"
+    facts.write_text(
+        '{"text": "Kettles boil water.", "id": "k1"}\n{"text": "Tomatoes like sun.", "id": "t1"}\n', "utf-8"
+    )
+    index = tmp_path / "i"
+    result = run("index", root, "-d", index, "--model", tiny_model, "--id-field", "id", "--include", "*.jsonl")
+    assert result.exit_code == 0 and "Read 1 file (1 jsonl)." in result.output, result.output
+    assert "notes (include '*.jsonl') (files read by format; records' id field 'id';" in run("info", "-d", index).output
+    facts.write_text(
+        '{"text": "Kettles boil water.", "id": "k1"}\n{"text": "Cucumbers need water.", "id": "c1"}\n', "utf-8"
+    )
+    assert "0 added, 1 updated, 0 removed" in run("sync", "-d", index).output
+    hits = json.loads(run("query", "water", "-d", index, "--json", "--mode", "keyword").output)["hits"]
+    assert sorted(hit["external_id"] for hit in hits) == ["facts.jsonl#c1", "facts.jsonl#k1"]
+    assert_one_line_error(
+        run("add", root, "-d", index, "--id-field", "key"), "reads the records of .jsonl and .csv files with"
+    )
 
 
 def test_add_reads_a_jsonl_corpus_with_the_fields_the_index_was_built_with(tmp_path: Path, tiny_model: Path) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from searchengine.engine.corpus import JsonFields
 from searchengine.errors import SearchEngineError
 from searchengine.reading.file_documents import FileFacts, FileReport, read_files
 from searchengine.reading.file_rules import FileRules
@@ -107,6 +108,53 @@ def test_known_files_with_the_same_facts_or_content_are_left_out(tmp_path: Path)
 def test_a_path_that_is_missing_or_not_a_readable_format_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(SearchEngineError, match="does not exist"):
         _read([tmp_path / "nothing"])
-    (tmp_path / "data.csv").write_text("a,b\n", encoding="utf-8")
+    (tmp_path / "data.xlsx").write_bytes(b"PK\x03\x04")
     with pytest.raises(SearchEngineError, match="not a format"):
-        _read([tmp_path / "data.csv"])
+        _read([tmp_path / "data.xlsx"])
+
+
+def test_each_record_of_a_jsonl_or_csv_file_in_a_folder_is_a_document(tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    root.mkdir()
+    (root / "facts.jsonl").write_text(
+        '{"text": "Kettles boil water.", "title": "Kitchen", "id": "k1", "path": "mine"}\n\n'
+        '{"text": "Tomatoes like sun.", "id": 7}\n',
+        encoding="utf-8",
+    )
+    (root / "rows.csv").write_text("text,year\nTrains leave at noon.,2021\n,2022\nRain tomorrow.,2023\n", "utf-8")
+    documents, report = _read([root])
+    assert sorted(documents) == ["facts.jsonl#1", "facts.jsonl#3", "rows.csv#2", "rows.csv#4"]
+    assert report.read == {"jsonl": 1, "csv": 1}
+    kettle = documents["facts.jsonl#1"]
+    assert kettle.text == "Kettles boil water." and kettle.line == 1
+    assert kettle.metadata["path"] == "facts.jsonl" and kettle.metadata["id"] == "k1"  # the file's path wins
+    assert kettle.metadata["sections"] == [[0, "line 1"]] and kettle.metadata["record"] == 1
+    assert documents["rows.csv#4"].metadata["year"] == "2023" and documents["rows.csv#4"].metadata["format"] == "csv"
+
+    report = FileReport()
+    fields = JsonFields(title="title", id="id")
+    named = {doc.external_id: doc for doc in read_files([root], root, FileRules(), report, None, fields)}
+    assert sorted(named) == ["facts.jsonl#7", "facts.jsonl#k1"]
+    assert [(skip.shown, skip.reason) for skip in report.skipped] == [
+        ("rows.csv", 'line 2 needs a string or integer "id" field (the id)')
+    ]
+    assert named["facts.jsonl#k1"].text == "Kitchen Kettles boil water."
+    assert (
+        named["facts.jsonl#k1"].metadata["title"] == "Kitchen" and named["facts.jsonl#7"].metadata["title"] == "facts"
+    )
+
+
+def test_a_record_file_with_a_bad_record_is_skipped_whole_naming_it(tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    root.mkdir()
+    (root / "bad.jsonl").write_text('{"text": "fine"}\n{"text": NaN}\n', encoding="utf-8")
+    (root / "none.csv").write_text("text\n\n", encoding="utf-8")
+    (root / "ok.jsonl").write_text('{"text": "fine"}\n', encoding="utf-8")
+    documents, report = _read([root])
+    assert sorted(documents) == ["ok.jsonl#1"]
+    reasons = {skip.shown: (skip.reason, skip.keeps) for skip in report.skipped}
+    assert reasons["bad.jsonl"] == (
+        "line 2 holds NaN, which is not a JSON number; write null or a number instead",
+        True,
+    )
+    assert reasons["none.csv"] == ("holds no record with text", False)

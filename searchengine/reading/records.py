@@ -1,0 +1,25 @@
+"""JSON lines (.jsonl) and CSV (.csv) found in a folder: one document per record, read as a corpus file named on
+the command line is (searchengine/engine/corpus.py: the text field, by default "text", and the title and id fields
+the index was built with), with ids `path#N` (N the record's line) or `path#ID` where the index names an id
+field. A file with one bad record is skipped whole, naming the record, so a sync never keeps half a file."""
+
+from __future__ import annotations
+
+import io
+from dataclasses import replace
+
+from searchengine.engine.corpus import JsonFields, read_records
+from searchengine.errors import SearchEngineError
+from searchengine.indexer.store import Document
+from searchengine.reading.extracted import Unreadable
+
+
+def records(data: bytes, name: str, fields: JsonFields) -> list[Document]:
+    """The documents of one record file's bytes (none for a file without records), with their record ids
+    (`name#N` or `name#ID`) as external ids; a file that is not valid records is Unreadable, with its first
+    problem."""
+    try:
+        read = list(read_records(io.BytesIO(data), name, fields))
+    except SearchEngineError as exc:
+        raise Unreadable(str(exc).removeprefix(f"{name} ")) from None
+    return [replace(document, external_id=f"{name}#{document.external_id or document.line}") for document in read]
