@@ -30,6 +30,7 @@ from searchengine.indexer.errors import IndexerError, MissingKeywordIndexError, 
 from searchengine.indexer.filter_sql import COLUMN_TYPES, JSON_KINDS, Filter, json_path, where_clause
 from searchengine.indexer.keyword_query import bm25_bound, match_expression
 from searchengine.indexer.migrations import migrate
+from searchengine.indexer.number_columns import NumberColumns
 from searchengine.indexer.passages import TABLE as PASSAGES_TABLE
 from searchengine.indexer.passages import PassageTable
 from searchengine.indexer.segment_table import SegmentTable
@@ -180,6 +181,8 @@ class DocumentStore:
         """Ids matching each filter asked for, kept by a read-only store for its read snapshot (as Lucene's query
         cache keeps a filter's documents per segment): a filter repeated from query to query reads SQLite once."""
         self._kinds_cache: dict[str, set[str]] | None = None if writable else {}
+        self._number_columns = None if writable else self._new_number_columns()
+        """Numeric fields as columns of the read snapshot: a new filter on numbers is answered without SQL."""
         """How many documents hold each word stem a keyword search looked up: kept by a read-only store, whose
         file never changes, so a word common to many queries is counted once."""
         self.legacy = False
@@ -248,6 +251,14 @@ class DocumentStore:
         self._stem_counts = None if self.writable else {}
         self._filter_cache = None if self.writable else {}
         self._kinds_cache = None if self.writable else {}
+        self._number_columns = None if self.writable else self._new_number_columns()
+
+    def _new_number_columns(self) -> NumberColumns:
+        def fetch(sql: str, parameters: list[object]) -> list[tuple]:
+            with self._guard():
+                return self.db.execute(sql, parameters).fetchall()
+
+        return NumberColumns(TABLE, fetch, self._field_kinds)
 
     def reclaim_space(self) -> None:
         """Give the pages of deleted rows back to the file system (SQLite's VACUUM, which rewrites the file through
@@ -618,11 +629,13 @@ class DocumentStore:
         key = tuple(filters)
         if self._filter_cache is not None and key in self._filter_cache:
             return self._filter_cache[key]
-        with self._guard():
-            where, parameters = where_clause(filters, self._field_kinds)
-            rows = self.db.execute(f"SELECT id FROM {TABLE} WHERE {where} ORDER BY id", parameters).fetchall()
-        ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
-        ids.setflags(write=False)  # shared by the queries that repeat the filter
+        ids = None if self._number_columns is None else self._number_columns.matching(filters)
+        if ids is None:
+            with self._guard():
+                where, parameters = where_clause(filters, self._field_kinds)
+                rows = self.db.execute(f"SELECT id FROM {TABLE} WHERE {where} ORDER BY id", parameters).fetchall()
+            ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
+            ids.setflags(write=False)  # shared by the queries that repeat the filter
         if self._filter_cache is not None:
             if len(self._filter_cache) >= FILTER_CACHE_SIZE:
                 self._filter_cache.pop(next(iter(self._filter_cache)))
