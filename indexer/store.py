@@ -15,10 +15,8 @@ from __future__ import annotations
 import hashlib
 import heapq
 import json
-import os
 import sqlite3
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,9 +29,11 @@ from searchengine.indexer.filter_sql import COLUMN_TYPES, JSON_KINDS, Filter, js
 from searchengine.indexer.keyword_query import bm25_bound, match_expression
 from searchengine.indexer.migrations import migrate
 from searchengine.indexer.passages import TABLE as PASSAGES_TABLE
-from searchengine.indexer.passages import PassageTable
+from searchengine.indexer.passages import PassageTable, create_passages_table
 from searchengine.indexer.segment_table import SegmentTable
 from searchengine.indexer.settings_table import SettingsTable
+from searchengine.indexer.sql_chunks import in_chunks
+from searchengine.indexer.store_connection import StoreGuard, connect
 
 TABLE = "documents"
 LEGACY_EXTERNAL_IDS_TABLE = "external_ids"
@@ -174,6 +174,7 @@ class DocumentStore:
     def __init__(self, path: Path, writable: bool = False) -> None:
         self.path = path
         self.writable = writable
+        self._guard = StoreGuard(Path(path))
         self._read_only_count: int | None = None
         self._stem_counts: dict[str, int] | None = None if writable else {}
         self._filter_cache: dict[tuple[Filter, ...], np.ndarray] | None = None if writable else {}
@@ -187,7 +188,7 @@ class DocumentStore:
         self.passages: PassageTable
         """Which vectors are passages of which document (documents split into passages; indexer/passages.py)."""
         try:
-            self.db = sqlite_utils.Database(_connect(Path(path), writable))
+            self.db = sqlite_utils.Database(connect(Path(path), writable))
             self.passages = PassageTable(self.db, self._guard)
             self.segments = SegmentTable(self.db, self._guard)
             """The live vector segments and the commit state (format 2; indexer/segment_table.py)."""
@@ -205,7 +206,7 @@ class DocumentStore:
                 if writable and not self.legacy:  # a legacy store is migrated once `upgrade` gave it its shape
                     migrate(self.db)
         except sqlite3.Error as exc:
-            raise self._corrupt(exc) from None
+            raise self._guard.corrupt(exc) from None
 
     def _create_table_if_missing(self, writable: bool) -> None:
         tables = set(self.db.table_names())
@@ -217,7 +218,7 @@ class DocumentStore:
             _create_documents_table(self.db, TABLE)
         if TOMBSTONES_TABLE not in tables:
             self.db[TOMBSTONES_TABLE].create({"id": int}, pk="id")
-        self.passages.create_if_missing()
+        create_passages_table(self.db)
 
     def begin(self) -> None:
         """Start the one transaction of a write in place (BEGIN IMMEDIATE: the writer's lock on the file); every
@@ -254,36 +255,6 @@ class DocumentStore:
         its journal: a crash leaves the store as it was or compacted). Readers keep their snapshots meanwhile."""
         with self._guard():
             self.db.execute("VACUUM")
-
-    def _corrupt(self, exc: Exception) -> IndexerError:
-        """The one-line error for a failed SQLite call: a full disk or a permission problem is not corruption."""
-        text = str(exc)
-        if "disk is full" in text:
-            return IndexerError(
-                f"no space left on device writing {self.path}: free some space and run the command again; the "
-                "index is as it was before"
-            )
-        if "readonly" in text or "unable to open" in text:
-            return IndexerError(
-                f"cannot open or write {self.path} ({text}): check the permissions of the file and its directory"
-            )
-        return IndexerError(f"document store {self.path} is corrupt or unreadable ({exc}); rebuild the index")
-
-    @contextmanager
-    def _guard(self) -> Iterator[None]:
-        try:
-            yield
-        except sqlite3.ProgrammingError as exc:  # a misuse of the connection, not a damaged file
-            if "thread" in str(exc):
-                raise IndexerError(
-                    f"document store {self.path} was opened in another thread, and its SQLite connection stays there; "
-                    "open one SearchEngine per thread (they may share an Encoder)"
-                ) from None
-            if "closed" in str(exc):
-                raise IndexerError(f"document store {self.path} is closed; open the index again") from None
-            raise self._corrupt(exc) from None
-        except sqlite3.DatabaseError as exc:
-            raise self._corrupt(exc) from None
 
     @property
     def has_keyword_index(self) -> bool:
@@ -512,7 +483,7 @@ class DocumentStore:
                 raise IndexerError(f"document store {self.path} must be upgraded before it is written; rebuild it")
             known = {
                 row[0]
-                for row in self._in_chunks(f"SELECT DISTINCT hash FROM {TABLE} WHERE hash IN", sorted(set(hashes)))
+                for row in in_chunks(self.db, f"SELECT DISTINCT hash FROM {TABLE} WHERE hash IN", sorted(set(hashes)))
             }
             stored = self._rows_by_external_id({d.external_id for d in documents if d.external_id is not None})
             next_id = self._next_id_after(TABLE)
@@ -571,23 +542,13 @@ class DocumentStore:
             superseded,
         )
 
-    def _in_chunks(self, sql: str, values: Sequence[Any], then: str = "") -> list[tuple]:
-        """Run `sql (?, ?, ...) then` (a SELECT or DELETE whose `sql` ends in `IN`) over `values` in chunks that
-        stay under SQLite's parameter limit; returns the rows of all chunks."""
-        rows: list[tuple] = []
-        values = list(values)
-        for start in range(0, len(values), 500):
-            chunk = values[start : start + 500]
-            rows.extend(self.db.execute(f"{sql} ({','.join('?' * len(chunk))}) {then}", chunk).fetchall())
-        return rows
-
     def _rows_by_external_id(self, external_ids: set[str]) -> dict[str, tuple[int, str]]:
         sql = f"SELECT external_id, id, hash FROM {TABLE} WHERE external_id IN"
-        return {name: (row_id, digest) for name, row_id, digest in self._in_chunks(sql, sorted(external_ids))}
+        return {name: (row_id, digest) for name, row_id, digest in in_chunks(self.db, sql, sorted(external_ids))}
 
     def _delete_rows(self, ids: Sequence[int]) -> list[int]:
         """Delete documents and their passages; returns the vector ids of their further passages."""
-        self._in_chunks(f"DELETE FROM {TABLE} WHERE id IN", ids)
+        in_chunks(self.db, f"DELETE FROM {TABLE} WHERE id IN", ids)
         return self.passages.delete_documents(ids)
 
     def delete(self, ids: Sequence[int]) -> list[int]:
@@ -595,7 +556,7 @@ class DocumentStore:
         vector ids to drop: the documents' own and those of their further passages."""
         ids = sorted(set(int(i) for i in ids))
         with self._guard(), self.db.atomic():
-            present = {row[0] for row in self._in_chunks(f"SELECT id FROM {TABLE} WHERE id IN", ids)}
+            present = {row[0] for row in in_chunks(self.db, f"SELECT id FROM {TABLE} WHERE id IN", ids)}
             missing = [i for i in ids if i not in present]
             if missing:
                 raise UnknownDocumentError(
@@ -676,7 +637,7 @@ class DocumentStore:
             if ids is None:
                 self.db.execute(f"DELETE FROM {TOMBSTONES_TABLE}")
             else:
-                self._in_chunks(f"DELETE FROM {TOMBSTONES_TABLE} WHERE id IN", [int(i) for i in ids])
+                in_chunks(self.db, f"DELETE FROM {TOMBSTONES_TABLE} WHERE id IN", [int(i) for i in ids])
 
     def mark_duplicates(self, marks: Sequence[tuple[int, int, float]]) -> None:
         """Replace every near-duplicate mark with `marks`: (id, id of the earlier document it duplicates, cosine)."""
@@ -701,9 +662,10 @@ class DocumentStore:
         """The stored documents for `ids` (unknown ids are left out), each with how many documents share its text."""
         sql = f"SELECT id, text, source, line, metadata, hash, external_id FROM {TABLE} WHERE id IN"
         with self._guard():
-            rows = self._in_chunks(sql, sorted(set(int(i) for i in ids)))
+            rows = in_chunks(self.db, sql, sorted(set(int(i) for i in ids)))
             sharing = dict(
-                self._in_chunks(
+                in_chunks(
+                    self.db,
                     f"SELECT hash, count(*) FROM {TABLE} WHERE hash IN",
                     sorted({row[5] for row in rows}),
                     "GROUP BY hash",
@@ -766,7 +728,7 @@ class DocumentStore:
             if CLUSTER_MEMBERS_TABLE not in self.db.table_names():
                 return {}
             sql = f"SELECT document, cluster FROM {CLUSTER_MEMBERS_TABLE} WHERE document IN"
-            return dict(self._in_chunks(sql, sorted(set(int(i) for i in ids))))
+            return dict(in_chunks(self.db, sql, sorted(set(int(i) for i in ids))))
 
     def cluster_members(self) -> dict[int, list[int]]:
         """Every stored cluster's document ids, most central first, by cluster id (empty without a clustering).
@@ -791,31 +753,6 @@ class DocumentStore:
 
 FILTER_CACHE_SIZE = 64
 """Filters whose matching ids a read-only store keeps per read snapshot."""
-BUSY_TIMEOUT_MS = 10_000
-"""How long a statement waits for another connection's lock (a writer's commit, a checkpoint) before failing."""
-
-
-def _connect(path: Path, writable: bool) -> sqlite3.Connection:
-    """A connection to the store at `path`. A writable one puts the file in WAL mode (kept in the file), so
-    readers never wait for a write in progress. A read-only one of a directory this user cannot write (where SQLite
-    cannot make WAL's shared-memory file) opens the file as immutable: nobody can write it there either."""
-    if writable:
-        connection = sqlite3.connect(str(path))
-        connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        connection.execute("PRAGMA journal_mode = WAL")
-        return connection
-    uri = Path(path).resolve().as_uri()
-    immutable = not os.access(Path(path).parent, os.W_OK) and not Path(f"{path}-shm").exists()
-    wal = Path(f"{path}-wal")
-    if immutable and wal.exists() and wal.stat().st_size > 0:
-        raise IndexerError(
-            f"the index's latest writes are in {wal}, which SQLite cannot read in a directory this user may not "
-            "write without its -shm file: open the index once as a user who can write the directory (or copy it "
-            "with its -shm file)"
-        )
-    connection = sqlite3.connect(f"{uri}?mode=ro{'&immutable=1' if immutable else ''}", uri=True)
-    connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    return connection
 
 
 def _create_documents_table(db: sqlite_utils.Database, name: str) -> None:
