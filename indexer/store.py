@@ -23,7 +23,9 @@ from typing import Any
 
 import numpy as np
 import sqlite_utils
+from searchengine.indexer.clustering_table import ClusteringRecord, ClusteringTable
 from searchengine.indexer.counters import read_counter
+from searchengine.indexer.duplicates_table import DuplicatesTable
 from searchengine.indexer.errors import IndexerError, MissingKeywordIndexError, UnknownDocumentError, UnknownFieldError
 from searchengine.indexer.filter_sql import COLUMN_TYPES, JSON_KINDS, Filter, json_path, where_clause
 from searchengine.indexer.keyword_query import bm25_bound, match_expression
@@ -34,24 +36,21 @@ from searchengine.indexer.segment_table import SegmentTable
 from searchengine.indexer.settings_table import SettingsTable
 from searchengine.indexer.sql_chunks import in_chunks
 from searchengine.indexer.store_connection import StoreGuard, connect
+from searchengine.indexer.tombstone_table import TABLE as TOMBSTONES
+from searchengine.indexer.tombstone_table import TombstoneTable, create_tombstones_table
+
+__all__ = ["ClusteringRecord", "Document", "DocumentStore", "StoreChange", "StoredDocument", "lone_surrogate"]
+"""What callers take from here: the store, and what it takes in and gives back."""
 
 TABLE = "documents"
 LEGACY_EXTERNAL_IDS_TABLE = "external_ids"
 """Older stores only: user-given ids -> the (shared) row holding that document's text."""
-TOMBSTONES_TABLE = "tombstones"
-"""Ids whose vectors are still in an index type that cannot delete in place (HNSW, PQ) until `compact`."""
 COLUMN_FIELDS = tuple(COLUMN_TYPES)
 """Filterable fields that are columns; any other field name is looked up in the metadata JSON."""
-CLUSTERING_TABLE = "clustering"
-"""One row: how the stored clustering was made."""
-CLUSTER_MEMBERS_TABLE = "cluster_members"
-"""One row per clustered document: its cluster and its cosine to the cluster's centroid."""
 KEYWORD_TABLE = f"{TABLE}_fts"
 """The keyword index: FTS5 over the documents' text, its content read from the documents table itself."""
 KEYWORD_TOKENIZER = "porter"
 """Porter stemming over FTS5's unicode61 tokenizer (case and diacritics folded)."""
-DUPLICATES_TABLE = "duplicates"
-"""Near-duplicates marked by `searchengine mine --dedupe`: a document, the earlier one it duplicates, their cosine."""
 _LEGACY_VIEW = (
     "CREATE TEMP VIEW {TABLE} AS SELECT d.id AS id, d.text AS text, d.source AS source, d.line AS line, "
     "d.metadata AS metadata, d.hash AS hash, {external_id} AS external_id FROM main.{TABLE} AS d"
@@ -156,18 +155,6 @@ class StoreChange:
         return iter((self.ids, self.positions, self.removed))
 
 
-@dataclass(frozen=True)
-class ClusteringRecord:
-    """The stored clustering's description: its method and parameters, and how many clusters and documents."""
-
-    method: str
-    parameters: dict[str, Any]
-    clusters: int
-    documents: int
-    """Documents in some cluster (community detection leaves outliers out; later additions are in none)."""
-    created_at: str
-
-
 class DocumentStore:
     """Documents by id, one row each. Opened read-only unless `writable`."""
 
@@ -194,6 +181,12 @@ class DocumentStore:
             """The live vector segments and the commit state (format 2; indexer/segment_table.py)."""
             self.settings = SettingsTable(self.db, self._guard)
             """How the index reads its input: fields, folders and their rules (indexer/settings_table.py)."""
+            self.tombstones = TombstoneTable(self.db, self._guard)
+            """Vector ids of deleted documents still inside some segment (indexer/tombstone_table.py)."""
+            self.clustering = ClusteringTable(self.db, self._guard)
+            """The stored clustering (indexer/clustering_table.py)."""
+            self.duplicates = DuplicatesTable(self.db, self._guard)
+            """Near-duplicates marked by `searchengine mine --dedupe` (indexer/duplicates_table.py)."""
             with self._guard():
                 self._create_table_if_missing(writable)
                 self.legacy = "count" in self.db[TABLE].columns_dict
@@ -216,8 +209,7 @@ class DocumentStore:
             raise IndexerError(f"document store {self.path} has no documents table; rebuild the index")
         if TABLE not in tables:
             _create_documents_table(self.db, TABLE)
-        if TOMBSTONES_TABLE not in tables:
-            self.db[TOMBSTONES_TABLE].create({"id": int}, pk="id")
+        create_tombstones_table(self.db)
         create_passages_table(self.db)
 
     def begin(self) -> None:
@@ -382,7 +374,7 @@ class DocumentStore:
         tombstoned vector never answers for a new document, and a passage's vector id is no document's."""
         largest = [
             int(self.db.execute(f"SELECT coalesce(max(id), -1) FROM {name}").fetchone()[0])
-            for name in (table, TOMBSTONES_TABLE)
+            for name in (table, TOMBSTONES)
         ]
         recorded = int(self.segments.state().get("next_id", "0")) if self.segments.exists() else 0
         return max(max(*largest, self.passages.largest_id()) + 1, recorded)
@@ -613,50 +605,11 @@ class DocumentStore:
         ).fetchall()
         return [*COLUMN_FIELDS, *(key for (key,) in keys)]
 
-    def add_tombstones(self, ids: Sequence[int]) -> None:
-        with self._guard(), self.db.atomic():
-            self.db[TOMBSTONES_TABLE].insert_all(({"id": int(i)} for i in ids), ignore=True)
-
-    def tombstones(self) -> np.ndarray:
-        """Ids deleted from the store whose vectors are still in the vector index."""
-        with self._guard():
-            if TOMBSTONES_TABLE not in self.db.table_names():
-                return np.zeros(0, dtype=np.int64)
-            rows = self.db.execute(f"SELECT id FROM {TOMBSTONES_TABLE} ORDER BY id").fetchall()
-        return np.array([row[0] for row in rows], dtype=np.int64)
-
     def other_vector_ids(self) -> np.ndarray:
         """Vector ids in the vector index that are no live document's own vector: tombstones (deleted documents
         awaiting compaction) and the further passages of split documents. Leaving them out leaves one vector per
         document, a split one's first passage (its title and opening): what clustering and mining compare."""
-        return np.union1d(self.tombstones(), self.passages.extra_ids())
-
-    def clear_tombstones(self, ids: Sequence[int] | None = None) -> None:
-        """Forget the tombstones of `ids` (their vectors are gone: a merge dropped them), or all of them."""
-        with self._guard(), self.db.atomic():
-            if ids is None:
-                self.db.execute(f"DELETE FROM {TOMBSTONES_TABLE}")
-            else:
-                in_chunks(self.db, f"DELETE FROM {TOMBSTONES_TABLE} WHERE id IN", [int(i) for i in ids])
-
-    def mark_duplicates(self, marks: Sequence[tuple[int, int, float]]) -> None:
-        """Replace every near-duplicate mark with `marks`: (id, id of the earlier document it duplicates, cosine)."""
-        rows = [(int(i), int(original), float(score)) for i, original, score in marks]
-        with self._guard(), self.db.atomic():
-            self.db.execute(f"DROP TABLE IF EXISTS {DUPLICATES_TABLE}")
-            self.db[DUPLICATES_TABLE].create({"id": int, "duplicate_of": int, "score": float}, pk="id")
-            self.db.conn.executemany(f"INSERT INTO {DUPLICATES_TABLE} (id, duplicate_of, score) VALUES (?, ?, ?)", rows)
-
-    def duplicates(self) -> dict[int, int]:
-        """Each document marked a near-duplicate -> the earlier document it duplicates (deleted ones left out)."""
-        with self._guard():
-            if DUPLICATES_TABLE not in self.db.table_names():
-                return {}
-            rows = self.db.execute(
-                f"SELECT m.id, m.duplicate_of FROM {DUPLICATES_TABLE} AS m JOIN {TABLE} AS d ON d.id = m.id "
-                f"JOIN {TABLE} AS o ON o.id = m.duplicate_of ORDER BY m.id"
-            ).fetchall()
-        return dict(rows)
+        return np.union1d(self.tombstones.ids(), self.passages.extra_ids())
 
     def get(self, ids: Sequence[int]) -> dict[int, StoredDocument]:
         """The stored documents for `ids` (unknown ids are left out), each with how many documents share its text."""
@@ -677,75 +630,6 @@ class DocumentStore:
             )
             for row_id, text, source, line, metadata, digest, external_id in rows
         }
-
-    def save_clustering(
-        self,
-        method: str,
-        parameters: dict[str, Any],
-        ids: Sequence[int],
-        clusters: Sequence[int],
-        centrality: Sequence[float],
-        created_at: str,
-    ) -> None:
-        """Replace any stored clustering: document `ids[i]` is in cluster `clusters[i]`, at cosine `centrality[i]`
-        to that cluster's centroid."""
-        rows = [(int(i), int(c), float(s)) for i, c, s in zip(ids, clusters, centrality)]
-        with self._guard(), self.db.atomic():
-            for table in (CLUSTERING_TABLE, CLUSTER_MEMBERS_TABLE):
-                self.db.execute(f"DROP TABLE IF EXISTS {table}")
-            self.db[CLUSTERING_TABLE].insert(
-                {
-                    "method": method,
-                    "parameters": json.dumps(parameters),
-                    "clusters": len({row[1] for row in rows}),
-                    "documents": len(rows),
-                    "created_at": created_at,
-                }
-            )
-            self.db[CLUSTER_MEMBERS_TABLE].create({"document": int, "cluster": int, "centrality": float}, pk="document")
-            self.db.conn.executemany(
-                f"INSERT INTO {CLUSTER_MEMBERS_TABLE} (document, cluster, centrality) VALUES (?, ?, ?)", rows
-            )
-            self.db[CLUSTER_MEMBERS_TABLE].create_index(["cluster", "centrality"])
-
-    def clustering(self) -> ClusteringRecord | None:
-        """How the stored clustering was made, or None when the index has not been clustered."""
-        with self._guard():
-            if CLUSTERING_TABLE not in self.db.table_names():
-                return None
-            row = next(iter(self.db.query(f"SELECT * FROM {CLUSTERING_TABLE}")))
-        return ClusteringRecord(
-            method=row["method"],
-            parameters=json.loads(row["parameters"]),
-            clusters=row["clusters"],
-            documents=row["documents"],
-            created_at=row["created_at"],
-        )
-
-    def clusters_of(self, ids: Sequence[int]) -> dict[int, int]:
-        """The stored cluster of each of `ids` that is in one (empty when there is no clustering)."""
-        with self._guard():
-            if CLUSTER_MEMBERS_TABLE not in self.db.table_names():
-                return {}
-            sql = f"SELECT document, cluster FROM {CLUSTER_MEMBERS_TABLE} WHERE document IN"
-            return dict(in_chunks(self.db, sql, sorted(set(int(i) for i in ids))))
-
-    def cluster_members(self) -> dict[int, list[int]]:
-        """Every stored cluster's document ids, most central first, by cluster id (empty without a clustering).
-
-        Documents deleted since the clustering was made are left out.
-        """
-        members: dict[int, list[int]] = {}
-        with self._guard():
-            if CLUSTER_MEMBERS_TABLE not in self.db.table_names():
-                return members
-            rows = self.db.execute(
-                f"SELECT m.cluster, m.document FROM {CLUSTER_MEMBERS_TABLE} AS m JOIN {TABLE} AS d "
-                "ON d.id = m.document ORDER BY m.cluster, m.centrality DESC, m.document"
-            )
-            for cluster, document in rows:
-                members.setdefault(cluster, []).append(document)
-        return members
 
     def close(self) -> None:
         self.db.conn.close()

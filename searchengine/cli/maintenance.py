@@ -103,8 +103,8 @@ def _store_summary(
     try:
         reading = store.settings.get(READING)
         return (
-            store.clustering(),
-            len(store.duplicates()),
+            store.clustering.record(),
+            len(store.duplicates.marks()),
             store.repeats(),
             store.has_keyword_index,
             reading if isinstance(reading, dict) else {},

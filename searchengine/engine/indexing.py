@@ -348,7 +348,7 @@ def _passages(
 def drop_vectors(store: DocumentStore, vectors: Vectors | NewVectors, ids: list[int] | np.ndarray) -> None:
     """Remove deleted documents' vectors, or tombstone them where the index type cannot remove in place."""
     if len(ids) and not vectors.remove(np.asarray(ids, dtype=np.int64)):
-        store.add_tombstones(ids)
+        store.tombstones.add(ids)
 
 
 def _stream_and_add(
@@ -489,8 +489,8 @@ def reembed_index(directory: IndexDirectory, encoder: Encoder, progress: bool = 
                 _add_spooled(spool_path, encoder.dimension, ids, set(), vectors, whitening, progress)
         finally:
             spool_path.unlink(missing_ok=True)
-        if len(store.tombstones()):
-            store.clear_tombstones()
+        if len(store.tombstones.ids()):
+            store.tombstones.clear()
         identity = model_identity(encoder)  # an adapted model inside the index is recorded relative to it
         identity = replace(identity, spec=spec_inside(identity.spec, directory.path))
         rewrite.replace_model(identity, vectors, whitening)

@@ -443,7 +443,7 @@ class SearchEngine:
                 f"{manifest.model.fingerprint}) since it was opened with {self.manifest.model.name}; open it again"
             )
         _check_dimensions(self.path, manifest, vectors, whitening)
-        tombstones, live, live_vectors = store.tombstones(), store.count(), store.vector_count()
+        tombstones, live, live_vectors = store.tombstones.ids(), store.count(), store.vector_count()
         if live_vectors != manifest.count.vectors or vectors.count != live_vectors + len(tombstones):
             store.close()
             raise IndexerError(
@@ -843,8 +843,8 @@ class SearchEngine:
             created_at=manifest.created_at,
             updated_at=manifest.updated_at,
             versions=dict(manifest.versions),
-            clustering=self._store.clustering(),
-            duplicates=len(self._store.duplicates()),
+            clustering=self._store.clustering.record(),
+            duplicates=len(self._store.duplicates.marks()),
             repeats=self._store.repeats(),
             keyword_index=self._keyword_index,
             passages=manifest.passages,

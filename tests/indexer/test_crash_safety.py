@@ -26,7 +26,7 @@ _WRITES = {
     """,
     "delete": """
         with writing_in_place(directory) as write:
-            write.store.add_tombstones(write.store.delete([3, 4]))
+            write.store.tombstones.add(write.store.delete([3, 4]))
     """,
     "merge": """
         for text in ("a", "b"):
@@ -34,7 +34,7 @@ _WRITES = {
                 change = write.store.add([Document(text)])
                 write.vectors.add(vectors(1, 2), np.asarray(change.ids))
         with writing_in_place(directory) as write:
-            write.store.add_tombstones(write.store.delete([0]))
+            write.store.tombstones.add(write.store.delete([0]))
         os.environ[CRASH_ENV] = STEP
         merge(directory)
     """,

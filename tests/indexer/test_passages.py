@@ -54,7 +54,7 @@ def test_an_upsert_with_a_new_text_removes_the_old_passages(store: DocumentStore
 
 def test_tombstoned_passages_keep_their_ids_from_new_documents(store: DocumentStore) -> None:
     _split(store, [Document("a" * 30)], {0: 3})
-    store.add_tombstones(store.delete([0]))
+    store.tombstones.add(store.delete([0]))
     assert store.add([Document("new")]).ids == [3]
 
 

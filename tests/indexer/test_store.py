@@ -74,7 +74,7 @@ def test_repeats_across_batches_are_counted_and_kept(store: DocumentStore) -> No
 def test_ids_are_never_reused_after_a_tombstoned_delete(store: DocumentStore) -> None:
     store.add(_docs("a", "b"))
     store.delete([1])
-    store.add_tombstones([1])
+    store.tombstones.add([1])
     assert store.add(_docs("c")).ids == [2]
 
 
@@ -346,17 +346,17 @@ def test_pages_overwritten_with_garbage_raise_indexer_error_on_query(tmp_path: P
 
 def test_no_clustering_until_one_is_saved(store: DocumentStore) -> None:
     store.add(_docs("alpha", "beta"))
-    assert store.clustering() is None
-    assert store.clusters_of([0, 1]) == {}
-    assert store.cluster_members() == {}
+    assert store.clustering.record() is None
+    assert store.clustering.clusters_of([0, 1]) == {}
+    assert store.clustering.members() == {}
 
 
 def test_saved_clustering_reads_back_and_survives_reopening(store: DocumentStore) -> None:
     store.add(_docs("alpha", "beta", "gamma", "delta", "epsilon"))
-    store.save_clustering("kmeans", {"k": 2, "seed": 0}, [0, 1, 2, 4], [1, 0, 0, 1], [0.5, 0.7, 0.9, 0.8], "now")
+    store.clustering.save("kmeans", {"k": 2, "seed": 0}, [0, 1, 2, 4], [1, 0, 0, 1], [0.5, 0.7, 0.9, 0.8], "now")
     store.close()
     reopened = DocumentStore(store.path)
-    record = reopened.clustering()
+    record = reopened.clustering.record()
     assert (record.method, record.parameters, record.clusters, record.documents, record.created_at) == (
         "kmeans",
         {"k": 2, "seed": 0},
@@ -364,26 +364,26 @@ def test_saved_clustering_reads_back_and_survives_reopening(store: DocumentStore
         4,
         "now",
     )
-    assert reopened.clusters_of([0, 1, 3, 4, 99]) == {0: 1, 1: 0, 4: 1}
-    assert reopened.cluster_members() == {0: [2, 1], 1: [4, 0]}  # most central first
+    assert reopened.clustering.clusters_of([0, 1, 3, 4, 99]) == {0: 1, 1: 0, 4: 1}
+    assert reopened.clustering.members() == {0: [2, 1], 1: [4, 0]}  # most central first
     reopened.close()
 
 
 def test_saving_a_clustering_replaces_the_previous_one(store: DocumentStore) -> None:
     store.add(_docs("alpha", "beta", "gamma"))
-    store.save_clustering("kmeans", {"k": 3}, [0, 1, 2], [0, 1, 2], [1.0, 1.0, 1.0], "first")
-    store.save_clustering("community", {"threshold": 0.9, "min_size": 2}, [0, 2], [0, 0], [0.9, 0.95], "second")
-    assert store.clustering().method == "community"
-    assert store.cluster_members() == {0: [2, 0]}
-    assert store.clusters_of([0, 1, 2]) == {0: 0, 2: 0}
+    store.clustering.save("kmeans", {"k": 3}, [0, 1, 2], [0, 1, 2], [1.0, 1.0, 1.0], "first")
+    store.clustering.save("community", {"threshold": 0.9, "min_size": 2}, [0, 2], [0, 0], [0.9, 0.95], "second")
+    assert store.clustering.record().method == "community"
+    assert store.clustering.members() == {0: [2, 0]}
+    assert store.clustering.clusters_of([0, 1, 2]) == {0: 0, 2: 0}
 
 
 def test_cluster_lookups_take_more_ids_than_sqlite_parameters(store: DocumentStore) -> None:
     store.add(_docs(*(f"text {i}" for i in range(1200))))
     ids = list(range(1200))
-    store.save_clustering("kmeans", {"k": 2}, ids, [i % 2 for i in ids], [1.0] * 1200, "now")
-    assert store.clusters_of(ids) == {i: i % 2 for i in ids}
-    assert [len(members) for members in store.cluster_members().values()] == [600, 600]
+    store.clustering.save("kmeans", {"k": 2}, ids, [i % 2 for i in ids], [1.0] * 1200, "now")
+    assert store.clustering.clusters_of(ids) == {i: i % 2 for i in ids}
+    assert [len(members) for members in store.clustering.members().values()] == [600, 600]
 
 
 # The keyword index (FTS5 over the documents' text, kept in step by triggers).
