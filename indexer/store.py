@@ -6,14 +6,12 @@ Stores written before one-row-per-document (a unique `hash`, a `count` of repeat
 read through a temporary view that gives them the current shape, and `upgrade` rewrites them into it; every write
 path does that inside its rewrite (searchengine.indexer.rewrite).
 
-The store also holds the keyword index: an SQLite FTS5 table over the documents' text (Porter stemming) that
-triggers keep in step with every insert, update and delete, so it is always the documents as stored and is
-committed with them. Stores written before it gain it when they are next opened for writing."""
+The store also holds the keyword index (indexer/keyword_table.py), which stores written before it gain when they
+are next opened for writing."""
 
 from __future__ import annotations
 
 import hashlib
-import heapq
 import json
 import sqlite3
 from collections.abc import Iterator, Sequence
@@ -25,12 +23,11 @@ import numpy as np
 import sqlite_utils
 from searchengine.indexer.clustering_table import ClusteringRecord, ClusteringTable
 from searchengine.indexer.counters import read_counter
+from searchengine.indexer.document_filters import DocumentFilters
 from searchengine.indexer.duplicates_table import DuplicatesTable
-from searchengine.indexer.errors import IndexerError, MissingKeywordIndexError, UnknownDocumentError, UnknownFieldError
-from searchengine.indexer.filter_sql import COLUMN_TYPES, JSON_KINDS, Filter, json_path, where_clause
-from searchengine.indexer.keyword_query import bm25_bound, match_expression
+from searchengine.indexer.errors import IndexerError, UnknownDocumentError
+from searchengine.indexer.keyword_table import KeywordTable, enable_keyword_index
 from searchengine.indexer.migrations import migrate
-from searchengine.indexer.passages import TABLE as PASSAGES_TABLE
 from searchengine.indexer.passages import PassageTable, create_passages_table
 from searchengine.indexer.segment_table import SegmentTable
 from searchengine.indexer.settings_table import SettingsTable
@@ -45,12 +42,6 @@ __all__ = ["ClusteringRecord", "Document", "DocumentStore", "StoreChange", "Stor
 TABLE = "documents"
 LEGACY_EXTERNAL_IDS_TABLE = "external_ids"
 """Older stores only: user-given ids -> the (shared) row holding that document's text."""
-COLUMN_FIELDS = tuple(COLUMN_TYPES)
-"""Filterable fields that are columns; any other field name is looked up in the metadata JSON."""
-KEYWORD_TABLE = f"{TABLE}_fts"
-"""The keyword index: FTS5 over the documents' text, its content read from the documents table itself."""
-KEYWORD_TOKENIZER = "porter"
-"""Porter stemming over FTS5's unicode61 tokenizer (case and diacritics folded)."""
 _LEGACY_VIEW = (
     "CREATE TEMP VIEW {TABLE} AS SELECT d.id AS id, d.text AS text, d.source AS source, d.line AS line, "
     "d.metadata AS metadata, d.hash AS hash, {external_id} AS external_id FROM main.{TABLE} AS d"
@@ -163,13 +154,6 @@ class DocumentStore:
         self.writable = writable
         self._guard = StoreGuard(Path(path))
         self._read_only_count: int | None = None
-        self._stem_counts: dict[str, int] | None = None if writable else {}
-        self._filter_cache: dict[tuple[Filter, ...], np.ndarray] | None = None if writable else {}
-        """Ids matching each filter asked for, kept by a read-only store for its read snapshot (as Lucene's query
-        cache keeps a filter's documents per segment): a filter repeated from query to query reads SQLite once."""
-        self._kinds_cache: dict[str, set[str]] | None = None if writable else {}
-        """How many documents hold each word stem a keyword search looked up: kept by a read-only store, whose
-        file never changes, so a word common to many queries is counted once."""
         self.legacy = False
         """True for a store in the shape older versions wrote (read through a view until `upgrade`)."""
         self.passages: PassageTable
@@ -177,6 +161,10 @@ class DocumentStore:
         try:
             self.db = sqlite_utils.Database(connect(Path(path), writable))
             self.passages = PassageTable(self.db, self._guard)
+            self.keyword = KeywordTable(self.db, self._guard, Path(path), self.count, not writable)
+            """BM25 search over the documents' text (indexer/keyword_table.py)."""
+            self.filters = DocumentFilters(self.db, self._guard, self.passages, not writable)
+            """Which documents meet conditions on their fields (indexer/document_filters.py)."""
             self.segments = SegmentTable(self.db, self._guard)
             """The live vector segments and the commit state (format 2; indexer/segment_table.py)."""
             self.settings = SettingsTable(self.db, self._guard)
@@ -194,8 +182,8 @@ class DocumentStore:
                     has_ids = LEGACY_EXTERNAL_IDS_TABLE in self.db.table_names()
                     external_id = _LEGACY_EXTERNAL_ID if has_ids else "NULL"
                     self.db.execute(_LEGACY_VIEW.format(external_id=external_id, TABLE=TABLE))
-                elif writable:
-                    self.add_keyword_index()
+                elif writable and not self.keyword.exists():
+                    enable_keyword_index(self.db)
                 if writable and not self.legacy:  # a legacy store is migrated once `upgrade` gave it its shape
                     migrate(self.db)
         except sqlite3.Error as exc:
@@ -238,85 +226,14 @@ class DocumentStore:
             self.db.execute("BEGIN")
             self.db.execute(f"SELECT 1 FROM {TABLE} LIMIT 1").fetchall()
         self._read_only_count = None
-        self._stem_counts = None if self.writable else {}
-        self._filter_cache = None if self.writable else {}
-        self._kinds_cache = None if self.writable else {}
+        self.keyword.new_snapshot()
+        self.filters.new_snapshot()
 
     def reclaim_space(self) -> None:
         """Give the pages of deleted rows back to the file system (SQLite's VACUUM, which rewrites the file through
         its journal: a crash leaves the store as it was or compacted). Readers keep their snapshots meanwhile."""
         with self._guard():
             self.db.execute("VACUUM")
-
-    @property
-    def has_keyword_index(self) -> bool:
-        """Whether the store holds the keyword index (stores written before it have none until their next write)."""
-        with self._guard():
-            return KEYWORD_TABLE in self.db.table_names()
-
-    def add_keyword_index(self) -> bool:
-        """Give a store without the keyword index one, built from its documents; False when it has one already."""
-        if self.has_keyword_index:
-            return False
-        with self._guard():
-            _enable_keyword_index(self.db, TABLE)
-        return True
-
-    def keyword_search(self, text: str, k: int, allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
-        """The k documents that best match the words of `text` by BM25, as (id, BM25 score) best first, among
-        `allowed` ids (all when None). A document matches when it holds any of the words; none match a text without
-        words. The score is FTS5's bm25() with its sign turned, so higher is better (k1 1.2, b 0.75); words most
-        documents hold are left out (searchengine.indexer.keyword_query).
-
-        Filters come as `allowed` ids (`matching_ids`), applied here rather than by a join with the documents
-        table, which made a search several times slower when tried; so did a full ORDER BY on bm25(), so the best
-        k are picked here whenever every match's score is read anyway."""
-        self._require_keyword_index()
-        with self._guard():
-            expression = self._match_expression(text)
-            if expression is None:
-                return []
-            select = f"SELECT rowid, -bm25({KEYWORD_TABLE}) FROM {KEYWORD_TABLE} WHERE {KEYWORD_TABLE} MATCH ?"
-            if allowed is None:
-                rows = self.db.execute(f"{select} ORDER BY bm25({KEYWORD_TABLE}), rowid LIMIT ?", [expression, k])
-                return [(int(row_id), float(score)) for row_id, score in rows]
-            scores = {int(row_id): float(score) for row_id, score in self.db.execute(select, [expression])}
-        candidates = ((i, scores[i]) for i in set(allowed.tolist()) & scores.keys())
-        return heapq.nsmallest(k, candidates, key=lambda item: (-item[1], item[0]))
-
-    def keyword_scores(self, text: str, ids: Sequence[int]) -> dict[int, float]:
-        """The BM25 score of each of `ids` for the words of `text`, as `keyword_search` scores it (0.0 for a
-        document holding none of them). Only those rows are scored: BM25's statistics are the whole index's, so
-        a score does not depend on which other documents are asked for."""
-        self._require_keyword_index()
-        scores = dict.fromkeys((int(i) for i in ids), 0.0)
-        with self._guard():
-            expression = self._match_expression(text)
-            if expression is None or not scores:
-                return scores
-            select = f"SELECT rowid, -bm25({KEYWORD_TABLE}) FROM {KEYWORD_TABLE} WHERE {KEYWORD_TABLE} MATCH ?"
-            asked = list(scores)
-            for start in range(0, len(asked), 500):  # under SQLite's parameter limit
-                chunk = asked[start : start + 500]
-                rows = self.db.execute(f"{select} AND rowid IN ({','.join('?' * len(chunk))})", [expression, *chunk])
-                scores.update((int(row_id), float(score)) for row_id, score in rows)
-        return scores
-
-    def keyword_bound(self, text: str) -> float:
-        """The most BM25 score `keyword_search` can give any document for `text` (0.0 for a text without words),
-        from the query's words and how many documents hold each (searchengine.indexer.keyword_query.bm25_bound)."""
-        self._require_keyword_index()
-        with self._guard():
-            return bm25_bound(self.db.conn, text, KEYWORD_TABLE, KEYWORD_TOKENIZER, self.count(), self._stem_counts)
-
-    def _match_expression(self, text: str) -> str | None:
-        return match_expression(self.db.conn, text, KEYWORD_TABLE, KEYWORD_TOKENIZER, self.count(), self._stem_counts)
-
-    def _require_keyword_index(self) -> None:
-        if not self.has_keyword_index:
-            raise MissingKeywordIndexError(
-                f"document store {self.path} has no keyword index (it was written before keyword search)"
-            )
 
     def upgrade(self) -> list[tuple[int, int]]:
         """Rewrite an older store (one row per distinct text) into one row per document; a no-op otherwise.
@@ -417,20 +334,6 @@ class DocumentStore:
                 rows.extend((i, document, start, end) for i, (start, end) in zip(ids, document_spans))
             self.passages.insert(rows)
         return vector_ids
-
-    def passage_ids_matching(self, filters: Sequence[Filter]) -> np.ndarray:
-        """Vector ids of the further passages (all but the first) of the documents meeting every filter: with
-        `matching_ids`, every vector a filtered search may return."""
-        with self._guard():
-            if not self.passages.any():  # no document is split: nothing to look up
-                return np.zeros(0, dtype=np.int64)
-            where, parameters = where_clause(filters, self._field_kinds)
-            rows = self.db.execute(
-                f"SELECT id FROM {PASSAGES_TABLE} WHERE id != document AND document IN "
-                f"(SELECT id FROM {TABLE} WHERE {where}) ORDER BY id",
-                parameters,
-            ).fetchall()
-        return np.array([row[0] for row in rows], dtype=np.int64)
 
     def external_ids(self) -> list[str]:
         """Every stored external id (documents added without one are left out), in id order."""
@@ -565,46 +468,6 @@ class DocumentStore:
             raise UnknownDocumentError(f"no document with external id {', '.join(missing[:10])}; nothing was deleted")
         return sorted({found[e][0] for e in external_ids})
 
-    def matching_ids(self, filters: Sequence[Filter]) -> np.ndarray:
-        """Ids of the documents meeting every filter (a Condition, or AnyOf conditions of which one must hold),
-        as parameterised SQL over columns and metadata (indexer/filter_sql.py)."""
-        key = tuple(filters)
-        if self._filter_cache is not None and key in self._filter_cache:
-            return self._filter_cache[key]
-        with self._guard():
-            where, parameters = where_clause(filters, self._field_kinds)
-            rows = self.db.execute(f"SELECT id FROM {TABLE} WHERE {where} ORDER BY id", parameters).fetchall()
-        ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
-        ids.setflags(write=False)  # shared by the queries that repeat the filter
-        if self._filter_cache is not None:
-            if len(self._filter_cache) >= FILTER_CACHE_SIZE:
-                self._filter_cache.pop(next(iter(self._filter_cache)))
-            self._filter_cache[key] = ids
-        return ids
-
-    def _field_kinds(self, key: str) -> set[str]:
-        """The kinds of value ('number', 'text', 'list', ...) that metadata key `key` holds across documents; a key
-        no document has raises IndexerError naming the fields there are."""
-        if self._kinds_cache is not None and key in self._kinds_cache:
-            return self._kinds_cache[key]
-        rows = self.db.execute(
-            f"SELECT DISTINCT json_type(metadata, ?) FROM {TABLE} WHERE json_type(metadata, ?) IS NOT NULL",
-            [json_path(key)] * 2,
-        ).fetchall()
-        if not rows:
-            raise UnknownFieldError(f"no document has a field {key!r}; fields: {', '.join(self.fields())}")
-        kinds = {JSON_KINDS[kind] for (kind,) in rows}
-        if self._kinds_cache is not None:
-            self._kinds_cache[key] = kinds
-        return kinds
-
-    def fields(self, limit: int = 50) -> list[str]:
-        """Filterable field names: the columns, then metadata keys found in the documents."""
-        keys = self.db.execute(
-            f"SELECT DISTINCT key FROM {TABLE}, json_each({TABLE}.metadata) ORDER BY key LIMIT ?", [limit]
-        ).fetchall()
-        return [*COLUMN_FIELDS, *(key for (key,) in keys)]
-
     def other_vector_ids(self) -> np.ndarray:
         """Vector ids in the vector index that are no live document's own vector: tombstones (deleted documents
         awaiting compaction) and the further passages of split documents. Leaving them out leaves one vector per
@@ -635,10 +498,6 @@ class DocumentStore:
         self.db.conn.close()
 
 
-FILTER_CACHE_SIZE = 64
-"""Filters whose matching ids a read-only store keeps per read snapshot."""
-
-
 def _create_documents_table(db: sqlite_utils.Database, name: str) -> None:
     """The documents table: one row per document; external ids unique, hashes indexed to find repeats."""
     db[name].create(
@@ -647,9 +506,4 @@ def _create_documents_table(db: sqlite_utils.Database, name: str) -> None:
     )
     db[name].create_index(["external_id"], unique=True, index_name=f"{name}_external_id")
     db[name].create_index(["hash"], index_name=f"{name}_hash")
-    _enable_keyword_index(db, name)
-
-
-def _enable_keyword_index(db: sqlite_utils.Database, name: str) -> None:
-    """The keyword index of table `name`: FTS5 over its text, filled from its rows and kept in step by triggers."""
-    db[name].enable_fts(["text"], fts_version="FTS5", tokenize=KEYWORD_TOKENIZER, create_triggers=True)
+    enable_keyword_index(db, name)

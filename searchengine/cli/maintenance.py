@@ -106,7 +106,7 @@ def _store_summary(
             store.clustering.record(),
             len(store.duplicates.marks()),
             store.repeats(),
-            store.has_keyword_index,
+            store.keyword.exists(),
             reading if isinstance(reading, dict) else {},
         )
     finally:

@@ -457,7 +457,7 @@ class SearchEngine:
         self._commit = store.segments.commit_number() if manifest.segmented else None
         if isinstance(vectors, SegmentSet):
             self._segments = {segment.record.name: segment for segment in vectors.segments}
-        self._keyword_index = store.has_keyword_index
+        self._keyword_index = store.keyword.exists()
 
     def refresh(self) -> bool:
         """Reload the index if a writer (another process, or another SearchEngine) committed since it was loaded;
@@ -624,14 +624,16 @@ class SearchEngine:
             raise SearchEngineError(f"index {self.path} is empty: add documents with `searchengine add FILE`")
         k = min(k, len(self))  # no mode returns more documents than the index holds; SQLite's LIMIT is 64-bit
         conditions = conditions_of(where)
-        matching = self._store.matching_ids(conditions) if conditions else None
+        matching = self._store.filters.matching_ids(conditions) if conditions else None
         if not queries or (matching is not None and len(matching) == 0):
             return [[] for _ in queries]
         if mode == "keyword":
             return hits_of(self._store, keyword_rankings(self._store, queries, k, matching))
         excluded = self._tombstones if len(self._tombstones) else None
         searchable = len(self) if matching is None else len(matching)
-        allowed = None if matching is None else np.union1d(matching, self._store.passage_ids_matching(conditions))
+        allowed = (
+            None if matching is None else np.union1d(matching, self._store.filters.passage_ids_matching(conditions))
+        )
         encoder = self._query_encoder()  # loaded before one_thread, which sets the threads of what is loaded
         with one_thread() if len(queries) == 1 else contextlib.nullcontext():
             vectors = to_index_vectors(encoder.encode_queries(list(queries)), self._whitening)
@@ -814,7 +816,7 @@ class SearchEngine:
         conditions = conditions_of(where)
         if not conditions:
             raise SearchEngineError("say which documents to read: give filters, e.g. where=['lang=en']")
-        stored = self._store.get(self._store.matching_ids(conditions))
+        stored = self._store.get(self._store.filters.matching_ids(conditions))
         return [Document(d.text, d.source, d.line, d.metadata, d.external_id) for _, d in sorted(stored.items())]
 
     def external_ids(self) -> list[str]:
