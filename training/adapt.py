@@ -103,7 +103,7 @@ def _write_documents(directory: IndexDirectory, manifest: Manifest, path: Path) 
     """The index's documents as a .jsonl file (text, then metadata fields), the form the training methods read."""
     store = DocumentStore(directory.file(manifest, "documents"))
     try:
-        ids = store.ids()
+        ids = store.documents.ids()
         with path.open("w", encoding="utf-8") as handle:
             for start in range(0, len(ids), 2048):
                 documents = store.get(ids[start : start + 2048])

@@ -105,7 +105,7 @@ def _store_summary(
         return (
             store.clustering.record(),
             len(store.duplicates.marks()),
-            store.repeats(),
+            store.documents.repeats(),
             store.keyword.exists(),
             reading if isinstance(reading, dict) else {},
         )

@@ -456,7 +456,7 @@ def reembed_index(directory: IndexDirectory, encoder: Encoder, progress: bool = 
                 f"the index keeps {fit_k} whitened dimensions, more than the new model's {encoder.dimension}"
             )
         store = rewrite.store
-        ids = store.ids()
+        ids = store.documents.ids()
         report.index_type = previous.index.type
         report.documents = report.added = len(ids)
         if previous.passages is not None:
@@ -546,7 +546,7 @@ def model_identity(encoder: Encoder) -> ModelIdentity:
 def delete_from_index(directory: IndexDirectory, ids: list[int] | None, external_ids: list[str] | None) -> list[int]:
     """Delete documents by id or by external id, all or none; returns the ids deleted."""
     with writing_in_place(directory) as write:
-        targets = list(ids or []) + (write.store.ids_for_external(external_ids) if external_ids else [])
+        targets = list(ids or []) + (write.store.documents.ids_for_external(external_ids) if external_ids else [])
         drop_vectors(write.store, write.vectors, write.store.delete(targets))
     return sorted(set(targets))
 

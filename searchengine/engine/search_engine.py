@@ -808,7 +808,7 @@ class SearchEngine:
     def metadata_by_external_id(self, fields: Sequence[str]) -> dict[str, list[Any]]:
         """The values of metadata `fields` of every document with an external id and the first field, by
         external id (what `sync` compares files with), read without loading texts."""
-        return self._store.metadata_of_external_ids(fields)
+        return self._store.documents.metadata_of_external_ids(fields)
 
     def documents(self, where: Filters) -> list[Document]:
         """The stored documents that meet every filter, in index order, without a query: a lookup by your own ids
@@ -821,7 +821,7 @@ class SearchEngine:
 
     def external_ids(self) -> list[str]:
         """The user-given ids of the indexed documents (`--id-field`, Document.external_id), in index order."""
-        return self._store.external_ids()
+        return self._store.documents.external_ids()
 
     def stored_vectors(self, batch_size: int = 65_536) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """(vector ids, vectors) as the index holds them, in batches; never re-encodes the corpus. A vector id is
@@ -847,7 +847,7 @@ class SearchEngine:
             versions=dict(manifest.versions),
             clustering=self._store.clustering.record(),
             duplicates=len(self._store.duplicates.marks()),
-            repeats=self._store.repeats(),
+            repeats=self._store.documents.repeats(),
             keyword_index=self._keyword_index,
             passages=manifest.passages,
             shards=len(manifest.segment_files) if manifest.segmented else manifest.index.shards,

@@ -28,7 +28,7 @@ def _docs(*texts: str) -> list[Document]:
 
 def test_new_store_is_empty(store: DocumentStore) -> None:
     assert store.count() == 0
-    assert store.repeats() == 0
+    assert store.documents.repeats() == 0
     assert store.get([0, 1]) == {}
 
 
@@ -50,7 +50,7 @@ def test_repeated_texts_in_one_batch_are_documents_of_their_own(store: DocumentS
     assert change.positions == [0, 1, 2, 3]
     assert change.repeated == [False, False, True, True]
     assert store.count() == 4
-    assert store.repeats() == 2
+    assert store.documents.repeats() == 2
     rows = store.get(change.ids)
     assert [(rows[i].line, rows[i].metadata, rows[i].count) for i in change.ids] == [
         (0, {"n": 0}, 3),
@@ -66,7 +66,7 @@ def test_repeats_across_batches_are_counted_and_kept(store: DocumentStore) -> No
     assert change.ids == [2, 3, 4, 5]
     assert change.repeated == [True, False, True, True]
     assert store.count() == 6
-    assert store.repeats() == 3
+    assert store.documents.repeats() == 3
     rows = store.get(range(6))
     assert {row.text: row.count for row in rows.values()} == {"one": 2, "two": 3, "three": 1}
 
@@ -84,7 +84,7 @@ def test_upsert_with_a_new_text_replaces_the_row(store: DocumentStore) -> None:
     assert change.removed == [0]
     assert change.ids == [2]
     assert store.get([2])[2].external_id == "d1"
-    assert store.ids_for_external(["d1", "d2"]) == [1, 2]
+    assert store.documents.ids_for_external(["d1", "d2"]) == [1, 2]
 
 
 def test_upsert_with_the_same_text_updates_origin_and_metadata_in_place(store: DocumentStore) -> None:
@@ -109,8 +109,8 @@ def test_an_id_given_twice_in_one_input_keeps_the_last(store: DocumentStore) -> 
 def test_two_documents_sharing_a_text_are_deleted_one_at_a_time(store: DocumentStore) -> None:
     """Issue 11: delete --external d10 took d11 too when both had the same text."""
     store.add([Document("same", external_id="d10"), Document("same", external_id="d11")])
-    store.delete(store.ids_for_external(["d10"]))
-    assert store.ids_for_external(["d11"]) == [1]
+    store.delete(store.documents.ids_for_external(["d10"]))
+    assert store.documents.ids_for_external(["d11"]) == [1]
     assert store.get([1])[1].text == "same"
 
 
@@ -237,7 +237,7 @@ def test_a_store_written_by_an_older_version_is_read_as_documents(tmp_path: Path
     assert reader.legacy
     assert reader.count() == 3
     assert reader.get([0])[0].external_id == "d10"
-    assert reader.ids_for_external(["d2"]) == [1]
+    assert reader.documents.ids_for_external(["d2"]) == [1]
     assert list(reader.filters.matching_ids([Condition("external_id", "=", "d2")])) == [1]
     assert list(reader.filters.matching_ids([Condition("lang", "=", "en")])) == [0]
     reader.close()
@@ -249,9 +249,9 @@ def test_upgrading_an_older_store_gives_every_occurrence_its_own_row(tmp_path: P
     store = DocumentStore(path, writable=True)
     copies = store.upgrade()
     assert copies == [(3, 0), (4, 2), (5, 2)]  # d11's row, and two more occurrences of 'thrice'
-    assert not store.legacy and store.count() == 6 and store.repeats() == 3
-    assert store.ids_for_external(["d10", "d11", "d2"]) == [0, 1, 3]
-    store.delete(store.ids_for_external(["d10"]))
+    assert not store.legacy and store.count() == 6 and store.documents.repeats() == 3
+    assert store.documents.ids_for_external(["d10", "d11", "d2"]) == [0, 1, 3]
+    store.delete(store.documents.ids_for_external(["d10"]))
     assert store.get([3])[3].text == "same" and store.get([3])[3].external_id == "d11"
     assert store.upgrade() == []
     store.close()
