@@ -28,11 +28,11 @@ def claim_model_folder(folder: Path) -> ClaimedFile:
 
 
 def named_model_folder(spec: str, index: Path) -> str | None:
-    """The name of the folder inside the index directory `index` that the model spec `spec` names, or None where
-    it names a model elsewhere (a directory, a Hub id, 'default')."""
+    """The name of the model folder that the model spec `spec` names (relative to the index directory `index`, or
+    an absolute path, as older manifests recorded it), or None where it names no directory (a Hub id, 'default').
+    An absolute path counts by its name alone: an index moved since it was recorded keeps its model folder."""
     location = Path(model_location(spec, index))
-    inside = spec.startswith(INSIDE_INDEX) or location.is_absolute()
-    return location.name if inside and location.parent.resolve() == index.resolve() else None
+    return location.name if spec.startswith(INSIDE_INDEX) or location.is_absolute() else None
 
 
 def unreferenced_model_entries(index: Path, named: str | None) -> list[Path]:
