@@ -56,7 +56,7 @@ def segment_set(directory: IndexDirectory):
     manifest = directory.read_settings()
     store = DocumentStore(directory.path / manifest.files["documents"].name)
     store.read_snapshot()
-    records, tombstones = store.segments.records(), store.tombstones()
+    records, tombstones = store.segments.records(), store.tombstones.ids()
     store.close()
     return load_segment_set(directory.path, records, manifest.index.type, manifest.index.dimension), tombstones
 
@@ -128,7 +128,7 @@ def half(work: Path, real: np.ndarray, n: int) -> dict:
     before = directory_bytes(path)
     gone = np.arange(0, n, 2)
     with writing_in_place(directory) as write:
-        write.store.add_tombstones(write.store.delete(gone.tolist()))
+        write.store.tombstones.add(write.store.delete(gone.tolist()))
     started = time.perf_counter()
     compact_index(directory)  # what `searchengine compact` does: one segment, the store vacuumed
     compacting = time.perf_counter() - started

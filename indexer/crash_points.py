@@ -17,8 +17,10 @@ STEPS = (
     "merge-written",
     "merge-before-commit",
     "merge-after-commit",
+    "adapt-saved",
 )
-"""Every step a write or a merge can be ended at, in the order they come."""
+"""Every step a write, a merge or an adapt (its model saved, not yet committed) can be ended at, in the order they
+come within each."""
 
 
 def crash_point(step: str) -> None:

@@ -39,6 +39,7 @@ from searchengine.indexer.crash_points import crash_point
 from searchengine.indexer.durable_files import file_checksum, fsync_path, in_use
 from searchengine.indexer.errors import IndexerError, IndexLockedError
 from searchengine.indexer.manifest import SEGMENT_ROLE, Manifest, StoredFile, named_files
+from searchengine.indexer.model_folders import named_model_folder, remove_entries, unreferenced_model_entries
 
 MANIFEST = "manifest.json"
 LOCK = ".lock"
@@ -334,9 +335,13 @@ class IndexDirectory:
             (self.path / name).unlink(missing_ok=True)
 
     def remove_unreferenced(self) -> None:
-        """Remove the files no committed state names: those of replaced generations, segments merged away, and
-        orphans of interrupted writes. Only under the writer lock, after a commit; never a file a commit names."""
+        """Remove the files no committed state names: those of replaced generations, segments merged away, orphans
+        of interrupted writes, and adapted models no adapt in progress claims (indexer/model_folders.py). Only
+        under the writer lock, after a commit; never a file a commit names."""
         keep = self.live_file_names()
+        if self.exists():
+            named = named_model_folder(Manifest.read(self.path / MANIFEST).model.spec, self.path)
+            remove_entries(unreferenced_model_entries(self.path, named))
         removed = 0
         for entry in sorted(self.path.iterdir()):
             match = _GENERATION_FILE.match(entry.name)

@@ -31,7 +31,7 @@ def state_of(store: DocumentStore, manifest: Manifest) -> Manifest:
         for number, record in enumerate(store.segments.records())
     }
     documents = store.count()
-    counts = Counts(vectors=store.vector_count(), documents=documents, tombstones=len(store.tombstones()))
+    counts = Counts(vectors=store.vector_count(), documents=documents, tombstones=len(store.tombstones.ids()))
     files = manifest.own_files
     db = directory_file(store.path)
     files["documents"] = StoredFile(files["documents"].name, db, None, in_place=True)

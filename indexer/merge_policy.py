@@ -88,7 +88,7 @@ def merge(directory: IndexDirectory, names: list[str] | None = None) -> MergeRes
     try:
         store.read_snapshot()
         records = store.segments.records()
-        tombstones = store.tombstones()
+        tombstones = store.tombstones.ids()
     finally:
         store.close()
     chosen = [r for r in records if names is None or r.name in names]
@@ -156,7 +156,7 @@ def _merge_into(
                 writer.segments.remove(replaced)
             else:
                 writer.segments.replace(replaced, segment)
-            writer.clear_tombstones(dropped.tolist())
+            writer.tombstones.clear(dropped.tolist())
             writer.segments.stamp(None, writer.next_id())
             crash_point("merge-before-commit")
             writer.commit()
@@ -180,7 +180,7 @@ def merge_as_needed(directory: IndexDirectory, limit: int = 100) -> list[MergeRe
         store = DocumentStore(directory.path / manifest.files["documents"].name)
         try:
             store.read_snapshot()
-            plan = plan_merge(store.segments.records(), store.tombstones())
+            plan = plan_merge(store.segments.records(), store.tombstones.ids())
         finally:
             store.close()
         if plan is None:

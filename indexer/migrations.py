@@ -1,8 +1,10 @@
-"""The document store's schema changes, numbered and applied in order, each once (as simonw/llm's
+"""The document store's schema: the base tables, then numbered changes applied in order, each once (as simonw/llm's
 embeddings_migrations.py does): a store records which it has had in `schema_migrations`.
 
-Changes made before this list existed (the keyword index, passages, tombstones) are still made where the store
-opens (indexer/store.py); every later change is one function here, appended, never edited."""
+The base tables (documents with their keyword index, tombstones, passages) predate the numbered list, so stores
+of every age may lack some of them: each is created where it is missing, every time a store is opened for writing
+(`create_base_tables`, and the keyword index in `migrate`, which an older store gains only once `upgrade` gave
+its documents the current shape). Every later change is one function here, appended, never edited."""
 
 from __future__ import annotations
 
@@ -10,10 +12,25 @@ from collections.abc import Callable
 
 import sqlite_utils
 from searchengine.indexer.counters import create_counters
+from searchengine.indexer.document_table import TABLE as DOCUMENTS
+from searchengine.indexer.document_table import create_documents_table
+from searchengine.indexer.keyword_table import TABLE as KEYWORD_TABLE
+from searchengine.indexer.keyword_table import enable_keyword_index
+from searchengine.indexer.passages import create_passages_table
 from searchengine.indexer.segment_table import create_tables
 from searchengine.indexer.settings_table import create_table as create_settings
+from searchengine.indexer.tombstone_table import create_tombstones_table
 
 TABLE = "schema_migrations"
+
+
+def create_base_tables(db: sqlite_utils.Database) -> None:
+    """The documents (with their keyword index), tombstones and passages tables, each where it is missing."""
+    tables = set(db.table_names())
+    if DOCUMENTS not in tables:
+        create_documents_table(db)
+    create_tombstones_table(db)
+    create_passages_table(db)
 
 
 def _segments(db: sqlite_utils.Database) -> None:
@@ -43,7 +60,10 @@ def applied(db: sqlite_utils.Database) -> int:
 
 
 def migrate(db: sqlite_utils.Database) -> int:
-    """Apply the migrations the store has not had, in one transaction; returns how many were applied."""
+    """Give a store in the current shape the keyword index where it has none, then apply the migrations it has
+    not had, in one transaction; returns how many were applied."""
+    if KEYWORD_TABLE not in db.table_names():
+        enable_keyword_index(db)
     done = applied(db)
     if done >= len(MIGRATIONS):
         return 0

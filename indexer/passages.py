@@ -9,33 +9,28 @@ written before passages existed have no such table and read as holding none.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Sequence
 
 import numpy as np
 import sqlite_utils
 from searchengine.indexer.counters import read_counter
+from searchengine.indexer.sql_chunks import in_chunks
+from searchengine.indexer.store_table import StoreTable
 
 TABLE = "passages"
-CHUNK = 500
-"""Ids per `IN (...)` query: under SQLite's parameter limit."""
 
 
-class PassageTable:
-    """Passage rows of one store, read and written through its connection; `guard` turns SQLite errors into the
-    store's one-line errors."""
+def create_passages_table(db: sqlite_utils.Database) -> None:
+    """The table, where it is missing (a base table of indexer/migrations.py)."""
+    if TABLE not in db.table_names():
+        db[TABLE].create({"id": int, "document": int, "start": int, "end": int}, pk="id")
+        db[TABLE].create_index(["document"], index_name=f"{TABLE}_document")
 
-    def __init__(self, db: sqlite_utils.Database, guard: Callable[[], AbstractContextManager[None]]) -> None:
-        self.db = db
-        self._guard = guard
 
-    def exists(self) -> bool:
-        return TABLE in self.db.table_names()
+class PassageTable(StoreTable):
+    """Passage rows of one store."""
 
-    def create_if_missing(self) -> None:
-        if not self.exists():
-            self.db[TABLE].create({"id": int, "document": int, "start": int, "end": int}, pk="id")
-            self.db[TABLE].create_index(["document"], index_name=f"{TABLE}_document")
+    name = TABLE
 
     def any(self) -> bool:
         """True when some document is split into passages."""
@@ -77,28 +72,23 @@ class PassageTable:
             if not self.exists():
                 return {}
             sql = f"SELECT id, document, start, end FROM {TABLE} WHERE id IN"
-            return {row[0]: (row[1], row[2], row[3]) for row in self._in_chunks(sql, vector_ids)}
+            return {row[0]: (row[1], row[2], row[3]) for row in in_chunks(self.db, sql, _ids(vector_ids))}
 
     def extra_ids_of(self, documents: Sequence[int]) -> list[int]:
         """Vector ids of the passages of `documents` other than each one's first (whose id is the document's)."""
         if not self.exists():
             return []
         sql = f"SELECT id FROM {TABLE} WHERE id != document AND document IN"
-        return [row[0] for row in self._in_chunks(sql, documents)]
+        return [row[0] for row in in_chunks(self.db, sql, _ids(documents))]
 
     def delete_documents(self, documents: Sequence[int]) -> list[int]:
         """Remove the passages of `documents`, inside the caller's transaction; returns the vector ids that were
         theirs beyond the documents' own ids (so the caller drops those vectors too)."""
         extra = self.extra_ids_of(documents)
         if self.exists():
-            self._in_chunks(f"DELETE FROM {TABLE} WHERE document IN", documents)
+            in_chunks(self.db, f"DELETE FROM {TABLE} WHERE document IN", _ids(documents))
         return extra
 
-    def _in_chunks(self, sql: str, values: Sequence[int]) -> list[tuple]:
-        """Rows of `sql (?, ?, ...)` (ending in `IN`) over `values`, in chunks of CHUNK ids."""
-        values = sorted({int(value) for value in values})
-        rows: list[tuple] = []
-        for start in range(0, len(values), CHUNK):
-            chunk = values[start : start + CHUNK]
-            rows.extend(self.db.execute(f"{sql} ({','.join('?' * len(chunk))})", chunk).fetchall())
-        return rows
+
+def _ids(values: Sequence[int]) -> list[int]:
+    return sorted({int(value) for value in values})

@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Sequence
 
 import sqlite_utils
 from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.segments import SegmentRecord
+from searchengine.indexer.store_table import StoreTable
 
 SEGMENT_NAME = re.compile(r"segment\.\d+\.faiss")
 CHECKSUM = re.compile(r"sha256:[0-9a-f]{64}")
@@ -25,16 +25,11 @@ TABLE = "segments"
 STATE_TABLE = "index_state"
 
 
-class SegmentTable:
+class SegmentTable(StoreTable):
     """Segment rows and the commit state of one store, read and written through its connection; `guard` turns
     SQLite errors into the store's one-line errors."""
 
-    def __init__(self, db: sqlite_utils.Database, guard: Callable[[], AbstractContextManager[None]]) -> None:
-        self.db = db
-        self._guard = guard
-
-    def exists(self) -> bool:
-        return TABLE in self.db.table_names()
+    name = TABLE
 
     def records(self) -> list[SegmentRecord]:
         """The live segments, oldest first; a row that cannot be one is one IndexerError naming it."""

@@ -6,11 +6,10 @@ holding none."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from contextlib import AbstractContextManager
 from typing import Any
 
 import sqlite_utils
+from searchengine.indexer.store_table import StoreTable
 
 TABLE = "build_settings"
 
@@ -20,13 +19,11 @@ def create_table(db: sqlite_utils.Database) -> None:
     db.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
 
 
-class SettingsTable:
+class SettingsTable(StoreTable):
     """Named JSON settings of one store, read and written through its connection (in the writer's transaction);
     `guard` turns SQLite errors into the store's one-line errors."""
 
-    def __init__(self, db: sqlite_utils.Database, guard: Callable[[], AbstractContextManager[None]]) -> None:
-        self.db = db
-        self._guard = guard
+    name = TABLE
 
     def get(self, key: str) -> Any:  # noqa: ANN401 (a JSON value)
         """The setting `key`, None where it was never set or cannot be read as JSON."""

@@ -1,226 +1,85 @@
-"""The SQLite document store (through sqlite-utils): one row per document, with its own id, external id, origin
-and metadata. Identical texts are separate documents; a `hash` column only finds repeats (to count them and to
-encode a text once), it never merges them.
+"""The SQLite document store (through sqlite-utils): the one connection and transaction that every table of an
+index's store is read and written through, and the writes that span tables.
 
-Stores written before one-row-per-document (a unique `hash`, a `count` of repeats, an `external_ids` table) are
-read through a temporary view that gives them the current shape, and `upgrade` rewrites them into it; every write
-path does that inside its rewrite (searchengine.indexer.rewrite).
+Each table's SQL is its own module: documents (document_table.py), the keyword index (keyword_table.py),
+passages (passages.py), tombstones (tombstone_table.py), segments and the commit state (segment_table.py),
+clustering (clustering_table.py), near-duplicate marks (duplicates_table.py), build settings
+(settings_table.py), and filters over documents (document_filters.py). The schema is made and changed by
+migrations.py; stores in the shape older versions wrote are read and upgraded by legacy_store.py.
 
-The store also holds the keyword index: an SQLite FTS5 table over the documents' text (Porter stemming) that
-triggers keep in step with every insert, update and delete, so it is always the documents as stored and is
-committed with them. Stores written before it gain it when they are next opened for writing."""
+`DocumentStore` opens the connection, owns the write's transaction (`begin`, `commit`, `rollback`) and the
+reader's snapshot (`read_snapshot`), and does what spans tables: an add or delete (documents and their
+passages), the id sequence (documents, passages, tombstones and the commit state), and the vector counts."""
 
 from __future__ import annotations
 
-import hashlib
-import heapq
-import json
-import os
 import sqlite3
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import sqlite_utils
-from searchengine.indexer.counters import read_counter
-from searchengine.indexer.errors import IndexerError, MissingKeywordIndexError, UnknownDocumentError, UnknownFieldError
-from searchengine.indexer.filter_sql import COLUMN_TYPES, JSON_KINDS, Filter, json_path, where_clause
-from searchengine.indexer.keyword_query import bm25_bound, match_expression
-from searchengine.indexer.migrations import migrate
-from searchengine.indexer.number_columns import NumberColumns
-from searchengine.indexer.passages import TABLE as PASSAGES_TABLE
+from searchengine.indexer.clustering_table import ClusteringRecord, ClusteringTable
+from searchengine.indexer.document_filters import DocumentFilters
+from searchengine.indexer.document_table import TABLE, DocumentTable
+from searchengine.indexer.documents import Document, StoredDocument, lone_surrogate, refuse_lone_surrogates
+from searchengine.indexer.duplicates_table import DuplicatesTable
+from searchengine.indexer.errors import IndexerError, UnknownDocumentError
+from searchengine.indexer.keyword_table import KeywordTable
+from searchengine.indexer.legacy_store import is_legacy, open_legacy_view
+from searchengine.indexer.legacy_store import upgrade as upgrade_legacy
+from searchengine.indexer.migrations import create_base_tables, migrate
 from searchengine.indexer.passages import PassageTable
 from searchengine.indexer.segment_table import SegmentTable
 from searchengine.indexer.settings_table import SettingsTable
+from searchengine.indexer.store_connection import StoreGuard, connect
+from searchengine.indexer.tombstone_table import TombstoneTable
+from searchengine.indexer.upsert import StoreChange, plan_upsert
 
-TABLE = "documents"
-LEGACY_EXTERNAL_IDS_TABLE = "external_ids"
-"""Older stores only: user-given ids -> the (shared) row holding that document's text."""
-TOMBSTONES_TABLE = "tombstones"
-"""Ids whose vectors are still in an index type that cannot delete in place (HNSW, PQ) until `compact`."""
-COLUMN_FIELDS = tuple(COLUMN_TYPES)
-"""Filterable fields that are columns; any other field name is looked up in the metadata JSON."""
-CLUSTERING_TABLE = "clustering"
-"""One row: how the stored clustering was made."""
-CLUSTER_MEMBERS_TABLE = "cluster_members"
-"""One row per clustered document: its cluster and its cosine to the cluster's centroid."""
-KEYWORD_TABLE = f"{TABLE}_fts"
-"""The keyword index: FTS5 over the documents' text, its content read from the documents table itself."""
-KEYWORD_TOKENIZER = "porter"
-"""Porter stemming over FTS5's unicode61 tokenizer (case and diacritics folded)."""
-DUPLICATES_TABLE = "duplicates"
-"""Near-duplicates marked by `searchengine mine --dedupe`: a document, the earlier one it duplicates, their cosine."""
-_LEGACY_VIEW = (
-    "CREATE TEMP VIEW {TABLE} AS SELECT d.id AS id, d.text AS text, d.source AS source, d.line AS line, "
-    "d.metadata AS metadata, d.hash AS hash, {external_id} AS external_id FROM main.{TABLE} AS d"
-)
-"""An older store as the current shape, for reading: each row one document, with its first external id."""
-_LEGACY_EXTERNAL_ID = f"(SELECT min(e.external_id) FROM main.{LEGACY_EXTERNAL_IDS_TABLE} AS e WHERE e.id = d.id)"
-
-
-@dataclass(frozen=True)
-class Document:
-    """A text to index, with its origin and any metadata that came with it."""
-
-    text: str
-    source: str | None = None
-    line: int | None = None
-    metadata: dict[str, Any] = field(default_factory=dict)
-    external_id: str | None = None
-    """A user-given id: adding a document with an id already stored replaces that document (upsert)."""
-    blocks: tuple[int, ...] = ()
-    """Where each block (paragraph, list item, code block) of a document read from a file starts: a passage may
-    begin at any of them. Used when splitting into passages, not stored."""
-    section_starts: tuple[int, ...] = ()
-    """Where each heading's section or page starts: a passage never runs across one. Not stored."""
-
-    @property
-    def content_hash(self) -> str:
-        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
-
-
-def lone_surrogate(value: object) -> int | None:
-    """The code point of the first lone surrogate in `value` (a str, or JSON data holding strings): half of a
-    character, from a JSON escape such as "\\ud800" or a byte Python kept as a surrogate escape, which neither
-    UTF-8 nor SQLite can hold. None where there is none. Raises RecursionError on JSON nested too deeply."""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    if text.isascii():  # O(1) in CPython: the common ASCII text costs nothing more
-        return None
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        return ord(text[exc.start])
-    return None
-
-
-def _metadata_json(metadata: dict[str, Any], number: int) -> str:
-    """The metadata as stored, refusing NaN and Infinity, which JSON has no numbers for: stored, they would break
-    every later filter. Every write path (command line, Python, the server) comes through here."""
-    try:
-        return json.dumps(metadata, ensure_ascii=False, allow_nan=False)
-    except ValueError:
-        raise IndexerError(
-            f"document {number} holds NaN or Infinity in its metadata, which JSON cannot hold and a filter cannot "
-            "compare; send null or a string instead"
-        ) from None
-
-
-def _refuse_lone_surrogates(documents: Sequence[Document]) -> None:
-    """Refuse, before anything is written, a document whose text, id or metadata holds a lone surrogate."""
-    for number, document in enumerate(documents, start=1):
-        parts = (document.text, document.external_id or "", document.metadata or "")
-        code = next((code for code in map(lone_surrogate, parts) if code is not None), None)
-        if code is not None:
-            raise IndexerError(
-                f"document {number} holds a lone surrogate (\\u{code:04x}), half of a character, in its text, id or "
-                "metadata; send valid Unicode"
-            )
-
-
-@dataclass(frozen=True)
-class StoredDocument:
-    """A document of the store: `count` is how many stored documents hold the same text (1 when unique)."""
-
-    id: int
-    text: str
-    source: str | None
-    line: int | None
-    metadata: dict[str, Any]
-    count: int
-    external_id: str | None = None
-
-
-@dataclass(frozen=True)
-class StoreChange:
-    """What `DocumentStore.add` did: rows to embed, and rows whose vectors must go."""
-
-    ids: list[int]
-    """Ids of the new rows, one per added document (upserts that left the text as it was add none)."""
-    positions: list[int]
-    """For each new row, the position of its document in the input."""
-    removed: list[int]
-    """Rows an upsert gave a new text: deleted from the store, their vectors to be dropped."""
-    removed_vectors: list[int] = field(default_factory=list)
-    """The vector ids of the `removed` rows: their own ids and those of their further passages."""
-    repeated: list[bool] = field(default_factory=list)
-    """For each new row, whether an earlier document (stored, or earlier in the input) already has its text."""
-    updated: int = 0
-    """Upserts that kept the stored text and replaced only its origin and metadata (the vector stays)."""
-    superseded: int = 0
-    """Documents of the input that a later one with the same id, in the same input, replaced before they were
-    stored (ids are text: 1 and "1" are one id)."""
-
-    def __iter__(self) -> Iterator[list[int]]:
-        return iter((self.ids, self.positions, self.removed))
-
-
-@dataclass(frozen=True)
-class ClusteringRecord:
-    """The stored clustering's description: its method and parameters, and how many clusters and documents."""
-
-    method: str
-    parameters: dict[str, Any]
-    clusters: int
-    documents: int
-    """Documents in some cluster (community detection leaves outliers out; later additions are in none)."""
-    created_at: str
+__all__ = ["ClusteringRecord", "Document", "DocumentStore", "StoreChange", "StoredDocument", "lone_surrogate"]
+"""What callers take from here: the store, what it takes in and gives back (defined in their tables' modules)."""
 
 
 class DocumentStore:
-    """Documents by id, one row each. Opened read-only unless `writable`."""
+    """Documents by id, one row each, and every other table of an index's store. Opened read-only unless
+    `writable`; a read-only store caches counts and filters per read snapshot."""
 
     def __init__(self, path: Path, writable: bool = False) -> None:
         self.path = path
         self.writable = writable
-        self._read_only_count: int | None = None
-        self._stem_counts: dict[str, int] | None = None if writable else {}
-        self._filter_cache: dict[tuple[Filter, ...], np.ndarray] | None = None if writable else {}
-        """Ids matching each filter asked for, kept by a read-only store for its read snapshot (as Lucene's query
-        cache keeps a filter's documents per segment): a filter repeated from query to query reads SQLite once."""
-        self._kinds_cache: dict[str, set[str]] | None = None if writable else {}
-        self._number_columns = None if writable else self._new_number_columns()
-        """Numeric fields as columns of the read snapshot: a new filter on numbers is answered without SQL."""
-        """How many documents hold each word stem a keyword search looked up: kept by a read-only store, whose
-        file never changes, so a word common to many queries is counted once."""
+        self._guard = StoreGuard(Path(path))
         self.legacy = False
         """True for a store in the shape older versions wrote (read through a view until `upgrade`)."""
-        self.passages: PassageTable
-        """Which vectors are passages of which document (documents split into passages; indexer/passages.py)."""
         try:
-            self.db = sqlite_utils.Database(_connect(Path(path), writable))
+            self.db = sqlite_utils.Database(connect(Path(path), writable))
+            cached = not writable
+            self.documents = DocumentTable(self.db, self._guard, cached)
+            self.keyword = KeywordTable(self.db, self._guard, Path(path), self.documents.count, cached)
+            """BM25 search over the documents' text (FTS5)."""
             self.passages = PassageTable(self.db, self._guard)
+            """Which vectors are passages of which document (documents split into passages)."""
+            self.tombstones = TombstoneTable(self.db, self._guard)
+            """Vector ids of deleted documents still inside some segment."""
+            self.filters = DocumentFilters(self.db, self._guard, self.passages, cached)
             self.segments = SegmentTable(self.db, self._guard)
-            """The live vector segments and the commit state (format 2; indexer/segment_table.py)."""
+            """The live vector segments and the commit state (format 2)."""
             self.settings = SettingsTable(self.db, self._guard)
-            """How the index reads its input: fields, folders and their rules (indexer/settings_table.py)."""
+            """How the index reads its input: fields, folders and their rules."""
+            self.clustering = ClusteringTable(self.db, self._guard)
+            self.duplicates = DuplicatesTable(self.db, self._guard)
+            """Near-duplicates marked by `searchengine mine --dedupe`."""
             with self._guard():
-                self._create_table_if_missing(writable)
-                self.legacy = "count" in self.db[TABLE].columns_dict
+                if writable:
+                    create_base_tables(self.db)
+                elif TABLE not in self.db.table_names():
+                    raise IndexerError(f"document store {self.path} has no documents table; rebuild the index")
+                self.legacy = is_legacy(self.db)
                 if self.legacy:
-                    has_ids = LEGACY_EXTERNAL_IDS_TABLE in self.db.table_names()
-                    external_id = _LEGACY_EXTERNAL_ID if has_ids else "NULL"
-                    self.db.execute(_LEGACY_VIEW.format(external_id=external_id, TABLE=TABLE))
-                elif writable:
-                    self.add_keyword_index()
-                if writable and not self.legacy:  # a legacy store is migrated once `upgrade` gave it its shape
+                    open_legacy_view(self.db)
+                elif writable:  # a legacy store is migrated once `upgrade` gave it its shape
                     migrate(self.db)
         except sqlite3.Error as exc:
-            raise self._corrupt(exc) from None
-
-    def _create_table_if_missing(self, writable: bool) -> None:
-        tables = set(self.db.table_names())
-        if TABLE in tables and not writable:
-            return
-        if not writable:
-            raise IndexerError(f"document store {self.path} has no documents table; rebuild the index")
-        if TABLE not in tables:
-            _create_documents_table(self.db, TABLE)
-        if TOMBSTONES_TABLE not in tables:
-            self.db[TOMBSTONES_TABLE].create({"id": int}, pk="id")
-        self.passages.create_if_missing()
+            raise self._guard.corrupt(exc) from None
 
     def begin(self) -> None:
         """Start the one transaction of a write in place (BEGIN IMMEDIATE: the writer's lock on the file); every
@@ -247,18 +106,8 @@ class DocumentStore:
                 self.db.execute("COMMIT")
             self.db.execute("BEGIN")
             self.db.execute(f"SELECT 1 FROM {TABLE} LIMIT 1").fetchall()
-        self._read_only_count = None
-        self._stem_counts = None if self.writable else {}
-        self._filter_cache = None if self.writable else {}
-        self._kinds_cache = None if self.writable else {}
-        self._number_columns = None if self.writable else self._new_number_columns()
-
-    def _new_number_columns(self) -> NumberColumns:
-        def fetch(sql: str, parameters: list[object]) -> list[tuple]:
-            with self._guard():
-                return self.db.execute(sql, parameters).fetchall()
-
-        return NumberColumns(TABLE, fetch, self._field_kinds)
+        for table in (self.documents, self.keyword, self.filters):
+            table.new_snapshot()
 
     def reclaim_space(self) -> None:
         """Give the pages of deleted rows back to the file system (SQLite's VACUUM, which rewrites the file through
@@ -266,166 +115,26 @@ class DocumentStore:
         with self._guard():
             self.db.execute("VACUUM")
 
-    def _corrupt(self, exc: Exception) -> IndexerError:
-        """The one-line error for a failed SQLite call: a full disk or a permission problem is not corruption."""
-        text = str(exc)
-        if "disk is full" in text:
-            return IndexerError(
-                f"no space left on device writing {self.path}: free some space and run the command again; the "
-                "index is as it was before"
-            )
-        if "readonly" in text or "unable to open" in text:
-            return IndexerError(
-                f"cannot open or write {self.path} ({text}): check the permissions of the file and its directory"
-            )
-        return IndexerError(f"document store {self.path} is corrupt or unreadable ({exc}); rebuild the index")
-
-    @contextmanager
-    def _guard(self) -> Iterator[None]:
-        try:
-            yield
-        except sqlite3.ProgrammingError as exc:  # a misuse of the connection, not a damaged file
-            if "thread" in str(exc):
-                raise IndexerError(
-                    f"document store {self.path} was opened in another thread, and its SQLite connection stays there; "
-                    "open one SearchEngine per thread (they may share an Encoder)"
-                ) from None
-            if "closed" in str(exc):
-                raise IndexerError(f"document store {self.path} is closed; open the index again") from None
-            raise self._corrupt(exc) from None
-        except sqlite3.DatabaseError as exc:
-            raise self._corrupt(exc) from None
-
-    @property
-    def has_keyword_index(self) -> bool:
-        """Whether the store holds the keyword index (stores written before it have none until their next write)."""
-        with self._guard():
-            return KEYWORD_TABLE in self.db.table_names()
-
-    def add_keyword_index(self) -> bool:
-        """Give a store without the keyword index one, built from its documents; False when it has one already."""
-        if self.has_keyword_index:
-            return False
-        with self._guard():
-            _enable_keyword_index(self.db, TABLE)
-        return True
-
-    def keyword_search(self, text: str, k: int, allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
-        """The k documents that best match the words of `text` by BM25, as (id, BM25 score) best first, among
-        `allowed` ids (all when None). A document matches when it holds any of the words; none match a text without
-        words. The score is FTS5's bm25() with its sign turned, so higher is better (k1 1.2, b 0.75); words most
-        documents hold are left out (searchengine.indexer.keyword_query).
-
-        Filters come as `allowed` ids (`matching_ids`), applied here rather than by a join with the documents
-        table, which made a search several times slower when tried; so did a full ORDER BY on bm25(), so the best
-        k are picked here whenever every match's score is read anyway."""
-        self._require_keyword_index()
-        with self._guard():
-            expression = self._match_expression(text)
-            if expression is None:
-                return []
-            select = f"SELECT rowid, -bm25({KEYWORD_TABLE}) FROM {KEYWORD_TABLE} WHERE {KEYWORD_TABLE} MATCH ?"
-            if allowed is None:
-                rows = self.db.execute(f"{select} ORDER BY bm25({KEYWORD_TABLE}), rowid LIMIT ?", [expression, k])
-                return [(int(row_id), float(score)) for row_id, score in rows]
-            scores = {int(row_id): float(score) for row_id, score in self.db.execute(select, [expression])}
-        candidates = ((i, scores[i]) for i in set(allowed.tolist()) & scores.keys())
-        return heapq.nsmallest(k, candidates, key=lambda item: (-item[1], item[0]))
-
-    def keyword_scores(self, text: str, ids: Sequence[int]) -> dict[int, float]:
-        """The BM25 score of each of `ids` for the words of `text`, as `keyword_search` scores it (0.0 for a
-        document holding none of them). Only those rows are scored: BM25's statistics are the whole index's, so
-        a score does not depend on which other documents are asked for."""
-        self._require_keyword_index()
-        scores = dict.fromkeys((int(i) for i in ids), 0.0)
-        with self._guard():
-            expression = self._match_expression(text)
-            if expression is None or not scores:
-                return scores
-            select = f"SELECT rowid, -bm25({KEYWORD_TABLE}) FROM {KEYWORD_TABLE} WHERE {KEYWORD_TABLE} MATCH ?"
-            asked = list(scores)
-            for start in range(0, len(asked), 500):  # under SQLite's parameter limit
-                chunk = asked[start : start + 500]
-                rows = self.db.execute(f"{select} AND rowid IN ({','.join('?' * len(chunk))})", [expression, *chunk])
-                scores.update((int(row_id), float(score)) for row_id, score in rows)
-        return scores
-
-    def keyword_bound(self, text: str) -> float:
-        """The most BM25 score `keyword_search` can give any document for `text` (0.0 for a text without words),
-        from the query's words and how many documents hold each (searchengine.indexer.keyword_query.bm25_bound)."""
-        self._require_keyword_index()
-        with self._guard():
-            return bm25_bound(self.db.conn, text, KEYWORD_TABLE, KEYWORD_TOKENIZER, self.count(), self._stem_counts)
-
-    def _match_expression(self, text: str) -> str | None:
-        return match_expression(self.db.conn, text, KEYWORD_TABLE, KEYWORD_TOKENIZER, self.count(), self._stem_counts)
-
-    def _require_keyword_index(self) -> None:
-        if not self.has_keyword_index:
-            raise MissingKeywordIndexError(
-                f"document store {self.path} has no keyword index (it was written before keyword search)"
-            )
-
     def upgrade(self) -> list[tuple[int, int]]:
-        """Rewrite an older store (one row per distinct text) into one row per document; a no-op otherwise.
-
-        Each old row keeps its id and its first external id. Every further occurrence it counted becomes a
-        document of its own with a new id (its other external ids in turn; origin and metadata those of the first
-        occurrence, the only ones older versions kept; line unknown). Returns (new id, id whose vector it shares)
-        for those, so the caller adds their vectors.
-        """
+        """Rewrite an older store (one row per distinct text) into one row per document, then migrate it; a no-op
+        otherwise. Returns (new id, id whose vector it shares) for each further occurrence of a text the old store
+        counted, so the caller adds their vectors (indexer/legacy_store.py)."""
         if not self.legacy:
             return []
         with self._guard(), self.db.atomic():
-            self.db.execute(f"DROP VIEW temp.{TABLE}")
-            old = f"{TABLE}_before_upgrade"
-            self.db.execute(f"ALTER TABLE main.{TABLE} RENAME TO {old}")
-            _create_documents_table(self.db, TABLE)
-            external: dict[int, list[str]] = {}
-            if LEGACY_EXTERNAL_IDS_TABLE in self.db.table_names():
-                for external_id, row_id in self.db.execute(
-                    f"SELECT external_id, id FROM {LEGACY_EXTERNAL_IDS_TABLE} ORDER BY external_id"
-                ):
-                    external.setdefault(row_id, []).append(external_id)
-            next_id = self._next_id_after(old)
-            copies: list[tuple[int, int]] = []
-            rows = self.db.execute(f"SELECT id, text, source, line, metadata, hash, count FROM {old} ORDER BY id")
-            for row_id, text, source, line, metadata, digest, count in rows.fetchall():
-                names = external.get(row_id, [])
-                occurrences = max(int(count or 1), len(names), 1)
-                for occurrence in range(occurrences):
-                    new_id = row_id if occurrence == 0 else next_id + len(copies)
-                    self.db.execute(
-                        f"INSERT INTO {TABLE} (id, external_id, text, source, line, metadata, hash) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        (
-                            new_id,
-                            names[occurrence] if occurrence < len(names) else None,
-                            text,
-                            source,
-                            line if occurrence == 0 else None,
-                            metadata,
-                            digest,
-                        ),
-                    )
-                    if occurrence:
-                        copies.append((new_id, row_id))
-            self.db.execute(f"DROP TABLE {old}")
-            self.db.execute(f"DROP TABLE IF EXISTS {LEGACY_EXTERNAL_IDS_TABLE}")
+            copies = upgrade_legacy(self.db, self._next_id_after)
         self.legacy = False
         with self._guard():
             migrate(self.db)  # now in the shape the migrations expect
         return copies
 
     def _next_id_after(self, table: str) -> int:
-        """One more than the largest id in `table`, the tombstones or the passages: ids are never reused, so a
-        tombstoned vector never answers for a new document, and a passage's vector id is no document's."""
-        largest = [
-            int(self.db.execute(f"SELECT coalesce(max(id), -1) FROM {name}").fetchone()[0])
-            for name in (table, TOMBSTONES_TABLE)
-        ]
+        """One more than the largest id in `table` (the documents, or an older store's), the tombstones or the
+        passages, and never below the recorded next id: ids are never reused, so a tombstoned vector never answers
+        for a new document, and a passage's vector id is no document's."""
+        largest = max(self.documents.largest_id(table), self.tombstones.largest_id(), self.passages.largest_id())
         recorded = int(self.segments.state().get("next_id", "0")) if self.segments.exists() else 0
-        return max(max(*largest, self.passages.largest_id()) + 1, recorded)
+        return max(largest + 1, recorded)
 
     def next_id(self) -> int:
         """The id the next new document or passage gets: ids are never given twice, even once a merge has dropped
@@ -434,21 +143,39 @@ class DocumentStore:
             return self._next_id_after(TABLE)
 
     def count(self) -> int:
-        """Number of documents stored. Counted once per read snapshot by a read-only store (`read_snapshot`),
-        since SQLite counts by reading the whole table."""
-        if self._read_only_count is not None:
-            return self._read_only_count
-        with self._guard():
-            count = read_counter(self.db, "documents")
-            if count is None:  # a store written before the counters
-                count = int(self.db.execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0])
-        if not self.writable:
-            self._read_only_count = count
-        return count
+        """Number of documents stored."""
+        return self.documents.count()
+
+    def get(self, ids: Sequence[int]) -> dict[int, StoredDocument]:
+        """The stored documents for `ids` (unknown ids are left out), each with how many documents share its text."""
+        return self.documents.get(ids)
 
     def vector_count(self) -> int:
         """Number of searchable vectors: one per document, plus one per further passage of a split document."""
-        return self.count() + self.passages.extra_count()
+        return self.documents.count() + self.passages.extra_count()
+
+    def other_vector_ids(self) -> np.ndarray:
+        """Vector ids in the vector index that are no live document's own vector: tombstones (deleted documents
+        awaiting compaction) and the further passages of split documents. Leaving them out leaves one vector per
+        document, a split one's first passage (its title and opening): what clustering and mining compare."""
+        return np.union1d(self.tombstones.ids(), self.passages.extra_ids())
+
+    def add(self, documents: Sequence[Document]) -> StoreChange:
+        """Store each document as its own row; a document whose external id is stored replaces that one (upsert,
+        indexer/upsert.py). An upsert with a new text deletes the old row and its passages (reported in `removed`
+        and `removed_vectors`, so the caller drops their vectors)."""
+        refuse_lone_surrogates(documents)
+        hashes = [document.content_hash for document in documents]
+        with self._guard(), self.db.atomic():
+            if self.legacy:
+                raise IndexerError(f"document store {self.path} must be upgraded before it is written; rebuild it")
+            known = self.documents.known_hashes(hashes)
+            stored = self.documents.by_external_id({d.external_id for d in documents if d.external_id is not None})
+            plan = plan_upsert(documents, hashes, stored, self._next_id_after(TABLE))
+            removed_vectors = plan.removed + self._delete_rows(plan.removed)
+            self.documents.update_origins(plan.updates)
+            self.documents.insert(plan.rows)
+        return plan.change(known, removed_vectors)
 
     def add_passages(self, spans: dict[int, list[tuple[int, int]]]) -> dict[int, list[int]]:
         """Record the passages of documents split into several: document id -> the (start, end) character spans
@@ -466,147 +193,12 @@ class DocumentStore:
             self.passages.insert(rows)
         return vector_ids
 
-    def passage_ids_matching(self, filters: Sequence[Filter]) -> np.ndarray:
-        """Vector ids of the further passages (all but the first) of the documents meeting every filter: with
-        `matching_ids`, every vector a filtered search may return."""
-        with self._guard():
-            if not self.passages.any():  # no document is split: nothing to look up
-                return np.zeros(0, dtype=np.int64)
-            where, parameters = where_clause(filters, self._field_kinds)
-            rows = self.db.execute(
-                f"SELECT id FROM {PASSAGES_TABLE} WHERE id != document AND document IN "
-                f"(SELECT id FROM {TABLE} WHERE {where}) ORDER BY id",
-                parameters,
-            ).fetchall()
-        return np.array([row[0] for row in rows], dtype=np.int64)
-
-    def external_ids(self) -> list[str]:
-        """Every stored external id (documents added without one are left out), in id order."""
-        with self._guard():
-            rows = self.db.execute(f"SELECT external_id FROM {TABLE} WHERE external_id IS NOT NULL ORDER BY id")
-            return [row[0] for row in rows]
-
-    def metadata_of_external_ids(self, fields: Sequence[str]) -> dict[str, list[Any]]:
-        """For every document that has an external id and the first of `fields` in its metadata, the values of
-        `fields` (None where missing), by external id: what `sync` compares files with, read without loading texts."""
-        columns = ", ".join("json_extract(metadata, ?)" for _ in fields)
-        paths = [f'$."{name}"' for name in fields]
-        with self._guard():
-            rows = self.db.execute(
-                f"SELECT external_id, {columns} FROM {TABLE} WHERE external_id IS NOT NULL "
-                "AND json_extract(metadata, ?) IS NOT NULL",
-                [*paths, paths[0]],
-            ).fetchall()
-        return {row[0]: list(row[1:]) for row in rows}
-
-    def ids(self) -> np.ndarray:
-        """Every stored document's id, in order."""
-        with self._guard():
-            rows = self.db.execute(f"SELECT id FROM {TABLE} ORDER BY id").fetchall()
-        return np.array([row[0] for row in rows], dtype=np.int64)
-
-    def repeats(self) -> int:
-        """Documents whose text an earlier stored document already has."""
-        with self._guard():
-            return int(self.db.execute(f"SELECT count(*) - count(DISTINCT hash) FROM {TABLE}").fetchone()[0])
-
-    def add(self, documents: Sequence[Document]) -> StoreChange:
-        """Store each document as its own row; a document whose external id is stored replaces that one (upsert).
-
-        An upsert with the stored text keeps the row and its vector and replaces origin and metadata; one with a
-        new text deletes the old row (reported in `removed`, so the caller drops its vector) and adds a new one.
-        """
-        _refuse_lone_surrogates(documents)
-        hashes = [document.content_hash for document in documents]
-        with self._guard(), self.db.atomic():
-            if self.legacy:
-                raise IndexerError(f"document store {self.path} must be upgraded before it is written; rebuild it")
-            known = {
-                row[0]
-                for row in self._in_chunks(f"SELECT DISTINCT hash FROM {TABLE} WHERE hash IN", sorted(set(hashes)))
-            }
-            stored = self._rows_by_external_id({d.external_id for d in documents if d.external_id is not None})
-            next_id = self._next_id_after(TABLE)
-            new_rows: dict[int, dict[str, Any]] = {}
-            pending: dict[str, int] = {}  # external id -> its new row in this input
-            updates: dict[str, tuple[str | None, int | None, str, str]] = {}  # kept text, new origin and metadata
-            removed: list[int] = []
-            superseded = 0
-            for position, (document, digest) in enumerate(zip(documents, hashes)):
-                name = document.external_id
-                metadata = _metadata_json(document.metadata, position + 1)
-                if name is not None:
-                    superseded += name in pending or name in updates
-                    if name in pending:
-                        del new_rows[pending.pop(name)]  # replaced later in the same input: never stored
-                    if name in stored:
-                        row_id, stored_hash = stored[name]
-                        if stored_hash == digest and row_id not in removed:
-                            updates[name] = (document.source, document.line, metadata, name)
-                            continue
-                        updates.pop(name, None)
-                        if row_id not in removed:
-                            removed.append(row_id)
-                row_id = next_id + position
-                new_rows[row_id] = {
-                    "id": row_id,
-                    "external_id": name,
-                    "text": document.text,
-                    "source": document.source,
-                    "line": document.line,
-                    "metadata": metadata,
-                    "hash": digest,
-                    "position": position,
-                }
-                if name is not None:
-                    pending[name] = row_id
-            removed_vectors = removed + self._delete_rows(removed)
-            self.db.conn.executemany(
-                f"UPDATE {TABLE} SET source = ?, line = ?, metadata = ? WHERE external_id = ?", updates.values()
-            )
-            self.db[TABLE].insert_all(
-                ({key: value for key, value in row.items() if key != "position"} for row in new_rows.values()),
-                batch_size=1000,
-            )
-        rows, seen, repeated = list(new_rows.values()), set(known), []
-        for row in rows:
-            repeated.append(row["hash"] in seen)
-            seen.add(row["hash"])
-        return StoreChange(
-            [row["id"] for row in rows],
-            [row["position"] for row in rows],
-            removed,
-            removed_vectors,
-            repeated,
-            len(updates),
-            superseded,
-        )
-
-    def _in_chunks(self, sql: str, values: Sequence[Any], then: str = "") -> list[tuple]:
-        """Run `sql (?, ?, ...) then` (a SELECT or DELETE whose `sql` ends in `IN`) over `values` in chunks that
-        stay under SQLite's parameter limit; returns the rows of all chunks."""
-        rows: list[tuple] = []
-        values = list(values)
-        for start in range(0, len(values), 500):
-            chunk = values[start : start + 500]
-            rows.extend(self.db.execute(f"{sql} ({','.join('?' * len(chunk))}) {then}", chunk).fetchall())
-        return rows
-
-    def _rows_by_external_id(self, external_ids: set[str]) -> dict[str, tuple[int, str]]:
-        sql = f"SELECT external_id, id, hash FROM {TABLE} WHERE external_id IN"
-        return {name: (row_id, digest) for name, row_id, digest in self._in_chunks(sql, sorted(external_ids))}
-
-    def _delete_rows(self, ids: Sequence[int]) -> list[int]:
-        """Delete documents and their passages; returns the vector ids of their further passages."""
-        self._in_chunks(f"DELETE FROM {TABLE} WHERE id IN", ids)
-        return self.passages.delete_documents(ids)
-
     def delete(self, ids: Sequence[int]) -> list[int]:
         """Delete documents by id, all or none: an id that is not stored raises UnknownDocumentError. Returns the
         vector ids to drop: the documents' own and those of their further passages."""
         ids = sorted(set(int(i) for i in ids))
         with self._guard(), self.db.atomic():
-            present = {row[0] for row in self._in_chunks(f"SELECT id FROM {TABLE} WHERE id IN", ids)}
+            present = self.documents.present(ids)
             missing = [i for i in ids if i not in present]
             if missing:
                 raise UnknownDocumentError(
@@ -614,234 +206,10 @@ class DocumentStore:
                 )
             return ids + self._delete_rows(ids)
 
-    def ids_for_external(self, external_ids: Sequence[str]) -> list[int]:
-        """The documents that external ids name (one each); an unknown one raises UnknownDocumentError."""
-        with self._guard():
-            found = self._rows_by_external_id(set(external_ids))
-        missing = [e for e in external_ids if e not in found]
-        if missing:
-            raise UnknownDocumentError(f"no document with external id {', '.join(missing[:10])}; nothing was deleted")
-        return sorted({found[e][0] for e in external_ids})
-
-    def matching_ids(self, filters: Sequence[Filter]) -> np.ndarray:
-        """Ids of the documents meeting every filter (a Condition, or AnyOf conditions of which one must hold),
-        as parameterised SQL over columns and metadata (indexer/filter_sql.py)."""
-        key = tuple(filters)
-        if self._filter_cache is not None and key in self._filter_cache:
-            return self._filter_cache[key]
-        ids = None if self._number_columns is None else self._number_columns.matching(filters)
-        if ids is None:
-            with self._guard():
-                where, parameters = where_clause(filters, self._field_kinds)
-                rows = self.db.execute(f"SELECT id FROM {TABLE} WHERE {where} ORDER BY id", parameters).fetchall()
-            ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
-            ids.setflags(write=False)  # shared by the queries that repeat the filter
-        if self._filter_cache is not None:
-            if len(self._filter_cache) >= FILTER_CACHE_SIZE:
-                self._filter_cache.pop(next(iter(self._filter_cache)))
-            self._filter_cache[key] = ids
-        return ids
-
-    def _field_kinds(self, key: str) -> set[str]:
-        """The kinds of value ('number', 'text', 'list', ...) that metadata key `key` holds across documents; a key
-        no document has raises IndexerError naming the fields there are."""
-        if self._kinds_cache is not None and key in self._kinds_cache:
-            return self._kinds_cache[key]
-        rows = self.db.execute(
-            f"SELECT DISTINCT json_type(metadata, ?) FROM {TABLE} WHERE json_type(metadata, ?) IS NOT NULL",
-            [json_path(key)] * 2,
-        ).fetchall()
-        if not rows:
-            raise UnknownFieldError(f"no document has a field {key!r}; fields: {', '.join(self.fields())}")
-        kinds = {JSON_KINDS[kind] for (kind,) in rows}
-        if self._kinds_cache is not None:
-            self._kinds_cache[key] = kinds
-        return kinds
-
-    def fields(self, limit: int = 50) -> list[str]:
-        """Filterable field names: the columns, then metadata keys found in the documents."""
-        keys = self.db.execute(
-            f"SELECT DISTINCT key FROM {TABLE}, json_each({TABLE}.metadata) ORDER BY key LIMIT ?", [limit]
-        ).fetchall()
-        return [*COLUMN_FIELDS, *(key for (key,) in keys)]
-
-    def add_tombstones(self, ids: Sequence[int]) -> None:
-        with self._guard(), self.db.atomic():
-            self.db[TOMBSTONES_TABLE].insert_all(({"id": int(i)} for i in ids), ignore=True)
-
-    def tombstones(self) -> np.ndarray:
-        """Ids deleted from the store whose vectors are still in the vector index."""
-        with self._guard():
-            if TOMBSTONES_TABLE not in self.db.table_names():
-                return np.zeros(0, dtype=np.int64)
-            rows = self.db.execute(f"SELECT id FROM {TOMBSTONES_TABLE} ORDER BY id").fetchall()
-        return np.array([row[0] for row in rows], dtype=np.int64)
-
-    def other_vector_ids(self) -> np.ndarray:
-        """Vector ids in the vector index that are no live document's own vector: tombstones (deleted documents
-        awaiting compaction) and the further passages of split documents. Leaving them out leaves one vector per
-        document, a split one's first passage (its title and opening): what clustering and mining compare."""
-        return np.union1d(self.tombstones(), self.passages.extra_ids())
-
-    def clear_tombstones(self, ids: Sequence[int] | None = None) -> None:
-        """Forget the tombstones of `ids` (their vectors are gone: a merge dropped them), or all of them."""
-        with self._guard(), self.db.atomic():
-            if ids is None:
-                self.db.execute(f"DELETE FROM {TOMBSTONES_TABLE}")
-            else:
-                self._in_chunks(f"DELETE FROM {TOMBSTONES_TABLE} WHERE id IN", [int(i) for i in ids])
-
-    def mark_duplicates(self, marks: Sequence[tuple[int, int, float]]) -> None:
-        """Replace every near-duplicate mark with `marks`: (id, id of the earlier document it duplicates, cosine)."""
-        rows = [(int(i), int(original), float(score)) for i, original, score in marks]
-        with self._guard(), self.db.atomic():
-            self.db.execute(f"DROP TABLE IF EXISTS {DUPLICATES_TABLE}")
-            self.db[DUPLICATES_TABLE].create({"id": int, "duplicate_of": int, "score": float}, pk="id")
-            self.db.conn.executemany(f"INSERT INTO {DUPLICATES_TABLE} (id, duplicate_of, score) VALUES (?, ?, ?)", rows)
-
-    def duplicates(self) -> dict[int, int]:
-        """Each document marked a near-duplicate -> the earlier document it duplicates (deleted ones left out)."""
-        with self._guard():
-            if DUPLICATES_TABLE not in self.db.table_names():
-                return {}
-            rows = self.db.execute(
-                f"SELECT m.id, m.duplicate_of FROM {DUPLICATES_TABLE} AS m JOIN {TABLE} AS d ON d.id = m.id "
-                f"JOIN {TABLE} AS o ON o.id = m.duplicate_of ORDER BY m.id"
-            ).fetchall()
-        return dict(rows)
-
-    def get(self, ids: Sequence[int]) -> dict[int, StoredDocument]:
-        """The stored documents for `ids` (unknown ids are left out), each with how many documents share its text."""
-        sql = f"SELECT id, text, source, line, metadata, hash, external_id FROM {TABLE} WHERE id IN"
-        with self._guard():
-            rows = self._in_chunks(sql, sorted(set(int(i) for i in ids)))
-            sharing = dict(
-                self._in_chunks(
-                    f"SELECT hash, count(*) FROM {TABLE} WHERE hash IN",
-                    sorted({row[5] for row in rows}),
-                    "GROUP BY hash",
-                )
-            )
-        return {
-            row_id: StoredDocument(
-                row_id, text, source, line, json.loads(metadata or "{}"), sharing.get(digest, 1), external_id
-            )
-            for row_id, text, source, line, metadata, digest, external_id in rows
-        }
-
-    def save_clustering(
-        self,
-        method: str,
-        parameters: dict[str, Any],
-        ids: Sequence[int],
-        clusters: Sequence[int],
-        centrality: Sequence[float],
-        created_at: str,
-    ) -> None:
-        """Replace any stored clustering: document `ids[i]` is in cluster `clusters[i]`, at cosine `centrality[i]`
-        to that cluster's centroid."""
-        rows = [(int(i), int(c), float(s)) for i, c, s in zip(ids, clusters, centrality)]
-        with self._guard(), self.db.atomic():
-            for table in (CLUSTERING_TABLE, CLUSTER_MEMBERS_TABLE):
-                self.db.execute(f"DROP TABLE IF EXISTS {table}")
-            self.db[CLUSTERING_TABLE].insert(
-                {
-                    "method": method,
-                    "parameters": json.dumps(parameters),
-                    "clusters": len({row[1] for row in rows}),
-                    "documents": len(rows),
-                    "created_at": created_at,
-                }
-            )
-            self.db[CLUSTER_MEMBERS_TABLE].create({"document": int, "cluster": int, "centrality": float}, pk="document")
-            self.db.conn.executemany(
-                f"INSERT INTO {CLUSTER_MEMBERS_TABLE} (document, cluster, centrality) VALUES (?, ?, ?)", rows
-            )
-            self.db[CLUSTER_MEMBERS_TABLE].create_index(["cluster", "centrality"])
-
-    def clustering(self) -> ClusteringRecord | None:
-        """How the stored clustering was made, or None when the index has not been clustered."""
-        with self._guard():
-            if CLUSTERING_TABLE not in self.db.table_names():
-                return None
-            row = next(iter(self.db.query(f"SELECT * FROM {CLUSTERING_TABLE}")))
-        return ClusteringRecord(
-            method=row["method"],
-            parameters=json.loads(row["parameters"]),
-            clusters=row["clusters"],
-            documents=row["documents"],
-            created_at=row["created_at"],
-        )
-
-    def clusters_of(self, ids: Sequence[int]) -> dict[int, int]:
-        """The stored cluster of each of `ids` that is in one (empty when there is no clustering)."""
-        with self._guard():
-            if CLUSTER_MEMBERS_TABLE not in self.db.table_names():
-                return {}
-            sql = f"SELECT document, cluster FROM {CLUSTER_MEMBERS_TABLE} WHERE document IN"
-            return dict(self._in_chunks(sql, sorted(set(int(i) for i in ids))))
-
-    def cluster_members(self) -> dict[int, list[int]]:
-        """Every stored cluster's document ids, most central first, by cluster id (empty without a clustering).
-
-        Documents deleted since the clustering was made are left out.
-        """
-        members: dict[int, list[int]] = {}
-        with self._guard():
-            if CLUSTER_MEMBERS_TABLE not in self.db.table_names():
-                return members
-            rows = self.db.execute(
-                f"SELECT m.cluster, m.document FROM {CLUSTER_MEMBERS_TABLE} AS m JOIN {TABLE} AS d "
-                "ON d.id = m.document ORDER BY m.cluster, m.centrality DESC, m.document"
-            )
-            for cluster, document in rows:
-                members.setdefault(cluster, []).append(document)
-        return members
+    def _delete_rows(self, ids: Sequence[int]) -> list[int]:
+        """Delete documents and their passages; returns the vector ids of their further passages."""
+        self.documents.delete(ids)
+        return self.passages.delete_documents(ids)
 
     def close(self) -> None:
         self.db.conn.close()
-
-
-FILTER_CACHE_SIZE = 64
-"""Filters whose matching ids a read-only store keeps per read snapshot."""
-BUSY_TIMEOUT_MS = 10_000
-"""How long a statement waits for another connection's lock (a writer's commit, a checkpoint) before failing."""
-
-
-def _connect(path: Path, writable: bool) -> sqlite3.Connection:
-    """A connection to the store at `path`. A writable one puts the file in WAL mode (kept in the file), so
-    readers never wait for a write in progress. A read-only one of a directory this user cannot write (where SQLite
-    cannot make WAL's shared-memory file) opens the file as immutable: nobody can write it there either."""
-    if writable:
-        connection = sqlite3.connect(str(path))
-        connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        connection.execute("PRAGMA journal_mode = WAL")
-        return connection
-    uri = Path(path).resolve().as_uri()
-    immutable = not os.access(Path(path).parent, os.W_OK) and not Path(f"{path}-shm").exists()
-    wal = Path(f"{path}-wal")
-    if immutable and wal.exists() and wal.stat().st_size > 0:
-        raise IndexerError(
-            f"the index's latest writes are in {wal}, which SQLite cannot read in a directory this user may not "
-            "write without its -shm file: open the index once as a user who can write the directory (or copy it "
-            "with its -shm file)"
-        )
-    connection = sqlite3.connect(f"{uri}?mode=ro{'&immutable=1' if immutable else ''}", uri=True)
-    connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    return connection
-
-
-def _create_documents_table(db: sqlite_utils.Database, name: str) -> None:
-    """The documents table: one row per document; external ids unique, hashes indexed to find repeats."""
-    db[name].create(
-        {"id": int, "external_id": str, "text": str, "source": str, "line": int, "metadata": str, "hash": str},
-        pk="id",
-    )
-    db[name].create_index(["external_id"], unique=True, index_name=f"{name}_external_id")
-    db[name].create_index(["hash"], index_name=f"{name}_hash")
-    _enable_keyword_index(db, name)
-
-
-def _enable_keyword_index(db: sqlite_utils.Database, name: str) -> None:
-    """The keyword index of table `name`: FTS5 over its text, filled from its rows and kept in step by triggers."""
-    db[name].enable_fts(["text"], fts_version="FTS5", tokenize=KEYWORD_TOKENIZER, create_triggers=True)

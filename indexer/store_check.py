@@ -65,10 +65,10 @@ def _segments_problem(directory: IndexDirectory, manifest: Manifest, store: Docu
                 f"{manifest.index.dimension}"
             )
         total += segment.index.count
-    expected = store.vector_count() + len(store.tombstones())
+    expected = store.vector_count() + len(store.tombstones.ids())
     if total != expected:
         return (
             f"the segments hold {total} vectors, but the store has {store.vector_count()} searchable vectors and "
-            f"{len(store.tombstones())} tombstones ({expected})"
+            f"{len(store.tombstones.ids())} tombstones ({expected})"
         )
     return None

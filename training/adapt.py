@@ -9,13 +9,14 @@
    metadata and index type, whitening-k refitted where the index has it, committed in one manifest swap.
 
 A kill at any point leaves the old index usable: until the commit the manifest names the old model and vectors.
-What a killed run can leave is an `adapted-*` directory no manifest names; the next adapt removes it.
+What a killed run can leave is an `adapted-*` directory no manifest names; the next write (add, delete, compact,
+adapt) removes it. While an adapt runs it claims its directory (indexer/model_folders.py), so a write meanwhile
+leaves it alone.
 No labels are used: training sees only the documents."""
 
 from __future__ import annotations
 
 import json
-import re
 import shutil
 import tempfile
 import time
@@ -23,8 +24,10 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from searchengine.indexer.crash_points import crash_point
 from searchengine.indexer.index_directory import IndexDirectory
 from searchengine.indexer.manifest import Manifest, model_location
+from searchengine.indexer.model_folders import PREFIX, claim_model_folder
 from searchengine.indexer.store import DocumentStore
 from searchengine.training.loop import TrainingReport
 from searchengine.training.registry import METHODS
@@ -34,9 +37,6 @@ from searchengine.errors import SearchEngineError
 
 ADAPT_METHODS = ("pseudo-queries", "simcse", "consert", "promptbert")
 """The registry's methods that need no labels: what adaptation may run."""
-MODEL_PREFIX = "adapted-"
-_MODEL_DIRECTORY = re.compile(r"^\.?adapted-[a-z-]+\.(\d+)(\.(partial|old)-\d+)?$")
-"""An adapted model's directory in the index directory, or the hidden sibling a model is written through."""
 _TRAINABLE_POOLING = ("mean", "cls", "max", "mean_sqrt_len")
 
 
@@ -48,8 +48,6 @@ class AdaptationReport:
     training: TrainingReport
     indexing: IndexingReport | None
     """None when training was interrupted (then nothing was re-indexed)."""
-    removed: tuple[str, ...] = ()
-    """Directories of earlier adapted models no manifest names any more, removed after the commit."""
 
 
 def adapt_index(
@@ -76,31 +74,36 @@ def adapt_index(
         raise SearchEngineError(f"{method} has no option {', '.join(unknown)}; its options: {', '.join(sorted(known))}")
     if "pooling" in known and "pooling" not in given and manifest.model.pooling in _TRAINABLE_POOLING:
         given["pooling"] = manifest.model.pooling  # train through the pooling the index uses
-    model_dir = directory.path / f"{MODEL_PREFIX}{method}.{time.time_ns()}"
-    with tempfile.TemporaryDirectory(prefix="searchengine-adapt-") as scratch:
-        data = _write_documents(directory, manifest, Path(scratch) / "documents.jsonl")
-        base = model_location(manifest.model.spec, directory.path)
-        run_options = entry.options(base=base, data=data, out=model_dir, quiet=not progress, **given)
-        training = entry.run(run_options)
-    if training.interrupted or not training.saved:
-        shutil.rmtree(model_dir, ignore_errors=True)
-        return AdaptationReport(method, model_dir, training, None)
-    from searchengine.encoding.encoder import Encoder  # torch is loaded by training already
-
+    model_dir = directory.path / f"{PREFIX}{method}.{time.time_ns()}"
+    claim = claim_model_folder(model_dir)  # until the commit names it, a write's clean-up leaves it alone
     try:
-        indexing = reembed_index(directory, Encoder(model_dir), progress)
-    except BaseException:
-        shutil.rmtree(model_dir, ignore_errors=True)
-        raise
-    removed = _remove_unused_models(directory, model_dir)
-    return AdaptationReport(method, model_dir, training, indexing, removed)
+        with tempfile.TemporaryDirectory(prefix="searchengine-adapt-") as scratch:
+            data = _write_documents(directory, manifest, Path(scratch) / "documents.jsonl")
+            base = model_location(manifest.model.spec, directory.path)
+            run_options = entry.options(base=base, data=data, out=model_dir, quiet=not progress, **given)
+            training = entry.run(run_options)
+        if training.interrupted or not training.saved:
+            shutil.rmtree(model_dir, ignore_errors=True)
+            return AdaptationReport(method, model_dir, training, None)
+        crash_point("adapt-saved")
+        from searchengine.encoding.encoder import Encoder  # torch is loaded by training already
+
+        try:
+            indexing = reembed_index(directory, Encoder(model_dir), progress)
+        except BaseException:
+            shutil.rmtree(model_dir, ignore_errors=True)
+            raise
+    finally:
+        claim.release()
+        claim.path.unlink(missing_ok=True)
+    return AdaptationReport(method, model_dir, training, indexing)
 
 
 def _write_documents(directory: IndexDirectory, manifest: Manifest, path: Path) -> Path:
     """The index's documents as a .jsonl file (text, then metadata fields), the form the training methods read."""
     store = DocumentStore(directory.file(manifest, "documents"))
     try:
-        ids = store.ids()
+        ids = store.documents.ids()
         with path.open("w", encoding="utf-8") as handle:
             for start in range(0, len(ids), 2048):
                 documents = store.get(ids[start : start + 2048])
@@ -115,17 +118,3 @@ def _write_documents(directory: IndexDirectory, manifest: Manifest, path: Path) 
             f"index {directory.path} holds {len(ids)} document(s); adapting a model needs at least 2"
         )
     return path
-
-
-def _remove_unused_models(directory: IndexDirectory, current: Path) -> tuple[str, ...]:
-    """Remove adapted-model directories in the index directory that the committed manifest does not name and that
-    an adapt started before this one left (an earlier adapted model, or what a killed run left behind)."""
-    mine = int(_MODEL_DIRECTORY.match(current.name).group(1))  # type: ignore[union-attr]
-    named = Path(model_location(directory.read_manifest().model.spec, directory.path)).resolve()
-    removed = []
-    for entry in directory.path.iterdir():
-        match = _MODEL_DIRECTORY.match(entry.name)
-        if match and entry.is_dir() and entry.resolve() != named and int(match.group(1)) < mine:
-            shutil.rmtree(entry, ignore_errors=True)
-            removed.append(entry.name)
-    return tuple(sorted(removed))

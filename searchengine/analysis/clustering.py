@@ -244,7 +244,7 @@ def cluster_index(directory: IndexDirectory, settings: ClusterSettings, top: int
         labels = by_size(cluster_labels(matrix, settings))
         scores = centrality(matrix, labels)
         clustered = labels >= 0
-        rewrite.store.save_clustering(
+        rewrite.store.clustering.save(
             settings.method,
             parameters,
             ids[clustered],
@@ -257,10 +257,10 @@ def cluster_index(directory: IndexDirectory, settings: ClusterSettings, top: int
 
 def read_clustering(store: DocumentStore, top: int = 3) -> Clustering | None:
     """The clustering stored in `store` with each cluster's `top` most central texts, or None if there is none."""
-    record = store.clustering()
+    record = store.clustering.record()
     if record is None:
         return None
-    members = store.cluster_members()
+    members = store.clustering.members()
     central = store.get([i for ids in members.values() for i in ids[:top]])
     clusters = [
         Cluster(

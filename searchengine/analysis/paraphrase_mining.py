@@ -164,7 +164,7 @@ def dedupe_index(
     with writing_in_place(directory) as rewrite:
         pairs = mine_index(rewrite.segments(), None, threshold, method, neighbours, rewrite.store.other_vector_ids())
         marks = duplicate_marks(pairs)
-        rewrite.store.mark_duplicates([(pair.second, pair.first, pair.score) for pair in marks])
+        rewrite.store.duplicates.replace([(pair.second, pair.first, pair.score) for pair in marks])
     return marks
 
 

@@ -103,10 +103,10 @@ def _store_summary(
     try:
         reading = store.settings.get(READING)
         return (
-            store.clustering(),
-            len(store.duplicates()),
-            store.repeats(),
-            store.has_keyword_index,
+            store.clustering.record(),
+            len(store.duplicates.marks()),
+            store.documents.repeats(),
+            store.keyword.exists(),
             reading if isinstance(reading, dict) else {},
         )
     finally:

@@ -21,8 +21,8 @@ def keyword_rankings(
     DocumentStore.keyword_bound), and keeps its BM25 as `keyword_score`."""
     rankings = []
     for text in texts:
-        found = store.keyword_search(text, k, allowed)
-        shares = bounded_keyword(found, store.keyword_bound(text) if found else 0.0)
+        found = store.keyword.search(text, k, allowed)
+        shares = bounded_keyword(found, store.keyword.bound(text) if found else 0.0)
         rankings.append([Scored(doc, shares[doc], ("keyword",), keyword_score=score) for doc, score in found])
     return rankings
 
@@ -49,14 +49,14 @@ def hybrid_rankings(
     words was tried: with ONNX Runtime's two threads per query it gained nothing on 2 cores (66 ms against 65 ms
     for an ArguAna query), and with one thread it slowed dense search by more than it saved."""
     depth = max(k, fusion.depth)
-    keyword_sides = [store.keyword_search(text, depth, allowed) for text in texts]
+    keyword_sides = [store.keyword.search(text, depth, allowed) for text in texts]
     dense_sides = dense_rankings(vectors, store, query_vectors, min(depth, searchable), allowed, excluded)
     results = []
     for text, query_vector, dense_side, keyword_side in zip(texts, query_vectors, dense_sides, keyword_sides):
         dense = {scored.id: scored.score for scored in dense_side}
         spans = {scored.id: scored.span for scored in dense_side}
         keyword = dict(keyword_side)
-        bound = store.keyword_bound(text) if keyword_side and fusion.method == "bounded" else 0.0
+        bound = store.keyword.bound(text) if keyword_side and fusion.method == "bounded" else 0.0
         fused = fuse(list(dense.items()), keyword_side, fusion, bound)[:k]
         unscored_dense = [doc for doc, _ in fused if doc not in dense]
         if unscored_dense:
@@ -65,7 +65,7 @@ def hybrid_rankings(
         else:
             dense_scores = dense
         unscored_keyword = [doc for doc, _ in fused if doc not in keyword]
-        keyword_scores = {**store.keyword_scores(text, unscored_keyword), **keyword} if unscored_keyword else keyword
+        keyword_scores = {**store.keyword.scores(text, unscored_keyword), **keyword} if unscored_keyword else keyword
         results.append(
             [
                 Scored(

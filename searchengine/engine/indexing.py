@@ -348,7 +348,7 @@ def _passages(
 def drop_vectors(store: DocumentStore, vectors: Vectors | NewVectors, ids: list[int] | np.ndarray) -> None:
     """Remove deleted documents' vectors, or tombstone them where the index type cannot remove in place."""
     if len(ids) and not vectors.remove(np.asarray(ids, dtype=np.int64)):
-        store.add_tombstones(ids)
+        store.tombstones.add(ids)
 
 
 def _stream_and_add(
@@ -456,7 +456,7 @@ def reembed_index(directory: IndexDirectory, encoder: Encoder, progress: bool = 
                 f"the index keeps {fit_k} whitened dimensions, more than the new model's {encoder.dimension}"
             )
         store = rewrite.store
-        ids = store.ids()
+        ids = store.documents.ids()
         report.index_type = previous.index.type
         report.documents = report.added = len(ids)
         if previous.passages is not None:
@@ -489,8 +489,8 @@ def reembed_index(directory: IndexDirectory, encoder: Encoder, progress: bool = 
                 _add_spooled(spool_path, encoder.dimension, ids, set(), vectors, whitening, progress)
         finally:
             spool_path.unlink(missing_ok=True)
-        if len(store.tombstones()):
-            store.clear_tombstones()
+        if len(store.tombstones.ids()):
+            store.tombstones.clear()
         identity = model_identity(encoder)  # an adapted model inside the index is recorded relative to it
         identity = replace(identity, spec=spec_inside(identity.spec, directory.path))
         rewrite.replace_model(identity, vectors, whitening)
@@ -546,7 +546,7 @@ def model_identity(encoder: Encoder) -> ModelIdentity:
 def delete_from_index(directory: IndexDirectory, ids: list[int] | None, external_ids: list[str] | None) -> list[int]:
     """Delete documents by id or by external id, all or none; returns the ids deleted."""
     with writing_in_place(directory) as write:
-        targets = list(ids or []) + (write.store.ids_for_external(external_ids) if external_ids else [])
+        targets = list(ids or []) + (write.store.documents.ids_for_external(external_ids) if external_ids else [])
         drop_vectors(write.store, write.vectors, write.store.delete(targets))
     return sorted(set(targets))
 

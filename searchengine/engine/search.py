@@ -137,7 +137,7 @@ def dense_rankings(
 def hits_of(store: DocumentStore, rankings: list[list[Scored]]) -> list[list[Hit]]:
     """Each ranking's documents read from the store, in order (an id no longer stored is left out)."""
     documents = store.get([scored.id for ranking in rankings for scored in ranking])
-    clusters = store.clusters_of(list(documents))
+    clusters = store.clustering.clusters_of(list(documents))
     results = []
     for ranking in rankings:
         hits = []

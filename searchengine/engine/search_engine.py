@@ -443,7 +443,7 @@ class SearchEngine:
                 f"{manifest.model.fingerprint}) since it was opened with {self.manifest.model.name}; open it again"
             )
         _check_dimensions(self.path, manifest, vectors, whitening)
-        tombstones, live, live_vectors = store.tombstones(), store.count(), store.vector_count()
+        tombstones, live, live_vectors = store.tombstones.ids(), store.count(), store.vector_count()
         if live_vectors != manifest.count.vectors or vectors.count != live_vectors + len(tombstones):
             store.close()
             raise IndexerError(
@@ -457,7 +457,7 @@ class SearchEngine:
         self._commit = store.segments.commit_number() if manifest.segmented else None
         if isinstance(vectors, SegmentSet):
             self._segments = {segment.record.name: segment for segment in vectors.segments}
-        self._keyword_index = store.has_keyword_index
+        self._keyword_index = store.keyword.exists()
 
     def refresh(self) -> bool:
         """Reload the index if a writer (another process, or another SearchEngine) committed since it was loaded;
@@ -624,14 +624,16 @@ class SearchEngine:
             raise SearchEngineError(f"index {self.path} is empty: add documents with `searchengine add FILE`")
         k = min(k, len(self))  # no mode returns more documents than the index holds; SQLite's LIMIT is 64-bit
         conditions = conditions_of(where)
-        matching = self._store.matching_ids(conditions) if conditions else None
+        matching = self._store.filters.matching_ids(conditions) if conditions else None
         if not queries or (matching is not None and len(matching) == 0):
             return [[] for _ in queries]
         if mode == "keyword":
             return hits_of(self._store, keyword_rankings(self._store, queries, k, matching))
         excluded = self._tombstones if len(self._tombstones) else None
         searchable = len(self) if matching is None else len(matching)
-        allowed = None if matching is None else np.union1d(matching, self._store.passage_ids_matching(conditions))
+        allowed = (
+            None if matching is None else np.union1d(matching, self._store.filters.passage_ids_matching(conditions))
+        )
         encoder = self._query_encoder()  # loaded before one_thread, which sets the threads of what is loaded
         with one_thread() if len(queries) == 1 else contextlib.nullcontext():
             vectors = to_index_vectors(encoder.encode_queries(list(queries)), self._whitening)
@@ -806,7 +808,7 @@ class SearchEngine:
     def metadata_by_external_id(self, fields: Sequence[str]) -> dict[str, list[Any]]:
         """The values of metadata `fields` of every document with an external id and the first field, by
         external id (what `sync` compares files with), read without loading texts."""
-        return self._store.metadata_of_external_ids(fields)
+        return self._store.documents.metadata_of_external_ids(fields)
 
     def documents(self, where: Filters) -> list[Document]:
         """The stored documents that meet every filter, in index order, without a query: a lookup by your own ids
@@ -814,12 +816,12 @@ class SearchEngine:
         conditions = conditions_of(where)
         if not conditions:
             raise SearchEngineError("say which documents to read: give filters, e.g. where=['lang=en']")
-        stored = self._store.get(self._store.matching_ids(conditions))
+        stored = self._store.get(self._store.filters.matching_ids(conditions))
         return [Document(d.text, d.source, d.line, d.metadata, d.external_id) for _, d in sorted(stored.items())]
 
     def external_ids(self) -> list[str]:
         """The user-given ids of the indexed documents (`--id-field`, Document.external_id), in index order."""
-        return self._store.external_ids()
+        return self._store.documents.external_ids()
 
     def stored_vectors(self, batch_size: int = 65_536) -> Iterator[tuple[np.ndarray, np.ndarray]]:
         """(vector ids, vectors) as the index holds them, in batches; never re-encodes the corpus. A vector id is
@@ -843,9 +845,9 @@ class SearchEngine:
             created_at=manifest.created_at,
             updated_at=manifest.updated_at,
             versions=dict(manifest.versions),
-            clustering=self._store.clustering(),
-            duplicates=len(self._store.duplicates()),
-            repeats=self._store.repeats(),
+            clustering=self._store.clustering.record(),
+            duplicates=len(self._store.duplicates.marks()),
+            repeats=self._store.documents.repeats(),
             keyword_index=self._keyword_index,
             passages=manifest.passages,
             shards=len(manifest.segment_files) if manifest.segmented else manifest.index.shards,

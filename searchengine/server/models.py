@@ -113,6 +113,11 @@ class AddedOut(BaseModel):
     added: int
     repeats: int
     replaced: int
+    updated: int
+    """Upserts that kept the stored text: origin and metadata replaced, the vector kept."""
+    superseded: int
+    """Documents replaced by a later one with the same id in the same request, so never stored (ids are text: 1
+    and "1" are one id)."""
     truncated: int
     seconds: float
     index_size: int

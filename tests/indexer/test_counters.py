@@ -25,10 +25,10 @@ def test_counts_follow_every_change(tmp_path: Path) -> None:
     assert _agree(store) == {"documents": 3, "passages": 2}
     store.add([Document("a new text for x", external_id="x")])  # an upsert: one row out, one in
     assert _agree(store)["documents"] == 3
-    store.add_tombstones(store.delete([change.ids[1]]))  # its passages go with it
-    store.add_tombstones([change.ids[1]])  # a tombstone given twice is kept once
+    store.tombstones.add(store.delete([change.ids[1]]))  # its passages go with it
+    store.tombstones.add([change.ids[1]])  # a tombstone given twice is kept once
     assert _agree(store) == {"documents": 2, "passages": 0}
-    assert store.count() == 2 and store.vector_count() == 2 and len(store.tombstones()) == 3
+    assert store.count() == 2 and store.vector_count() == 2 and len(store.tombstones.ids()) == 3
     store.close()
 
 

@@ -27,7 +27,7 @@ def store(tmp_path: Path):
 
 
 def ids(store: DocumentStore, *filters) -> list[int]:  # noqa: ANN002
-    return store.matching_ids(list(filters)).tolist()
+    return store.filters.matching_ids(list(filters)).tolist()
 
 
 def test_in_matches_any_listed_value(store: DocumentStore) -> None:
@@ -86,6 +86,6 @@ def test_conditions_that_cannot_mean_what_they_say_are_refused(
     store: DocumentStore, condition: Condition, message: str
 ) -> None:
     with pytest.raises(IndexerError) as raised:
-        store.matching_ids([condition])
+        store.filters.matching_ids([condition])
     assert message in str(raised.value)
     assert "rebuild" not in str(raised.value)

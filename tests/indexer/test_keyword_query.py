@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 from searchengine.indexer import keyword_query
 from searchengine.indexer.keyword_query import MAX_WORD_REPEATS, keyword_terms, match_expression
-from searchengine.indexer.store import KEYWORD_TABLE, KEYWORD_TOKENIZER, Document, DocumentStore
+from searchengine.indexer.keyword_table import TABLE as KEYWORD_TABLE
+from searchengine.indexer.keyword_table import TOKENIZER as KEYWORD_TOKENIZER
+from searchengine.indexer.store import Document, DocumentStore
 
 
 @pytest.fixture
@@ -60,7 +62,7 @@ def test_bm25_weighs_a_word_by_its_count_in_the_query(tmp_path: Path) -> None:
     store = DocumentStore(tmp_path / "weights.db", writable=True)
     store.add([Document(text) for text in ["owl nest", "lark song", "filler one", "filler two"]])
     # 'owl' and 'lark' are equally rare; the query names the lark three times and the owl once
-    (best, _), (second, _) = store.keyword_search("owl lark, lark, lark", 2)
+    (best, _), (second, _) = store.keyword.search("owl lark, lark, lark", 2)
     found = store.get([best, second])
     assert (found[best].text, found[second].text) == ("lark song", "owl nest")
     store.close()
@@ -114,5 +116,5 @@ def test_english_stop_words_are_left_out_of_a_query_with_other_words(store: Docu
 def test_a_query_of_stop_words_only_searches_them_all(store: DocumentStore) -> None:
     assert _expression(store, "to be or not to be") == '"to" OR "to" OR "be" OR "be" OR "or" OR "not"'
     assert _expression(store, "and") == '"and"'
-    (found,) = store.keyword_search("AND", 10)  # a word here, never the FTS5 operator
+    (found,) = store.keyword.search("AND", 10)  # a word here, never the FTS5 operator
     assert store.get([found[0]])[found[0]].text == "the dog and the cat"

@@ -33,7 +33,7 @@ def _add(directory: IndexDirectory, texts: list[str], seed: int) -> list[int]:
 
 def _delete(directory: IndexDirectory, ids: list[int]) -> None:
     with writing_in_place(directory) as write:
-        write.store.add_tombstones(write.store.delete(ids))
+        write.store.tombstones.add(write.store.delete(ids))
 
 
 def _segments(directory: IndexDirectory) -> list[str]:

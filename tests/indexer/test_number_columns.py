@@ -8,9 +8,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from searchengine.indexer.document_table import TABLE
 from searchengine.indexer.filter_sql import AnyOf, Condition
 from searchengine.indexer.number_columns import NumberColumns
-from searchengine.indexer.store import TABLE, Document, DocumentStore
+from searchengine.indexer.store import Document, DocumentStore
 
 
 def _metadata(rng: random.Random) -> dict:
@@ -46,7 +47,9 @@ def test_numeric_filters_match_sql_exactly(stores: tuple[DocumentStore, Document
         condition = Condition(field, rng.choice(operators), value)
         other = Condition("year", "in", (2000, 2010.5, rng.randint(1990, 2025)))
         for filters in ([condition], [condition, other], [AnyOf((condition, other))]):
-            assert reader.matching_ids(filters).tolist() == writer.matching_ids(filters).tolist(), filters
+            assert reader.filters.matching_ids(filters).tolist() == writer.filters.matching_ids(filters).tolist(), (
+                filters
+            )
 
 
 def test_only_numbers_compared_with_numeric_fields_use_columns(tmp_path: Path, stores) -> None:  # noqa: ANN001
@@ -55,7 +58,7 @@ def test_only_numbers_compared_with_numeric_fields_use_columns(tmp_path: Path, s
     def fetch(sql: str, parameters: list[object]) -> list[tuple]:
         return reader.db.execute(sql, parameters).fetchall()
 
-    columns = NumberColumns(TABLE, fetch, reader._field_kinds)
+    columns = NumberColumns(TABLE, fetch, reader.filters._field_kinds)
     assert columns.matching([Condition("year", ">=", 2020)]) is not None
     assert columns.matching([Condition("id", "<", 10)]).tolist() == list(range(10))
     for sql_only in (
@@ -68,15 +71,15 @@ def test_only_numbers_compared_with_numeric_fields_use_columns(tmp_path: Path, s
     ):
         assert columns.matching([sql_only]) is None, sql_only
     mixed = [Condition("mixed", ">=", 2)]
-    assert reader.matching_ids(mixed).tolist() == reader.matching_ids(mixed).tolist() != []
+    assert reader.filters.matching_ids(mixed).tolist() == reader.filters.matching_ids(mixed).tolist() != []
 
 
 def test_columns_follow_the_read_snapshot(stores: tuple[DocumentStore, DocumentStore]) -> None:
     writer, reader = stores
     recent = [Condition("year", ">=", 2100)]
-    assert reader.matching_ids(recent).tolist() == []
+    assert reader.filters.matching_ids(recent).tolist() == []
     writer.add([Document("new", "c.jsonl", None, {"year": 2101})])
-    assert reader.matching_ids(recent).tolist() == []  # the snapshot read so far
+    assert reader.filters.matching_ids(recent).tolist() == []  # the snapshot read so far
     reader.read_snapshot()
-    assert reader.matching_ids(recent).tolist() == [400]
-    assert isinstance(reader.matching_ids([Condition("id", ">", 399)]), np.ndarray)
+    assert reader.filters.matching_ids(recent).tolist() == [400]
+    assert isinstance(reader.filters.matching_ids([Condition("id", ">", 399)]), np.ndarray)

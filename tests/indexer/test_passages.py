@@ -54,7 +54,7 @@ def test_an_upsert_with_a_new_text_removes_the_old_passages(store: DocumentStore
 
 def test_tombstoned_passages_keep_their_ids_from_new_documents(store: DocumentStore) -> None:
     _split(store, [Document("a" * 30)], {0: 3})
-    store.add_tombstones(store.delete([0]))
+    store.tombstones.add(store.delete([0]))
     assert store.add([Document("new")]).ids == [3]
 
 
@@ -62,9 +62,9 @@ def test_filters_reach_the_further_passages_of_matching_documents(store: Documen
     _split(
         store, [Document("a" * 30, metadata={"lang": "en"}), Document("b" * 30, metadata={"lang": "fr"})], {0: 2, 1: 3}
     )
-    assert list(store.matching_ids([Condition("lang", "=", "fr")])) == [1]
-    assert list(store.passage_ids_matching([Condition("lang", "=", "fr")])) == [3, 4]
-    assert list(store.passage_ids_matching([Condition("lang", "=", "de")])) == []
+    assert list(store.filters.matching_ids([Condition("lang", "=", "fr")])) == [1]
+    assert list(store.filters.passage_ids_matching([Condition("lang", "=", "fr")])) == [3, 4]
+    assert list(store.filters.passage_ids_matching([Condition("lang", "=", "de")])) == []
 
 
 def test_a_store_without_a_passages_table_reads_as_holding_none(tmp_path: Path) -> None:
@@ -79,7 +79,10 @@ def test_a_store_without_a_passages_table_reads_as_holding_none(tmp_path: Path) 
     reader = DocumentStore(path)
     assert not reader.passages.exists() and not reader.passages.any()
     assert reader.vector_count() == 2 and reader.passages.of_vectors([0, 1]) == {}
-    assert list(reader.other_vector_ids()) == [] and list(reader.passage_ids_matching([Condition("id", ">=", 0)])) == []
+    assert (
+        list(reader.other_vector_ids()) == []
+        and list(reader.filters.passage_ids_matching([Condition("id", ">=", 0)])) == []
+    )
     reader.close()
     writer = DocumentStore(path, writable=True)  # a write adds the table
     assert writer.passages.exists() and writer.add_passages({1: [(0, 1), (1, 3)]}) == {1: [1, 2]}

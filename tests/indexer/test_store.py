@@ -28,7 +28,7 @@ def _docs(*texts: str) -> list[Document]:
 
 def test_new_store_is_empty(store: DocumentStore) -> None:
     assert store.count() == 0
-    assert store.repeats() == 0
+    assert store.documents.repeats() == 0
     assert store.get([0, 1]) == {}
 
 
@@ -50,7 +50,7 @@ def test_repeated_texts_in_one_batch_are_documents_of_their_own(store: DocumentS
     assert change.positions == [0, 1, 2, 3]
     assert change.repeated == [False, False, True, True]
     assert store.count() == 4
-    assert store.repeats() == 2
+    assert store.documents.repeats() == 2
     rows = store.get(change.ids)
     assert [(rows[i].line, rows[i].metadata, rows[i].count) for i in change.ids] == [
         (0, {"n": 0}, 3),
@@ -66,7 +66,7 @@ def test_repeats_across_batches_are_counted_and_kept(store: DocumentStore) -> No
     assert change.ids == [2, 3, 4, 5]
     assert change.repeated == [True, False, True, True]
     assert store.count() == 6
-    assert store.repeats() == 3
+    assert store.documents.repeats() == 3
     rows = store.get(range(6))
     assert {row.text: row.count for row in rows.values()} == {"one": 2, "two": 3, "three": 1}
 
@@ -74,7 +74,7 @@ def test_repeats_across_batches_are_counted_and_kept(store: DocumentStore) -> No
 def test_ids_are_never_reused_after_a_tombstoned_delete(store: DocumentStore) -> None:
     store.add(_docs("a", "b"))
     store.delete([1])
-    store.add_tombstones([1])
+    store.tombstones.add([1])
     assert store.add(_docs("c")).ids == [2]
 
 
@@ -84,7 +84,7 @@ def test_upsert_with_a_new_text_replaces_the_row(store: DocumentStore) -> None:
     assert change.removed == [0]
     assert change.ids == [2]
     assert store.get([2])[2].external_id == "d1"
-    assert store.ids_for_external(["d1", "d2"]) == [1, 2]
+    assert store.documents.ids_for_external(["d1", "d2"]) == [1, 2]
 
 
 def test_upsert_with_the_same_text_updates_origin_and_metadata_in_place(store: DocumentStore) -> None:
@@ -109,8 +109,8 @@ def test_an_id_given_twice_in_one_input_keeps_the_last(store: DocumentStore) -> 
 def test_two_documents_sharing_a_text_are_deleted_one_at_a_time(store: DocumentStore) -> None:
     """Issue 11: delete --external d10 took d11 too when both had the same text."""
     store.add([Document("same", external_id="d10"), Document("same", external_id="d11")])
-    store.delete(store.ids_for_external(["d10"]))
-    assert store.ids_for_external(["d11"]) == [1]
+    store.delete(store.documents.ids_for_external(["d10"]))
+    assert store.documents.ids_for_external(["d11"]) == [1]
     assert store.get([1])[1].text == "same"
 
 
@@ -237,9 +237,9 @@ def test_a_store_written_by_an_older_version_is_read_as_documents(tmp_path: Path
     assert reader.legacy
     assert reader.count() == 3
     assert reader.get([0])[0].external_id == "d10"
-    assert reader.ids_for_external(["d2"]) == [1]
-    assert list(reader.matching_ids([Condition("external_id", "=", "d2")])) == [1]
-    assert list(reader.matching_ids([Condition("lang", "=", "en")])) == [0]
+    assert reader.documents.ids_for_external(["d2"]) == [1]
+    assert list(reader.filters.matching_ids([Condition("external_id", "=", "d2")])) == [1]
+    assert list(reader.filters.matching_ids([Condition("lang", "=", "en")])) == [0]
     reader.close()
 
 
@@ -249,9 +249,9 @@ def test_upgrading_an_older_store_gives_every_occurrence_its_own_row(tmp_path: P
     store = DocumentStore(path, writable=True)
     copies = store.upgrade()
     assert copies == [(3, 0), (4, 2), (5, 2)]  # d11's row, and two more occurrences of 'thrice'
-    assert not store.legacy and store.count() == 6 and store.repeats() == 3
-    assert store.ids_for_external(["d10", "d11", "d2"]) == [0, 1, 3]
-    store.delete(store.ids_for_external(["d10"]))
+    assert not store.legacy and store.count() == 6 and store.documents.repeats() == 3
+    assert store.documents.ids_for_external(["d10", "d11", "d2"]) == [0, 1, 3]
+    store.delete(store.documents.ids_for_external(["d10"]))
     assert store.get([3])[3].text == "same" and store.get([3])[3].external_id == "d11"
     assert store.upgrade() == []
     store.close()
@@ -346,17 +346,17 @@ def test_pages_overwritten_with_garbage_raise_indexer_error_on_query(tmp_path: P
 
 def test_no_clustering_until_one_is_saved(store: DocumentStore) -> None:
     store.add(_docs("alpha", "beta"))
-    assert store.clustering() is None
-    assert store.clusters_of([0, 1]) == {}
-    assert store.cluster_members() == {}
+    assert store.clustering.record() is None
+    assert store.clustering.clusters_of([0, 1]) == {}
+    assert store.clustering.members() == {}
 
 
 def test_saved_clustering_reads_back_and_survives_reopening(store: DocumentStore) -> None:
     store.add(_docs("alpha", "beta", "gamma", "delta", "epsilon"))
-    store.save_clustering("kmeans", {"k": 2, "seed": 0}, [0, 1, 2, 4], [1, 0, 0, 1], [0.5, 0.7, 0.9, 0.8], "now")
+    store.clustering.save("kmeans", {"k": 2, "seed": 0}, [0, 1, 2, 4], [1, 0, 0, 1], [0.5, 0.7, 0.9, 0.8], "now")
     store.close()
     reopened = DocumentStore(store.path)
-    record = reopened.clustering()
+    record = reopened.clustering.record()
     assert (record.method, record.parameters, record.clusters, record.documents, record.created_at) == (
         "kmeans",
         {"k": 2, "seed": 0},
@@ -364,26 +364,26 @@ def test_saved_clustering_reads_back_and_survives_reopening(store: DocumentStore
         4,
         "now",
     )
-    assert reopened.clusters_of([0, 1, 3, 4, 99]) == {0: 1, 1: 0, 4: 1}
-    assert reopened.cluster_members() == {0: [2, 1], 1: [4, 0]}  # most central first
+    assert reopened.clustering.clusters_of([0, 1, 3, 4, 99]) == {0: 1, 1: 0, 4: 1}
+    assert reopened.clustering.members() == {0: [2, 1], 1: [4, 0]}  # most central first
     reopened.close()
 
 
 def test_saving_a_clustering_replaces_the_previous_one(store: DocumentStore) -> None:
     store.add(_docs("alpha", "beta", "gamma"))
-    store.save_clustering("kmeans", {"k": 3}, [0, 1, 2], [0, 1, 2], [1.0, 1.0, 1.0], "first")
-    store.save_clustering("community", {"threshold": 0.9, "min_size": 2}, [0, 2], [0, 0], [0.9, 0.95], "second")
-    assert store.clustering().method == "community"
-    assert store.cluster_members() == {0: [2, 0]}
-    assert store.clusters_of([0, 1, 2]) == {0: 0, 2: 0}
+    store.clustering.save("kmeans", {"k": 3}, [0, 1, 2], [0, 1, 2], [1.0, 1.0, 1.0], "first")
+    store.clustering.save("community", {"threshold": 0.9, "min_size": 2}, [0, 2], [0, 0], [0.9, 0.95], "second")
+    assert store.clustering.record().method == "community"
+    assert store.clustering.members() == {0: [2, 0]}
+    assert store.clustering.clusters_of([0, 1, 2]) == {0: 0, 2: 0}
 
 
 def test_cluster_lookups_take_more_ids_than_sqlite_parameters(store: DocumentStore) -> None:
     store.add(_docs(*(f"text {i}" for i in range(1200))))
     ids = list(range(1200))
-    store.save_clustering("kmeans", {"k": 2}, ids, [i % 2 for i in ids], [1.0] * 1200, "now")
-    assert store.clusters_of(ids) == {i: i % 2 for i in ids}
-    assert [len(members) for members in store.cluster_members().values()] == [600, 600]
+    store.clustering.save("kmeans", {"k": 2}, ids, [i % 2 for i in ids], [1.0] * 1200, "now")
+    assert store.clustering.clusters_of(ids) == {i: i % 2 for i in ids}
+    assert [len(members) for members in store.clustering.members().values()] == [600, 600]
 
 
 # The keyword index (FTS5 over the documents' text, kept in step by triggers).
@@ -395,14 +395,14 @@ def _keyword_index_holds_the_documents(store: DocumentStore) -> None:
 
 
 def _found(store: DocumentStore, text: str, k: int = 10, filters: list | None = None) -> list[int]:
-    allowed = store.matching_ids(filters) if filters else None
-    return [doc for doc, _ in store.keyword_search(text, k, allowed)]
+    allowed = store.filters.matching_ids(filters) if filters else None
+    return [doc for doc, _ in store.keyword.search(text, k, allowed)]
 
 
 def test_keyword_search_ranks_documents_holding_any_word_by_bm25(store: DocumentStore) -> None:
     store.add(_docs("the cat sat on the mat", "cats chase mice", "stock prices fell", "a cat and a cat"))
     store.add(_docs("rain in spain", "snow in june", "a dog barks"))  # so that no word is in half the documents
-    hits = store.keyword_search("cat mat", 10)
+    hits = store.keyword.search("cat mat", 10)
     assert [doc for doc, _ in hits] == [0, 3, 1]  # both words, then 'cat' twice, then 'cats' (stemmed) once
     assert all(first[1] > second[1] > 0 for first, second in zip(hits, hits[1:]))
     assert _found(store, "running prices") == [2]  # Porter stemming: prices = price, and no word is required
@@ -413,15 +413,15 @@ def test_keyword_search_ranks_documents_holding_any_word_by_bm25(store: Document
 
 def test_keyword_scores_score_the_ids_asked_for_as_the_search_does(store: DocumentStore) -> None:
     store.add(_docs("red apple", "green apple", "red car", "blue sky"))
-    top = store.keyword_search("red apple", 2)
-    assert len(top) == 2 and top == store.keyword_search("red apple", 2, np.arange(4))
-    scores = store.keyword_scores("red apple", [0, 1, 2, 3])
+    top = store.keyword.search("red apple", 2)
+    assert len(top) == 2 and top == store.keyword.search("red apple", 2, np.arange(4))
+    scores = store.keyword.scores("red apple", [0, 1, 2, 3])
     assert set(scores) == {0, 1, 2, 3} and scores[3] == 0.0  # holds none of the words
-    everyone = dict(store.keyword_search("red apple", 10))
+    everyone = dict(store.keyword.search("red apple", 10))
     assert all(scores[doc] == pytest.approx(everyone[doc]) for doc in everyone)
-    assert store.keyword_scores("red apple", [2]) == pytest.approx({2: everyone[2]})  # alone, the same score
-    assert store.keyword_scores("red apple", []) == {}
-    many = store.keyword_scores("apple", range(1200))  # more ids than one SQLite statement takes
+    assert store.keyword.scores("red apple", [2]) == pytest.approx({2: everyone[2]})  # alone, the same score
+    assert store.keyword.scores("red apple", []) == {}
+    many = store.keyword.scores("apple", range(1200))  # more ids than one SQLite statement takes
     assert len(many) == 1200 and many[0] > 0 and many[1] > 0 and many[999] == 0.0
 
 
@@ -469,8 +469,8 @@ def test_keyword_search_keeps_to_the_ids_filters_allow(store: DocumentStore) -> 
 )
 def test_user_text_is_never_fts_syntax(store: DocumentStore, query: str) -> None:
     store.add(_docs("near the start of the column", "minus plus braces brackets", "naïve café in 東京", "and not"))
-    assert isinstance(store.keyword_search(query, 10), list)
-    assert set(store.keyword_scores(query, [0, 1, 2, 3])) == {0, 1, 2, 3}
+    assert isinstance(store.keyword.search(query, 10), list)
+    assert set(store.keyword.scores(query, [0, 1, 2, 3])) == {0, 1, 2, 3}
 
 
 def test_operator_words_are_searched_for_as_words(store: DocumentStore) -> None:
@@ -484,7 +484,7 @@ def test_operator_words_are_searched_for_as_words(store: DocumentStore) -> None:
 
 def test_a_text_without_words_matches_nothing(store: DocumentStore) -> None:
     store.add(_docs("something"))
-    assert store.keyword_search("?! -- ...", 10) == [] and store.keyword_scores("?! -- ...", [0]) == {0: 0.0}
+    assert store.keyword.search("?! -- ...", 10) == [] and store.keyword.scores("?! -- ...", [0]) == {0: 0.0}
 
 
 def test_a_store_written_before_keyword_search_gains_it_when_opened_for_writing(tmp_path: Path) -> None:
@@ -494,12 +494,12 @@ def test_a_store_written_before_keyword_search_gains_it_when_opened_for_writing(
     store.db["documents"].disable_fts()  # as versions before keyword search wrote it
     store.close()
     reader = DocumentStore(path)
-    assert not reader.has_keyword_index
+    assert not reader.keyword.exists()
     with pytest.raises(MissingKeywordIndexError, match="has no keyword index"):
-        reader.keyword_search("text", 10)
+        reader.keyword.search("text", 10)
     reader.close()
     writer = DocumentStore(path, writable=True)
-    assert writer.has_keyword_index and writer.add_keyword_index() is False
+    assert writer.keyword.exists()
     assert sorted(_found(writer, "text")) == [0, 1]  # filled from the stored documents
     writer.add(_docs("third text"))
     assert sorted(_found(writer, "text")) == [0, 1, 2]
@@ -511,9 +511,9 @@ def test_an_upgraded_older_store_holds_every_document_in_its_keyword_index(tmp_p
     path = tmp_path / "old.db"
     _legacy_store(path)
     store = DocumentStore(path, writable=True)
-    assert not store.has_keyword_index  # an older store is upgraded before it gains one
+    assert not store.keyword.exists()  # an older store is upgraded before it gains one
     store.upgrade()
-    assert store.has_keyword_index
+    assert store.keyword.exists()
     assert sorted(_found(store, "thrice")) == [2, 4, 5] and sorted(_found(store, "same")) == [0, 3]
     _keyword_index_holds_the_documents(store)
     store.close()
@@ -560,12 +560,12 @@ def test_keyword_bound_is_the_most_bm25_any_document_reaches_from_the_words_idf(
     # and the bound is (k1 + 1) * the sum of the searched words' IDFs, whatever the documents hold.
     store.add(_docs("red apple", "green pear", "red car", "blue sky", "grey rock", "tall tree"))
     idf_red, idf_apple = math.log((6 - 2 + 0.5) / 2.5), math.log((6 - 1 + 0.5) / 1.5)
-    assert dict(store.keyword_search("apple", 10)) == pytest.approx({0: idf_apple})
-    assert store.keyword_bound("apple") == pytest.approx(2.2 * idf_apple)
-    assert store.keyword_bound("red apple") == pytest.approx(2.2 * (idf_red + idf_apple))
-    assert store.keyword_bound("apple apple") == pytest.approx(2 * 2.2 * idf_apple)  # a repeated word counts twice
+    assert dict(store.keyword.search("apple", 10)) == pytest.approx({0: idf_apple})
+    assert store.keyword.bound("apple") == pytest.approx(2.2 * idf_apple)
+    assert store.keyword.bound("red apple") == pytest.approx(2.2 * (idf_red + idf_apple))
+    assert store.keyword.bound("apple apple") == pytest.approx(2 * 2.2 * idf_apple)  # a repeated word counts twice
     unseen = math.log((6 + 0.5) / 0.5)  # a word no document holds still counts: the query asked for it
-    assert store.keyword_bound("apple zebra") == pytest.approx(2.2 * (idf_apple + unseen))
-    assert store.keyword_bound("?!") == 0.0
-    best = max(score for _, score in store.keyword_search("red apple red", 10))
-    assert 0 < best < store.keyword_bound("red apple red")
+    assert store.keyword.bound("apple zebra") == pytest.approx(2.2 * (idf_apple + unseen))
+    assert store.keyword.bound("?!") == 0.0
+    best = max(score for _, score in store.keyword.search("red apple red", 10))
+    assert 0 < best < store.keyword.bound("red apple red")

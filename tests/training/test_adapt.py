@@ -4,13 +4,18 @@ directory, and every document re-embedded with it in one commit that keeps ids, 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from searchengine.indexer.crash_points import CRASH_ENV
 from searchengine.indexer.errors import IndexLockedError
 from searchengine.indexer.index_directory import IndexDirectory
+from searchengine.indexer.model_folders import claim_model_folder
 from searchengine.indexer.store import Document
 from searchengine.training.adapt import adapt_index
 
@@ -93,7 +98,7 @@ def test_an_adapted_index_can_be_moved_and_copied(titled_index: Path, tmp_path: 
 def test_adapting_again_replaces_the_earlier_adapted_model(titled_index: Path) -> None:
     first = adapt_index(titled_index, "simcse", FAST, progress=False)
     second = adapt_index(titled_index, "simcse", FAST, progress=False)
-    assert second.removed == (first.model.name,) and not first.model.exists()
+    assert not first.model.exists()
     assert sorted(path.name for path in titled_index.iterdir() if path.is_dir()) == [second.model.name]
     assert len(stored(titled_index)) == len(TITLED)
 
@@ -112,6 +117,39 @@ def test_adapt_keeps_whitening_k_refitted_for_the_new_model(tmp_path: Path, tiny
         json.loads(before)["files"]["whitening"]
         != json.loads((target / "manifest.json").read_text())["files"]["whitening"]
     )
+
+
+def test_an_adapt_killed_after_saving_its_model_leaves_a_folder_the_next_write_removes(
+    titled_index: Path, tiny_model: Path
+) -> None:
+    """Killed between saving the model and the commit (as kill -9 would), adapt leaves the old index and a model
+    folder no manifest names; the next write removes it, and leaves alone the folder of an adapt still running."""
+    manifest_before = (titled_index / "manifest.json").read_text()
+    script = (
+        "import sys\nfrom searchengine.training.adapt import adapt_index\n"
+        f"adapt_index(sys.argv[1], 'simcse', {FAST!r}, progress=False)"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script, str(titled_index)],
+        env={**os.environ, CRASH_ENV: "adapt-saved"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 75, run.stderr  # ended at that step
+    (left,) = [path for path in titled_index.iterdir() if path.name.startswith("adapted-")]
+    assert (left / "config.json").is_file() and (titled_index / "manifest.json").read_text() == manifest_before
+    running = titled_index / "adapted-simcse.1"  # another adapt, still training: its claim is held
+    running.mkdir()
+    claim = claim_model_folder(running)
+    try:
+        with SearchEngine.open(titled_index) as engine:
+            engine.add(["a write after the crash"])
+        assert not left.exists() and running.is_dir()
+    finally:
+        claim.release()
+    assert all(check.problem is None for check in IndexDirectory(titled_index).verify())
+    assert len(stored(titled_index)) == len(TITLED) + 1
 
 
 def test_a_failure_after_training_leaves_the_old_index_and_no_model(titled_index: Path) -> None:

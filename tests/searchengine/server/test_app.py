@@ -122,6 +122,15 @@ def test_upsert_and_delete_by_external_id(client: TestClient) -> None:
     assert client.delete("/documents/doc-1", params={"external": True}).json()["index_size"] == len(SENTENCES) - 1
 
 
+def test_an_id_repeated_in_one_request_is_one_document_and_the_answer_says_so(client: TestClient) -> None:
+    documents = [{"id": 7, "text": "a first new text"}, {"id": "7", "text": "a second new text"}]
+    added = client.post("/documents", json={"documents": documents, "id_field": "id"}).json()
+    assert (added["added"], added["superseded"], added["updated"]) == (1, 1, 0)
+    assert added["index_size"] == len(SENTENCES) + 1
+    again = client.post("/documents", json={"documents": documents[1:], "id_field": "id"}).json()
+    assert (again["added"], again["updated"], again["index_size"]) == (0, 1, len(SENTENCES) + 1)
+
+
 @pytest.mark.parametrize(
     ("params", "message"),
     [

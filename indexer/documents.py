@@ -1,0 +1,84 @@
+"""What the document store takes in and gives back: a Document to index, a StoredDocument read back, and the
+checks every write path (command line, Python, the server) makes on a document before anything is written."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from searchengine.indexer.errors import IndexerError
+
+
+@dataclass(frozen=True)
+class Document:
+    """A text to index, with its origin and any metadata that came with it."""
+
+    text: str
+    source: str | None = None
+    line: int | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    external_id: str | None = None
+    """A user-given id: adding a document with an id already stored replaces that document (upsert)."""
+    blocks: tuple[int, ...] = ()
+    """Where each block (paragraph, list item, code block) of a document read from a file starts: a passage may
+    begin at any of them. Used when splitting into passages, not stored."""
+    section_starts: tuple[int, ...] = ()
+    """Where each heading's section or page starts: a passage never runs across one. Not stored."""
+
+    @property
+    def content_hash(self) -> str:
+        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class StoredDocument:
+    """A document of the store: `count` is how many stored documents hold the same text (1 when unique)."""
+
+    id: int
+    text: str
+    source: str | None
+    line: int | None
+    metadata: dict[str, Any]
+    count: int
+    external_id: str | None = None
+
+
+def lone_surrogate(value: object) -> int | None:
+    """The code point of the first lone surrogate in `value` (a str, or JSON data holding strings): half of a
+    character, from a JSON escape such as "\\ud800" or a byte Python kept as a surrogate escape, which neither
+    UTF-8 nor SQLite can hold. None where there is none. Raises RecursionError on JSON nested too deeply."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    if text.isascii():  # O(1) in CPython: the common ASCII text costs nothing more
+        return None
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return ord(text[exc.start])
+    return None
+
+
+def metadata_json(metadata: dict[str, Any], number: int) -> str:
+    """The metadata as stored, refusing NaN and Infinity, which JSON has no numbers for: stored, they would break
+    every later filter. Every write path (command line, Python, the server) comes through here."""
+    try:
+        return json.dumps(metadata, ensure_ascii=False, allow_nan=False)
+    except ValueError:
+        raise IndexerError(
+            f"document {number} holds NaN or Infinity in its metadata, which JSON cannot hold and a filter cannot "
+            "compare; send null or a string instead"
+        ) from None
+
+
+def refuse_lone_surrogates(documents: Sequence[Document]) -> None:
+    """Refuse, before anything is written, a document whose text, id or metadata holds a lone surrogate."""
+    for number, document in enumerate(documents, start=1):
+        parts = (document.text, document.external_id or "", document.metadata or "")
+        code = next((code for code in map(lone_surrogate, parts) if code is not None), None)
+        if code is not None:
+            raise IndexerError(
+                f"document {number} holds a lone surrogate (\\u{code:04x}), half of a character, in its text, id or "
+                "metadata; send valid Unicode"
+            )
