@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from searchengine.cli.errors import user_errors
-from searchengine.cli.options import ModelOption
+from searchengine.cli.options import ModelOption, mode_option
 from searchengine.encoding.model_source import Pooling
 from searchengine.engine.fusion import FusionMethod
 from searchengine.engine.modes import DEFAULT_FUSION, SearchMode
@@ -70,11 +70,8 @@ def retrieval(
         help="Evaluate this index as `searchengine query` searches it, instead of exact search over --corpus; its "
         "documents' ids (--id-field when indexing) are the qrels' corpus-ids.",
     ),
-    mode: SearchMode | None = typer.Option(
-        None,
-        "--mode",
-        help="With --index: search dense, keyword or hybrid, as `query --mode`.",
-        show_default="the index's default mode",
+    mode: SearchMode | None = mode_option(
+        "With --index: search in this mode, as `query --mode`.", show_default="the index's default mode"
     ),
     fusion_method: FusionMethod | None = typer.Option(
         None,

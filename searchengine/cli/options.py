@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import typer
 
 from searchengine.cli.measured import BF16_BULK_SPEEDUP, INT8_SPEEDUP, INT8_STSB_CHANGE, ONNX_QUERY_SPEEDUP
@@ -51,3 +53,27 @@ ThreadsOption = typer.Option(
     help="CPU threads while encoding.",
     show_default="torch's or ONNX Runtime's own choice",
 )
+
+
+def registered_mode(name: str) -> str:
+    """`name` when a retrieval mode of that name is registered, read when the option is parsed (so a mode registered
+    after this module was imported is accepted too); else the error a choice of the names would give."""
+    from searchengine.engine.mode_registry import mode_names
+
+    if name not in mode_names():
+        raise ValueError(f"{name!r} is not one of {', '.join(map(repr, mode_names()))}.")
+    return name
+
+
+def mode_option(help_text: str, show_default: str) -> Any:  # noqa: ANN401 (a typer OptionInfo)
+    """The --mode option: the name of a registered retrieval mode (searchengine.engine.mode_registry)."""
+    from searchengine.engine.modes import MODES
+
+    return typer.Option(
+        None,
+        "--mode",
+        parser=registered_mode,
+        metavar="<" + "|".join(MODES) + ">",
+        help=help_text,
+        show_default=show_default,
+    )

@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from searchengine.engine.corpus import JsonFields, document_from_record
 from searchengine.engine.filters import conditions_of
 from searchengine.engine.hit_records import result_record
-from searchengine.engine.modes import SearchMode
+from searchengine.engine.mode_registry import MODES, RetrievalMode
 from searchengine.engine.search_engine import DEFAULT_RERANK_TOP, SearchEngine
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.errors import IndexLockedError, UnknownDocumentError
@@ -38,10 +38,12 @@ from searchengine.server.limits import (
 from searchengine.server.models import (
     HIGHLIGHT_HELP,
     MIN_SCORE_HELP,
+    MODE_FIELD_HELP,
     AddedOut,
     DeletedOut,
     DocumentsRequest,
     ErrorOut,
+    ModeName,
     QueryResult,
     SearchRequest,
     SearchResults,
@@ -103,13 +105,15 @@ def create_app(index: ServedIndex, settings: ServerSettings = ServerSettings()) 
     async def info() -> dict[str, Any]:
         """What the index holds (as `searchengine info` shows it), and what this server offers."""
         details = await _answer(index.reader.run(lambda engine: asdict(engine.info())))
+        offered = [mode for mode in MODES.values() if details["keyword_index"] or "keyword" not in mode.sides]
         return {
             **details,
             "server": {
                 "backend": index.encoder.backend,
                 "precision": index.encoder.precision,
                 "bulk_precision": index.encoder.bulk_precision,
-                "modes": ["dense", *(("keyword", "hybrid") if details["keyword_index"] else ())],
+                "modes": [mode.name for mode in offered],
+                "mode_details": {mode.name: _mode_details(mode) for mode in offered},
                 "default_mode": index.reader.default_mode,
                 "rerank": list(index.rerank),
                 "api_key_for": settings.api_key_for if settings.api_key else None,
@@ -129,9 +133,7 @@ def create_app(index: ServedIndex, settings: ServerSettings = ServerSettings()) 
         q: Annotated[str, Query(description="What to search for.")],
         k: Annotated[int, Query(ge=1, le=MAX_K, description="Number of results.")] = 10,
         where: Annotated[list[str], Query(max_length=MAX_FILTERS, description="Filters FIELD OP VALUE.")] = [],  # noqa: B006
-        mode: Annotated[
-            SearchMode | None, Query(description="dense, keyword or hybrid; the server's default when missing.")
-        ] = None,
+        mode: Annotated[ModeName | None, Query(description=MODE_FIELD_HELP)] = None,
         rerank: Annotated[str | None, Query(description="A cross-encoder the server was started with.")] = None,
         rerank_top: Annotated[int | None, Query(ge=1, le=MAX_K)] = None,
         min_score: Annotated[float | None, Query(allow_inf_nan=False, description=MIN_SCORE_HELP)] = None,
@@ -198,7 +200,7 @@ async def _search(
     queries: list[str],
     k: int,
     where: list[str],
-    mode: SearchMode | None,
+    mode: str | None,
     rerank: str | None,
     rerank_top: int | None,
     min_score: float | None,
@@ -222,6 +224,16 @@ async def _search(
     results = await _answer(index.reader.search(queries, options))
     reranked = {"model": rerank, "top": top} if rerank else None
     return [result_record(query, mode, hits, reranked) for query, hits in zip(queries, results)]
+
+
+def _mode_details(mode: RetrievalMode) -> dict[str, Any]:
+    """How the search page offers a mode and what it shows of its hits."""
+    return {
+        "label": mode.label,
+        "score_name": mode.score_name,
+        "sides": list(mode.sides),
+        "side_scores": list(mode.side_scores),
+    }
 
 
 async def _answer(future: Any) -> Any:  # noqa: ANN401 (a concurrent.futures.Future of any result)
