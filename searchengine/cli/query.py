@@ -14,6 +14,7 @@ from searchengine.encoding.backend import Backend
 from searchengine.encoding.precision import Precision
 from searchengine.engine.mode_registry import RetrievalMode, mode_named
 from searchengine.engine.modes import DEFAULT_MODE, MODE_DEFAULT_NOTE, MODE_HELP, SearchMode
+from searchengine.engine.queries import check_queries
 from searchengine.engine.snippets import DEFAULT_SNIPPET_CHARS, one_line, snippet
 from searchengine.errors import SearchEngineError
 
@@ -276,8 +277,7 @@ def _queries(text: str | None, file: Path | None) -> list[str]:
     if (text is None) == (file is None):
         raise SearchEngineError('give one query as an argument or a file of queries with --file, e.g. query "..."')
     if text is not None:
-        if not text.strip():
-            raise SearchEngineError("the query is empty; say what to search for")
+        check_queries([text])
         return [text]
     lines = _query_lines(file).splitlines()
     queries = [line.strip() for line in lines if line.strip()]

@@ -21,6 +21,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from searchengine.engine.corpus import JsonFields, document_from_record
 from searchengine.engine.filters import conditions_of
 from searchengine.engine.hit_records import result_record
+from searchengine.engine.queries import check_queries
 from searchengine.engine.search_engine import SearchEngine
 from searchengine.errors import SearchEngineError
 from searchengine.integrations import MissingExtra
@@ -58,8 +59,7 @@ def mcp_server(index: ServedIndex) -> MCPServer:
     ) -> dict[str, Any]:
         """The k documents that best match the query, best first, with their text, score and metadata."""
         with _tool_errors():
-            if not query.strip():
-                raise SearchEngineError("the query is empty; say what to search for")
+            check_queries([query])
             conditions_of(where)
             hits = index.reader.search([query], SearchOptions(k, tuple(where), mode)).result()[0]
         return result_record(query, mode or index.reader.default_mode, hits)
