@@ -7,15 +7,17 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
-import numpy as np
-
-from searchengine.engine.fusion import Fusion
-from searchengine.engine.search import Scored
 from searchengine.errors import SearchEngineError
-from searchengine.indexer.store import DocumentStore
-from searchengine.indexer.vector_index import VectorIndex
+
+if TYPE_CHECKING:  # the CLI lists the modes without importing numpy, FAISS or the store
+    import numpy as np
+
+    from searchengine.engine.fusion import Fusion
+    from searchengine.engine.search import Scored
+    from searchengine.indexer.store import DocumentStore
+    from searchengine.indexer.vector_index import VectorIndex
 
 Side = Literal["dense", "keyword"]
 """A way of finding candidates: the vector index (the encoded query's cosine) or the keyword index (BM25)."""

@@ -5,10 +5,13 @@ fused), registered in searchengine.engine.mode_registry, and the default of each
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from searchengine.engine.fusion import Fusion
-from searchengine.engine.hybrid import hybrid_rankings, keyword_rankings
 from searchengine.engine.mode_registry import MODES, RankRequest, RetrievalMode, register_mode
-from searchengine.engine.search import Scored, dense_rankings
+
+if TYPE_CHECKING:  # each mode imports its search when it ranks: listing the modes (the CLI's help) stays light
+    from searchengine.engine.search import Scored
 
 SearchMode = str
 """The name of a registered retrieval mode (searchengine.engine.mode_registry)."""
@@ -32,6 +35,8 @@ class DenseMode(RetrievalMode):
 
     def rank(self, request: RankRequest) -> list[list[Scored]]:
         """The nearest documents by cosine; a document split into passages scores by its best passage."""
+        from searchengine.engine.search import dense_rankings
+
         return dense_rankings(
             request.vectors,
             request.store,
@@ -53,6 +58,8 @@ class KeywordMode(RetrievalMode):
 
     def rank(self, request: RankRequest) -> list[list[Scored]]:
         """The best documents by BM25, each scored on the 0..1 scale of the most the query's words allow."""
+        from searchengine.engine.hybrid import keyword_rankings
+
         return keyword_rankings(request.store, request.texts, request.k, request.matching)
 
 
@@ -71,6 +78,8 @@ class HybridMode(RetrievalMode):
 
     def rank(self, request: RankRequest) -> list[list[Scored]]:
         """The fusion of each query's dense and keyword candidates (`request.fusion`), with both sides' scores."""
+        from searchengine.engine.hybrid import hybrid_rankings
+
         return hybrid_rankings(
             request.vectors,
             request.store,

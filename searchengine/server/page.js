@@ -84,7 +84,7 @@ function renderHit(hit, rank, mode) {
   const bar = `<span class="bar"><i style="width:${Math.max(0, Math.min(1, hit.score)) * 100}%"></i></span>`;
   meta.innerHTML = `<span class="rank">${rank}</span><span class="score">${hit.score.toFixed(4)}</span>${bar}`;
   const parts = ["#" + hit.id];
-  const details = modeDetails[mode];
+  const details = modeDetails[mode] || { score_name: mode, sides: [], side_scores: [] };  // /info not read yet
   if (hit.retrieval_score !== null) parts.push(details.score_name + " " + hit.retrieval_score.toFixed(4));
   if (hit.external_id !== null) parts.push(hit.external_id);
   if (hit.location !== null) parts.push(hit.location); // the heading or page of a file it matched in
