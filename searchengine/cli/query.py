@@ -8,7 +8,15 @@ from pathlib import Path
 import typer
 
 from searchengine.cli.errors import user_errors
-from searchengine.cli.options import BackendOption, IndexDirOption, PrecisionOption, ThreadsOption, mode_option
+from searchengine.cli.options import (
+    BackendOption,
+    IndexDirOption,
+    PrecisionOption,
+    ThreadsOption,
+    json_option,
+    mode_option,
+    model_option,
+)
 from searchengine.cli.wording import counted
 from searchengine.encoding.backend import Backend
 from searchengine.encoding.precision import Precision
@@ -28,10 +36,8 @@ def query(
         "-f",
         help="Read queries from this file (- for standard input), one per line, and run them as one batch.",
     ),
-    as_json: bool = typer.Option(
-        False,
-        "--json",
-        help="Print results as JSON: each hit's whole text, its snippet, the span that matched, the highlighted "
+    as_json: bool = json_option(
+        "Print results as JSON: each hit's whole text, its snippet, the span that matched, the highlighted "
         "sentences and query words (character offsets) and each side's score; the same objects as the server's /search.",
     ),
     mode: SearchMode | None = mode_option(MODE_HELP, MODE_DEFAULT_NOTE),
@@ -42,9 +48,7 @@ def query(
         help="Characters of each hit's one-line snippet: the passage that matched, or the document's start.",
     ),
     index_dir: Path | None = IndexDirOption,
-    model: str | None = typer.Option(
-        None, "--model", "-m", help="Expect this model; it must be the one the index was built with."
-    ),
+    model: str | None = model_option("Expect this model; it must be the one the index was built with.", False),
     whiten_k: int | None = typer.Option(None, "--whiten-k", help="Expect this whitening-k in the index."),
     where: list[str] = typer.Option(
         [],
