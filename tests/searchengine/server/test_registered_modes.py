@@ -1,6 +1,6 @@
 """A retrieval mode is one class and one registration (searchengine.engine.mode_registry): a toy mode registered
-here is offered by the server (/info, the page's labels), searched through /search and `query --mode`, and gone
-once it is removed."""
+here is offered by the server (/info) and the search page, searched through /search, the page and `query --mode`,
+and gone once it is removed."""
 
 from __future__ import annotations
 
@@ -91,3 +91,14 @@ def test_a_registered_mode_is_searched_by_the_cli_and_gone_once_removed(tmp_path
 def test_a_name_is_registered_once(toy: RetrievalMode) -> None:
     with pytest.raises(SearchEngineError, match="a retrieval mode named 'toy' is already registered"):
         register_mode(WorstWordsFirst())
+
+
+def test_the_search_page_offers_a_registered_mode_and_shows_its_scores(toy: RetrievalMode, page) -> None:  # noqa: ANN001
+    assert page.locator("#mode option").all_inner_texts()[-1] == "toy (weakest words first)"
+    page.select_option("#mode", "toy")
+    page.fill("#q", "cat piano password market")
+    page.press("#q", "Enter")
+    page.wait_for_selector("li.hit")
+    assert ", toy" in page.inner_text("#status") and "mode=toy" in page.url
+    meta = page.locator("li.hit .meta").first.inner_text()
+    assert "BM25 " in meta and "found by" not in meta  # the toy shows its one side's score
