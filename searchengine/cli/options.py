@@ -7,6 +7,8 @@ from typing import Any
 import typer
 
 from searchengine.cli.measured import BF16_BULK_SPEEDUP, INT8_SPEEDUP, INT8_STSB_CHANGE, ONNX_QUERY_SPEEDUP
+from searchengine.engine.mode_registry import mode_names
+from searchengine.engine.modes import MODES
 
 IndexDirOption = typer.Option(
     None,
@@ -30,7 +32,7 @@ MODEL_HELP = (
 )
 
 
-def model_option(help_text: str = MODEL_HELP, show_default: str | bool = "bundled all-MiniLM-L6-v2") -> Any:  # noqa: ANN401
+def model_option(help_text: str = MODEL_HELP, show_default: str | bool = "bundled all-MiniLM-L6-v2") -> Any:  # noqa: ANN401 (a typer OptionInfo)
     """--model/-m: the sentence encoder a command loads (None: the bundled one), or, with another help, the one
     it expects."""
     return typer.Option(None, "--model", "-m", help=help_text, show_default=show_default)
@@ -114,8 +116,6 @@ def api_key_option(help_text: str) -> Any:  # noqa: ANN401 (a typer OptionInfo)
 def registered_mode(name: str) -> str:
     """`name` when a retrieval mode of that name is registered, read when the option is parsed (so a mode registered
     after this module was imported is accepted too); else the error a choice of the names would give."""
-    from searchengine.engine.mode_registry import mode_names
-
     if name not in mode_names():
         raise ValueError(f"{name!r} is not one of {', '.join(map(repr, mode_names()))}.")
     return name
@@ -123,8 +123,6 @@ def registered_mode(name: str) -> str:
 
 def mode_option(help_text: str, show_default: str) -> Any:  # noqa: ANN401 (a typer OptionInfo)
     """The --mode option: the name of a registered retrieval mode (searchengine.engine.mode_registry)."""
-    from searchengine.engine.modes import MODES
-
     return typer.Option(
         None,
         "--mode",
