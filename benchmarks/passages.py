@@ -2,7 +2,7 @@
 
 For each set: how many documents exceed the model's limit (token counts of `title + " " + text`, special tokens
 left out, against the tokens one vector holds), then one index per variant (--no-passages, and --passages with
-each overlap asked for), each timed, evaluated as `searchengine eval retrieval --index` evaluates it (nDCG@10,
+each overlap asked for), each timed, evaluated as `searchengine eval retrieval -d DIR` evaluates it (nDCG@10,
 Recall@100, MRR@10; a hit whose id is the query's is dropped), and its single-query latency measured: the same
 queries, one at a time, interleaved across the variants so that load on a shared machine falls on all alike.
 
@@ -86,7 +86,7 @@ def build(encoder: Encoder, corpus: Path, target: Path, overlap: int | None) -> 
 
 
 def evaluate(engine: SearchEngine, queries: Path, qrels: Path, mode: str) -> dict:
-    """The scores `searchengine eval retrieval --index --mode MODE` prints for this index."""
+    """The scores `searchengine eval retrieval -d DIR --mode MODE` prints for this index."""
     query_ids, query_texts = read_queries(queries)
     judged = read_qrels(qrels, query_ids, engine.external_ids(), f"index {engine.path}")
 

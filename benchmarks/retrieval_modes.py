@@ -29,11 +29,14 @@ from pathlib import Path
 from machine_info import run_record
 
 from searchengine import SearchEngine
-from searchengine.engine.modes import DEFAULT_FUSION, SEARCH_MODES
+from searchengine.engine.mode_registry import mode_names
+from searchengine.engine.modes import DEFAULT_FUSION
 from searchengine.evaluation.retrieval import read_queries
 
 ROOT = Path(__file__).resolve().parents[1]
 K = 10
+SEARCH_MODES = mode_names()
+"""Every registered retrieval mode: the built-in ones, here."""
 
 
 def judged_queries(data: Path, name: str, limit: int) -> list[str]:

@@ -4,7 +4,7 @@ index, each with the stop list off and on, in one process on the same index.
 
 - Quality: --set NAME --index DIR, an index of the set built with its BEIR ids as external ids (the indexes
   `benchmarks/retrieval_rerank.py --index DIR` builds); every test query, scored as `searchengine eval retrieval
-  --index` scores it (ArguAna's own document dropped).
+  -d DIR` scores it (ArguAna's own document dropped).
 - Time: --speed-index DIR, an index of Wikipedia sentences (e.g. the one `benchmarks/serve_load.py --docs 98000`
   builds in /tmp/searchengine-bench-cache/serve-load-98000), queried with the first eight words of the 300
   sentences after its first --speed-docs, one thread, p50 per mode, --rounds rounds alternating off and on.

@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 
 from searchengine.cli.errors import user_errors
-from searchengine.cli.options import IndexDirOption
+from searchengine.cli.options import IndexDirOption, quiet_option, seed_option
 from searchengine.cli.wording import counted
 
 METHOD_HELP = (
@@ -37,8 +37,8 @@ def adapt(
         help="Truncate training texts to this many tokens.",
         show_default="the method's",
     ),
-    seed: int = typer.Option(0, "--seed", help="Random seed: the same seed and index give the same model."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bars."),
+    seed: int = seed_option("Random seed: the same seed and index give the same model."),
+    quiet: bool = quiet_option("No progress bars."),
 ) -> None:
     """Adapt the index's model to its documents (no labels needed), then re-index them with it.
 

@@ -12,7 +12,7 @@ import typer
 from searchengine.analysis.cluster_settings import ClusterMethod
 from searchengine.analysis.mining_request import MiningMethod
 from searchengine.cli.errors import user_errors
-from searchengine.cli.options import IndexDirOption
+from searchengine.cli.options import IndexDirOption, json_option, seed_option
 from searchengine.cli.wording import counted
 from searchengine.errors import SearchEngineError
 
@@ -31,9 +31,9 @@ def cluster(
     min_size: int | None = typer.Option(
         None, "--min-size", min=1, help="community: smallest community kept (default 10)."
     ),
-    seed: int = typer.Option(0, "--seed", help="Random seed of kmeans."),
+    seed: int = seed_option("Random seed of kmeans."),
     top: int = typer.Option(3, "--top", min=0, help="Most central texts shown per cluster."),
-    as_json: bool = typer.Option(False, "--json", help="Print every cluster, with all member ids, as JSON."),
+    as_json: bool = json_option("Print every cluster, with all member ids, as JSON."),
     index_dir: Path | None = IndexDirOption,
 ) -> None:
     """Group the indexed texts by meaning and store the clusters with the index.
@@ -98,7 +98,7 @@ def mine(
         help="exact (every pair scored, in chunks), ann (each text's nearest neighbours from the FAISS index) or "
         "auto (exact up to 50,000 texts).",
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print the pairs as JSON."),
+    as_json: bool = json_option("Print the pairs as JSON."),
     index_dir: Path | None = IndexDirOption,
 ) -> None:
     """Find the most similar pairs of indexed texts: paraphrases and near-duplicates.

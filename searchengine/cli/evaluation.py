@@ -9,7 +9,16 @@ from typing import TYPE_CHECKING
 import typer
 
 from searchengine.cli.errors import user_errors
-from searchengine.cli.options import ModelOption
+from searchengine.cli.options import (
+    BatchSizeOption,
+    DenoiseOption,
+    ModelOption,
+    PoolingOption,
+    TemplateOption,
+    json_option,
+    mode_option,
+    seed_option,
+)
 from searchengine.encoding.model_source import Pooling
 from searchengine.engine.fusion import FusionMethod
 from searchengine.engine.modes import DEFAULT_FUSION, SearchMode
@@ -19,24 +28,20 @@ if TYPE_CHECKING:
     from searchengine.engine.fusion import Fusion
     from searchengine.evaluation.retrieval import RetrievalScores
 
+MaxScoreOption = typer.Option(5.0, "--max-score", help="The largest gold score of the STS files' scale.")
+
 eval_app = typer.Typer(help="Measure a model: STS correlation or BEIR-style retrieval.", no_args_is_help=True)
 
 
 @eval_app.command()
 def sts(
     files: list[Path] = typer.Argument(..., help="STS files: score<TAB>sentence1<TAB>sentence2 with a header."),
-    model: str = typer.Option("default", "--model", "-m", help="Model directory or Hugging Face id."),
-    pooling: Pooling | None = typer.Option(None, help="Override the model's pooling."),
-    template: str | None = typer.Option(
-        None,
-        "--template",
-        help="Prompt pooling with this template (one [X], one [MASK]), e.g. 'This sentence : \"[X]\" means [MASK] .'",
-    ),
-    denoise: bool | None = typer.Option(
-        None, "--denoise/--no-denoise", help="Prompt pooling: subtract the bare template's [MASK] state."
-    ),
-    max_score: float = typer.Option(5.0, "--max-score", help="The largest gold score of the files' scale."),
-    batch_size: int = typer.Option(64, min=1, help="Texts per forward pass."),
+    model: str | None = ModelOption,
+    pooling: Pooling | None = PoolingOption,
+    template: str | None = TemplateOption,
+    denoise: bool | None = DenoiseOption,
+    max_score: float = MaxScoreOption,
+    batch_size: int = BatchSizeOption,
 ) -> None:
     """Spearman x 100 between cosine similarity and gold scores, one row per file plus their average.
 
@@ -62,19 +67,18 @@ def retrieval(
     queries: Path = typer.Option(..., "--queries", help='BEIR queries.jsonl: {"_id", "text"} a line.'),
     qrels: Path = typer.Option(..., "--qrels", help="BEIR qrels .tsv with the header query-id, corpus-id, score."),
     corpus: Path | None = typer.Option(
-        None, "--corpus", help='BEIR corpus.jsonl: {"_id", "title", "text"} a line (or give --index).'
+        None, "--corpus", help='BEIR corpus.jsonl: {"_id", "title", "text"} a line (or give --index-dir).'
     ),
     index_dir: Path | None = typer.Option(
         None,
-        "--index",
+        "--index-dir",
+        "-d",
         help="Evaluate this index as `searchengine query` searches it, instead of exact search over --corpus; its "
         "documents' ids (--id-field when indexing) are the qrels' corpus-ids.",
     ),
-    mode: SearchMode | None = typer.Option(
-        None,
-        "--mode",
-        help="With --index: search dense, keyword or hybrid, as `query --mode`.",
-        show_default="the index's default mode",
+    old_index_dir: Path | None = typer.Option(None, "--index", hidden=True, help="The old name of --index-dir."),
+    mode: SearchMode | None = mode_option(
+        "With --index-dir: search in this mode, as `query --mode`.", show_default="the index's default mode"
     ),
     fusion_method: FusionMethod | None = typer.Option(
         None,
@@ -104,25 +108,19 @@ def retrieval(
         help="Candidates fused from each side (at least the 101 hits read).",
         show_default=str(DEFAULT_FUSION.depth),
     ),
-    model: str | None = typer.Option(
-        None,
-        "--model",
-        "-m",
-        help="Model directory or Hugging Face id.",
-        show_default="the bundled all-MiniLM-L6-v2",
-    ),
-    pooling: Pooling | None = typer.Option(None, help="Override the model's pooling."),
-    batch_size: int = typer.Option(64, min=1, help="Texts per forward pass."),
+    model: str | None = ModelOption,
+    pooling: Pooling | None = PoolingOption,
+    batch_size: int = BatchSizeOption,
     keep_identical_ids: bool = typer.Option(
         False, "--keep-identical-ids", help="Let a query retrieve the document with its own id (BEIR drops it)."
     ),
-    as_json: bool = typer.Option(False, "--json", help="Print the scores as JSON."),
+    as_json: bool = json_option("Print the scores as JSON."),
 ) -> None:
     """nDCG@10, Recall@100 and MRR@10 (0..1) over a BEIR-format dataset. Only queries with a judgement of
     score > 0 count.
 
     With --corpus: exact cosine search of the model's embeddings; documents are embedded as title + " " + text.
-    With --index: the index's own search (its model, whitening and index type, and --mode with its fusion
+    With --index-dir: the index's own search (its model, whitening and index type, and --mode with its fusion
     settings), over an index built from the corpus with its ids.
 
     Examples (the BEIR sets in ../shared/data/retrieval):
@@ -131,21 +129,28 @@ def retrieval(
 
       searchengine index corpus.jsonl --id-field _id --title-field title -d nfcorpus-index
 
-      searchengine eval retrieval --index nfcorpus-index --queries queries.jsonl --qrels qrels_test.tsv
+      searchengine eval retrieval -d nfcorpus-index --queries queries.jsonl --qrels qrels_test.tsv
 
-      searchengine eval retrieval --index nfcorpus-index --queries queries.jsonl --qrels qrels_test.tsv --mode hybrid
+      searchengine eval retrieval -d nfcorpus-index --queries queries.jsonl --qrels qrels_test.tsv --mode hybrid
       --fusion minmax --dense-weight 0.5
     """
     with user_errors():
         import json
         import time
 
+        if old_index_dir is not None:
+            typer.echo("(--index DIR is now --index-dir DIR, or -d DIR; the old name will go)", err=True)
+            index_dir = index_dir or old_index_dir
         if (corpus is None) == (index_dir is None):
-            raise SearchEngineError("give the documents either as --corpus FILE or as an --index DIR built from it")
+            raise SearchEngineError("give the documents either as --corpus FILE or as an --index-dir DIR built from it")
         if index_dir is not None and (model is not None or pooling is not None):
-            raise SearchEngineError("--index searches with the model the index was built with; drop --model/--pooling")
+            raise SearchEngineError(
+                "--index-dir searches with the model the index was built with; drop --model/--pooling"
+            )
         if index_dir is None and mode is not None:
-            raise SearchEngineError("--mode says how an index is searched; give --index DIR (--corpus is exact search)")
+            raise SearchEngineError(
+                "--mode says how an index is searched; give --index-dir DIR (--corpus is exact search)"
+            )
         fusion = _fusion(mode, fusion_method, rrf_k, dense_weight, depth)
         started = time.perf_counter()
         if index_dir is not None:
@@ -239,13 +244,13 @@ def analyze(
     pairs: int = typer.Option(
         100_000, "--pairs", min=0, help="Random sentence pairs for anisotropy (0: the exact mean over all pairs)."
     ),
-    seed: int = typer.Option(0, "--seed", help="Seed of the random pairs."),
+    seed: int = seed_option("Seed of the random pairs."),
     top_frequent: int = typer.Option(
         36, "--top-frequent", min=0, help="The N most frequent tokens of --data count as biased (PromptBERT: 36)."
     ),
-    max_score: float = typer.Option(5.0, "--max-score", help="The largest gold score of the --sts file's scale."),
-    batch_size: int = typer.Option(64, min=1, help="Texts per forward pass."),
-    as_json: bool = typer.Option(False, "--json", help="Print the results as JSON."),
+    max_score: float = MaxScoreOption,
+    batch_size: int = BatchSizeOption,
+    as_json: bool = json_option("Print the results as JSON."),
 ) -> None:
     """PromptBERT's analysis: anisotropy (mean cosine of random sentence pairs) and STS Spearman of the static
     token embedding average (with and without biased tokens), the embedding layer, first-last and last-layer

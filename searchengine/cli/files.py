@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from searchengine.cli.errors import user_errors
-from searchengine.cli.options import BackendOption, IndexDirOption, PrecisionOption, ThreadsOption
+from searchengine.cli.options import BackendOption, IndexDirOption, PrecisionOption, QuietOption, ThreadsOption
 from searchengine.cli.wording import counted
 from searchengine.encoding.backend import Backend
 from searchengine.encoding.precision import Precision
@@ -95,7 +95,7 @@ def sync(
     precision: Precision = PrecisionOption,
     backend: Backend = BackendOption,
     threads: int | None = ThreadsOption,
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
+    quiet: bool = QuietOption,
 ) -> None:
     """Bring an index of folders in step with them: embed new and changed files, remove the documents of deleted
     ones, keep the rest (and their ids).

@@ -11,10 +11,16 @@ from searchengine.cli.errors import user_errors
 from searchengine.cli.files import add_files, check_files_read, files_summary
 from searchengine.cli.options import (
     BackendOption,
+    BatchSizeOption,
+    DenoiseOption,
     IdFieldOption,
     IndexDirOption,
+    JsonlOption,
     ModelOption,
+    PoolingOption,
     PrecisionOption,
+    QuietOption,
+    TemplateOption,
     TextFieldOption,
     ThreadsOption,
     TitleFieldOption,
@@ -66,17 +72,9 @@ def index(
     inputs: list[str] = typer.Argument(..., help=INPUTS_HELP, metavar="PATH"),
     index_dir: Path | None = IndexDirOption,
     model: str | None = ModelOption,
-    pooling: Pooling | None = typer.Option(None, help="Override the model's pooling."),
-    template: str | None = typer.Option(
-        None,
-        "--template",
-        help="Prompt pooling (PromptBERT) with this template: one [X] for the text, one [MASK] whose state is the "
-        "vector, e.g. 'This sentence : \"[X]\" means [MASK] .'",
-        show_default="the model's own prompt",
-    ),
-    denoise: bool | None = typer.Option(
-        None, "--denoise/--no-denoise", help="Prompt pooling: subtract the bare template's [MASK] state."
-    ),
+    pooling: Pooling | None = PoolingOption,
+    template: str | None = TemplateOption,
+    denoise: bool | None = DenoiseOption,
     index_type: str | None = typer.Option(
         None,
         "--index",
@@ -108,15 +106,15 @@ def index(
     max_file_size: float = MaxFileSizeOption,
     whole: bool | None = WholeOption,
     strict: bool = StrictOption,
-    jsonl: bool = typer.Option(False, "--jsonl", help="Read JSON lines whatever the name (e.g. from stdin)."),
+    jsonl: bool = JsonlOption,
     id_field: str | None = IdFieldOption,
     text_field: str = TextFieldOption,
     title_field: str | None = TitleFieldOption,
-    batch_size: int = typer.Option(64, min=1, help="Texts per forward pass."),
+    batch_size: int = BatchSizeOption,
     precision: Precision = PrecisionOption,
     backend: Backend = BackendOption,
     threads: int | None = ThreadsOption,
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
+    quiet: bool = QuietOption,
     shards: int | None = typer.Option(
         None,
         "--shards",
@@ -303,7 +301,7 @@ def index(
 def add(
     inputs: list[str] = typer.Argument(..., help=INPUTS_HELP, metavar="PATH"),
     index_dir: Path | None = IndexDirOption,
-    jsonl: bool = typer.Option(False, "--jsonl", help="Read JSON lines whatever the name (e.g. from stdin)."),
+    jsonl: bool = JsonlOption,
     id_field: str | None = IdFieldOption,
     text_field: str = TextFieldOption,
     title_field: str | None = TitleFieldOption,
@@ -315,7 +313,7 @@ def add(
     precision: Precision = PrecisionOption,
     backend: Backend = BackendOption,
     threads: int | None = ThreadsOption,
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar or summary."),
+    quiet: bool = QuietOption,
 ) -> None:
     """Add documents to an existing index, with the model and whitening it was built with.
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from searchengine.cli.errors import user_errors
-from searchengine.cli.options import IndexDirOption
+from searchengine.cli.options import IndexDirOption, json_option
 from searchengine.cli.wording import counted
 from searchengine.errors import SearchEngineError
 
@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # imported inside the commands, so `--help` stays fast
 
 def info(
     index_dir: Path | None = IndexDirOption,
-    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+    as_json: bool = json_option("Print as JSON."),
 ) -> None:
     """Show what an index holds: counts, model, pooling, dimension, whitening, index type, size, dates.
 

@@ -10,7 +10,15 @@ from pathlib import Path
 import typer
 
 from searchengine.cli.errors import user_errors
-from searchengine.cli.options import BackendOption, IndexDirOption, PrecisionOption, ThreadsOption
+from searchengine.cli.options import (
+    BackendOption,
+    IndexDirOption,
+    PrecisionOption,
+    ThreadsOption,
+    api_key_option,
+    host_option,
+    port_option,
+)
 from searchengine.errors import SearchEngineError
 
 
@@ -19,14 +27,10 @@ def mcp(
     http: bool = typer.Option(
         False, "--http", help="Serve over streamable HTTP at http://HOST:PORT/mcp instead of stdin and stdout."
     ),
-    host: str = typer.Option("127.0.0.1", "--host", help="With --http: the address to listen on."),
-    port: int = typer.Option(8001, "--port", "-p", min=0, max=65535, help="With --http: the port (0: any free one)."),
-    api_key: str | None = typer.Option(
-        None,
-        "--api-key",
-        envvar="SEARCHENGINE_API_KEY",
-        show_envvar=True,
-        help="With --http: require 'Authorization: Bearer KEY' on every request (the tools can write); over stdio "
+    host: str = host_option("With --http: the address to listen on."),
+    port: int = port_option(8001, "With --http: the port (0: any free one)."),
+    api_key: str | None = api_key_option(
+        "With --http: require 'Authorization: Bearer KEY' on every request (the tools can write); over stdio "
         "the client that starts the command is the only one it answers.",
     ),
     precision: str = PrecisionOption,

@@ -8,11 +8,21 @@ from pathlib import Path
 import typer
 
 from searchengine.cli.errors import user_errors
-from searchengine.cli.options import BackendOption, IndexDirOption, PrecisionOption, ThreadsOption
+from searchengine.cli.options import (
+    BackendOption,
+    IndexDirOption,
+    PrecisionOption,
+    ThreadsOption,
+    json_option,
+    mode_option,
+    model_option,
+)
 from searchengine.cli.wording import counted
 from searchengine.encoding.backend import Backend
 from searchengine.encoding.precision import Precision
+from searchengine.engine.mode_registry import RetrievalMode, mode_named
 from searchengine.engine.modes import DEFAULT_MODE, MODE_DEFAULT_NOTE, MODE_HELP, SearchMode
+from searchengine.engine.queries import check_queries
 from searchengine.engine.snippets import DEFAULT_SNIPPET_CHARS, one_line, snippet
 from searchengine.errors import SearchEngineError
 
@@ -26,13 +36,11 @@ def query(
         "-f",
         help="Read queries from this file (- for standard input), one per line, and run them as one batch.",
     ),
-    as_json: bool = typer.Option(
-        False,
-        "--json",
-        help="Print results as JSON: each hit's whole text, its snippet, the span that matched, the highlighted "
+    as_json: bool = json_option(
+        "Print results as JSON: each hit's whole text, its snippet, the span that matched, the highlighted "
         "sentences and query words (character offsets) and each side's score; the same objects as the server's /search.",
     ),
-    mode: SearchMode | None = typer.Option(None, "--mode", help=MODE_HELP, show_default=MODE_DEFAULT_NOTE),
+    mode: SearchMode | None = mode_option(MODE_HELP, MODE_DEFAULT_NOTE),
     max_chars: int = typer.Option(
         DEFAULT_SNIPPET_CHARS,
         "--max-chars",
@@ -40,9 +48,7 @@ def query(
         help="Characters of each hit's one-line snippet: the passage that matched, or the document's start.",
     ),
     index_dir: Path | None = IndexDirOption,
-    model: str | None = typer.Option(
-        None, "--model", "-m", help="Expect this model; it must be the one the index was built with."
-    ),
+    model: str | None = model_option("Expect this model; it must be the one the index was built with.", False),
     whiten_k: int | None = typer.Option(None, "--whiten-k", help="Expect this whitening-k in the index."),
     where: list[str] = typer.Option(
         [],
@@ -165,16 +171,17 @@ def query(
             return
         if held is not None and k > held and not where:
             typer.echo(f"(the index holds {counted(held, 'document')}, so at most {counted(held, 'result')})", err=True)
-        searched = payload[0]["mode"]
+        searched = mode_named(payload[0]["mode"])
+        sides = _SIDES if len(searched.side_scores) > 1 else ""
         if rerank:
             top = payload[0]["rerank"]["top"]
             typer.echo(
-                f"(reranked by {rerank} from the top {top} by {_RANKED_BY[searched]}: cross-encoder score, then "
-                f"{_SCORE_NAMES[searched]}{_SIDES if searched == 'hybrid' else ''})",
+                f"(reranked by {rerank} from the top {top} by {searched.name} search: cross-encoder score, then "
+                f"{searched.score_name}{sides})",
                 err=True,
             )
-        elif searched == "hybrid":
-            typer.echo(f"(hybrid search: fused score{_SIDES})", err=True)
+        elif sides:
+            typer.echo(f"({searched.name} search: {searched.score_name}{sides})", err=True)
         for position, result in enumerate(payload):
             if file:
                 typer.echo(("\n" if position else "") + f"Query: {result['query']}")
@@ -213,22 +220,21 @@ def _bold_words(line: str, stems: frozenset[str]) -> str:
     return "".join(parts) + line[last:]
 
 
-_SCORE_NAMES = {"dense": "cosine", "keyword": "keyword score", "hybrid": "fused score"}
-_RANKED_BY = {"dense": "cosine", "keyword": "keyword search", "hybrid": "hybrid search"}
 _SIDES = ", then each side's: cosine and BM25"
+_SIDE_SCORES = {
+    "dense": lambda hit: f"cos {hit['dense_score']:.4f}",
+    "keyword": lambda hit: f"bm25 {hit['keyword_score']:6.2f}",
+}
 
 
-def _details(hit: dict, mode: str) -> str:
-    """What a printed hit shows between its score and its id: the retrieval score of a reranked hit, and each
-    side's score in hybrid mode; empty otherwise."""
+def _details(hit: dict, mode: RetrievalMode) -> str:
+    """What a printed hit shows between its score and its id: the retrieval score of a reranked hit, and the
+    scores of the sides the mode shows (none in dense mode, whose score is the cosine)."""
     parts = []
     if hit["retrieval_score"] is not None:
-        label = {"dense": "cos", "keyword": "bm25", "hybrid": "fused"}[mode]
-        parts.append(f"{label} {hit['retrieval_score']:.4f}")
-    if mode == "hybrid":
-        parts.append(f"cos {hit['dense_score']:.4f}, bm25 {hit['keyword_score']:6.2f}")
-    elif mode == "keyword":
-        parts.append(f"bm25 {hit['keyword_score']:6.2f}")
+        parts.append(f"{mode.short_score_name} {hit['retrieval_score']:.4f}")
+    if mode.side_scores:
+        parts.append(", ".join(_SIDE_SCORES[side](hit) for side in mode.side_scores))
     return f"({'; '.join(parts)})  " if parts else ""
 
 
@@ -275,8 +281,7 @@ def _queries(text: str | None, file: Path | None) -> list[str]:
     if (text is None) == (file is None):
         raise SearchEngineError('give one query as an argument or a file of queries with --file, e.g. query "..."')
     if text is not None:
-        if not text.strip():
-            raise SearchEngineError("the query is empty; say what to search for")
+        check_queries([text])
         return [text]
     lines = _query_lines(file).splitlines()
     queries = [line.strip() for line in lines if line.strip()]

@@ -7,21 +7,23 @@ from pathlib import Path
 import typer
 
 from searchengine.cli.errors import user_errors
-from searchengine.cli.options import BackendOption, IndexDirOption, PrecisionOption
+from searchengine.cli.options import (
+    BackendOption,
+    IndexDirOption,
+    PrecisionOption,
+    api_key_option,
+    host_option,
+    port_option,
+    threads_option,
+)
 from searchengine.errors import SearchEngineError
 
 
 def serve(
     index_dir: Path | None = IndexDirOption,
-    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on; 0.0.0.0 reaches beyond this machine."),
-    port: int = typer.Option(8000, "--port", "-p", min=0, max=65535, help="Port to listen on (0: any free one)."),
-    api_key: str | None = typer.Option(
-        None,
-        "--api-key",
-        envvar="SEARCHENGINE_API_KEY",
-        show_envvar=True,
-        help="Require 'Authorization: Bearer KEY' on what --api-key-for names.",
-    ),
+    host: str = host_option("Address to listen on; 0.0.0.0 reaches beyond this machine."),
+    port: int = port_option(8000, "Port to listen on (0: any free one)."),
+    api_key: str | None = api_key_option("Require 'Authorization: Bearer KEY' on what --api-key-for names."),
     api_key_for: str = typer.Option(
         "writes",
         "--api-key-for",
@@ -39,11 +41,8 @@ def serve(
     access_log: bool = typer.Option(True, "--access-log/--no-access-log", help="Log one line per request."),
     precision: str = PrecisionOption,
     backend: str = BackendOption,
-    threads: int = typer.Option(
-        1,
-        "--threads",
-        min=1,
-        help="CPU threads while encoding; 1 leaves the other cores to HTTP, and concurrent queries are batched.",
+    threads: int = threads_option(
+        1, "CPU threads while encoding; 1 leaves the other cores to HTTP, and concurrent queries are batched."
     ),
 ) -> None:
     """Serve an index over HTTP: a JSON API (docs at /docs) and a search page at /.

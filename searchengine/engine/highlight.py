@@ -62,14 +62,14 @@ class _Candidates:
 
 
 def with_highlights(
-    queries: Sequence[str], results: list[list[Hit]], mode: str, embed: Embed | None
+    queries: Sequence[str], results: list[list[Hit]], sides: Sequence[str], embed: Embed | None
 ) -> list[list[Hit]]:
-    """Each hit with its `highlight`: the sentence(s) of its passage nearest to its query by the mode's measure
-    (see the module's docstring) and the query's words there. `embed` is needed in dense and hybrid modes; all
-    the sentences of every query's hits are embedded in one call, with the queries."""
+    """Each hit with its `highlight`: the sentence(s) of its passage nearest to its query by the measure of the
+    mode's `sides` (see the module's docstring) and the query's words there. `embed` is needed when the sides
+    include dense; all the sentences of every query's hits are embedded in one call, with the queries."""
     stems = [query_stems(query) for query in queries]
     candidates = [[_candidates(hit, own) for hit in hits] for hits, own in zip(results, stems)]
-    dense = mode in ("dense", "hybrid")
+    dense = "dense" in sides
     cosines: list[list[np.ndarray]] = [[np.zeros(0) for _ in hits] for hits in results]
     if dense and embed is not None:
         texts = list(queries)
@@ -87,7 +87,10 @@ def with_highlights(
     for number, hits in enumerate(candidates):
         out.append(
             [
-                replace(candidate.hit, highlight=_choose(candidate, cosines[number][position], mode, stems[number]))
+                replace(
+                    candidate.hit,
+                    highlight=_choose(candidate, cosines[number][position], "keyword" in sides, stems[number]),
+                )
                 for position, candidate in enumerate(hits)
             ]
         )
@@ -105,13 +108,14 @@ def _candidates(hit: Hit, stems: frozenset[str]) -> _Candidates:
     return _Candidates(hit, sentences, shares, sorted(order[:MAX_EMBEDDED_SENTENCES]))
 
 
-def _choose(candidate: _Candidates, cosines: np.ndarray, mode: str, stems: frozenset[str]) -> Highlight:
-    """The best sentence by the mode's measure (ties: the first), widened to the sentences after it while the
+def _choose(candidate: _Candidates, cosines: np.ndarray, words: bool, stems: frozenset[str]) -> Highlight:
+    """The best sentence by the mode's measure (the cosine; with `words`, the share of the query's words too; ties:
+    the first), widened to the sentences after it while the
     shown text is shorter than MIN_SHOWN_CHARS, with the query's words in it."""
     scores = list(candidate.shares)
     if len(cosines):
         by_cosine = dict(zip(candidate.embedded, map(float, cosines)))
-        if mode == "dense":
+        if not words:
             scores = [by_cosine.get(i, -1.0) for i in range(len(scores))]
         else:
             scores = [(max(0.0, by_cosine.get(i, 0.0)) + share) / 2 for i, share in enumerate(scores)]

@@ -25,7 +25,6 @@ from searchengine.engine.files import fields_record
 from searchengine.engine.filters import Filters, conditions_of
 from searchengine.engine.fusion import Fusion
 from searchengine.engine.highlight import with_highlights
-from searchengine.engine.hybrid import hybrid_rankings, keyword_rankings
 from searchengine.engine.indexing import (
     NO_TEXT,
     READING,
@@ -37,9 +36,11 @@ from searchengine.engine.indexing import (
     delete_from_index,
     document_chunks,
 )
-from searchengine.engine.modes import DEFAULT_FUSION, DEFAULT_MODE, SEARCH_MODES, SearchMode
+from searchengine.engine.mode_registry import RankRequest, RetrievalMode, mode_named
+from searchengine.engine.modes import DEFAULT_FUSION, DEFAULT_MODE, SearchMode
+from searchengine.engine.queries import check_queries
 from searchengine.engine.ray_embedding import RaySettings, plan_parts, ray_embedder
-from searchengine.engine.search import Hit, hits_of, nearest_documents, one_thread, rerank_hits
+from searchengine.engine.search import Hit, hits_of, one_thread, rerank_hits
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.index_directory import READ_ATTEMPTS, VERIFY_ON_OPEN_BYTES, IndexDirectory
@@ -55,7 +56,7 @@ from searchengine.indexer.manifest import (
 from searchengine.indexer.merge_policy import MergeResult, merge_as_needed
 from searchengine.indexer.segments import Segment, SegmentRecord, SegmentSet, load_segment
 from searchengine.indexer.shards import Vectors, load_vectors
-from searchengine.indexer.store import ClusteringRecord, Document, DocumentStore, lone_surrogate
+from searchengine.indexer.store import ClusteringRecord, Document, DocumentStore
 from searchengine.indexer.vector_index import check_trainable
 from searchengine.indexer.whitening import Whitening
 
@@ -589,37 +590,31 @@ class SearchEngine:
         highlight: bool = False,
     ) -> list[list[Hit]]:
         """`search` for many queries at once (encoded and searched as one batch; reranked pairs scored together;
-        the highlighted sentences of every hit embedded in one call)."""
+        the highlighted sentences of every hit embedded in one call). The stages: the mode retrieves (the
+        `rerank_top` best when reranking, else k), `min_score` drops the weak, the cross-encoder reranks, and the
+        hits shown are highlighted."""
         k = _count_argument("k", k)
         rerank_top = _count_argument("rerank_top", rerank_top)
-        if highlight:
-            options = {"fusion": fusion, "rerank": rerank, "rerank_top": rerank_top, "min_score": min_score}
-            results = self.search_batch(queries, k, where, mode=mode, **options)
-            return with_highlights(queries, results, self._checked_mode(mode), self._embed_queries)
-        for number, query in enumerate(queries, start=1):
-            which = "the query" if len(queries) == 1 else f"query number {number}"
-            if not isinstance(query, str) or not query.strip():
-                shown = "is empty" if isinstance(query, str) else f"is a {type(query).__name__}, not a str"
-                raise SearchEngineError(f"{which} {shown}; say what to search for")
-            code = lone_surrogate(query)
-            if code is not None:
-                if 0xDC80 <= code <= 0xDCFF:  # a byte that was not UTF-8, kept by Python as a surrogate escape
-                    problem = f"the byte 0x{code - 0xDC00:02x}, which is not UTF-8; use a UTF-8 terminal or text"
-                else:
-                    problem = f"a lone surrogate (\\u{code:04x}), half of a character; send valid Unicode"
-                raise SearchEngineError(f"{which} holds {problem}")
-        mode = self._checked_mode(mode)
+        check_queries(queries)
+        retrieval = self._checked_mode(mode)
         if min_score is not None:
             if isinstance(min_score, bool) or not isinstance(min_score, (int, float)) or not math.isfinite(min_score):
                 raise SearchEngineError(f"min_score must be a number, such as 0.4, not {min_score!r}")
-        if rerank is not None:
-            cross_encoder = self.cross_encoder(rerank)
-            top = max(k, rerank_top)
-            results = self.search_batch(queries, top, where, mode=mode, fusion=fusion, min_score=min_score)
-            return rerank_hits(cross_encoder, list(queries), results, k)
+        cross_encoder = None if rerank is None else self.cross_encoder(rerank)
+        depth = k if cross_encoder is None else max(k, rerank_top)
+        results = self._retrieve(queries, depth, where, retrieval, fusion or DEFAULT_FUSION)
         if min_score is not None:
-            results = self.search_batch(queries, k, where, mode=mode, fusion=fusion)
-            return [[hit for hit in hits if hit.score >= min_score] for hits in results]
+            results = [[hit for hit in hits if hit.score >= min_score] for hits in results]
+        if cross_encoder is not None:
+            results = rerank_hits(cross_encoder, list(queries), results, k)
+        if highlight:
+            results = with_highlights(queries, results, retrieval.sides, self._embed_queries)
+        return results
+
+    def _retrieve(
+        self, queries: Sequence[str], k: int, where: Filters, mode: RetrievalMode, fusion: Fusion
+    ) -> list[list[Hit]]:
+        """The k best documents per query by `mode`, among those `where` lets through, best first."""
         if len(self) == 0:
             raise SearchEngineError(f"index {self.path} is empty: add documents with `searchengine add FILE`")
         k = min(k, len(self))  # no mode returns more documents than the index holds; SQLite's LIMIT is 64-bit
@@ -627,48 +622,44 @@ class SearchEngine:
         matching = self._store.filters.matching_ids(conditions) if conditions else None
         if not queries or (matching is not None and len(matching) == 0):
             return [[] for _ in queries]
-        if mode == "keyword":
-            return hits_of(self._store, keyword_rankings(self._store, queries, k, matching))
-        excluded = self._tombstones if len(self._tombstones) else None
-        searchable = len(self) if matching is None else len(matching)
-        allowed = (
-            None if matching is None else np.union1d(matching, self._store.filters.passage_ids_matching(conditions))
-        )
-        encoder = self._query_encoder()  # loaded before one_thread, which sets the threads of what is loaded
+        dense = "dense" in mode.sides
+        allowed = None
+        if dense and matching is not None:
+            allowed = np.union1d(matching, self._store.filters.passage_ids_matching(conditions))
+        encoder = self._query_encoder() if dense else None  # loaded before one_thread, which sets its threads
         with one_thread() if len(queries) == 1 else contextlib.nullcontext():
-            vectors = to_index_vectors(encoder.encode_queries(list(queries)), self._whitening)
-            if mode == "dense":
-                return nearest_documents(self._vectors, self._store, vectors, min(k, searchable), allowed, excluded)
-            rankings = hybrid_rankings(
-                self._vectors,
-                self._store,
-                queries,
-                vectors,
-                k,
-                fusion or DEFAULT_FUSION,
-                searchable,
-                allowed,
-                excluded,
+            request = RankRequest(
+                texts=queries,
+                k=k,
+                store=self._store,
+                vectors=self._vectors,
+                query_vectors=None if encoder is None else self._query_vectors(encoder, queries),
+                searchable=len(self) if matching is None else len(matching),
+                allowed=allowed,
+                matching=matching,
+                excluded=self._tombstones if len(self._tombstones) else None,
+                fusion=fusion,
             )
-            return hits_of(self._store, rankings)
+            return hits_of(self._store, mode.rank(request))
+
+    def _query_vectors(self, encoder: Encoder | OnnxQueryEncoder, texts: Sequence[str]) -> np.ndarray:
+        """Texts as the index's vectors of queries: `encoder`'s query vectors, then the whitening."""
+        return to_index_vectors(encoder.encode_queries(list(texts)), self._whitening)
 
     def _embed_queries(self, texts: list[str]) -> np.ndarray:
         """Texts as the index's vectors of queries: the query encoder (ONNX where it can), then the whitening."""
-        return to_index_vectors(self._query_encoder().encode_queries(texts), self._whitening)
+        return self._query_vectors(self._query_encoder(), texts)
 
-    def _checked_mode(self, mode: str | None) -> SearchMode:
-        """`mode`, or the default one when None; refused when unknown, or when it needs a keyword index the index
-        lacks (saying how to add it)."""
-        if mode is None:
-            return self.default_mode
-        if mode not in SEARCH_MODES:
-            raise SearchEngineError(f"unknown search mode {mode!r}; use one of {', '.join(SEARCH_MODES)}")
-        if mode != "dense" and not self._keyword_index:
+    def _checked_mode(self, mode: str | None) -> RetrievalMode:
+        """The registered mode named `mode`, or the default one when None; refused when unknown, or when it needs a
+        keyword index the index lacks (saying how to add it)."""
+        retrieval = mode_named(self.default_mode if mode is None else mode)
+        if "keyword" in retrieval.sides and not self._keyword_index:
             raise SearchEngineError(
                 f"index {self.path} has no keyword index (it was written before keyword search), so it cannot search "
-                f"in {mode} mode: add it with `searchengine compact --index-dir {self.path}`, or use mode dense"
+                f"in {retrieval.name} mode: add it with `searchengine compact --index-dir {self.path}`, or use mode dense"
             )
-        return mode
+        return retrieval
 
     def cross_encoder(self, model: str | Path | CrossEncoder) -> CrossEncoder:
         """The cross-encoder `model` names, loaded on the first call and kept for later ones (a loaded

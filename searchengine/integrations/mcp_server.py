@@ -21,11 +21,12 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from searchengine.engine.corpus import JsonFields, document_from_record
 from searchengine.engine.filters import conditions_of
 from searchengine.engine.hit_records import result_record
-from searchengine.engine.modes import SearchMode
+from searchengine.engine.queries import check_queries
 from searchengine.engine.search_engine import SearchEngine
 from searchengine.errors import SearchEngineError
 from searchengine.integrations import MissingExtra
 from searchengine.server.limits import MAX_DOCUMENTS, MAX_FILTERS, MAX_K
+from searchengine.server.models import MODE_FIELD_HELP, ModeName
 from searchengine.server.reader import SearchOptions
 from searchengine.server.served_index import ServedIndex
 
@@ -50,12 +51,7 @@ def mcp_server(index: ServedIndex) -> MCPServer:
     def search(
         query: Annotated[str, Field(description="What to search for.")],
         k: Annotated[int, Field(ge=1, le=MAX_K, description="Number of results.")] = 10,
-        mode: Annotated[
-            SearchMode | None,
-            Field(
-                description="dense (by meaning), keyword (BM25 of the words) or hybrid; the index's default if null."
-            ),
-        ] = None,
+        mode: Annotated[ModeName | None, Field(description=MODE_FIELD_HELP)] = None,
         where: Annotated[
             list[str],
             Field(max_length=MAX_FILTERS, description='Metadata filters FIELD OP VALUE, all must hold: ["lang=en"].'),
@@ -63,8 +59,7 @@ def mcp_server(index: ServedIndex) -> MCPServer:
     ) -> dict[str, Any]:
         """The k documents that best match the query, best first, with their text, score and metadata."""
         with _tool_errors():
-            if not query.strip():
-                raise SearchEngineError("the query is empty; say what to search for")
+            check_queries([query])
             conditions_of(where)
             hits = index.reader.search([query], SearchOptions(k, tuple(where), mode)).result()[0]
         return result_record(query, mode or index.reader.default_mode, hits)

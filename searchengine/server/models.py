@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic_core import PydanticCustomError
 
 from searchengine.engine.highlight import MAX_EMBEDDED_SENTENCES
-from searchengine.engine.modes import SearchMode
+from searchengine.engine.mode_registry import mode_names
+from searchengine.engine.modes import MODES
 from searchengine.server.limits import MAX_DOCUMENTS, MAX_FILTERS, MAX_K, MAX_QUERIES
 
 HIGHLIGHT_HELP = (
@@ -23,6 +25,22 @@ MIN_SCORE_HELP = (
 )
 
 
+def _registered_mode(name: str) -> str:
+    """`name` when a retrieval mode of that name is registered; else the error a Literal of the names would give."""
+    if name not in MODES:
+        names = [repr(known) for known in mode_names()]
+        expected = f"{', '.join(names[:-1])} or {names[-1]}" if len(names) > 1 else names[0]
+        raise PydanticCustomError("literal_error", "Input should be {expected}", {"expected": expected})
+    return name
+
+
+ModeName = Annotated[str, AfterValidator(_registered_mode)]
+"""A request's mode: the name of a registered retrieval mode (GET /info lists those the index offers)."""
+MODE_FIELD_HELP = (
+    f"The retrieval mode: {', '.join(mode.label for mode in MODES.values())}; the index's default when missing."
+)
+
+
 class SearchRequest(BaseModel):
     """POST /search: several queries answered as one batch, with the options of `searchengine query`."""
 
@@ -35,11 +53,7 @@ class SearchRequest(BaseModel):
         max_length=MAX_FILTERS,
         description="Metadata filters FIELD OP VALUE (OP: = != > >= < <=), all of which must hold.",
     )
-    mode: SearchMode | None = Field(
-        None,
-        description="dense (by meaning), keyword (BM25 of the words) or hybrid (both, fused); the server's default "
-        "mode when missing.",
-    )
+    mode: ModeName | None = Field(None, description=MODE_FIELD_HELP)
     rerank: str | None = Field(None, description="A cross-encoder the server was started with (--rerank).")
     rerank_top: int | None = Field(None, ge=1, le=MAX_K, description="Candidates the cross-encoder rescores.")
     min_score: float | None = Field(None, allow_inf_nan=False, description=MIN_SCORE_HELP)
@@ -82,7 +96,7 @@ class RerankOut(BaseModel):
 
 class QueryResult(BaseModel):
     query: str
-    mode: SearchMode = Field(description="The mode that answered: the one asked for, or the server's default.")
+    mode: str = Field(description="The mode that answered: the one asked for, or the server's default.")
     rerank: RerankOut | None = Field(None, description="The cross-encoder and candidate count, when reranked.")
     hits: list[HitOut]
 

@@ -45,8 +45,12 @@ function setStatus(text, isError) {
   $("status").className = isError ? "error" : "";
 }
 
-const MODE_NAMES = { dense: "dense (cosine)", keyword: "keyword (BM25)", hybrid: "hybrid (dense + keyword)" };
-const SCORE_NAMES = { dense: "cosine", keyword: "keyword", hybrid: "fused" };
+// How each mode is offered and what its hits show: GET /info's server.mode_details, from the server's registry.
+let modeDetails = {};
+const SIDE_SCORES = {
+  dense: (hit) => "cosine " + hit.dense_score.toFixed(4),
+  keyword: (hit) => "BM25 " + hit.keyword_score.toFixed(2),
+};
 
 // The sentences of a hit nearest to the query (highlight.span, character offsets into its text), its query words
 // in <mark>; text nodes only, never HTML made from the document.
@@ -80,15 +84,12 @@ function renderHit(hit, rank, mode) {
   const bar = `<span class="bar"><i style="width:${Math.max(0, Math.min(1, hit.score)) * 100}%"></i></span>`;
   meta.innerHTML = `<span class="rank">${rank}</span><span class="score">${hit.score.toFixed(4)}</span>${bar}`;
   const parts = ["#" + hit.id];
-  if (hit.retrieval_score !== null) parts.push(SCORE_NAMES[mode] + " " + hit.retrieval_score.toFixed(4));
+  const details = modeDetails[mode] || { score_name: mode, sides: [], side_scores: [] };  // /info not read yet
+  if (hit.retrieval_score !== null) parts.push(details.score_name + " " + hit.retrieval_score.toFixed(4));
   if (hit.external_id !== null) parts.push(hit.external_id);
   if (hit.location !== null) parts.push(hit.location); // the heading or page of a file it matched in
-  if (mode === "hybrid") {
-    parts.push("cosine " + hit.dense_score.toFixed(4), "BM25 " + hit.keyword_score.toFixed(2));
-    parts.push("found by " + hit.found_by.join(" + "));
-  } else if (mode === "keyword") {
-    parts.push("BM25 " + hit.keyword_score.toFixed(2));
-  }
+  for (const side of details.side_scores) parts.push(SIDE_SCORES[side](hit));
+  if (details.sides.length > 1) parts.push("found by " + hit.found_by.join(" + "));
   if (hit.source) parts.push(hit.source + (hit.line !== null ? ":" + hit.line : ""));
   if (hit.count > 1) parts.push("indexed " + hit.count + "\u00d7");
   if (hit.cluster !== null) parts.push("cluster " + hit.cluster);
@@ -170,7 +171,8 @@ async function loadInfo() {
     $("k").max = String(maxK);
     $("summary").textContent = `${info.documents.toLocaleString()} documents \u00b7 ${info.model} \u00b7 ` +
       `${info.index_type} index${info.whitening ? " \u00b7 whitening-" + info.whitening : ""} \u00b7 ${info.path}`;
-    const modes = info.server.modes.map((mode) => new Option(MODE_NAMES[mode], mode));
+    modeDetails = info.server.mode_details;
+    const modes = info.server.modes.map((mode) => new Option(modeDetails[mode].label, mode));
     $("mode").replaceChildren(...modes);
     $("mode").value = info.server.default_mode;
     for (const model of info.server.rerank) {

@@ -39,7 +39,7 @@ class SearchOptions:
     k: int = 10
     where: tuple[str, ...] = ()
     mode: SearchMode | None = None
-    """dense, keyword or hybrid; None: the engine's default mode."""
+    """The name of a registered retrieval mode (dense, keyword, hybrid, ...); None: the engine's default mode."""
     rerank: str | None = None
     rerank_top: int | None = None
     """Candidates the cross-encoder rescores (at least k); None: the library's default."""

@@ -425,16 +425,16 @@ def test_a_single_query_runs_on_one_thread_and_restores_the_setting(
     import faiss
     import torch
 
-    import searchengine.engine.search_engine as engine_module
+    import searchengine.engine.search as search_module
 
     seen: list[tuple[int, int]] = []
-    search = engine_module.nearest_documents
+    search = search_module.dense_rankings
 
     def watching(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
         seen.append((torch.get_num_threads(), faiss.omp_get_max_threads()))
         return search(*args, **kwargs)
 
-    monkeypatch.setattr(engine_module, "nearest_documents", watching)
+    monkeypatch.setattr(search_module, "dense_rankings", watching)
     torch.set_num_threads(2)
     faiss.omp_set_num_threads(2)
     assert engine.search(sentences[0], k=1, mode="dense")[0].text == sentences[0]

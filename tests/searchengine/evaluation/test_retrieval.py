@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from unittest.mock import ANY
 
 import numpy as np
 import pytest
@@ -191,37 +192,41 @@ def test_cli_end_to_end(tmp_path: Path, tiny_model: Path) -> None:
 
 
 def test_an_index_built_from_the_corpus_scores_as_exact_search(tmp_path: Path, tiny_model: Path) -> None:
-    """`--index` searches a Flat index built with --id-field/--title-field: the same rankings, so the same scores,
-    as exact search over the corpus file; a qrels id the index lacks is named; --corpus and --index exclude."""
+    """`--index-dir` searches a Flat index built with --id-field/--title-field: the same rankings, so the same scores,
+    as exact search over the corpus file; a qrels id the index lacks is named; --corpus and --index-dir exclude; the
+    old name --index still works, with a note."""
     paths = write_set(tmp_path, CORPUS, QUERIES, QRELS)
     index = tmp_path / "index"
     build = ["index", paths[0], "-d", index, "--id-field", "_id", "--title-field", "title", "--model", tiny_model]
     assert runner.invoke(app, [str(a) for a in [*build, "-q", "--index", "Flat"]]).exit_code == 0
     common = ["eval", "retrieval", "--queries", paths[1], "--qrels", paths[2], "--json"]
     exact = runner.invoke(app, [str(a) for a in [*common, "--corpus", paths[0], "--model", tiny_model]])
-    searched = runner.invoke(app, [str(a) for a in [*common, "--index", index, "--mode", "dense"]])
+    searched = runner.invoke(app, [str(a) for a in [*common, "--index-dir", index, "--mode", "dense"]])
     assert exact.exit_code == 0 and searched.exit_code == 0, exact.output + searched.output
     exact_scores, searched_scores = json.loads(exact.output), json.loads(searched.output)
     for metric in ("ndcg@10", "recall@100", "mrr@10", "queries", "documents"):
         assert searched_scores[metric] == pytest.approx(exact_scores[metric]), metric
     assert searched_scores["index"] == str(index)
+    old = runner.invoke(app, [str(a) for a in [*common, "--index", index, "--mode", "dense"]])
+    assert old.exit_code == 0 and json.loads(old.stdout) == {**searched_scores, "seconds": ANY}, old.output
+    assert "--index DIR is now --index-dir DIR" in old.stderr
     paths[2].write_text("query-id\tcorpus-id\tscore\nq1\tnot-indexed\t1\n", encoding="utf-8")
-    missing = runner.invoke(app, [str(a) for a in [*common, "--index", index]])
+    missing = runner.invoke(app, [str(a) for a in [*common, "--index-dir", index]])
     assert (
         missing.exit_code == 1 and "'not-indexed' is not in index" in missing.output and "--id-field" in missing.output
     )
-    both = runner.invoke(app, [str(a) for a in [*common, "--index", index, "--corpus", paths[0]]])
-    assert both.exit_code == 1 and "either as --corpus FILE or as an --index DIR" in both.output
+    both = runner.invoke(app, [str(a) for a in [*common, "--index-dir", index, "--corpus", paths[0]]])
+    assert both.exit_code == 1 and "either as --corpus FILE or as an --index-dir DIR" in both.output
 
 
 def test_an_index_is_evaluated_in_each_mode_with_the_fusion_given(tmp_path: Path, tiny_model: Path) -> None:
     """Keyword mode ranks by BM25: 'market prices' finds d2 first and 'the cat sat' its own text (dropped) and
-    d1; hybrid reports the fusion it ran with; fusion settings need --mode hybrid, and --mode needs --index."""
+    d1; hybrid reports the fusion it ran with; fusion settings need --mode hybrid, and --mode needs --index-dir."""
     paths = write_set(tmp_path, CORPUS, QUERIES, QRELS)
     index = tmp_path / "index"
     build = ["index", paths[0], "-d", index, "--id-field", "_id", "--title-field", "title", "--model", tiny_model]
     assert runner.invoke(app, [str(a) for a in [*build, "-q"]]).exit_code == 0
-    common = ["eval", "retrieval", "--queries", paths[1], "--qrels", paths[2], "--index", index, "--json"]
+    common = ["eval", "retrieval", "--queries", paths[1], "--qrels", paths[2], "--index-dir", index, "--json"]
     keyword = runner.invoke(app, [str(a) for a in [*common, "--mode", "keyword"]])
     assert keyword.exit_code == 0, keyword.output
     scores = json.loads(keyword.output)
@@ -247,4 +252,4 @@ def test_an_index_is_evaluated_in_each_mode_with_the_fusion_given(tmp_path: Path
         assert refused.exit_code == 1 and message in refused.output, refused.output
     exact = ["eval", "retrieval", "--queries", paths[1], "--qrels", paths[2], "--corpus", paths[0], "--mode", "dense"]
     refused = runner.invoke(app, [str(a) for a in [*exact, "--model", tiny_model]])
-    assert refused.exit_code == 1 and "give --index DIR" in refused.output
+    assert refused.exit_code == 1 and "give --index-dir DIR" in refused.output

@@ -3,6 +3,7 @@ TestClient) or by a real uvicorn on a free 127.0.0.1 port."""
 
 from __future__ import annotations
 
+import shutil
 import threading
 import time
 from collections.abc import Iterator
@@ -66,3 +67,26 @@ def running(app: object) -> Iterator[str]:
 def live_url(served: ServedIndex) -> Iterator[str]:
     with running(create_app(served, ServerSettings())) as url:
         yield url
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+"""The browser the search page's tests drive: Debian's Chromium."""
+
+
+@pytest.fixture
+def page(served: ServedIndex) -> Iterator[object]:
+    if CHROMIUM is None:
+        pytest.skip("no Chromium on this machine: `apt-get install chromium` (Debian) runs the search page's test")
+    playwright_api = pytest.importorskip(
+        "playwright.sync_api", reason="playwright is not installed: pip install -e '.[dev]'"
+    )
+    with running(create_app(served, ServerSettings())) as url, playwright_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
+        try:
+            browser_page = browser.new_page()
+            browser_page.set_default_timeout(30_000)
+            browser_page.goto(url + "/")
+            browser_page.wait_for_function("document.getElementById('summary').textContent.includes('documents')")
+            yield browser_page
+        finally:
+            browser.close()

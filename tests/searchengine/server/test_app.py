@@ -154,7 +154,7 @@ def test_bad_searches_get_400_and_one_line(client: TestClient, params: dict, mes
     ("body", "message"),
     [
         ({"queries": []}, "queries: List should have at least 1 item"),
-        ({"queries": ["cat", ""]}, "query 2 is empty"),
+        ({"queries": ["cat", ""]}, "query number 2 is empty"),
         ({"queries": ["cat"], "k": -1}, "k: Input should be greater than or equal to 1"),
         ({"queries": ["cat"], "colour": 1}, "colour: Extra inputs are not permitted"),
         ({"queries": "cat"}, "queries: Input should be a valid list"),

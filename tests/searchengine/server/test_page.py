@@ -1,38 +1,10 @@
 """The search page in a real headless Chromium (Debian's, driven by Playwright): type a query, see the expected
 result; add a filter, see only matching results. Skips, saying why, where Chromium or Playwright is missing
-(.ci/run installs both)."""
+(.ci/run installs both); the `page` fixture is in conftest.py."""
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterator
-
-import pytest
-
-from searchengine.server.app import ServerSettings, create_app
 from searchengine.server.served_index import ServedIndex
-from tests.searchengine.server.conftest import running
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-@pytest.fixture
-def page(served: ServedIndex) -> Iterator[object]:
-    if CHROMIUM is None:
-        pytest.skip("no Chromium on this machine: `apt-get install chromium` (Debian) runs the search page's test")
-    playwright_api = pytest.importorskip(
-        "playwright.sync_api", reason="playwright is not installed: pip install -e '.[dev]'"
-    )
-    with running(create_app(served, ServerSettings())) as url, playwright_api.sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
-        try:
-            browser_page = browser.new_page()
-            browser_page.set_default_timeout(30_000)
-            browser_page.goto(url + "/")
-            browser_page.wait_for_function("document.getElementById('summary').textContent.includes('documents')")
-            yield browser_page
-        finally:
-            browser.close()
 
 
 def test_typing_a_query_shows_the_expected_result_first(page) -> None:  # noqa: ANN001 (a Playwright Page)

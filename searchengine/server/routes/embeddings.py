@@ -8,21 +8,20 @@ token limit (longer ones are refused, as OpenAI does, not cut), and to the bound
 
 from __future__ import annotations
 
-import asyncio
 import base64
 from datetime import datetime
 from pathlib import PurePath
 from typing import Any, Literal
 
 import numpy as np
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
 from searchengine.engine.search_engine import SearchEngine
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.store import lone_surrogate
 from searchengine.server.limits import MAX_EMBEDDING_INPUTS
-from searchengine.server.served_index import ServedIndex
+from searchengine.server.state import Index, answer, check_reads
 
 
 class EmbeddingsRequest(BaseModel):
@@ -76,64 +75,62 @@ class ModelsOut(BaseModel):
     data: list[ModelOut]
 
 
-def embeddings_router(index: ServedIndex) -> APIRouter:
-    """The /v1/embeddings and /v1/models routes over `index`; the caller adds the API-key dependency when it
-    includes it."""
-    router = APIRouter(tags=["embeddings"])
+router = APIRouter(tags=["embeddings"], dependencies=[Depends(check_reads)])
+"""/v1/embeddings and /v1/models, with the API key of searches."""
 
-    @router.post("/v1/embeddings", response_model=EmbeddingsOut)
-    async def create_embeddings(request: EmbeddingsRequest) -> dict[str, Any]:
-        """Embed texts as the index does (OpenAI-compatible): `base_url` of an OpenAI client is http://HOST:PORT/v1."""
-        texts = _texts(request.input)
 
-        def embed(engine: SearchEngine) -> dict[str, Any]:
-            name = engine.manifest.model.name  # as info() names it, without its store queries
-            if request.model not in (name, PurePath(name).name):
+@router.post("/v1/embeddings", response_model=EmbeddingsOut)
+async def create_embeddings(index: Index, request: EmbeddingsRequest) -> dict[str, Any]:
+    """Embed texts as the index does (OpenAI-compatible): `base_url` of an OpenAI client is http://HOST:PORT/v1."""
+    texts = _texts(request.input)
+
+    def embed(engine: SearchEngine) -> dict[str, Any]:
+        name = engine.manifest.model.name  # as info() names it, without its store queries
+        if request.model not in (name, PurePath(name).name):
+            raise SearchEngineError(
+                f"this server embeds with the index's model {name!r}, not {request.model!r}; send model={name!r}"
+            )
+        dimension = engine.manifest.index.dimension
+        if request.dimensions is not None and request.dimensions != dimension:
+            raise SearchEngineError(
+                f"the index's vectors have {dimension} dimensions and cannot be shortened to "
+                f"{request.dimensions}; leave dimensions out or send {dimension}"
+            )
+        counts = engine.encoder.token_counts(texts)
+        limit = engine.encoder.text_tokens
+        for number, count in enumerate(counts):
+            if count > limit:
                 raise SearchEngineError(
-                    f"this server embeds with the index's model {name!r}, not {request.model!r}; send model={name!r}"
+                    f"input {number} has {count} tokens, more than the model's {limit}; split it into shorter texts"
                 )
-            dimension = engine.manifest.index.dimension
-            if request.dimensions is not None and request.dimensions != dimension:
-                raise SearchEngineError(
-                    f"the index's vectors have {dimension} dimensions and cannot be shortened to "
-                    f"{request.dimensions}; leave dimensions out or send {dimension}"
-                )
-            counts = engine.encoder.token_counts(texts)
-            limit = engine.encoder.text_tokens
-            for number, count in enumerate(counts):
-                if count > limit:
-                    raise SearchEngineError(
-                        f"input {number} has {count} tokens, more than the model's {limit}; split it into shorter texts"
-                    )
-            vectors = engine.encode(texts)
-            return {
-                "object": "list",
-                "data": [
-                    {"object": "embedding", "index": number, "embedding": _encoded(vector, request.encoding_format)}
-                    for number, vector in enumerate(vectors)
-                ],
-                "model": name,
-                "usage": {"prompt_tokens": sum(counts), "total_tokens": sum(counts)},
-            }
+        vectors = engine.encode(texts)
+        return {
+            "object": "list",
+            "data": [
+                {"object": "embedding", "index": number, "embedding": _encoded(vector, request.encoding_format)}
+                for number, vector in enumerate(vectors)
+            ],
+            "model": name,
+            "usage": {"prompt_tokens": sum(counts), "total_tokens": sum(counts)},
+        }
 
-        return await asyncio.wrap_future(index.reader.run(embed))
+    return await answer(index.reader.run(embed))
 
-    @router.get("/v1/models", response_model=ModelsOut)
-    async def list_models() -> dict[str, Any]:
-        """The one model /v1/embeddings answers with: the index's (OpenAI-compatible)."""
 
-        def model(engine: SearchEngine) -> dict[str, Any]:
-            name = engine.manifest.model.name
-            return {
-                "id": name,
-                "object": "model",
-                "created": _unix_time(engine.manifest.created_at),
-                "owned_by": "searchengine",
-            }
+@router.get("/v1/models", response_model=ModelsOut)
+async def list_models(index: Index) -> dict[str, Any]:
+    """The one model /v1/embeddings answers with: the index's (OpenAI-compatible)."""
 
-        return {"object": "list", "data": [await asyncio.wrap_future(index.reader.run(model))]}
+    def model(engine: SearchEngine) -> dict[str, Any]:
+        name = engine.manifest.model.name
+        return {
+            "id": name,
+            "object": "model",
+            "created": _unix_time(engine.manifest.created_at),
+            "owned_by": "searchengine",
+        }
 
-    return router
+    return {"object": "list", "data": [await answer(index.reader.run(model))]}
 
 
 def _texts(given: str | list[Any]) -> list[str]:

@@ -1,0 +1,65 @@
+"""Every error the server answers is `{"error": "one line"}`: 400 for a bad request, 401 without the API key, 404
+for an unknown id or path, 409 while another process writes the index, 413 for an oversize body, 500 otherwise."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from searchengine.errors import SearchEngineError
+from searchengine.indexer.errors import IndexLockedError, UnknownDocumentError
+
+
+def error_response(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
+    """`{"error": message}` on one line, with `status`."""
+    return JSONResponse({"error": " ".join(str(message).split())}, status_code=status, headers=headers)
+
+
+def refusal(exc: StarletteHTTPException) -> JSONResponse:
+    """An HTTPException (a missing or wrong API key) as an error response."""
+    return error_response(exc.status_code, str(exc.detail), exc.headers)
+
+
+def add_error_handlers(app: FastAPI) -> None:
+    """Answer every error of `app` in one line."""
+
+    @app.exception_handler(SearchEngineError)
+    async def user_error(_request: Request, exc: SearchEngineError) -> JSONResponse:
+        status = 404 if isinstance(exc, UnknownDocumentError) else 409 if isinstance(exc, IndexLockedError) else 400
+        return error_response(status, str(exc))
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        if "json" not in request.headers.get("content-type", "") and any(
+            tuple(error.get("loc", ())) == ("body",) for error in exc.errors()
+        ):
+            return error_response(
+                400, "the request body must be JSON sent with the header 'Content-Type: application/json'"
+            )
+        return error_response(400, _validation_message(exc))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        message = str(exc.detail)
+        if exc.status_code == 404 and message == "Not Found":
+            message = f"no such endpoint: {request.method} {request.url.path}; the API is described at /docs"
+        elif exc.status_code == 405:
+            message = f"{request.method} is not allowed on {request.url.path}; the API is described at /docs"
+        return error_response(exc.status_code, message, getattr(exc, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def internal_error(_request: Request, exc: Exception) -> JSONResponse:
+        return error_response(500, f"internal error ({type(exc).__name__}: {exc}); see the server's log")
+
+
+def _validation_message(exc: RequestValidationError) -> str:
+    """The first problem in one line, e.g. 'k: Input should be less than or equal to 1000'."""
+    errors = exc.errors()
+    first = errors[0]
+    if first.get("type") == "json_invalid":
+        return f"the request body is not valid JSON ({first.get('ctx', {}).get('error', first['msg'])})"
+    place = ".".join(str(part) for part in first.get("loc", ()) if part not in ("body", "query", "path", "header"))
+    more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
+    return f"{place or 'request'}: {first['msg']}{more}"

@@ -1,0 +1,1 @@
+"""The server's routes, one APIRouter module per resource: search, documents, info, embeddings and the page."""

@@ -1,0 +1,67 @@
+"""POST /documents and DELETE /documents/ID: `searchengine add` and `delete` over HTTP, through the serial writer
+(merges run after each write, off the request path)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query
+
+from searchengine.engine.corpus import JsonFields, document_from_record
+from searchengine.engine.search_engine import SearchEngine
+from searchengine.errors import SearchEngineError
+from searchengine.server.models import AddedOut, DeletedOut, DocumentsRequest
+from searchengine.server.served_index import ServedIndex
+from searchengine.server.state import Index, answer, check_writes
+
+router = APIRouter(dependencies=[Depends(check_writes)])
+
+
+@router.post("/documents", response_model=AddedOut)
+async def add_documents(index: Index, request: DocumentsRequest) -> dict[str, Any]:
+    """Add documents, or replace those whose `id_field` id is already stored (`searchengine add`)."""
+    fields = JsonFields(request.text_field, request.title_field, request.id_field)
+    documents = [
+        document_from_record(record, f"document {number}", fields)
+        for number, record in enumerate(request.documents, start=1)
+    ]
+
+    def add(engine: SearchEngine) -> dict[str, Any]:
+        report = engine.add(documents, merge=False)
+        return {**asdict(report), "index_size": len(engine)}
+
+    return await _write_then_merge(index, add)
+
+
+@router.delete("/documents/{document_id}", response_model=DeletedOut)
+async def delete_document(
+    index: Index,
+    document_id: str,
+    external: Annotated[bool, Query(description="The id is one given with id_field, not a number.")] = False,
+) -> dict[str, Any]:
+    """Delete one document by its id, or by its external id with ?external=true (`searchengine delete`)."""
+    ids = [] if external else [_document_id(document_id)]
+
+    def delete(engine: SearchEngine) -> dict[str, Any]:
+        deleted = engine.delete(ids=ids, external_ids=[document_id] if external else [], merge=False)
+        return {"deleted": deleted, "index_size": len(engine)}
+
+    return await _write_then_merge(index, delete)
+
+
+async def _write_then_merge(index: ServedIndex, write: Callable[[SearchEngine], dict[str, Any]]) -> dict[str, Any]:
+    """`write(engine)` on the writer thread, answered when it commits; the merges it calls for run after it."""
+    result = await answer(index.writer.submit(write))
+    index.writer.submit_background(lambda engine: engine.merge())
+    return result
+
+
+def _document_id(value: str) -> int:
+    try:
+        return int(value.removeprefix("#"))
+    except ValueError:
+        raise SearchEngineError(
+            f"{value!r} is not a document id (a number); add ?external=true to delete by your own id"
+        ) from None

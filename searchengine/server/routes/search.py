@@ -1,0 +1,81 @@
+"""GET /search (one query) and POST /search (a batch): `searchengine query --json` over HTTP."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query
+
+from searchengine.engine.filters import conditions_of
+from searchengine.engine.hit_records import result_record
+from searchengine.engine.queries import check_queries
+from searchengine.engine.search_engine import DEFAULT_RERANK_TOP
+from searchengine.errors import SearchEngineError
+from searchengine.server.limits import MAX_FILTERS, MAX_K
+from searchengine.server.models import (
+    HIGHLIGHT_HELP,
+    MIN_SCORE_HELP,
+    MODE_FIELD_HELP,
+    ModeName,
+    QueryResult,
+    SearchRequest,
+    SearchResults,
+)
+from searchengine.server.reader import SearchOptions
+from searchengine.server.served_index import ServedIndex
+from searchengine.server.state import Index, answer, check_reads
+
+router = APIRouter(dependencies=[Depends(check_reads)])
+
+
+@router.get("/search", response_model=QueryResult)
+async def search(
+    index: Index,
+    q: Annotated[str, Query(description="What to search for.")],
+    k: Annotated[int, Query(ge=1, le=MAX_K, description="Number of results.")] = 10,
+    where: Annotated[list[str], Query(max_length=MAX_FILTERS, description="Filters FIELD OP VALUE.")] = [],  # noqa: B006
+    mode: Annotated[ModeName | None, Query(description=MODE_FIELD_HELP)] = None,
+    rerank: Annotated[str | None, Query(description="A cross-encoder the server was started with.")] = None,
+    rerank_top: Annotated[int | None, Query(ge=1, le=MAX_K)] = None,
+    min_score: Annotated[float | None, Query(allow_inf_nan=False, description=MIN_SCORE_HELP)] = None,
+    highlight: Annotated[bool, Query(description=HIGHLIGHT_HELP)] = False,
+) -> dict[str, Any]:
+    """The k documents that best match `q`, best first (`searchengine query "q" --json`)."""
+    request = SearchRequest.model_construct(  # the values were checked as query parameters
+        queries=[q],
+        k=k,
+        where=where,
+        mode=mode,
+        rerank=rerank,
+        rerank_top=rerank_top,
+        min_score=min_score,
+        highlight=highlight,
+    )
+    return (await _search(index, request))[0]
+
+
+@router.post("/search", response_model=SearchResults)
+async def search_many(index: Index, request: SearchRequest) -> dict[str, Any]:
+    """Several queries with the same options, answered as one batch (`searchengine query --file --json`)."""
+    return {"results": await _search(index, request)}
+
+
+async def _search(index: ServedIndex, request: SearchRequest) -> list[dict[str, Any]]:
+    """The results of `request`'s queries; what can be refused is refused before they wait in the reader's queue,
+    where a bad query would fail the other clients' queries batched with it."""
+    check_queries(request.queries)
+    conditions_of(request.where)
+    rerank = request.rerank
+    if request.rerank_top is not None and rerank is None:
+        raise SearchEngineError("rerank_top says how many candidates a cross-encoder rescores; add rerank=MODEL")
+    if rerank is not None and rerank not in index.rerank:
+        offered = f"only with {', '.join(index.rerank)}" if index.rerank else "with no cross-encoder"
+        raise SearchEngineError(
+            f"this server reranks {offered}, not {rerank!r}; start it with --rerank {rerank} to offer that one"
+        )
+    top = max(request.k, request.rerank_top or DEFAULT_RERANK_TOP) if rerank else None
+    mode = request.mode or index.reader.default_mode
+    options = SearchOptions(request.k, tuple(request.where), mode, rerank, top, request.min_score, request.highlight)
+    results = await answer(index.reader.search(request.queries, options))
+    reranked = {"model": rerank, "top": top} if rerank else None
+    return [result_record(query, mode, hits, reranked) for query, hits in zip(request.queries, results)]
