@@ -38,10 +38,11 @@ from itertools import islice
 from pathlib import Path
 
 import numpy as np
+from data_folder import DATA
 from machine_info import cpu_name
 
 ROOT = Path(__file__).resolve().parents[1]
-WIKI = ROOT.parent / "shared" / "data" / "unsup" / "wiki_sentences.txt.gz"
+WIKI = DATA / "unsup" / "wiki_sentences.txt.gz"
 
 
 def write_corpus(folder: Path, sentences: int, shards: int) -> Path:
