@@ -31,6 +31,7 @@ import gzip
 import io
 import json
 import random
+import re
 import shutil
 import sys
 import urllib.request
@@ -69,8 +70,8 @@ def fetch(name: str, downloads: Path) -> Path:
 
 
 def clean(text: str) -> str:
-    """One field of a .tsv: no tabs or line breaks inside, no surrounding whitespace."""
-    return " ".join(text.split())
+    """One field of a .tsv: tabs and line breaks inside made spaces, surrounding whitespace stripped, the rest as is."""
+    return re.sub(r"[\t\r\n\x0b\x0c\x1c-\x1e\x85\u2028\u2029]+", " ", text).strip()
 
 
 def write_tsv(path: Path, header: tuple[str, str, str], rows: Iterable[tuple[str, str, str]]) -> int:
