@@ -10,12 +10,8 @@ import json
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -24,6 +20,7 @@ import typer.core
 
 from searchengine.cli import app
 from tests.docs_blocks import ROOT, SHELL, Block, all_blocks, benchmark_commands, searchengine_commands, shell_lines
+from tests.serving import serve_process
 
 BLOCKS = all_blocks()
 RUN = ("run", "serve")
@@ -94,7 +91,8 @@ def test_every_block_that_runs_is_shell_or_python() -> None:
 
 
 def test_the_rule_finds_the_blocks_it_should() -> None:
-    """The README's quick start, its Python block and its curl examples run; the parse covers the other pages."""
+    """The README's corpus example, its Python block and its curl examples run (its quick start's two commands run
+    in docs/files.md); the parse covers the other pages."""
     readme = {block.line: block for block in BLOCKS if block.path.name == "README.md"}
     assert {block.action for block in readme.values() if block.language == "python"} == {"run"}
     assert any(block.action == "serve" and "curl" in block.text for block in readme.values())
@@ -110,30 +108,6 @@ def shell_script(block: Block, address: str | None) -> str:
     return script.replace(DOCS_ADDRESS, address) if address else script
 
 
-@contextmanager
-def serving(folder: Path, environment: dict[str, str]) -> Iterator[str]:
-    """`searchengine serve` on the folder's ./searchengine-index, on a free port; yields its address."""
-    log = folder / "serve.log"
-    with log.open("w") as sink:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "searchengine", "serve", "--port", "0", "--no-access-log"],
-            cwd=folder,
-            env=environment,
-            stdout=sink,
-            stderr=sink,
-        )
-    try:
-        deadline = time.monotonic() + 180
-        while not (found := re.search(r"at (http://127\.0\.0\.1:\d+)/", log.read_text())):
-            assert process.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, "searchengine serve did not start: " + log.read_text()
-            time.sleep(0.1)
-        yield found.group(1)
-    finally:
-        process.send_signal(signal.SIGINT)
-        process.wait(60)
-
-
 def run_block(block: Block, folder: Path, environment: dict[str, str]) -> None:
     """Run one block in the folder; fail with its output when it exits with an error."""
 
@@ -146,7 +120,7 @@ def run_block(block: Block, folder: Path, environment: dict[str, str]) -> None:
         return subprocess.run(command, cwd=folder, env=environment, capture_output=True, text=True, timeout=600)
 
     if block.action == "serve":
-        with serving(folder, environment) as address:
+        with serve_process([], folder / "serve.log", cwd=folder, env=environment) as address:
             result = run(address)
     else:
         result = run(None)
