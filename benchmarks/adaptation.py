@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 import torch
+from data_folder import DATA
 from machine_info import cpu_name
 from retrieval_rerank import build_index
 
@@ -74,7 +75,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", required=True, choices=["nfcorpus", "arguana"])
     parser.add_argument("--index", action="append", required=True, help="LABEL=DIR, an index of the set.")
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data" / "retrieval")
+    parser.add_argument("--data", type=Path, default=DATA / "retrieval")
     parser.add_argument("--halves", type=Path, default=Path("/tmp/heldback"))
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES), help="Search modes to score.")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "adaptation.json")

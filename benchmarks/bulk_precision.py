@@ -27,6 +27,7 @@ import statistics
 import time
 from pathlib import Path
 
+from data_folder import DATA
 from encoding_speed import machine, min_cosine, timing_texts
 from machine_info import run_record
 
@@ -80,7 +81,7 @@ def by_call_size(encoders: dict[str, Encoder], texts: list[str]) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--texts", type=int, default=2000, help="short and Wikipedia texts timed per call")
     parser.add_argument("--long", type=int, default=400, help="NFCorpus documents timed per call")
     parser.add_argument("--rounds", type=int, default=3)

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from data_folder import DATA
 from searchengine.indexer.index_directory import IndexDirectory
 from searchengine.indexer.store import DocumentStore, StoredDocument
 from synthetic import noisy_copies
@@ -35,7 +36,6 @@ from searchengine import SearchEngine
 from searchengine.analysis.cluster_settings import ClusterSettings
 from searchengine.analysis.clustering import cluster_labels
 
-DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 RESULTS = Path(__file__).resolve().parent / "results"
 QUALITY_SETTINGS = [
     ClusterSettings("kmeans", k=100),

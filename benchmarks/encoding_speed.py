@@ -40,6 +40,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from data_folder import DATA
 from machine_info import cpu_name
 
 from searchengine import Encoder
@@ -135,7 +136,7 @@ def machine() -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--quick", action="store_true", help="few sentences, one round, main variants: a smoke test")
     parser.add_argument("--sentences", type=int, help="sentences timed per encode (default 1000; --quick 100)")
     parser.add_argument("--rounds", type=int, help="interleaved rounds (default 3; --quick 1)")

@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 
 import searchengine.indexer.keyword_query as keyword_query
+from data_folder import DATA
 from machine_info import run_record
 
 from searchengine import SearchEngine
@@ -109,7 +110,7 @@ def evaluate_set(engine: SearchEngine, data: Path, limits: list[int], check: int
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--index", action="append", required=True, help="NAME=DIR, NAME a set under --data")
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data" / "retrieval")
+    parser.add_argument("--data", type=Path, default=DATA / "retrieval")
     parser.add_argument("--max-query-words", type=int, action="append", help="0: no limit [default: the module's]")
     parser.add_argument("--check", type=int, default=50, help="Queries whose default-fusion ranking is checked.")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "fusion_settings.json")

@@ -39,6 +39,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
+from data_folder import DATA
 from machine_info import run_record
 from searchengine.indexer.index_directory import IndexDirectory
 from synthetic import noisy_copies
@@ -48,7 +49,7 @@ from searchengine.engine.corpus import read_corpus
 from searchengine.engine.indexing import Chunk, IndexSettings, build_index
 
 ROOT = Path(__file__).resolve().parents[1]
-SENTENCES = ROOT.parent / "shared" / "data" / "unsup" / "wiki_sentences.txt.gz"
+SENTENCES = DATA / "unsup" / "wiki_sentences.txt.gz"
 
 
 def corpus_file(n: int, work: Path, source: Path = SENTENCES) -> Path:

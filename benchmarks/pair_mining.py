@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from data_folder import DATA
 from machine_info import cpu_name
 
 from searchengine import Encoder, SearchEngine, mine_vectors
@@ -124,7 +125,7 @@ def load() -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "pair_mining.json")
     parser.add_argument("--plot", type=Path, default=ROOT / "docs" / "pair_mining.png")
     parser.add_argument("--quick", action="store_true", help="small n and samples: a smoke test of about a minute")

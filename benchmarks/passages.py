@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from data_folder import DATA
 from machine_info import cpu_name
 
 from searchengine import SearchEngine
@@ -148,7 +149,7 @@ def run_set(name: str, data: Path, work: Path, overlaps: list[int], encoder: Enc
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sets", default="nfcorpus,arguana")
-    parser.add_argument("--data", type=Path, default=Path("../shared/data/retrieval"))
+    parser.add_argument("--data", type=Path, default=DATA / "retrieval")
     parser.add_argument("--work", type=Path, default=Path("/tmp/passages-benchmark"))
     parser.add_argument("--overlaps", default="0,32,64", help="Overlaps (tokens) of the passage variants.")
     parser.add_argument("--results", type=Path, default=None, help="Write the results here as JSON.")

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from data_folder import DATA
 from searchengine.training.fit_flow import fit_flow
 from searchengine.training.fit_normalisation import fit_natsv, fit_sn
 from searchengine.training.fit_whitening import fit_whitening
@@ -63,7 +64,7 @@ CLI = {
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=Path("../shared/data"))
+    parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--fit-count", type=int, default=20_000)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/training/postprocessing.json"))
     parser.add_argument("--only", default=",".join(TRANSFORMS), help="Comma-separated transform names.")

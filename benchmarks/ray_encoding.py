@@ -38,15 +38,15 @@ from itertools import islice
 from pathlib import Path
 
 import numpy as np
+from data_folder import DATA
 from machine_info import cpu_name
 
 ROOT = Path(__file__).resolve().parents[1]
-WIKI = ROOT.parent / "shared" / "data" / "unsup" / "wiki_sentences.txt.gz"
 
 
-def write_corpus(folder: Path, sentences: int, shards: int) -> Path:
-    """The first `sentences` Wikipedia sentences as `shards` .txt files in `folder`."""
-    with gzip.open(WIKI, "rt", encoding="utf-8") as handle:
+def write_corpus(folder: Path, sentences: int, shards: int, data: Path) -> Path:
+    """The first `sentences` Wikipedia sentences of the data folder as `shards` .txt files in `folder`."""
+    with gzip.open(data / "unsup" / "wiki_sentences.txt.gz", "rt", encoding="utf-8") as handle:
         lines = [line.strip() for line in islice(handle, sentences)]
     corpus = folder / "corpus"
     corpus.mkdir(exist_ok=True)
@@ -198,6 +198,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sentences", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--data", type=Path, default=DATA, help="the data folder (benchmarks/get_data.py)")
     parser.add_argument("--workers", type=int, default=2, help="Ray encoder actors (and shards)")
     parser.add_argument("--threads", type=int, default=1, help="threads per actor")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "ray_encoding.json")
@@ -212,7 +213,7 @@ def main() -> None:
     loads = [os.getloadavg()[0]]
     rounds = []
     with tempfile.TemporaryDirectory() as scratch:
-        corpus = write_corpus(Path(scratch), args.sentences, args.workers)
+        corpus = write_corpus(Path(scratch), args.sentences, args.workers, args.data)
         vectors = Path(scratch) / "vectors.npy"
         for number in range(args.rounds):
             local = in_subprocess("local", corpus, args)

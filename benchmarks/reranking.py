@@ -37,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from data_folder import DATA
 from machine_info import cpu_name
 
 from searchengine import SearchEngine
@@ -144,7 +145,7 @@ def machine() -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--stsb", type=Path, default=ROOT.parent / "shared" / "data" / "stsb")
+    parser.add_argument("--stsb", type=Path, default=DATA / "stsb")
     parser.add_argument("--cross-encoder", type=Path, help="cross-encoder directory [default: /tmp/ce-stsb]")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "reranking.json")
     parser.add_argument("--quick", action="store_true", help="a small subset: a smoke test of about a minute")

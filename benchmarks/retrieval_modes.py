@@ -26,6 +26,7 @@ import time
 from importlib.metadata import version
 from pathlib import Path
 
+from data_folder import DATA
 from machine_info import run_record
 
 from searchengine import SearchEngine
@@ -82,7 +83,7 @@ def summary(per_query: dict[str, list[float]]) -> dict[str, dict[str, float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--index", action="append", required=True, help="NAME=DIR, NAME a set under --data")
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data" / "retrieval")
+    parser.add_argument("--data", type=Path, default=DATA / "retrieval")
     parser.add_argument("--queries", type=int, default=300, help="Judged queries timed per set (the first N).")
     parser.add_argument("--runs", type=int, default=5, help="Calls per query and mode; its median counts.")
     parser.add_argument("--warmup", type=int, default=10)

@@ -28,6 +28,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+from data_folder import DATA
 from sklearn.feature_extraction.text import TfidfVectorizer
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -107,7 +108,7 @@ def stsb_pairs(path: Path, limit: int, generator: random.Random) -> list[tuple[f
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--out", type=Path, default=Path("/tmp/retrieval-pairs.tsv"))
     parser.add_argument("--per-source", type=int, default=4000, help="Pairs at most from each source.")
     parser.add_argument("--seed", type=int, default=SEED)

@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from data_folder import DATA
 from machine_info import cpu_name
 from searchengine.indexer.store import Document
 
@@ -116,7 +117,7 @@ def main() -> None:
     parser.add_argument("--latency-queries", type=int, default=20)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--check", type=int, default=3, help="Queries whose reranked list is checked via the API.")
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data" / "retrieval")
+    parser.add_argument("--data", type=Path, default=DATA / "retrieval")
     parser.add_argument("--halves", type=Path, default=Path("/tmp/heldback"))
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "retrieval_rerank.json")
     arguments = parser.parse_args()

@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from data_folder import DATA
 from machine_info import run_record
 from scipy.stats import mannwhitneyu
 from split_queries import split
@@ -222,7 +223,7 @@ def thresholds(tops: dict, names: list[str]) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--index", action="append", required=True, help="NAME=DIR, NAME nfcorpus or arguana")
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data" / "retrieval")
+    parser.add_argument("--data", type=Path, default=DATA / "retrieval")
     parser.add_argument("--check", type=int, default=30, help="Queries whose default-fusion ranking is checked.")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "score_fusion.json")
     args = parser.parse_args()

@@ -62,6 +62,7 @@ from typing import Any
 import faiss
 import numpy as np
 import torch
+from data_folder import DATA
 from machine_info import cpu_name
 from scipy.stats import spearmanr
 from searchengine.indexer.index_directory import IndexDirectory
@@ -75,7 +76,6 @@ from searchengine.engine.indexing import CHUNK, TRAINING_SAMPLE
 from searchengine.engine.search import nearest_documents
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT / ".." / "shared" / "data"
 RESULTS = ROOT / "benchmarks" / "results"
 K = 10
 BLOCK = 5_000

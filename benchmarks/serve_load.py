@@ -38,10 +38,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from urllib.parse import urlencode
 
+from data_folder import DATA
 from machine_info import cpu_name
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT / ".." / "shared" / "data"
 QUERY_WORDS = 8
 
 

@@ -27,6 +27,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from data_folder import DATA
 from machine_info import run_record
 
 import searchengine.engine.highlight as highlight
@@ -90,7 +91,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--set", required=True, help="A set under --data: nfcorpus or arguana")
     parser.add_argument("--index", type=Path, required=True)
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data" / "retrieval")
+    parser.add_argument("--data", type=Path, default=DATA / "retrieval")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--modes", nargs="+", default=["dense", "keyword", "hybrid"])

@@ -17,6 +17,8 @@ import argparse
 import random
 from pathlib import Path
 
+from data_folder import DATA
+
 ROOT = Path(__file__).resolve().parents[1]
 SETS = ("nfcorpus", "arguana")
 SEED = 13
@@ -40,7 +42,7 @@ def split(qrels: Path, out: Path, seed: int = SEED) -> tuple[int, int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data" / "retrieval")
+    parser.add_argument("--data", type=Path, default=DATA / "retrieval")
     parser.add_argument("--out", type=Path, default=Path("/tmp/heldback"))
     parser.add_argument("--seed", type=int, default=SEED)
     arguments = parser.parse_args()

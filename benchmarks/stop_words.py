@@ -23,6 +23,7 @@ import time
 from pathlib import Path
 
 import searchengine.indexer.keyword_query as keyword_query
+from data_folder import DATA
 from machine_info import cpu_name
 from serve_load import QUERY_WORDS, sentences
 
@@ -31,7 +32,6 @@ from searchengine.engine.search import one_thread
 from searchengine.evaluation.retrieval import evaluate_search, read_qrels, read_queries
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT.parent / "shared" / "data"
 SETTINGS = {"off": frozenset(), "on": keyword_query.STOP_WORDS}
 
 

@@ -25,6 +25,7 @@ from itertools import islice
 from pathlib import Path
 
 import torch
+from data_folder import DATA
 
 from searchengine import Encoder, SearchEngine
 from searchengine.evaluation.labelled_data import RatedPair, read_scored_pairs
@@ -52,7 +53,7 @@ def interleaved_rates(ours, theirs, texts: list[str], runs: int) -> tuple[float,
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[1] / ".." / "shared" / "data")
+    parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--out", type=Path, default=Path(__file__).resolve().parent / "results" / "stsb.json")
     parser.add_argument("--quick", action="store_true", help="fewer k values, runs and Wikipedia sentences")
     parser.add_argument("--wiki", type=int, default=10_000, help="Wikipedia sentences to fit whitening on")

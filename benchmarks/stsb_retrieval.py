@@ -36,6 +36,8 @@ import platform
 import time
 from pathlib import Path
 
+from data_folder import DATA
+
 from searchengine.evaluation.labelled_data import read_scored_pairs
 
 MAX_SCORE = 5.0
@@ -89,7 +91,7 @@ def build(stsb_file: Path, out_dir: Path, split: str, min_score: float = 4.0) ->
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--stsb", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data" / "stsb")
+    parser.add_argument("--stsb", type=Path, default=DATA / "stsb")
     parser.add_argument("--splits", default="test,dev", help="comma-separated: train, dev, test")
     parser.add_argument("--out-dir", type=Path, default=Path("/tmp/stsb-retrieval"), help="one subdirectory per split")
     parser.add_argument("--min-score", type=float, default=4.0, help="gold score a pair needs to become a judgement")

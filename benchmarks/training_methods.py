@@ -25,12 +25,15 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from data_folder import DATA as DATA_FOLDER  # noqa: E402
 
 from searchengine.encoding.encoder import Encoder  # noqa: E402
 from searchengine.evaluation.labelled_data import read_scored_pairs  # noqa: E402
 from searchengine.evaluation.sts import sts_spearman  # noqa: E402
 
-DATA = "../shared/data"
+DATA = os.path.relpath(DATA_FOLDER, ROOT)  # the commands run in the checkout: "../shared/data" or "data"
 DEV = f"{DATA}/stsb/dev.tsv"
 WIKI = f"{DATA}/unsup/wiki_sentences.txt.gz"
 

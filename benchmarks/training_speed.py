@@ -50,9 +50,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from data_folder import DATA  # noqa: E402
 from machine_info import cpu_name  # noqa: E402
 
-DATA = ROOT / "../shared/data"
 STS_TRAIN, STS_DEV = DATA / "stsb/train.tsv", DATA / "stsb/dev.tsv"
 WIKI = DATA / "unsup/wiki_sentences.txt.gz"
 WIKI_LIMIT = 20_000

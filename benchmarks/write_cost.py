@@ -66,10 +66,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import numpy as np
+from data_folder import DATA
 from machine_info import cpu_name
 
 ROOT = Path(__file__).resolve().parents[1]
-SENTENCES = ROOT.parent / "shared" / "data" / "unsup" / "wiki_sentences.txt.gz"
+SENTENCES = DATA / "unsup" / "wiki_sentences.txt.gz"
 PEER_PYTHON = ROOT.parent / "bench-venv" / "bin" / "python"
 ENGINES = ("searchengine", "baseline")
 PEERS = ("chroma", "lancedb")

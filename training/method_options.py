@@ -70,7 +70,7 @@ class NATSVOptions(FitOptions):
 class SBERTNLIOptions(BiEncoderOptions):
     """SBERT classification: softmax over (u, v, |u - v|) with the 3 NLI labels.
 
-    Example: searchengine train sbert-nli --data ../shared/data/nli/train.tsv.gz --eval ../shared/data/stsb/dev.tsv --out nli-model
+    Example: searchengine train sbert-nli --data data/nli/train.tsv.gz --eval data/stsb/dev.tsv --out nli-model
     """
 
     data: Path = option(help="NLI pairs: premise<TAB>hypothesis<TAB>label (.tsv or .tsv.gz).")
@@ -81,7 +81,7 @@ class SBERTNLIOptions(BiEncoderOptions):
 class SBERTSTSOptions(BiEncoderOptions):
     """SBERT regression: mean squared error between cos(u, v) and the score scaled to [0, 1].
 
-    Example: searchengine train sbert-sts --data ../shared/data/stsb/train.tsv --eval ../shared/data/stsb/dev.tsv --out sts-model
+    Example: searchengine train sbert-sts --data data/stsb/train.tsv --eval data/stsb/dev.tsv --out sts-model
     """
 
     data: Path = option(help=SCORED_PAIRS_HELP)
@@ -93,7 +93,7 @@ class SBERTSTSOptions(BiEncoderOptions):
 class SBERTTripletOptions(BiEncoderOptions):
     """SBERT triplet objective: max(||a - p|| - ||a - n|| + margin, 0).
 
-    Example: searchengine train sbert-triplet --data ../shared/data/nli/triplets.tsv.gz --eval ../shared/data/stsb/dev.tsv --out triplet-model
+    Example: searchengine train sbert-triplet --data data/nli/triplets.tsv.gz --eval data/stsb/dev.tsv --out triplet-model
     """
 
     data: Path = option(help="Triplets: anchor<TAB>positive<TAB>negative.")
@@ -105,7 +105,7 @@ class SBERTTripletOptions(BiEncoderOptions):
 class SimCSEOptions(BiEncoderOptions):
     """Unsupervised SimCSE: the same sentence twice through dropout, InfoNCE with in-batch negatives.
 
-    Example: searchengine train simcse --data ../shared/data/unsup/wiki_sentences.txt.gz --eval ../shared/data/stsb/dev.tsv --out simcse-model
+    Example: searchengine train simcse --data data/unsup/wiki_sentences.txt.gz --eval data/stsb/dev.tsv --out simcse-model
     """
 
     data: Path = option(help=SENTENCES_HELP)
@@ -120,7 +120,7 @@ class PseudoQueriesOptions(BiEncoderOptions):
     """Pseudo-queries: each document's title (--query-field) or first sentence is a query for the rest of it;
     InfoNCE with in-batch negatives (MultipleNegativesRankingLoss). Adapts a model to a corpus without queries.
 
-    Example: searchengine train pseudo-queries --data ../shared/data/retrieval/nfcorpus/corpus.jsonl --query-field title --out pq-model
+    Example: searchengine train pseudo-queries --data data/retrieval/nfcorpus/corpus.jsonl --query-field title --out pq-model
     """
 
     data: Path = option(help='Documents: .txt (one per line) or .jsonl (a "text" field, the rest metadata), or .gz.')
@@ -137,7 +137,7 @@ class PseudoQueriesOptions(BiEncoderOptions):
 class SupervisedContrastiveOptions(BiEncoderOptions):
     """Supervised contrastive learning with hard negatives (supervised SimCSE) on NLI triplets.
 
-    Example: searchengine train supervised-contrastive --data ../shared/data/nli/triplets.tsv.gz --eval ../shared/data/stsb/dev.tsv --out supcon-model
+    Example: searchengine train supervised-contrastive --data data/nli/triplets.tsv.gz --eval data/stsb/dev.tsv --out supcon-model
     """
 
     data: Path = option(help="NLI triplets: anchor<TAB>positive<TAB>negative (premise, entailment, contradiction).")
@@ -151,7 +151,7 @@ class ConSERTOptions(BiEncoderOptions):
 
     Examples:
       searchengine train consert --data sentences.txt --views shuffle,feature_cutoff:0.2 --out consert-model
-      searchengine train consert --schedule joint --nli ../shared/data/nli/train.tsv.gz --adversarial 0.1 --out m
+      searchengine train consert --schedule joint --nli data/nli/train.tsv.gz --adversarial 0.1 --out m
     """
 
     data: Path | None = option(None, help="Unlabelled sentences for the contrastive phase.")
@@ -190,7 +190,7 @@ class PromptBERTOptions(TrainingOptions):
     two views of InfoNCE with in-batch negatives. The model is saved with prompt pooling and --template1, which
     `searchengine index --model OUT` applies by itself.
 
-    Example: searchengine train promptbert --data ../shared/data/unsup/wiki_sentences.txt.gz --eval ../shared/data/stsb/dev.tsv --out promptbert-model
+    Example: searchengine train promptbert --data data/unsup/wiki_sentences.txt.gz --eval data/stsb/dev.tsv --out promptbert-model
     """
 
     data: Path = option(help=SENTENCES_HELP)
@@ -214,7 +214,7 @@ class CrossEncoderOptions(TrainingOptions):
     binary cross-entropy against the score scaled to [0, 1]; scores are sigmoid(logit). --eval reports Spearman
     x 100 of its scores. The model loads in `searchengine query --rerank`, transformers and sentence-transformers.
 
-    Example: searchengine train cross-encoder --data ../shared/data/stsb/train.tsv --eval ../shared/data/stsb/dev.tsv --out ce-model
+    Example: searchengine train cross-encoder --data data/stsb/train.tsv --eval data/stsb/dev.tsv --out ce-model
     """
 
     data: Path = option(help=SCORED_PAIRS_HELP)

@@ -45,7 +45,7 @@ def sts(
 ) -> None:
     """Spearman x 100 between cosine similarity and gold scores, one row per file plus their average.
 
-    Example: searchengine eval sts ../shared/data/stsb/dev.tsv ../shared/data/stsb/test.tsv --model my-model
+    Example: searchengine eval sts data/stsb/dev.tsv data/stsb/test.tsv --model my-model
     """
     with user_errors():
         from searchengine.encoding.encoder import Encoder
@@ -259,7 +259,7 @@ def analyze(
     Biased tokens: the --top-frequent most frequent tokens of --data, special tokens, '##' subword pieces,
     punctuation/symbol-only tokens and uppercase-initial tokens.
 
-    Example: searchengine analyze --data wiki_sentences.txt.gz --limit 10000 --sts ../shared/data/stsb/test.tsv
+    Example: searchengine analyze --data wiki_sentences.txt.gz --limit 10000 --sts data/stsb/test.tsv
     """
     with user_errors():
         import json

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import re
-import signal
 import socket
 import subprocess
 import sys
@@ -18,27 +16,15 @@ import pytest
 from typer.testing import CliRunner
 
 from searchengine.cli import app
+from tests.serving import serve_process
 
 CLI = [sys.executable, "-m", "searchengine"]
 
 
 @pytest.fixture
 def serving(index_path: Path, tmp_path: Path) -> Iterator[str]:
-    log = tmp_path / "serve.log"
-    with log.open("w") as sink:
-        process = subprocess.Popen(
-            [*CLI, "serve", "-d", str(index_path), "--port", "0", "--no-access-log"], stderr=sink, stdout=sink
-        )
-    try:
-        deadline = time.monotonic() + 180
-        while not (found := re.search(r"at (http://127\.0\.0\.1:\d+)/", log.read_text())):
-            assert process.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, "searchengine serve did not start: " + log.read_text()
-            time.sleep(0.1)
-        yield found.group(1)
-    finally:
-        process.send_signal(signal.SIGINT)
-        assert process.wait(60) == 0, log.read_text()
+    with serve_process(["-d", str(index_path)], tmp_path / "serve.log") as address:
+        yield address
 
 
 def test_serve_picks_up_an_outside_add_without_failing_a_request(
