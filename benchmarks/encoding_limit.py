@@ -538,7 +538,11 @@ def main() -> None:
     parser.add_argument("--skip-encoders", action="store_true", help="only the peak and the user's bar")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "encoding_limit.json")
     parser.add_argument("--plot", type=Path, help="the plot's path (default: --out with .png)")
+    parser.add_argument("--tables", type=Path, help="print the markdown tables of this results file and stop")
     args = parser.parse_args()
+    if args.tables:
+        print(markdown(json.loads(args.tables.read_text(encoding="utf-8"))))
+        return
     load_before = os.getloadavg()
     peaks = matmul_peaks(args.matmul, args.peak_seconds, args.rounds)
     print("peak", json.dumps(peaks), flush=True)
@@ -559,6 +563,44 @@ def main() -> None:
     if not args.skip_encoders:
         plot(results, args.plot or args.out.with_suffix(".png"))
         print(json.dumps(results["checks"]))
+
+
+def markdown(results: dict) -> str:
+    """The results as the tables docs/benchmarks.md shows: peaks, then per text length the variants and stages."""
+    peaks = results["peak"]
+    lines = ["| matmul " + str(peaks["size"]) + "² | best GFLOP/s | median |", "|---|---:|---:|"]
+    lines += [
+        f"| {name} | {peaks[name]['gflops_best']:,.1f} | {peaks[name]['gflops_median']:,.1f} |"
+        for name in ("bf16", "fp32", "int8")
+        if name in peaks
+    ]
+    if "texts" not in results:
+        return "\n".join(lines)
+    labels = list(results["texts"])
+    lines += ["", "| variant | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
+    for name in results["texts"][labels[0]]["variants"]:
+        cells = []
+        for label in labels:
+            row = results["texts"][label]["variants"][name]
+            cells.append(
+                f"{row['sentences_per_s']:,.1f}/s, {row['speed_vs_default']:.2f}×, {row['gflops']:.0f} GFLOP/s "
+                f"(cos ≥ {row['min_cosine_vs_torch_fp32']:.5f})"
+            )
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += ["", "| default's time | " + " | ".join(labels) + " |", "|---|" + "---:|" * len(labels)]
+    stages = results["texts"][labels[0]]["stages"]
+    for stage in stages["fractions"]:
+        cells = [f"{results['texts'][label]['stages']['fractions'][stage]:.1%}" for label in labels]
+        lines.append(f"| {stage} | " + " | ".join(cells) + " |")
+    for key in (key for key in ("model_operators", "torch_fp32_operators") if key in stages):
+        for kind in stages[key]["fractions"]:
+            cells = [f"{results['texts'][label]['stages'][key]['fractions'].get(kind, 0):.1%}" for label in labels]
+            lines.append(f"| {key.replace('_', ' ')}: {kind} | " + " | ".join(cells) + " |")
+    lines += ["", "| one short query | p50 | p99 |", "|---|---:|---:|"]
+    lines += [
+        f"| {name} | {row['p50_ms']:.1f} ms | {row['p99_ms']:.1f} ms |" for name, row in results["one_query"].items()
+    ]
+    return "\n".join(lines)
 
 
 FLAGS_OF_NOTE = frozenset({"avx512_bf16", "amx_bf16", "amx_int8", "avx512_vnni", "avx_vnni"})
