@@ -19,13 +19,21 @@ a fraction of it, where the encoder's time goes, and lossless variants that migh
   the pooling function; copy out: the rest of the batch, normalising and the copy into numpy; other: sorting and
   the rest of `encode`), and the model's time split by operator (linear, attention, norm, activation, embedding,
   other) from ONNX Runtime's profiler (per-node kernel times) where ONNX Runtime runs the model, from
-  torch.profiler (self CPU time per aten op) where torch does.
+  torch.profiler (self CPU time per aten op) where torch does; torch fp32's split beside it. ONNX Runtime's fused
+  Attention node includes the Q, K and V projections, so its "attention" holds a quarter of the linear FLOPs.
+- Variants (TRIED; all fp32, so lossless by construction, checked by the cosine): ONNX Runtime in batches of 32 and
+  128 (the default is 64) and on 1 thread; torch fp32 through torch.compile (inductor, dynamic shapes); torch fp32
+  traced and frozen by TorchScript with oneDNN Graph fusion.
 - Single-query latency: one short STS-B sentence per call, --queries calls per encoder, p50 and p99.
-- A plot (benchmarks/results/encoding_limit.png): for each text length, the default's sentences/s next to the
+- A plot (--plot, default docs/encoding_limit.png): for each text length, the default's sentences/s next to the
   sentences/s the bf16 and fp32 matmul peaks would allow at the same FLOPs.
+- The user's bar (--index N): `searchengine index` of N Wikipedia sentences end to end, in a fresh process, against
+  sentence-transformers fp32 merely encoding them, taking turns over --index-rounds rounds; --searchengine names
+  the executables to compare (e.g. main's and a branch's).
 
-Usage: .venv/bin/python benchmarks/encoding_limit.py [--texts 1000] [--long 200] [--rounds 3] [--queries 200]
-       [--variants default,onnx-batch-128] [--out benchmarks/results/encoding_limit.json]
+Usage: .venv/bin/python benchmarks/encoding_limit.py [--texts 1000] [--long 100] [--rounds 3] [--queries 200]
+       [--variants "onnx fp32 batch 128,torch fp32 compiled"]
+       [--index 10000 --searchengine PATH] [--out benchmarks/results/encoding_limit.json] [--plot docs/encoding_limit.png]
 """
 
 from __future__ import annotations
@@ -537,7 +545,7 @@ def main() -> None:
     )
     parser.add_argument("--skip-encoders", action="store_true", help="only the peak and the user's bar")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "encoding_limit.json")
-    parser.add_argument("--plot", type=Path, help="the plot's path (default: --out with .png)")
+    parser.add_argument("--plot", type=Path, default=ROOT / "docs" / "encoding_limit.png")
     parser.add_argument("--tables", type=Path, help="print the markdown tables of this results file and stop")
     args = parser.parse_args()
     if args.tables:
@@ -561,7 +569,7 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     if not args.skip_encoders:
-        plot(results, args.plot or args.out.with_suffix(".png"))
+        plot(results, args.plot)
         print(json.dumps(results["checks"]))
 
 
