@@ -515,7 +515,12 @@ def plot(results: dict, path: Path) -> None:
     axes.set_xticklabels([f"{t}\n({results['texts'][t]['flops']['mean_tokens']:.0f} tokens)" for t in labels])
     axes.set_yscale("log")
     axes.set_ylabel("sentences/s (log)")
-    axes.set_title(f"all-MiniLM-L6-v2 on {results['machine_details']['cpu']}, {results['machine']['cores']} cores")
+    load = (results["machine"]["load_before"][0], results["machine"]["load_after"][0])
+    axes.set_title(
+        f"all-MiniLM-L6-v2 on {results['machine_details']['cpu']}, {results['machine']['cores']} cores, "
+        f"load {min(load):.0f}–{max(load):.0f}",
+        fontsize=9,
+    )
     axes.legend(fontsize=8)
     figure.tight_layout()
     figure.savefig(path, dpi=120)
