@@ -49,6 +49,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import torch
@@ -189,41 +190,34 @@ def traced_torch_fp32() -> Encoder:
 
 
 class TracedTransformer(torch.nn.Module):
-    """The transformer traced once and frozen, with oneDNN Graph on (the cosine check catches a trace that does
-    not generalise to other batch shapes)."""
+    """The transformer traced once and frozen, with oneDNN Graph on (a process-wide switch that only TorchScript
+    graphs read; the cosine check catches a trace that does not generalise to other batch shapes)."""
 
     def __init__(self, model: torch.nn.Module) -> None:
         super().__init__()
         self.model = model
         self.config = model.config
-        self.traced: dict[int, torch.jit.ScriptModule] = {}
+        self.traced: torch.jit.ScriptModule | None = None
         torch.jit.enable_onednn_fusion(True)
 
-    def forward(self, output_hidden_states: bool = False, **inputs: torch.Tensor):  # noqa: ARG002, ANN201
+    def forward(self, output_hidden_states: bool = False, **inputs: torch.Tensor) -> SimpleNamespace:  # noqa: ARG002
         names = sorted(inputs)
-        if not self.traced:
+        if self.traced is None:
             wrapper = _Positional(self.model, names).eval()
             with torch.no_grad():
-                self.traced[0] = torch.jit.freeze(
-                    torch.jit.trace(wrapper, tuple(inputs[n] for n in names), strict=False)
-                )
-        last = self.traced[0](*(inputs[n] for n in names))
-        return _Output(last)
+                self.traced = torch.jit.freeze(torch.jit.trace(wrapper, tuple(inputs[n] for n in names), strict=False))
+        return SimpleNamespace(last_hidden_state=self.traced(*(inputs[n] for n in names)), hidden_states=None)
 
 
 class _Positional(torch.nn.Module):
+    """The Hugging Face model with positional inputs and one output, as torch.jit.trace wants it."""
+
     def __init__(self, model: torch.nn.Module, names: list[str]) -> None:
         super().__init__()
         self.model, self.names = model, names
 
     def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
         return self.model(**dict(zip(self.names, inputs))).last_hidden_state
-
-
-class _Output:
-    def __init__(self, last: torch.Tensor) -> None:
-        self.last_hidden_state = last
-        self.hidden_states = None
 
 
 # ---------------------------------------------------------------------------------------------------- stages
