@@ -22,8 +22,9 @@ a fraction of it, where the encoder's time goes, and lossless variants that migh
   torch.profiler (self CPU time per aten op) where torch does; torch fp32's split beside it. ONNX Runtime's fused
   Attention node includes the Q, K and V projections, so its "attention" holds a quarter of the linear FLOPs.
 - Variants (TRIED; all fp32, so lossless by construction, checked by the cosine): ONNX Runtime in batches of 32 and
-  128 (the default is 64) and on 1 thread; torch fp32 through torch.compile (inductor, dynamic shapes); torch fp32
-  traced and frozen by TorchScript with oneDNN Graph fusion.
+  128 (the default is 64), on 1 thread, and with its threads sleeping instead of spinning between kernels; torch
+  fp32 through torch.compile (inductor, dynamic shapes); torch fp32 traced and frozen by TorchScript with oneDNN
+  Graph fusion.
 - Single-query latency: one short STS-B sentence per call, --queries calls per encoder, p50 and p99.
 - A plot (--plot, default docs/encoding_limit.png): for each text length, the default's sentences/s next to the
   sentences/s the bf16 and fp32 matmul peaks would allow at the same FLOPs.
@@ -153,6 +154,7 @@ def lossless_variants(names: list[str]) -> dict[str, Callable[[], Encoder]]:
         "onnx fp32 batch 128": lambda: Encoder(backend="onnx", precision="fp32", batch_size=128),
         "onnx fp32 batch 256": lambda: Encoder(backend="onnx", precision="fp32", batch_size=256),
         "onnx fp32 1 thread": lambda: Encoder(backend="onnx", precision="fp32", threads=1),
+        "onnx fp32 no spinning": onnx_fp32_without_spinning,
         "torch fp32 compiled": compiled_torch_fp32,
         "torch fp32 oneDNN graph": traced_torch_fp32,
     }
@@ -168,10 +170,24 @@ TRIED = (
     "onnx fp32 batch 32",
     "onnx fp32 batch 128",
     "onnx fp32 1 thread",
+    "onnx fp32 no spinning",
     "torch fp32 compiled",
     "torch fp32 oneDNN graph",
 )
 """The variants a full run times (lossless_variants lists every one it knows)."""
+
+
+def onnx_fp32_without_spinning() -> Encoder:
+    """ONNX Runtime fp32 whose worker threads sleep between kernels instead of spinning: on a shared machine a
+    spinning thread takes a core that another process (or torch) could use."""
+    from searchengine.encoding.onnx_cache import open_session
+
+    encoder = Encoder(backend="onnx", precision="fp32")
+    session = open_session(encoder.model.path, encoder.threads)
+    options = session.get_session_options()
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    encoder.model.session = type(session)(str(encoder.model.path), options, providers=["CPUExecutionProvider"])
+    return encoder
 
 
 def compiled_torch_fp32() -> Encoder:
