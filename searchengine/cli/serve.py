@@ -35,6 +35,12 @@ def serve(
         "--rerank",
         help="A cross-encoder requests may rerank with (rerank=MODEL), loaded at start; repeat to offer several.",
     ),
+    embedding_models: list[str] = typer.Option(
+        [],
+        "--embedding-model",
+        help="Another model POST /v1/embeddings answers with (model=NAME; the index's own always), loaded at start; "
+        "repeat to offer several.",
+    ),
     max_batch: int = typer.Option(
         64, "--max-batch", min=1, help="Queries waiting together that are encoded in one call."
     ),
@@ -49,7 +55,7 @@ def serve(
 
     Endpoints: GET /health, GET /info, GET /search?q=...&k=10&where=..., POST /search {"queries": [...], "k": 10,
     "where": [...]}, POST /documents {"documents": [{"text": ...}, ...], "id_field": "id"}, DELETE
-    /documents/ID (?external=true for your own ids), POST /v1/embeddings (OpenAI's API, the index's model). A write
+    /documents/ID (?external=true for your own ids), POST /v1/embeddings (OpenAI's API: the index's model, and any --embedding-model). A write
     by another process (`searchengine add`) is picked up without a restart. Listens on 127.0.0.1 unless --host says otherwise. Ctrl+C stops it.
 
     Examples:
@@ -76,7 +82,11 @@ def serve(
         listener = listening_socket(host, port)
         try:
             index = ServedIndex(
-                target, speed=EncoderSpeed(precision, backend, threads), rerank=rerank, max_batch=max_batch
+                target,
+                speed=EncoderSpeed(precision, backend, threads),
+                rerank=rerank,
+                max_batch=max_batch,
+                embedding_models=embedding_models,
             )
         except BaseException:
             listener.close()

@@ -23,12 +23,18 @@ class ServedIndex:
         encoder: Encoder | None = None,
         rerank: Sequence[str] = (),
         max_batch: int = 64,
+        embedding_models: Sequence[str] = (),
     ) -> None:
         """Raises SearchEngineError when there is no index at `path` or a model cannot be loaded.
 
         encoder: an already loaded Encoder (then `speed` is ignored); rerank: cross-encoders requests may ask for,
-        loaded now so the first such request does not wait and a bad name fails at start."""
+        loaded now so the first such request does not wait and a bad name fails at start; embedding_models: models
+        /v1/embeddings answers with besides the index's own, loaded now for the same reasons."""
         self.rerank = tuple(rerank)
+        self.embedders: dict[str, Encoder] = {
+            name: Encoder(name, **(speed or EncoderSpeed()).options()) for name in dict.fromkeys(embedding_models)
+        }
+        """Each model named with --embedding-model, by the name it was given."""
 
         def open_reader() -> SearchEngine:
             engine = SearchEngine.open(path, encoder=encoder, speed=speed)

@@ -1,5 +1,5 @@
-"""POST /v1/embeddings: OpenAI's embeddings API, answered with the served index's own encoder; GET /v1/models lists
-that one model, for clients that look a model up before they use it.
+"""POST /v1/embeddings: OpenAI's embeddings API, answered with the served index's own encoder, or with a model named
+at start (`serve --embedding-model NAME`); GET /v1/models lists them, for clients that look a model up first.
 
 The vectors are the ones the index stores and searches with: the encoder's output, whitened when the index was
 built with whitening, L2-normalised (SearchEngine.encode). An OpenAI client (or any tool that speaks its API)
@@ -9,7 +9,9 @@ token limit (longer ones are refused, as OpenAI does, not cut), and to the bound
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from datetime import datetime
+from functools import partial
 from pathlib import PurePath
 from typing import Any, Literal
 
@@ -17,6 +19,8 @@ import numpy as np
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
+from searchengine.encoding.encoder import Encoder
+from searchengine.engine.embedding import to_index_vectors
 from searchengine.engine.search_engine import SearchEngine
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.store import lone_surrogate
@@ -34,7 +38,8 @@ class EmbeddingsRequest(BaseModel):
         "token limit)."
     )
     model: str = Field(
-        description="The index's model as GET /info names it (model), or its last part (all-MiniLM-L6-v2)."
+        description="The index's model as GET /info names it (model), or its last part (all-MiniLM-L6-v2), or a "
+        "model the server was started with (GET /v1/models lists them)."
     )
     encoding_format: Literal["float", "base64"] = Field(
         "float", description="float: lists of numbers; base64: little-endian float32 bytes, base64-encoded."
@@ -86,51 +91,74 @@ async def create_embeddings(index: Index, request: EmbeddingsRequest) -> dict[st
 
     def embed(engine: SearchEngine) -> dict[str, Any]:
         name = engine.manifest.model.name  # as info() names it, without its store queries
-        if request.model not in (name, PurePath(name).name):
-            raise SearchEngineError(
-                f"this server embeds with the index's model {name!r}, not {request.model!r}; send model={name!r}"
-            )
-        dimension = engine.manifest.index.dimension
-        if request.dimensions is not None and request.dimensions != dimension:
-            raise SearchEngineError(
-                f"the index's vectors have {dimension} dimensions and cannot be shortened to "
-                f"{request.dimensions}; leave dimensions out or send {dimension}"
-            )
-        counts = engine.encoder.token_counts(texts)
-        limit = engine.encoder.text_tokens
-        for number, count in enumerate(counts):
-            if count > limit:
-                raise SearchEngineError(
-                    f"input {number} has {count} tokens, more than the model's {limit}; split it into shorter texts"
-                )
-        vectors = engine.encode(texts)
-        return {
-            "object": "list",
-            "data": [
-                {"object": "embedding", "index": number, "embedding": _encoded(vector, request.encoding_format)}
-                for number, vector in enumerate(vectors)
-            ],
-            "model": name,
-            "usage": {"prompt_tokens": sum(counts), "total_tokens": sum(counts)},
-        }
+        if _names(request.model, name):
+            return _embeddings(request, texts, name, engine.encoder, engine.encode, engine.manifest.index.dimension)
+        for given, encoder in index.embedders.items():
+            if _names(request.model, given):
+                encode = partial(_normalised, encoder)
+                return _embeddings(request, texts, given, encoder, encode, encoder.dimension)
+        offered = ", ".join(repr(model) for model in [name, *index.embedders])
+        raise SearchEngineError(f"this server embeds with {offered}, not {request.model!r}; send one of them as model")
 
     return await answer(index.reader.run(embed))
 
 
+def _names(asked: str, model: str) -> bool:
+    """Whether a request's model names `model`: in full, or by its last part (all-MiniLM-L6-v2)."""
+    return asked in (model, PurePath(model).name)
+
+
+def _normalised(encoder: Encoder, texts: list[str]) -> np.ndarray:
+    """A served model's vectors, L2-normalised as the index's are (and as OpenAI's are)."""
+    return to_index_vectors(encoder.encode(texts), None)
+
+
+def _embeddings(
+    request: EmbeddingsRequest,
+    texts: list[str],
+    name: str,
+    encoder: Encoder,
+    encode: Callable[[list[str]], np.ndarray],
+    dimension: int,
+) -> dict[str, Any]:
+    """The answer to `request`: `texts` embedded by `encode` (with `encoder`'s token limit) as model `name`."""
+    if request.dimensions is not None and request.dimensions != dimension:
+        raise SearchEngineError(
+            f"{name}'s vectors have {dimension} dimensions and cannot be shortened to {request.dimensions}; leave "
+            f"dimensions out or send {dimension}"
+        )
+    counts = encoder.token_counts(texts)
+    limit = encoder.text_tokens
+    for number, count in enumerate(counts):
+        if count > limit:
+            raise SearchEngineError(
+                f"input {number} has {count} tokens, more than the model's {limit}; split it into shorter texts"
+            )
+    vectors = encode(texts)
+    return {
+        "object": "list",
+        "data": [
+            {"object": "embedding", "index": number, "embedding": _encoded(vector, request.encoding_format)}
+            for number, vector in enumerate(vectors)
+        ],
+        "model": name,
+        "usage": {"prompt_tokens": sum(counts), "total_tokens": sum(counts)},
+    }
+
+
 @router.get("/v1/models", response_model=ModelsOut)
 async def list_models(index: Index) -> dict[str, Any]:
-    """The one model /v1/embeddings answers with: the index's (OpenAI-compatible)."""
+    """The models /v1/embeddings answers with: the index's, then those named with --embedding-model
+    (OpenAI-compatible)."""
 
     def model(engine: SearchEngine) -> dict[str, Any]:
         name = engine.manifest.model.name
-        return {
-            "id": name,
-            "object": "model",
-            "created": _unix_time(engine.manifest.created_at),
-            "owned_by": "searchengine",
-        }
+        created = _unix_time(engine.manifest.created_at)
+        return {"id": name, "object": "model", "created": created, "owned_by": "searchengine"}
 
-    return {"object": "list", "data": [await answer(index.reader.run(model))]}
+    own = await answer(index.reader.run(model))
+    served = [{**own, "id": name} for name in index.embedders]
+    return {"object": "list", "data": [own, *served]}
 
 
 def _texts(given: str | list[Any]) -> list[str]:

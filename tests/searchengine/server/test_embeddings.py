@@ -9,7 +9,7 @@ import numpy as np
 import openai
 import pytest
 
-from searchengine.encoding.encoder import Encoder
+from searchengine.encoding.encoder import Encoder, EncoderSpeed
 from searchengine.engine.search_engine import SearchEngine
 from searchengine.server.app import ServerSettings, create_app
 from searchengine.server.served_index import ServedIndex
@@ -46,7 +46,7 @@ def test_a_string_input_and_float_format(live_url: str, index_path: Path) -> Non
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        ({"input": "x", "model": "text-embedding-3-small"}, "embeds with the index's model"),
+        ({"input": "x", "model": "text-embedding-3-small"}, "this server embeds with '"),
         ({"input": [], "model": None}, "empty list"),
         ({"input": ["fine", "  "], "model": None}, "input 1 is empty"),
         ({"input": [[1, 2, 3]], "model": None}, "send the texts"),
@@ -93,3 +93,27 @@ def test_the_models_list_names_the_one_model(live_url: str, index_path: Path) ->
         name = engine.info().model
     models = _client(live_url).models.list()
     assert [model.id for model in models.data] == [name] and models.data[0].created > 1_700_000_000
+
+
+def test_a_model_named_at_start_answers_beside_the_index_s(
+    index_path: Path, tiny_encoder: Encoder, other_tiny_model: Path
+) -> None:
+    fp32 = EncoderSpeed(precision="fp32")  # exact vectors on every CPU (auto may pick bf16)
+    served = ServedIndex(index_path, encoder=tiny_encoder, speed=fp32, embedding_models=[str(other_tiny_model)])
+    try:
+        with running(create_app(served, ServerSettings())) as url:
+            client = _client(url)
+            assert [model.id for model in client.models.list().data][1:] == [str(other_tiny_model)]
+            other = client.embeddings.create(input=SENTENCES[:2], model=other_tiny_model.name, encoding_format="float")
+            own = client.embeddings.create(input=SENTENCES[:2], model=Path(served.encoder.name).name)
+            with pytest.raises(openai.BadRequestError) as caught:
+                client.embeddings.create(input="x", model="nomic-embed-text")
+        assert other.model == str(other_tiny_model) and other.usage.prompt_tokens == own.usage.prompt_tokens
+        expected = Encoder(other_tiny_model, precision="fp32").encode(SENTENCES[:2])
+        expected /= np.linalg.norm(expected, axis=1, keepdims=True)
+        got = np.array([item.embedding for item in other.data], dtype=np.float32)
+        np.testing.assert_allclose(got, expected, atol=1e-5)
+        assert not np.allclose(got, np.array([item.embedding for item in own.data], dtype=np.float32), atol=1e-3)
+        assert str(other_tiny_model) in caught.value.body and "nomic-embed-text" in caught.value.body
+    finally:
+        served.close()
