@@ -236,15 +236,14 @@ def index(
                 raise SearchEngineError("--whiten-fit says what to fit whitening on; add --whiten-k K to use it")
             check_replacing(target, roots, replace)
             if files:
-                documents, files_report = read_paths(roots, rules, progress=not quiet)
+                fields = JsonFields(text_field, title_field, id_field)
+                documents, files_report = read_paths(roots, rules, progress=not quiet, fields=fields)
                 check_files_read(files_report, documents, roots, strict)
                 source, options = (
                     documents,
                     {
                         "passages": True if passages is None else passages,
-                        "reading": files_record(
-                            roots, common_base(roots), rules, JsonFields(text_field, title_field, id_field)
-                        ),
+                        "reading": files_record(roots, common_base(roots), rules, fields),
                     },
                 )
             else:

@@ -158,3 +158,16 @@ def test_sync_watch_picks_up_a_new_file(tmp_path: Path, tiny_model: Path) -> Non
         watcher.wait(timeout=30)
     hits = json.loads(run("query", "storm", "-d", tmp_path / "i", "--json", "--mode", "keyword").output)["hits"]
     assert [hit["external_id"] for hit in hits] == ["weather.md"]
+
+
+def test_index_of_a_folder_reads_its_records_with_the_fields_given(tmp_path: Path, tiny_model: Path) -> None:
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "facts.jsonl").write_text('{"body": "Kettles boil water.", "key": "k1", "head": "Tea"}\n', "utf-8")
+    index = tmp_path / "i"
+    fields = ("--id-field", "key", "--text-field", "body", "--title-field", "head")
+    result = run("index", root, "-d", index, "--model", tiny_model, *fields)
+    assert result.exit_code == 0 and "Read 1 file (1 jsonl)." in result.output, result.output
+    [hit] = json.loads(run("query", "water", "-d", index, "--json", "--mode", "keyword").output)["hits"]
+    assert hit["external_id"] == "facts.jsonl#k1" and hit["text"] == "Tea Kettles boil water."
+    assert "0 added, 0 updated, 0 removed" in run("sync", "-d", index).output
