@@ -22,4 +22,12 @@ def records(data: bytes, name: str, fields: JsonFields) -> list[Document]:
         read = list(read_records(io.BytesIO(data), name, fields))
     except SearchEngineError as exc:
         raise Unreadable(str(exc).removeprefix(f"{name} ")) from None
-    return [replace(document, external_id=f"{name}#{document.external_id or document.line}") for document in read]
+    for document in read:  # an empty id would fall back to a line's id, which another record's id may be
+        if document.external_id == "":
+            raise Unreadable(f'line {document.line} has an empty "{fields.id}" field (the id); give every record an id')
+    return [
+        replace(
+            document, external_id=f"{name}#{document.line if document.external_id is None else document.external_id}"
+        )
+        for document in read
+    ]

@@ -158,3 +158,17 @@ def test_a_record_file_with_a_bad_record_is_skipped_whole_naming_it(tmp_path: Pa
         True,
     )
     assert reasons["none.csv"] == ("holds no record with text", False)
+
+
+def test_a_record_with_an_empty_id_skips_its_file_rather_than_taking_a_line_id(tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    root.mkdir()  # line 1's empty id would be read as "facts.jsonl#1", line 2's own id
+    (root / "facts.jsonl").write_text('{"text": "Kettles boil.", "id": ""}\n{"text": "Sun.", "id": 1}\n', "utf-8")
+    (root / "rows.csv").write_text("text,id\nTrains leave.,\n", "utf-8")
+    report = FileReport()
+    fields = JsonFields(id="id")
+    assert list(read_files([root], root, FileRules(), report, None, fields)) == []
+    assert sorted((skip.shown, skip.reason, skip.keeps) for skip in report.skipped) == [
+        ("facts.jsonl", 'line 1 has an empty "id" field (the id); give every record an id', True),
+        ("rows.csv", 'line 2 has an empty "id" field (the id); give every record an id', True),
+    ]
