@@ -171,3 +171,13 @@ def test_index_of_a_folder_reads_its_records_with_the_fields_given(tmp_path: Pat
     [hit] = json.loads(run("query", "water", "-d", index, "--json", "--mode", "keyword").output)["hits"]
     assert hit["external_id"] == "facts.jsonl#k1" and hit["text"] == "Tea Kettles boil water."
     assert "0 added, 0 updated, 0 removed" in run("sync", "-d", index).output
+
+
+def test_info_names_every_root_with_its_own_rules(tmp_path: Path, tiny_model: Path) -> None:
+    first, second = notes_folder(tmp_path / "a"), notes_folder(tmp_path / "b")
+    index = tmp_path / "i"
+    built = run("index", first, "-d", index, "--model", tiny_model, "--include", "*.md", "--exclude", "x*")
+    assert built.exit_code == 0, built.output
+    assert run("add", second, "-d", index, "--max-file-size", "0.5").exit_code == 0
+    shown = run("info", "-d", index).output
+    assert f"{first.absolute()} (include '*.md', exclude 'x*'), {second.absolute()} (files up to 0.5 MB) (" in shown
