@@ -181,3 +181,17 @@ def test_info_names_every_root_with_its_own_rules(tmp_path: Path, tiny_model: Pa
     assert run("add", second, "-d", index, "--max-file-size", "0.5").exit_code == 0
     shown = run("info", "-d", index).output
     assert f"{first.absolute()} (include '*.md', exclude 'x*'), {second.absolute()} (files up to 0.5 MB) (" in shown
+
+
+def test_append_that_makes_the_index_reads_records_with_the_fields_given(tmp_path: Path, tiny_model: Path) -> None:
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "facts.jsonl").write_text('{"body": "Kettles boil water.", "key": "k1"}\n', "utf-8")
+    index = tmp_path / "i"
+    fields = ("--id-field", "key", "--text-field", "body")
+    result = run("index", root, "-d", index, "--model", tiny_model, "--append", *fields)
+    assert result.exit_code == 0 and "Read 1 file (1 jsonl)." in result.output, result.output
+    [hit] = json.loads(run("query", "water", "-d", index, "--json", "--mode", "keyword").output)["hits"]
+    assert hit["external_id"] == "facts.jsonl#k1"
+    assert "0 added, 0 updated, 0 removed" in run("sync", "-d", index).output
+    assert run("index", root, "-d", index, "--append", *fields).exit_code == 0
