@@ -178,6 +178,7 @@ def index(
     from searchengine.engine.files import (
         check_replacing,
         files_record,
+        inside_folders_read,
         is_file_input,
         read_paths,
         recorded_fields,
@@ -215,6 +216,8 @@ def index(
                 raise SearchEngineError(APPEND_KEEPS_SHARDS)
             encoder = ensure_index(target, model=model, speed=speed, passages=files)
             engine = SearchEngine.open(target, model=model, speed=speed, encoder=encoder)
+            if not files and not jsonl and whole is None and inside_folders_read(engine.reading(), roots):
+                files = True  # a .jsonl or .csv in the index's folders is added as `sync` reads it, ids and all
             if files:
                 files_report = add_files(
                     engine, roots, rules, strict, not quiet, JsonFields(text_field, title_field, id_field)

@@ -114,6 +114,18 @@ def is_file_input(paths: Sequence[str], whole: bool) -> bool:
     return paths[0] != STDIN and (path.is_dir() or format_of(path) not in (None, *CORPUS_FORMATS))
 
 
+def inside_folders_read(reading: dict[str, Any], paths: Sequence[Path]) -> bool:
+    """Whether every path lies in a folder the index reads by format (`reading` its record): a .jsonl or .csv
+    there must be added as `sync` reads it (path#LINE ids), not as a corpus file, or `sync` adds it again."""
+    files = reading.get("files")
+    if not isinstance(files, dict):
+        return False
+    folders = [Path(root["path"]) for root in files.get("roots", []) if isinstance(root, dict) and root.get("path")]
+    return bool(paths) and all(
+        str(path) != STDIN and any(_under(str(Path(path).absolute()), folder) for folder in folders) for path in paths
+    )
+
+
 def read_paths(
     roots: Sequence[Path],
     rules: FileRules,

@@ -195,3 +195,15 @@ def test_append_that_makes_the_index_reads_records_with_the_fields_given(tmp_pat
     assert hit["external_id"] == "facts.jsonl#k1"
     assert "0 added, 0 updated, 0 removed" in run("sync", "-d", index).output
     assert run("index", root, "-d", index, "--append", *fields).exit_code == 0
+
+
+def test_a_record_file_added_inside_the_folders_is_read_as_sync_reads_it(tmp_path: Path, tiny_model: Path) -> None:
+    root = notes_folder(tmp_path / "notes")
+    index = tmp_path / "i"
+    assert run("index", root, "-d", index, "--model", tiny_model).exit_code == 0
+    (root / "new.jsonl").write_text('{"text": "Beetroot stains the board."}\n', "utf-8")
+    result = run("add", root / "new.jsonl", "-d", index)
+    assert result.exit_code == 0 and "Read 1 file (1 jsonl)." in result.output, result.output
+    assert "0 added, 0 updated, 0 removed" in run("sync", "-d", index).output  # not added a second time
+    hits = json.loads(run("query", "beetroot", "-d", index, "--json", "--mode", "keyword").output)["hits"]
+    assert [hit["external_id"] for hit in hits] == ["new.jsonl#1"]
