@@ -198,7 +198,8 @@ def sync_index(engine: SearchEngine, roots: Sequence[Path] | None = None, progre
         found_before = len(report.files.seen)
         read, _ = read_paths([path], _rules(root), base, known, progress, report.files, fields)
         documents += read
-        if len(report.files.seen) == found_before and any(_under(location, path) for location in located.values()):
+        under = [shown for shown, location in located.items() if _under(location, path)]
+        if len(report.files.seen) == found_before and under and not report.files.seen.intersection(under):
             report.files.skipped.append(
                 Skipped(
                     shown_path(path, base),

@@ -207,3 +207,13 @@ def test_a_record_file_added_inside_the_folders_is_read_as_sync_reads_it(tmp_pat
     assert "0 added, 0 updated, 0 removed" in run("sync", "-d", index).output  # not added a second time
     hits = json.loads(run("query", "beetroot", "-d", index, "--json", "--mode", "keyword").output)["hits"]
     assert [hit["external_id"] for hit in hits] == ["new.jsonl#1"]
+
+
+def test_sync_of_a_file_also_read_through_its_folder_warns_of_nothing(tmp_path: Path, tiny_model: Path) -> None:
+    root = notes_folder(tmp_path / "notes")
+    index = tmp_path / "i"
+    assert run("index", root, root / "garden.md", "-d", index, "--model", tiny_model).exit_code == 0
+    result = run("sync", "-d", index)
+    assert result.exit_code == 0 and "0 skipped" in result.output and "unmounted" not in result.output, result.output
+    (root / "garden.md").unlink()
+    assert "0 added, 0 updated, 1 removed" in run("sync", "-d", index).output
