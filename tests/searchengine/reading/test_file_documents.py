@@ -172,3 +172,17 @@ def test_a_record_with_an_empty_id_skips_its_file_rather_than_taking_a_line_id(t
         ("facts.jsonl", 'line 1 has an empty "id" field (the id); give every record an id', True),
         ("rows.csv", 'line 2 has an empty "id" field (the id); give every record an id', True),
     ]
+
+
+def test_a_utf16_record_file_is_skipped_saying_to_convert_it(tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    root.mkdir()
+    (root / "facts.jsonl").write_bytes('{"text": "Kettles boil."}\n'.encode("utf-16"))
+    (root / "rows.csv").write_bytes("text\nTrains leave.\n".encode("utf-16-be").join([b"\xfe\xff", b""]))
+    documents, report = _read([root])
+    assert documents == {}
+    assert {skip.shown: skip.reason for skip in report.skipped} == dict.fromkeys(
+        ["facts.jsonl", "rows.csv"],
+        "is UTF-16 or UTF-32 text (it starts with a byte order mark); convert it to UTF-8, e.g. "
+        "`iconv -f utf-16 -t utf-8`",
+    )
