@@ -115,8 +115,9 @@ def is_file_input(paths: Sequence[str], whole: bool) -> bool:
 
 
 def inside_folders_read(reading: dict[str, Any], paths: Sequence[Path]) -> bool:
-    """Whether every path lies in a folder the index reads by format (`reading` its record): a .jsonl or .csv
-    there must be added as `sync` reads it (path#LINE ids), not as a corpus file, or `sync` adds it again."""
+    """Whether every path lies in a folder the index reads by format (`reading` its record): a .txt, .jsonl or
+    .csv there must be added as `sync` reads it (ids `path`, `path#LINE`), not as a corpus file, or `sync` adds
+    it again."""
     files = reading.get("files")
     if not isinstance(files, dict):
         return False
