@@ -24,6 +24,8 @@ from searchengine.indexer.store import Document, lone_surrogate
 STDIN = "-"
 # A line ends at \n, \r\n or a lone \r (old Mac files, some exports), as Python's universal newlines read text.
 _LONE_CR = re.compile(rb"(?<=\r)(?!\n)")
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+"""A line break as the csv module counts lines (`line_num`) of a file opened with newline=""."""
 
 
 @dataclass(frozen=True)
@@ -101,9 +103,10 @@ def _read_csv(handle: BinaryIO, name: str, fields: JsonFields) -> Iterator[Docum
                 "column with --text-field"
             )
         for row in rows:
-            number = rows.line_num
             if None in row:
-                raise SearchEngineError(f"{name} line {number} has more cells than the header has columns")
+                raise SearchEngineError(f"{name} line {rows.line_num} has more cells than the header has columns")
+            # the line the record starts on: line_num is where it ends, after the line breaks quoted in its cells
+            number = rows.line_num - sum(len(_LINE_BREAK.findall(value)) for value in row.values() if value)
             if not (row.get(fields.text) or "").strip():
                 continue
             record = {key: value for key, value in row.items() if value is not None}

@@ -186,3 +186,14 @@ def test_a_utf16_record_file_is_skipped_saying_to_convert_it(tmp_path: Path) -> 
         "is UTF-16 or UTF-32 text (it starts with a byte order mark); convert it to UTF-8, e.g. "
         "`iconv -f utf-16 -t utf-8`",
     )
+
+
+def test_a_csv_record_with_line_breaks_in_a_cell_is_named_by_the_line_it_starts_on(tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    root.mkdir()
+    (root / "rows.csv").write_bytes(
+        b'text,year\n"Trains leave\r\nat noon\rsharp.",2021\n\n"Rain\ntomorrow.",2022\nSun.,1\n'
+    )
+    documents, _ = _read([root])
+    assert sorted(documents) == ["rows.csv#2", "rows.csv#6", "rows.csv#8"]
+    assert documents["rows.csv#6"].metadata["sections"] == [[0, "line 6"]]
