@@ -7,6 +7,7 @@ import csv
 import gzip
 import io
 import json
+import math
 import os
 import re
 import stat
@@ -270,14 +271,29 @@ def _refuse_constant(name: str) -> None:
     raise _NotJsonNumber(name)
 
 
+class _FloatOverflow(SearchEngineError):
+    """A JSON number beyond the largest float (1e400): Python reads it as infinity, which no store can hold."""
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise _FloatOverflow(text)
+    return value
+
+
 def _parse_json_line(line: str, name: str, number: int, fields: JsonFields) -> Document:
     try:
-        record = json.loads(line, parse_constant=_refuse_constant)
+        record = json.loads(line, parse_constant=_refuse_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
         raise SearchEngineError(f"{name} line {number} is not valid JSON ({exc.msg}, column {exc.colno})") from None
     except _NotJsonNumber as exc:  # NaN, Infinity, -Infinity: not JSON, and no filter could compare them
         raise SearchEngineError(
             f"{name} line {number} holds {exc}, which is not a JSON number; write null or a number instead"
+        ) from None
+    except _FloatOverflow as exc:
+        raise SearchEngineError(
+            f"{name} line {number} holds the number {exc}, beyond the largest a float holds; write it as a string"
         ) from None
     except ValueError:  # an integer longer than Python converts (sys.get_int_max_str_digits(), 4,300 by default)
         raise SearchEngineError(

@@ -420,3 +420,8 @@ def test_a_csv_file_is_one_document_per_row_with_its_columns_as_fields(tmp_path:
     path.write_bytes("text\ncaf\xe9\n".encode("latin-1"))
     with pytest.raises(SearchEngineError, match="not valid UTF-8"):
         list(read_corpus(path))
+
+
+def test_a_number_beyond_the_largest_float_names_its_line(tmp_path: Path) -> None:
+    message = _error(_write(tmp_path / "c.jsonl", b'{"text": "ok", "n": 1e300}\n{"text": "a", "n": -1e400}\n'))
+    assert "line 2 holds the number -1e400, beyond the largest a float holds; write it as a string" in message
