@@ -425,3 +425,9 @@ def test_a_csv_file_is_one_document_per_row_with_its_columns_as_fields(tmp_path:
 def test_a_number_beyond_the_largest_float_names_its_line(tmp_path: Path) -> None:
     message = _error(_write(tmp_path / "c.jsonl", b'{"text": "ok", "n": 1e300}\n{"text": "a", "n": -1e400}\n'))
     assert "line 2 holds the number -1e400, beyond the largest a float holds; write it as a string" in message
+
+
+def test_json_nested_too_deep_to_show_names_its_line(tmp_path: Path) -> None:
+    deep = b"[" * 500 + b"]" * 500
+    message = _error(_write(tmp_path / "c.jsonl", b'{"text": "ok", "n": [[1]]}\n{"text": "a", "n": ' + deep + b"}\n"))
+    assert "line 2 is nested more than 64 levels deep; flatten its JSON" in message
