@@ -20,14 +20,12 @@ from pathlib import Path
 from typing import BinaryIO
 
 from searchengine.errors import SearchEngineError
+from searchengine.indexer.documents import MAX_METADATA_DEPTH, nested_beyond
 from searchengine.indexer.store import Document, lone_surrogate
 
 STDIN = "-"
 # A line ends at \n, \r\n or a lone \r (old Mac files, some exports), as Python's universal newlines read text.
 _LONE_CR = re.compile(rb"(?<=\r)(?!\n)")
-MAX_DEPTH = 64
-"""How deep lists and objects may nest in a JSON line: deeper ones cannot be shown (every hit carrying one would
-fail on Python's recursion limit) and are no metadata a filter reads."""
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 """A line break as the csv module counts lines (`line_num`) of a file opened with newline=""."""
 
@@ -308,22 +306,13 @@ def _parse_json_line(line: str, name: str, number: int, fields: JsonFields) -> D
             f"{name} line {number} is nested too deeply to read; flatten its JSON (metadata is one object of "
             "plain values and lists)"
         ) from None
-    if _nested_beyond(record, MAX_DEPTH):
+    if nested_beyond(record, MAX_METADATA_DEPTH):
         raise SearchEngineError(
-            f"{name} line {number} is nested more than {MAX_DEPTH} levels deep; flatten its JSON (metadata is one "
+            f"{name} line {number} is nested more than {MAX_METADATA_DEPTH} levels deep; flatten its JSON (metadata is one "
             "object of plain values and lists)"
         )
     _refuse_lone_surrogates(line, record, name, number)
     return document_from_record(record, f"{name} line {number}", fields, name, number)
-
-
-def _nested_beyond(value: object, levels: int) -> bool:
-    """Whether lists and objects nest in `value` deeper than `levels`."""
-    if not isinstance(value, (list, dict)):
-        return False
-    if levels == 0:
-        return True
-    return any(_nested_beyond(item, levels - 1) for item in (value.values() if isinstance(value, dict) else value))
 
 
 def document_from_record(
