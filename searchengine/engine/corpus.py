@@ -99,6 +99,9 @@ def _read_csv(handle: BinaryIO, name: str, fields: JsonFields) -> Iterator[Docum
     try:
         if rows.fieldnames is None:
             return
+        twice = sorted({column for column in rows.fieldnames if column and rows.fieldnames.count(column) > 1})
+        if twice:  # a row would keep only the last of them
+            raise SearchEngineError(f"{name} has the column {twice[0]!r} more than once; give each column its own name")
         if fields.text not in rows.fieldnames:
             raise SearchEngineError(
                 f'{name} has no "{fields.text}" column (its columns: {", ".join(rows.fieldnames)}); name the text '
