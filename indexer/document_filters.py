@@ -36,7 +36,7 @@ class DocumentFilters:
         self._guard = guard
         self._passages = passages
         self._cached = cached
-        self._matches: dict[tuple[Filter, ...], np.ndarray] | None = None
+        self._matches: dict[str, np.ndarray] | None = None
         """Ids matching each filter asked for, kept for the read snapshot (as Lucene's query cache keeps a filter's
         documents per segment): a filter repeated from query to query reads SQLite once."""
         self._kinds: dict[str, set[str]] | None = None
@@ -56,7 +56,7 @@ class DocumentFilters:
 
     def matching_ids(self, filters: Sequence[Filter]) -> np.ndarray:
         """Ids of the documents meeting every filter (a Condition, or AnyOf conditions of which one must hold)."""
-        key = tuple(filters)
+        key = repr(tuple(filters))  # not the filters: True == 1 and 2.0**70 == 2**70, which SQL may tell apart
         if self._matches is not None and key in self._matches:
             return self._matches[key]
         ids = None if self._columns is None else self._columns.matching(filters)

@@ -72,9 +72,29 @@ def metadata_json(metadata: dict[str, Any], number: int) -> str:
         ) from None
 
 
-def refuse_lone_surrogates(documents: Sequence[Document]) -> None:
-    """Refuse, before anything is written, a document whose text, id or metadata holds a lone surrogate."""
+MAX_METADATA_DEPTH = 64
+"""How deep lists and objects may nest in metadata: deeper ones are no fields a filter reads, and a hit carrying
+one could not be shown (Python's recursion limit)."""
+
+
+def nested_beyond(value: object, levels: int) -> bool:
+    """Whether lists and objects (dicts) nest in `value` deeper than `levels`; looks no deeper than that."""
+    if not isinstance(value, (list, dict)):
+        return False
+    if levels == 0:
+        return True
+    return any(nested_beyond(item, levels - 1) for item in (value.values() if isinstance(value, dict) else value))
+
+
+def refuse_unstorable(documents: Sequence[Document]) -> None:
+    """Refuse, before anything is written, a document whose metadata nests too deeply or whose text, id or
+    metadata holds a lone surrogate."""
     for number, document in enumerate(documents, start=1):
+        if nested_beyond(document.metadata, MAX_METADATA_DEPTH):
+            raise IndexerError(
+                f"document {number} has metadata nested more than {MAX_METADATA_DEPTH} levels deep; flatten it "
+                "(metadata is one object of plain values and lists)"
+            )
         parts = (document.text, document.external_id or "", document.metadata or "")
         code = next((code for code in map(lone_surrogate, parts) if code is not None), None)
         if code is not None:

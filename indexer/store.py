@@ -22,7 +22,7 @@ import sqlite_utils
 from searchengine.indexer.clustering_table import ClusteringRecord, ClusteringTable
 from searchengine.indexer.document_filters import DocumentFilters
 from searchengine.indexer.document_table import TABLE, DocumentTable
-from searchengine.indexer.documents import Document, StoredDocument, lone_surrogate, refuse_lone_surrogates
+from searchengine.indexer.documents import Document, StoredDocument, lone_surrogate, refuse_unstorable
 from searchengine.indexer.duplicates_table import DuplicatesTable
 from searchengine.indexer.errors import IndexerError, UnknownDocumentError
 from searchengine.indexer.keyword_table import KeywordTable
@@ -164,7 +164,7 @@ class DocumentStore:
         """Store each document as its own row; a document whose external id is stored replaces that one (upsert,
         indexer/upsert.py). An upsert with a new text deletes the old row and its passages (reported in `removed`
         and `removed_vectors`, so the caller drops their vectors)."""
-        refuse_lone_surrogates(documents)
+        refuse_unstorable(documents)
         hashes = [document.content_hash for document in documents]
         with self._guard(), self.db.atomic():
             if self.legacy:

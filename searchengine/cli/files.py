@@ -72,6 +72,8 @@ def add_files(
     from searchengine.engine.files import add_roots, read_paths, recorded_fields
 
     reading, base = add_roots(engine.reading(), roots, rules)
+    if len(engine) == 0:  # an empty index (one `index --append` has just made) reads records as it is told
+        reading["fields"] = {"text": fields.text, "title": fields.title, "id": fields.id}
     recorded = recorded_fields(reading) or JsonFields()
     if not fields.plain and fields != recorded:
         raise SearchEngineError(

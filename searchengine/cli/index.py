@@ -176,6 +176,7 @@ def index(
     from searchengine.engine.files import (
         check_replacing,
         files_record,
+        inside_folders_read,
         is_file_input,
         read_paths,
         recorded_fields,
@@ -213,6 +214,8 @@ def index(
                 raise SearchEngineError(APPEND_KEEPS_SHARDS)
             encoder = ensure_index(target, model=model, speed=speed, passages=files)
             engine = SearchEngine.open(target, model=model, speed=speed, encoder=encoder)
+            if not files and not jsonl and whole is None and inside_folders_read(engine.reading(), roots):
+                files = True  # a .jsonl or .csv in the index's folders is added as `sync` reads it, ids and all
             if files:
                 files_report = add_files(
                     engine, roots, rules, strict, not quiet, JsonFields(text_field, title_field, id_field)
@@ -234,15 +237,14 @@ def index(
                 raise SearchEngineError("--whiten-fit says what to fit whitening on; add --whiten-k K to use it")
             check_replacing(target, roots, replace)
             if files:
-                documents, files_report = read_paths(roots, rules, progress=not quiet)
+                fields = JsonFields(text_field, title_field, id_field)
+                documents, files_report = read_paths(roots, rules, progress=not quiet, fields=fields)
                 check_files_read(files_report, documents, roots, strict)
                 source, options = (
                     documents,
                     {
                         "passages": True if passages is None else passages,
-                        "reading": files_record(
-                            roots, common_base(roots), rules, JsonFields(text_field, title_field, id_field)
-                        ),
+                        "reading": files_record(roots, common_base(roots), rules, fields),
                     },
                 )
             else:

@@ -13,6 +13,7 @@ from searchengine.cli.errors import user_errors
 from searchengine.cli.options import IndexDirOption, json_option
 from searchengine.cli.wording import counted
 from searchengine.errors import SearchEngineError
+from searchengine.reading.file_rules import DEFAULT_MAX_MB
 
 if TYPE_CHECKING:  # imported inside the commands, so `--help` stays fast
     from searchengine.indexer.index_directory import IndexDirectory
@@ -118,6 +119,8 @@ def _root_summary(root: dict) -> str:
     rules = root.get("rules") if isinstance(root.get("rules"), dict) else {}
     globs = [f"include {pattern!r}" for pattern in rules.get("include", [])]
     globs += [f"exclude {pattern!r}" for pattern in rules.get("exclude", [])]
+    if rules.get("max_mb", DEFAULT_MAX_MB) != DEFAULT_MAX_MB:
+        globs.append(f"files up to {rules['max_mb']:g} MB")
     return f"{root.get('path')}" + (f" ({', '.join(globs)})" if globs else "")
 
 

@@ -7,6 +7,7 @@ import csv
 import gzip
 import io
 import json
+import math
 import os
 import re
 import stat
@@ -19,11 +20,14 @@ from pathlib import Path
 from typing import BinaryIO
 
 from searchengine.errors import SearchEngineError
+from searchengine.indexer.documents import MAX_METADATA_DEPTH, nested_beyond
 from searchengine.indexer.store import Document, lone_surrogate
 
 STDIN = "-"
 # A line ends at \n, \r\n or a lone \r (old Mac files, some exports), as Python's universal newlines read text.
 _LONE_CR = re.compile(rb"(?<=\r)(?!\n)")
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+"""A line break as the csv module counts lines (`line_num`) of a file opened with newline=""."""
 
 
 @dataclass(frozen=True)
@@ -95,15 +99,19 @@ def _read_csv(handle: BinaryIO, name: str, fields: JsonFields) -> Iterator[Docum
     try:
         if rows.fieldnames is None:
             return
+        twice = sorted({column for column in rows.fieldnames if column and rows.fieldnames.count(column) > 1})
+        if twice:  # a row would keep only the last of them
+            raise SearchEngineError(f"{name} has the column {twice[0]!r} more than once; give each column its own name")
         if fields.text not in rows.fieldnames:
             raise SearchEngineError(
                 f'{name} has no "{fields.text}" column (its columns: {", ".join(rows.fieldnames)}); name the text '
                 "column with --text-field"
             )
         for row in rows:
-            number = rows.line_num
             if None in row:
-                raise SearchEngineError(f"{name} line {number} has more cells than the header has columns")
+                raise SearchEngineError(f"{name} line {rows.line_num} has more cells than the header has columns")
+            # the line the record starts on: line_num is where it ends, after the line breaks quoted in its cells
+            number = rows.line_num - sum(len(_LINE_BREAK.findall(value)) for value in row.values() if value)
             if not (row.get(fields.text) or "").strip():
                 continue
             record = {key: value for key, value in row.items() if value is not None}
@@ -267,14 +275,29 @@ def _refuse_constant(name: str) -> None:
     raise _NotJsonNumber(name)
 
 
+class _FloatOverflow(SearchEngineError):
+    """A JSON number beyond the largest float (1e400): Python reads it as infinity, which no store can hold."""
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise _FloatOverflow(text)
+    return value
+
+
 def _parse_json_line(line: str, name: str, number: int, fields: JsonFields) -> Document:
     try:
-        record = json.loads(line, parse_constant=_refuse_constant)
+        record = json.loads(line, parse_constant=_refuse_constant, parse_float=_finite_float)
     except json.JSONDecodeError as exc:
         raise SearchEngineError(f"{name} line {number} is not valid JSON ({exc.msg}, column {exc.colno})") from None
     except _NotJsonNumber as exc:  # NaN, Infinity, -Infinity: not JSON, and no filter could compare them
         raise SearchEngineError(
             f"{name} line {number} holds {exc}, which is not a JSON number; write null or a number instead"
+        ) from None
+    except _FloatOverflow as exc:
+        raise SearchEngineError(
+            f"{name} line {number} holds the number {exc}, beyond the largest a float holds; write it as a string"
         ) from None
     except ValueError:  # an integer longer than Python converts (sys.get_int_max_str_digits(), 4,300 by default)
         raise SearchEngineError(
@@ -286,6 +309,11 @@ def _parse_json_line(line: str, name: str, number: int, fields: JsonFields) -> D
             f"{name} line {number} is nested too deeply to read; flatten its JSON (metadata is one object of "
             "plain values and lists)"
         ) from None
+    if nested_beyond(record, MAX_METADATA_DEPTH):
+        raise SearchEngineError(
+            f"{name} line {number} is nested more than {MAX_METADATA_DEPTH} levels deep; flatten its JSON (metadata is one "
+            "object of plain values and lists)"
+        )
     _refuse_lone_surrogates(line, record, name, number)
     return document_from_record(record, f"{name} line {number}", fields, name, number)
 

@@ -114,6 +114,19 @@ def is_file_input(paths: Sequence[str], whole: bool) -> bool:
     return paths[0] != STDIN and (path.is_dir() or format_of(path) not in (None, *CORPUS_FORMATS))
 
 
+def inside_folders_read(reading: dict[str, Any], paths: Sequence[Path]) -> bool:
+    """Whether every path lies in a folder the index reads by format (`reading` its record): a .txt, .jsonl or
+    .csv there must be added as `sync` reads it (ids `path`, `path#LINE`), not as a corpus file, or `sync` adds
+    it again."""
+    files = reading.get("files")
+    if not isinstance(files, dict):
+        return False
+    folders = [Path(root["path"]) for root in files.get("roots", []) if isinstance(root, dict) and root.get("path")]
+    return bool(paths) and all(
+        str(path) != STDIN and any(_under(str(Path(path).absolute()), folder) for folder in folders) for path in paths
+    )
+
+
 def read_paths(
     roots: Sequence[Path],
     rules: FileRules,
@@ -186,7 +199,8 @@ def sync_index(engine: SearchEngine, roots: Sequence[Path] | None = None, progre
         found_before = len(report.files.seen)
         read, _ = read_paths([path], _rules(root), base, known, progress, report.files, fields)
         documents += read
-        if len(report.files.seen) == found_before and any(_under(location, path) for location in located.values()):
+        under = [shown for shown, location in located.items() if _under(location, path)]
+        if len(report.files.seen) == found_before and under and not report.files.seen.intersection(under):
             report.files.skipped.append(
                 Skipped(
                     shown_path(path, base),

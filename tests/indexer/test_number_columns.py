@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from searchengine.indexer.document_table import TABLE
+from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.filter_sql import AnyOf, Condition
 from searchengine.indexer.number_columns import NumberColumns
 from searchengine.indexer.store import Document, DocumentStore
@@ -83,3 +84,20 @@ def test_columns_follow_the_read_snapshot(stores: tuple[DocumentStore, DocumentS
     reader.read_snapshot()
     assert reader.filters.matching_ids(recent).tolist() == [400]
     assert isinstance(reader.filters.matching_ids([Condition("id", ">", 399)]), np.ndarray)
+
+
+def test_a_filter_cached_for_the_snapshot_is_not_taken_for_an_equal_value_of_another_type(tmp_path: Path) -> None:
+    writer = DocumentStore(tmp_path / "documents.db", writable=True)
+    writer.add([Document("a", "c.jsonl", 1, {"flag": True, "big": 2.0**70})])
+    reader = DocumentStore(tmp_path / "documents.db")
+    try:
+        assert reader.filters.matching_ids([Condition("flag", "=", True)]).tolist() == [0]
+        assert reader.filters.matching_ids([Condition("big", "=", 2.0**70)]).tolist() == [0]
+        refused_values = (Condition("flag", "=", 1), Condition("big", "=", 2**70))  # True == 1, 2.0**70 == 2**70
+        for refused in (*refused_values, Condition("flag", "=", [True])):  # a list: no hash, a one-line error
+            for store in (writer, reader):
+                with pytest.raises(IndexerError):
+                    store.filters.matching_ids([refused])
+    finally:
+        reader.close()
+        writer.close()

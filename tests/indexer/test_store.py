@@ -569,3 +569,14 @@ def test_keyword_bound_is_the_most_bm25_any_document_reaches_from_the_words_idf(
     assert store.keyword.bound("?!") == 0.0
     best = max(score for _, score in store.keyword.search("red apple red", 10))
     assert 0 < best < store.keyword.bound("red apple red")
+
+
+@pytest.mark.parametrize("levels", [500, 5000])  # 500: no hit carrying it could be shown; 5000: json.dumps fails
+def test_metadata_nested_too_deeply_is_refused_before_anything_is_written(store: DocumentStore, levels: int) -> None:
+    deep: list = []
+    for _ in range(levels):
+        deep = [deep]
+    store.add([Document("kept")])
+    with pytest.raises(IndexerError, match="document 2 has metadata nested more than 64 levels deep; flatten it"):
+        store.add([Document("fine"), Document("deep", metadata={"d": deep})])
+    assert store.count() == 1

@@ -158,3 +158,62 @@ def test_sync_watch_picks_up_a_new_file(tmp_path: Path, tiny_model: Path) -> Non
         watcher.wait(timeout=30)
     hits = json.loads(run("query", "storm", "-d", tmp_path / "i", "--json", "--mode", "keyword").output)["hits"]
     assert [hit["external_id"] for hit in hits] == ["weather.md"]
+
+
+def test_index_of_a_folder_reads_its_records_with_the_fields_given(tmp_path: Path, tiny_model: Path) -> None:
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "facts.jsonl").write_text('{"body": "Kettles boil water.", "key": "k1", "head": "Tea"}\n', "utf-8")
+    index = tmp_path / "i"
+    fields = ("--id-field", "key", "--text-field", "body", "--title-field", "head")
+    result = run("index", root, "-d", index, "--model", tiny_model, *fields)
+    assert result.exit_code == 0 and "Read 1 file (1 jsonl)." in result.output, result.output
+    [hit] = json.loads(run("query", "water", "-d", index, "--json", "--mode", "keyword").output)["hits"]
+    assert hit["external_id"] == "facts.jsonl#k1" and hit["text"] == "Tea Kettles boil water."
+    assert "0 added, 0 updated, 0 removed" in run("sync", "-d", index).output
+
+
+def test_info_names_every_root_with_its_own_rules(tmp_path: Path, tiny_model: Path) -> None:
+    first, second = notes_folder(tmp_path / "a"), notes_folder(tmp_path / "b")
+    index = tmp_path / "i"
+    built = run("index", first, "-d", index, "--model", tiny_model, "--include", "*.md", "--exclude", "x*")
+    assert built.exit_code == 0, built.output
+    assert run("add", second, "-d", index, "--max-file-size", "0.5").exit_code == 0
+    shown = run("info", "-d", index).output
+    assert f"{first.absolute()} (include '*.md', exclude 'x*'), {second.absolute()} (files up to 0.5 MB) (" in shown
+
+
+def test_append_that_makes_the_index_reads_records_with_the_fields_given(tmp_path: Path, tiny_model: Path) -> None:
+    root = tmp_path / "notes"
+    root.mkdir()
+    (root / "facts.jsonl").write_text('{"body": "Kettles boil water.", "key": "k1"}\n', "utf-8")
+    index = tmp_path / "i"
+    fields = ("--id-field", "key", "--text-field", "body")
+    result = run("index", root, "-d", index, "--model", tiny_model, "--append", *fields)
+    assert result.exit_code == 0 and "Read 1 file (1 jsonl)." in result.output, result.output
+    [hit] = json.loads(run("query", "water", "-d", index, "--json", "--mode", "keyword").output)["hits"]
+    assert hit["external_id"] == "facts.jsonl#k1"
+    assert "0 added, 0 updated, 0 removed" in run("sync", "-d", index).output
+    assert run("index", root, "-d", index, "--append", *fields).exit_code == 0
+
+
+def test_a_record_file_added_inside_the_folders_is_read_as_sync_reads_it(tmp_path: Path, tiny_model: Path) -> None:
+    root = notes_folder(tmp_path / "notes")
+    index = tmp_path / "i"
+    assert run("index", root, "-d", index, "--model", tiny_model).exit_code == 0
+    (root / "new.jsonl").write_text('{"text": "Beetroot stains the board."}\n', "utf-8")
+    result = run("add", root / "new.jsonl", "-d", index)
+    assert result.exit_code == 0 and "Read 1 file (1 jsonl)." in result.output, result.output
+    assert "0 added, 0 updated, 0 removed" in run("sync", "-d", index).output  # not added a second time
+    hits = json.loads(run("query", "beetroot", "-d", index, "--json", "--mode", "keyword").output)["hits"]
+    assert [hit["external_id"] for hit in hits] == ["new.jsonl#1"]
+
+
+def test_sync_of_a_file_also_read_through_its_folder_warns_of_nothing(tmp_path: Path, tiny_model: Path) -> None:
+    root = notes_folder(tmp_path / "notes")
+    index = tmp_path / "i"
+    assert run("index", root, root / "garden.md", "-d", index, "--model", tiny_model).exit_code == 0
+    result = run("sync", "-d", index)
+    assert result.exit_code == 0 and "0 skipped" in result.output and "unmounted" not in result.output, result.output
+    (root / "garden.md").unlink()
+    assert "0 added, 0 updated, 1 removed" in run("sync", "-d", index).output

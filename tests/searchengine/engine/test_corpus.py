@@ -420,3 +420,21 @@ def test_a_csv_file_is_one_document_per_row_with_its_columns_as_fields(tmp_path:
     path.write_bytes("text\ncaf\xe9\n".encode("latin-1"))
     with pytest.raises(SearchEngineError, match="not valid UTF-8"):
         list(read_corpus(path))
+
+
+def test_a_number_beyond_the_largest_float_names_its_line(tmp_path: Path) -> None:
+    message = _error(_write(tmp_path / "c.jsonl", b'{"text": "ok", "n": 1e300}\n{"text": "a", "n": -1e400}\n'))
+    assert "line 2 holds the number -1e400, beyond the largest a float holds; write it as a string" in message
+
+
+def test_json_nested_too_deep_to_show_names_its_line(tmp_path: Path) -> None:
+    deep = b"[" * 500 + b"]" * 500
+    message = _error(_write(tmp_path / "c.jsonl", b'{"text": "ok", "n": [[1]]}\n{"text": "a", "n": ' + deep + b"}\n"))
+    assert "line 2 is nested more than 64 levels deep; flatten its JSON" in message
+
+
+def test_a_csv_with_a_column_named_twice_is_refused_rather_than_losing_one(tmp_path: Path) -> None:
+    message = _error(_write(tmp_path / "c.csv", b"text,note,note\nKettles boil.,first,second\n"))
+    assert "has the column 'note' more than once; give each column its own name" in message
+    exported = _write(tmp_path / "e.csv", b"text,,\nKettles boil.,,\n")  # empty columns, as spreadsheets export
+    assert [document.text for document in read_corpus(exported)] == ["Kettles boil."]

@@ -158,3 +158,42 @@ def test_a_record_file_with_a_bad_record_is_skipped_whole_naming_it(tmp_path: Pa
         True,
     )
     assert reasons["none.csv"] == ("holds no record with text", False)
+
+
+def test_a_record_with_an_empty_id_skips_its_file_rather_than_taking_a_line_id(tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    root.mkdir()  # line 1's empty id would be read as "facts.jsonl#1", line 2's own id
+    (root / "facts.jsonl").write_text('{"text": "Kettles boil.", "id": ""}\n{"text": "Sun.", "id": 1}\n', "utf-8")
+    (root / "rows.csv").write_text("text,id\nTrains leave.,\n", "utf-8")
+    report = FileReport()
+    fields = JsonFields(id="id")
+    assert list(read_files([root], root, FileRules(), report, None, fields)) == []
+    assert sorted((skip.shown, skip.reason, skip.keeps) for skip in report.skipped) == [
+        ("facts.jsonl", 'line 1 has an empty "id" field (the id); give every record an id', True),
+        ("rows.csv", 'line 2 has an empty "id" field (the id); give every record an id', True),
+    ]
+
+
+def test_a_utf16_record_file_is_skipped_saying_to_convert_it(tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    root.mkdir()
+    (root / "facts.jsonl").write_bytes('{"text": "Kettles boil."}\n'.encode("utf-16"))
+    (root / "rows.csv").write_bytes("text\nTrains leave.\n".encode("utf-16-be").join([b"\xfe\xff", b""]))
+    documents, report = _read([root])
+    assert documents == {}
+    assert {skip.shown: skip.reason for skip in report.skipped} == dict.fromkeys(
+        ["facts.jsonl", "rows.csv"],
+        "is UTF-16 or UTF-32 text (it starts with a byte order mark); convert it to UTF-8, e.g. "
+        "`iconv -f utf-16 -t utf-8`",
+    )
+
+
+def test_a_csv_record_with_line_breaks_in_a_cell_is_named_by_the_line_it_starts_on(tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    root.mkdir()
+    (root / "rows.csv").write_bytes(
+        b'text,year\n"Trains leave\r\nat noon\rsharp.",2021\n\n"Rain\ntomorrow.",2022\nSun.,1\n'
+    )
+    documents, _ = _read([root])
+    assert sorted(documents) == ["rows.csv#2", "rows.csv#6", "rows.csv#8"]
+    assert documents["rows.csv#6"].metadata["sections"] == [[0, "line 6"]]
