@@ -242,6 +242,8 @@ def main() -> None:
     parser.add_argument("--speed-texts", type=int, default=2000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--threads", type=int, default=None, help="intra-op threads (default: each runtime's own)")
+    parser.add_argument("--vectors", type=Path, help="save each variant's vectors to DIR/<variant>.npz")
+    parser.add_argument("--reference", type=Path, help="cosines to these saved vectors, not the first variant's")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "int8_quality.json")
     args = parser.parse_args()
     load = os.getloadavg()
@@ -256,8 +258,14 @@ def main() -> None:
         with tempfile.TemporaryDirectory(prefix="int8-quality-") as scratch:
             for name in measured:
                 results[name], vectors = quality(name, embeds[name], args, Path(scratch))
+                if args.vectors:  # for cosines across runs (variants run as separate processes)
+                    args.vectors.mkdir(parents=True, exist_ok=True)
+                    np.savez(args.vectors / f"{name}.npz", **vectors)
+                if args.reference:
+                    with np.load(args.reference) as stored:
+                        reference = {key: stored[key] for key in stored.files}
                 reference = reference or vectors
-                results[name]["cosine to " + measured[0]] = cosines(vectors, reference)
+                results[name]["cosine to " + str(args.reference or measured[0])] = cosines(vectors, reference)
         report["quality"] = results
     if not args.no_speed:
         with gzip.open(args.data / "unsup" / "wiki_sentences.txt.gz", "rt", encoding="utf-8") as handle:

@@ -54,10 +54,14 @@ def runtime_problem(backend: str, device: str, pooling: str, precision: str) -> 
 
 def resolve_backend(backend: str, device: str, pooling: str, precision: str) -> str:
     """The backend that runs a model pooled by `pooling` in the concrete `precision` on `device`: onnx or openvino
-    where asked for (a clear error where it cannot run), onnx where "auto" finds it can; torch otherwise."""
+    where asked for (a clear error where it cannot run); for "auto", openvino for int8 and onnx otherwise where they
+    can run it and are installed (docs/benchmarks.md, Static int8 and OpenVINO), torch else."""
     if backend not in BACKENDS:
         raise SearchEngineError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
     if backend == "auto":
+        calibrated = precision == "int8" and runtime_problem("openvino", device, pooling, precision) is None
+        if calibrated and openvino_installed():  # closer to fp32 than ONNX Runtime's dynamic int8, and as fast
+            return "openvino"
         problem = runtime_problem("onnx", device, pooling, precision)
         return "onnx" if problem is None and onnxruntime_installed() else "torch"
     if backend in RUNTIME_PRECISIONS and (problem := runtime_problem(backend, device, pooling, precision)):

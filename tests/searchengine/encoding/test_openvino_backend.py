@@ -16,6 +16,7 @@ pytest.importorskip("openvino")
 pytest.importorskip("nncf")
 
 from searchengine.encoding import openvino_backend  # noqa: E402 (after the skip)
+from searchengine.encoding.backend import resolve_backend  # noqa: E402
 from searchengine.encoding.encoder import Encoder  # noqa: E402
 from searchengine.encoding.openvino_backend import OpenVinoTransformer  # noqa: E402
 from searchengine.errors import SearchEngineError  # noqa: E402
@@ -86,14 +87,7 @@ def damage_link(path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("damage", "suffix"),
-    [
-        (damage_flip, ".bin"),
-        (damage_flip, ".xml"),
-        (damage_claim, ".xml"),
-        (damage_link, ".bin"),
-        (damage_link, ".json"),
-        (Path.unlink, ".bin"),
-    ],
+    [(damage_flip, ".bin"), (damage_claim, ".xml"), (damage_link, ".bin"), (damage_link, ".json")],
 )
 def test_a_damaged_or_foreign_cache_entry_is_converted_again(
     tiny_model: Path,
@@ -117,7 +111,9 @@ def test_what_it_cannot_run_is_a_clear_error(tiny_model: Path) -> None:
         Encoder(tiny_model, backend="openvino", precision="bf16")
     with pytest.raises(SearchEngineError, match="openvino backend pools the last layer only"):
         Encoder(tiny_model, backend="openvino", pooling="first_last_avg")
-    assert Encoder(tiny_model, precision="fp32").backend != "openvino"  # auto never picks it (docs/benchmarks.md)
+    assert resolve_backend("auto", "cpu", "mean", "fp32") != "openvino"  # auto: for int8 only (docs/benchmarks.md)
+    assert resolve_backend("auto", "cpu", "mean", "int8") == "openvino"
+    assert resolve_backend("auto", "cpu", "first_last_avg", "int8") != "openvino"  # needs every layer
 
 
 def test_openvino_sends_no_telemetry(tmp_path: Path) -> None:
