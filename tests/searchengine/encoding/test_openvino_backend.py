@@ -116,15 +116,17 @@ def test_what_it_cannot_run_is_a_clear_error(tiny_model: Path) -> None:
     assert resolve_backend("auto", "cpu", "first_last_avg", "int8") != "openvino"  # needs every layer
 
 
-def test_openvino_sends_no_telemetry(tmp_path: Path) -> None:
-    """Imported through the backend, OpenVINO and its converter find no telemetry package, so they write no client
-    id (the first step before they send anything) in the home folder."""
+def test_openvino_sends_no_telemetry(tmp_path: Path, tiny_model: Path) -> None:
+    """Converting and calibrating through the backend, OpenVINO and NNCF find no telemetry package, so they write
+    no client id (their first step before sending anything) in the home folder. Without the block, importing
+    openvino and opening its runtime alone wrote one."""
     code = (
-        "from searchengine.encoding.openvino_backend import import_openvino\n"
-        "ov = import_openvino()\n"
-        "ov.Core().get_available_devices()\n"
-        "import openvino.tools.ovc\n"
+        "import sys\n"
+        "from searchengine.encoding.encoder import Encoder\n"
+        "Encoder(sys.argv[1], backend='openvino', precision='int8').encode(['a test sentence'])\n"
     )
-    environment = {**os.environ, "HOME": str(tmp_path)}
-    subprocess.run([sys.executable, "-c", code], check=True, env=environment, timeout=120)
+    environment = {**os.environ, "HOME": str(tmp_path), "SEARCHENGINE_CACHE": str(tmp_path / "cache")}
+    environment.pop("PYTEST_CURRENT_TEST", None)
+    subprocess.run([sys.executable, "-c", code, str(tiny_model)], check=True, env=environment, timeout=300)
+    assert (tmp_path / "cache" / "openvino").is_dir()
     assert not (tmp_path / "intel").exists()
