@@ -108,7 +108,13 @@ class Encoder:
             from searchengine.encoding.openvino_backend import OpenVinoTransformer
 
             self.model = OpenVinoTransformer(
-                self.model, self.tokenizer, self.fingerprint, self._input_names, self.precision, self.threads
+                self.model,
+                self.tokenizer,
+                self.max_seq_length,
+                self.fingerprint,
+                self._input_names,
+                self.precision,
+                self.threads,
             )
         else:
             self.model = apply_precision(self.model, self.precision)

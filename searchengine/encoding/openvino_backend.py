@@ -67,12 +67,14 @@ def calibration_texts() -> list[str]:
 
 
 class OpenVinoTransformer:
-    """Runs a converted transformer in OpenVINO on the CPU; called like the Hugging Face model it replaces."""
+    """Runs a converted transformer in OpenVINO on the CPU; called like the Hugging Face model it replaces.
+    `tokenizer` and `max_length` (the Encoder's limit) prepare the calibration texts as the Encoder prepares texts."""
 
     def __init__(
         self,
         model: torch.nn.Module,
         tokenizer: Any,  # noqa: ANN401 (a transformers fast tokenizer)
+        max_length: int,
         fingerprint: str,
         input_names: list[str],
         precision: str,
@@ -87,10 +89,11 @@ class OpenVinoTransformer:
         self.identity: dict[str, Any] = {"fingerprint": fingerprint, "precision": precision, "inputs": input_names}
         if precision == "int8":
             self.identity["calibration"] = hashlib.sha256(CALIBRATION_TEXT.read_bytes()).hexdigest()
+            self.identity["calibration_tokens"] = max_length
         graph = self._read_cached()
         if graph is None:
             try:
-                self._convert(model, tokenizer)
+                self._convert(model, tokenizer, max_length)
             except OSError as exc:
                 raise SearchEngineError(
                     f"cannot write the OpenVINO model to {stem.parent} ({exc.strerror or exc}); set "
@@ -132,7 +135,7 @@ class OpenVinoTransformer:
         except (OSError, ValueError, RuntimeError):  # RuntimeError: OpenVINO cannot parse what passed the checks
             return None
 
-    def _convert(self, model: torch.nn.Module, tokenizer: Any) -> None:  # noqa: ANN401
+    def _convert(self, model: torch.nn.Module, tokenizer: Any, max_length: int) -> None:  # noqa: ANN401
         """Convert (and calibrate) into a scratch folder beside the cache entry, then rename the files into place,
         the record last."""
         ov = self.openvino
@@ -145,7 +148,7 @@ class OpenVinoTransformer:
                 warnings.simplefilter("ignore")  # the tracer's notices
                 converted = ov.convert_model(_LastHiddenState(model).eval(), example_input=example, input=shapes)
                 if self.precision == "int8":
-                    converted = _quantize(converted, tokenizer, self.input_names)
+                    converted = _quantize(converted, tokenizer, max_length, self.input_names)
             scratch_xml = Path(scratch) / "model.xml"
             ov.save_model(converted, str(scratch_xml), compress_to_fp16=False)
             scratch_files = {"xml": scratch_xml, "bin": scratch_xml.with_suffix(".bin")}
@@ -167,7 +170,7 @@ class OpenVinoTransformer:
         return SimpleNamespace(last_hidden_state=torch.from_numpy(self.request.get_output_tensor(0).data.copy()))
 
 
-def _quantize(model: Any, tokenizer: Any, input_names: list[str]) -> Any:  # noqa: ANN401
+def _quantize(model: Any, tokenizer: Any, max_length: int, input_names: list[str]) -> Any:  # noqa: ANN401
     """`model` with int8 weights and activations, its ranges calibrated on the bundled texts, one text a sample."""
     try:
         import nncf
@@ -175,11 +178,9 @@ def _quantize(model: Any, tokenizer: Any, input_names: list[str]) -> Any:  # noq
         raise SearchEngineError(
             "int8 on the openvino backend needs NNCF: pip install 'searchengine[openvino]', or use fp32"
         ) from None
-    texts = calibration_texts()
-    limit = min(tokenizer.model_max_length, 512)
     samples = []
-    for text in texts:
-        tokens = tokenizer([text], truncation=True, max_length=limit, return_tensors="np")
+    for text in calibration_texts():
+        tokens = tokenizer([text], truncation=True, max_length=max_length, return_tensors="np")
         samples.append({name: tokens[name].astype(np.int64) for name in input_names if name in tokens})
         for name in input_names:  # a tokenizer without token types: zeros, as the Encoder feeds them
             samples[-1].setdefault(name, np.zeros_like(samples[-1]["input_ids"]))
