@@ -63,8 +63,9 @@ PrecisionOption = typer.Option(
 BackendOption = typer.Option(
     "auto",
     "--backend",
-    help=f"Run the encoder in torch or onnx (ONNX Runtime, the 'onnx' extra; {ONNX_QUERY_SPEEDUP} faster per query "
-    "on CPU, same vectors); auto: onnx where installed and able to run the model, else torch.",
+    help=f"Run the encoder in torch, onnx (ONNX Runtime, the 'onnx' extra; {ONNX_QUERY_SPEEDUP} faster per query "
+    "on CPU, same vectors) or openvino (the 'openvino' extra; its int8 is calibrated); auto: openvino for int8 "
+    "where installed, else onnx where installed and able to run the model, else torch.",
 )
 
 

@@ -11,11 +11,16 @@ from searchengine.encoding.precision import resolve_precision
 from searchengine.encoding.prompt_template import PROMPT_POOLING
 from searchengine.errors import SearchEngineError
 
-Backend = Literal["auto", "torch", "onnx"]
-"""torch; onnx (ONNX Runtime, the optional `onnx` extra); auto: onnx where it can run the model and is installed."""
+Backend = Literal["auto", "torch", "onnx", "openvino"]
+"""torch; onnx (ONNX Runtime, the optional `onnx` extra); openvino (the optional `openvino` extra); auto: onnx where
+it can run the model and is installed."""
 BACKENDS: tuple[str, ...] = get_args(Backend)
 ONNX_PRECISIONS = ("fp32", "int8")
 """The concrete precisions the onnx backend runs (searchengine.encoding.onnx_backend)."""
+OPENVINO_PRECISIONS = ("fp32", "int8")
+"""The concrete precisions the openvino backend runs (searchengine.encoding.openvino_backend; int8 is static,
+calibrated)."""
+RUNTIME_PRECISIONS = {"onnx": ONNX_PRECISIONS, "openvino": OPENVINO_PRECISIONS}
 
 
 def onnxruntime_installed() -> bool:
@@ -26,21 +31,40 @@ def onnxruntime_installed() -> bool:
         return False
 
 
+def openvino_installed() -> bool:
+    """Whether the `openvino` extra is installed (checked without importing it)."""
+    try:
+        return all(importlib.util.find_spec(name) is not None for name in ("openvino", "nncf"))
+    except (ImportError, ValueError, AttributeError):
+        return False
+
+
+def runtime_problem(backend: str, device: str, pooling: str, precision: str) -> str | None:
+    """Why the onnx or openvino `backend` cannot run a model pooled by `pooling` in `precision` on `device`; None
+    where it can."""
+    if device != "cpu":
+        return f"the {backend} backend runs on the CPU; use the torch backend on a GPU"
+    if pooling == PROMPT_POOLING or pooling in NEEDS_ALL_LAYERS:
+        return f"the {backend} backend pools the last layer only, not {pooling!r}; use the torch backend for it"
+    runs = RUNTIME_PRECISIONS[backend]
+    if precision not in runs:
+        return f"the {backend} backend runs {' or '.join(runs)}, not {precision}; use the torch backend"
+    return None
+
+
 def resolve_backend(backend: str, device: str, pooling: str, precision: str) -> str:
-    """The backend that runs a model pooled by `pooling` in the concrete `precision` on `device`: onnx where asked
-    for (a clear error where it cannot run), or where "auto" finds it can; torch otherwise."""
+    """The backend that runs a model pooled by `pooling` in the concrete `precision` on `device`: onnx or openvino
+    where asked for (a clear error where it cannot run); for "auto", openvino for int8 and onnx otherwise where they
+    can run it and are installed (docs/benchmarks.md, Static int8 and OpenVINO), torch else."""
     if backend not in BACKENDS:
         raise SearchEngineError(f"unknown backend {backend!r}; choose one of {', '.join(BACKENDS)}")
-    problem = None
-    if device != "cpu":
-        problem = "the onnx backend runs on the CPU; use the torch backend on a GPU"
-    elif pooling == PROMPT_POOLING or pooling in NEEDS_ALL_LAYERS:
-        problem = f"the onnx backend pools the last layer only, not {pooling!r}; use the torch backend for it"
-    elif precision not in ONNX_PRECISIONS:
-        problem = f"the onnx backend runs {' or '.join(ONNX_PRECISIONS)}, not {precision}; use the torch backend"
     if backend == "auto":
+        calibrated = precision == "int8" and runtime_problem("openvino", device, pooling, precision) is None
+        if calibrated and openvino_installed():  # closer to fp32 than ONNX Runtime's dynamic int8, and as fast
+            return "openvino"
+        problem = runtime_problem("onnx", device, pooling, precision)
         return "onnx" if problem is None and onnxruntime_installed() else "torch"
-    if backend == "onnx" and problem is not None:
+    if backend in RUNTIME_PRECISIONS and (problem := runtime_problem(backend, device, pooling, precision)):
         raise SearchEngineError(problem)
     return backend
 

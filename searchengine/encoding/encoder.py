@@ -36,9 +36,10 @@ class Encoder:
     Texts longer than the model's limit are truncated and counted in `truncated`.
 
     Speed options (measured in docs/benchmarks.md): `precision` ("auto", "fp32", "bf16", "fp16", "int8"; see
-    searchengine.encoding.precision), `backend` ("torch"; "onnx" for ONNX Runtime, the optional `onnx` extra; "auto": onnx
-    where it can run this model and precision and is installed, the fastest choice measured that keeps quality,
-    else torch), `threads` (intra-op threads while encoding; default: the library's own choice) and `batch_size`.
+    searchengine.encoding.precision), `backend` ("torch"; "onnx" for ONNX Runtime, the optional `onnx` extra;
+    "openvino", the optional `openvino` extra, whose int8 is calibrated; "auto": onnx where it can run this model
+    and precision and is installed, the fastest choice measured that keeps quality, else torch), `threads`
+    (intra-op threads while encoding; default: the library's own choice) and `batch_size`.
 
     pooling="prompt" (PromptBERT, searchengine.encoding.prompt_pooling) wraps each text in `template` (default: the model's
     prompt module, else 'This sentence : "[X]" means [MASK] .') and uses the [MASK] state; `denoise` subtracts the
@@ -103,6 +104,18 @@ class Encoder:
             self.model = OnnxTransformer(torch_model, self.fingerprint, self._input_names, self.precision, self.threads)
             if self.bulk_precision is not None:
                 self._bulk_model = apply_precision(torch_model, self.bulk_precision)
+        elif self.backend == "openvino":
+            from searchengine.encoding.openvino_backend import OpenVinoTransformer
+
+            self.model = OpenVinoTransformer(
+                self.model,
+                self.tokenizer,
+                self.max_seq_length,
+                self.fingerprint,
+                self._input_names,
+                self.precision,
+                self.threads,
+            )
         else:
             self.model = apply_precision(self.model, self.precision)
 

@@ -33,7 +33,8 @@ if TYPE_CHECKING:  # torch loads where a model is cast, so the command line can 
     import torch
 
 Precision = Literal["auto", "fp32", "bf16", "fp16", "int8"]
-"""auto: see the module docstring; fp16 on GPUs only; int8 (dynamic quantization) on CPUs only."""
+"""auto: see the module docstring; fp16 on GPUs only; int8 on CPUs only: static (calibrated) in OpenVINO where the
+`openvino` extra is installed, dynamic (activations quantized per batch) in ONNX Runtime or torch otherwise."""
 PRECISIONS: tuple[str, ...] = get_args(Precision)
 CPUINFO = Path("/proc/cpuinfo")
 
@@ -73,7 +74,7 @@ def resolve_precision(
         flags = cpu_flags(cpuinfo)
         return "bf16" if "amx_bf16" in flags or ("avx512_bf16" in flags and "onnx" not in backends) else "fp32"
     if precision == "int8" and cuda:
-        raise SearchEngineError("int8 (dynamic quantization) runs on the CPU only; on a GPU use fp16 or bf16")
+        raise SearchEngineError("int8 runs on the CPU only; on a GPU use fp16 or bf16")
     if precision == "bf16" and cuda:
         import torch
 

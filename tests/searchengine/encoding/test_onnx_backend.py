@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from searchengine.encoding.backend import openvino_installed, resolve_backend
 from searchengine.encoding.encoder import Encoder
 from searchengine.encoding.onnx_backend import OnnxTransformer
 from searchengine.encoding.precision import resolve_precision
@@ -36,7 +37,7 @@ def test_fp32_gives_the_torch_vectors(tiny_model: Path, torch_encoder: Encoder, 
 
 def test_auto_picks_onnx_where_it_can_run(tiny_model: Path) -> None:
     assert Encoder(tiny_model, precision="fp32").backend == "onnx"
-    assert Encoder(tiny_model, precision="int8").backend == "onnx"
+    assert resolve_backend("auto", "cpu", "mean", "int8") == ("openvino" if openvino_installed() else "onnx")
     assert Encoder(tiny_model, precision="fp32", pooling="first_last_avg").backend == "torch"  # needs every layer
     assert Encoder(tiny_model, precision="bf16").backend == "torch"
     with pytest.raises(SearchEngineError, match="runs fp32 or int8"):

@@ -1,0 +1,132 @@
+"""The OpenVINO backend on the tiny model: torch's vectors in fp32, calibrated int8 close to them, conversions
+cached and checked like the ONNX exports, no telemetry. Skipped where the `openvino` extra is not installed."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("openvino")
+pytest.importorskip("nncf")
+
+from searchengine.encoding import openvino_backend  # noqa: E402 (after the skip)
+from searchengine.encoding.backend import resolve_backend  # noqa: E402
+from searchengine.encoding.encoder import Encoder  # noqa: E402
+from searchengine.encoding.openvino_backend import OpenVinoTransformer  # noqa: E402
+from searchengine.errors import SearchEngineError  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("SEARCHENGINE_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "cache" / "openvino"
+
+
+@pytest.fixture
+def short_calibration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sentences: list[str]) -> Path:
+    """A few calibration texts, so calibrating the tiny model takes a second."""
+    path = tmp_path / "calibration.txt"
+    path.write_text("# test texts\n" + "\n".join(sentences * 2) + "\n", encoding="utf-8")
+    monkeypatch.setattr(openvino_backend, "CALIBRATION_TEXT", path)
+    return path
+
+
+@pytest.fixture(scope="module")
+def torch_encoder(tiny_model: Path) -> Encoder:
+    return Encoder(tiny_model, backend="torch", precision="fp32")
+
+
+def test_fp32_gives_the_torch_vectors(tiny_model: Path, torch_encoder: Encoder, sentences: list[str]) -> None:
+    encoder = Encoder(tiny_model, backend="openvino")
+    assert isinstance(encoder.model, OpenVinoTransformer)
+    assert (encoder.backend, encoder.precision) == ("openvino", "fp32")
+    np.testing.assert_allclose(encoder.encode(sentences), torch_encoder.encode(sentences), atol=1e-5)
+
+
+def test_int8_is_calibrated_once_close_and_quantized(
+    tiny_model: Path, torch_encoder: Encoder, sentences: list[str], cache: Path, short_calibration: Path
+) -> None:
+    first = Encoder(tiny_model, backend="openvino", precision="int8")
+    vectors, reference = first.encode(sentences), torch_encoder.encode(sentences)
+    assert (vectors * reference).sum(1).min() > 0.9
+    assert not np.allclose(vectors, reference, atol=1e-6)
+    files = sorted(path.name for path in cache.iterdir())
+    assert [name.rsplit("-", 1)[1] for name in files] == ["int8.bin", "int8.json", "int8.xml"]
+    stamps = {path: path.stat().st_mtime_ns for path in cache.iterdir()}
+    second = Encoder(tiny_model, backend="openvino", precision="int8", threads=1)
+    assert {path: path.stat().st_mtime_ns for path in cache.iterdir()} == stamps  # not calibrated again
+    np.testing.assert_allclose(second.encode(sentences), vectors, atol=1e-6)
+    short_calibration.write_text("other texts\n" + "\n".join(sentences), encoding="utf-8")
+    Encoder(tiny_model, backend="openvino", precision="int8")  # other calibration text: calibrated again
+    assert {path: path.stat().st_mtime_ns for path in cache.iterdir()} != stamps
+
+
+def damage_flip(path: Path) -> None:
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF  # same size, other bytes
+    path.write_bytes(bytes(data))
+
+
+def damage_claim(path: Path) -> None:
+    record = path.with_suffix(".json")
+    claims = json.loads(record.read_text(encoding="utf-8"))
+    claims["identity"]["fingerprint"] = "0" * 64
+    record.write_text(json.dumps(claims), encoding="utf-8")
+
+
+def damage_link(path: Path) -> None:
+    path.unlink()
+    path.symlink_to("/dev/zero")  # reading it never ends: must not be followed
+
+
+@pytest.mark.parametrize(
+    ("damage", "suffix"),
+    [(damage_flip, ".bin"), (damage_claim, ".xml"), (damage_link, ".bin"), (damage_link, ".json")],
+)
+def test_a_damaged_or_foreign_cache_entry_is_converted_again(
+    tiny_model: Path,
+    torch_encoder: Encoder,
+    sentences: list[str],
+    cache: Path,
+    damage,
+    suffix: str,  # noqa: ANN001
+) -> None:
+    Encoder(tiny_model, backend="openvino")
+    (graph,) = cache.glob("*-fp32.xml")
+    damage(graph.with_suffix(suffix))
+    encoder = Encoder(tiny_model, backend="openvino")
+    assert not any(path.is_symlink() for path in cache.iterdir())
+    assert json.loads(graph.with_suffix(".json").read_text(encoding="utf-8"))["identity"]["fingerprint"] != "0" * 64
+    np.testing.assert_allclose(encoder.encode(sentences), torch_encoder.encode(sentences), atol=1e-5)
+
+
+def test_what_it_cannot_run_is_a_clear_error(tiny_model: Path) -> None:
+    with pytest.raises(SearchEngineError, match="openvino backend runs fp32 or int8, not bf16"):
+        Encoder(tiny_model, backend="openvino", precision="bf16")
+    with pytest.raises(SearchEngineError, match="openvino backend pools the last layer only"):
+        Encoder(tiny_model, backend="openvino", pooling="first_last_avg")
+    assert resolve_backend("auto", "cpu", "mean", "fp32") != "openvino"  # auto: for int8 only (docs/benchmarks.md)
+    assert resolve_backend("auto", "cpu", "mean", "int8") == "openvino"
+    assert resolve_backend("auto", "cpu", "first_last_avg", "int8") != "openvino"  # needs every layer
+
+
+def test_openvino_sends_no_telemetry(tmp_path: Path, tiny_model: Path) -> None:
+    """Converting and calibrating through the backend, OpenVINO and NNCF find no telemetry package, so they write
+    no client id (their first step before sending anything) in the home folder. Without the block, importing
+    openvino and opening its runtime alone wrote one."""
+    code = (
+        "import sys\n"
+        "from searchengine.encoding.encoder import Encoder\n"
+        "Encoder(sys.argv[1], backend='openvino', precision='int8').encode(['a test sentence'])\n"
+    )
+    environment = {**os.environ, "HOME": str(tmp_path), "SEARCHENGINE_CACHE": str(tmp_path / "cache")}
+    environment.pop("PYTEST_CURRENT_TEST", None)
+    subprocess.run([sys.executable, "-c", code, str(tiny_model)], check=True, env=environment, timeout=300)
+    assert (tmp_path / "cache" / "openvino").is_dir()
+    assert not (tmp_path / "intel").exists()
