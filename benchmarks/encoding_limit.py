@@ -55,6 +55,7 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 from bulk_precision import long_texts
+from data_folder import DATA
 from encoding_speed import machine, min_cosine, timing_texts
 from machine_info import run_record
 from transformers import AutoConfig
@@ -538,7 +539,7 @@ def plot(results: dict, path: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
+    parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--texts", type=int, default=1000, help="short and Wikipedia texts timed per call")
     parser.add_argument("--long", type=int, default=100, help="NFCorpus documents timed per call")
     parser.add_argument("--rounds", type=int, default=3)
