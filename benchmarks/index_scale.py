@@ -45,8 +45,8 @@ from searchengine.indexer.index_directory import IndexDirectory
 from synthetic import noisy_copies
 
 from searchengine import SearchEngine
-from searchengine.engine.corpus import read_corpus
 from searchengine.engine.indexing import Chunk, IndexSettings, build_index
+from searchengine.reading.corpus import read_corpus
 
 ROOT = Path(__file__).resolve().parents[1]
 SENTENCES = DATA / "unsup" / "wiki_sentences.txt.gz"

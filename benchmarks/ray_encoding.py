@@ -78,8 +78,8 @@ def actor_peaks_mib() -> dict[str, float]:
 
 def run_local(corpus: Path, threads: int | None) -> dict:
     from searchengine import Encoder
-    from searchengine.engine.corpus import corpus_files, read_corpus
     from searchengine.engine.indexing import document_chunks
+    from searchengine.reading.corpus import corpus_files, read_corpus
 
     encoder = Encoder(threads=threads)
     encoder.encode(["warm up the encoder"] * 64)
@@ -98,8 +98,8 @@ def run_ray(corpus: Path, workers: int, threads: int, vectors_out: Path | None) 
     import ray
 
     from searchengine import Encoder
-    from searchengine.engine.corpus import corpus_files
     from searchengine.engine.ray_embedding import RaySettings, plan_parts, ray_embedder
+    from searchengine.reading.corpus import corpus_files
 
     encoder = Encoder()  # the driver loads the model too: it names it in the manifest
     started = time.perf_counter()
@@ -141,9 +141,9 @@ def run_driver(corpus: Path, vectors_file: Path, shards: int) -> dict:
     from searchengine.indexer.index_directory import IndexDirectory
 
     from searchengine import Encoder
-    from searchengine.engine.corpus import corpus_files, read_corpus
     from searchengine.engine.indexing import CHUNK, Chunk, IndexSettings, build_index
     from searchengine.engine.ray_embedding import plan_parts
+    from searchengine.reading.corpus import corpus_files, read_corpus
 
     vectors = np.load(vectors_file)
     documents = [document for file in corpus_files(corpus) for document in read_corpus(file)]

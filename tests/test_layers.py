@@ -23,9 +23,9 @@ ALLOWED: dict[str, set[str]] = {
     "analysis": {"errors", "indexer"},
     "reading": {"errors", "indexer"},
     "engine": {"errors", "indexer", "encoding", "analysis", "reading"},
-    "server": {"errors", "indexer", "encoding", "analysis", "engine"},
-    "training": {"errors", "indexer", "encoding", "evaluation", "engine"},
-    "integrations": {"errors", "indexer", "encoding", "analysis", "engine", "server"},
+    "server": {"errors", "indexer", "encoding", "analysis", "engine", "reading"},
+    "training": {"errors", "indexer", "encoding", "evaluation", "engine", "reading"},
+    "integrations": {"errors", "indexer", "encoding", "analysis", "engine", "server", "reading"},
     "cli": {
         "errors", "indexer", "encoding", "evaluation", "analysis", "engine", "server", "training", "integrations",
         "reading",

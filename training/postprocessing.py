@@ -66,7 +66,7 @@ def load_base(base: str | Path | None, device: str | None = None, batch_size: in
 
 def read_texts(corpus: str | Path) -> list[str]:
     """The corpus's distinct texts in file order (duplicates would weigh the fitted statistics)."""
-    from searchengine.engine.corpus import read_corpus
+    from searchengine.reading.corpus import read_corpus
 
     texts = list(dict.fromkeys(document.text for document in read_corpus(corpus)))
     if not texts:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from searchengine.engine.corpus import read_corpus
 from searchengine.errors import SearchEngineError
+from searchengine.reading.corpus import read_corpus
 
 
 def read_sentences(path: Path, limit: int | None = None) -> list[str]:

@@ -18,10 +18,10 @@ from searchengine.errors import SearchEngineError
 from searchengine.reading.names import printable
 
 if TYPE_CHECKING:
-    from searchengine.engine.corpus import JsonFields
     from searchengine.engine.files import SyncReport
     from searchengine.engine.search_engine import SearchEngine
     from searchengine.indexer.store import Document
+    from searchengine.reading.corpus import JsonFields
     from searchengine.reading.file_documents import FileReport
     from searchengine.reading.file_rules import FileRules
 
@@ -68,8 +68,8 @@ def add_files(
     """Add the files under `roots` to an index (a file already in it is replaced), and record the new folders so
     `sync` reads them too. Records of .jsonl and .csv files are read with the fields the index recorded: `fields`
     other than the defaults must be the same, since `sync` reads them again that way."""
-    from searchengine.engine.corpus import JsonFields
     from searchengine.engine.files import add_roots, read_paths, recorded_fields
+    from searchengine.reading.corpus import JsonFields
 
     reading, base = add_roots(engine.reading(), roots, rules)
     if len(engine) == 0:  # an empty index (one `index --append` has just made) reads records as it is told

@@ -172,7 +172,6 @@ def index(
       searchengine index corpus-shards/ --ray head-node:6379
     """
     from searchengine.encoding.encoder import Encoder, EncoderSpeed
-    from searchengine.engine.corpus import JsonFields
     from searchengine.engine.files import (
         check_replacing,
         files_record,
@@ -183,6 +182,7 @@ def index(
     )
     from searchengine.engine.ray_embedding import RaySettings
     from searchengine.engine.search_engine import SearchEngine, default_index_dir, ensure_index
+    from searchengine.reading.corpus import JsonFields
     from searchengine.reading.file_rules import FileRules
     from searchengine.reading.walk import common_base
 

@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from searchengine.engine.corpus import STDIN, JsonFields
 from searchengine.engine.indexing import READING
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.store import Document
+from searchengine.reading.corpus import STDIN, JsonFields
 from searchengine.reading.file_documents import FileFacts, FileReport, read_files
 from searchengine.reading.file_rules import FileRules
 from searchengine.reading.walk import Skipped, common_base, shown_path

@@ -24,10 +24,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from searchengine.engine.corpus import CorpusPart, JsonFields, corpus_parts, read_part
 from searchengine.engine.indexing import CHUNK, Chunk
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.store import Document
+from searchengine.reading.corpus import CorpusPart, JsonFields, corpus_parts, read_part
 
 if TYPE_CHECKING:
     from searchengine.encoding.encoder import Encoder

@@ -19,7 +19,6 @@ from searchengine.analysis.clustering import Cluster, Clustering, cluster_index,
 from searchengine.analysis.mining_request import MiningMethod
 from searchengine.analysis.paraphrase_mining import Pair, dedupe_index, mine_documents, with_texts
 from searchengine.encoding.passages import PASSAGES_BY_DEFAULT
-from searchengine.engine.corpus import STDIN, JsonFields, corpus_files, read_corpus
 from searchengine.engine.embedding import to_index_vectors
 from searchengine.engine.files import fields_record
 from searchengine.engine.filters import Filters, conditions_of
@@ -59,6 +58,7 @@ from searchengine.indexer.shards import Vectors, load_vectors
 from searchengine.indexer.store import ClusteringRecord, Document, DocumentStore
 from searchengine.indexer.vector_index import check_trainable
 from searchengine.indexer.whitening import Whitening
+from searchengine.reading.corpus import STDIN, JsonFields, corpus_files, read_corpus
 
 if TYPE_CHECKING:  # the encoders (torch, transformers) are imported only when something encodes
     from searchengine.encoding.cross_encoder import CrossEncoder

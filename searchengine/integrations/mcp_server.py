@@ -18,13 +18,13 @@ from pydantic import Field
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from searchengine.engine.corpus import JsonFields, document_from_record
 from searchengine.engine.filters import conditions_of
 from searchengine.engine.hit_records import result_record
 from searchengine.engine.queries import check_queries
 from searchengine.engine.search_engine import SearchEngine
 from searchengine.errors import SearchEngineError
 from searchengine.integrations import MissingExtra
+from searchengine.reading.corpus import JsonFields, document_from_record
 from searchengine.server.limits import MAX_DOCUMENTS, MAX_FILTERS, MAX_K
 from searchengine.server.models import MODE_FIELD_HELP, ModeName
 from searchengine.server.reader import SearchOptions

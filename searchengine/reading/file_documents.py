@@ -11,8 +11,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from searchengine.engine.corpus import JsonFields
 from searchengine.indexer.store import Document
+from searchengine.reading.corpus import JsonFields
 from searchengine.reading.extracted import Extracted, Unreadable
 from searchengine.reading.file_rules import FileRules
 from searchengine.reading.formats import extractor_of, format_of, reads_records

@@ -1,5 +1,5 @@
 """JSON lines (.jsonl) and CSV (.csv) found in a folder: one document per record, read as a corpus file named on
-the command line is (searchengine/engine/corpus.py: the text field, by default "text", and the title and id fields
+the command line is (searchengine/reading/corpus.py: the text field, by default "text", and the title and id fields
 the index was built with), with ids `path#N` (N the record's line) or `path#ID` where the index names an id
 field. A file with one bad record is skipped whole, naming the record, so a sync never keeps half a file."""
 
@@ -9,9 +9,9 @@ import codecs
 import io
 from dataclasses import replace
 
-from searchengine.engine.corpus import JsonFields, read_records
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.store import Document
+from searchengine.reading.corpus import JsonFields, read_records
 from searchengine.reading.extracted import Unreadable
 
 WIDE_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, codecs.BOM_UTF32_BE)

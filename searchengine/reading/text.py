@@ -1,5 +1,5 @@
 """Plain text (.txt) found in a folder: the whole file one document, its paragraphs (blank-line separated) the
-blocks. A .txt named on the command line is still read one document per line (searchengine/engine/corpus.py)."""
+blocks. A .txt named on the command line is still read one document per line (searchengine/reading/corpus.py)."""
 
 from __future__ import annotations
 

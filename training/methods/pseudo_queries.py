@@ -16,8 +16,8 @@ from searchengine.training.loop import TrainingReport, TrainingSettings, cycle, 
 from searchengine.training.objectives.contrastive import info_nce
 from searchengine.training.sentence_model import SentenceModel, TrainablePooling
 
-from searchengine.engine.corpus import read_corpus
 from searchengine.errors import SearchEngineError
+from searchengine.reading.corpus import read_corpus
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 """Where a sentence ends: . ! or ? and white space before a capital, a digit or an opening quote or bracket."""

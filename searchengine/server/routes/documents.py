@@ -9,9 +9,9 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
 
-from searchengine.engine.corpus import JsonFields, document_from_record
 from searchengine.engine.search_engine import SearchEngine
 from searchengine.errors import SearchEngineError
+from searchengine.reading.corpus import JsonFields, document_from_record
 from searchengine.server.models import AddedOut, DeletedOut, DocumentsRequest
 from searchengine.server.served_index import ServedIndex
 from searchengine.server.state import Index, answer, check_writes

@@ -258,7 +258,7 @@ def test_cli_query_rerank_text_output(engine: SearchEngine, tiny_cross: Path) ->
         app, ["query", "cat", "-k", "2", "-d", str(engine.path), "--rerank", str(tiny_cross), "--mode", "dense"]
     )
     assert all("(cos " in line for line in dense.stdout.strip().splitlines())
-    assert "from the top 100 by cosine: cross-encoder score, then cosine)" in dense.stderr
+    assert "from the top 100 by dense search: cross-encoder score, then cosine)" in dense.stderr
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,6 @@ from typer.testing import CliRunner
 from searchengine.cli import app
 from searchengine.encoding import precision
 from searchengine.encoding.encoder import Encoder
-from searchengine.engine.corpus import JsonFields, corpus_files, read_corpus, read_part
 from searchengine.engine.ray_embedding import (
     EncoderWorker,
     RaySettings,
@@ -30,6 +29,7 @@ from searchengine.engine.ray_embedding import (
 )
 from searchengine.engine.search_engine import SearchEngine
 from searchengine.errors import SearchEngineError
+from searchengine.reading.corpus import JsonFields, corpus_files, read_corpus, read_part
 from tests.conftest import WORDS
 
 QUERIES = ["reset my password", "a cold storm with snow", "bake bread in the oven", "the king of the empire"]

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from searchengine.engine.corpus import JsonFields
 from searchengine.errors import SearchEngineError
+from searchengine.reading.corpus import JsonFields
 from searchengine.reading.file_documents import FileFacts, FileReport, read_files
 from searchengine.reading.file_rules import FileRules
 from searchengine.reading.walk import common_base

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from searchengine.indexer.store import Document
 
-from searchengine.engine.corpus import JsonFields, corpus_files, corpus_parts, read_corpus, read_part
 from searchengine.errors import SearchEngineError
+from searchengine.reading.corpus import JsonFields, corpus_files, corpus_parts, read_corpus, read_part
 
 
 def _write(path: Path, data: bytes) -> Path:
@@ -314,7 +314,7 @@ def test_broken_gzip_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_a_record_becomes_a_document_as_a_jsonl_line_would() -> None:
-    from searchengine.engine.corpus import JsonFields, document_from_record
+    from searchengine.reading.corpus import JsonFields, document_from_record
 
     record = {"text": "  hello  ", "id": 7, "lang": "en"}
     document = document_from_record(record, "document 1", JsonFields(id="id"))
