@@ -208,6 +208,7 @@ def index(
         corpus = " ".join(inputs) if files else inputs[0]
         roots = [Path(name) for name in inputs]
         rules = FileRules(tuple(include), tuple(exclude), max_file_size)
+        fields = JsonFields(text_field, title_field, id_field)
         if append:
             refuse_rebuild_options(index_type, whiten_k, whiten_fit, pooling, template, denoise, passages, shards)
             if ray is not None:
@@ -217,11 +218,8 @@ def index(
             if not files and not jsonl and whole is None and inside_folders_read(engine.reading(), roots):
                 files = True  # a .jsonl or .csv in the index's folders is added as `sync` reads it, ids and all
             if files:
-                files_report = add_files(
-                    engine, roots, rules, strict, not quiet, JsonFields(text_field, title_field, id_field)
-                )
+                files_report = add_files(engine, roots, rules, strict, not quiet, fields)
             else:
-                fields = JsonFields(text_field, title_field, id_field)
                 if fields.plain and (fmt or corpus.removesuffix(".gz").endswith((".jsonl", ".csv"))):
                     fields = recorded_fields(engine.reading()) or fields
                 engine.add(
@@ -237,7 +235,6 @@ def index(
                 raise SearchEngineError("--whiten-fit says what to fit whitening on; add --whiten-k K to use it")
             check_replacing(target, roots, replace)
             if files:
-                fields = JsonFields(text_field, title_field, id_field)
                 documents, files_report = read_paths(roots, rules, progress=not quiet, fields=fields)
                 check_files_read(files_report, documents, roots, strict)
                 source, options = (

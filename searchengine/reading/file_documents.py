@@ -159,7 +159,10 @@ def _records(found: Found, data: bytes, fields: JsonFields, facts: dict) -> list
             "sections": [[0, f"line {document.line}"]],
             "record": document.line,
         }
-        documents.append(Document(document.text, str(found.path), document.line, metadata, document.external_id))
+        record_id = document.line if document.external_id is None else document.external_id
+        documents.append(
+            Document(document.text, str(found.path), document.line, metadata, f"{found.shown}#{record_id}")
+        )
     return documents
 
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import codecs
 import io
-from dataclasses import replace
 
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.store import Document
@@ -19,9 +18,9 @@ WIDE_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, codecs.BOM_UTF32_BE)
 
 
 def records(data: bytes, name: str, fields: JsonFields) -> list[Document]:
-    """The documents of one record file's bytes (none for a file without records), with their record ids
-    (`name#N` or `name#ID`) as external ids; a file that is not valid records is Unreadable, with its first
-    problem."""
+    """The documents of one record file's bytes (none for a file without records), as `read_corpus` reads them:
+    the id field's value (where the index names one) as external id; a file that is not valid records is
+    Unreadable, with its first problem."""
     if data.startswith(WIDE_BOMS):
         raise Unreadable(
             "is UTF-16 or UTF-32 text (it starts with a byte order mark); convert it to UTF-8, e.g. "
@@ -34,9 +33,4 @@ def records(data: bytes, name: str, fields: JsonFields) -> list[Document]:
     for document in read:  # an empty id would fall back to a line's id, which another record's id may be
         if document.external_id == "":
             raise Unreadable(f'line {document.line} has an empty "{fields.id}" field (the id); give every record an id')
-    return [
-        replace(
-            document, external_id=f"{name}#{document.line if document.external_id is None else document.external_id}"
-        )
-        for document in read
-    ]
+    return read
