@@ -4,9 +4,12 @@ along which passages are cut. A file that cannot be read is skipped with its rea
 
 from __future__ import annotations
 
+import gzip
 import hashlib
+import io
 import os
 import stat
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,13 +18,15 @@ from searchengine.indexer.store import Document
 from searchengine.reading.corpus import JsonFields
 from searchengine.reading.extracted import Extracted, Unreadable
 from searchengine.reading.file_rules import FileRules
-from searchengine.reading.formats import extractor_of, format_of, reads_records
+from searchengine.reading.formats import extractor_of, format_of, is_gzipped, reads_records, unzipped_name
 from searchengine.reading.names import printable
 from searchengine.reading.records import records
 from searchengine.reading.walk import Found, Skipped, find_files
 
 FILE_FIELDS = ("path", "file", "format", "title", "sections", "page", "record", "size", "mtime_ns", "sha256")
-"""Metadata every document read from a file has; the file's own fields (front matter) never replace these."""
+"""Metadata every document read from a file has; the file's own fields (front matter, a record's fields) never
+replace these: one of the same name is kept as `own_` + its name (`own_path`), a title that is the title aside."""
+OWN = "own_"
 
 
 @dataclass
@@ -113,6 +118,8 @@ def _read_one(
         "sha256": digest,
     }
     try:
+        if is_gzipped(found.path):
+            data = _unzipped(data, rules.max_mb)
         if reads_records(found.path):
             return _records(found, data, fields, facts) or skipped("holds no record with text", keeps=False)
         extracted = extractor_of(found.path)(data, found.shown)
@@ -123,9 +130,9 @@ def _read_one(
     text = extracted.text
     if not text.strip():
         return skipped("holds no text", keeps=False)
-    facts["title"] = extracted.title or found.path.stem
+    facts["title"] = extracted.title or unzipped_name(found.path).stem
     facts["sections"] = [[start, label] for start, label in extracted.sections]
-    own = _own(extracted.metadata)
+    own = _own(extracted.metadata, facts["title"])
     if not extracted.paged:
         return [
             Document(
@@ -141,21 +148,51 @@ def _read_one(
     return list(_pages(found, extracted, {**own, **facts}))
 
 
-def _own(metadata: dict) -> dict:
-    """A file's or record's own fields, less those every document read from a file has."""
-    return {key: value for key, value in metadata.items() if key not in FILE_FIELDS}
+def _unzipped(data: bytes, max_mb: float) -> bytes:
+    """The bytes a gzipped file holds, no more of them than the size limit allows (a small file may unzip to
+    gigabytes); a damaged gzip stream is Unreadable."""
+    limit = max_mb * 1e6
+    chunks, size = [], 0
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as unzipped:
+            while chunk := unzipped.read(1 << 20):
+                size += len(chunk)
+                if size > limit:
+                    raise Unreadable(f"unzips to more than the {max_mb:g} MB limit (--max-file-size)")
+                chunks.append(chunk)
+    except (OSError, EOFError, zlib.error) as exc:
+        raise Unreadable(f"is not a readable gzip file ({exc})") from None
+    return b"".join(chunks)
+
+
+def _own(metadata: dict, title: object) -> dict:
+    """A file's or record's own fields (front matter, a record's other fields) to keep beside the file's: all of
+    them, less a `title` that is the document's title; one named like a field every document read from a file has
+    (`path`, `record`...) is kept as `own_path`, `own_record` (`own_own_path` where the record has an `own_path`
+    too), since `sync`, hits and filters read the file's under those names."""
+    own = {}
+    for key, value in metadata.items():
+        if key == "title" and isinstance(value, str) and value.strip() == title:
+            continue
+        name = key
+        while name in FILE_FIELDS or (name != key and name in metadata):
+            name = OWN + name
+        own[name] = value
+    return own
 
 
 def _records(found: Found, data: bytes, fields: JsonFields, facts: dict) -> list[Document]:
     """One document per record of a .jsonl or .csv file, ids `path#N` (its line) or `path#ID` (its id field):
-    the record's fields are its metadata, its title field (where the index names one) its title."""
+    the record's fields are its metadata, its title field (where the index names one, else its own `title`, where
+    that is text) its title."""
     documents = []
     for document in records(data, found.shown, fields):
-        title = document.metadata.get(fields.title) if fields.title is not None else None
+        title = document.metadata.get("title" if fields.title is None else fields.title)
+        title = title.strip() if isinstance(title, str) and title.strip() else unzipped_name(found.path).stem
         metadata = {
-            **_own(document.metadata),
+            **_own(document.metadata, title),
             **facts,
-            "title": title or found.path.stem,
+            "title": title,
             "sections": [[0, f"line {document.line}"]],
             "record": document.line,
         }

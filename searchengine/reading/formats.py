@@ -1,5 +1,7 @@
 """Which extractor reads which file, by its suffix: a new format is one module with an `extract(data, name)`
-function plus one line here. Record files (.jsonl, .csv) are read record by record instead (reading/records.py)."""
+function plus one line here. Record files (.jsonl, .csv) are read record by record instead (reading/records.py).
+A gzipped file (`notes.jsonl.gz`) is read as the file it holds (`notes.jsonl`), as a corpus file named on the
+command line is."""
 
 from __future__ import annotations
 
@@ -25,21 +27,33 @@ RECORD_FORMATS = {".jsonl": "jsonl", ".csv": "csv"}
 CORPUS_FORMATS = ("text", *RECORD_FORMATS.values())
 """Formats a file named alone on the command line is read in as a corpus: one document per line or record."""
 SUFFIXES = tuple(sorted([*EXTRACTORS, *RECORD_FORMATS]))
-"""Every suffix read from folders."""
+"""Every suffix read from folders (each of them gzipped too: `.jsonl.gz`)."""
+GZIP = ".gz"
+
+
+def is_gzipped(path: Path) -> bool:
+    """Whether a file is gzipped, by its name: `notes.jsonl.gz`."""
+    return path.suffix.lower() == GZIP
+
+
+def unzipped_name(path: Path) -> Path:
+    """The name of the file a gzipped file holds (`notes.jsonl` for `notes.jsonl.gz`); other names as they are."""
+    return path.with_suffix("") if is_gzipped(path) else path
 
 
 def format_of(path: Path) -> str | None:
-    """The format a file is read as, None for a suffix no extractor reads."""
-    suffix = path.suffix.lower()
+    """The format a file is read as (that of the file it holds, for a gzipped one), None for a suffix no extractor
+    reads."""
+    suffix = unzipped_name(path).suffix.lower()
     found = EXTRACTORS.get(suffix)
     return found[0] if found else RECORD_FORMATS.get(suffix)
 
 
 def reads_records(path: Path) -> bool:
-    """Whether a file's records (lines, rows) are its documents: a .jsonl or .csv."""
-    return path.suffix.lower() in RECORD_FORMATS
+    """Whether a file's records (lines, rows) are its documents: a .jsonl or .csv (gzipped or not)."""
+    return unzipped_name(path).suffix.lower() in RECORD_FORMATS
 
 
 def extractor_of(path: Path) -> Extractor:
     """The extractor of a file whose format is known and not a record format (`format_of` is not None)."""
-    return EXTRACTORS[path.suffix.lower()][1]
+    return EXTRACTORS[unzipped_name(path).suffix.lower()][1]

@@ -3,6 +3,7 @@ what it reads."""
 
 from __future__ import annotations
 
+import gzip
 import os
 from pathlib import Path
 
@@ -127,7 +128,8 @@ def test_each_record_of_a_jsonl_or_csv_file_in_a_folder_is_a_document(tmp_path: 
     assert report.read == {"jsonl": 1, "csv": 1}
     kettle = documents["facts.jsonl#1"]
     assert kettle.text == "Kettles boil water." and kettle.line == 1
-    assert kettle.metadata["path"] == "facts.jsonl" and kettle.metadata["id"] == "k1"  # the file's path wins
+    assert kettle.metadata["path"] == "facts.jsonl" and kettle.metadata["id"] == "k1"  # the file's path stays
+    assert kettle.metadata["own_path"] == "mine" and kettle.metadata["title"] == "Kitchen"  # the record's, kept
     assert kettle.metadata["sections"] == [[0, "line 1"]] and kettle.metadata["record"] == 1
     assert documents["rows.csv#4"].metadata["year"] == "2023" and documents["rows.csv#4"].metadata["format"] == "csv"
 
@@ -174,18 +176,67 @@ def test_a_record_with_an_empty_id_skips_its_file_rather_than_taking_a_line_id(t
     ]
 
 
-def test_a_utf16_record_file_is_skipped_saying_to_convert_it(tmp_path: Path) -> None:
+def test_record_files_are_decoded_as_text_files_are_utf16_and_utf32_by_their_mark(tmp_path: Path) -> None:
     root = tmp_path / "data"
     root.mkdir()
     (root / "facts.jsonl").write_bytes('{"text": "Kettles boil."}\n'.encode("utf-16"))
-    (root / "rows.csv").write_bytes("text\nTrains leave.\n".encode("utf-16-be").join([b"\xfe\xff", b""]))
+    (root / "rows.csv").write_bytes(b"\xfe\xff" + "text\nTrains leave.\n".encode("utf-16-be"))
+    (root / "owls.txt").write_bytes("Owls hunt.".encode("utf-32"))
+    (root / "bad.jsonl").write_bytes(b"\xff\xfe{")  # a mark, then half a UTF-16 character
     documents, report = _read([root])
-    assert documents == {}
-    assert {skip.shown: skip.reason for skip in report.skipped} == dict.fromkeys(
-        ["facts.jsonl", "rows.csv"],
-        "is UTF-16 or UTF-32 text (it starts with a byte order mark); convert it to UTF-8, e.g. "
-        "`iconv -f utf-16 -t utf-8`",
+    assert {key: doc.text for key, doc in documents.items()} == {
+        "facts.jsonl#1": "Kettles boil.",
+        "rows.csv#2": "Trains leave.",
+        "owls.txt": "Owls hunt.",
+    }
+    assert [(skip.shown, skip.reason) for skip in report.skipped] == [
+        ("bad.jsonl", "starts as UTF-16 (a byte order mark) but is not valid UTF-16; convert it to UTF-8")
+    ]
+
+
+def test_a_record_or_front_matter_keeps_its_title_and_fields_named_like_the_files(tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    root.mkdir()
+    (root / "facts.jsonl").write_text(
+        '{"text": "Kettles boil.", "title": " Kitchen ", "path": "a/b", "own_path": "x", "size": 3, "head": "H"}\n'
+        '{"text": "Sun.", "title": 5}\n',
+        encoding="utf-8",
     )
+    documents, _ = _read([root])
+    kettle, sun = documents["facts.jsonl#1"].metadata, documents["facts.jsonl#2"].metadata
+    size = (root / "facts.jsonl").stat().st_size
+    assert (kettle["title"], kettle["path"], kettle["size"], kettle["head"]) == ("Kitchen", "facts.jsonl", size, "H")
+    assert (kettle["own_path"], kettle["own_own_path"], kettle["own_size"]) == ("x", "a/b", 3)
+    assert "own_title" not in kettle and (sun["title"], sun["own_title"]) == ("facts", 5)  # a title is text
+
+    report = FileReport()  # a title field named: the record's own title is kept beside it
+    titled = list(read_files([root], root, FileRules(), report, None, JsonFields(title="head")))
+    assert (titled[0].metadata["title"], titled[0].metadata["own_title"]) == ("H", " Kitchen ")
+    assert titled[0].text == "H Kettles boil."
+
+    (root / "note.md").write_text("---\ntitle: Note\npath: elsewhere\n---\n\nText.\n", encoding="utf-8")
+    note = _read([root])[0]["note.md"].metadata  # front matter follows the same rule
+    assert (note["title"], note["path"], note["own_path"]) == ("Note", "note.md", "elsewhere")
+
+
+def test_gzipped_files_in_a_folder_are_read_as_the_files_they_hold(tmp_path: Path) -> None:
+    root = tmp_path / "data"
+    root.mkdir()
+    (root / "facts.jsonl.gz").write_bytes(gzip.compress(b'{"text": "Kettles boil."}\n'))
+    (root / "rows.CSV.gz").write_bytes(gzip.compress(b"text\nTrains leave.\n"))
+    (root / "owls.txt.gz").write_bytes(gzip.compress(b"Owls hunt."))
+    (root / "large.md.gz").write_bytes(gzip.compress(b"word " * 300_000))  # 6 KB that unzip to 1.5 MB
+    (root / "broken.jsonl.gz").write_bytes(b"not gzip")
+    (root / "changelog.gz").write_bytes(gzip.compress(b"no format"))  # no suffix read: passed over, as .xlsx is
+    documents, report = _read([root], FileRules(max_mb=1))
+    assert sorted(documents) == ["facts.jsonl.gz#1", "owls.txt.gz", "rows.CSV.gz#2"]
+    assert report.read == {"jsonl": 1, "csv": 1, "text": 1} and documents["owls.txt.gz"].metadata["title"] == "owls"
+    assert documents["facts.jsonl.gz#1"].metadata["title"] == "facts"
+    reasons = {skip.shown: skip.reason for skip in report.skipped}
+    assert reasons == {
+        "broken.jsonl.gz": "is not a readable gzip file (Not a gzipped file (b'no'))",
+        "large.md.gz": "unzips to more than the 1 MB limit (--max-file-size)",
+    }
 
 
 def test_a_csv_record_with_line_breaks_in_a_cell_is_named_by_the_line_it_starts_on(tmp_path: Path) -> None:
