@@ -4,7 +4,6 @@ them and to encode a text once), it never merges them."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
@@ -12,7 +11,7 @@ from typing import Any
 import numpy as np
 import sqlite_utils
 from searchengine.indexer.counters import read_counter
-from searchengine.indexer.documents import StoredDocument
+from searchengine.indexer.documents import StoredDocument, readable_metadata
 from searchengine.indexer.errors import UnknownDocumentError
 from searchengine.indexer.keyword_table import enable_keyword_index
 from searchengine.indexer.sql_chunks import in_chunks
@@ -80,7 +79,7 @@ class DocumentTable(StoreTable):
             )
         return {
             row_id: StoredDocument(
-                row_id, text, source, line, json.loads(metadata or "{}"), sharing.get(digest, 1), external_id
+                row_id, text, source, line, readable_metadata(metadata), sharing.get(digest, 1), external_id
             )
             for row_id, text, source, line, metadata, digest, external_id in rows
         }

@@ -580,3 +580,24 @@ def test_metadata_nested_too_deeply_is_refused_before_anything_is_written(store:
     with pytest.raises(IndexerError, match="document 2 has metadata nested more than 64 levels deep; flatten it"):
         store.add([Document("fine"), Document("deep", metadata={"d": deep})])
     assert store.count() == 1
+
+
+def test_a_row_with_metadata_nested_deeper_than_the_limit_is_read_without_it(store: DocumentStore) -> None:
+    """An index written before the limit may hold such rows: reading them must not fail every query."""
+    store.add([Document("fine", metadata={"lang": "en"}), Document("deep"), Document("deeper")])
+    store.documents.db.execute(
+        "UPDATE documents SET metadata = ? WHERE id = 1", ['{"lang": "de", "d": ' + "[" * 100 + "]" * 100 + "}"]
+    )
+    store.documents.db.execute("UPDATE documents SET metadata = ? WHERE id = 2", ["[" * 5000 + "]" * 5000])
+    rows = store.get([0, 1, 2])
+    assert rows[0].metadata == {"lang": "en"}
+    assert rows[1].metadata == {
+        "lang": "de",
+        "unreadable_metadata": '"d" nested more than 64 levels deep, left out; add the document again with flatter '
+        "metadata to show it",
+    }
+    assert rows[2].metadata == {
+        "unreadable_metadata": "nested too deeply to read; add the document again with flatter metadata to show it"
+    }
+    stored = store.documents.db.execute("SELECT metadata FROM documents WHERE id = 1").fetchone()[0]
+    assert stored.count("[") == 100  # what is stored is kept

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -142,3 +143,23 @@ def test_the_query_words_of_a_snippet_are_bold_on_a_terminal(index_dir: Path) ->
     assert "\x1b[1mpiano\x1b[0m" in styled.stdout
     plain = run("query", "piano", "--mode", "keyword", "-d", index_dir)  # not a terminal: no escape codes
     assert "\x1b" not in plain.stdout and "piano" in plain.stdout
+
+
+def test_a_query_shows_a_hit_whose_stored_metadata_nests_past_the_limit(index_dir: Path) -> None:
+    """An index written before metadata nesting was limited may hold such a row; every query finding it failed."""
+    (database,) = index_dir.glob("documents.*.db")
+    with sqlite3.connect(database) as connection:
+        connection.execute(
+            "UPDATE documents SET metadata = ? WHERE text = 'the cat sat on the mat'",
+            ['{"lang": "en", "d": ' + "[" * 900 + "]" * 900 + "}"],
+        )
+    connection.close()
+    result = run("query", "the cat sat on the mat", "-k", "1", "--json", "-d", index_dir)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["hits"][0]["metadata"] == {
+        "lang": "en",
+        "unreadable_metadata": '"d" nested more than 64 levels deep, left out; add the document again with flatter '
+        "metadata to show it",
+    }
+    filtered = run("query", "the cat sat on the mat", "-k", "1", "--where", "lang=en", "-d", index_dir)
+    assert filtered.exit_code == 0 and filtered.stdout.rstrip().endswith("the cat sat on the mat"), filtered.output
