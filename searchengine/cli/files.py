@@ -55,9 +55,14 @@ def check_files_read(report: FileReport, documents: list[Document], roots: list[
         )
     if not documents:
         names = ", ".join(map(str, roots))
+        skipped = report.skipped[0] if report.skipped else None
         raise SearchEngineError(
-            f"found no file to read in {names} (Markdown, HTML, PDF or .txt"
-            + (f"; {counted(len(report.skipped), 'file')} skipped" if report.skipped else "")
+            f"found no file to read in {names} (Markdown, HTML, PDF, .txt, .jsonl or .csv, gzipped or not"
+            + (
+                f"; {counted(len(report.skipped), 'file')} skipped, e.g. {skipped.shown}: {skipped.reason}"
+                if skipped
+                else ""
+            )
             + ")"
         )
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -217,3 +218,27 @@ def test_sync_of_a_file_also_read_through_its_folder_warns_of_nothing(tmp_path: 
     assert result.exit_code == 0 and "0 skipped" in result.output and "unmounted" not in result.output, result.output
     (root / "garden.md").unlink()
     assert "0 added, 0 updated, 1 removed" in run("sync", "-d", index).output
+
+
+def test_gzipped_and_utf16_record_files_in_a_folder_are_indexed_and_synced(tmp_path: Path, tiny_model: Path) -> None:
+    root = tmp_path / "data"
+    root.mkdir()
+    (root / "facts.jsonl.gz").write_bytes(
+        gzip.compress(b'{"text": "Kettles boil.", "title": "Kitchen", "path": "a"}\n')
+    )
+    (root / "rows.csv").write_bytes("text\nTrains leave at noon.\n".encode("utf-16"))
+    index = tmp_path / "i"
+    result = run("index", root, "-d", index, "--model", tiny_model)
+    assert result.exit_code == 0 and "Read 2 files (1 csv, 1 jsonl)." in result.output, result.output
+    hits = json.loads(run("query", "kettles trains", "-d", index, "--json", "--mode", "keyword").output)["hits"]
+    assert sorted(hit["external_id"] for hit in hits) == ["facts.jsonl.gz#1", "rows.csv#2"]
+    kettle = next(hit["metadata"] for hit in hits if hit["external_id"] == "facts.jsonl.gz#1")
+    assert (kettle["title"], kettle["path"], kettle["own_path"]) == ("Kitchen", "facts.jsonl.gz", "a")
+    (root / "facts.jsonl.gz").write_bytes(gzip.compress(b'{"text": "Kettles whistle."}\n'))
+    result = run("sync", "-d", index)
+    assert "0 added, 1 updated, 0 removed" in result.output and "~ facts.jsonl.gz" in result.output, result.output
+
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "cut.jsonl.gz").write_bytes(b"not gzip")
+    result = run("index", tmp_path / "bad", "-d", tmp_path / "j", "--model", tiny_model)
+    assert_one_line_error(result, "1 file skipped, e.g. cut.jsonl.gz: is not a readable gzip file")
