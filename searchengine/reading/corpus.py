@@ -1,5 +1,5 @@
 """Read a corpus as a stream of documents: .txt (one per line), .jsonl (a "text" field), .csv (a "text" column),
-any of them gzipped, or '-' for stdin."""
+any of them gzipped, or '-' for stdin; UTF-8, or UTF-16 or UTF-32 behind a byte order mark (reading/byte_order.py)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from typing import BinaryIO
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.documents import MAX_METADATA_DEPTH, nested_beyond
 from searchengine.indexer.store import Document, lone_surrogate
+from searchengine.reading.byte_order import is_recoded, utf8_stream
 
 STDIN = "-"
 # A line ends at \n, \r\n or a lone \r (old Mac files, some exports), as Python's universal newlines read text.
@@ -67,7 +68,7 @@ def read_corpus(source: str | Path, jsonl: bool | None = None, fields: JsonField
         return
     jsonl = _reads_jsonl(name, jsonl, fields)
     if name == STDIN:
-        yield from _read_lines(sys.stdin.buffer, "<stdin>", jsonl, fields)
+        yield from _read_lines(utf8_stream(sys.stdin.buffer, "<stdin>"), "<stdin>", jsonl, fields)
         return
     path = Path(source)
     if path.is_dir():
@@ -148,6 +149,10 @@ def corpus_parts(
         raise SearchEngineError(f"{name}: --ray reads .txt and .jsonl corpus files; convert the CSV to JSON lines")
     jsonl = _reads_jsonl(name, jsonl, fields)
     with _opened(Path(source)) as handle:
+        if is_recoded(handle):  # UTF-16 or UTF-32, re-encoded as it is read: its offsets are not the file's
+            raise SearchEngineError(
+                f"{name}: --ray reads UTF-8 corpus files; convert it, e.g. `iconv -f utf-16 -t utf-8 {name}`"
+            )
         offset = start = count = 0
         first = 1
         for number, raw in enumerate(_lines(handle), start=1):
@@ -185,8 +190,8 @@ def _reads_jsonl(name: str, jsonl: bool | None, fields: JsonFields) -> bool:
 
 @contextmanager
 def _opened(path: Path) -> Iterator[BinaryIO]:
-    """The file's bytes, decompressed when its name ends in .gz; a missing or unreadable file, or a broken gzip
-    stream while it is read, is one SearchEngineError."""
+    """The file's bytes, decompressed when its name ends in .gz, as UTF-8 (reading/byte_order.py); a missing or
+    unreadable file, or a broken gzip stream while it is read, is one SearchEngineError."""
     try:
         handle = path.open("rb")
     except FileNotFoundError:
@@ -199,11 +204,11 @@ def _opened(path: Path) -> Iterator[BinaryIO]:
         raise SearchEngineError(f"{path} is a device, not a corpus file; name a .txt, .jsonl or .csv file")
     with handle:
         if not str(path).endswith(".gz"):
-            yield handle
+            yield utf8_stream(handle, str(path))
             return
         with gzip.open(handle) as unzipped:
             try:
-                yield unzipped
+                yield utf8_stream(unzipped, str(path))
             except (OSError, EOFError) as exc:
                 raise SearchEngineError(f"{path} is not a readable gzip file ({exc})") from None
 

@@ -2,7 +2,7 @@
 the command line is (searchengine/reading/corpus.py: the text field, by default "text", and the title and id fields
 the index was built with), with ids `path#N` (N the record's line) or `path#ID` where the index names an id
 field. A file with one bad record is skipped whole, naming the record, so a sync never keeps half a file. Their
-bytes are decoded as plain text's are (reading/text.py: UTF-8, or UTF-16 or UTF-32 after a byte order mark)."""
+bytes are decoded as plain text's are (reading/byte_order.py: UTF-8, or UTF-16 or UTF-32 after a byte order mark)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import io
 
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.store import Document
+from searchengine.reading.byte_order import as_utf8
 from searchengine.reading.corpus import JsonFields, read_records
 from searchengine.reading.extracted import Unreadable
-from searchengine.reading.text import as_utf8
 
 
 def records(data: bytes, name: str, fields: JsonFields) -> list[Document]:

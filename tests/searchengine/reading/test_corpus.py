@@ -185,10 +185,30 @@ def test_nul_bytes_are_reported_as_binary(tmp_path: Path) -> None:
     assert "binary" in message
 
 
-def test_utf16_file_is_reported_as_binary(tmp_path: Path) -> None:
-    message = _error(_write(tmp_path / "utf16.txt", "hello\nworld\n".encode("utf-16")))
-    assert "line 1" in message
-    assert "NUL" in message
+def test_utf16_and_utf32_files_are_read_by_their_byte_order_mark_keeping_line_numbers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import gzip
+
+    text = "hello\n\nwörld\rlone CR\r\nlast\u2028same line\n"
+    expected = [("hello", 1), ("wörld", 3), ("lone CR", 4), ("last\u2028same line", 5)]
+    for name, data in [
+        ("utf16.txt", text.encode("utf-16")),
+        ("utf16be.txt", b"\xfe\xff" + text.encode("utf-16-be")),
+        ("utf32.txt.gz", gzip.compress(text.encode("utf-32"))),
+    ]:
+        assert [(d.text, d.line) for d in read_corpus(_write(tmp_path / name, data))] == expected, name
+    monkeypatch.setattr(sys, "stdin", _FakeStdin('{"text": "piped"}\n'.encode("utf-16")))
+    assert [d.text for d in read_corpus("-", jsonl=True)] == ["piped"]
+    rows = _write(tmp_path / "rows.csv", "text,n\nfirst,1\n".encode("utf-16"))
+    assert [(d.text, d.metadata) for d in read_corpus(rows)] == [("first", {"n": "1"})]
+
+
+def test_a_file_that_is_not_what_its_byte_order_mark_says_is_one_error(tmp_path: Path) -> None:
+    path = _write(tmp_path / "cut.jsonl", '{"text": "fine"}\n'.encode("utf-16") + b"\x00")
+    assert _error(path) == f"{path} starts as UTF-16 (a byte order mark) but is not valid UTF-16; convert it to UTF-8"
+    with pytest.raises(SearchEngineError, match="--ray reads UTF-8 corpus files"):
+        list(corpus_parts(_write(tmp_path / "wide.txt", "one\n".encode("utf-16"))))
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,15 @@ def _read(roots: list[Path], rules: FileRules = FileRules(), known: dict | None 
     return documents, report
 
 
+def _folder(tmp_path: Path, files: dict[str, bytes]) -> Path:
+    """A folder `data` holding `files` (name -> bytes)."""
+    root = tmp_path / "data"
+    root.mkdir()
+    for name, data in files.items():
+        (root / name).write_bytes(data)
+    return root
+
+
 def test_a_folder_is_read_recursively_by_format_leaving_out_hidden_files(tmp_path: Path) -> None:
     documents, report = _read([notes_folder(tmp_path / "notes")])
     assert sorted(documents) == [
@@ -177,12 +186,15 @@ def test_a_record_with_an_empty_id_skips_its_file_rather_than_taking_a_line_id(t
 
 
 def test_record_files_are_decoded_as_text_files_are_utf16_and_utf32_by_their_mark(tmp_path: Path) -> None:
-    root = tmp_path / "data"
-    root.mkdir()
-    (root / "facts.jsonl").write_bytes('{"text": "Kettles boil."}\n'.encode("utf-16"))
-    (root / "rows.csv").write_bytes(b"\xfe\xff" + "text\nTrains leave.\n".encode("utf-16-be"))
-    (root / "owls.txt").write_bytes("Owls hunt.".encode("utf-32"))
-    (root / "bad.jsonl").write_bytes(b"\xff\xfe{")  # a mark, then half a UTF-16 character
+    root = _folder(
+        tmp_path,
+        {
+            "facts.jsonl": '{"text": "Kettles boil."}\n'.encode("utf-16"),
+            "rows.csv": b"\xfe\xff" + "text\nTrains leave.\n".encode("utf-16-be"),
+            "owls.txt": "Owls hunt.".encode("utf-32"),
+            "bad.jsonl": b"\xff\xfe{",  # a mark, then half a UTF-16 character
+        },
+    )
     documents, report = _read([root])
     assert {key: doc.text for key, doc in documents.items()} == {
         "facts.jsonl#1": "Kettles boil.",
@@ -195,17 +207,19 @@ def test_record_files_are_decoded_as_text_files_are_utf16_and_utf32_by_their_mar
 
 
 def test_a_record_or_front_matter_keeps_its_title_and_fields_named_like_the_files(tmp_path: Path) -> None:
-    root = tmp_path / "data"
-    root.mkdir()
-    (root / "facts.jsonl").write_text(
-        '{"text": "Kettles boil.", "title": " Kitchen ", "path": "a/b", "own_path": "x", "size": 3, "head": "H"}\n'
-        '{"text": "Sun.", "title": 5}\n',
-        encoding="utf-8",
+    records = (
+        b'{"text": "Kettles boil.", "title": " Kitchen ", "path": "a/b", "own_path": "x", "size": 3, "head": "H"}\n'
+        b'{"text": "Sun.", "title": 5}\n'
     )
+    root = _folder(tmp_path, {"facts.jsonl": records})
     documents, _ = _read([root])
     kettle, sun = documents["facts.jsonl#1"].metadata, documents["facts.jsonl#2"].metadata
-    size = (root / "facts.jsonl").stat().st_size
-    assert (kettle["title"], kettle["path"], kettle["size"], kettle["head"]) == ("Kitchen", "facts.jsonl", size, "H")
+    assert (kettle["title"], kettle["path"], kettle["size"], kettle["head"]) == (
+        "Kitchen",
+        "facts.jsonl",
+        len(records),
+        "H",
+    )
     assert (kettle["own_path"], kettle["own_own_path"], kettle["own_size"]) == ("x", "a/b", 3)
     assert "own_title" not in kettle and (sun["title"], sun["own_title"]) == ("facts", 5)  # a title is text
 
@@ -220,14 +234,15 @@ def test_a_record_or_front_matter_keeps_its_title_and_fields_named_like_the_file
 
 
 def test_gzipped_files_in_a_folder_are_read_as_the_files_they_hold(tmp_path: Path) -> None:
-    root = tmp_path / "data"
-    root.mkdir()
-    (root / "facts.jsonl.gz").write_bytes(gzip.compress(b'{"text": "Kettles boil."}\n'))
-    (root / "rows.CSV.gz").write_bytes(gzip.compress(b"text\nTrains leave.\n"))
-    (root / "owls.txt.gz").write_bytes(gzip.compress(b"Owls hunt."))
-    (root / "large.md.gz").write_bytes(gzip.compress(b"word " * 300_000))  # 6 KB that unzip to 1.5 MB
-    (root / "broken.jsonl.gz").write_bytes(b"not gzip")
-    (root / "changelog.gz").write_bytes(gzip.compress(b"no format"))  # no suffix read: passed over, as .xlsx is
+    files = {
+        "facts.jsonl.gz": gzip.compress(b'{"text": "Kettles boil."}\n'),
+        "rows.CSV.gz": gzip.compress(b"text\nTrains leave.\n"),
+        "owls.txt.gz": gzip.compress(b"Owls hunt."),
+        "large.md.gz": gzip.compress(b"word " * 300_000),  # 6 KB that unzip to 1.5 MB
+        "broken.jsonl.gz": b"not gzip",
+        "changelog.gz": gzip.compress(b"no format"),  # no suffix read: passed over, as .xlsx is
+    }
+    root = _folder(tmp_path, files)
     documents, report = _read([root], FileRules(max_mb=1))
     assert sorted(documents) == ["facts.jsonl.gz#1", "owls.txt.gz", "rows.CSV.gz#2"]
     assert report.read == {"jsonl": 1, "csv": 1, "text": 1} and documents["owls.txt.gz"].metadata["title"] == "owls"
