@@ -78,12 +78,19 @@ one could not be shown (Python's recursion limit)."""
 
 
 def nested_beyond(value: object, levels: int) -> bool:
-    """Whether lists and objects (dicts) nest in `value` deeper than `levels`; looks no deeper than that."""
-    if not isinstance(value, (list, dict)):
-        return False
-    if levels == 0:
-        return True
-    return any(nested_beyond(item, levels - 1) for item in (value.values() if isinstance(value, dict) else value))
+    """Whether lists and objects (dicts) nest in `value` deeper than `levels`; looks no deeper than that, a level
+    at a time (no call per value: reading a hit's metadata back checks it too)."""
+    layer = [value] if isinstance(value, (list, dict)) else []
+    for _ in range(levels):
+        layer = [
+            item
+            for container in layer
+            for item in (container.values() if isinstance(container, dict) else container)
+            if isinstance(item, (list, dict))
+        ]
+        if not layer:
+            return False
+    return bool(layer)
 
 
 UNREADABLE_METADATA = "unreadable_metadata"
