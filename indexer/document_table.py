@@ -11,11 +11,12 @@ from typing import Any
 import numpy as np
 import sqlite_utils
 from searchengine.indexer.counters import read_counter
-from searchengine.indexer.documents import StoredDocument, readable_metadata
+from searchengine.indexer.documents import StoredDocument
 from searchengine.indexer.errors import UnknownDocumentError
 from searchengine.indexer.keyword_table import enable_keyword_index
 from searchengine.indexer.sql_chunks import in_chunks
 from searchengine.indexer.store_table import StoreTable
+from searchengine.indexer.stored_metadata import readable_metadata
 
 TABLE = "documents"
 

@@ -93,31 +93,6 @@ def nested_beyond(value: object, levels: int) -> bool:
     return bool(layer)
 
 
-UNREADABLE_METADATA = "unreadable_metadata"
-"""The field a document read back names the metadata it could not show under (`readable_metadata`)."""
-_REWRITE = "add the document again with flatter metadata to show it"
-
-
-def readable_metadata(stored: str | None) -> dict[str, Any]:
-    """A document's stored metadata (JSON text) as it is shown. An index written before MAX_METADATA_DEPTH was
-    refused may hold a field nested deeper, which no hit could carry (Python's recursion limit): such a field is
-    left out and named in one line under UNREADABLE_METADATA, as is metadata too deep to read at all, so a query
-    that finds the document shows it instead of failing. What is stored is not changed."""
-    stored = stored or "{}"
-    try:
-        metadata = json.loads(stored)
-    except RecursionError:
-        return {UNREADABLE_METADATA: f"nested too deeply to read; {_REWRITE}"}
-    if stored.count("[") + stored.count("{") <= MAX_METADATA_DEPTH or not nested_beyond(metadata, MAX_METADATA_DEPTH):
-        return metadata  # (a text with no more brackets than the limit cannot nest deeper than it)
-    if not isinstance(metadata, dict):
-        return {UNREADABLE_METADATA: f"nested more than {MAX_METADATA_DEPTH} levels deep; {_REWRITE}"}
-    shown = {key: value for key, value in metadata.items() if not nested_beyond(value, MAX_METADATA_DEPTH - 1)}
-    deep = ", ".join(json.dumps(key, ensure_ascii=False) for key in metadata if key not in shown)
-    shown[UNREADABLE_METADATA] = f"{deep} nested more than {MAX_METADATA_DEPTH} levels deep, left out; {_REWRITE}"
-    return shown
-
-
 def refuse_unstorable(documents: Sequence[Document]) -> None:
     """Refuse, before anything is written, a document whose metadata nests too deeply or whose text, id or
     metadata holds a lone surrogate."""

@@ -584,20 +584,23 @@ def test_metadata_nested_too_deeply_is_refused_before_anything_is_written(store:
 
 def test_a_row_with_metadata_nested_deeper_than_the_limit_is_read_without_it(store: DocumentStore) -> None:
     """An index written before the limit may hold such rows: reading them must not fail every query."""
-    store.add([Document("fine", metadata={"lang": "en"}), Document("deep"), Document("deeper")])
-    store.documents.db.execute(
-        "UPDATE documents SET metadata = ? WHERE id = 1", ['{"lang": "de", "d": ' + "[" * 100 + "]" * 100 + "}"]
-    )
-    store.documents.db.execute("UPDATE documents SET metadata = ? WHERE id = 2", ["[" * 5000 + "]" * 5000])
-    rows = store.get([0, 1, 2])
-    assert rows[0].metadata == {"lang": "en"}
-    assert rows[1].metadata == {
-        "lang": "de",
-        "unreadable_metadata": '"d" nested more than 64 levels deep, left out; add the document again with flatter '
-        "metadata to show it",
+    store.add([Document(text) for text in ("fine", "deep", "deeper", "a deep list")])
+    left_out = '"d" nested more than 64 levels deep, left out; add the document again with flatter metadata to show it'
+    beyond_python = "[" * 5000 + "]" * 5000  # more than json.loads reads: its fields are read one by one
+    rows = {
+        0: '{"lang": "en"}',
+        1: '{"lang": "de", "d": ' + "[" * 100 + "]" * 100 + "}",
+        2: '{"d": ' + beyond_python + ', "lang": "fr", "note": "]]\\"{"}',
+        3: beyond_python,
     }
-    assert rows[2].metadata == {
+    for row, metadata in rows.items():
+        store.documents.db.execute("UPDATE documents SET metadata = ? WHERE id = ?", [metadata, row])
+    read = store.get(list(rows))
+    assert read[0].metadata == {"lang": "en"}
+    assert read[1].metadata == {"lang": "de", "unreadable_metadata": left_out}
+    assert read[2].metadata == {"lang": "fr", "note": ']]"{', "unreadable_metadata": left_out}
+    assert read[3].metadata == {
         "unreadable_metadata": "nested too deeply to read; add the document again with flatter metadata to show it"
     }
     stored = store.documents.db.execute("SELECT metadata FROM documents WHERE id = 1").fetchone()[0]
-    assert stored.count("[") == 100  # what is stored is kept
+    assert stored == rows[1]  # what is stored is kept
