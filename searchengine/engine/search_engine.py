@@ -7,8 +7,9 @@ import functools
 import math
 import numbers
 import os
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -203,6 +204,16 @@ def _prompt_options(built_with: ModelIdentity) -> dict[str, str | bool]:
     return {} if prompt is None else {"template": prompt.template, "denoise": prompt.denoise}
 
 
+@dataclass
+class _SharedLoads:
+    """What an engine and its siblings (SearchEngine.sibling) load once for all of them."""
+
+    cross_encoders: dict[str, CrossEncoder] = field(default_factory=dict)
+    segments: weakref.WeakValueDictionary[str, Segment] = field(default_factory=weakref.WeakValueDictionary)
+    """Loaded segments by file name, while a loaded state of one of the engines holds them: immutable, so a reload
+    after a write loads only the new ones, and siblings load each one once."""
+
+
 class SearchEngine:
     """Build, open, search and grow an index directory.
 
@@ -218,9 +229,10 @@ class SearchEngine:
         *,
         model: str | Path | None = None,
         speed: EncoderSpeed | None = None,
+        shared: _SharedLoads | None = None,
     ) -> None:
-        """Use `open`, `build` or `create`; this constructor loads whatever manifest is current in `path`.
-        Without `encoder`, `model` (the index's own when None) is loaded with `speed` on first use."""
+        """Use `open`, `build`, `create` or `sibling`; this constructor loads whatever manifest is current in
+        `path`. Without `encoder`, `model` (the index's own when None) is loaded with `speed` on first use."""
         self.directory = IndexDirectory(path)
         self._encoder = encoder
         self._model = model
@@ -232,12 +244,10 @@ class SearchEngine:
         self._vectors: Vectors | SegmentSet | None = None
         self._store: DocumentStore | None = None
         self._whitening: Whitening | None = None
-        self._cross_encoders: dict[str, CrossEncoder] = {}
+        self._shared = shared or _SharedLoads()
         self._stamp: tuple[int, int] | None = None
         self._commit: int | None = None
         """The store's commit number as loaded (format 2): `refresh` reloads when a writer commits another."""
-        self._segments: dict[str, Segment] = {}
-        """Loaded segments by file name: immutable, so a reload after a write loads only the new ones."""
         self._load()
 
     @property
@@ -433,6 +443,13 @@ class SearchEngine:
             _check_same_model(directory.path, built_with, source, source.fingerprint())
         return cls(directory.path, encoder, model=model, speed=speed)
 
+    def sibling(self) -> SearchEngine:
+        """Another SearchEngine on this index that shares what this one has loaded (the model, the cross-encoders,
+        the vector segments), for another thread: an engine's SQLite connection belongs to the thread that made
+        it, so the server's readers each open a sibling in their own thread. Load the model first (`encoder`)
+        for it to be shared."""
+        return SearchEngine(self.path, self._encoder, model=self._model, speed=self._speed, shared=self._shared)
+
     def _load(self) -> None:
         # A writer may commit and remove the files between reading the manifest and opening them: read again.
         stamp = self.directory.manifest_stamp()
@@ -457,7 +474,7 @@ class SearchEngine:
         self._tombstones, self._live, self._stamp = tombstones, live, stamp
         self._commit = store.segments.commit_number() if manifest.segmented else None
         if isinstance(vectors, SegmentSet):
-            self._segments = {segment.record.name: segment for segment in vectors.segments}
+            self._shared.segments.update((segment.record.name, segment) for segment in vectors.segments)
         self._keyword_index = store.keyword.exists()
 
     def refresh(self) -> bool:
@@ -499,8 +516,9 @@ class SearchEngine:
 
     def _segment(self, record: SegmentRecord, dimension: int) -> Segment:
         """The loaded segment `record` names: the one loaded before, or read now (its checksum checked when small)."""
-        if record.name in self._segments:
-            return self._segments[record.name]
+        loaded = self._shared.segments.get(record.name)
+        if loaded is not None:
+            return loaded
         stored = StoredFile(record.name, record.size, record.checksum)
         problem = self.directory.check_file(stored, verify=lambda size: size <= VERIFY_ON_OPEN_BYTES)
         if problem:
@@ -670,9 +688,9 @@ class SearchEngine:
             return model
         path = Path(str(model)).expanduser()
         key = str(path.resolve()) if path.is_dir() else str(model)
-        if key not in self._cross_encoders:  # on the bi-encoder's device if it is loaded, else the default one
-            self._cross_encoders[key] = CrossEncoder(model, device=getattr(self._encoder, "device", None))
-        return self._cross_encoders[key]
+        if key not in self._shared.cross_encoders:  # on the bi-encoder's device if it is loaded, else the default one
+            self._shared.cross_encoders[key] = CrossEncoder(model, device=getattr(self._encoder, "device", None))
+        return self._shared.cross_encoders[key]
 
     def add(
         self,
