@@ -643,7 +643,8 @@ class SearchEngine:
         dense = "dense" in mode.sides
         allowed = None
         if dense and matching is not None:
-            allowed = np.union1d(matching, self._store.filters.passage_ids_matching(conditions))
+            passages = self._store.filters.passage_ids_matching(conditions)
+            allowed = np.union1d(matching, passages) if len(passages) else matching  # no sort where none is split
         encoder = self._query_encoder() if dense else None  # loaded before one_thread, which sets its threads
         with one_thread() if len(queries) == 1 else contextlib.nullcontext():
             request = RankRequest(
