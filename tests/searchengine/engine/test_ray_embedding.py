@@ -1,10 +1,14 @@
-"""Indexing on a Ray cluster: a local cluster of two worker processes embeds a corpus the test writes, and the
-sharded index it makes answers exactly as one index of the same vectors, and as an index built in one process."""
+"""Indexing on a Ray cluster: a local cluster of two worker processes embeds a corpus the test writes. Where the
+workers write the segments themselves, the index answers as one built in one process, verifies, and no vector
+crosses back to the driver; a driver killed before its commit leaves the index as it was. Where the index is
+fitted on the corpus (whitening), the vectors come back and the sharded index the driver builds answers exactly
+as one index of the same vectors, and as an index built in one process."""
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import subprocess
 import sys
 from itertools import product
@@ -13,6 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import ray
+from searchengine.indexer.crash_points import CRASH_ENV
+from searchengine.indexer.index_directory import IndexDirectory
+from searchengine.indexer.segments import SegmentRecord
 from searchengine.indexer.vector_index import VectorIndex
 from typer.testing import CliRunner
 
@@ -22,8 +29,10 @@ from searchengine.encoding.encoder import Encoder
 from searchengine.engine.ray_embedding import (
     EncoderWorker,
     RaySettings,
+    SegmentTarget,
     merge_parts,
     plan_parts,
+    ray_embedder,
     read_documents,
     worker_options,
 )
@@ -60,6 +69,93 @@ def _in_one_process(corpus: Path, path: Path, encoder: Encoder, **options: objec
     """The same corpus indexed here, file after file (what the Ray build is compared with)."""
     documents = [document for file in corpus_files(corpus) for document in read_corpus(file)]
     return SearchEngine.build(documents, path, encoder=encoder, **options)
+
+
+def _dense(engine: SearchEngine) -> tuple[list[list[int]], np.ndarray]:
+    hits = engine.search_batch(QUERIES, k=10, mode="dense")
+    return [[hit.id for hit in row] for row in hits], np.array([[hit.score for hit in row] for row in hits])
+
+
+def test_workers_write_the_segments_and_the_index_answers_as_one_built_here(
+    cluster: str, corpus: Path, tmp_path: Path, tiny_encoder: Encoder
+) -> None:
+    """Whitening fitted first (on --whiten-fit: a.txt) and applied by the workers; a segment per part of 64 documents."""
+    settings = RaySettings(workers=2, batch_size=64)
+    engine = SearchEngine.build(
+        corpus, tmp_path / "ray", encoder=tiny_encoder, whiten_k=16, whiten_fit=corpus / "a.txt", ray=settings
+    )
+    records = engine._store.segments.records()
+    assert [(r.vectors, r.first_id, r.last_id) for r in records] == [
+        (64, 0, 63), (64, 64, 127), (64, 128, 191), (8, 192, 199), (64, 200, 263), (64, 264, 327), (32, 328, 359)
+    ]  # fmt: skip
+    assert len(engine) == 360 and engine.last_report.added == 360 and engine.info().shards == 7
+    assert all(check.problem is None for check in IndexDirectory(tmp_path / "ray").verify())
+
+    local = _in_one_process(corpus, tmp_path / "local", tiny_encoder, whiten_k=16, whiten_fit=corpus / "a.txt")
+    ray_ids, ray_scores = _dense(engine)
+    local_ids, local_scores = _dense(local)
+    assert ray_ids == local_ids
+    np.testing.assert_allclose(ray_scores, local_scores, atol=1e-4)
+    ids = local._store.documents.ids()
+    assert engine._store.get(ids) == local._store.get(ids)  # same ids, texts, origins, metadata
+
+    engine.add(["a new sentence about snow"])  # later writes and merges take it as any index
+    added = _dense(engine)
+    assert len(engine) == 361 and engine.compact() == 0 and len(engine._store.segments.records()) == 1
+    assert _dense(engine)[0] == added[0]
+    assert all(check.problem is None for check in IndexDirectory(tmp_path / "ray").verify())
+
+
+def test_only_rows_and_segment_records_cross_back_to_the_driver(
+    cluster: str, corpus: Path, tmp_path: Path, tiny_encoder: Encoder
+) -> None:
+    settings = RaySettings(workers=2, batch_size=64)
+    parts = plan_parts(corpus_files(corpus), None, JsonFields(), settings.batch_size)
+    target = SegmentTarget(str(tmp_path), 1000, "Flat")
+    with ray_embedder(settings, tiny_encoder) as embedder:
+        batches = list(embedder.embedded(parts, None, JsonFields(), target).iter_batches(batch_format="numpy"))
+    assert {key for batch in batches for key in batch} == {"text", "origin", "id", "truncated", "segment"}
+    records = [SegmentRecord(**json.loads(r)) for batch in batches for r in batch["segment"] if r]
+    assert [r.name for r in records] == [f"segment.{1000 + r.first_id}.faiss" for r in records]
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(r.name for r in records)
+    assert sorted(np.concatenate([batch["id"] for batch in batches]).tolist()) == list(range(360))
+
+
+def test_a_driver_killed_before_its_commit_changes_nothing(
+    cluster: str, corpus: Path, tmp_path: Path, tiny_model: Path, tiny_encoder: Encoder
+) -> None:
+    """The workers' segments are orphans until the commit; the next write's clean-up removes them."""
+    target = tmp_path / "idx"
+    before = SearchEngine.build(["an old sentence", "another old one"], target, encoder=tiny_encoder)
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "searchengine",
+            "index",
+            corpus,
+            "--ray",
+            cluster,
+            "-d",
+            target,
+            "-m",
+            tiny_model,
+            "--replace",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, CRASH_ENV: "build-before-commit"},
+    )
+    assert completed.returncode == 75, completed.stderr
+    live = IndexDirectory(target).live_file_names()
+    orphans = [path for path in target.glob("segment.*.faiss") if path.name not in live]
+    assert len(orphans) == 2  # one per part, written by the workers, named by no commit
+    engine = SearchEngine.open(target, encoder=tiny_encoder)
+    assert len(engine) == 2 and engine._store.segments.records() == before._store.segments.records()
+    engine.delete([0])
+    assert not any(path.exists() for path in orphans)
+    assert all(check.problem is None for check in IndexDirectory(target).verify())
 
 
 def test_a_ray_index_answers_as_one_index_of_the_same_vectors(
@@ -138,7 +234,7 @@ def test_more_workers_than_the_cluster_has_cpus_for_is_refused_before_any_work(
 
 
 def test_a_missing_corpus_file_on_a_node_is_one_error(tmp_path: Path) -> None:
-    part = {"path": [str(tmp_path / "gone.txt")], "offset": [0], "line": [1], "documents": [3]}
+    part = {"path": [str(tmp_path / "gone.txt")], "offset": [0], "line": [1], "documents": [3], "first_id": [0]}
     with pytest.raises(SearchEngineError, match="same path: put it on a shared file system"):
         read_documents({key: np.array(value) for key, value in part.items()}, None, JsonFields())
 
