@@ -19,13 +19,15 @@ import pytest
 import ray
 from searchengine.indexer.crash_points import CRASH_ENV
 from searchengine.indexer.index_directory import IndexDirectory
-from searchengine.indexer.segments import SegmentRecord
+from searchengine.indexer.segments import SegmentRecord, reserve_segment_numbers
+from searchengine.indexer.store import Document
 from searchengine.indexer.vector_index import VectorIndex
 from typer.testing import CliRunner
 
 from searchengine.cli import app
 from searchengine.encoding import precision
 from searchengine.encoding.encoder import Encoder
+from searchengine.engine.indexing import Chunk, IndexSettings, build_index
 from searchengine.engine.ray_embedding import (
     EncoderWorker,
     RaySettings,
@@ -35,6 +37,7 @@ from searchengine.engine.ray_embedding import (
     ray_embedder,
     read_documents,
     worker_options,
+    write_worker_segment,
 )
 from searchengine.engine.search_engine import SearchEngine
 from searchengine.errors import SearchEngineError
@@ -156,6 +159,53 @@ def test_a_driver_killed_before_its_commit_changes_nothing(
     engine.delete([0])
     assert not any(path.exists() for path in orphans)
     assert all(check.problem is None for check in IndexDirectory(target).verify())
+
+
+def test_the_driver_tombstones_the_written_vectors_no_row_keeps(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    """Repeated external ids in the input: a document replaced within its chunk, one replaced by a later chunk
+    (a new text), and one a later chunk repeats with the same text. Every vector the workers wrote is then a row's
+    or a tombstone, and the index verifies. (The driver alone, on chunks as the Ray pipeline hands them.)"""
+    documents = [
+        Document("alpha one", external_id="x1"),
+        Document("beta two", external_id="x2"),
+        Document("alpha again", external_id="x1"),  # replaces id 0 in its own chunk
+        Document("beta replaced", external_id="x2"),  # replaces id 1, stored by the chunk before
+        Document("gamma three", external_id="x3"),
+        Document("alpha again", external_id="x1"),  # the stored text of x1: id 2 stays, id 5 is not stored
+    ]
+    target = tmp_path / "idx"
+    target.mkdir()
+    vectors = tiny_encoder.encode([document.text for document in documents])
+    segments = SegmentTarget(str(target), reserve_segment_numbers(6), "Flat")
+    ids = np.arange(6)
+    written = [write_worker_segment(segments, vectors[part], ids[part]) for part in (slice(0, 2), slice(2, 6))]
+    chunks = [
+        Chunk(documents[:3], None, 0, ids[:3], (written[0],)),
+        Chunk(documents[3:], None, 0, ids[3:], (written[1],)),  # a segment in the chunk of its first document
+    ]
+    settings = IndexSettings(index_type="Flat", segments_written=True)
+    report = build_index(IndexDirectory(target), chunks, tiny_encoder, settings, total=6)
+    assert (report.added, report.superseded, report.replaced, report.updated) == (4, 1, 1, 1)
+    engine = SearchEngine.open(target, encoder=tiny_encoder)
+    assert engine._store.documents.ids().tolist() == [2, 3, 4]
+    assert engine._store.tombstones.ids().tolist() == [0, 1, 5]
+    assert [record.name for record in engine._store.segments.records()] == [record.name for record in written]
+    assert all(check.problem is None for check in IndexDirectory(target).verify())
+    assert [engine.search(text, k=1, mode="dense")[0].id for text in ("beta replaced", "alpha again")] == [3, 2]
+
+
+def test_shards_are_refused_where_the_workers_write_the_segments(
+    corpus: Path, tmp_path: Path, tiny_encoder: Encoder
+) -> None:
+    with pytest.raises(SearchEngineError, match="drop --shards"):
+        SearchEngine.build(corpus, tmp_path / "i", encoder=tiny_encoder, shards=2, ray=RaySettings(workers=2))
+    assert not (tmp_path / "i").exists()
+
+
+def test_a_worker_without_the_index_directory_is_one_error(tmp_path: Path) -> None:
+    target = SegmentTarget(str(tmp_path / "not-shared"), 1, "Flat")
+    with pytest.raises(SearchEngineError, match="put the index directory on a file system every node shares"):
+        write_worker_segment(target, np.ones((2, 4), dtype=np.float32), np.arange(2))
 
 
 def test_a_ray_index_answers_as_one_index_of_the_same_vectors(
