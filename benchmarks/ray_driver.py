@@ -5,14 +5,14 @@ for the first --sentences Wikipedia sentences embedded once here by the bundled 
 - vectors back (what the driver did before, and still does where the index is fitted or trained on the corpus):
   the chunks carry their vectors; the driver stores the rows and builds the vector index in --shards shards
   (Flat, and HNSW32), then commits;
-- segments written: the chunks carry only the ids and the records of the segments the workers wrote (one per part
-  of 512 documents, as `searchengine index --ray` cuts the corpus); the driver stores the rows, adopts the
+- segments written: the chunks carry only the ids and the records of the segments the workers wrote (one per part,
+  cut as `searchengine index --ray` cuts the corpus for --workers actors); the driver stores the rows, adopts the
   segments (a stat each) and commits the segment list. The workers' writing of those segments (whiten, Flat add,
   save, fsync, checksum: searchengine.engine.ray_embedding.write_worker_segment) is timed separately, outside
   the driver.
 Variants alternate within each round, in a rotating order; medians over rounds and per-round ratios are reported.
 
-Usage: .venv/bin/python benchmarks/ray_driver.py [--sentences 6000] [--rounds 5] [--shards 2]
+Usage: .venv/bin/python benchmarks/ray_driver.py [--sentences 6000] [--rounds 5] [--shards 2] [--workers 2]
        [--out benchmarks/results/ray_driver.json]
 """
 
@@ -64,18 +64,20 @@ def vectors_back(
     return time.perf_counter() - started
 
 
-def segments_written(corpus: Path, vectors: np.ndarray, target: Path, encoder: Encoder) -> tuple[float, float]:
+def segments_written(
+    corpus: Path, vectors: np.ndarray, target: Path, encoder: Encoder, workers: int
+) -> tuple[float, float]:
     """Seconds the workers take to write the segments (all parts, one after another), and seconds the driver
     takes to store the rows and commit those segments."""
     from searchengine.indexer.index_directory import IndexDirectory
     from searchengine.indexer.segments import reserve_segment_numbers
 
     from searchengine.engine.indexing import CHUNK, Chunk, IndexSettings, build_index
-    from searchengine.engine.ray_embedding import SegmentTarget, plan_parts, write_worker_segment
+    from searchengine.engine.ray_embedding import SegmentTarget, plan_parts, segment_parts, write_worker_segment
     from searchengine.reading.corpus import read_corpus
 
     documents = list(read_corpus(corpus))
-    parts = plan_parts([corpus], None)
+    parts = segment_parts(plan_parts([corpus], None), workers)
     target.mkdir()
     segment_target = SegmentTarget(str(target), reserve_segment_numbers(len(documents)), "Flat")
     started = time.perf_counter()
@@ -108,6 +110,7 @@ def main() -> None:
     parser.add_argument(
         "--shards", type=int, default=2, help="shards of the vectors-back variants (Ray's default: one per worker)"
     )
+    parser.add_argument("--workers", type=int, default=2, help="Ray encoder actors the parts are cut for")
     parser.add_argument("--data", type=Path, default=DATA, help="the data folder (benchmarks/get_data.py)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "ray_driver.json")
     args = parser.parse_args()
@@ -125,7 +128,7 @@ def main() -> None:
                 target = Path(scratch) / f"index-{number}-{variant}"
                 if variant == "segments":
                     seconds["workers_writing_segments"], seconds["segments"] = segments_written(
-                        corpus, vectors, target, encoder
+                        corpus, vectors, target, encoder, args.workers
                     )
                 else:
                     seconds[variant] = vectors_back(corpus, vectors, variant, args.shards, target, encoder)
@@ -152,6 +155,7 @@ def main() -> None:
         "busy": True,
         "sentences": args.sentences,
         "shards": args.shards,
+        "workers": args.workers,
         "summary": summary,
         "rounds": rounds,
     }

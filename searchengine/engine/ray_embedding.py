@@ -34,7 +34,13 @@ import numpy as np
 from searchengine.engine.embedding import to_index_vectors
 from searchengine.engine.indexing import CHUNK, Chunk
 from searchengine.errors import SearchEngineError
-from searchengine.indexer.segments import SegmentRecord, segment_factory, segment_name, write_segment
+from searchengine.indexer.segments import (
+    SMALL_SEGMENT_LIMIT,
+    SegmentRecord,
+    segment_factory,
+    segment_name,
+    write_segment,
+)
 from searchengine.indexer.store import Document
 from searchengine.indexer.vector_index import VectorIndex
 from searchengine.indexer.whitening import Whitening
@@ -52,6 +58,9 @@ small corpus over the actors."""
 MAX_PARTS = 4096
 """At most this many parts (Ray tasks reading the corpus, each one block for the actors); larger corpora get
 larger parts. Ray Data sends each block to one actor, so parts are what spreads the corpus over the actors."""
+PARTS_PER_WORKER = 4
+"""Where the actors write a segment per part: parts are made as large as keeps about this many per actor (so a
+slow actor holds up little), for fewer, larger segments; never larger than SMALL_SEGMENT_LIMIT documents."""
 
 
 @dataclass(frozen=True)
@@ -238,6 +247,15 @@ def plan_parts(
     and cut them into the parts Ray tasks read: one actor batch each, or more to stay within MAX_PARTS."""
     parts = [part for file in files for part in corpus_parts(file, jsonl, fields, batch_size)]
     return merge_parts(parts, -(-len(parts) // MAX_PARTS) * batch_size)
+
+
+def segment_parts(parts: list[CorpusPart], workers: int, batch_size: int = WORKER_BATCH) -> list[CorpusPart]:
+    """`parts` joined into the parts whose segments the actors write: about PARTS_PER_WORKER per actor, in whole
+    batches, at most SMALL_SEGMENT_LIMIT documents (the largest exact segment) unless a part was larger already."""
+    count = sum(part.documents for part in parts)
+    wanted = -(-count // (workers * PARTS_PER_WORKER))
+    batches = max(1, min(-(-wanted // batch_size), SMALL_SEGMENT_LIMIT // batch_size))
+    return merge_parts(parts, batches * batch_size)
 
 
 def merge_parts(parts: list[CorpusPart], documents: int) -> list[CorpusPart]:

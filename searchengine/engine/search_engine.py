@@ -39,7 +39,7 @@ from searchengine.engine.indexing import (
 from searchengine.engine.mode_registry import RankRequest, RetrievalMode, mode_named
 from searchengine.engine.modes import DEFAULT_FUSION, DEFAULT_MODE, SearchMode
 from searchengine.engine.queries import check_queries
-from searchengine.engine.ray_embedding import RaySettings, SegmentTarget, plan_parts, ray_embedder
+from searchengine.engine.ray_embedding import RaySettings, SegmentTarget, plan_parts, ray_embedder, segment_parts
 from searchengine.engine.search import Hit, hits_of, one_thread, rerank_hits
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.errors import IndexerError
@@ -953,13 +953,15 @@ def _build_with_ray_segments(
     progress: bool = False,
 ) -> IndexingReport:
     """The Ray build where the workers write the segments: whitening (if any) fitted first on the `fit_parts`
-    the workers embed and send back, then the corpus embedded and written as segments, the rows stored here."""
+    the workers embed and send back, then the corpus embedded and written as a segment per part (parts joined
+    into about four per worker: `segment_parts`), the rows stored here."""
     count = sum(part.documents for part in parts)
     with ray_embedder(ray, encoder) as embedder:
         whitening = None
         if whiten_k is not None and fit_parts is not None:
             fit_fields = JsonFields(fields.text, fields.title)
             whitening = fit_whitening(embedder.chunks(fit_parts, jsonl, fit_fields), encoder, whiten_k, progress)
+        parts = segment_parts(parts, embedder.workers, ray.batch_size)
         segments = SegmentTarget(str(target.resolve()), reserve_segment_numbers(count), index_type, whitening)
         settings = IndexSettings(
             index_type=index_type, whiten_k=whiten_k, passages=False, whitening=whitening, segments_written=True

@@ -36,12 +36,13 @@ from searchengine.engine.ray_embedding import (
     plan_parts,
     ray_embedder,
     read_documents,
+    segment_parts,
     worker_options,
     write_worker_segment,
 )
 from searchengine.engine.search_engine import SearchEngine
 from searchengine.errors import SearchEngineError
-from searchengine.reading.corpus import JsonFields, corpus_files, read_corpus, read_part
+from searchengine.reading.corpus import CorpusPart, JsonFields, corpus_files, read_corpus, read_part
 from tests.conftest import WORDS
 
 QUERIES = ["reset my password", "a cold storm with snow", "bake bread in the oven", "the king of the empire"]
@@ -306,6 +307,20 @@ def test_the_corpus_is_planned_in_parts_of_whole_batches_within_files(corpus: Pa
     ]
     expected = [document for file in corpus_files(corpus) for document in read_corpus(file)]
     assert [document for part in merged for document in read_part(part)] == expected
+
+
+def test_parts_written_as_segments_are_about_four_per_worker_and_at_most_an_exact_segment(corpus: Path) -> None:
+    parts = plan_parts(corpus_files(corpus), None, JsonFields(), batch_size=64)
+    joined = segment_parts(parts, workers=1, batch_size=64)  # 90 documents a part wanted: two batches
+    assert [(Path(part.path).name, part.documents) for part in joined] == [
+        ("a.txt", 128),
+        ("a.txt", 72),
+        ("b.jsonl", 128),
+        ("b.jsonl", 32),
+    ]
+    assert segment_parts(parts, workers=2, batch_size=64) == parts  # 45 wanted: one batch, as planned
+    many = [CorpusPart("big.txt", 0, 1 + 512 * n, 512) for n in range(400)]  # 204,800 documents, one worker
+    assert {part.documents for part in segment_parts(many, workers=1, batch_size=512)} == {97 * 512, 12 * 512}
 
 
 def test_a_worker_refuses_a_model_other_than_the_drivers(tiny_encoder: Encoder, other_tiny_model: Path) -> None:
