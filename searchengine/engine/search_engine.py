@@ -316,7 +316,8 @@ class SearchEngine:
         together as shards are); where they cannot (whitening fitted on the corpus itself, IVF or PQ), default one
         per encoder worker.
         ray: embed on a Ray cluster (searchengine.engine.ray_embedding); `corpus` (and `whiten_fit`) must then be
-        a file or a directory of corpus files that every node reads at the same path.
+        a file or a directory of corpus files that every node reads at the same path, and `path` a directory every
+        node writes at the same path (the workers write the vector segments there).
         reading: how the input was read, recorded in the index for `add` and `sync` (searchengine.engine.files);
         by default the JSON fields.
         """
