@@ -12,9 +12,10 @@ before hybrid search was the default).
 Bounded: each level stops after --requests requests or --seconds seconds, whichever comes first, and the whole
 run after the levels listed; nothing but 127.0.0.1 is ever contacted. "With a writer": one more client posts
 --write-batch new documents at a time to POST /documents, back to back, for as long as the level runs (each write
-copies the index, commits a new generation, and the server's reader reopens it). Its texts are the held-out
+commits in place, a new segment and one SQLite transaction, and the readers pick it up before their next turn). Its texts are the held-out
 sentences after the queries' 1,000, taken round again when they run out (a repeated text is a new document).
---mode hybrid measures the server's default search mode; --threads sets the server's encoder threads.
+--mode hybrid measures the server's default search mode; --threads sets the server's encoder threads, --readers
+its reader threads.
 
     python benchmarks/serve_load.py --docs 20000 --out benchmarks/results/serve_load.json
     python benchmarks/serve_load.py --quick          # a smoke run: 300 documents, a few requests per level
@@ -180,7 +181,11 @@ def run_level(
     writer_texts: list[str] | None,
     write_batch: int,
     mode: str,
+    add_docs: int | None = None,
 ) -> Level:
+    """One level: `concurrency` clients search until `requests` or `seconds` run out, beside a writer when
+    `writer_texts` is given. With `add_docs`, the writer posts that many documents and stops, and the clients
+    search for as long as it writes (the level ends with the add)."""
     level = Level(concurrency, writer_texts is not None)
     latencies: list[float] = []
     write_latencies: list[float] = []
@@ -192,7 +197,10 @@ def run_level(
     def next_request() -> int | None:
         nonlocal issued
         with lock:
-            if issued >= requests or time.monotonic() > deadline:
+            if add_docs is not None:
+                if done.is_set():
+                    return None
+            elif issued >= requests or time.monotonic() > deadline:
                 return None
             issued += 1
             return issued
@@ -215,8 +223,12 @@ def run_level(
         client = Client(port)
         position = 0
         while not done.is_set():  # round the held-out texts again when they run out: each write adds new rows
-            batch = [writer_texts[(position + i) % len(writer_texts)] for i in range(write_batch)]
-            position += write_batch
+            if add_docs is not None and position >= add_docs:
+                done.set()
+                break
+            size = write_batch if add_docs is None else min(write_batch, add_docs - position)
+            batch = [writer_texts[(position + i) % len(writer_texts)] for i in range(size)]
+            position += size
             started = time.perf_counter()
             body = json.dumps({"documents": [{"text": text, "origin": "load-test"} for text in batch]}).encode()
             status, answer = client.request("POST", "/documents", body)
@@ -278,8 +290,15 @@ def main() -> None:
     parser.add_argument("--backend", default="auto", help="the server's --backend (default auto)")
     parser.add_argument("--index", default="Flat", help="the index type, a FAISS factory string (default Flat)")
     parser.add_argument("--threads", type=int, default=1, help="the server's --threads (default 1, as serve's)")
+    parser.add_argument("--readers", type=int, default=2, help="the server's --readers (default 2, as serve's)")
     parser.add_argument(
         "--mode", default="dense", choices=["dense", "keyword", "hybrid"], help="the searches' mode (default dense)"
+    )
+    parser.add_argument(
+        "--add-docs",
+        type=int,
+        help="with a writer, post this many documents (--write-batch at a time, e.g. 1000) and search for as long as "
+        "the add runs, instead of writing small batches for --requests/--seconds",
     )
     parser.add_argument("--no-writer", action="store_true", help="skip the levels with a writer")
     parser.add_argument("--data", type=Path, default=DATA)
@@ -314,7 +333,7 @@ def main() -> None:
         file=sys.stderr,
     )
     options = ["--max-batch", str(args.max_batch), "--precision", args.precision, "--backend", args.backend]
-    options += ["--threads", str(args.threads)]
+    options += ["--threads", str(args.threads), "--readers", str(args.readers)]
     process, url = start_server(work, args.cache_dir / "serve-load.log", options)
     port = int(url.rsplit(":", 1)[1])
     try:
@@ -336,6 +355,7 @@ def main() -> None:
                     writer_texts if with_writer else None,
                     args.write_batch,
                     args.mode,
+                    args.add_docs if with_writer else None,
                 )
                 print(
                     f"clients {concurrency:>3} writer {'yes' if with_writer else 'no ':<3}: {level.qps:7.1f} QPS, "
@@ -367,10 +387,12 @@ def main() -> None:
             "k": 10,
             "query_words": QUERY_WORDS,
             "write_batch": args.write_batch,
+            "add_docs": args.add_docs,
             "max_batch": args.max_batch,
             "precision": served_with["precision"],
             "backend": served_with["backend"],
             "threads": args.threads,
+            "readers": args.readers,
             "mode": args.mode,
             "index": args.index,
             "model": "bundled all-MiniLM-L6-v2",

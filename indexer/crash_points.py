@@ -18,9 +18,10 @@ STEPS = (
     "merge-before-commit",
     "merge-after-commit",
     "adapt-saved",
+    "build-before-commit",
 )
-"""Every step a write, a merge or an adapt (its model saved, not yet committed) can be ended at, in the order they
-come within each."""
+"""Every step a write, a merge, an adapt (its model saved, not yet committed) or a build (its rows stored and its
+segments written, not yet committed) can be ended at, in the order they come within each."""
 
 
 def crash_point(step: str) -> None:

@@ -33,6 +33,7 @@ from searchengine.indexer.segments import (
 from searchengine.indexer.shards import ShardedVectorIndex, Vectors, load_vectors
 from searchengine.indexer.store import DocumentStore
 from searchengine.indexer.whitening import Whitening
+from searchengine.indexer.written_segments import WrittenSegments
 
 
 @dataclass
@@ -129,7 +130,7 @@ def commit_generation(
     generation: Generation,
     directory: IndexDirectory,
     store: DocumentStore,
-    vectors: Vectors,
+    vectors: Vectors | SegmentSet | WrittenSegments,
     whitening: Whitening | None,
     model: ModelIdentity,
     versions: dict[str, str],
@@ -167,8 +168,11 @@ def commit_generation(
     generation.commit(manifest, {"documents": store.path, "whitening": whitening_path})
 
 
-def save_segments(vectors: Vectors | SegmentSet, generation: Generation) -> list[SegmentRecord]:
-    """Write each part of `vectors` (a shard, a segment, or the one index) as a segment file of `generation`."""
+def save_segments(vectors: Vectors | SegmentSet | WrittenSegments, generation: Generation) -> list[SegmentRecord]:
+    """Write each part of `vectors` (a shard, a segment, or the one index) as a segment file of `generation`;
+    segments already written (by Ray workers) are named as they are."""
+    if isinstance(vectors, WrittenSegments):
+        return list(vectors.records)
     if isinstance(vectors, ShardedVectorIndex):
         parts = vectors.shards
     elif isinstance(vectors, SegmentSet):

@@ -75,7 +75,22 @@ def new_segment_name() -> str:
     are serialised by its lock)."""
     global _last_number  # noqa: PLW0603 (one counter per process)
     _last_number = max(time.time_ns(), _last_number + 1)
-    return f"{PREFIX}.{_last_number}.{SUFFIX}"
+    return segment_name(_last_number)
+
+
+def reserve_segment_numbers(count: int) -> int:
+    """The first of `count` consecutive segment numbers no other segment of this process has or will get: what a
+    build hands to writers in other processes (Ray workers), which name their segments `segment_name(first + i)`
+    themselves. Above every name made here before, and every later `new_segment_name` is above them all."""
+    global _last_number  # noqa: PLW0603 (one counter per process)
+    first = max(time.time_ns(), _last_number + 1)
+    _last_number = first + max(count, 1) - 1
+    return first
+
+
+def segment_name(number: int) -> str:
+    """The file name of segment `number`."""
+    return f"{PREFIX}.{number}.{SUFFIX}"
 
 
 def write_segment(

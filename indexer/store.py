@@ -160,10 +160,12 @@ class DocumentStore:
         document, a split one's first passage (its title and opening): what clustering and mining compare."""
         return np.union1d(self.tombstones.ids(), self.passages.extra_ids())
 
-    def add(self, documents: Sequence[Document]) -> StoreChange:
+    def add(self, documents: Sequence[Document], first_id: int | None = None) -> StoreChange:
         """Store each document as its own row; a document whose external id is stored replaces that one (upsert,
         indexer/upsert.py). An upsert with a new text deletes the old row and its passages (reported in `removed`
-        and `removed_vectors`, so the caller drops their vectors)."""
+        and `removed_vectors`, so the caller drops their vectors). `first_id`: the id of the first document (the
+        others follow by position) where the vectors were written under ids given up front (Ray workers); never an
+        id given before."""
         refuse_unstorable(documents)
         hashes = [document.content_hash for document in documents]
         with self._guard(), self.db.atomic():
@@ -171,7 +173,10 @@ class DocumentStore:
                 raise IndexerError(f"document store {self.path} must be upgraded before it is written; rebuild it")
             known = self.documents.known_hashes(hashes)
             stored = self.documents.by_external_id({d.external_id for d in documents if d.external_id is not None})
-            plan = plan_upsert(documents, hashes, stored, self._next_id_after(TABLE))
+            next_id = self._next_id_after(TABLE)
+            if first_id is not None and first_id < next_id:
+                raise IndexerError(f"ids from {first_id} are given already (the next free id is {next_id})")
+            plan = plan_upsert(documents, hashes, stored, next_id if first_id is None else first_id)
             removed_vectors = plan.removed + self._delete_rows(plan.removed)
             self.documents.update_origins(plan.updates)
             self.documents.insert(plan.rows)

@@ -119,8 +119,10 @@ def index(
         None,
         "--shards",
         min=1,
-        help="Split the vectors over this many FAISS indexes, searched together.",
-        show_default="1, or one per Ray worker with --ray",
+        help="Split the vectors over this many FAISS indexes, searched together. Not with --ray, whose workers "
+        "write a segment per part of the corpus (except where the index is fitted on the corpus: --whiten-k "
+        "without --whiten-fit, IVF or PQ types).",
+        show_default="1, or one per Ray worker where --ray takes it",
     ),
     ray: str | None = typer.Option(
         None,
@@ -128,7 +130,8 @@ def index(
         metavar="ADDRESS",
         help="Embed on a Ray cluster: HOST:PORT of its head (run this on one of its nodes), auto (the cluster "
         "`ray start` runs here, or $RAY_ADDRESS) or local (a Ray of its own on this machine). CORPUS (a file or a "
-        "directory of corpus files) must be at the same path on every node. Needs pip install 'searchengine\\[ray]'.",
+        "directory of corpus files) and the index directory (the workers write its vector segments) must be at the "
+        "same path on every node. Needs pip install 'searchengine\\[ray]'.",
     ),
     ray_workers: int | None = typer.Option(
         None,

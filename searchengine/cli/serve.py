@@ -44,6 +44,13 @@ def serve(
     max_batch: int = typer.Option(
         64, "--max-batch", min=1, help="Queries waiting together that are encoded in one call."
     ),
+    readers: int = typer.Option(
+        2,
+        "--readers",
+        min=1,
+        help="Threads answering searches at once (each batches the queries waiting for it); "
+        "one searches while another encodes.",
+    ),
     access_log: bool = typer.Option(True, "--access-log/--no-access-log", help="Log one line per request."),
     precision: str = PrecisionOption,
     backend: str = BackendOption,
@@ -87,6 +94,7 @@ def serve(
                 rerank=rerank,
                 max_batch=max_batch,
                 embedding_models=embedding_models,
+                readers=readers,
             )
         except BaseException:
             listener.close()

@@ -93,9 +93,10 @@ class Encoder:
         self.dimension: int = output_dimension(self.transforms[-1]) if self.transforms else self.pooled_dimension
         self.truncated = 0
         self._lock = threading.Lock()
-        """Serialises tokenizing and each forward pass: the fast tokenizer is not safe to share between threads,
-        and two passes at once only compete for the same cores. Held per batch, so a long `encode` in one
-        thread (a server adding documents) lets short ones from other threads (its queries) in between."""
+        """Serialises tokenizing, and each forward pass of a runtime that is not safe to run from several threads
+        at once (`runs_concurrently`): the fast tokenizer is not safe to share between threads. Held per batch,
+        so a long `encode` in one thread (a server adding documents) lets short ones from other threads (its
+        queries) in between; ONNX Runtime passes run side by side, so a query need not wait for a batch."""
         self._bulk_model: torch.nn.Module | None = None
         if self.backend == "onnx":
             from searchengine.encoding.onnx_backend import OnnxTransformer
@@ -195,7 +196,7 @@ class Encoder:
         with self._threads(torch_runs=bulk or self.backend == "torch"):
             for start in range(0, len(order), size):
                 rows = order[start : start + size]
-                with self._lock:
+                with contextlib.nullcontext() if getattr(model, "runs_concurrently", False) else self._lock:
                     out[rows] = self._encode_batch([ids[i] for i in rows], pre_normalize, model)
         return out
 

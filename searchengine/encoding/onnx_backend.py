@@ -43,6 +43,10 @@ FUSABLE_MODEL_TYPES = frozenset({"bert", "roberta", "xlm-roberta"})
 class OnnxTransformer:
     """Runs an exported transformer in ONNX Runtime; called like the Hugging Face model it replaces."""
 
+    runs_concurrently = True
+    """ONNX Runtime's InferenceSession.run may be called from several threads at once (the Encoder then lets a
+    server's queries run beside the batch of a write instead of waiting for it)."""
+
     def __init__(
         self, model: torch.nn.Module, fingerprint: str, input_names: list[str], precision: str, threads: int | None
     ) -> None:

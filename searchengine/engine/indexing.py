@@ -18,6 +18,7 @@ import numpy as np
 from searchengine.encoding.passages import PASSAGES_BY_DEFAULT, check_overlap, default_overlap
 from searchengine.engine.embedding import to_index_vectors
 from searchengine.errors import SearchEngineError
+from searchengine.indexer.crash_points import crash_point
 from searchengine.indexer.index_directory import IndexDirectory
 from searchengine.indexer.live_write import NewVectors, convert_if_needed, writing_in_place
 from searchengine.indexer.manifest import ModelIdentity, PassageSplitting, PromptRecord, spec_inside
@@ -27,12 +28,15 @@ from searchengine.indexer.shards import Vectors, create_vectors
 from searchengine.indexer.store import Document, DocumentStore
 from searchengine.indexer.vector_index import default_factory
 from searchengine.indexer.whitening import CovarianceAccumulator, Whitening
+from searchengine.indexer.written_segments import WrittenSegments
 
 if TYPE_CHECKING:  # the encoder (torch, transformers) is imported only by what encodes
     from tqdm import tqdm
 
     from searchengine.encoding.encoder import Encoder
     from searchengine.indexer.index_directory import Generation
+    from searchengine.indexer.segments import SegmentRecord
+    from searchengine.indexer.upsert import StoreChange
 
 CHUNK = 2048
 """Documents read, stored and embedded together; bounds memory whatever the corpus size."""
@@ -73,7 +77,7 @@ class IndexingReport:
     seconds: float = 0.0
     stages: dict[str, float] = field(default_factory=dict)
     """Seconds of `seconds` spent in each stage, in the order first entered: "reading" the corpus (with Ray: also
-    waiting for the workers' vectors), "storing" the documents (their rows and keyword index, one transaction per
+    waiting for the workers' rows), "storing" the documents (their rows and keyword index, one transaction per
     chunk), "encoding" (tokenising and passage splitting included), "whitening" (fitting it), "vector index"
     (training the FAISS index, adding and removing vectors), "commit" (writing the generation's files and the
     manifest). They run one after another; the rest of `seconds` is opening the index and, for an addition, copying
@@ -99,6 +103,12 @@ class Chunk:
     searchengine.engine.ray_embedding); None: the encoder here embeds the documents the store adds."""
     truncated: int = 0
     """Texts of these documents that the encoder elsewhere cut to the model's limit."""
+    ids: np.ndarray | None = None
+    """The ids the documents' vectors were written under (consecutive, one per document) when a worker wrote
+    them as segments itself (Ray workers); None: the store gives the ids."""
+    segments: tuple[SegmentRecord, ...] = ()
+    """The segments those workers wrote, with the vectors of these and nearby documents (a segment is named by
+    the chunk its first document is in)."""
 
 
 def _timed_reading(chunks: Iterable[Chunk], report: IndexingReport) -> Iterator[Chunk]:
@@ -135,6 +145,12 @@ class IndexSettings:
     """FAISS indexes to split the vectors over (searchengine.indexer.shards); 1: one index."""
     reading: dict[str, Any] | None = None
     """How the input was read (fields, folders and their rules), recorded so `add` and `sync` read alike."""
+    whitening: Whitening | None = None
+    """Whitening fitted already (before Ray workers that apply it started), used instead of fitting one."""
+    segments_written: bool = False
+    """The chunks come with their ids and the segments workers wrote their vectors into (Chunk.ids, .segments):
+    the build stores the rows and commits those segments, and never sees a vector. Not for an index that is
+    fitted (whitening without `whitening`) or trained (IVF, PQ) on the corpus."""
 
 
 READING = "reading"
@@ -169,20 +185,28 @@ def build_index(
         passages = PassageSplitting(tokens, overlap)
     with directory.writing() as generation:
         store = DocumentStore(generation.path("documents"), writable=True)
-        whitening = None
-        if settings.whiten_k is not None and settings.whiten_fit is not None:
+        whitening = settings.whitening
+        if settings.whiten_k is not None and settings.whiten_fit is not None and whitening is None:
             with report.timing("whitening"):
-                whitening = _fit_whitening(settings.whiten_fit, encoder, settings.whiten_k, progress)
+                whitening = fit_whitening(settings.whiten_fit, encoder, settings.whiten_k, progress)
         report.index_type = settings.index_type or default_factory(total)
         report.index_type_chosen = settings.index_type is None
-        vectors = create_vectors(report.index_type, settings.whiten_k or encoder.dimension, settings.shards)
+        dimension = settings.whiten_k or encoder.dimension
+        vectors: Vectors | WrittenSegments = create_vectors(report.index_type, dimension, settings.shards)
         needs_fit = settings.whiten_k is not None and whitening is None
         if allow_empty and (needs_fit or vectors.needs_training):
             raise SearchEngineError(
                 f"an empty index cannot use whitening or {report.index_type!r}, which must be fitted on documents; "
                 "build it from documents instead"
             )
-        if needs_fit or vectors.needs_training:
+        if settings.segments_written:
+            if needs_fit or vectors.needs_training:
+                raise SearchEngineError(
+                    f"segments written before the build cannot be whitened or trained ({report.index_type!r}) on it"
+                )
+            vectors = WrittenSegments(generation, report.index_type, dimension)
+            _store_and_adopt(store, vectors, _timed_reading(chunks, report), report, total, progress)
+        elif needs_fit or vectors.needs_training:
             whitening = _spool_and_add(
                 generation,
                 store,
@@ -205,6 +229,7 @@ def build_index(
         report.truncated += encoder.truncated - truncated_before
         if settings.reading is not None:
             store.settings.set(READING, settings.reading)
+        crash_point("build-before-commit")
         with report.timing("commit"):
             commit_generation(
                 generation,
@@ -282,15 +307,7 @@ def _store_and_encode(
     document), or embedded here (split into passages when `passages` says how), each distinct text once. Returns
     the new vector ids, their vectors, the vector ids upserts removed, and which new vectors hold a text no earlier
     document has (what whitening is fitted on, so a repeated text does not weigh more)."""
-    with report.timing("storing"):
-        change = store.add(chunk.documents)
-    report.documents += len(chunk.documents)
-    report.added += len(change.ids)
-    report.repeats += sum(change.repeated)
-    report.replaced += len(change.removed)
-    report.updated += change.updated
-    report.superseded += change.superseded
-    report.truncated += chunk.truncated
+    change = _store_rows(store, chunk, report)
     if chunk.vectors is not None:
         report.vectors += len(change.ids)
         embeddings = chunk.vectors[np.asarray(change.positions, dtype=np.int64)]
@@ -310,6 +327,49 @@ def _store_and_encode(
         rows = [distinct.setdefault(text, len(distinct)) for text in texts]
         embeddings = encoder.encode(list(distinct))
     return ids, embeddings[rows], change.removed_vectors, first_seen
+
+
+def _store_rows(store: DocumentStore, chunk: Chunk, report: IndexingReport) -> StoreChange:
+    """Store a chunk's documents (under the ids their vectors were written with, when it carries them), and count
+    what that did."""
+    first_id = None
+    if chunk.ids is not None:
+        first_id = int(chunk.ids[0]) if len(chunk.ids) else 0
+        if not np.array_equal(chunk.ids, np.arange(first_id, first_id + len(chunk.documents))):
+            raise SearchEngineError("a chunk's vector ids are not one per document, consecutive: the build stops")
+    with report.timing("storing"):
+        change = store.add(chunk.documents, first_id)
+    report.documents += len(chunk.documents)
+    report.added += len(change.ids)
+    report.repeats += sum(change.repeated)
+    report.replaced += len(change.removed)
+    report.updated += change.updated
+    report.superseded += change.superseded
+    report.truncated += chunk.truncated
+    return change
+
+
+def _store_and_adopt(
+    store: DocumentStore,
+    segments: WrittenSegments,
+    chunks: Iterable[Chunk],
+    report: IndexingReport,
+    total: int | None,
+    progress: bool,
+) -> None:
+    """Store the rows of chunks whose vectors workers wrote as segments, and adopt those segments. A vector no row
+    keeps (a document a later one with its external id replaced, in the same input) is tombstoned, as are the
+    vectors of the rows such upserts removed."""
+    with _progress(total, progress, "Indexing") as bar:
+        for chunk in chunks:
+            change = _store_rows(store, chunk, report)
+            report.vectors += len(change.ids)
+            with report.timing("vector index"):
+                segments.adopt(chunk.segments)
+                unkept = np.setdiff1d(np.asarray(chunk.ids, dtype=np.int64), np.asarray(change.ids, dtype=np.int64))
+                dropped = np.union1d(unkept, np.asarray(change.removed_vectors, dtype=np.int64))
+                drop_vectors(store, segments, dropped.tolist())
+            bar.update(len(chunk.documents))
 
 
 def _passages(
@@ -345,7 +405,9 @@ def _passages(
     return np.asarray(out_ids, dtype=np.int64), out_texts, np.asarray(out_first, dtype=bool)
 
 
-def drop_vectors(store: DocumentStore, vectors: Vectors | NewVectors, ids: list[int] | np.ndarray) -> None:
+def drop_vectors(
+    store: DocumentStore, vectors: Vectors | NewVectors | WrittenSegments, ids: list[int] | np.ndarray
+) -> None:
     """Remove deleted documents' vectors, or tombstone them where the index type cannot remove in place."""
     if len(ids) and not vectors.remove(np.asarray(ids, dtype=np.int64)):
         store.tombstones.add(ids)
@@ -499,7 +561,8 @@ def reembed_index(directory: IndexDirectory, encoder: Encoder, progress: bool = 
     return report
 
 
-def _fit_whitening(chunks: Iterable[Chunk], encoder: Encoder, k: int, progress: bool) -> Whitening:
+def fit_whitening(chunks: Iterable[Chunk], encoder: Encoder, k: int, progress: bool) -> Whitening:
+    """Whitening-k fitted on the documents of `chunks` (each distinct text once), embedded here or as they come."""
     statistics = CovarianceAccumulator(encoder.dimension)
     seen: set[str] = set()
     with _progress(None, progress, "Fitting whitening") as bar:

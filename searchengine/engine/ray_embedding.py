@@ -1,8 +1,15 @@
-"""Embed a corpus on a Ray cluster: a Ray Data pipeline reads the corpus files on the workers, a pool of encoder
-actors (one model each) embeds them, and the vectors stream back to this process (the driver), which writes the
-document store, the sharded vector index and the manifest exactly as an index built here (searchengine.engine
-.indexing). Ray is an optional dependency (`pip install 'searchengine[ray]'`), imported only here and only when
-used.
+"""Embed a corpus on a Ray cluster: a Ray Data pipeline reads the corpus files on the workers, and a pool of
+encoder actors (one model each) embeds them. Ray is an optional dependency (`pip install 'searchengine[ray]'`),
+imported only here and only when used.
+
+Each actor writes the vectors of each part it embeds as one immutable segment file into the index directory
+(`SegmentTarget`: on a file system every node shares), and sends back only the rows (text, origin, id) and the
+segment's record (name, count, size, checksum, id range). This process (the driver) stores the rows and names
+the segments in the build's one commit (searchengine.engine.indexing, indexer/written_segments.py), so no
+vector crosses back. The ids are given up front: document number i of the corpus (from 0) gets id i, and its
+vector is written under it; the driver stores each row under that id. Where the index must first be fitted or
+trained on every vector (whitening fitted on the corpus itself, IVF and PQ types), the vectors stream back
+instead, and the driver builds the index as a build here does.
 
 The pipeline keeps the corpus order (Ray Data's preserve_order), so the driver stores the documents in the order
 a build in one process does: the same ids, the same upserts. Every node reads the corpus files at the same path
@@ -17,16 +24,26 @@ import re
 import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from searchengine.engine.embedding import to_index_vectors
 from searchengine.engine.indexing import CHUNK, Chunk
 from searchengine.errors import SearchEngineError
+from searchengine.indexer.segments import (
+    SMALL_SEGMENT_LIMIT,
+    SegmentRecord,
+    segment_factory,
+    segment_name,
+    write_segment,
+)
 from searchengine.indexer.store import Document
+from searchengine.indexer.vector_index import VectorIndex
+from searchengine.indexer.whitening import Whitening
 from searchengine.reading.corpus import CorpusPart, JsonFields, corpus_parts, read_part
 
 if TYPE_CHECKING:
@@ -41,6 +58,9 @@ small corpus over the actors."""
 MAX_PARTS = 4096
 """At most this many parts (Ray tasks reading the corpus, each one block for the actors); larger corpora get
 larger parts. Ray Data sends each block to one actor, so parts are what spreads the corpus over the actors."""
+PARTS_PER_WORKER = 4
+"""Where the actors write a segment per part: parts are made as large as keeps about this many per actor (so a
+slow actor holds up little), for fewer, larger segments; never larger than SMALL_SEGMENT_LIMIT documents."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +76,21 @@ class RaySettings:
     """CPUs each actor reserves and encodes with."""
     batch_size: int = WORKER_BATCH
     """Texts per call of an actor."""
+
+
+@dataclass(frozen=True)
+class SegmentTarget:
+    """Where and how encoder actors write the vectors they make, as segments, instead of sending them back."""
+
+    directory: str
+    """The index directory, at the same path on every node."""
+    first_number: int
+    """Segment numbers reserved for the build (indexer/segments.reserve_segment_numbers): a segment whose first
+    document has id i is segment number first_number + i."""
+    factory: str
+    """The index's FAISS type (a segment's own: indexer/segments.segment_factory)."""
+    whitening: Whitening | None = None
+    """The build's whitening, fitted before the actors start."""
 
 
 def import_ray() -> ModuleType:
@@ -78,37 +113,61 @@ class RayEmbedder:
         self.workers = workers
         """Encoder actors each pipeline runs."""
 
-    def chunks(self, parts: list[CorpusPart], jsonl: bool | None, fields: JsonFields = JsonFields()) -> Iterator[Chunk]:
-        """The documents of `parts` in order, in chunks that carry their vectors (the encoder's output, before
-        any whitening: the driver whitens, with the one transform it fitted)."""
+    def embedded(
+        self,
+        parts: list[CorpusPart],
+        jsonl: bool | None,
+        fields: JsonFields = JsonFields(),
+        segments: SegmentTarget | None = None,
+    ) -> Any:  # noqa: ANN401 (a ray.data.Dataset; ray is imported only when used)
+        """The pipeline (lazy: it runs when iterated) whose rows are the documents of `parts` in order: their
+        text, origin and id, with their vector, or (`segments` given) with the record of the segment an actor
+        wrote it into on the first row of each segment."""
         data = self.ray.data
-        context = data.DataContext.get_current()
+        items = [{**vars(part), "first_id": first} for part, first in zip(parts, _first_ids(parts))]
+        documents = data.from_items(items, override_num_blocks=len(items)).map_batches(
+            read_documents,
+            batch_size=1,
+            fn_kwargs={"jsonl": jsonl, "fields": fields},
+            num_cpus=0,  # reading is light; the CPUs are the encoders'
+            compute=data.TaskPoolStrategy(size=self.workers),
+        )
+        return documents.map_batches(
+            EncoderWorker,
+            batch_size=self.settings.batch_size if segments is None else None,  # a segment per part (Ray block)
+            fn_constructor_kwargs={
+                "options": worker_options(self.encoder, self.settings.threads),
+                "segments": segments,
+            },
+            num_cpus=self.settings.threads,
+            compute=data.ActorPoolStrategy(size=self.workers),
+        )
+
+    def chunks(
+        self,
+        parts: list[CorpusPart],
+        jsonl: bool | None,
+        fields: JsonFields = JsonFields(),
+        segments: SegmentTarget | None = None,
+    ) -> Iterator[Chunk]:
+        """The documents of `parts` in order, in chunks that carry their vectors (the encoder's output, before
+        any whitening: the driver whitens, with the one transform it fitted), or, when `segments` says where the
+        actors write them, the ids of the documents and the segments written."""
+        context = self.ray.data.DataContext.get_current()
         before = (context.execution_options.preserve_order, context.enable_progress_bars)
         context.execution_options.preserve_order = True
         context.enable_progress_bars = False  # the driver's own progress bar counts the documents
         try:
-            items = [vars(part) for part in parts]
-            documents = data.from_items(items, override_num_blocks=len(items)).map_batches(
-                read_documents,
-                batch_size=1,
-                fn_kwargs={"jsonl": jsonl, "fields": fields},
-                num_cpus=0,  # reading is light; the CPUs are the encoders'
-                compute=data.TaskPoolStrategy(size=self.workers),
-            )
-            embedded = documents.map_batches(
-                EncoderWorker,
-                batch_size=self.settings.batch_size,
-                fn_constructor_kwargs={"options": worker_options(self.encoder, self.settings.threads)},
-                num_cpus=self.settings.threads,
-                compute=data.ActorPoolStrategy(size=self.workers),
-            )
+            embedded = self.embedded(parts, jsonl, fields, segments)
             for batch in embedded.iter_batches(batch_size=CHUNK, batch_format="numpy", prefetch_batches=2):
                 origins = [json.loads(origin) for origin in batch["origin"]]
-                yield Chunk(
-                    [Document(str(text), **origin) for text, origin in zip(batch["text"], origins)],
-                    np.asarray(batch["vector"], dtype=np.float32),
-                    int(batch["truncated"].sum()),
-                )
+                documents = [Document(str(text), **origin) for text, origin in zip(batch["text"], origins)]
+                truncated = int(batch["truncated"].sum())
+                if segments is None:
+                    yield Chunk(documents, np.asarray(batch["vector"], dtype=np.float32), truncated)
+                else:
+                    written = tuple(SegmentRecord(**json.loads(record)) for record in batch["segment"] if record)
+                    yield Chunk(documents, None, truncated, np.asarray(batch["id"], dtype=np.int64), written)
         except Exception as exc:
             error = _our_error(exc)
             if error is None:
@@ -190,6 +249,15 @@ def plan_parts(
     return merge_parts(parts, -(-len(parts) // MAX_PARTS) * batch_size)
 
 
+def segment_parts(parts: list[CorpusPart], workers: int, batch_size: int = WORKER_BATCH) -> list[CorpusPart]:
+    """`parts` joined into the parts whose segments the actors write: about PARTS_PER_WORKER per actor, in whole
+    batches, at most SMALL_SEGMENT_LIMIT documents (the largest exact segment) unless a part was larger already."""
+    count = sum(part.documents for part in parts)
+    wanted = -(-count // (workers * PARTS_PER_WORKER))
+    batches = max(1, min(-(-wanted // batch_size), SMALL_SEGMENT_LIMIT // batch_size))
+    return merge_parts(parts, batches * batch_size)
+
+
 def merge_parts(parts: list[CorpusPart], documents: int) -> list[CorpusPart]:
     """Consecutive parts of one file joined into parts of up to `documents` documents."""
     merged: list[CorpusPart] = []
@@ -202,30 +270,47 @@ def merge_parts(parts: list[CorpusPart], documents: int) -> list[CorpusPart]:
     return merged
 
 
+def _first_ids(parts: list[CorpusPart]) -> list[int]:
+    """The id of each part's first document: document number i of the corpus (from 0) has id i."""
+    firsts, total = [], 0
+    for part in parts:
+        firsts.append(total)
+        total += part.documents
+    return firsts
+
+
 def read_documents(batch: dict[str, np.ndarray], jsonl: bool | None, fields: JsonFields) -> dict[str, np.ndarray]:
     """A Ray task: the documents of the corpus parts in `batch` (one, as the pipeline sends them) as columns: the
-    text, and its origin, metadata and external id as one JSON string."""
-    texts, origins = [], []
-    for path, offset, line, documents in zip(batch["path"], batch["offset"], batch["line"], batch["documents"]):
+    text, its origin, metadata and external id as one JSON string, and its id (the part's first id on)."""
+    texts, origins, ids = [], [], []
+    columns = (batch[key] for key in ("path", "offset", "line", "documents", "first_id"))
+    for path, offset, line, documents, first_id in zip(*columns):
         part = CorpusPart(str(path), int(offset), int(line), int(documents))
         if not Path(part.path).is_file():
             raise SearchEngineError(
                 f"corpus file {part.path} is not there on a Ray node ({_node()}); every node reads the corpus at "
                 "the same path: put it on a shared file system"
             )
-        for document in read_part(part, jsonl, fields):
+        for number, document in enumerate(read_part(part, jsonl, fields)):
             texts.append(document.text)
             origin = {"source": document.source, "line": document.line, "metadata": document.metadata}
             origins.append(json.dumps({**origin, "external_id": document.external_id}))
-    return {"text": np.array(texts, dtype=object), "origin": np.array(origins, dtype=object)}
+            ids.append(int(first_id) + number)
+    return {
+        "text": np.array(texts, dtype=object),
+        "origin": np.array(origins, dtype=object),
+        "id": np.array(ids, dtype=np.int64),
+    }
 
 
 class EncoderWorker:
-    """A Ray actor: loads the model once, checks it is the driver's, and embeds each batch it is sent."""
+    """A Ray actor: loads the model once, checks it is the driver's, and embeds each batch it is sent; with
+    `segments`, writes the vectors as a segment there and sends back the segment's record instead of them."""
 
-    def __init__(self, options: dict[str, Any]) -> None:
+    def __init__(self, options: dict[str, Any], segments: SegmentTarget | None = None) -> None:
         from searchengine.encoding.encoder import Encoder
 
+        self.segments = segments
         options = dict(options)
         fingerprint = options.pop("fingerprint")
         self.encoder = Encoder(**options)
@@ -240,7 +325,29 @@ class EncoderWorker:
         vectors = self.encoder.encode([str(text) for text in batch["text"]])
         truncated = np.zeros(len(vectors), dtype=np.int64)
         truncated[:1] = self.encoder.truncated - before  # the batch's count on its first row; the driver sums
-        return {**batch, "vector": vectors, "truncated": truncated}
+        if self.segments is None:
+            return {**batch, "vector": vectors, "truncated": truncated}
+        if not len(vectors):
+            return {**batch, "truncated": truncated, "segment": np.zeros(0, dtype=object)}
+        record = write_worker_segment(self.segments, vectors, np.asarray(batch["id"], dtype=np.int64))
+        segment = np.full(len(vectors), "", dtype=object)
+        segment[:1] = json.dumps(asdict(record))  # on the segment's first row: the driver adopts each once
+        return {**batch, "truncated": truncated, "segment": segment}
+
+
+def write_worker_segment(target: SegmentTarget, embeddings: np.ndarray, ids: np.ndarray) -> SegmentRecord:
+    """Whiten (when the build does) and write `embeddings` (the vectors of documents `ids`, consecutive) as one
+    segment file of the index directory, fsynced and checksummed once (indexer/segments.write_segment)."""
+    directory = Path(target.directory)
+    if not directory.is_dir():
+        raise SearchEngineError(
+            f"index directory {directory} is not there on Ray node {_node()}; the workers write the index's vector "
+            "segments there: put the index directory on a file system every node shares, at the same path"
+        )
+    vectors = to_index_vectors(embeddings, target.whitening)
+    index = VectorIndex.create(segment_factory(target.factory, len(ids)), vectors.shape[1])
+    index.add(vectors, ids)
+    return write_segment(directory, index, segment_name(target.first_number + int(ids[0])))
 
 
 def _node() -> str:

@@ -27,8 +27,9 @@ def one_thread() -> Iterator[None]:
     """torch and faiss on one thread each, restored afterwards: how a single query runs fastest here.
 
     Measured at 1M vectors (docs/benchmarks.md): end-to-end p50 7.3 ms on one thread against 12.1 ms with their
-    default two, whose OpenMP workers keep spinning after each call and compete with the encoder. The setting
-    is process-wide while the block runs. torch is left alone where nothing has imported it (a query encoded
+    default two, whose OpenMP workers keep spinning after each call and compete with the encoder. Both libraries
+    keep the setting per thread (OpenMP's), so blocks in several threads at once (the server's readers) each
+    set and restore their own. torch is left alone where nothing has imported it (a query encoded
     without torch, searchengine.encoding.onnx_query_encoder): importing it here would cost seconds."""
     torch = sys.modules.get("torch")
     torch_threads, faiss_threads = torch.get_num_threads() if torch else None, faiss.omp_get_max_threads()

@@ -7,8 +7,9 @@ import functools
 import math
 import numbers
 import os
+import weakref
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,11 +35,12 @@ from searchengine.engine.indexing import (
     compact_index,
     delete_from_index,
     document_chunks,
+    fit_whitening,
 )
 from searchengine.engine.mode_registry import RankRequest, RetrievalMode, mode_named
 from searchengine.engine.modes import DEFAULT_FUSION, DEFAULT_MODE, SearchMode
 from searchengine.engine.queries import check_queries
-from searchengine.engine.ray_embedding import RaySettings, plan_parts, ray_embedder
+from searchengine.engine.ray_embedding import RaySettings, SegmentTarget, plan_parts, ray_embedder, segment_parts
 from searchengine.engine.search import Hit, hits_of, one_thread, rerank_hits
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.errors import IndexerError
@@ -53,12 +55,12 @@ from searchengine.indexer.manifest import (
     model_location,
 )
 from searchengine.indexer.merge_policy import MergeResult, merge_as_needed
-from searchengine.indexer.segments import Segment, SegmentRecord, SegmentSet, load_segment
+from searchengine.indexer.segments import Segment, SegmentRecord, SegmentSet, load_segment, reserve_segment_numbers
 from searchengine.indexer.shards import Vectors, load_vectors
 from searchengine.indexer.store import ClusteringRecord, Document, DocumentStore
-from searchengine.indexer.vector_index import check_trainable
+from searchengine.indexer.vector_index import VectorIndex, check_trainable, default_factory
 from searchengine.indexer.whitening import Whitening
-from searchengine.reading.corpus import STDIN, JsonFields, corpus_files, read_corpus
+from searchengine.reading.corpus import STDIN, CorpusPart, JsonFields, corpus_files, read_corpus
 
 if TYPE_CHECKING:  # the encoders (torch, transformers) are imported only when something encodes
     from searchengine.encoding.cross_encoder import CrossEncoder
@@ -203,6 +205,16 @@ def _prompt_options(built_with: ModelIdentity) -> dict[str, str | bool]:
     return {} if prompt is None else {"template": prompt.template, "denoise": prompt.denoise}
 
 
+@dataclass
+class _SharedLoads:
+    """What an engine and its siblings (SearchEngine.sibling) load once for all of them."""
+
+    cross_encoders: dict[str, CrossEncoder] = field(default_factory=dict)
+    segments: weakref.WeakValueDictionary[str, Segment] = field(default_factory=weakref.WeakValueDictionary)
+    """Loaded segments by file name, while a loaded state of one of the engines holds them: immutable, so a reload
+    after a write loads only the new ones, and siblings load each one once."""
+
+
 class SearchEngine:
     """Build, open, search and grow an index directory.
 
@@ -218,9 +230,10 @@ class SearchEngine:
         *,
         model: str | Path | None = None,
         speed: EncoderSpeed | None = None,
+        shared: _SharedLoads | None = None,
     ) -> None:
-        """Use `open`, `build` or `create`; this constructor loads whatever manifest is current in `path`.
-        Without `encoder`, `model` (the index's own when None) is loaded with `speed` on first use."""
+        """Use `open`, `build`, `create` or `sibling`; this constructor loads whatever manifest is current in
+        `path`. Without `encoder`, `model` (the index's own when None) is loaded with `speed` on first use."""
         self.directory = IndexDirectory(path)
         self._encoder = encoder
         self._model = model
@@ -232,12 +245,10 @@ class SearchEngine:
         self._vectors: Vectors | SegmentSet | None = None
         self._store: DocumentStore | None = None
         self._whitening: Whitening | None = None
-        self._cross_encoders: dict[str, CrossEncoder] = {}
+        self._shared = shared or _SharedLoads()
         self._stamp: tuple[int, int] | None = None
         self._commit: int | None = None
         """The store's commit number as loaded (format 2): `refresh` reloads when a writer commits another."""
-        self._segments: dict[str, Segment] = {}
-        """Loaded segments by file name: immutable, so a reload after a write loads only the new ones."""
         self._load()
 
     @property
@@ -311,9 +322,12 @@ class SearchEngine:
         returns the document, scored by its best passage. False embeds such a document from its beginning. Later
         additions follow the index's setting. Not with `ray`, whose workers embed whole documents.
         shards: split the vectors over this many FAISS indexes, searched together (searchengine.indexer.shards);
-        default 1, or with `ray` one per encoder worker.
+        default 1. Not with `ray` where its workers write the segments (one per part of the corpus, searched
+        together as shards are); where they cannot (whitening fitted on the corpus itself, IVF or PQ), default one
+        per encoder worker.
         ray: embed on a Ray cluster (searchengine.engine.ray_embedding); `corpus` (and `whiten_fit`) must then be
-        a file or a directory of corpus files that every node reads at the same path.
+        a file or a directory of corpus files that every node reads at the same path, and `path` a directory every
+        node writes at the same path (the workers write the vector segments there).
         reading: how the input was read, recorded in the index for `add` and `sync` (searchengine.engine.files);
         by default the JSON fields.
         """
@@ -433,6 +447,13 @@ class SearchEngine:
             _check_same_model(directory.path, built_with, source, source.fingerprint())
         return cls(directory.path, encoder, model=model, speed=speed)
 
+    def sibling(self) -> SearchEngine:
+        """Another SearchEngine on this index that shares what this one has loaded (the model, the cross-encoders,
+        the vector segments), for another thread: an engine's SQLite connection belongs to the thread that made
+        it, so the server's readers each open a sibling in their own thread. Load the model first (`encoder`)
+        for it to be shared."""
+        return SearchEngine(self.path, self._encoder, model=self._model, speed=self._speed, shared=self._shared)
+
     def _load(self) -> None:
         # A writer may commit and remove the files between reading the manifest and opening them: read again.
         stamp = self.directory.manifest_stamp()
@@ -457,7 +478,7 @@ class SearchEngine:
         self._tombstones, self._live, self._stamp = tombstones, live, stamp
         self._commit = store.segments.commit_number() if manifest.segmented else None
         if isinstance(vectors, SegmentSet):
-            self._segments = {segment.record.name: segment for segment in vectors.segments}
+            self._shared.segments.update((segment.record.name, segment) for segment in vectors.segments)
         self._keyword_index = store.keyword.exists()
 
     def refresh(self) -> bool:
@@ -499,8 +520,9 @@ class SearchEngine:
 
     def _segment(self, record: SegmentRecord, dimension: int) -> Segment:
         """The loaded segment `record` names: the one loaded before, or read now (its checksum checked when small)."""
-        if record.name in self._segments:
-            return self._segments[record.name]
+        loaded = self._shared.segments.get(record.name)
+        if loaded is not None:
+            return loaded
         stored = StoredFile(record.name, record.size, record.checksum)
         problem = self.directory.check_file(stored, verify=lambda size: size <= VERIFY_ON_OPEN_BYTES)
         if problem:
@@ -625,7 +647,8 @@ class SearchEngine:
         dense = "dense" in mode.sides
         allowed = None
         if dense and matching is not None:
-            allowed = np.union1d(matching, self._store.filters.passage_ids_matching(conditions))
+            passages = self._store.filters.passage_ids_matching(conditions)
+            allowed = np.union1d(matching, passages) if len(passages) else matching  # no sort where none is split
         encoder = self._query_encoder() if dense else None  # loaded before one_thread, which sets its threads
         with one_thread() if len(queries) == 1 else contextlib.nullcontext():
             request = RankRequest(
@@ -670,9 +693,9 @@ class SearchEngine:
             return model
         path = Path(str(model)).expanduser()
         key = str(path.resolve()) if path.is_dir() else str(model)
-        if key not in self._cross_encoders:  # on the bi-encoder's device if it is loaded, else the default one
-            self._cross_encoders[key] = CrossEncoder(model, device=getattr(self._encoder, "device", None))
-        return self._cross_encoders[key]
+        if key not in self._shared.cross_encoders:  # on the bi-encoder's device if it is loaded, else the default one
+            self._shared.cross_encoders[key] = CrossEncoder(model, device=getattr(self._encoder, "device", None))
+        return self._shared.cross_encoders[key]
 
     def add(
         self,
@@ -896,7 +919,9 @@ def _build_with_ray(
     progress: bool,
 ) -> IndexingReport:
     """SearchEngine.build with the corpus embedded on a Ray cluster; the corpus is read (and checked) here first,
-    so bad input fails before the cluster starts any work. Documents are embedded whole (no passages)."""
+    so bad input fails before the cluster starts any work. Documents are embedded whole (no passages). The workers
+    write the vector segments themselves, whitened with a transform fitted first on `whiten_fit`, unless the
+    index must be fitted or trained on all the corpus's vectors: then they send them here (ray_embedding)."""
     for source in (corpus, whiten_fit):
         if source is not None and (not isinstance(source, (str, Path)) or str(source) == STDIN):
             raise SearchEngineError(
@@ -911,6 +936,17 @@ def _build_with_ray(
         raise SearchEngineError(NO_TEXT)
     if index is not None and whiten_fit is None:
         check_trainable(index, count)
+    index_type = index or default_factory(count)
+    trained = VectorIndex.create(index_type, whiten_k or encoder.dimension).needs_training
+    if not trained and (whiten_k is None or fit_parts is not None):
+        if shards is not None:
+            raise SearchEngineError(
+                "--shards does not apply with --ray: each part of the corpus a worker embeds is written as its own "
+                "segment, and the segments are searched in parallel as shards are; drop --shards"
+            )
+        return _build_with_ray_segments(
+            target, parts, fit_parts, encoder, index_type, whiten_k, jsonl, fields, ray, progress
+        )
     with ray_embedder(ray, encoder) as embedder:
         settings = IndexSettings(
             index_type=index,
@@ -922,6 +958,36 @@ def _build_with_ray(
         return build_index(
             IndexDirectory(target), embedder.chunks(parts, jsonl, fields), encoder, settings, count, progress
         )
+
+
+def _build_with_ray_segments(
+    target: Path,
+    parts: list[CorpusPart],
+    fit_parts: list[CorpusPart] | None,
+    encoder: Encoder,
+    index_type: str,
+    whiten_k: int | None,
+    jsonl: bool | None,
+    fields: JsonFields,
+    ray: RaySettings,
+    progress: bool = False,
+) -> IndexingReport:
+    """The Ray build where the workers write the segments: whitening (if any) fitted first on the `fit_parts`
+    the workers embed and send back, then the corpus embedded and written as a segment per part (parts joined
+    into about four per worker: `segment_parts`), the rows stored here."""
+    count = sum(part.documents for part in parts)
+    with ray_embedder(ray, encoder) as embedder:
+        whitening = None
+        if whiten_k is not None and fit_parts is not None:
+            fit_fields = JsonFields(fields.text, fields.title)
+            whitening = fit_whitening(embedder.chunks(fit_parts, jsonl, fit_fields), encoder, whiten_k, progress)
+        parts = segment_parts(parts, embedder.workers, ray.batch_size)
+        segments = SegmentTarget(str(target.resolve()), reserve_segment_numbers(count), index_type, whitening)
+        settings = IndexSettings(
+            index_type=index_type, whiten_k=whiten_k, passages=False, whitening=whitening, segments_written=True
+        )
+        chunks = embedder.chunks(parts, jsonl, fields, segments)
+        return build_index(IndexDirectory(target), chunks, encoder, settings, count, progress)
 
 
 def _documents(corpus: Corpus, jsonl: bool | None, fields: JsonFields = JsonFields()) -> Iterator[Document]:

@@ -1,14 +1,16 @@
-"""The server's read side: one thread owns the SearchEngine that answers queries.
+"""The server's read side: reader threads, each owning a SearchEngine, answer queries from one queue.
 
-Queries that arrive while the thread is busy wait in a queue; the next turn takes all of them (up to
+Queries that arrive while the readers are busy wait in the queue; a reader's next turn takes all of them (up to
 `max_batch` queries) and answers those with the same options in one `search_batch`, so one encoder call serves
-many clients and throughput grows with concurrency. Torch and FAISS run on one thread here: the event loop needs
-the other core, and a batch on one thread is faster than on two that contend (docs/benchmarks.md, "Serving").
+many clients and throughput grows with concurrency. With several readers, one searches (FAISS and SQLite release
+the GIL) while another encodes its batch. Torch and FAISS run on one thread here: the event loop needs a core,
+and a batch on one thread is faster than on two that contend (docs/benchmarks.md, "Serving").
 
-Before each turn the thread checks (one stat) whether a writer committed a new generation and reopens the index
-if so; a reopen that fails leaves the previous generation serving, so no request fails during the swap. The
-engine's SQLite connection is only ever used from this thread; the encoder is shared with the writer thread and
-serialises itself.
+Before each turn a reader checks (one stat) whether a writer committed a new generation and reopens the index if
+so; a reopen that fails leaves the previous generation serving, so no request fails during the swap. Each
+engine's SQLite connection is only ever used from its own thread; the readers' engines are siblings
+(SearchEngine.sibling) that share the model and the loaded segments, and the encoder, shared with the writer
+thread too, serialises itself.
 """
 
 from __future__ import annotations
@@ -66,27 +68,45 @@ _STOP = object()
 
 
 class BatchingReader:
-    """Answers searches (and other reads) on one thread that owns the SearchEngine `open_engine` returns."""
+    """Answers searches (and other reads) on `readers` threads: the first owns the SearchEngine `open_engine`
+    returns, each other one a sibling of it."""
 
-    def __init__(self, open_engine: Callable[[], SearchEngine], max_batch: int = 64) -> None:
+    def __init__(self, open_engine: Callable[[], SearchEngine], max_batch: int = 64, readers: int = 1) -> None:
+        if readers < 1:
+            raise SearchEngineError(f"a server needs at least 1 reader thread, not {readers}")
         self._open_engine = open_engine
         self.max_batch = max_batch
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
-        self._ready: Future = Future()
-        self._thread = threading.Thread(target=self._serve, name="searchengine-reader", daemon=True)
-        self._engine: SearchEngine | None = None
+        self._threads = [
+            threading.Thread(target=self._serve, args=(number,), name=f"searchengine-reader-{number}", daemon=True)
+            for number in range(readers)
+        ]
+        self._ready = [Future() for _ in range(readers)]
+        self._first: SearchEngine | None = None
         self.problem: str | None = None
         """Why the last reopen failed (the previous generation is still served); None when current."""
+        self._counting = threading.Lock()
         self.batches = 0
         """Turns taken: with `queries`, how well concurrent queries were batched."""
         self.queries = 0
         self.default_mode: SearchMode = "dense"
         """The mode of a search that names none, as of the generation loaded (hybrid once it has a keyword index)."""
 
+    @property
+    def readers(self) -> int:
+        """Reader threads answering queries."""
+        return len(self._threads)
+
     def start(self) -> None:
-        """Open the engine on the reader thread; raises what opening raised (e.g. no index there)."""
-        self._thread.start()
-        self._ready.result()
+        """Open the engines on their reader threads, the first one first; raises what opening raised (e.g. no
+        index there), after stopping the readers already started."""
+        for thread, ready in zip(self._threads, self._ready, strict=True):
+            thread.start()
+            try:
+                ready.result()
+            except BaseException:
+                self.close()
+                raise
 
     def search(self, queries: Sequence[str], options: SearchOptions) -> Future[list[list[Hit]]]:
         """Hits for each query, answered in the reader thread's next turn."""
@@ -101,28 +121,32 @@ class BatchingReader:
         return job.future
 
     def close(self) -> None:
-        """Answer what is queued, then close the engine and stop the thread."""
-        if self._thread.is_alive():
-            self._queue.put(_STOP)
-            self._thread.join()
+        """Answer what is queued, then close the engines and stop the threads."""
+        running = [thread for thread in self._threads if thread.is_alive()]
+        for _ in running:
+            self._queue.put(_STOP)  # each reader takes one and stops
+        for thread in running:
+            thread.join()
 
-    def _serve(self) -> None:
+    def _serve(self, number: int) -> None:
         try:
-            self._engine = self._open_engine()
+            engine = self._open_engine() if number == 0 else self._first.sibling()
         except BaseException as exc:  # noqa: BLE001 (handed to start(), which raises it in the caller's thread)
-            self._ready.set_exception(exc)
+            self._ready[number].set_exception(exc)
             return
-        self.default_mode = self._engine.default_mode
-        self._ready.set_result(None)
+        if number == 0:
+            self._first = engine
+            self.default_mode = engine.default_mode
+        self._ready[number].set_result(None)
         try:
             running = True
             while running:
                 jobs, running = self._next_turn()
                 with one_thread():
-                    self._refresh()
-                    self._answer(jobs)
+                    self._refresh(engine)
+                    self._answer(engine, jobs)
         finally:
-            self._engine.close()
+            engine.close()
 
     def _next_turn(self) -> tuple[list[_Search | _Call], bool]:
         """Wait for one job, then take whatever else is queued, up to `max_batch` queries. After IDLE_REFRESH_S
@@ -146,34 +170,33 @@ class BatchingReader:
             except queue.Empty:
                 return jobs, True
 
-    def _refresh(self) -> None:
+    def _refresh(self, engine: SearchEngine) -> None:
         try:
-            if self._engine.refresh():
-                self.default_mode = self._engine.default_mode
-                log.info(
-                    "reopened %s: a writer committed a new generation (%d texts)", self._engine.path, len(self._engine)
-                )
+            if engine.refresh():
+                self.default_mode = engine.default_mode
+                log.info("reopened %s: a writer committed a new generation (%d texts)", engine.path, len(engine))
             self.problem = None
         except Exception as exc:  # noqa: BLE001 (whatever went wrong, the generation loaded keeps answering)
             problem = str(exc) if isinstance(exc, SearchEngineError) else f"{type(exc).__name__}: {exc}"
             if problem != self.problem:
-                log.warning("still serving the previous generation of %s: %s", self._engine.path, problem)
+                log.warning("still serving the previous generation of %s: %s", engine.path, problem)
             self.problem = problem
 
-    def _answer(self, jobs: list[_Search | _Call]) -> None:
+    def _answer(self, engine: SearchEngine, jobs: list[_Search | _Call]) -> None:
         groups: dict[SearchOptions, list[_Search]] = {}
         for job in jobs:
             if not job.future.set_running_or_notify_cancel():
                 continue  # its caller gave up waiting (e.g. the client went away)
             if isinstance(job, _Call):
-                _settle(job.future, lambda job=job: job.function(self._engine))
+                _settle(job.future, lambda job=job: job.function(engine))
             else:
                 groups.setdefault(job.options, []).append(job)
         for options, searches in groups.items():
-            self.batches += 1
-            self.queries += sum(len(search.queries) for search in searches)
+            with self._counting:
+                self.batches += 1
+                self.queries += sum(len(search.queries) for search in searches)
             try:
-                results = self._engine.search_batch(
+                results = engine.search_batch(
                     [query for search in searches for query in search.queries],
                     options.k,
                     list(options.where) or None,

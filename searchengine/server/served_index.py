@@ -1,5 +1,5 @@
-"""One index directory as the server holds it: a batching reader thread and a serial writer thread sharing
-one loaded model."""
+"""One index directory as the server holds it: batching reader threads and a serial writer thread sharing one
+loaded model."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from searchengine.server.writer import SerialWriter
 
 
 class ServedIndex:
-    """Opens the index (and loads its model and any rerankers) once; `close` stops both threads."""
+    """Opens the index (and loads its model and any rerankers) once; `close` stops its threads."""
 
     def __init__(
         self,
@@ -24,12 +24,14 @@ class ServedIndex:
         rerank: Sequence[str] = (),
         max_batch: int = 64,
         embedding_models: Sequence[str] = (),
+        readers: int = 1,
     ) -> None:
         """Raises SearchEngineError when there is no index at `path` or a model cannot be loaded.
 
         encoder: an already loaded Encoder (then `speed` is ignored); rerank: cross-encoders requests may ask for,
         loaded now so the first such request does not wait and a bad name fails at start; embedding_models: models
-        /v1/embeddings answers with besides the index's own, loaded now for the same reasons."""
+        /v1/embeddings answers with besides the index's own, loaded now for the same reasons; readers: threads
+        answering searches at once (BatchingReader)."""
         self.rerank = tuple(rerank)
         self.embedders: dict[str, Encoder] = {
             name: Encoder(name, **(speed or EncoderSpeed()).options()) for name in dict.fromkeys(embedding_models)
@@ -38,11 +40,12 @@ class ServedIndex:
 
         def open_reader() -> SearchEngine:
             engine = SearchEngine.open(path, encoder=encoder, speed=speed)
+            engine.encoder  # noqa: B018 (loaded now, so the other readers and the writer share it)
             for model in self.rerank:
                 engine.cross_encoder(model)
             return engine
 
-        self.reader = BatchingReader(open_reader, max_batch)
+        self.reader = BatchingReader(open_reader, max_batch, readers)
         self.reader.start()
         self.path, self.encoder = self.reader.run(lambda engine: (engine.path, engine.encoder)).result()
         self.writer = SerialWriter(lambda: SearchEngine(self.path, self.encoder))

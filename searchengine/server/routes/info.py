@@ -35,6 +35,7 @@ async def info(index: Index, settings: Settings) -> dict[str, Any]:
             "modes": [mode.name for mode in offered],
             "mode_details": {mode.name: _mode_details(mode) for mode in offered},
             "default_mode": index.reader.default_mode,
+            "readers": index.reader.readers,
             "rerank": list(index.rerank),
             "api_key_for": settings.api_key_for if settings.api_key else None,
             "limits": {

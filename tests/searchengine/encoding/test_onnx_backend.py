@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +34,31 @@ def test_fp32_gives_the_torch_vectors(tiny_model: Path, torch_encoder: Encoder, 
     assert isinstance(onnx.model, OnnxTransformer) and not isinstance(torch_encoder.model, OnnxTransformer)
     np.testing.assert_allclose(onnx.encode(sentences), torch_encoder.encode(sentences), atol=1e-5)
     assert onnx.precision == "fp32"
+
+
+def test_a_pass_runs_while_another_thread_is_inside_one(tiny_model: Path, sentences: list[str]) -> None:
+    """A server's query is not held behind the batch of a write: ONNX Runtime passes run side by side."""
+    onnx = Encoder(tiny_model, backend="onnx", precision="fp32")
+    expected = onnx.encode(sentences[:2])
+    session, inside, release = onnx.model.session, threading.Event(), threading.Event()
+
+    class HeldSession:  # the real session; the first pass waits inside until the second one has finished
+        def run(self, *args, **kwargs):  # noqa: ANN002, ANN003, ANN202
+            if not inside.is_set():
+                inside.set()
+                assert release.wait(30), "the second pass could not run while the first was inside its own"
+            return session.run(*args, **kwargs)
+
+    onnx.model.session = HeldSession()
+    first: list[np.ndarray] = []
+    thread = threading.Thread(target=lambda: first.append(onnx.encode(sentences[:2])))
+    thread.start()
+    assert inside.wait(30)
+    second = onnx.encode(sentences[:2])
+    release.set()
+    thread.join(30)
+    np.testing.assert_allclose(first[0], expected, atol=1e-6)
+    np.testing.assert_allclose(second, expected, atol=1e-6)
 
 
 def test_auto_picks_onnx_where_it_can_run(tiny_model: Path) -> None:

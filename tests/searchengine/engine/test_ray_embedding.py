@@ -1,10 +1,14 @@
-"""Indexing on a Ray cluster: a local cluster of two worker processes embeds a corpus the test writes, and the
-sharded index it makes answers exactly as one index of the same vectors, and as an index built in one process."""
+"""Indexing on a Ray cluster: a local cluster of two worker processes embeds a corpus the test writes. Where the
+workers write the segments themselves, the index answers as one built in one process, verifies, and no vector
+crosses back to the driver; a driver killed before its commit leaves the index as it was. Where the index is
+fitted on the corpus (whitening), the vectors come back and the sharded index the driver builds answers exactly
+as one index of the same vectors, and as an index built in one process."""
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import subprocess
 import sys
 from itertools import product
@@ -13,23 +17,32 @@ from pathlib import Path
 import numpy as np
 import pytest
 import ray
+from searchengine.indexer.crash_points import CRASH_ENV
+from searchengine.indexer.index_directory import IndexDirectory
+from searchengine.indexer.segments import SegmentRecord, reserve_segment_numbers
+from searchengine.indexer.store import Document
 from searchengine.indexer.vector_index import VectorIndex
 from typer.testing import CliRunner
 
 from searchengine.cli import app
 from searchengine.encoding import precision
 from searchengine.encoding.encoder import Encoder
+from searchengine.engine.indexing import Chunk, IndexSettings, build_index
 from searchengine.engine.ray_embedding import (
     EncoderWorker,
     RaySettings,
+    SegmentTarget,
     merge_parts,
     plan_parts,
+    ray_embedder,
     read_documents,
+    segment_parts,
     worker_options,
+    write_worker_segment,
 )
 from searchengine.engine.search_engine import SearchEngine
 from searchengine.errors import SearchEngineError
-from searchengine.reading.corpus import JsonFields, corpus_files, read_corpus, read_part
+from searchengine.reading.corpus import CorpusPart, JsonFields, corpus_files, read_corpus, read_part
 from tests.conftest import WORDS
 
 QUERIES = ["reset my password", "a cold storm with snow", "bake bread in the oven", "the king of the empire"]
@@ -60,6 +73,140 @@ def _in_one_process(corpus: Path, path: Path, encoder: Encoder, **options: objec
     """The same corpus indexed here, file after file (what the Ray build is compared with)."""
     documents = [document for file in corpus_files(corpus) for document in read_corpus(file)]
     return SearchEngine.build(documents, path, encoder=encoder, **options)
+
+
+def _dense(engine: SearchEngine) -> tuple[list[list[int]], np.ndarray]:
+    hits = engine.search_batch(QUERIES, k=10, mode="dense")
+    return [[hit.id for hit in row] for row in hits], np.array([[hit.score for hit in row] for row in hits])
+
+
+def test_workers_write_the_segments_and_the_index_answers_as_one_built_here(
+    cluster: str, corpus: Path, tmp_path: Path, tiny_encoder: Encoder
+) -> None:
+    """Whitening fitted first (on --whiten-fit: a.txt) and applied by the workers; a segment per part of 64 documents."""
+    settings = RaySettings(workers=2, batch_size=64)
+    engine = SearchEngine.build(
+        corpus, tmp_path / "ray", encoder=tiny_encoder, whiten_k=16, whiten_fit=corpus / "a.txt", ray=settings
+    )
+    records = engine._store.segments.records()
+    assert [(r.vectors, r.first_id, r.last_id) for r in records] == [
+        (64, 0, 63), (64, 64, 127), (64, 128, 191), (8, 192, 199), (64, 200, 263), (64, 264, 327), (32, 328, 359)
+    ]  # fmt: skip
+    assert len(engine) == 360 and engine.last_report.added == 360 and engine.info().shards == 7
+    assert all(check.problem is None for check in IndexDirectory(tmp_path / "ray").verify())
+
+    local = _in_one_process(corpus, tmp_path / "local", tiny_encoder, whiten_k=16, whiten_fit=corpus / "a.txt")
+    ray_ids, ray_scores = _dense(engine)
+    local_ids, local_scores = _dense(local)
+    assert ray_ids == local_ids
+    np.testing.assert_allclose(ray_scores, local_scores, atol=1e-4)
+    ids = local._store.documents.ids()
+    assert engine._store.get(ids) == local._store.get(ids)  # same ids, texts, origins, metadata
+
+    engine.add(["a new sentence about snow"])  # later writes and merges take it as any index
+    added = _dense(engine)
+    assert len(engine) == 361 and engine.compact() == 0 and len(engine._store.segments.records()) == 1
+    assert _dense(engine)[0] == added[0]
+    assert all(check.problem is None for check in IndexDirectory(tmp_path / "ray").verify())
+
+
+def test_only_rows_and_segment_records_cross_back_to_the_driver(
+    cluster: str, corpus: Path, tmp_path: Path, tiny_encoder: Encoder
+) -> None:
+    settings = RaySettings(workers=2, batch_size=64)
+    parts = plan_parts(corpus_files(corpus), None, JsonFields(), settings.batch_size)
+    target = SegmentTarget(str(tmp_path), 1000, "Flat")
+    with ray_embedder(settings, tiny_encoder) as embedder:
+        batches = list(embedder.embedded(parts, None, JsonFields(), target).iter_batches(batch_format="numpy"))
+    assert {key for batch in batches for key in batch} == {"text", "origin", "id", "truncated", "segment"}
+    records = [SegmentRecord(**json.loads(r)) for batch in batches for r in batch["segment"] if r]
+    assert [r.name for r in records] == [f"segment.{1000 + r.first_id}.faiss" for r in records]
+    assert sorted(path.name for path in tmp_path.iterdir()) == sorted(r.name for r in records)
+    assert sorted(np.concatenate([batch["id"] for batch in batches]).tolist()) == list(range(360))
+
+
+def test_a_driver_killed_before_its_commit_changes_nothing(
+    cluster: str, corpus: Path, tmp_path: Path, tiny_model: Path, tiny_encoder: Encoder
+) -> None:
+    """The workers' segments are orphans until the commit; the next write's clean-up removes them."""
+    target = tmp_path / "idx"
+    before = SearchEngine.build(["an old sentence", "another old one"], target, encoder=tiny_encoder)
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "searchengine",
+            "index",
+            corpus,
+            "--ray",
+            cluster,
+            "-d",
+            target,
+            "-m",
+            tiny_model,
+            "--replace",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, CRASH_ENV: "build-before-commit"},
+    )
+    assert completed.returncode == 75, completed.stderr
+    live = IndexDirectory(target).live_file_names()
+    orphans = [path for path in target.glob("segment.*.faiss") if path.name not in live]
+    assert len(orphans) == 2  # one per part, written by the workers, named by no commit
+    engine = SearchEngine.open(target, encoder=tiny_encoder)
+    assert len(engine) == 2 and engine._store.segments.records() == before._store.segments.records()
+    engine.delete([0])
+    assert not any(path.exists() for path in orphans)
+    assert all(check.problem is None for check in IndexDirectory(target).verify())
+
+
+def test_the_driver_tombstones_the_written_vectors_no_row_keeps(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    """Repeated external ids in the input: a document replaced within its chunk, one replaced by a later chunk
+    (a new text), and one a later chunk repeats with the same text. Every vector the workers wrote is then a row's
+    or a tombstone, and the index verifies. (The driver alone, on chunks as the Ray pipeline hands them.)"""
+    documents = [
+        Document("alpha one", external_id="x1"),
+        Document("beta two", external_id="x2"),
+        Document("alpha again", external_id="x1"),  # replaces id 0 in its own chunk
+        Document("beta replaced", external_id="x2"),  # replaces id 1, stored by the chunk before
+        Document("gamma three", external_id="x3"),
+        Document("alpha again", external_id="x1"),  # the stored text of x1: id 2 stays, id 5 is not stored
+    ]
+    target = tmp_path / "idx"
+    target.mkdir()
+    vectors = tiny_encoder.encode([document.text for document in documents])
+    segments = SegmentTarget(str(target), reserve_segment_numbers(6), "Flat")
+    ids = np.arange(6)
+    written = [write_worker_segment(segments, vectors[part], ids[part]) for part in (slice(0, 2), slice(2, 6))]
+    chunks = [
+        Chunk(documents[:3], None, 0, ids[:3], (written[0],)),
+        Chunk(documents[3:], None, 0, ids[3:], (written[1],)),  # a segment in the chunk of its first document
+    ]
+    settings = IndexSettings(index_type="Flat", segments_written=True)
+    report = build_index(IndexDirectory(target), chunks, tiny_encoder, settings, total=6)
+    assert (report.added, report.superseded, report.replaced, report.updated) == (4, 1, 1, 1)
+    engine = SearchEngine.open(target, encoder=tiny_encoder)
+    assert engine._store.documents.ids().tolist() == [2, 3, 4]
+    assert engine._store.tombstones.ids().tolist() == [0, 1, 5]
+    assert [record.name for record in engine._store.segments.records()] == [record.name for record in written]
+    assert all(check.problem is None for check in IndexDirectory(target).verify())
+    assert [engine.search(text, k=1, mode="dense")[0].id for text in ("beta replaced", "alpha again")] == [3, 2]
+
+
+def test_shards_are_refused_where_the_workers_write_the_segments(
+    corpus: Path, tmp_path: Path, tiny_encoder: Encoder
+) -> None:
+    with pytest.raises(SearchEngineError, match="drop --shards"):
+        SearchEngine.build(corpus, tmp_path / "i", encoder=tiny_encoder, shards=2, ray=RaySettings(workers=2))
+    assert not (tmp_path / "i").exists()
+
+
+def test_a_worker_without_the_index_directory_is_one_error(tmp_path: Path) -> None:
+    target = SegmentTarget(str(tmp_path / "not-shared"), 1, "Flat")
+    with pytest.raises(SearchEngineError, match="put the index directory on a file system every node shares"):
+        write_worker_segment(target, np.ones((2, 4), dtype=np.float32), np.arange(2))
 
 
 def test_a_ray_index_answers_as_one_index_of_the_same_vectors(
@@ -138,7 +285,7 @@ def test_more_workers_than_the_cluster_has_cpus_for_is_refused_before_any_work(
 
 
 def test_a_missing_corpus_file_on_a_node_is_one_error(tmp_path: Path) -> None:
-    part = {"path": [str(tmp_path / "gone.txt")], "offset": [0], "line": [1], "documents": [3]}
+    part = {"path": [str(tmp_path / "gone.txt")], "offset": [0], "line": [1], "documents": [3], "first_id": [0]}
     with pytest.raises(SearchEngineError, match="same path: put it on a shared file system"):
         read_documents({key: np.array(value) for key, value in part.items()}, None, JsonFields())
 
@@ -160,6 +307,20 @@ def test_the_corpus_is_planned_in_parts_of_whole_batches_within_files(corpus: Pa
     ]
     expected = [document for file in corpus_files(corpus) for document in read_corpus(file)]
     assert [document for part in merged for document in read_part(part)] == expected
+
+
+def test_parts_written_as_segments_are_about_four_per_worker_and_at_most_an_exact_segment(corpus: Path) -> None:
+    parts = plan_parts(corpus_files(corpus), None, JsonFields(), batch_size=64)
+    joined = segment_parts(parts, workers=1, batch_size=64)  # 90 documents a part wanted: two batches
+    assert [(Path(part.path).name, part.documents) for part in joined] == [
+        ("a.txt", 128),
+        ("a.txt", 72),
+        ("b.jsonl", 128),
+        ("b.jsonl", 32),
+    ]
+    assert segment_parts(parts, workers=2, batch_size=64) == parts  # 45 wanted: one batch, as planned
+    many = [CorpusPart("big.txt", 0, 1 + 512 * n, 512) for n in range(400)]  # 204,800 documents, one worker
+    assert {part.documents for part in segment_parts(many, workers=1, batch_size=512)} == {97 * 512, 12 * 512}
 
 
 def test_a_worker_refuses_a_model_other_than_the_drivers(tiny_encoder: Encoder, other_tiny_model: Path) -> None:

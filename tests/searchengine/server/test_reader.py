@@ -62,3 +62,32 @@ def test_a_cancelled_query_is_skipped_and_the_reader_goes_on(served: ServedIndex
     release.set()
     assert kept.result(30)[0][0].text == "the cat sat on the mat"
     assert reader.search(["the king and queen ruled the empire"], SearchOptions(k=1)).result(30)[0][0].id == 11
+
+
+def test_two_readers_answer_at_once_with_siblings_that_share_the_model_and_segments(
+    index_path, tiny_encoder
+) -> None:
+    served = ServedIndex(index_path, encoder=tiny_encoder, readers=2)
+    try:
+        reader = served.reader
+        assert reader.readers == 2
+        release, held = _hold(reader)  # one reader is busy: the other still answers
+        assert reader.search(["the cat sat on the mat"], SearchOptions(k=1)).result(30)[0][0].text == (
+            "the cat sat on the mat"
+        )
+        both_busy, second = threading.Event(), reader.run(lambda engine: both_busy.set() or engine)
+        assert both_busy.wait(30)
+        release.set()
+        first = held.result(30)
+        engines = [second.result(30)] + [reader.run(lambda engine: engine).result(30) for _ in range(4)]
+        assert {id(engine.encoder) for engine in engines} == {id(tiny_encoder)}
+        segment_files = {id(segment.index) for engine in engines for segment in engine._vectors.segments}  # noqa: SLF001
+        assert len(segment_files) == len(engines[0]._vectors.segments)  # noqa: SLF001 (loaded once for both)
+        assert first is True
+        served.writer.submit(lambda engine: engine.add(["a brand new sentence about volcanoes"])).result(30)
+        for _ in range(4):  # whichever reader answers has seen the write
+            hits = reader.search(["a brand new sentence about volcanoes"], SearchOptions(k=1)).result(30)
+            assert hits[0][0].text == "a brand new sentence about volcanoes"
+    finally:
+        served.close()
+    assert not any(thread.is_alive() for thread in threading.enumerate() if thread.name.startswith("searchengine-reader"))
