@@ -16,8 +16,7 @@ import pytest
 pytest.importorskip("openvino")
 pytest.importorskip("nncf")
 
-from searchengine.encoding import openvino_backend  # noqa: E402 (after the skip)
-from searchengine.encoding.backend import resolve_backend  # noqa: E402
+from searchengine.encoding.backend import resolve_backend  # noqa: E402 (after the skip)
 from searchengine.encoding.encoder import Encoder  # noqa: E402
 from searchengine.encoding.openvino_backend import OpenVinoTransformer  # noqa: E402
 from searchengine.errors import SearchEngineError  # noqa: E402
@@ -27,15 +26,6 @@ from searchengine.errors import SearchEngineError  # noqa: E402
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("SEARCHENGINE_CACHE", str(tmp_path / "cache"))
     return tmp_path / "cache" / "openvino"
-
-
-@pytest.fixture
-def short_calibration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sentences: list[str]) -> Path:
-    """A few calibration texts, so calibrating the tiny model takes a second."""
-    path = tmp_path / "calibration.txt"
-    path.write_text("# test texts\n" + "\n".join(sentences * 2) + "\n", encoding="utf-8")
-    monkeypatch.setattr(openvino_backend, "CALIBRATION_TEXT", path)
-    return path
 
 
 @pytest.fixture(scope="module")
