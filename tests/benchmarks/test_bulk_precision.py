@@ -15,7 +15,7 @@ def test_bulk_precision_runs_and_bf16_keeps_the_vectors(tmp_path: Path, onnx_cac
     out = tmp_path / "bulk_precision.json"
     completed = subprocess.run(
         [sys.executable, str(REPOSITORY / "benchmarks" / "bulk_precision.py"), "--texts", "80", "--long", "4"]
-        + ["--rounds", "1", "--out", str(out)],
+        + ["--rounds", "1", "--call-texts", "16", "--out", str(out)],
         capture_output=True,
         text=True,
         timeout=600,
