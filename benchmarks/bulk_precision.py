@@ -9,8 +9,8 @@ elsewhere whatever auto picks there), and ONNX Runtime int8 (`--precision int8`,
   turns in an order that rotates each round, after a warm-up; each is reported as texts/s per round and as the
   median over rounds of (ONNX fp32 time / its time). Texts: the first --texts distinct STS-B test sentences (short),
   Wikipedia sentences (../shared/data/unsup), and NFCorpus documents, title + abstract (long; --long of them).
-- By call size: calls of 1 to 512 Wikipedia sentences, each size repeated until about 256 texts were encoded, the
-  encoders taking turns call by call; the median seconds per call, as texts/s.
+- By call size: calls of 1 to 512 Wikipedia sentences, each size repeated until about --call-texts (default 256)
+  texts were encoded, the encoders taking turns call by call; the median seconds per call, as texts/s.
 - Quality: the smallest cosine between each encoder's vectors and ONNX fp32's on the throughput texts (checked to
   be at least 0.999 for all but int8).
 
@@ -64,11 +64,12 @@ def throughput(encoders: dict[str, Encoder], texts: list[str], rounds: int) -> d
     }
 
 
-def by_call_size(encoders: dict[str, Encoder], texts: list[str]) -> dict:
+def by_call_size(encoders: dict[str, Encoder], texts: list[str], call_texts: int) -> dict:
+    """Texts/s by call size: each size called until about `call_texts` texts were encoded (3 calls at least)."""
     rows = {}
     for size in (size for size in CALL_SIZES if size < len(texts)):
         seconds: dict[str, list[float]] = {name: [] for name in encoders}
-        for repeat in range(max(3, 256 // size)):
+        for repeat in range(max(3, call_texts // size)):
             start = (repeat * size) % (len(texts) - size)
             for name, encoder in encoders.items():
                 began = time.perf_counter()
@@ -85,6 +86,7 @@ def main() -> None:
     parser.add_argument("--texts", type=int, default=2000, help="short and Wikipedia texts timed per call")
     parser.add_argument("--long", type=int, default=400, help="NFCorpus documents timed per call")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--call-texts", type=int, default=256, help="texts encoded per call size (3 calls at least)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results" / "bulk_precision.json")
     args = parser.parse_args()
     load_before = os.getloadavg()
@@ -116,7 +118,7 @@ def main() -> None:
     for label, texts in sets.items():
         results["throughput"][label] = throughput(encoders, texts, args.rounds)
         print(label, json.dumps(results["throughput"][label]), flush=True)
-    results["by_call_size"] = by_call_size(encoders, wiki)
+    results["by_call_size"] = by_call_size(encoders, wiki, args.call_texts)
     results["machine"]["load_after"] = os.getloadavg()
     results["checks"] = {
         "bf16_keeps_vectors": all(

@@ -11,15 +11,15 @@ from pathlib import Path
 REPOSITORY = Path(__file__).resolve().parents[2]
 
 
-def test_bulk_precision_runs_and_bf16_keeps_the_vectors(tmp_path: Path) -> None:
+def test_bulk_precision_runs_and_bf16_keeps_the_vectors(tmp_path: Path, onnx_cache: Path) -> None:
     out = tmp_path / "bulk_precision.json"
     completed = subprocess.run(
         [sys.executable, str(REPOSITORY / "benchmarks" / "bulk_precision.py"), "--texts", "80", "--long", "4"]
-        + ["--rounds", "1", "--out", str(out)],
+        + ["--rounds", "1", "--call-texts", "16", "--out", str(out)],
         capture_output=True,
         text=True,
         timeout=600,
-        env={**os.environ, "SEARCHENGINE_CACHE": str(tmp_path / "c")},
+        env={**os.environ, "SEARCHENGINE_CACHE": str(onnx_cache)},  # the session's exports of the bundled model
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     results = json.loads(out.read_text(encoding="utf-8"))

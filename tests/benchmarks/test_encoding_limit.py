@@ -14,7 +14,7 @@ MINILM_LINEAR_FLOP_PER_TOKEN = 6 * 2 * (4 * 384 * 384 + 2 * 384 * 1536)
 """all-MiniLM-L6-v2: 6 layers of Q, K, V, output (384×384) and feed-forward (384×1536 twice), 2 FLOPs a MAC."""
 
 
-def test_encoding_limit_runs_on_a_few_texts(tmp_path: Path) -> None:
+def test_encoding_limit_runs_on_a_few_texts(tmp_path: Path, onnx_cache: Path) -> None:
     out = tmp_path / "encoding_limit.json"
     completed = subprocess.run(
         [sys.executable, str(REPOSITORY / "benchmarks" / "encoding_limit.py"), "--texts", "40", "--long", "4"]
@@ -23,7 +23,7 @@ def test_encoding_limit_runs_on_a_few_texts(tmp_path: Path) -> None:
         capture_output=True,
         text=True,
         timeout=900,
-        env={**os.environ, "SEARCHENGINE_CACHE": str(tmp_path / "c")},
+        env={**os.environ, "SEARCHENGINE_CACHE": str(onnx_cache)},  # the session's exports of the bundled model
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     results = json.loads(out.read_text(encoding="utf-8"))

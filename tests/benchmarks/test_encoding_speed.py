@@ -11,14 +11,14 @@ from pathlib import Path
 REPOSITORY = Path(__file__).resolve().parents[2]
 
 
-def test_encoding_speed_quick_mode_runs(tmp_path: Path) -> None:
+def test_encoding_speed_quick_mode_runs(tmp_path: Path, onnx_cache: Path) -> None:
     out = tmp_path / "encoding_speed_quick.json"
     completed = subprocess.run(
         [sys.executable, str(REPOSITORY / "benchmarks" / "encoding_speed.py"), "--quick", "--out", str(out)],
         capture_output=True,
         text=True,
         timeout=1200,
-        env={**os.environ, "SEARCHENGINE_CACHE": str(tmp_path / "c")},
+        env={**os.environ, "SEARCHENGINE_CACHE": str(onnx_cache)},  # the session's exports of the bundled model
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     results = json.loads(out.read_text(encoding="utf-8"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -15,8 +16,7 @@ import pytest
 pytest.importorskip("openvino")
 pytest.importorskip("nncf")
 
-from searchengine.encoding import openvino_backend  # noqa: E402 (after the skip)
-from searchengine.encoding.backend import resolve_backend  # noqa: E402
+from searchengine.encoding.backend import resolve_backend  # noqa: E402 (after the skip)
 from searchengine.encoding.encoder import Encoder  # noqa: E402
 from searchengine.encoding.openvino_backend import OpenVinoTransformer  # noqa: E402
 from searchengine.errors import SearchEngineError  # noqa: E402
@@ -28,18 +28,19 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "cache" / "openvino"
 
 
-@pytest.fixture
-def short_calibration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, sentences: list[str]) -> Path:
-    """A few calibration texts, so calibrating the tiny model takes a second."""
-    path = tmp_path / "calibration.txt"
-    path.write_text("# test texts\n" + "\n".join(sentences * 2) + "\n", encoding="utf-8")
-    monkeypatch.setattr(openvino_backend, "CALIBRATION_TEXT", path)
-    return path
-
-
 @pytest.fixture(scope="module")
 def torch_encoder(tiny_model: Path) -> Encoder:
     return Encoder(tiny_model, backend="torch", precision="fp32")
+
+
+@pytest.fixture(scope="module")
+def converted_fp32(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> Path:
+    """The tiny model's fp32 conversion, made once in a cache of its own: the damage tests damage copies of it."""
+    folder = tmp_path_factory.mktemp("openvino-converted")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SEARCHENGINE_CACHE", str(folder))
+        Encoder(tiny_model, backend="openvino")
+    return folder / "openvino"
 
 
 def test_fp32_gives_the_torch_vectors(tiny_model: Path, torch_encoder: Encoder, sentences: list[str]) -> None:
@@ -94,10 +95,11 @@ def test_a_damaged_or_foreign_cache_entry_is_converted_again(
     torch_encoder: Encoder,
     sentences: list[str],
     cache: Path,
+    converted_fp32: Path,
     damage,
     suffix: str,  # noqa: ANN001
 ) -> None:
-    Encoder(tiny_model, backend="openvino")
+    shutil.copytree(converted_fp32, cache)
     (graph,) = cache.glob("*-fp32.xml")
     damage(graph.with_suffix(suffix))
     encoder = Encoder(tiny_model, backend="openvino")
@@ -116,17 +118,21 @@ def test_what_it_cannot_run_is_a_clear_error(tiny_model: Path) -> None:
     assert resolve_backend("auto", "cpu", "first_last_avg", "int8") != "openvino"  # needs every layer
 
 
-def test_openvino_sends_no_telemetry(tmp_path: Path, tiny_model: Path) -> None:
+def test_openvino_sends_no_telemetry(tmp_path: Path, tiny_model: Path, short_calibration: Path) -> None:
     """Converting and calibrating through the backend, OpenVINO and NNCF find no telemetry package, so they write
     no client id (their first step before sending anything) in the home folder. Without the block, importing
-    openvino and opening its runtime alone wrote one."""
+    openvino and opening its runtime alone wrote one. Calibrated on the few test texts, as the int8 test is."""
     code = (
         "import sys\n"
+        "from pathlib import Path\n"
+        "from searchengine.encoding import openvino_backend\n"
         "from searchengine.encoding.encoder import Encoder\n"
+        "openvino_backend.CALIBRATION_TEXT = Path(sys.argv[2])\n"
         "Encoder(sys.argv[1], backend='openvino', precision='int8').encode(['a test sentence'])\n"
     )
     environment = {**os.environ, "HOME": str(tmp_path), "SEARCHENGINE_CACHE": str(tmp_path / "cache")}
     environment.pop("PYTEST_CURRENT_TEST", None)
-    subprocess.run([sys.executable, "-c", code, str(tiny_model)], check=True, env=environment, timeout=300)
+    command = [sys.executable, "-c", code, str(tiny_model), str(short_calibration)]
+    subprocess.run(command, check=True, env=environment, timeout=300)
     assert (tmp_path / "cache" / "openvino").is_dir()
     assert not (tmp_path / "intel").exists()
