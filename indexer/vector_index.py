@@ -10,6 +10,7 @@ from pathlib import Path
 import faiss
 import numpy as np
 from searchengine.indexer.errors import IndexerError
+from searchengine.indexer.exact_batches import scored_together
 
 EXACT_SEARCH_LIMIT = 200_000
 """Up to this many vectors the default index is exact ("Flat"); beyond it, graph search ("HNSW32")."""
@@ -95,9 +96,11 @@ class VectorIndex:
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         selector = _selector(allowed, excluded)
         if selector is None:
-            return self.index.search(queries, k)
+            with scored_together(len(queries)):
+                return self.index.search(queries, k)
         try:
-            scores, ids = self.index.search(queries, k, params=self._search_parameters(selector))
+            with scored_together(len(queries)):
+                scores, ids = self.index.search(queries, k, params=self._search_parameters(selector))
         except RuntimeError:  # this index type takes no search parameters
             scores, ids = None, None
         excluded = np.zeros(0, dtype=np.int64) if excluded is None else np.asarray(excluded, dtype=np.int64)
