@@ -7,7 +7,6 @@ import threading
 
 import faiss
 import numpy as np
-
 from searchengine.indexer.exact_batches import BATCH_FROM, scored_together
 from searchengine.indexer.vector_index import VectorIndex
 

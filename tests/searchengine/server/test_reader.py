@@ -64,9 +64,7 @@ def test_a_cancelled_query_is_skipped_and_the_reader_goes_on(served: ServedIndex
     assert reader.search(["the king and queen ruled the empire"], SearchOptions(k=1)).result(30)[0][0].id == 11
 
 
-def test_two_readers_answer_at_once_with_siblings_that_share_the_model_and_segments(
-    index_path, tiny_encoder
-) -> None:
+def test_two_readers_answer_at_once_with_siblings_that_share_the_model_and_segments(index_path, tiny_encoder) -> None:
     served = ServedIndex(index_path, encoder=tiny_encoder, readers=2)
     try:
         reader = served.reader
@@ -90,4 +88,6 @@ def test_two_readers_answer_at_once_with_siblings_that_share_the_model_and_segme
             assert hits[0][0].text == "a brand new sentence about volcanoes"
     finally:
         served.close()
-    assert not any(thread.is_alive() for thread in threading.enumerate() if thread.name.startswith("searchengine-reader"))
+    assert not any(
+        thread.is_alive() for thread in threading.enumerate() if thread.name.startswith("searchengine-reader")
+    )
