@@ -201,8 +201,8 @@ class Encoder:
         return out
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
-        """`encode` on the main runtime only: a query gets the same vector (and its hits the same scores) whether it
-        comes alone or in a batch of many."""
+        """`encode` on the main runtime only: a query gets the same vector whether it comes alone or in a batch of
+        many (and its hits the same scores, to float rounding: searchengine.indexer.exact_batches)."""
         return self.encode(texts, bulk=False)
 
     def _tokenize(self, texts: list[str]) -> list[list[int]]:

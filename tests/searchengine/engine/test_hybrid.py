@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -102,9 +103,18 @@ def test_filters_apply_to_both_sides(engine: SearchEngine) -> None:
 
 
 def test_search_batch_answers_each_query_as_search_does(engine: SearchEngine) -> None:
+    """The same hits, and scores equal to float rounding (a batch of 3 or more is scored as one matrix product,
+    a single query by a scan: searchengine.indexer.exact_batches)."""
     queries = ["cat", "bread oven", "market"]
     for mode in ("keyword", "hybrid"):
-        assert engine.search_batch(queries, k=3, mode=mode) == [engine.search(q, k=3, mode=mode) for q in queries]
+        batch, alone = engine.search_batch(queries, k=3, mode=mode), [engine.search(q, k=3, mode=mode) for q in queries]
+        for together, single in zip(batch, alone, strict=True):
+            assert [replace(hit, score=0.0, dense_score=None) for hit in together] == [
+                replace(hit, score=0.0, dense_score=None) for hit in single
+            ]
+            for name in ("score", "dense_score"):
+                got, expected = [getattr(hit, name) for hit in together], [getattr(hit, name) for hit in single]
+                assert got == pytest.approx(expected, abs=1e-6)
 
 
 def test_an_unknown_mode_is_refused(engine: SearchEngine) -> None:
