@@ -103,6 +103,9 @@ class VectorIndex:
                 scores, ids = self.index.search(queries, k, params=self._search_parameters(selector))
         except RuntimeError:  # this index type takes no search parameters
             scores, ids = None, None
+        found = None if ids is None else (ids >= 0).sum(axis=1)
+        if found is not None and bool((found >= k).all()):  # the usual case: no need to count the candidates
+            return scores, ids
         excluded = np.zeros(0, dtype=np.int64) if excluded is None else np.asarray(excluded, dtype=np.int64)
         if allowed is None:
             # Excluded ids are stored ones (tombstones), so this counts the candidates without listing them; an
@@ -111,7 +114,7 @@ class VectorIndex:
         else:
             candidates = np.setdiff1d(np.asarray(allowed, dtype=np.int64), excluded)
             available = len(candidates)
-        if ids is not None and bool(((ids >= 0).sum(axis=1) >= min(k, available)).all()):
+        if found is not None and bool((found >= min(k, available)).all()):
             return scores, ids
         if allowed is None:
             candidates = np.setdiff1d(self.ids(), excluded)
@@ -221,13 +224,32 @@ def _selector(allowed: np.ndarray | None, excluded: np.ndarray | None) -> faiss.
     """An id selector for FAISS search; Python keeps the parts alive through the `referenced` attribute."""
     parts = []
     if allowed is not None:
-        parts.append(faiss.IDSelectorBatch(np.asarray(allowed, dtype=np.int64)))
+        parts.append(_id_set(allowed))
     if excluded is not None and len(excluded):
-        parts.append(faiss.IDSelectorNot(faiss.IDSelectorBatch(np.asarray(excluded, dtype=np.int64))))
+        parts.append(faiss.IDSelectorNot(_id_set(excluded)))
     if not parts:
         return None
     selector = parts[0] if len(parts) == 1 else faiss.IDSelectorAnd(parts[0], parts[1])
     selector.referenced = parts
+    return selector
+
+
+BITMAP_BITS_PER_ID = 64
+"""Ids this dense or denser (the largest id under this many bits per id) are selected through a bitmap."""
+
+
+def _id_set(ids: np.ndarray) -> faiss.IDSelector:
+    """A FAISS selector of `ids`: a bitmap where they are dense (row ids mostly are), built by numpy and probed
+    with one bit test, where FAISS's hash set costs an insert per id and a lookup per vector scanned (a filtered
+    search's time, docs/benchmarks.md "Writes"); the hash set where a bitmap would be mostly empty."""
+    ids = np.asarray(ids, dtype=np.int64)
+    if not len(ids) or ids.min() < 0 or ids.max() >= BITMAP_BITS_PER_ID * len(ids):
+        return faiss.IDSelectorBatch(ids)
+    bits = np.zeros(int(ids.max()) + 1, dtype=bool)
+    bits[ids] = True
+    packed = np.packbits(bits, bitorder="little")
+    selector = faiss.IDSelectorBitmap(len(packed), faiss.swig_ptr(packed))  # its size is in bytes
+    selector.bitmap_bytes = packed  # FAISS reads the array without owning it
     return selector
 
 

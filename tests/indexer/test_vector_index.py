@@ -247,3 +247,24 @@ def test_search_of_an_empty_index_returns_only_minus_one() -> None:
     assert index.count == 0
     _, found = index.search(_unit_vectors(2), 3)
     np.testing.assert_array_equal(found, -np.ones((2, 3), dtype=np.int64))
+
+
+def _brute_force(vectors: np.ndarray, ids: np.ndarray, query: np.ndarray, keep: np.ndarray, k: int) -> list[int]:
+    """The k best ids among `keep` by inner product, computed by numpy."""
+    scores = np.where(keep, vectors @ query, -np.inf)
+    return [int(ids[i]) for i in np.argsort(-scores, kind="stable")[:k]]
+
+
+@pytest.mark.parametrize("spacing", [1, 10**9], ids=["dense ids (a bitmap)", "sparse ids (a hash set)"])
+def test_filtered_search_returns_exactly_the_best_allowed_and_never_an_excluded_id(spacing: int) -> None:
+    vectors = _unit_vectors(300, seed=3)
+    ids = np.arange(len(vectors), dtype=np.int64) * spacing
+    index = _built("Flat", vectors, ids)
+    query = vectors[150]
+    # Allowed: two ids near the start, so a selector that read past its bitmap would let later ids through.
+    allowed, excluded = ids[[3, 9, 40, 41, 42, 200]], ids[[41, 150]]
+    for allow, exclude in ((allowed, None), (None, excluded), (allowed, excluded)):
+        keep = np.ones(len(ids), dtype=bool) if allow is None else np.isin(ids, allow)
+        keep &= True if exclude is None else ~np.isin(ids, exclude)
+        _, found = index.search(query[None, :], 4, allow, exclude)
+        assert found[0].tolist() == _brute_force(vectors, ids, query, keep, 4)
