@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import threading
 from concurrent.futures import Future
+from pathlib import Path
 
+import pytest
+
+from searchengine.encoding.encoder import Encoder
+from searchengine.engine.search_engine import SearchEngine
+from searchengine.errors import SearchEngineError
+from searchengine.server import reader as reader_module
 from searchengine.server.reader import BatchingReader, SearchOptions
 from searchengine.server.served_index import ServedIndex
 from tests.conftest import SENTENCES
@@ -91,3 +98,26 @@ def test_two_readers_answer_at_once_with_siblings_that_share_the_model_and_segme
     assert not any(
         thread.is_alive() for thread in threading.enumerate() if thread.name.startswith("searchengine-reader")
     )
+
+
+@pytest.mark.parametrize("readers", [0, 65, 10**12, True, 2.0])
+def test_a_reader_count_out_of_range_is_refused_before_any_thread(readers: object) -> None:
+    with pytest.raises(SearchEngineError, match=r"1 to 64 reader threads, not"):
+        BatchingReader(lambda: None, readers=readers)  # type: ignore[arg-type]
+
+
+def test_a_reader_thread_the_system_refuses_is_one_error_and_stops_the_started_ones(
+    index_path: Path, tiny_encoder: Encoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class SecondRefused(threading.Thread):
+        def start(self) -> None:
+            if self.name.endswith("-1"):
+                raise RuntimeError("can't start new thread")
+            super().start()
+
+    monkeypatch.setattr(reader_module.threading, "Thread", SecondRefused)
+    reader = BatchingReader(lambda: SearchEngine.open(index_path, encoder=tiny_encoder), readers=2)
+    with pytest.raises(SearchEngineError, match=r"cannot start reader thread searchengine-reader-1 .*fewer --readers"):
+        reader.start()
+    monkeypatch.undo()
+    assert not any(thread.name.startswith("searchengine-reader") for thread in threading.enumerate())
