@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -15,6 +17,8 @@ from searchengine.server import reader as reader_module
 from searchengine.server.reader import BatchingReader, SearchOptions
 from searchengine.server.served_index import ServedIndex
 from tests.conftest import SENTENCES
+
+T = TypeVar("T")
 
 
 def _hold(reader: BatchingReader) -> tuple[threading.Event, Future]:
@@ -121,3 +125,58 @@ def test_a_reader_thread_the_system_refuses_is_one_error_and_stops_the_started_o
         reader.start()
     monkeypatch.undo()
     assert not any(thread.name.startswith("searchengine-reader") for thread in threading.enumerate())
+
+
+def _on_every_reader(reader: BatchingReader, function: Callable[[SearchEngine], T]) -> list[T]:
+    """`function(engine)` once on each reader thread: each call waits until every reader holds one, so no reader
+    takes two (a turn takes all the calls queued)."""
+    together = threading.Barrier(reader.readers)
+
+    def call(engine: SearchEngine, started: threading.Event) -> T:
+        started.set()
+        together.wait(30)
+        return function(engine)
+
+    futures = []
+    for _ in range(reader.readers):
+        started = threading.Event()
+        futures.append(reader.run(lambda engine, started=started: call(engine, started)))
+        assert started.wait(30)
+    return [future.result(30) for future in futures]
+
+
+def test_a_search_keeps_its_state_while_another_process_merges_and_every_reader_then_sees_the_new_one(
+    index_path: Path, tiny_encoder: Encoder
+) -> None:
+    """A reader in the middle of its turn answers from the state it loaded while an outside writer (as
+    `searchengine add`, `delete` and `compact` in another process) commits and removes every segment file that
+    reader has loaded; each reader's next turn answers from the new state, none stuck on the old segment list."""
+    served = ServedIndex(index_path, encoder=tiny_encoder, readers=3)
+    outside = SearchEngine.open(index_path, encoder=tiny_encoder)
+    queries = ["a brand new sentence about volcanoes", "the cat sat on the mat"]
+    try:
+        reader = served.reader
+        inside, release, loaded = threading.Event(), threading.Event(), []
+
+        def mid_turn(engine: SearchEngine) -> list[list]:
+            loaded.extend(segment.record.name for segment in engine._vectors.segments)  # noqa: SLF001
+            inside.set()
+            assert release.wait(30)
+            return engine.search_batch(queries, k=30, mode="hybrid")
+
+        held = reader.run(mid_turn)
+        assert inside.wait(30)
+        outside.add(["a brand new sentence about volcanoes"])
+        outside.delete(external_ids=["doc-1"])
+        assert outside.compact() == 1
+        assert not any((index_path / name).exists() for name in loaded)  # removed under the held reader
+        release.set()
+        before = held.result(30)
+        assert [sorted(hit.id for hit in hits) for hits in before] == [list(range(len(SENTENCES)))] * 2
+        for hits in _on_every_reader(reader, lambda engine: engine.search_batch(queries, k=30, mode="hybrid")):
+            texts = {hit.text for query_hits in hits for hit in query_hits}
+            assert "a brand new sentence about volcanoes" in texts and "the cat sat on the mat" not in texts
+            assert len(hits[0]) == len(SENTENCES)
+    finally:
+        outside.close()
+        served.close()
