@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
+from searchengine.indexer.store import Document
 
 from searchengine.encoding.encoder import Encoder
 from searchengine.engine.search_engine import SearchEngine
@@ -180,3 +181,48 @@ def test_a_search_keeps_its_state_while_another_process_merges_and_every_reader_
     finally:
         outside.close()
         served.close()
+
+
+def test_every_answer_in_every_mode_holds_a_write_whole_or_not_at_all(index_path: Path, tiny_encoder: Encoder) -> None:
+    """Clients search in dense, keyword and hybrid mode, filtered to one write, on three readers while the writer
+    adds writes of four documents (one long enough to be split into passages) and replaces them all (upsert): an
+    answer holds all four documents of a write or none, all of one version."""
+    served = ServedIndex(index_path, encoder=tiny_encoder, readers=3)
+    long_text = " ".join(["the rocket flew past the moon toward a distant planet"] * 12)
+
+    def batch(number: int, version: int) -> list[Document]:
+        texts = [f"tag{number} garden note {n} v{version}" for n in range(3)] + [f"tag{number} v{version} {long_text}"]
+        return [
+            Document(text, metadata={"batch": number, "version": version}, external_id=f"b{number}-{n}")
+            for n, text in enumerate(texts)
+        ]
+
+    problems, answers, done = [], [0], threading.Event()
+
+    def client(mode: str) -> None:
+        while not done.is_set():
+            for number in range(4):
+                options = SearchOptions(k=50, where=(f"batch={number}",), mode=mode)
+                hits = served.reader.search([f"tag{number} garden"], options).result(30)[0]
+                versions = [hit.metadata["version"] for hit in hits]
+                if len(hits) not in (0, 4) or len(set(versions)) > 1:
+                    problems.append((mode, number, sorted(hit.external_id for hit in hits), versions))
+                answers[0] += 1
+
+    def write(number: int, version: int) -> None:
+        served.writer.submit(lambda engine: engine.add(batch(number, version))).result(60)
+
+    clients = [threading.Thread(target=client, args=(mode,)) for mode in ("dense", "keyword", "hybrid") * 2]
+    try:
+        write(0, 1)  # the field `batch` exists before a filter names it
+        for thread in clients:
+            thread.start()
+        for number, version in [(0, 2), (1, 1), (1, 2), (2, 1), (3, 1), (2, 2), (3, 2)]:
+            write(number, version)
+    finally:
+        done.set()
+        for thread in clients:
+            thread.join()
+        served.close()
+    assert problems == []
+    assert answers[0] >= 24
