@@ -145,7 +145,6 @@ def test_a_long_call_tokenizes_in_slices_so_other_threads_get_the_lock_in_betwee
 ) -> None:
     """A server's writer and its query readers share the encoder's lock; a write of many long documents held it
     for all of its tokenizing at once (15 s for 1,000 long documents, benchmarks/encoder_lock.py)."""
-    from searchengine.encoding import encoder as encoder_module
     from searchengine.encoding.passages import passage_spans
 
     holds: list[int] = []
@@ -157,8 +156,8 @@ def test_a_long_call_tokenizes_in_slices_so_other_threads_get_the_lock_in_betwee
         def __exit__(self, *exc: object) -> None:
             pass
 
-    texts = [f"text {n} " + "the cat sat on the mat " * 100 for n in range(200)]  # 2.3 KB each
-    slices = -(-sum(map(len, texts)) // encoder_module.TOKENIZE_SLICE_CHARS)  # at least this many
+    texts = [f"text {n} " + "the cat sat on the mat " * 100 for n in range(200)]  # 2.3 KB each, 460 KB in all
+    slices = 20  # 28 of 16 KB; one before
     monkeypatch.setattr(tiny_encoder, "_lock", CountingLock())
     spans = tiny_encoder.passage_spans(texts, 32, 8)
     assert spans == passage_spans(tiny_encoder.tokenizer, texts, 32, 8)  # slicing changes no span
