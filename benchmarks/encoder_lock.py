@@ -6,7 +6,7 @@ real documents (ArguAna's first --documents, each repeated --repeat times to mak
 "whole" tokenizes them in one hold (as before, emulated by slices larger than the input), "sliced" by the
 Encoder's TOKENIZE_SLICE texts / TOKENIZE_SLICE_CHARS characters. The two alternate in rounds in one process.
 
-    python benchmarks/encoder_lock.py --out benchmarks/results/encoder_lock.json
+    .venv/bin/python benchmarks/encoder_lock.py --out benchmarks/results/encoder_lock.json
 """
 
 from __future__ import annotations
