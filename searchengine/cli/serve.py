@@ -17,6 +17,7 @@ from searchengine.cli.options import (
     threads_option,
 )
 from searchengine.errors import SearchEngineError
+from searchengine.server.limits import MAX_READERS
 
 
 def serve(
@@ -48,6 +49,7 @@ def serve(
         2,
         "--readers",
         min=1,
+        max=MAX_READERS,
         help="Threads answering searches at once (each batches the queries waiting for it); "
         "one searches while another encodes.",
     ),

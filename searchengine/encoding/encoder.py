@@ -22,6 +22,30 @@ from searchengine.encoding.prompt_pooling import PromptPooling
 from searchengine.encoding.speed import EncoderSpeed  # noqa: F401 (its public home before speed.py)
 from searchengine.errors import SearchEngineError
 
+TOKENIZE_SLICE = 64
+TOKENIZE_SLICE_CHARS = 16_384
+"""Texts (and characters, past a slice's first text) tokenized per hold of the encoder's lock, which a server's
+queries wait for. Tokenizing a whole call at once held it for all of a write's texts: the bundled model splitting
+1,000 ArguAna documents (each 6 times over, 5.8 MB) into passages held it 15.0 s; by slices the longest hold was 0.19 s, for
+1.15x the total time (medians of 3 alternated rounds, busy 2-core Cascade Lake: benchmarks/encoder_lock.py)."""
+
+
+def _slices(texts: Sequence[str]) -> Iterator[slice]:
+    """Consecutive slices of `texts`, each of at most TOKENIZE_SLICE texts and TOKENIZE_SLICE_CHARS characters
+    (or one longer text)."""
+    start = 0
+    while start < len(texts):
+        stop, characters = start + 1, len(texts[start])
+        while (
+            stop < len(texts)
+            and stop - start < TOKENIZE_SLICE
+            and characters + len(texts[stop]) <= TOKENIZE_SLICE_CHARS
+        ):
+            characters += len(texts[stop])
+            stop += 1
+        yield slice(start, stop)
+        start = stop
+
 
 def default_device() -> str:
     """CUDA when PyTorch sees a GPU, CPU otherwise."""
@@ -158,8 +182,13 @@ class Encoder:
         given (searchengine.encoding.passages): one span, the whole text, when it fits."""
         if tokens > self.text_tokens:
             raise SearchEngineError(f"passages of {tokens} tokens do not fit this model's {self.text_tokens}")
-        with self._lock:
-            return passage_spans(self.tokenizer, texts, tokens, overlap, structures)
+        spans: list[list[Span]] = []
+        for part in _slices(texts):  # the lock per slice: see TOKENIZE_SLICE
+            with self._lock:
+                spans += passage_spans(
+                    self.tokenizer, texts[part], tokens, overlap, None if structures is None else structures[part]
+                )
+        return spans
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
         """Tokens of each text as `encode` prepares it, special tokens left out (compare with `text_tokens`, which
@@ -183,8 +212,10 @@ class Encoder:
         prepared = [text.strip() for text in texts]
         if self.source.do_lower_case:
             prepared = [text.lower() for text in prepared]
-        with self._lock:
-            ids = self._tokenize(prepared)
+        ids: list[list[int]] = []
+        for part in _slices(prepared):  # the lock per slice: see TOKENIZE_SLICE
+            with self._lock:
+                ids += self._tokenize(prepared[part])
         if self.smart_batching:
             order = np.argsort([-len(row) for row in ids], kind="stable")
         else:

@@ -43,6 +43,7 @@ from searchengine.engine.queries import check_queries
 from searchengine.engine.ray_embedding import RaySettings, SegmentTarget, plan_parts, ray_embedder, segment_parts
 from searchengine.engine.search import Hit, hits_of, one_thread, rerank_hits
 from searchengine.errors import SearchEngineError
+from searchengine.indexer.commit_probe import CommitProbe
 from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.index_directory import READ_ATTEMPTS, VERIFY_ON_OPEN_BYTES, IndexDirectory
 from searchengine.indexer.index_state import state_of
@@ -249,6 +250,8 @@ class SearchEngine:
         self._stamp: tuple[int, int] | None = None
         self._commit: int | None = None
         """The store's commit number as loaded (format 2): `refresh` reloads when a writer commits another."""
+        self._probe: CommitProbe | None = None
+        """Reads the newest commit number for `refresh`, leaving the loaded state's snapshot where it is."""
         self._load()
 
     @property
@@ -472,11 +475,11 @@ class SearchEngine:
                 f"index {self.path} is inconsistent: {vectors.count} vectors, {live_vectors} for the {live} stored "
                 f"documents and {len(tombstones)} deleted, manifest says {manifest.count.vectors}; rebuild the index"
             )
-        if self._store is not None:
-            self._store.close()
+        self._close_store()
         self.manifest, self._vectors, self._store, self._whitening = manifest, vectors, store, whitening
         self._tombstones, self._live, self._stamp = tombstones, live, stamp
         self._commit = store.segments.commit_number() if manifest.segmented else None
+        self._probe = CommitProbe(store.path) if manifest.segmented else None
         if isinstance(vectors, SegmentSet):
             self._shared.segments.update((segment.record.name, segment) for segment in vectors.segments)
         self._keyword_index = store.keyword.exists()
@@ -484,14 +487,11 @@ class SearchEngine:
     def refresh(self) -> bool:
         """Reload the index if a writer (another process, or another SearchEngine) committed since it was loaded;
         True if it did. A stat and one small read when nothing changed; after a write in place only the new
-        segments are loaded. On failure the loaded state stays as it was, and usable."""
+        segments are loaded. On failure the loaded state stays as it was, whole and usable: the newest commit is
+        read beside it (CommitProbe), so its store keeps answering from the commit its segments belong to."""
         same_manifest = self.directory.manifest_stamp() == self._stamp
-        if same_manifest and self._commit is None:
+        if same_manifest and (self._probe is None or self._probe.newest() == self._commit):
             return False
-        if same_manifest and self._store is not None:
-            self._store.read_snapshot()  # every read until the next refresh sees this one commit
-            if self._store.segments.commit_number() == self._commit:
-                return False
         self._load()
         return True
 
@@ -868,9 +868,15 @@ class SearchEngine:
         )
 
     def close(self) -> None:
+        self._close_store()
+
+    def _close_store(self) -> None:
         if self._store is not None:
             self._store.close()
             self._store = None
+        if self._probe is not None:
+            self._probe.close()
+            self._probe = None
 
     def __enter__(self) -> SearchEngine:
         return self

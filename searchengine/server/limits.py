@@ -12,3 +12,6 @@ MAX_BODY_BYTES = 8 * 1024 * 1024
 """Request body size; larger bodies get 413 before they are read whole."""
 MAX_EMBEDDING_INPUTS = MAX_QUERIES
 """Texts in one POST /v1/embeddings: as many as queries in one POST /search, since both are encoded in one call."""
+MAX_READERS = 64
+"""Reader threads of one server (`serve --readers`): each holds a SQLite connection and takes turns at the cores,
+so past their number more only wait; the bound turns a mistyped count into an error, not thousands of threads."""

@@ -27,6 +27,7 @@ from searchengine.engine.modes import SearchMode
 from searchengine.engine.search import Hit, one_thread
 from searchengine.engine.search_engine import DEFAULT_RERANK_TOP, SearchEngine
 from searchengine.errors import SearchEngineError
+from searchengine.server.limits import MAX_READERS
 
 T = TypeVar("T")
 log = logging.getLogger("searchengine.server")
@@ -72,8 +73,8 @@ class BatchingReader:
     returns, each other one a sibling of it."""
 
     def __init__(self, open_engine: Callable[[], SearchEngine], max_batch: int = 64, readers: int = 1) -> None:
-        if readers < 1:
-            raise SearchEngineError(f"a server needs at least 1 reader thread, not {readers}")
+        if isinstance(readers, bool) or not isinstance(readers, int) or not 1 <= readers <= MAX_READERS:
+            raise SearchEngineError(f"a server answers on 1 to {MAX_READERS} reader threads, not {readers!r}")
         self._open_engine = open_engine
         self.max_batch = max_batch
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
@@ -101,8 +102,13 @@ class BatchingReader:
         """Open the engines on their reader threads, the first one first; raises what opening raised (e.g. no
         index there), after stopping the readers already started."""
         for thread, ready in zip(self._threads, self._ready, strict=True):
-            thread.start()
             try:
+                try:
+                    thread.start()
+                except RuntimeError as exc:  # the system's limit on threads (ulimit -u, memory)
+                    raise SearchEngineError(
+                        f"cannot start reader thread {thread.name} ({exc}): start the server with fewer --readers"
+                    ) from None
                 ready.result()
             except BaseException:
                 self.close()

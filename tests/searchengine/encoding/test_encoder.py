@@ -138,3 +138,31 @@ def test_threads_sharing_an_encoder_get_the_vectors_it_gives_alone(tiny_encoder:
     assert not errors, errors
     for number, vectors in results.items():
         np.testing.assert_allclose(vectors, np.roll(expected, -number, axis=0), atol=1e-5)
+
+
+def test_a_long_call_tokenizes_in_slices_so_other_threads_get_the_lock_in_between(
+    tiny_encoder: Encoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server's writer and its query readers share the encoder's lock; a write of many long documents held it
+    for all of its tokenizing at once (15 s for 1,000 long documents, benchmarks/encoder_lock.py)."""
+    from searchengine.encoding.passages import passage_spans
+
+    holds: list[int] = []
+
+    class CountingLock:
+        def __enter__(self) -> None:
+            holds.append(1)
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+    texts = [f"text {n} " + "the cat sat on the mat " * 100 for n in range(200)]  # 2.3 KB each, 460 KB in all
+    slices = 20  # 28 of 16 KB; one before
+    monkeypatch.setattr(tiny_encoder, "_lock", CountingLock())
+    spans = tiny_encoder.passage_spans(texts, 32, 8)
+    assert spans == passage_spans(tiny_encoder.tokenizer, texts, 32, 8)  # slicing changes no span
+    assert len(holds) >= slices
+    holds.clear()
+    vectors = tiny_encoder.encode(texts[:3] + texts)
+    assert len(holds) >= slices
+    np.testing.assert_allclose(vectors[:3], vectors[3:6], atol=1e-6)

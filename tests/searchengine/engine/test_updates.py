@@ -219,6 +219,28 @@ def test_refresh_refuses_an_index_rebuilt_with_another_model_and_keeps_serving(
     assert len(reader.search("cat", k=100)) == 8
 
 
+def test_a_refresh_that_fails_keeps_serving_the_loaded_state_whole(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    """The server's readers refresh before each turn and keep serving when that fails: every mode must then answer
+    from the state loaded, not keyword search from the new commit beside the old vectors (hybrid search failed
+    with "no vector with id 8" when the refresh had moved the store's snapshot before the load failed)."""
+    path = tmp_path / "damaged"
+    reader = SearchEngine.build(_documents(8), path, encoder=tiny_encoder)
+    writer = SearchEngine.open(path, encoder=tiny_encoder)
+    writer.add(["a volcano erupted near the harbour"])
+    segment = path / writer._vectors.segments[-1].record.name  # noqa: SLF001 (the write's new segment)
+    intact = segment.read_bytes()
+    segment.write_bytes(intact[:-5] + bytes([intact[-5] ^ 0xFF]) + intact[-4:])  # same size, other bytes
+    with pytest.raises(IndexerError, match="is corrupt"):
+        reader.refresh()
+    for mode in ("dense", "keyword", "hybrid"):
+        hits = reader.search("volcano harbour", k=20, mode=mode)
+        assert all(hit.id < 8 for hit in hits), mode
+    assert len(reader.search("volcano harbour", k=20, mode="hybrid")) == 8
+    segment.write_bytes(intact)
+    assert reader.refresh() is True
+    assert reader.search("volcano harbour", k=1, mode="keyword")[0].text == "a volcano erupted near the harbour"
+
+
 def _shared(engine_path: Path, tiny_encoder: Encoder) -> SearchEngine:
     return SearchEngine.build(
         [

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from searchengine.indexer.index_directory import IndexDirectory
 
 from searchengine.encoding.encoder import Encoder
 from searchengine.engine.search_engine import SearchEngine
@@ -354,3 +355,16 @@ def test_highlights_are_given_when_asked_for(client: TestClient) -> None:
     assert all(hit["highlight"]["span"][1] > hit["highlight"]["span"][0] for hit in marked["hits"])
     batch = client.post("/search", json={"queries": ["piano song"], "k": 2, "highlight": True}).json()
     assert all(hit["highlight"] is not None for hit in batch["results"][0]["hits"])
+
+
+def test_a_write_while_another_process_writes_is_refused_in_one_line_and_searches_go_on(client: TestClient) -> None:
+    served: ServedIndex = client.app.state.index
+    with IndexDirectory(served.path).locked():  # as `searchengine add` in another process holds it
+        added = client.post("/documents", json={"documents": [{"text": "refused while locked"}]})
+        assert "is being written by process" in _error(added, 409)
+        assert "wait for it to finish and try again" in _error(client.delete("/documents/3"), 409)
+        for mode in ("dense", "keyword", "hybrid"):
+            hits = client.get("/search", params={"q": "the cat sat on the mat", "k": 1, "mode": mode}).json()["hits"]
+            assert hits[0]["text"] == "the cat sat on the mat"
+    assert client.post("/documents", json={"documents": [{"text": "taken once the lock is free"}]}).status_code == 200
+    assert client.get("/info").json()["documents"] == len(SENTENCES) + 1

@@ -3,11 +3,23 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
+from pathlib import Path
+from typing import TypeVar
 
+import pytest
+from searchengine.indexer.store import Document
+
+from searchengine.encoding.encoder import Encoder
+from searchengine.engine.search_engine import SearchEngine
+from searchengine.errors import SearchEngineError
+from searchengine.server import reader as reader_module
 from searchengine.server.reader import BatchingReader, SearchOptions
 from searchengine.server.served_index import ServedIndex
 from tests.conftest import SENTENCES
+
+T = TypeVar("T")
 
 
 def _hold(reader: BatchingReader) -> tuple[threading.Event, Future]:
@@ -91,3 +103,126 @@ def test_two_readers_answer_at_once_with_siblings_that_share_the_model_and_segme
     assert not any(
         thread.is_alive() for thread in threading.enumerate() if thread.name.startswith("searchengine-reader")
     )
+
+
+@pytest.mark.parametrize("readers", [0, 65, 10**12, True, 2.0])
+def test_a_reader_count_out_of_range_is_refused_before_any_thread(readers: object) -> None:
+    with pytest.raises(SearchEngineError, match=r"1 to 64 reader threads, not"):
+        BatchingReader(lambda: None, readers=readers)  # type: ignore[arg-type]
+
+
+def test_a_reader_thread_the_system_refuses_is_one_error_and_stops_the_started_ones(
+    index_path: Path, tiny_encoder: Encoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    class SecondRefused(threading.Thread):
+        def start(self) -> None:
+            if self.name.endswith("-1"):
+                raise RuntimeError("can't start new thread")
+            super().start()
+
+    monkeypatch.setattr(reader_module.threading, "Thread", SecondRefused)
+    reader = BatchingReader(lambda: SearchEngine.open(index_path, encoder=tiny_encoder), readers=2)
+    with pytest.raises(SearchEngineError, match=r"cannot start reader thread searchengine-reader-1 .*fewer --readers"):
+        reader.start()
+    monkeypatch.undo()
+    assert not any(thread.name.startswith("searchengine-reader") for thread in threading.enumerate())
+
+
+def _on_every_reader(reader: BatchingReader, function: Callable[[SearchEngine], T]) -> list[T]:
+    """`function(engine)` once on each reader thread: each call waits until every reader holds one, so no reader
+    takes two (a turn takes all the calls queued)."""
+    together = threading.Barrier(reader.readers)
+
+    def call(engine: SearchEngine, started: threading.Event) -> T:
+        started.set()
+        together.wait(30)
+        return function(engine)
+
+    futures = []
+    for _ in range(reader.readers):
+        started = threading.Event()
+        futures.append(reader.run(lambda engine, started=started: call(engine, started)))
+        assert started.wait(30)
+    return [future.result(30) for future in futures]
+
+
+def test_a_search_keeps_its_state_while_another_process_merges_and_every_reader_then_sees_the_new_one(
+    index_path: Path, tiny_encoder: Encoder
+) -> None:
+    """A reader in the middle of its turn answers from the state it loaded while an outside writer (as
+    `searchengine add`, `delete` and `compact` in another process) commits and removes every segment file that
+    reader has loaded; each reader's next turn answers from the new state, none stuck on the old segment list."""
+    served = ServedIndex(index_path, encoder=tiny_encoder, readers=3)
+    outside = SearchEngine.open(index_path, encoder=tiny_encoder)
+    queries = ["a brand new sentence about volcanoes", "the cat sat on the mat"]
+    try:
+        reader = served.reader
+        inside, release, loaded = threading.Event(), threading.Event(), []
+
+        def mid_turn(engine: SearchEngine) -> list[list]:
+            loaded.extend(segment.record.name for segment in engine._vectors.segments)  # noqa: SLF001
+            inside.set()
+            assert release.wait(30)
+            return engine.search_batch(queries, k=30, mode="hybrid")
+
+        held = reader.run(mid_turn)
+        assert inside.wait(30)
+        outside.add(["a brand new sentence about volcanoes"])
+        outside.delete(external_ids=["doc-1"])
+        assert outside.compact() == 1
+        assert not any((index_path / name).exists() for name in loaded)  # removed under the held reader
+        release.set()
+        before = held.result(30)
+        assert [sorted(hit.id for hit in hits) for hits in before] == [list(range(len(SENTENCES)))] * 2
+        for hits in _on_every_reader(reader, lambda engine: engine.search_batch(queries, k=30, mode="hybrid")):
+            texts = {hit.text for query_hits in hits for hit in query_hits}
+            assert "a brand new sentence about volcanoes" in texts and "the cat sat on the mat" not in texts
+            assert len(hits[0]) == len(SENTENCES)
+    finally:
+        outside.close()
+        served.close()
+
+
+def test_every_answer_in_every_mode_holds_a_write_whole_or_not_at_all(index_path: Path, tiny_encoder: Encoder) -> None:
+    """Clients search in dense, keyword and hybrid mode, filtered to one write, on three readers while the writer
+    adds writes of four documents (one long enough to be split into passages) and replaces them all (upsert): an
+    answer holds all four documents of a write or none, all of one version."""
+    served = ServedIndex(index_path, encoder=tiny_encoder, readers=3)
+    long_text = " ".join(["the rocket flew past the moon toward a distant planet"] * 12)
+
+    def batch(number: int, version: int) -> list[Document]:
+        texts = [f"tag{number} garden note {n} v{version}" for n in range(3)] + [f"tag{number} v{version} {long_text}"]
+        return [
+            Document(text, metadata={"batch": number, "version": version}, external_id=f"b{number}-{n}")
+            for n, text in enumerate(texts)
+        ]
+
+    problems, answers, done = [], [0], threading.Event()
+
+    def client(mode: str) -> None:
+        while not done.is_set():
+            for number in range(4):
+                options = SearchOptions(k=50, where=(f"batch={number}",), mode=mode)
+                hits = served.reader.search([f"tag{number} garden"], options).result(30)[0]
+                versions = [hit.metadata["version"] for hit in hits]
+                if len(hits) not in (0, 4) or len(set(versions)) > 1:
+                    problems.append((mode, number, sorted(hit.external_id for hit in hits), versions))
+                answers[0] += 1
+
+    def write(number: int, version: int) -> None:
+        served.writer.submit(lambda engine: engine.add(batch(number, version))).result(60)
+
+    clients = [threading.Thread(target=client, args=(mode,)) for mode in ("dense", "keyword", "hybrid") * 2]
+    try:
+        write(0, 1)  # the field `batch` exists before a filter names it
+        for thread in clients:
+            thread.start()
+        for number, version in [(0, 2), (1, 1), (1, 2), (2, 1), (3, 1), (2, 2), (3, 2)]:
+            write(number, version)
+    finally:
+        done.set()
+        for thread in clients:
+            thread.join()
+        served.close()
+    assert problems == []
+    assert answers[0] >= 24

@@ -16,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from searchengine.cli import app
+from tests.searchengine.cli.usage_errors import assert_usage_error
 from tests.serving import serve_process
 
 CLI = [sys.executable, "-m", "searchengine"]
@@ -80,6 +81,24 @@ def test_serve_without_an_index_says_so_in_one_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["serve", "-d", str(tmp_path / "none"), "--port", "0"])
     assert result.exit_code == 1 and result.output.startswith("Error: no index at")
     assert len(result.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("value", "fragment"),
+    [
+        ("0", "greater than or equal to 1"),
+        ("-2", "greater than or equal to 1"),
+        ("65", "less than or equal to 64"),
+        ("100000000000", "less than or equal to 64"),  # it used to build that many threads, then hang
+        ("2.5", "valid integer"),
+        ("two", "valid integer"),
+    ],
+)
+def test_serve_refuses_a_reader_count_out_of_range_before_opening_anything(
+    tmp_path: Path, value: str, fragment: str
+) -> None:
+    result = CliRunner().invoke(app, ["serve", "-d", str(tmp_path / "none"), "--port", "0", "--readers", value])
+    assert_usage_error(result, "--readers", fragment)
 
 
 def test_query_server_needs_a_reachable_server_and_no_local_options(tmp_path: Path) -> None:
