@@ -143,7 +143,8 @@ def index(
         None,
         "--ray-part-size",
         min=1,
-        help="With --ray: documents (at most, in whole batches) per part a worker embeds and writes as one segment. "
+        help="With --ray: documents per part a worker embeds and writes as one segment (at most this many, in whole "
+        "batches of 512, at least one batch). "
         "Segments above 50,000 documents take the index's type (HNSW, IVF), smaller ones are exact.",
         show_default="about 4 parts per worker, made just over 50,000 documents where the corpus has that many per "
         "worker and the index is not Flat",

@@ -78,9 +78,9 @@ class RaySettings:
     batch_size: int = WORKER_BATCH
     """Texts per call of an actor."""
     part_size: int | None = None
-    """Documents (at most, in whole batches) per part an actor embeds and writes as one segment; None: about
-    PARTS_PER_WORKER parts per actor, made larger than SMALL_SEGMENT_LIMIT where the corpus has that many
-    documents per actor, so each segment is of the index's own type (`segment_parts`)."""
+    """Documents per part an actor embeds and writes as one segment (at most, in whole batches, at least one);
+    None: about PARTS_PER_WORKER parts per actor, made larger than SMALL_SEGMENT_LIMIT where the corpus has that
+    many documents per actor, so each segment is of the index's own type (`segment_parts`)."""
 
 
 @dataclass(frozen=True)
