@@ -2,7 +2,8 @@
 
 The driver's work is timed without Ray, on the chunks a Ray build hands it (chunks of 2,048 documents, in order),
 for the first --sentences Wikipedia sentences embedded once here by the bundled model:
-- vectors back (what the driver did before, and still does where the index is fitted or trained on the corpus):
+- vectors back (what the driver did before workers wrote segments, and for fitted or trained indexes until they
+  were fitted and trained on a sample first):
   the chunks carry their vectors; the driver stores the rows and builds the vector index in --shards shards
   (Flat, and HNSW32), then commits;
 - segments written: the chunks carry only the ids and the records of the segments the workers wrote (one per part,
@@ -151,8 +152,7 @@ def main() -> None:
         "workers_writing_segments_per_s": median("workers_writing_segments"),
     }
     result = {
-        **run_record(load_before),
-        "busy": True,
+        **run_record(load_before),  # the load averages at start and end (os.getloadavg)
         "sentences": args.sentences,
         "shards": args.shards,
         "workers": args.workers,

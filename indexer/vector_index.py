@@ -189,6 +189,16 @@ class VectorIndex:
             handle.flush()
             os.fsync(handle.fileno())
 
+    def to_bytes(self) -> np.ndarray:
+        """The index serialized (FAISS's own format, as `save` writes it): what a trained empty index is shipped to
+        other processes as, each of which adds its own vectors to a copy (`from_bytes`)."""
+        return faiss.serialize_index(_on_cpu(self.index))
+
+    @classmethod
+    def from_bytes(cls, data: np.ndarray, factory: str) -> VectorIndex:
+        """An index from `to_bytes`'s output: the same type, training, search settings and vectors."""
+        return cls(faiss.deserialize_index(np.asarray(data, dtype=np.uint8)), factory)
+
     @classmethod
     def load(cls, path: Path, factory: str, mapped: bool = False) -> VectorIndex:
         """Read an index written by `save`; a GPU copy is used for search when the GPU build finds a GPU.

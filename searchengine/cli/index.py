@@ -120,9 +120,8 @@ def index(
         "--shards",
         min=1,
         help="Split the vectors over this many FAISS indexes, searched together. Not with --ray, whose workers "
-        "write a segment per part of the corpus (except where the index is fitted on the corpus: --whiten-k "
-        "without --whiten-fit, IVF or PQ types).",
-        show_default="1, or one per Ray worker where --ray takes it",
+        "write a segment per part of the corpus.",
+        show_default="1",
     ),
     ray: str | None = typer.Option(
         None,
@@ -139,6 +138,16 @@ def index(
         min=1,
         help="With --ray: encoder workers, one model each.",
         show_default="one per --threads CPUs of the cluster",
+    ),
+    ray_part_size: int | None = typer.Option(
+        None,
+        "--ray-part-size",
+        min=1,
+        help="With --ray: documents per part a worker embeds and writes as one segment (at most this many, in whole "
+        "batches of 512, at least one batch). "
+        "Segments above 50,000 documents take the index's type (HNSW, IVF), smaller ones are exact.",
+        show_default="about 4 parts per worker, made just over 50,000 documents where the corpus has that many per "
+        "worker and the index is not Flat",
     ),
 ) -> None:
     """Embed every document of PATH... and save a searchable index.
@@ -195,6 +204,8 @@ def index(
     with user_errors(target):
         if ray_workers is not None and ray is None:
             raise SearchEngineError("--ray-workers says how many Ray workers embed; add --ray ADDRESS to use Ray")
+        if ray_part_size is not None and ray is None:
+            raise SearchEngineError("--ray-part-size says how Ray workers cut the corpus; add --ray ADDRESS to use Ray")
         if any(not name for name in inputs):
             raise SearchEngineError("an empty path was given; name a folder or a file to index")
         files = ray is None and is_file_input(inputs, whole is True)
@@ -256,7 +267,9 @@ def index(
                         "text_field": text_field,
                         "title_field": title_field,
                         "passages": PASSAGES_BY_DEFAULT if passages is None else passages,
-                        "ray": None if ray is None else RaySettings(ray, ray_workers, threads or 1),
+                        "ray": None
+                        if ray is None
+                        else RaySettings(ray, ray_workers, threads or 1, part_size=ray_part_size),
                     },
                 )
             engine = SearchEngine.build(
@@ -355,6 +368,7 @@ def add(
         shards=None,
         ray=None,
         ray_workers=None,
+        ray_part_size=None,
         replace=False,
         include=include,
         exclude=exclude,

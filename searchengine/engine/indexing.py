@@ -45,6 +45,13 @@ TRAINING_SAMPLE = 100_000
 """At most this many vectors train an index type that needs training (IVF, PQ)."""
 
 
+def training_rows(count: int) -> np.ndarray:
+    """Which of `count` vectors (in the order they are added) train an index type that needs training: a seeded
+    sample of TRAINING_SAMPLE (all of them, up to that), sorted. A Ray build embeds the documents at these
+    positions of the corpus first (searchengine.engine.ray_embedding), so both builds train on the same ones."""
+    return np.sort(np.random.default_rng(0).permutation(count)[:TRAINING_SAMPLE])
+
+
 @dataclass
 class IndexingReport:
     """What an indexing run did."""
@@ -149,8 +156,8 @@ class IndexSettings:
     """Whitening fitted already (before Ray workers that apply it started), used instead of fitting one."""
     segments_written: bool = False
     """The chunks come with their ids and the segments workers wrote their vectors into (Chunk.ids, .segments):
-    the build stores the rows and commits those segments, and never sees a vector. Not for an index that is
-    fitted (whitening without `whitening`) or trained (IVF, PQ) on the corpus."""
+    the build stores the rows and commits those segments, and never sees a vector. Whitening, if any, is given
+    (`whitening`), and segments of a type that needs training were trained before the workers wrote them."""
 
 
 READING = "reading"
@@ -200,10 +207,8 @@ def build_index(
                 "build it from documents instead"
             )
         if settings.segments_written:
-            if needs_fit or vectors.needs_training:
-                raise SearchEngineError(
-                    f"segments written before the build cannot be whitened or trained ({report.index_type!r}) on it"
-                )
+            if needs_fit:
+                raise SearchEngineError("segments written before the build cannot be whitened with a fit on it")
             vectors = WrittenSegments(generation, report.index_type, dimension)
             _store_and_adopt(store, vectors, _timed_reading(chunks, report), report, total, progress)
         elif needs_fit or vectors.needs_training:
@@ -490,8 +495,7 @@ def _add_spooled(
     the ids in `removed` (texts an upsert replaced later in the input)."""
     spooled = np.memmap(spool_path, dtype=np.float32, mode="r").reshape(-1, dimension)
     if vectors.needs_training:
-        rows = np.random.default_rng(0).permutation(len(spooled))[:TRAINING_SAMPLE]
-        vectors.train(to_index_vectors(spooled[np.sort(rows)], whitening))
+        vectors.train(to_index_vectors(spooled[training_rows(len(spooled))], whitening))
     with _progress(len(spooled), progress, "Adding") as bar:
         for start in range(0, len(spooled), CHUNK * 8):
             stop = start + CHUNK * 8

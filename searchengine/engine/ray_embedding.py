@@ -8,8 +8,9 @@ segment's record (name, count, size, checksum, id range). This process (the driv
 the segments in the build's one commit (searchengine.engine.indexing, indexer/written_segments.py), so no
 vector crosses back. The ids are given up front: document number i of the corpus (from 0) gets id i, and its
 vector is written under it; the driver stores each row under that id. Where the index must first be fitted or
-trained on every vector (whitening fitted on the corpus itself, IVF and PQ types), the vectors stream back
-instead, and the driver builds the index as a build here does.
+trained (whitening fitted on the corpus itself, IVF and PQ types), a first pass embeds a seeded sample of the
+corpus (the documents a build in one process trains on: indexing.training_rows) and sends those vectors back; the
+driver fits the whitening and trains the index type on them, and ships both to the workers with the settings.
 
 The pipeline keeps the corpus order (Ray Data's preserve_order), so the driver stores the documents in the order
 a build in one process does: the same ids, the same upserts. Every node reads the corpus files at the same path
@@ -22,7 +23,7 @@ import json
 import logging
 import re
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -32,12 +33,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from searchengine.engine.embedding import to_index_vectors
-from searchengine.engine.indexing import CHUNK, Chunk
+from searchengine.engine.indexing import CHUNK, Chunk, training_rows
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.segments import (
     SMALL_SEGMENT_LIMIT,
     SegmentRecord,
-    segment_factory,
     segment_name,
     write_segment,
 )
@@ -60,7 +60,8 @@ MAX_PARTS = 4096
 larger parts. Ray Data sends each block to one actor, so parts are what spreads the corpus over the actors."""
 PARTS_PER_WORKER = 4
 """Where the actors write a segment per part: parts are made as large as keeps about this many per actor (so a
-slow actor holds up little), for fewer, larger segments; never larger than SMALL_SEGMENT_LIMIT documents."""
+slow actor holds up little), for fewer, larger segments (and larger where that makes them graph or IVF segments:
+`segment_parts`)."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,10 @@ class RaySettings:
     """CPUs each actor reserves and encodes with."""
     batch_size: int = WORKER_BATCH
     """Texts per call of an actor."""
+    part_size: int | None = None
+    """Documents per part an actor embeds and writes as one segment (at most, in whole batches, at least one);
+    None: about PARTS_PER_WORKER parts per actor, made larger than SMALL_SEGMENT_LIMIT where the corpus has that
+    many documents per actor, so each segment is of the index's own type (`segment_parts`)."""
 
 
 @dataclass(frozen=True)
@@ -88,9 +93,15 @@ class SegmentTarget:
     """Segment numbers reserved for the build (indexer/segments.reserve_segment_numbers): a segment whose first
     document has id i is segment number first_number + i."""
     factory: str
-    """The index's FAISS type (a segment's own: indexer/segments.segment_factory)."""
+    """The index's FAISS type: that of each segment larger than `exact_limit`."""
     whitening: Whitening | None = None
     """The build's whitening, fitted before the actors start."""
+    exact_limit: int = SMALL_SEGMENT_LIMIT
+    """Segments of up to this many vectors are exact (Flat), as every small segment is (indexer/segments.py),
+    larger ones of `factory`: the limit the driver planned the parts and the training with."""
+    trained: np.ndarray | None = None
+    """`factory` trained on the build's sample (VectorIndex.to_bytes), which each segment of that type copies and
+    adds its vectors to; None where no segment needs training."""
 
 
 def import_ray() -> ModuleType:
@@ -153,21 +164,48 @@ class RayEmbedder:
         """The documents of `parts` in order, in chunks that carry their vectors (the encoder's output, before
         any whitening: the driver whitens, with the one transform it fitted), or, when `segments` says where the
         actors write them, the ids of the documents and the segments written."""
+        for batch in self._in_order(lambda: self.embedded(parts, jsonl, fields, segments)):
+            origins = [json.loads(origin) for origin in batch["origin"]]
+            documents = [Document(str(text), **origin) for text, origin in zip(batch["text"], origins)]
+            truncated = int(batch["truncated"].sum())
+            if segments is None:
+                yield Chunk(documents, np.asarray(batch["vector"], dtype=np.float32), truncated)
+            else:
+                written = tuple(SegmentRecord(**json.loads(record)) for record in batch["segment"] if record)
+                yield Chunk(documents, None, truncated, np.asarray(batch["id"], dtype=np.int64), written)
+
+    def embedded_documents(self, documents: list[Document]) -> Iterator[Chunk]:
+        """`documents` (read here: a sample of the corpus) embedded by the actors, in chunks with their vectors."""
+        data = self.ray.data
+        batch_size = self.settings.batch_size
+        blocks = max(1, min(MAX_PARTS, -(-len(documents) // batch_size)))
+
+        def embedded() -> Any:  # noqa: ANN401 (a ray.data.Dataset)
+            texts = data.from_items([{"text": document.text} for document in documents], override_num_blocks=blocks)
+            return texts.map_batches(
+                EncoderWorker,
+                batch_size=batch_size,
+                fn_constructor_kwargs={"options": worker_options(self.encoder, self.settings.threads)},
+                num_cpus=self.settings.threads,
+                compute=data.ActorPoolStrategy(size=self.workers),
+            )
+
+        start = 0
+        for batch in self._in_order(embedded):
+            vectors = np.asarray(batch["vector"], dtype=np.float32)
+            yield Chunk(documents[start : start + len(vectors)], vectors, int(batch["truncated"].sum()))
+            start += len(vectors)
+
+    def _in_order(self, dataset: Callable[[], Any]) -> Iterator[dict[str, np.ndarray]]:
+        """The batches (CHUNK rows each) of the pipeline `dataset` makes, in its order (made here, as a pipeline
+        keeps the settings of when it was made); a worker's own SearchEngineError is raised as it is, without Ray's
+        wrapping."""
         context = self.ray.data.DataContext.get_current()
         before = (context.execution_options.preserve_order, context.enable_progress_bars)
         context.execution_options.preserve_order = True
         context.enable_progress_bars = False  # the driver's own progress bar counts the documents
         try:
-            embedded = self.embedded(parts, jsonl, fields, segments)
-            for batch in embedded.iter_batches(batch_size=CHUNK, batch_format="numpy", prefetch_batches=2):
-                origins = [json.loads(origin) for origin in batch["origin"]]
-                documents = [Document(str(text), **origin) for text, origin in zip(batch["text"], origins)]
-                truncated = int(batch["truncated"].sum())
-                if segments is None:
-                    yield Chunk(documents, np.asarray(batch["vector"], dtype=np.float32), truncated)
-                else:
-                    written = tuple(SegmentRecord(**json.loads(record)) for record in batch["segment"] if record)
-                    yield Chunk(documents, None, truncated, np.asarray(batch["id"], dtype=np.int64), written)
+            yield from dataset().iter_batches(batch_size=CHUNK, batch_format="numpy", prefetch_batches=2)
         except Exception as exc:
             error = _our_error(exc)
             if error is None:
@@ -249,13 +287,67 @@ def plan_parts(
     return merge_parts(parts, -(-len(parts) // MAX_PARTS) * batch_size)
 
 
-def segment_parts(parts: list[CorpusPart], workers: int, batch_size: int = WORKER_BATCH) -> list[CorpusPart]:
-    """`parts` joined into the parts whose segments the actors write: about PARTS_PER_WORKER per actor, in whole
-    batches, at most SMALL_SEGMENT_LIMIT documents (the largest exact segment) unless a part was larger already."""
-    count = sum(part.documents for part in parts)
-    wanted = -(-count // (workers * PARTS_PER_WORKER))
-    batches = max(1, min(-(-wanted // batch_size), SMALL_SEGMENT_LIMIT // batch_size))
-    return merge_parts(parts, batches * batch_size)
+def segment_parts(
+    parts: list[CorpusPart],
+    workers: int,
+    index_type: str,
+    batch_size: int = WORKER_BATCH,
+    part_size: int | None = None,
+) -> list[CorpusPart]:
+    """`parts` joined into the parts whose segments the actors write, in whole batches: of up to `part_size`
+    documents, or by default about PARTS_PER_WORKER per actor (so a slow actor holds up little), made just larger
+    than SMALL_SEGMENT_LIMIT where that still gives every actor a part and the index type is not Flat, so that
+    the actors write segments of the index's own type (graphs, IVF lists) and no merge rebuilds them later."""
+    if part_size is None:
+        count = sum(part.documents for part in parts)
+        batches = -(-count // (workers * PARTS_PER_WORKER * batch_size))
+        per_worker = -(-count // workers)
+        if index_type != "Flat" and batches * batch_size <= SMALL_SEGMENT_LIMIT < per_worker:
+            batches = SMALL_SEGMENT_LIMIT // batch_size + 1
+    else:
+        batches = part_size // batch_size
+    return merge_parts(parts, max(1, batches) * batch_size)
+
+
+def segment_target(
+    directory: Path,
+    first_number: int,
+    index_type: str,
+    dimension: int,
+    parts: list[CorpusPart],
+    whitening: Whitening | None,
+    sample: list[Chunk],
+) -> SegmentTarget:
+    """Where and how the actors write the segments of `parts`, with the index type trained here on the vectors of
+    `sample` (whitened first) where it must be (`trains_first`)."""
+    trained = None
+    if trains_first(parts, index_type, dimension):
+        index = VectorIndex.create(index_type, dimension)
+        vectors = np.concatenate([chunk.vectors for chunk in sample if chunk.vectors is not None])
+        index.train(to_index_vectors(vectors, whitening))
+        trained = index.to_bytes()
+    directory = directory.resolve()
+    return SegmentTarget(str(directory), first_number, index_type, whitening, SMALL_SEGMENT_LIMIT, trained)
+
+
+def trains_first(parts: list[CorpusPart], index_type: str, dimension: int) -> bool:
+    """Whether the index type must be trained before the actors write the segments of `parts`: it needs training
+    (IVF, PQ) and a part is large enough to be a segment of that type (the rest are exact)."""
+    large = any(part.documents > SMALL_SEGMENT_LIMIT for part in parts)
+    return large and VectorIndex.create(index_type, dimension).needs_training
+
+
+def training_sample(parts: list[CorpusPart], jsonl: bool | None, fields: JsonFields = JsonFields()) -> list[Document]:
+    """The documents of the corpus (cut into `parts`) that a build in one process trains its index on
+    (indexing.training_rows: a seeded sample, all of them up to its size), read here in corpus order."""
+    rows = training_rows(sum(part.documents for part in parts))
+    sample: list[Document] = []
+    for part, first in zip(parts, _first_ids(parts)):
+        start, stop = np.searchsorted(rows, [first, first + part.documents])
+        if start < stop:
+            documents = list(read_part(part, jsonl, fields))
+            sample.extend(documents[row - first] for row in rows[start:stop])
+    return sample
 
 
 def merge_parts(parts: list[CorpusPart], documents: int) -> list[CorpusPart]:
@@ -337,7 +429,8 @@ class EncoderWorker:
 
 def write_worker_segment(target: SegmentTarget, embeddings: np.ndarray, ids: np.ndarray) -> SegmentRecord:
     """Whiten (when the build does) and write `embeddings` (the vectors of documents `ids`, consecutive) as one
-    segment file of the index directory, fsynced and checksummed once (indexer/segments.write_segment)."""
+    segment file of the index directory, fsynced and checksummed once (indexer/segments.write_segment): exact
+    while small, else of the index's type, starting from the copy the driver trained where it needs training."""
     directory = Path(target.directory)
     if not directory.is_dir():
         raise SearchEngineError(
@@ -345,7 +438,12 @@ def write_worker_segment(target: SegmentTarget, embeddings: np.ndarray, ids: np.
             "segments there: put the index directory on a file system every node shares, at the same path"
         )
     vectors = to_index_vectors(embeddings, target.whitening)
-    index = VectorIndex.create(segment_factory(target.factory, len(ids)), vectors.shape[1])
+    if len(ids) <= target.exact_limit:
+        index = VectorIndex.create("Flat", vectors.shape[1])
+    elif target.trained is not None:
+        index = VectorIndex.from_bytes(target.trained, target.factory)  # trained on the driver: one quantiser in all
+    else:
+        index = VectorIndex.create(target.factory, vectors.shape[1])
     index.add(vectors, ids)
     return write_segment(directory, index, segment_name(target.first_number + int(ids[0])))
 

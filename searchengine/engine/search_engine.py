@@ -40,7 +40,15 @@ from searchengine.engine.indexing import (
 from searchengine.engine.mode_registry import RankRequest, RetrievalMode, mode_named
 from searchengine.engine.modes import DEFAULT_FUSION, DEFAULT_MODE, SearchMode
 from searchengine.engine.queries import check_queries
-from searchengine.engine.ray_embedding import RaySettings, SegmentTarget, plan_parts, ray_embedder, segment_parts
+from searchengine.engine.ray_embedding import (
+    RaySettings,
+    plan_parts,
+    ray_embedder,
+    segment_parts,
+    segment_target,
+    training_sample,
+    trains_first,
+)
 from searchengine.engine.search import Hit, hits_of, one_thread, rerank_hits
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.commit_probe import CommitProbe
@@ -59,9 +67,9 @@ from searchengine.indexer.merge_policy import MergeResult, merge_as_needed
 from searchengine.indexer.segments import Segment, SegmentRecord, SegmentSet, load_segment, reserve_segment_numbers
 from searchengine.indexer.shards import Vectors, load_vectors
 from searchengine.indexer.store import ClusteringRecord, Document, DocumentStore
-from searchengine.indexer.vector_index import VectorIndex, check_trainable, default_factory
+from searchengine.indexer.vector_index import check_trainable, default_factory
 from searchengine.indexer.whitening import Whitening
-from searchengine.reading.corpus import STDIN, CorpusPart, JsonFields, corpus_files, read_corpus
+from searchengine.reading.corpus import STDIN, JsonFields, corpus_files, read_corpus
 
 if TYPE_CHECKING:  # the encoders (torch, transformers) are imported only when something encodes
     from searchengine.encoding.cross_encoder import CrossEncoder
@@ -325,9 +333,8 @@ class SearchEngine:
         returns the document, scored by its best passage. False embeds such a document from its beginning. Later
         additions follow the index's setting. Not with `ray`, whose workers embed whole documents.
         shards: split the vectors over this many FAISS indexes, searched together (searchengine.indexer.shards);
-        default 1. Not with `ray` where its workers write the segments (one per part of the corpus, searched
-        together as shards are); where they cannot (whitening fitted on the corpus itself, IVF or PQ), default one
-        per encoder worker.
+        default 1. Not with `ray`, whose workers write the segments (one per part of the corpus, searched
+        together as shards are).
         ray: embed on a Ray cluster (searchengine.engine.ray_embedding); `corpus` (and `whiten_fit`) must then be
         a file or a directory of corpus files that every node reads at the same path, and `path` a directory every
         node writes at the same path (the workers write the vector segments there).
@@ -926,14 +933,21 @@ def _build_with_ray(
 ) -> IndexingReport:
     """SearchEngine.build with the corpus embedded on a Ray cluster; the corpus is read (and checked) here first,
     so bad input fails before the cluster starts any work. Documents are embedded whole (no passages). The workers
-    write the vector segments themselves, whitened with a transform fitted first on `whiten_fit`, unless the
-    index must be fitted or trained on all the corpus's vectors: then they send them here (ray_embedding)."""
+    write the vector segments themselves (ray_embedding), whitened with a transform fitted first on `whiten_fit`,
+    or on a sample of the corpus, and (IVF, PQ) copied from the index type trained first on that sample."""
     for source in (corpus, whiten_fit):
         if source is not None and (not isinstance(source, (str, Path)) or str(source) == STDIN):
             raise SearchEngineError(
                 "Ray workers read the corpus from files: give a file or a directory of corpus files every node can "
                 "read at the same path, not standard input or a list of texts"
             )
+    if shards is not None:
+        raise SearchEngineError(
+            "--shards does not apply with --ray: each part of the corpus a worker embeds is written as its own "
+            "segment, and the segments are searched in parallel as shards are; drop --shards"
+        )
+    if ray.part_size is not None:
+        _count_argument("part_size", ray.part_size)
     parts = plan_parts(corpus_files(corpus), jsonl, fields, ray.batch_size)
     fit_fields = JsonFields(fields.text, fields.title)
     fit_parts = None if whiten_fit is None else plan_parts(corpus_files(whiten_fit), jsonl, fit_fields, ray.batch_size)
@@ -943,56 +957,22 @@ def _build_with_ray(
     if index is not None and whiten_fit is None:
         check_trainable(index, count)
     index_type = index or default_factory(count)
-    trained = VectorIndex.create(index_type, whiten_k or encoder.dimension).needs_training
-    if not trained and (whiten_k is None or fit_parts is not None):
-        if shards is not None:
-            raise SearchEngineError(
-                "--shards does not apply with --ray: each part of the corpus a worker embeds is written as its own "
-                "segment, and the segments are searched in parallel as shards are; drop --shards"
-            )
-        return _build_with_ray_segments(
-            target, parts, fit_parts, encoder, index_type, whiten_k, jsonl, fields, ray, progress
-        )
     with ray_embedder(ray, encoder) as embedder:
-        settings = IndexSettings(
-            index_type=index,
-            whiten_k=whiten_k,
-            whiten_fit=None if fit_parts is None else embedder.chunks(fit_parts, jsonl, fit_fields),
-            passages=False,
-            shards=shards or embedder.workers,
-        )
-        return build_index(
-            IndexDirectory(target), embedder.chunks(parts, jsonl, fields), encoder, settings, count, progress
-        )
-
-
-def _build_with_ray_segments(
-    target: Path,
-    parts: list[CorpusPart],
-    fit_parts: list[CorpusPart] | None,
-    encoder: Encoder,
-    index_type: str,
-    whiten_k: int | None,
-    jsonl: bool | None,
-    fields: JsonFields,
-    ray: RaySettings,
-    progress: bool = False,
-) -> IndexingReport:
-    """The Ray build where the workers write the segments: whitening (if any) fitted first on the `fit_parts`
-    the workers embed and send back, then the corpus embedded and written as a segment per part (parts joined
-    into about four per worker: `segment_parts`), the rows stored here."""
-    count = sum(part.documents for part in parts)
-    with ray_embedder(ray, encoder) as embedder:
-        whitening = None
+        whitening, sample = None, []
         if whiten_k is not None and fit_parts is not None:
-            fit_fields = JsonFields(fields.text, fields.title)
             whitening = fit_whitening(embedder.chunks(fit_parts, jsonl, fit_fields), encoder, whiten_k, progress)
-        parts = segment_parts(parts, embedder.workers, ray.batch_size)
-        segments = SegmentTarget(str(target.resolve()), reserve_segment_numbers(count), index_type, whitening)
+        written = segment_parts(parts, embedder.workers, index_type, ray.batch_size, ray.part_size)
+        dimension = whiten_k or encoder.dimension
+        if trains_first(written, index_type, dimension) or (whiten_k is not None and whitening is None):
+            sample = list(embedder.embedded_documents(training_sample(parts, jsonl, fields)))
+            if whiten_k is not None and whitening is None:
+                whitening = fit_whitening(sample, encoder, whiten_k, progress)
+        first = reserve_segment_numbers(count)
+        segments = segment_target(target, first, index_type, dimension, written, whitening, sample)
         settings = IndexSettings(
             index_type=index_type, whiten_k=whiten_k, passages=False, whitening=whitening, segments_written=True
         )
-        chunks = embedder.chunks(parts, jsonl, fields, segments)
+        chunks = embedder.chunks(written, jsonl, fields, segments)
         return build_index(IndexDirectory(target), chunks, encoder, settings, count, progress)
 
 

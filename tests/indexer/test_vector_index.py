@@ -170,6 +170,24 @@ def test_ivf_nprobe_survives_save_and_load(tmp_path) -> None:
     assert faiss.extract_index_ivf(loaded.index).nprobe == expected
 
 
+def test_a_trained_empty_index_shipped_as_bytes_adds_and_removes_as_the_original() -> None:
+    """What a Ray build sends its workers: the trained quantiser, nprobe and the id map travel with the bytes."""
+    vectors = _unit_vectors(2000, seed=3)
+    trained = VectorIndex.create("IVF64,Flat", DIMENSION)
+    trained.train(vectors)
+    copies = [VectorIndex.from_bytes(trained.to_bytes(), "IVF64,Flat") for _ in range(2)]
+    for copy, part in zip(copies, (slice(0, 1000), slice(1000, 2000))):
+        copy.add(vectors[part], np.arange(2000)[part])
+    trained.add(vectors, np.arange(2000))
+    for copy in copies:
+        assert faiss.extract_index_ivf(copy.index).nprobe == 64 // IVF_NPROBE_FRACTION
+    np.testing.assert_array_equal(
+        copies[1].reconstruct(np.arange(1000, 1010)), trained.reconstruct(np.arange(1000, 1010))
+    )
+    assert (copies[0].search(vectors[:5], 1)[1][:, 0] == np.arange(5)).all()  # each finds itself
+    assert copies[0].remove(np.array([3])) and 3 not in copies[0].ids()
+
+
 def test_small_ivf_probes_at_least_one_list() -> None:
     assert faiss.extract_index_ivf(VectorIndex.create("IVF4,Flat", DIMENSION).index).nprobe == 1
 

@@ -569,6 +569,7 @@ def test_ray_without_ray_installed_says_how_to_install_it(
     ("extra", "fragment"),
     [
         (["--ray-workers", "2"], "add --ray ADDRESS to use Ray"),
+        (["--ray-part-size", "100000"], "add --ray ADDRESS to use Ray"),
         (["--append", "--ray", "local"], "drop them"),
         (["--append", "--shards", "2"], "drop them"),
     ],

@@ -1,8 +1,8 @@
 """Indexing on a Ray cluster: a local cluster of two worker processes embeds a corpus the test writes. Where the
 workers write the segments themselves, the index answers as one built in one process, verifies, and no vector
 crosses back to the driver; a driver killed before its commit leaves the index as it was. Where the index is
-fitted on the corpus (whitening), the vectors come back and the sharded index the driver builds answers exactly
-as one index of the same vectors, and as an index built in one process."""
+fitted or trained (whitening on the corpus itself, IVF and PQ), the driver does it first on the sample a build in
+one process uses, and the index answers about as well as one built in one process."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import sys
 from itertools import product
 from pathlib import Path
 
+import faiss
 import numpy as np
 import pytest
 import ray
@@ -27,6 +28,7 @@ from typer.testing import CliRunner
 from searchengine.cli import app
 from searchengine.encoding import precision
 from searchengine.encoding.encoder import Encoder
+from searchengine.engine import indexing, ray_embedding
 from searchengine.engine.indexing import Chunk, IndexSettings, build_index
 from searchengine.engine.ray_embedding import (
     EncoderWorker,
@@ -37,6 +39,7 @@ from searchengine.engine.ray_embedding import (
     ray_embedder,
     read_documents,
     segment_parts,
+    training_sample,
     worker_options,
     write_worker_segment,
 )
@@ -209,39 +212,46 @@ def test_a_worker_without_the_index_directory_is_one_error(tmp_path: Path) -> No
         write_worker_segment(target, np.ones((2, 4), dtype=np.float32), np.arange(2))
 
 
-def test_a_ray_index_answers_as_one_index_of_the_same_vectors(
-    cluster: str, corpus: Path, tmp_path: Path, tiny_encoder: Encoder
+def test_whitening_and_ivf_pq_are_fitted_on_a_sample_before_the_workers_write_the_segments(
+    cluster: str, corpus: Path, tmp_path: Path, tiny_encoder: Encoder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """--whiten-k without --whiten-fit and an IVF,PQ type: the driver fits both on the sample a build in one
+    process trains on (here all 360 documents, as up to 100,000), the workers copy the trained index into each
+    segment large enough to be of that type (an exact segment here is up to 100 vectors, not 50,000)."""
+    monkeypatch.setattr(ray_embedding, "SMALL_SEGMENT_LIMIT", 100)
+    factory = "IVF4,PQ4"
+    settings = RaySettings(workers=2, batch_size=64)
     engine = SearchEngine.build(
-        corpus, tmp_path / "ray", encoder=tiny_encoder, whiten_k=16, shards=3, ray=RaySettings(workers=2, batch_size=64)
+        corpus, tmp_path / "ray", encoder=tiny_encoder, whiten_k=16, index=factory, ray=settings
     )
-    assert engine.info().shards == 3 and set(engine.manifest.files) == {  # each shard a segment
-        "segment.0",
-        "segment.1",
-        "segment.2",
-        "documents",
-        "whitening",
-    }
-    assert len(engine) == 360 and engine.last_report.added == 360
+    records = engine._store.segments.records()
+    assert [(r.factory, r.vectors) for r in records] == [(factory, 128), ("Flat", 72), (factory, 128), ("Flat", 32)]
+    assert len(engine) == 360 and engine.manifest.index.type == factory
+    assert all(check.problem is None for check in IndexDirectory(tmp_path / "ray").verify())
 
-    ids, matrix = (np.concatenate(part) for part in zip(*engine.stored_vectors()))
-    single = VectorIndex.create("Flat", 16)
-    single.add(matrix, ids)
-    queries = engine.encode(QUERIES)
-    sharded_scores, sharded_ids = engine._vectors.search(queries, 10)
-    single_scores, single_ids = single.search(queries, 10)
-    np.testing.assert_array_equal(sharded_ids, single_ids)
-    np.testing.assert_array_equal(sharded_scores, single_scores)
-    hits = engine.search_batch(QUERIES, k=10, mode="dense")
-    assert [[hit.id for hit in row] for row in hits] == single_ids.tolist()
+    local = _in_one_process(corpus, tmp_path / "local", tiny_encoder, whiten_k=16, index=factory)
+    ids = local._store.documents.ids()
+    assert engine._store.get(ids) == local._store.get(ids)  # same ids, texts, origins, metadata
+    np.testing.assert_allclose(engine._whitening.matrix, local._whitening.matrix, atol=1e-4)  # the same fit
+    ivf = [
+        faiss.extract_index_ivf(segment.index.index) for segment in engine._vectors.segments if segment.ids.size > 100
+    ]
+    local_ivf = faiss.extract_index_ivf(local._vectors.segments[0].index.index)
+    centroids = [index.quantizer.reconstruct_n(0, index.nlist) for index in (*ivf, local_ivf)]
+    np.testing.assert_array_equal(centroids[0], centroids[1])  # one quantiser, trained on the driver
+    np.testing.assert_allclose(centroids[0], centroids[2], atol=1e-3)  # trained on the same vectors here
 
-    local = _in_one_process(corpus, tmp_path / "local", tiny_encoder, whiten_k=16)
-    order = np.argsort(ids)
-    local_ids, local_matrix = (np.concatenate(part) for part in zip(*local.stored_vectors()))
-    np.testing.assert_array_equal(ids[order], local_ids)
-    assert engine._store.get(local_ids.tolist()) == local._store.get(local_ids.tolist())  # same ids, order, origin
-    np.testing.assert_allclose(matrix[order], local_matrix, atol=1e-4)  # one whitening, fitted on the driver
-    assert [row[0].id for row in local.search_batch(QUERIES, k=1, mode="dense")] == [row[0].id for row in hits]
+    texts = [document.text for document in local._store.get(ids).values()]
+    exact = VectorIndex.create("Flat", 16)
+    exact.add(local.encode(texts), ids)
+    queries = [*QUERIES, *texts[::30]]
+    truth = exact.search(local.encode(queries), 10)[1]
+
+    def recall(engine: SearchEngine) -> float:
+        found = [[hit.id for hit in row] for row in engine.search_batch(queries, k=10, mode="dense")]
+        return float(np.mean([len(set(row) & set(best)) / 10 for row, best in zip(found, truth.tolist())]))
+
+    assert recall(engine) >= recall(local) - 0.05, (recall(engine), recall(local))
 
 
 def test_the_command_line_indexes_through_a_running_cluster(
@@ -309,18 +319,44 @@ def test_the_corpus_is_planned_in_parts_of_whole_batches_within_files(corpus: Pa
     assert [document for part in merged for document in read_part(part)] == expected
 
 
-def test_parts_written_as_segments_are_about_four_per_worker_and_at_most_an_exact_segment(corpus: Path) -> None:
+def test_parts_written_as_segments_are_about_four_per_worker_and_large_enough_for_the_index_type(
+    corpus: Path,
+) -> None:
     parts = plan_parts(corpus_files(corpus), None, JsonFields(), batch_size=64)
-    joined = segment_parts(parts, workers=1, batch_size=64)  # 90 documents a part wanted: two batches
+    joined = segment_parts(parts, 1, "Flat", batch_size=64)  # 90 documents a part wanted: two batches
     assert [(Path(part.path).name, part.documents) for part in joined] == [
         ("a.txt", 128),
         ("a.txt", 72),
         ("b.jsonl", 128),
         ("b.jsonl", 32),
     ]
-    assert segment_parts(parts, workers=2, batch_size=64) == parts  # 45 wanted: one batch, as planned
-    many = [CorpusPart("big.txt", 0, 1 + 512 * n, 512) for n in range(400)]  # 204,800 documents, one worker
-    assert {part.documents for part in segment_parts(many, workers=1, batch_size=512)} == {97 * 512, 12 * 512}
+    assert segment_parts(parts, 2, "HNSW32", batch_size=64) == parts  # 45 wanted: one batch, as planned
+    many = [CorpusPart("big.txt", 0, 1 + 512 * n, 512) for n in range(400)]  # 204,800 documents
+
+    def sizes(workers: int, index_type: str, part_size: int | None = None) -> set[int]:
+        return {part.documents for part in segment_parts(many, workers, index_type, 512, part_size)}
+
+    assert sizes(1, "HNSW32") == sizes(1, "Flat") == {51_200}  # four per worker, each above 50,000 already
+    assert sizes(2, "Flat") == {25_600}  # four per worker: exact whatever their size
+    assert sizes(2, "IVF1024,PQ32") == {98 * 512, 204_800 - 4 * 98 * 512}  # just above 50,000: the index's type
+    assert sizes(8, "HNSW32") == {6_656, 204_800 - 30 * 6_656}  # 25,600 a worker: graphs only by leaving some idle
+    assert sizes(8, "HNSW32", part_size=10_000) == {9_728, 204_800 - 21 * 9_728}  # whole batches, at most asked
+
+
+def test_the_sample_is_the_documents_a_build_in_one_process_trains_on(
+    corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(indexing, "TRAINING_SAMPLE", 50)
+    parts = plan_parts(corpus_files(corpus), None, JsonFields(), batch_size=64)
+    expected = [document for file in corpus_files(corpus) for document in read_corpus(file)]
+    rows = indexing.training_rows(len(expected))
+    assert len(rows) == 50 and training_sample(parts, None) == [expected[row] for row in rows]
+
+
+def test_a_part_size_below_one_is_refused_before_any_work(corpus: Path, tmp_path: Path, tiny_encoder: Encoder) -> None:
+    with pytest.raises(SearchEngineError, match="part_size must be at least 1, not 0"):
+        SearchEngine.build(corpus, tmp_path / "i", encoder=tiny_encoder, ray=RaySettings(workers=1, part_size=0))
+    assert not (tmp_path / "i").exists()
 
 
 def test_a_worker_refuses_a_model_other_than_the_drivers(tiny_encoder: Encoder, other_tiny_model: Path) -> None:
