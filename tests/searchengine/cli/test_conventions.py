@@ -4,6 +4,7 @@ numbers."""
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 from importlib.metadata import version
@@ -29,8 +30,14 @@ def test_version_is_the_installed_distributions() -> None:
 def test_shell_completion_can_be_installed_and_completes_commands() -> None:
     help_text = runner.invoke(app, ["--help"]).output
     assert "--install-completion" in help_text and "--show-completion" in help_text
-    script = subprocess.run(  # a process of its own: the shell it completes for is read from its environment
-        [sys.executable, "-m", "searchengine", "--show-completion", "bash"], capture_output=True, text=True, timeout=120
+    # Started from bash, as a user types it: typer (through shellingham) completes for the shell among its parent
+    # processes, and a test runner's worker process may have none. `; exit $?` keeps bash the parent, where bash
+    # would exec a lone command.
+    script = subprocess.run(
+        ["bash", "-c", f"{shlex.quote(sys.executable)} -m searchengine --show-completion; exit $?"],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert script.returncode == 0 and "_searchengine_completion" in script.stdout, script.stderr
     completing = {
