@@ -301,28 +301,45 @@ FOLDER_VARIANTS = {"passage-headings": ("--passage-headings",), "no-passage-head
 """The settings `--folder` indexes each corpus's files with: each passage embedded after its heading, or alone."""
 
 
-def run_folder(corpus: Corpus, files: list[Path], questions: list[Question], work: Path, model: str | None) -> dict:
-    """Copy the corpus's `files` (its subset, if it has one) into a fresh folder, index that folder with
-    `searchengine index DIR` once per FOLDER_VARIANTS setting, one after the other, and score each; the CLI's
-    error where it cannot."""
+def run_folder(
+    corpus: Corpus,
+    files: list[Path],
+    questions: list[Question],
+    work: Path,
+    model: str | None,
+    variants: Sequence[str] = tuple(FOLDER_VARIANTS),
+) -> dict:
+    """Copy the corpus's `files` (its subset, if it has one) into a folder (unless a copy is there), index that
+    folder with `searchengine index DIR` once per setting of `variants` (FOLDER_VARIANTS), one after the other,
+    and score each; the CLI's error where it cannot."""
     folder = work / corpus.name / "folder-files"
-    shutil.rmtree(folder, ignore_errors=True)
-    for path in files:
-        copy = folder / path.relative_to(corpus.root)
-        copy.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(path, copy)
+    copies = {folder / path.relative_to(corpus.root): path for path in files}
+    if sorted(p for p in folder.rglob("*") if p.is_file()) != sorted(copies):
+        shutil.rmtree(folder, ignore_errors=True)
+        for copy, path in copies.items():
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, copy)
     return {
         name: run_folder_variant(folder, work / corpus.name / f"folder-index-{name}", options, questions, model)
         for name, options in FOLDER_VARIANTS.items()
+        if name in variants
     }
 
 
 def run_folder_variant(
     folder: Path, target: Path, options: Sequence[str], questions: list[Question], model: str | None
 ) -> dict:
-    """Index `folder` with `searchengine index DIR` and `options` into a fresh `target` and score it."""
+    """Index `folder` with `searchengine index DIR` and `options` into `target` and score it. A complete index
+    already at `target` (a run stopped after building it) is scored as it is, its build time unknown (None)."""
     from searchengine import SearchEngine
 
+    if (target / "manifest.json").is_file():
+        engine = SearchEngine.open(target)
+        scores = {"options": list(options), "index_seconds": None, "reused": True}
+        scores.update(documents=len(engine), vectors=engine.info().vectors)
+        scores["modes"] = evaluate(engine, questions, folder_hit_location)
+        engine.close()
+        return scores
     shutil.rmtree(target, ignore_errors=True)
     command = [sys.executable, "-m", "searchengine", "index", str(folder), "-d", str(target), "-q", *options]
     if model:
@@ -403,7 +420,13 @@ def distribution_bytes(name: str) -> int:
 
 
 def run(
-    corpora: list[Corpus], questions: list[Question], work: Path, folder: bool, model: str | None, extractors: bool
+    corpora: list[Corpus],
+    questions: list[Question],
+    work: Path,
+    folder: bool,
+    model: str | None,
+    extractors: bool,
+    variants: Sequence[str] = tuple(FOLDER_VARIANTS),
 ) -> dict:
     """Every extractor on every corpus (unless not `extractors`), each scored on that corpus's questions."""
     from searchengine.encoding.encoder import Encoder
@@ -429,7 +452,7 @@ def run(
             "variants": variants,
         }
         if folder:
-            results[corpus.name]["folder"] = run_folder(corpus, files, asked, work, model)
+            results[corpus.name]["folder"] = run_folder(corpus, files, asked, work, model, variants)
     return results
 
 
@@ -449,6 +472,10 @@ def main() -> None:
         "--folder-only", action="store_true",
         help="only `searchengine index DIR` (with and without passage headings): no extractor, none installed",
     )  # fmt: skip
+    parser.add_argument(
+        "--folder-variants", default=",".join(FOLDER_VARIANTS),
+        help="comma-separated settings `--folder` indexes with (default: all of them)",
+    )  # fmt: skip
     args = parser.parse_args()
     corpora = dict(CORPORA)
     for spec in args.root:
@@ -462,10 +489,15 @@ def main() -> None:
     for corpus in chosen:
         if not corpus.files():
             parser.error(f"corpus {corpus.name} has no files under {corpus.root}; run benchmarks/file_corpora.sh")
+    unknown = set(args.folder_variants.split(",")) - set(FOLDER_VARIANTS)
+    if unknown:
+        parser.error(
+            f"--folder-variants: {', '.join(sorted(unknown))} unknown; give some of {', '.join(FOLDER_VARIANTS)}"
+        )
     load = os.getloadavg()
     results = run(
         chosen, read_questions(args.questions), args.work, args.folder or args.folder_only, args.model,
-        extractors=not args.folder_only,
+        extractors=not args.folder_only, variants=args.folder_variants.split(","),
     )  # fmt: skip
     sizes = {
         variant: installed_size(DISTRIBUTIONS[variant])

@@ -358,6 +358,7 @@ def add(
         whiten_k=None,
         whiten_fit=None,
         passages=None,
+        passage_headings=None,
         append=True,
         jsonl=jsonl,
         id_field=id_field,
