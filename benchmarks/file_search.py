@@ -307,10 +307,10 @@ def run_folder(
     questions: list[Question],
     work: Path,
     model: str | None,
-    variants: Sequence[str] = tuple(FOLDER_VARIANTS),
+    settings: Sequence[str] = tuple(FOLDER_VARIANTS),
 ) -> dict:
     """Copy the corpus's `files` (its subset, if it has one) into a folder (unless a copy is there), index that
-    folder with `searchengine index DIR` once per setting of `variants` (FOLDER_VARIANTS), one after the other,
+    folder with `searchengine index DIR` once per setting of `settings` (FOLDER_VARIANTS), one after the other,
     and score each; the CLI's error where it cannot."""
     folder = work / corpus.name / "folder-files"
     copies = {folder / path.relative_to(corpus.root): path for path in files}
@@ -322,7 +322,7 @@ def run_folder(
     return {
         name: run_folder_variant(folder, work / corpus.name / f"folder-index-{name}", options, questions, model)
         for name, options in FOLDER_VARIANTS.items()
-        if name in variants
+        if name in settings
     }
 
 
@@ -426,7 +426,7 @@ def run(
     folder: bool,
     model: str | None,
     extractors: bool,
-    variants: Sequence[str] = tuple(FOLDER_VARIANTS),
+    settings: Sequence[str] = tuple(FOLDER_VARIANTS),
 ) -> dict:
     """Every extractor on every corpus (unless not `extractors`), each scored on that corpus's questions."""
     from searchengine.encoding.encoder import Encoder
@@ -452,7 +452,7 @@ def run(
             "variants": variants,
         }
         if folder:
-            results[corpus.name]["folder"] = run_folder(corpus, files, asked, work, model, variants)
+            results[corpus.name]["folder"] = run_folder(corpus, files, asked, work, model, settings)
     return results
 
 
@@ -497,7 +497,7 @@ def main() -> None:
     load = os.getloadavg()
     results = run(
         chosen, read_questions(args.questions), args.work, args.folder or args.folder_only, args.model,
-        extractors=not args.folder_only, variants=args.folder_variants.split(","),
+        extractors=not args.folder_only, settings=args.folder_variants.split(","),
     )  # fmt: skip
     sizes = {
         variant: installed_size(DISTRIBUTIONS[variant])
