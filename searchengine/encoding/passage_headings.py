@@ -48,10 +48,7 @@ def fit_headings(
     and one for the line break; `tokens` for a text without headings) and its headings, those longer than the
     share a heading may take cut to their first tokens. Blank headings are dropped."""
     most = tokens // HEADING_SHARE - 1
-    kept = [
-        tuple((start, " ".join(label.split())) for start, label in headings if label.strip())
-        for headings in headings_of
-    ]
+    kept = [tuple((start, label.strip()) for start, label in headings if label.strip()) for headings in headings_of]
     labels = sorted({label for headings in kept for _, label in headings})
     if most < 1:  # a window too short to share: no headings
         return [tokens] * len(kept), [() for _ in kept]
