@@ -12,13 +12,16 @@ indexed for the first extractor of each format.
 Also recorded per extractor: extraction time per corpus (wall clock, on whatever machine runs it), the files it
 failed on and why, pages with no text, and the installed size of the distributions it needs with their
 dependencies. `--folder` also indexes a copy of each corpus's files with `searchengine index DIR` (the product's
-own folder reading, issue 23), scored through `folder_hit_location`.
+own folder reading, issue 23), scored through `folder_hit_location`, once with each passage embedded after its
+heading and once without (FOLDER_VARIANTS); `--folder-only` does that alone, with no extractor installed.
 
 Extracted pages and indexes are kept under --work, each with its timing record, and reused by a later run (delete
 a variant's folder to redo it).
 
 Set-up (Debian packages, extractors, the Markdown corpus): benchmarks/file_corpora.sh. Usage:
   .venv/bin/python benchmarks/file_search.py --work /tmp/filebench --results benchmarks/results/file_extractors.json
+  .venv/bin/python benchmarks/file_search.py --work /tmp/filebench --results benchmarks/results/file_headings.json \
+      --folder-only
 """
 
 from __future__ import annotations
@@ -294,21 +297,54 @@ def run_variant(
     return result
 
 
-def run_folder(corpus: Corpus, files: list[Path], questions: list[Question], work: Path, model: str | None) -> dict:
-    """Copy the corpus's `files` (its subset, if it has one) into a fresh folder, index that folder with
-    `searchengine index DIR` and score it; the CLI's error when it cannot."""
+FOLDER_VARIANTS = {"passage-headings": ("--passage-headings",), "no-passage-headings": ("--no-passage-headings",)}
+"""The settings `--folder` indexes each corpus's files with: each passage embedded after its heading, or alone."""
+
+
+def run_folder(
+    corpus: Corpus,
+    files: list[Path],
+    questions: list[Question],
+    work: Path,
+    model: str | None,
+    settings: Sequence[str] = tuple(FOLDER_VARIANTS),
+) -> dict:
+    """Copy the corpus's `files` (its subset, if it has one) into a folder (unless a copy is there), index that
+    folder with `searchengine index DIR` once per setting of `settings` (FOLDER_VARIANTS), one after the other,
+    and score each; the CLI's error where it cannot."""
+    folder = work / corpus.name / "folder-files"
+    copies = {folder / path.relative_to(corpus.root): path for path in files}
+    if sorted(p for p in folder.rglob("*") if p.is_file()) != sorted(copies):
+        shutil.rmtree(folder, ignore_errors=True)
+        for copy, path in copies.items():
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, copy)
+    return {
+        name: run_folder_variant(folder, work / corpus.name / f"folder-index-{name}", options, questions, model)
+        for name, options in FOLDER_VARIANTS.items()
+        if name in settings
+    }
+
+
+def run_folder_variant(
+    folder: Path, target: Path, options: Sequence[str], questions: list[Question], model: str | None
+) -> dict:
+    """Index `folder` with `searchengine index DIR` and `options` into `target` and score it. A complete index
+    already at `target` (a run stopped after building it) is scored as it is, its build time unknown (None)."""
     from searchengine import SearchEngine
 
-    folder, target = work / corpus.name / "folder-files", work / corpus.name / "folder-index"
-    for stale in (folder, target):
-        shutil.rmtree(stale, ignore_errors=True)
-    for path in files:
-        copy = folder / path.relative_to(corpus.root)
-        copy.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(path, copy)
-    command = [sys.executable, "-m", "searchengine", "index", str(folder), "-d", str(target), "-q"]
+    if (target / "manifest.json").is_file():
+        engine = SearchEngine.open(target)
+        scores = {"options": list(options), "index_seconds": None, "reused": True}
+        scores.update(documents=len(engine), vectors=engine.info().vectors)
+        scores["modes"] = evaluate(engine, questions, folder_hit_location)
+        engine.close()
+        return scores
+    shutil.rmtree(target, ignore_errors=True)
+    command = [sys.executable, "-m", "searchengine", "index", str(folder), "-d", str(target), "-q", *options]
     if model:
         command += ["-m", model]
+    load = os.getloadavg()[0]
     started = time.perf_counter()
     completed = subprocess.run(command, capture_output=True, text=True)
     seconds = time.perf_counter() - started
@@ -316,8 +352,12 @@ def run_folder(corpus: Corpus, files: list[Path], questions: list[Question], wor
         return {"error": (completed.stderr or completed.stdout).strip().splitlines()[-1:]}
     engine = SearchEngine.open(target)
     scores = {
+        "options": list(options),
         "index_seconds": seconds,
+        "load_before": load,
+        "load_after": os.getloadavg()[0],
         "documents": len(engine),
+        "vectors": engine.info().vectors,
         "modes": evaluate(engine, questions, folder_hit_location),
     }
     engine.close()
@@ -379,11 +419,19 @@ def distribution_bytes(name: str) -> int:
     return total
 
 
-def run(corpora: list[Corpus], questions: list[Question], work: Path, folder: bool, model: str | None) -> dict:
-    """Every extractor on every corpus, each scored on that corpus's questions."""
+def run(
+    corpora: list[Corpus],
+    questions: list[Question],
+    work: Path,
+    folder: bool,
+    model: str | None,
+    extractors: bool,
+    settings: Sequence[str] = tuple(FOLDER_VARIANTS),
+) -> dict:
+    """Every extractor on every corpus (unless not `extractors`), each scored on that corpus's questions."""
     from searchengine.encoding.encoder import Encoder
 
-    encoder = Encoder(model)
+    encoder = Encoder(model) if extractors else None
     results: dict[str, Any] = {}
     for corpus in corpora:
         asked = [question for question in questions if question.corpus == corpus.name]
@@ -391,7 +439,7 @@ def run(corpora: list[Corpus], questions: list[Question], work: Path, folder: bo
             raise SystemExit(f"no questions for corpus {corpus.name}")
         files = corpus.files(question.file for question in asked)
         variants = {}
-        for variant in EXTRACTORS[corpus.format]:
+        for variant in EXTRACTORS[corpus.format] if extractors else ():
             print(f"{corpus.name}: {variant}", file=sys.stderr, flush=True)
             variants[variant] = run_variant(corpus, files, variant, asked, work, encoder)
         results[corpus.name] = {
@@ -404,7 +452,7 @@ def run(corpora: list[Corpus], questions: list[Question], work: Path, folder: bo
             "variants": variants,
         }
         if folder:
-            results[corpus.name]["folder"] = run_folder(corpus, files, asked, work, model)
+            results[corpus.name]["folder"] = run_folder(corpus, files, asked, work, model, settings)
     return results
 
 
@@ -420,6 +468,14 @@ def main() -> None:
     )  # fmt: skip
     parser.add_argument("--model", default=None, help="model (default: the bundled all-MiniLM-L6-v2)")
     parser.add_argument("--folder", action="store_true", help="also index the files with `searchengine index DIR`")
+    parser.add_argument(
+        "--folder-only", action="store_true",
+        help="only `searchengine index DIR` (with and without passage headings): no extractor, none installed",
+    )  # fmt: skip
+    parser.add_argument(
+        "--folder-variants", default=",".join(FOLDER_VARIANTS),
+        help="comma-separated settings `--folder` indexes with (default: all of them)",
+    )  # fmt: skip
     args = parser.parse_args()
     corpora = dict(CORPORA)
     for spec in args.root:
@@ -433,12 +489,20 @@ def main() -> None:
     for corpus in chosen:
         if not corpus.files():
             parser.error(f"corpus {corpus.name} has no files under {corpus.root}; run benchmarks/file_corpora.sh")
+    unknown = set(args.folder_variants.split(",")) - set(FOLDER_VARIANTS)
+    if unknown:
+        parser.error(
+            f"--folder-variants: {', '.join(sorted(unknown))} unknown; give some of {', '.join(FOLDER_VARIANTS)}"
+        )
     load = os.getloadavg()
-    results = run(chosen, read_questions(args.questions), args.work, args.folder, args.model)
+    results = run(
+        chosen, read_questions(args.questions), args.work, args.folder or args.folder_only, args.model,
+        extractors=not args.folder_only, settings=args.folder_variants.split(","),
+    )  # fmt: skip
     sizes = {
         variant: installed_size(DISTRIBUTIONS[variant])
         for corpus in chosen
-        for variant in EXTRACTORS[corpus.format]
+        for variant in (() if args.folder_only else EXTRACTORS[corpus.format])
     }  # fmt: skip
     core = sum(distribution_bytes(name) for name in dependency_closure(["searchengine"]))
     record = {**run_record(load), "corpora": results, "extractor_install_size": sizes, "core_install_bytes": core}

@@ -14,6 +14,8 @@ docs/retrieval.md moved to <work>/<set>/no-passages) is evaluated, its build tim
 Usage (from the repository root; the indexes go to --work, outside the repository):
   .venv/bin/python benchmarks/passages.py --sets nfcorpus,arguana --overlaps 0,32,64 \
       --results benchmarks/results/passages.json
+  .venv/bin/python benchmarks/passages.py --sets nfcorpus --overlaps 32 --headings \
+      --results benchmarks/results/passages_headings_nfcorpus.json
 """
 
 from __future__ import annotations
@@ -57,8 +59,11 @@ def token_counts(encoder: Encoder, texts: list[str]) -> dict[str, float]:
     }
 
 
-def build(encoder: Encoder, corpus: Path, target: Path, overlap: int | None) -> tuple[SearchEngine, dict]:
-    """Index `corpus` (ids from _id, title before text) with passages of `overlap` tokens, or none when None."""
+def build(
+    encoder: Encoder, corpus: Path, target: Path, overlap: int | None, headings: bool = False
+) -> tuple[SearchEngine, dict]:
+    """Index `corpus` (ids from _id, title before text) with passages of `overlap` tokens, or none when None;
+    `headings`: each passage embedded after the document's title (the first, which starts with it, alone)."""
     load = os.getloadavg()[0]
     started = time.perf_counter()
     engine = SearchEngine.build(
@@ -69,12 +74,14 @@ def build(encoder: Encoder, corpus: Path, target: Path, overlap: int | None) -> 
         title_field="title",
         passages=overlap is not None,
         passage_overlap=overlap,
+        passage_headings=headings,
     )
     seconds = time.perf_counter() - started
     info = engine.info()
     return engine, {
         "passages": overlap is not None,
         "overlap": overlap,
+        "headings": headings,
         "index_seconds": seconds,
         "load_before_index": load,
         "load_after_index": os.getloadavg()[0],
@@ -116,15 +123,22 @@ def latencies(engines: list[SearchEngine], texts: list[str]) -> list[dict]:
     ]
 
 
-def run_set(name: str, data: Path, work: Path, overlaps: list[int], encoder: Encoder) -> dict:
+def run_set(name: str, data: Path, work: Path, overlaps: list[int], encoder: Encoder, headings: bool = False) -> dict:
+    """Every variant of one set: no passages and passages of each overlap; with `headings`, instead, passages of
+    each overlap without and with the title embedded before each passage (searchengine.encoding.passage_headings)."""
     folder = data / name
     corpus, queries, qrels = folder / "corpus.jsonl", folder / "queries.jsonl", folder / "qrels_test.tsv"
     _, texts = read_corpus(corpus)
     result = {"set": name, "tokens": token_counts(encoder, texts), "variants": []}
     print(name, result["tokens"], file=sys.stderr)
     engines = []
-    for overlap in [None, *overlaps]:
-        label = "no-passages" if overlap is None else f"passages-overlap-{overlap}"
+    variants = (
+        [(o, t) for o in overlaps for t in (False, True)]
+        if headings
+        else [(None, False)] + [(o, False) for o in overlaps]
+    )
+    for overlap, titled in variants:
+        label = "no-passages" if overlap is None else f"passages-overlap-{overlap}" + ("-headings" if titled else "")
         saved, directory = work / name / f"{label}.json", work / name / label
         if saved.is_file():
             engine, variant = SearchEngine.open(directory, encoder=encoder), json.loads(saved.read_text())
@@ -132,7 +146,7 @@ def run_set(name: str, data: Path, work: Path, overlaps: list[int], encoder: Enc
             engine = SearchEngine.open(directory, encoder=encoder)
             variant = {"passages": overlap is not None, "overlap": overlap, "index_seconds": None}
         else:
-            engine, variant = build(encoder, corpus, directory, overlap)
+            engine, variant = build(encoder, corpus, directory, overlap, titled)
         for mode in MODES:
             if not isinstance(variant.get(mode), dict):
                 variant[mode] = evaluate(engine, queries, qrels, mode)
@@ -153,11 +167,15 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/passages-benchmark"))
     parser.add_argument("--overlaps", default="0,32,64", help="Overlaps (tokens) of the passage variants.")
     parser.add_argument("--results", type=Path, default=None, help="Write the results here as JSON.")
+    parser.add_argument(
+        "--headings", action="store_true",
+        help="Compare passages without and with the title embedded before each (no no-passages variant).",
+    )  # fmt: skip
     args = parser.parse_args()
     encoder = Encoder()
     overlaps = [int(value) for value in args.overlaps.split(",") if value]
     started = time.perf_counter()
-    sets = [run_set(name, args.data, args.work, overlaps, encoder) for name in args.sets.split(",")]
+    sets = [run_set(name, args.data, args.work, overlaps, encoder, args.headings) for name in args.sets.split(",")]
     results = {
         "benchmark": "passages",
         "command": "python " + " ".join(sys.argv),

@@ -27,6 +27,10 @@ class Document:
     begin at any of them. Used when splitting into passages, not stored."""
     section_starts: tuple[int, ...] = ()
     """Where each heading's section or page starts: a passage never runs across one. Not stored."""
+    headings: tuple[tuple[int, str], ...] = ()
+    """(start character, heading) of each part of the text that has one, in order: a file's title from its start,
+    then each section's heading path ("Guide › Install"); a PDF page's or a titled record's title. An index built
+    with passage headings embeds each passage after the heading of the part it starts in. Not stored."""
 
     @property
     def content_hash(self) -> str:

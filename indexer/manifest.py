@@ -99,6 +99,10 @@ class PassageSplitting:
 
     tokens: int
     overlap: int
+    headings: bool = False
+    """Each passage is embedded after its heading (Document.headings), its window shortened by the heading's
+    tokens; False in every index written before passage headings existed, which `add` and `sync` keep embedding
+    as before."""
 
 
 @dataclass(frozen=True)
@@ -201,7 +205,7 @@ class Manifest:
         if self.model.transforms:
             model["transforms"] = list(self.model.transforms)
         whitening = self.whitening
-        passages = None if self.passages is None else {"tokens": self.passages.tokens, "overlap": self.passages.overlap}
+        passages = None if self.passages is None else _passages_json(self.passages)
         checksums = {role: stored.checksum for role, stored in self.files.items() if stored.checksum}
         if self.segmented:
             return self._format_2_json(model, passages)
@@ -229,7 +233,7 @@ class Manifest:
             **({"passages": passages} if passages else {}),
         }
 
-    def _format_2_json(self, model: dict[str, Any], passages: dict[str, int] | None) -> dict[str, Any]:
+    def _format_2_json(self, model: dict[str, Any], passages: dict[str, Any] | None) -> dict[str, Any]:
         """Format 2 on disk: what changes only with a rebuild. Counts, update time and segments live in the store;
         `info --json` adds them (searchengine.indexer.index_state)."""
         own = self.own_files
@@ -309,7 +313,9 @@ class Manifest:
             files=files,
             passages=None
             if passages is None
-            else PassageSplitting(passages.integer("tokens", minimum=1), passages.integer("overlap")),
+            else PassageSplitting(
+                passages.integer("tokens", minimum=1), passages.integer("overlap"), _headings(passages)
+            ),
             format_version=version,
         )
 
@@ -350,6 +356,17 @@ def _model_identity(model: _Object) -> ModelIdentity:
         prompt=None if prompt is None else PromptRecord(prompt.string("template"), prompt.boolean("denoise")),
         transforms=tuple(transforms),
     )
+
+
+def _passages_json(passages: PassageSplitting) -> dict[str, Any]:
+    """The manifest's `passages`: `headings` written only when on, so an index without them keeps the manifest
+    older versions wrote (and read)."""
+    return {"tokens": passages.tokens, "overlap": passages.overlap, **({"headings": True} if passages.headings else {})}
+
+
+def _headings(passages: _Object) -> bool:
+    """Whether passages are embedded after their headings: false where the manifest predates the setting."""
+    return bool(passages.typed("headings", bool, "true or false", optional=True))
 
 
 def _vector_index_spec(index: _Object) -> VectorIndexSpec:

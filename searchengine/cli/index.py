@@ -28,7 +28,7 @@ from searchengine.cli.options import (
 from searchengine.cli.wording import counted
 from searchengine.encoding.backend import Backend
 from searchengine.encoding.model_source import Pooling
-from searchengine.encoding.passages import PASSAGES_BY_DEFAULT
+from searchengine.encoding.passages import PASSAGE_HEADINGS_BY_DEFAULT, PASSAGES_BY_DEFAULT
 from searchengine.encoding.precision import Precision
 from searchengine.errors import SearchEngineError
 from searchengine.reading.file_rules import DEFAULT_MAX_MB
@@ -94,6 +94,14 @@ def index(
         "document scored by its best passage; --no-passages embeds such a document from its beginning. Later "
         "additions keep the setting.",
         show_default="--passages" if PASSAGES_BY_DEFAULT else "--no-passages",
+    ),
+    passage_headings: bool | None = typer.Option(
+        None,
+        "--passage-headings/--no-passage-headings",
+        help="With passages: embed each passage after its heading (a file's section headings, a PDF page's or a "
+        "record's --title-field title) on a line of its own; the stored text and snippets stay the document's own. "
+        "--no-passage-headings embeds each passage alone. Later additions keep the setting.",
+        show_default="--passage-headings" if PASSAGE_HEADINGS_BY_DEFAULT else "--no-passage-headings",
     ),
     append: bool = typer.Option(
         False, "--append", help="Add to the existing index (made if there is none) instead of replacing it."
@@ -224,7 +232,9 @@ def index(
         rules = FileRules(tuple(include), tuple(exclude), max_file_size)
         fields = JsonFields(text_field, title_field, id_field)
         if append:
-            refuse_rebuild_options(index_type, whiten_k, whiten_fit, pooling, template, denoise, passages, shards)
+            refuse_rebuild_options(
+                index_type, whiten_k, whiten_fit, pooling, template, denoise, passages, passage_headings, shards
+            )
             if ray is not None:
                 raise SearchEngineError(APPEND_KEEPS_SHARDS)
             encoder = ensure_index(target, model=model, speed=speed, passages=files)
@@ -255,6 +265,9 @@ def index(
                     documents,
                     {
                         "passages": True if passages is None else passages,
+                        "passage_headings": PASSAGE_HEADINGS_BY_DEFAULT
+                        if passage_headings is None
+                        else passage_headings,
                         "reading": files_record(roots, common_base(roots), rules, fields),
                     },
                 )
@@ -267,6 +280,9 @@ def index(
                         "text_field": text_field,
                         "title_field": title_field,
                         "passages": PASSAGES_BY_DEFAULT if passages is None else passages,
+                        "passage_headings": PASSAGE_HEADINGS_BY_DEFAULT
+                        if passage_headings is None
+                        else passage_headings,
                         "ray": None
                         if ray is None
                         else RaySettings(ray, ray_workers, threads or 1, part_size=ray_part_size),
@@ -355,6 +371,7 @@ def add(
         whiten_k=None,
         whiten_fit=None,
         passages=None,
+        passage_headings=None,
         append=True,
         jsonl=jsonl,
         id_field=id_field,
@@ -391,14 +408,16 @@ def refuse_rebuild_options(
     template: str | None,
     denoise: bool | None,
     passages: bool | None,
+    passage_headings: bool | None,
     shards: int | None,
 ) -> None:
     """--append keeps the settings the index was built with: refuse the options that would change them."""
-    changes = [index_type, whiten_k, whiten_fit, pooling, template, denoise, passages]
+    changes = [index_type, whiten_k, whiten_fit, pooling, template, denoise, passages, passage_headings]
     if any(change is not None for change in changes):
         raise SearchEngineError(
             "--append adds to an index with the settings it was built with; drop --index, --pooling, "
-            "--template, --denoise, --whiten-k, --whiten-fit and --passages/--no-passages"
+            "--template, --denoise, --whiten-k, --whiten-fit, --passages/--no-passages and "
+            "--passage-headings/--no-passage-headings"
         )
     if shards is not None:
         raise SearchEngineError(APPEND_KEEPS_SHARDS)

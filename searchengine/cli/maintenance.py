@@ -156,6 +156,7 @@ def _vectors_summary(manifest: Manifest) -> str:
         return (
             f"{searchable}: one per passage of a document longer than the model's {manifest.passages.tokens} "
             f"tokens (consecutive passages share up to {manifest.passages.overlap} tokens), one per other document"
+            + ("; each passage embedded after its heading" if manifest.passages.headings else "")
         )
     if manifest.count.vectors == manifest.count.documents:
         return f"{searchable}, one per document"

@@ -15,6 +15,7 @@ from searchengine.encoding.backend import Backend, resolve_runtime
 from searchengine.encoding.hf_loading import load_pretrained
 from searchengine.encoding.model_source import ModelSource, Pooling, locate_model
 from searchengine.encoding.model_transforms import apply_transforms, load_transforms, output_dimension
+from searchengine.encoding.passage_headings import Headings, fit_headings
 from searchengine.encoding.passages import Span, Structure, passage_spans
 from searchengine.encoding.pooling import NEEDS_ALL_LAYERS, pool
 from searchengine.encoding.precision import BULK_TEXTS, Precision, apply_precision, bulk_precision
@@ -173,22 +174,35 @@ class Encoder:
     def passage_spans(
         self,
         texts: Sequence[str],
-        tokens: int,
+        tokens: int | Sequence[int],
         overlap: int,
         structures: Sequence[Structure | None] | None = None,
     ) -> list[list[Span]]:
-        """For each text, the character spans of its passages of at most `tokens` tokens (at most `text_tokens`,
-        to fit the model), consecutive ones sharing up to `overlap`, or cut along the text's structure where one is
-        given (searchengine.encoding.passages): one span, the whole text, when it fits."""
-        if tokens > self.text_tokens:
-            raise SearchEngineError(f"passages of {tokens} tokens do not fit this model's {self.text_tokens}")
+        """For each text, the character spans of its passages of at most `tokens` tokens (one window for all, or
+        one per text; at most `text_tokens`, to fit the model), consecutive ones sharing up to `overlap`, or cut
+        along the text's structure where one is given (searchengine.encoding.passages): one span, the whole text,
+        when it fits."""
+        longest = tokens if isinstance(tokens, int) else max(tokens, default=0)
+        if longest > self.text_tokens:
+            raise SearchEngineError(f"passages of {longest} tokens do not fit this model's {self.text_tokens}")
         spans: list[list[Span]] = []
         for part in _slices(texts):  # the lock per slice: see TOKENIZE_SLICE
             with self._lock:
                 spans += passage_spans(
-                    self.tokenizer, texts[part], tokens, overlap, None if structures is None else structures[part]
+                    self.tokenizer,
+                    texts[part],
+                    tokens if isinstance(tokens, int) else tokens[part],
+                    overlap,
+                    None if structures is None else structures[part],
                 )
         return spans
+
+    def fit_headings(
+        self, headings_of: Sequence[Headings], tokens: int
+    ) -> tuple[list[int], list[tuple[tuple[int, str], ...]]]:
+        """Each text's passage window and headings, cut to fit (searchengine.encoding.passage_headings)."""
+        with self._lock:
+            return fit_headings(self.tokenizer, headings_of, tokens)
 
     def token_counts(self, texts: Sequence[str]) -> list[int]:
         """Tokens of each text as `encode` prepares it, special tokens left out (compare with `text_tokens`, which

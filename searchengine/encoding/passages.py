@@ -26,6 +26,9 @@ SENTENCE_END = re.compile(r"[.!?…][\"'”’»)\]]*(?=\s)")
 PASSAGES_BY_DEFAULT = False
 """Whether a new index splits long documents into passages unless told: off until a measurement shows that
 passages help (not yet measured: docs/retrieval-passages.md)."""
+PASSAGE_HEADINGS_BY_DEFAULT = True
+"""Whether a new index with passages embeds each passage after its heading unless told (measured:
+docs/files-benchmark.md)."""
 DEFAULT_OVERLAP = 32
 """Tokens consecutive passages share unless told otherwise (a choice, not yet measured: docs/retrieval-passages.md),
 or a quarter of the window for a model whose window is shorter than four times that."""
@@ -56,23 +59,31 @@ Structure = tuple[Sequence[int], Sequence[int]]
 def passage_spans(
     tokenizer: Any,  # noqa: ANN401
     texts: Sequence[str],
-    tokens: int,
+    tokens: int | Sequence[int],
     overlap: int,
     structures: Sequence[Structure | None] | None = None,
 ) -> list[list[Span]]:
     """For each text, the character spans of its passages, in order: [(0, len(text))] when the text's tokens
-    (special tokens left out) fit in `tokens`. `tokenizer` is a Hugging Face fast tokenizer. A text with a
-    structure is cut along it (`_structured_spans`); one without, into overlapping windows."""
-    check_overlap(tokens, overlap)
+    (special tokens left out) fit in `tokens` (one window for all texts, or one per text: shorter where a heading
+    is embedded with each passage, its overlap then at most a quarter of its window). `tokenizer` is a Hugging
+    Face fast tokenizer. A text with a structure is cut along it (`_structured_spans`); one without, into
+    overlapping windows."""
+    if isinstance(tokens, int):
+        check_overlap(tokens, overlap)
+        windows = [tokens] * len(texts)
+    else:
+        windows = list(tokens)
+        for window in set(windows):
+            check_overlap(window, min(overlap, window // 4))
     if not texts:  # an add whose documents were all upserts of the same text (new metadata only) embeds nothing
         return []
     encodings = tokenizer(list(texts), add_special_tokens=False, return_offsets_mapping=True).encodings
     structures = structures or [None] * len(texts)
     return [
-        _structured_spans(text, encoding.offsets, encoding.word_ids, tokens, overlap, structure)
+        _structured_spans(text, encoding.offsets, encoding.word_ids, window, min(overlap, window // 4), structure)
         if structure is not None and structure[0]
-        else _spans(text, encoding.offsets, encoding.word_ids, tokens, overlap)
-        for text, encoding, structure in zip(texts, encodings, structures)
+        else _spans(text, encoding.offsets, encoding.word_ids, window, min(overlap, window // 4))
+        for text, encoding, structure, window in zip(texts, encodings, structures, windows)
     ]
 
 

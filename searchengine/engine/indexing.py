@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING, Any
 import faiss
 import numpy as np
 
-from searchengine.encoding.passages import PASSAGES_BY_DEFAULT, check_overlap, default_overlap
+from searchengine.encoding.passage_headings import heading_at, with_heading
+from searchengine.encoding.passages import (
+    PASSAGE_HEADINGS_BY_DEFAULT,
+    PASSAGES_BY_DEFAULT,
+    check_overlap,
+    default_overlap,
+)
 from searchengine.engine.embedding import to_index_vectors
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.crash_points import crash_point
@@ -148,6 +154,8 @@ class IndexSettings:
     """Split documents longer than the model's limit into passages, each its own vector (else embed their start)."""
     passage_overlap: int | None = None
     """Tokens consecutive passages share (None: searchengine.encoding.passages.default_overlap)."""
+    passage_headings: bool = PASSAGE_HEADINGS_BY_DEFAULT
+    """Embed each passage after its heading (searchengine.encoding.passage_headings), with passages only."""
     shards: int = 1
     """FAISS indexes to split the vectors over (searchengine.indexer.shards); 1: one index."""
     reading: dict[str, Any] | None = None
@@ -189,7 +197,7 @@ def build_index(
         tokens = encoder.text_tokens
         overlap = default_overlap(tokens) if settings.passage_overlap is None else settings.passage_overlap
         check_overlap(tokens, overlap)
-        passages = PassageSplitting(tokens, overlap)
+        passages = PassageSplitting(tokens, overlap, settings.passage_headings)
     with directory.writing() as generation:
         store = DocumentStore(generation.path("documents"), writable=True)
         whitening = settings.whitening
@@ -388,23 +396,28 @@ def _passages(
 ) -> tuple[np.ndarray, list[str], np.ndarray]:
     """The vectors new documents need: their vector ids, the text each embeds and whether that text is new. One
     per document (its whole text) unless `passages` splits the longer ones, whose passages the store records;
-    a document read from a file is cut along its blocks and sections."""
+    a document read from a file is cut along its blocks and sections. Where `passages` says so, each passage is
+    embedded after its heading, in a window shortened to leave room for it; the spans stored are the text's own."""
     first_seen = [not repeat for repeat in repeated]
     texts = [document.text for document in documents]
     if passages is None:
         report.vectors += len(ids)
         return np.asarray(ids, dtype=np.int64), texts, np.asarray(first_seen, dtype=bool)
     structures = [(document.blocks, document.section_starts) if document.blocks else None for document in documents]
-    spans = encoder.passage_spans(texts, passages.tokens, passages.overlap, structures)
+    windows: int | list[int] = passages.tokens
+    headings: list[tuple[tuple[int, str], ...]] = [() for _ in documents]
+    if passages.headings:
+        windows, headings = encoder.fit_headings([document.headings for document in documents], passages.tokens)
+    spans = encoder.passage_spans(texts, windows, passages.overlap, structures)
     vector_ids = store.add_passages({i: s for i, s in zip(ids, spans) if len(s) > 1})
     report.split += len(vector_ids)
     out_ids: list[int] = []
     out_texts: list[str] = []
     out_first: list[bool] = []
-    for document, text, document_spans, fresh in zip(ids, texts, spans, first_seen):
+    for document, text, document_spans, fresh, own in zip(ids, texts, spans, first_seen, headings):
         for vector_id, (start, end) in zip(vector_ids.get(document, [document]), document_spans):
             out_ids.append(vector_id)
-            out_texts.append(text[start:end])
+            out_texts.append(with_heading(heading_at(own, start), text[start:end]))
             out_first.append(fresh)
     report.vectors += len(out_ids)
     return np.asarray(out_ids, dtype=np.int64), out_texts, np.asarray(out_first, dtype=bool)

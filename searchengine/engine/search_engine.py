@@ -19,7 +19,7 @@ from searchengine.analysis.cluster_settings import ClusterMethod, ClusterSetting
 from searchengine.analysis.clustering import Cluster, Clustering, cluster_index, read_clustering
 from searchengine.analysis.mining_request import MiningMethod
 from searchengine.analysis.paraphrase_mining import Pair, dedupe_index, mine_documents, with_texts
-from searchengine.encoding.passages import PASSAGES_BY_DEFAULT
+from searchengine.encoding.passages import PASSAGE_HEADINGS_BY_DEFAULT, PASSAGES_BY_DEFAULT
 from searchengine.engine.embedding import to_index_vectors
 from searchengine.engine.files import fields_record
 from searchengine.engine.filters import Filters, conditions_of
@@ -95,6 +95,7 @@ def ensure_index(
     speed: EncoderSpeed | None = None,
     encoder: Encoder | None = None,
     passages: bool = PASSAGES_BY_DEFAULT,
+    passage_headings: bool = PASSAGE_HEADINGS_BY_DEFAULT,
 ) -> Encoder | None:
     """Make an empty index in `path` where there is none, for writers that add to an index they may have to start
     (`index --append`, the LangChain and LlamaIndex stores). Returns the encoder to open it with: `encoder`, or
@@ -107,7 +108,7 @@ def ensure_index(
         from searchengine.encoding.encoder import Encoder
 
         encoder = Encoder(model, **(speed.options() if speed else {}))
-    SearchEngine.create(path, encoder=encoder, passages=passages).close()
+    SearchEngine.create(path, encoder=encoder, passages=passages, passage_headings=passage_headings).close()
     return encoder
 
 
@@ -311,6 +312,7 @@ class SearchEngine:
         title_field: str | None = None,
         passages: bool = PASSAGES_BY_DEFAULT,
         passage_overlap: int | None = None,
+        passage_headings: bool = PASSAGE_HEADINGS_BY_DEFAULT,
         progress: bool = False,
         shards: int | None = None,
         ray: RaySettings | None = None,
@@ -332,6 +334,10 @@ class SearchEngine:
         to `passage_overlap` tokens with the next (default 32, at most a quarter of the model's limit); a search
         returns the document, scored by its best passage. False embeds such a document from its beginning. Later
         additions follow the index's setting. Not with `ray`, whose workers embed whole documents.
+        passage_headings: with passages, embed each passage after its heading (a file's section heading path, a
+        PDF page's or a titled record's title) on a line of its own, in a window shortened by the heading's tokens;
+        the stored text, spans and snippets stay the document's own. Recorded in the index, so `add` and `sync`
+        embed the same way. False embeds the passage alone (as indexes built before this setting do).
         shards: split the vectors over this many FAISS indexes, searched together (searchengine.indexer.shards);
         default 1. Not with `ray`, whose workers write the segments (one per part of the corpus, searched
         together as shards are).
@@ -371,6 +377,7 @@ class SearchEngine:
                 else document_chunks(_documents(whiten_fit, jsonl, JsonFields(text_field, title_field))),
                 passages=passages,
                 passage_overlap=passage_overlap,
+                passage_headings=passage_headings,
                 shards=shards or 1,
                 reading=reading or fields_record(fields, corpus),
             )
@@ -393,9 +400,10 @@ class SearchEngine:
         index: str = "Flat",
         encoder: Encoder | None = None,
         passages: bool = PASSAGES_BY_DEFAULT,
+        passage_headings: bool = PASSAGE_HEADINGS_BY_DEFAULT,
     ) -> SearchEngine:
         """Make an empty index to `add` documents to later (index types that need training are refused);
-        `passages` as in `build`."""
+        `passages` and `passage_headings` as in `build`."""
         if encoder is None:
             from searchengine.encoding.encoder import Encoder
 
@@ -405,7 +413,7 @@ class SearchEngine:
             IndexDirectory(target),
             iter(()),
             encoder,
-            IndexSettings(index_type=index, passages=passages),
+            IndexSettings(index_type=index, passages=passages, passage_headings=passage_headings),
             total=0,
             allow_empty=True,
         )

@@ -143,6 +143,7 @@ def _read_one(
                 found.shown,
                 blocks=tuple(extracted.blocks),
                 section_starts=tuple(start for start, _ in extracted.sections),
+                headings=((0, facts["title"]), *extracted.sections),
             )
         ]
     return list(_pages(found, extracted, {**own, **facts}))
@@ -198,7 +199,14 @@ def _records(found: Found, data: bytes, fields: JsonFields, facts: dict) -> list
         }
         record_id = document.line if document.external_id is None else document.external_id
         documents.append(
-            Document(document.text, str(found.path), document.line, metadata, f"{found.shown}#{record_id}")
+            Document(
+                document.text,
+                str(found.path),
+                document.line,
+                metadata,
+                f"{found.shown}#{record_id}",
+                headings=document.headings,
+            )
         )
     return documents
 
@@ -222,6 +230,7 @@ def _pages(found: Found, extracted: Extracted, metadata: dict) -> Iterator[Docum
             f"{found.shown}#{number}",
             blocks=blocks or (0,),
             section_starts=(0,),
+            headings=((0, metadata["title"]),),
         )
 
 

@@ -242,3 +242,18 @@ def test_gzipped_and_utf16_record_files_in_a_folder_are_indexed_and_synced(tmp_p
     (tmp_path / "bad" / "cut.jsonl.gz").write_bytes(b"not gzip")
     result = run("index", tmp_path / "bad", "-d", tmp_path / "j", "--model", tiny_model)
     assert_one_line_error(result, "1 file skipped, e.g. cut.jsonl.gz: is not a readable gzip file")
+
+
+def test_passage_headings_are_on_unless_turned_off_and_append_keeps_them(tmp_path: Path, tiny_model: Path) -> None:
+    root = notes_folder(tmp_path / "notes")
+    for name, flag in (("on", None), ("off", "--no-passage-headings")):
+        result = run("index", root, "-d", tmp_path / name, "--model", tiny_model, *([flag] if flag else []))
+        assert result.exit_code == 0, result.output
+    assert "each passage embedded after its heading" in run("info", "-d", tmp_path / "on").output
+    assert "embedded after its heading" not in run("info", "-d", tmp_path / "off").output
+    assert json.loads((tmp_path / "on" / "manifest.json").read_text())["passages"]["headings"] is True
+    assert "headings" not in json.loads((tmp_path / "off" / "manifest.json").read_text())["passages"]
+    assert_one_line_error(
+        run("index", root, "-d", tmp_path / "off", "--append", "--passage-headings"),
+        "--passage-headings/--no-passage-headings",
+    )
