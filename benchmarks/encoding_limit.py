@@ -24,7 +24,8 @@ a fraction of it, where the encoder's time goes, and lossless variants that migh
 - Variants (TRIED; all fp32, so lossless by construction, checked by the cosine): ONNX Runtime in batches of 32 and
   128 (the default is 64), on 1 thread, and with its threads sleeping instead of spinning between kernels; torch
   fp32 through torch.compile (inductor, dynamic shapes); torch fp32 traced and frozen by TorchScript with oneDNN
-  Graph fusion.
+  Graph fusion. Also on request (--variants), OpenVINO fp32 and the int8 runtimes, ONNX Runtime's dynamic int8 and
+  OpenVINO's calibrated static int8 (lossy: their GFLOP/s set against the int8 peak; the cosine says how far).
 - Single-query latency: one short STS-B sentence per call, --queries calls per encoder, p50 and p99.
 - A plot (--plot, default docs/encoding_limit.png): for each text length, the default's sentences/s next to the
   sentences/s the bf16 and fp32 matmul peaks would allow at the same FLOPs.
@@ -54,7 +55,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import torch
-from bulk_precision import long_texts
+from bulk_precision import long_texts, query_latency
 from data_folder import DATA
 from encoding_speed import machine, min_cosine, timing_texts
 from machine_info import run_record
@@ -147,7 +148,7 @@ def padding_overhead(lengths: np.ndarray, batch_size: int) -> dict:
 
 
 def lossless_variants(names: list[str]) -> dict[str, Callable[[], Encoder]]:
-    """Name -> how to build it. The default first, torch fp32 (the reference vectors) second."""
+    """Name -> how to build it (all lossless but the int8 ones asked for by name). The default first, torch fp32 (the reference vectors) second."""
     available: dict[str, Callable[[], Encoder]] = {
         "default": Encoder,
         REFERENCE: lambda: Encoder(backend="torch", precision="fp32"),
@@ -155,6 +156,9 @@ def lossless_variants(names: list[str]) -> dict[str, Callable[[], Encoder]]:
         "onnx fp32 batch 128": lambda: Encoder(backend="onnx", precision="fp32", batch_size=128),
         "onnx fp32 batch 256": lambda: Encoder(backend="onnx", precision="fp32", batch_size=256),
         "onnx fp32 1 thread": lambda: Encoder(backend="onnx", precision="fp32", threads=1),
+        "openvino fp32": lambda: Encoder(backend="openvino", precision="fp32"),
+        "onnx int8": lambda: Encoder(backend="onnx", precision="int8"),
+        "openvino int8": lambda: Encoder(backend="openvino", precision="int8"),
         "onnx fp32 spinning": onnx_fp32_with_spinning,
         "torch fp32 compiled": compiled_torch_fp32,
         "torch fp32 oneDNN graph": traced_torch_fp32,
@@ -438,25 +442,6 @@ def throughput(encoders: dict[str, Encoder], texts: list[str], rounds: int, flop
             "min_cosine_vs_torch_fp32": round(min_cosine(vectors[name], vectors[REFERENCE]), 6),
         }
     return rows
-
-
-def query_latency(encoders: dict[str, Encoder], queries: list[str]) -> dict:
-    """p50 and p99 milliseconds for one short text per call (as a search query), encoders taking turns."""
-    seconds: dict[str, list[float]] = {name: [] for name in encoders}
-    for encoder in encoders.values():
-        encoder.encode_queries(queries[:1])
-    for query in queries:
-        for name, encoder in encoders.items():
-            started = time.perf_counter()
-            encoder.encode_queries([query])
-            seconds[name].append(time.perf_counter() - started)
-    return {
-        name: {
-            "p50_ms": round(float(np.percentile(values, 50)) * 1000, 2),
-            "p99_ms": round(float(np.percentile(values, 99)) * 1000, 2),
-        }
-        for name, values in seconds.items()
-    }
 
 
 def user_bar(data: Path, count: int, rounds: int, executables: list[Path]) -> dict:
