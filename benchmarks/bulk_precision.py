@@ -1,5 +1,5 @@
 """Which runtime encodes bulk calls fastest without loss, by call size and by text length: the measurement behind
-`precision="auto"`'s split between a query runtime and a bulk one (searchengine.encoding.precision.bulk_runtime).
+`precision="auto"`'s split between a query runtime and a bulk one (searchengine.encoding.precision.bulk_precision).
 
 Encoders of the bundled model in one process (--encoders, a comma-separated choice from ENCODERS; ONNX Runtime
 fp32, the baseline, always first). The default four: ONNX Runtime fp32, torch bf16, the default `Encoder()` (auto:
