@@ -41,7 +41,7 @@ def sts(
     template: str | None = TemplateOption,
     denoise: bool | None = DenoiseOption,
     max_score: float = MaxScoreOption,
-    batch_size: int = BatchSizeOption,
+    batch_size: int | None = BatchSizeOption,
 ) -> None:
     """Spearman x 100 between cosine similarity and gold scores, one row per file plus their average.
 
@@ -110,7 +110,7 @@ def retrieval(
     ),
     model: str | None = ModelOption,
     pooling: Pooling | None = PoolingOption,
-    batch_size: int = BatchSizeOption,
+    batch_size: int | None = BatchSizeOption,
     keep_identical_ids: bool = typer.Option(
         False, "--keep-identical-ids", help="Let a query retrieve the document with its own id (BEIR drops it)."
     ),
@@ -180,7 +180,7 @@ def _evaluate_model(
     qrels: Path,
     model: str | None,
     pooling: Pooling | None,
-    batch_size: int,
+    batch_size: int | None,
     ignore_identical_ids: bool,
 ) -> tuple[str, RetrievalScores]:
     from searchengine.encoding.encoder import Encoder
@@ -249,7 +249,7 @@ def analyze(
         36, "--top-frequent", min=0, help="The N most frequent tokens of --data count as biased (PromptBERT: 36)."
     ),
     max_score: float = MaxScoreOption,
-    batch_size: int = BatchSizeOption,
+    batch_size: int | None = BatchSizeOption,
     as_json: bool = json_option("Print the results as JSON."),
 ) -> None:
     """PromptBERT's analysis: anisotropy (mean cosine of random sentence pairs) and STS Spearman of the static

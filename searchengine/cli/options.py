@@ -50,7 +50,9 @@ TemplateOption = typer.Option(
 DenoiseOption = typer.Option(
     None, "--denoise/--no-denoise", help="Prompt pooling: subtract the bare template's [MASK] state."
 )
-BatchSizeOption = typer.Option(64, "--batch-size", min=1, help="Texts per forward pass.")
+BatchSizeOption = typer.Option(
+    None, "--batch-size", min=1, help="Texts per forward pass.", show_default="64 on a CPU, 1024 on a GPU"
+)
 JsonlOption = typer.Option(False, "--jsonl", help="Read JSON lines whatever the name (e.g. from stdin).")
 PrecisionOption = typer.Option(
     "auto",

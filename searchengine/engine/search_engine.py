@@ -304,7 +304,7 @@ class SearchEngine:
         whiten_k: int | None = None,
         whiten_fit: Corpus | None = None,
         encoder: Encoder | None = None,
-        batch_size: int = 64,
+        batch_size: int | None = None,
         speed: EncoderSpeed | None = None,
         jsonl: bool | None = None,
         id_field: str | None = None,

@@ -6,8 +6,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 
-from searchengine.encoding.encoder import Encoder
+from searchengine import SearchEngineError
+from searchengine.encoding.encoder import Encoder, default_batch_size, default_device
 from tests.conftest import write_tiny_model
 
 
@@ -166,3 +168,38 @@ def test_a_long_call_tokenizes_in_slices_so_other_threads_get_the_lock_in_betwee
     vectors = tiny_encoder.encode(texts[:3] + texts)
     assert len(holds) >= slices
     np.testing.assert_allclose(vectors[:3], vectors[3:6], atol=1e-6)
+
+
+def test_a_gpu_machine_runs_cpu_only_runtimes_on_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where torch sees a GPU the default device is the GPU, but asking for ONNX Runtime, OpenVINO or int8 (which run
+    on the CPU only) picks the CPU instead of refusing (seen on an H200 machine: `--backend onnx` had no way to run)."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert default_device() == default_device("torch", "fp16") == "cuda"
+    assert default_device("onnx") == default_device("openvino") == default_device("auto", "int8") == "cpu"
+    assert (default_batch_size("cuda"), default_batch_size("cuda:1"), default_batch_size("cpu")) == (1024, 1024, 64)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert default_device() == "cpu"
+
+
+def test_a_batch_the_gpu_has_no_memory_for_is_split(
+    tiny_model: Path, sentences: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The large GPU default batch, halved until it fits, gives the vectors one pass would; one text that does not
+    fit alone is a clear error."""
+    encoder = Encoder(tiny_model, batch_size=16, device="cpu")
+    expected = encoder.encode(sentences)
+    whole = encoder._encode_batch
+    passes: list[int] = []
+
+    def fits_four(ids: list[list[int]], *args: object) -> np.ndarray:
+        passes.append(len(ids))
+        if len(ids) > 4:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory (simulated)")
+        return whole(ids, *args)
+
+    monkeypatch.setattr(encoder, "_encode_batch", fits_four)
+    np.testing.assert_allclose(encoder.encode(sentences), expected, atol=1e-4)  # other shapes round otherwise
+    assert max(passes) > 4 and sum(size for size in passes if size <= 4) == len(sentences)
+    monkeypatch.setattr(encoder, "_encode_batch", lambda ids, *args: fits_four([*ids, *ids, *ids, *ids, *ids]))
+    with pytest.raises(SearchEngineError, match="too little free memory for one text"):
+        encoder.encode(sentences[:1])
