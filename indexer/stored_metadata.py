@@ -27,12 +27,18 @@ def readable_metadata(stored: str | None) -> dict[str, Any]:
         metadata = json.loads(stored)
     except RecursionError:  # too deep for Python's parser: read the object's fields one by one
         fields = _fields_one_by_one(stored)
-        return {UNREADABLE_METADATA: f"nested too deeply to read; {_REWRITE}"} if fields is None else fields
+        return _too_deep() if fields is None else fields
     if stored.count("[") + stored.count("{") <= MAX_METADATA_DEPTH or not nested_beyond(metadata, MAX_METADATA_DEPTH):
         return metadata  # (a text with no more brackets than the limit cannot nest deeper than it)
     if not isinstance(metadata, dict):
-        return {UNREADABLE_METADATA: f"nested more than {MAX_METADATA_DEPTH} levels deep; {_REWRITE}"}
+        return _too_deep()
     return _shown(metadata, [key for key, value in metadata.items() if nested_beyond(value, MAX_METADATA_DEPTH - 1)])
+
+
+def _too_deep() -> dict[str, str]:
+    """What a hit shows for metadata that is no readable object within MAX_METADATA_DEPTH, whichever way this
+    Python's JSON parser found that out (3.11's stops at about 1,000 levels, 3.12's reads far deeper)."""
+    return {UNREADABLE_METADATA: f"nested more than {MAX_METADATA_DEPTH} levels deep; {_REWRITE}"}
 
 
 def _shown(fields: dict[str, Any], deep: list[str]) -> dict[str, Any]:

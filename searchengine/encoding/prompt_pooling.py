@@ -79,9 +79,11 @@ class PromptPooling:
                 f"the template {self.config.template!r} takes {self.template_length} tokens, leaving no room for the "
                 f"sentence within the model's {max_length}-token limit; use a shorter template or a longer limit"
             )
-        tokens = self._tokenizer(list(texts), add_special_tokens=False, truncation=True, max_length=budget)
-        truncated = sum(1 for encoding in tokens.encodings if encoding.overflowing)
-        return [self.head + ids + self.tail for ids in tokens["input_ids"]], truncated
+        # one token past the budget tells a cut text apart (transformers 5.17 records no overflow without special
+        # tokens, so `encoding.overflowing` counted none there)
+        tokens = self._tokenizer(list(texts), add_special_tokens=False, truncation=True, max_length=budget + 1)
+        truncated = sum(1 for ids in tokens["input_ids"] if len(ids) > budget)
+        return [self.head + ids[:budget] + self.tail for ids in tokens["input_ids"]], truncated
 
     def pad(self, rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
         """(input_ids, attention_mask) of `rows`, padded on the right to the longest."""

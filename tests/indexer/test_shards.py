@@ -45,7 +45,9 @@ def test_search_returns_exactly_what_one_index_returns(pair: tuple[VectorIndex, 
     scores, ids = sharded.search(queries, k)
     found = min(k, 500)
     np.testing.assert_array_equal(ids[:, :found], expected_ids[:, :found])
-    np.testing.assert_array_equal(scores[:, :found], expected_scores[:, :found])
+    # scores to float rounding: on the 16-core Xeon of a GPU machine one score in 7 differed in its last bit (FAISS's
+    # SIMD kernels need not add a vector's products in the same order in a shard as in one index); never on 2 cores
+    np.testing.assert_allclose(scores[:, :found], expected_scores[:, :found], rtol=1e-6, atol=1e-7)
     assert (ids[:, found:] == -1).all()
 
 

@@ -599,8 +599,8 @@ def test_a_row_with_metadata_nested_deeper_than_the_limit_is_read_without_it(sto
     assert read[0].metadata == {"lang": "en"}
     assert read[1].metadata == {"lang": "de", "unreadable_metadata": left_out}
     assert read[2].metadata == {"lang": "fr", "note": ']]"{', "unreadable_metadata": left_out}
-    assert read[3].metadata == {
-        "unreadable_metadata": "nested too deeply to read; add the document again with flatter metadata to show it"
+    assert read[3].metadata == {  # the same whether this Python's json.loads reads it (3.12) or not (3.11)
+        "unreadable_metadata": "nested more than 64 levels deep; add the document again with flatter metadata to show it"
     }
     stored = store.documents.db.execute("SELECT metadata FROM documents WHERE id = 1").fetchone()[0]
     assert stored == rows[1]  # what is stored is kept

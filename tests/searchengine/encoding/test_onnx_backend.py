@@ -62,10 +62,11 @@ def test_a_pass_runs_while_another_thread_is_inside_one(tiny_model: Path, senten
 
 
 def test_auto_picks_onnx_where_it_can_run(tiny_model: Path) -> None:
-    assert Encoder(tiny_model, precision="fp32").backend == "onnx"
+    """On the CPU (on a GPU machine too, where the default device is the GPU and auto is torch)."""
+    assert Encoder(tiny_model, precision="fp32", device="cpu").backend == "onnx"
     assert resolve_backend("auto", "cpu", "mean", "int8") == ("openvino" if openvino_installed() else "onnx")
-    assert Encoder(tiny_model, precision="fp32", pooling="first_last_avg").backend == "torch"  # needs every layer
-    assert Encoder(tiny_model, precision="bf16").backend == "torch"
+    assert Encoder(tiny_model, precision="fp32", pooling="first_last_avg", device="cpu").backend == "torch"
+    assert Encoder(tiny_model, precision="bf16", device="cpu").backend == "torch"
     with pytest.raises(SearchEngineError, match="runs fp32 or int8"):
         Encoder(tiny_model, backend="onnx", precision="bf16")
 
@@ -74,17 +75,17 @@ def test_auto_precision_follows_the_backend_on_this_cpu(tiny_model: Path) -> Non
     """Whatever this CPU is: --backend onnx alone runs fp32, and "auto" asks resolve_precision with the backends
     that can run the model (its decision table is tested in test_precision.py)."""
     assert Encoder(tiny_model, backend="onnx").precision == "fp32"
-    either = Encoder(tiny_model)
+    either = Encoder(tiny_model, device="cpu")
     assert either.precision == resolve_precision("auto", "cpu", ["onnx", "torch"])
     assert either.backend == ("onnx" if either.precision == "fp32" else "torch")
-    for torch_only in (Encoder(tiny_model, backend="torch"), Encoder(tiny_model, pooling="prompt")):
+    for torch_only in (Encoder(tiny_model, backend="torch", device="cpu"), Encoder(tiny_model, "prompt", "cpu")):
         assert (torch_only.backend, torch_only.precision) == ("torch", resolve_precision("auto", "cpu", ["torch"]))
 
 
 def test_auto_falls_back_to_torch_without_onnxruntime(tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
-    assert Encoder(tiny_model, precision="fp32").backend == "torch"
-    assert Encoder(tiny_model).precision == resolve_precision("auto", "cpu", ["torch"])  # torch's best here
+    assert Encoder(tiny_model, precision="fp32", device="cpu").backend == "torch"
+    assert Encoder(tiny_model, device="cpu").precision == resolve_precision("auto", "cpu", ["torch"])  # torch's best
 
 
 def test_int8_is_close_but_quantized(tiny_model: Path, torch_encoder: Encoder, sentences: list[str]) -> None:

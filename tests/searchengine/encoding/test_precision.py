@@ -76,9 +76,9 @@ def test_an_encoder_on_an_avx512_bf16_cpu_encodes_bulk_calls_in_bf16_and_small_o
 ) -> None:
     monkeypatch.setenv("SEARCHENGINE_CACHE", str(tmp_path / "cache"))
     monkeypatch.setattr(precision_module, "cpu_flags", lambda cpuinfo=None: frozenset({"avx512f", "avx512_bf16"}))
-    encoder = Encoder(tiny_model)
+    encoder = Encoder(tiny_model, device="cpu")
     assert (encoder.precision, encoder.backend, encoder.bulk_precision) == ("fp32", "onnx", "bf16")
-    fp32 = Encoder(tiny_model, precision="fp32", backend="torch")
+    fp32 = Encoder(tiny_model, device="cpu", precision="fp32", backend="torch")
     texts = [f"document number {i} is about {word}" for i, word in enumerate(["cats", "stocks", "rain"] * 30)]
     small, bulk = texts[: BULK_TEXTS - 1], texts[:BULK_TEXTS]
     np.testing.assert_allclose(encoder.encode(small), fp32.encode(small), atol=1e-5)  # ONNX Runtime fp32

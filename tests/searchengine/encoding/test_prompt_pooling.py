@@ -62,8 +62,8 @@ def mask_state(encoder: Encoder, ids: list[int], position_ids: list[int] | None 
     if position_ids is not None:
         inputs["position_ids"] = torch.tensor([position_ids])
     with torch.no_grad():
-        hidden = encoder.model(**inputs).last_hidden_state[0]
-    return hidden[ids.index(encoder.tokenizer.mask_token_id)]
+        hidden = encoder.model(**{key: value.to(encoder.device) for key, value in inputs.items()}).last_hidden_state[0]
+    return hidden[ids.index(encoder.tokenizer.mask_token_id)].cpu()
 
 
 # --- templates ---
@@ -193,7 +193,7 @@ def test_denoising_changes_the_vectors(
 def test_training_pooler_keeps_no_cache(tiny_model: Path, prompt_encoder: Encoder) -> None:
     pooler = PromptPooling(prompt_encoder.tokenizer, PromptConfig(denoise=True), cache=False)
     rows, _ = pooler.tokenize(["the cat", "the dog ran"], 64)
-    input_ids, attention_mask = pooler.pad(rows, 0)
+    input_ids, attention_mask = (tensor.to(prompt_encoder.device) for tensor in pooler.pad(rows, 0))
     with torch.no_grad():
         hidden = prompt_encoder.model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         pooler.pool(prompt_encoder.model, hidden, attention_mask)

@@ -322,7 +322,8 @@ def test_opening_loads_no_model_until_something_encodes(tmp_path: Path, tiny_mod
     import subprocess
     import sys
 
-    SearchEngine.build(sentences, tmp_path / "i", model=tiny_model, index="HNSW32")
+    # built on the CPU, whose auto backend caches the ONNX export that serves the search (a GPU's would be torch)
+    SearchEngine.build(sentences, tmp_path / "i", encoder=Encoder(tiny_model, device="cpu"), index="HNSW32")
     completed = subprocess.run(
         [sys.executable, "-c", _OPEN_AND_CHANGE, str(tmp_path / "i")], capture_output=True, text=True, timeout=300
     )
