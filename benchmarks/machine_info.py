@@ -19,6 +19,14 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+def gpu_name() -> str | None:
+    """The CUDA GPU torch would encode on, where the process has imported torch and one is present; else None."""
+    torch = sys.modules.get("torch")
+    if torch is None or not torch.cuda.is_available():
+        return None
+    return torch.cuda.get_device_name(0)
+
+
 def run_record(load_before: tuple[float, float, float]) -> dict:
     """The command that ran and the machine it ran on, with the load average before the run and now."""
     return {
@@ -26,6 +34,7 @@ def run_record(load_before: tuple[float, float, float]) -> dict:
         "machine": {
             "cpu": cpu_name(),
             "cores": os.cpu_count(),
+            "gpu": gpu_name(),
             "load_before": load_before,
             "load_after": os.getloadavg(),
         },
