@@ -84,14 +84,24 @@ class BatchingReader:
         ]
         self._ready = [Future() for _ in range(readers)]
         self._first: SearchEngine | None = None
-        self.problem: str | None = None
-        """Why the last reopen failed (the previous generation is still served); None when current."""
+        self._problems: list[str | None] = [None] * readers
+        """Per reader thread: why its last reopen failed (it still serves the previous generation); None: current."""
         self._counting = threading.Lock()
         self.batches = 0
         """Turns taken: with `queries`, how well concurrent queries were batched."""
         self.queries = 0
         self.default_mode: SearchMode = "dense"
         """The mode of a search that names none, as of the generation loaded (hybrid once it has a keyword index)."""
+
+    @property
+    def problem(self) -> str | None:
+        """Why a reader's last reopen failed, while any reader still serves a previous generation (with how many of
+        them do, where there are several); None when every reader is current. Each reader reopens on its own next
+        turn, so one that succeeded says nothing of the others."""
+        stale = [problem for problem in self._problems if problem]
+        if not stale:
+            return None
+        return stale[0] if len(self._problems) == 1 else f"{stale[0]} ({len(stale)} of {len(self._problems)} readers)"
 
     @property
     def readers(self) -> int:
@@ -149,7 +159,7 @@ class BatchingReader:
             while running:
                 jobs, running = self._next_turn()
                 with one_thread():
-                    self._refresh(engine)
+                    self._refresh(engine, number)
                     self._answer(engine, jobs)
         finally:
             engine.close()
@@ -176,17 +186,17 @@ class BatchingReader:
             except queue.Empty:
                 return jobs, True
 
-    def _refresh(self, engine: SearchEngine) -> None:
+    def _refresh(self, engine: SearchEngine, number: int) -> None:
         try:
             if engine.refresh():
                 self.default_mode = engine.default_mode
                 log.info("reopened %s: a writer committed a new generation (%d texts)", engine.path, len(engine))
-            self.problem = None
+            self._problems[number] = None
         except Exception as exc:  # noqa: BLE001 (whatever went wrong, the generation loaded keeps answering)
             problem = str(exc) if isinstance(exc, SearchEngineError) else f"{type(exc).__name__}: {exc}"
-            if problem != self.problem:
+            if problem != self._problems[number]:
                 log.warning("still serving the previous generation of %s: %s", engine.path, problem)
-            self.problem = problem
+            self._problems[number] = problem
 
     def _answer(self, engine: SearchEngine, jobs: list[_Search | _Call]) -> None:
         groups: dict[SearchOptions, list[_Search]] = {}

@@ -226,3 +226,32 @@ def test_every_answer_in_every_mode_holds_a_write_whole_or_not_at_all(index_path
         served.close()
     assert problems == []
     assert answers[0] >= 24
+
+
+def test_health_stays_stale_while_any_reader_serves_an_old_generation(
+    index_path: Path, tiny_encoder: Encoder, other_tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each reader reopens on its own turn: one that reopened does not clear another's problem."""
+    monkeypatch.setattr(reader_module, "IDLE_REFRESH_S", 600.0)  # no idle turn refreshes a reader behind the test
+    served = ServedIndex(index_path, encoder=tiny_encoder, readers=2)
+    reader = served.reader
+
+    def each_reader_takes_a_turn() -> None:
+        release, held = _hold(reader)  # one reader busy, so the next call goes to the other
+        reader.run(lambda _engine: None).result(30)
+        release.set()
+        held.result(30)
+
+    try:
+        SearchEngine.build(["something else entirely"], index_path, encoder=Encoder(other_tiny_model)).close()
+        each_reader_takes_a_turn()
+        assert reader.problem is not None and reader.problem.endswith("(2 of 2 readers)")
+        SearchEngine.build(SENTENCES, index_path, encoder=tiny_encoder).close()  # the model it serves, again
+        release, held = _hold(reader)  # this reader reopens; the other has not taken a turn since
+        assert "was rebuilt with model" in reader.problem and reader.problem.endswith("(1 of 2 readers)")
+        release.set()
+        held.result(30)
+        each_reader_takes_a_turn()
+        assert reader.problem is None
+    finally:
+        served.close()
