@@ -15,6 +15,7 @@ from searchengine.encoding.backend import Backend, resolve_runtime
 from searchengine.encoding.hf_loading import load_pretrained
 from searchengine.encoding.model_source import ModelSource, Pooling, locate_model
 from searchengine.encoding.model_transforms import apply_transforms, load_transforms, output_dimension
+from searchengine.encoding.padding import padded
 from searchengine.encoding.passage_headings import Headings, fit_headings
 from searchengine.encoding.passages import Span, Structure, passage_spans
 from searchengine.encoding.pooling import NEEDS_ALL_LAYERS, pool
@@ -311,12 +312,7 @@ class Encoder:
 
     def _encode_batch(self, ids: list[list[int]], pre_normalize: bool, model: torch.nn.Module) -> np.ndarray:
         """One batch through `model` (the main or the bulk runtime), pooled, transformed and normalised."""
-        width = max(len(row) for row in ids)
-        input_ids = torch.full((len(ids), width), self.tokenizer.pad_token_id or 0, dtype=torch.long)
-        attention_mask = torch.zeros((len(ids), width), dtype=torch.long)
-        for i, row in enumerate(ids):
-            input_ids[i, : len(row)] = torch.tensor(row)
-            attention_mask[i, : len(row)] = 1
+        input_ids, attention_mask = padded(ids, self.tokenizer.pad_token_id or 0)
         all_layers = self.pooling in NEEDS_ALL_LAYERS
         inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
         if "token_type_ids" in self._input_names:

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 
 import torch
 
+from searchengine.encoding.padding import padded
 from searchengine.encoding.prompt_template import MASK_SLOT, PromptConfig
 from searchengine.errors import SearchEngineError
 
@@ -87,13 +88,7 @@ class PromptPooling:
 
     def pad(self, rows: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
         """(input_ids, attention_mask) of `rows`, padded on the right to the longest."""
-        width = max(len(row) for row in rows)
-        input_ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-        attention_mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for i, row in enumerate(rows):
-            input_ids[i, : len(row)] = torch.tensor(row, dtype=torch.long)
-            attention_mask[i, : len(row)] = 1
-        return input_ids, attention_mask
+        return padded(rows, pad_id)
 
     def sentence_lengths(self, attention_mask: torch.Tensor) -> torch.Tensor:
         """Tokens of each row's sentence (what the template left of the row's length)."""

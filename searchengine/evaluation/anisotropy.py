@@ -36,6 +36,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from searchengine.encoding.padding import padded
 from searchengine.encoding.pooling import pool
 from searchengine.errors import SearchEngineError
 from searchengine.evaluation.labelled_data import RatedPair
@@ -172,12 +173,7 @@ def represent(
     for start in range(0, len(order), size):
         rows = order[start : start + size]
         batch = [ids[i] for i in rows]
-        width = max(len(row) for row in batch)
-        input_ids = torch.full((len(batch), width), encoder.tokenizer.pad_token_id or 0, dtype=torch.long)
-        mask = torch.zeros((len(batch), width), dtype=torch.long)
-        for i, row in enumerate(batch):
-            input_ids[i, : len(row)] = torch.tensor(row)
-            mask[i, : len(row)] = 1
+        input_ids, mask = padded(batch, encoder.tokenizer.pad_token_id or 0)
         inputs = {"input_ids": input_ids, "attention_mask": mask}
         if "token_type_ids" in encoder.tokenizer.model_input_names:
             inputs["token_type_ids"] = torch.zeros_like(input_ids)
