@@ -22,11 +22,14 @@ Set-up (Debian packages, extractors, the Markdown corpus): benchmarks/file_corpo
   .venv/bin/python benchmarks/file_search.py --work /tmp/filebench --results benchmarks/results/file_extractors.json
   .venv/bin/python benchmarks/file_search.py --work /tmp/filebench --results benchmarks/results/file_headings.json \
       --folder-only
+  .venv/bin/python benchmarks/file_search.py --work /tmp/filebench-whole --results benchmarks/results/file_whole.json \
+      --folder-only --whole --corpora python-docs,r-manuals --folder-variants passage-headings
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import random
@@ -118,6 +121,11 @@ are cut to a subset, about a third of their text (their 10.2 million characters 
 to encode with passages on a shared 2-core machine, over an hour for the four): the tutorial, FAQ, HOWTOs, language
 reference, extending and using guides and glossary whole, the library pages the questions name, and 40 more library
 pages drawn at random as distractors. whatsnew/, c-api/ and distutils/ are left out with the rest of the library."""
+
+
+WHOLE_SKIP = {"r-manuals": ("fullrefman.pdf",)}
+"""What `--whole` still leaves out: fullrefman.pdf, the same file as refman.pdf (the Python docs keep skipping
+their navigation pages, which are lists of links)."""
 
 
 @dataclass(frozen=True)
@@ -466,6 +474,10 @@ def main() -> None:
         "--root", action="append", default=[], metavar="NAME=FORMAT:DIR",
         help="a corpus at DIR (format html, pdf or markdown), instead of or beside the built-in ones",
     )  # fmt: skip
+    parser.add_argument(
+        "--whole", action="store_true",
+        help="each corpus whole: no subset of the Python docs, and R's reference manual too (WHOLE_SKIP)",
+    )  # fmt: skip
     parser.add_argument("--model", default=None, help="model (default: the bundled all-MiniLM-L6-v2)")
     parser.add_argument("--folder", action="store_true", help="also index the files with `searchengine index DIR`")
     parser.add_argument(
@@ -486,6 +498,10 @@ def main() -> None:
         pattern = {"html": "**/*.html", "pdf": "**/*.pdf", "markdown": "**/*.md"}[form]
         corpora[name] = Corpus(name, form, Path(directory), pattern)
     chosen = [corpora[name] for name in args.corpora.split(",")]
+    if args.whole:
+        chosen = [
+            dataclasses.replace(corpus, subset=None, skip=WHOLE_SKIP.get(corpus.name, corpus.skip)) for corpus in chosen
+        ]
     for corpus in chosen:
         if not corpus.files():
             parser.error(f"corpus {corpus.name} has no files under {corpus.root}; run benchmarks/file_corpora.sh")
