@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from searchengine.encoding.backend import Backend, resolve_runtime
+from searchengine.encoding.backend import RUNTIME_PRECISIONS, Backend, resolve_runtime
 from searchengine.encoding.hf_loading import load_pretrained
 from searchengine.encoding.model_source import ModelSource, Pooling, locate_model
 from searchengine.encoding.model_transforms import apply_transforms, load_transforms, output_dimension
@@ -49,7 +49,6 @@ def _slices(texts: Sequence[str]) -> Iterator[slice]:
         start = stop
 
 
-CPU_ONLY_BACKENDS = ("onnx", "openvino")
 DEFAULT_BATCH_SIZE = {"cpu": 64, "cuda": 1024}
 """Texts per forward pass where none is asked for. On a GPU, batches of 64 leave it waiting on the host: on an
 NVIDIA H200, fp16, 1024 encoded short, medium and long texts 2.77x, 2.12x and 1.16x as fast as 64 (256: 2.61x,
@@ -58,8 +57,9 @@ NVIDIA H200, fp16, 1024 encoded short, medium and long texts 2.77x, 2.12x and 1.
 
 def default_device(backend: str = "auto", precision: str = "auto") -> str:
     """CUDA when PyTorch sees a GPU and the runtime asked for runs there; the CPU otherwise, and for the CPU-only
-    runtimes (the onnx and openvino backends, int8), so that asking for one on a GPU machine runs it."""
-    if backend in CPU_ONLY_BACKENDS or precision == "int8":
+    runtimes (the onnx and openvino backends, RUNTIME_PRECISIONS, and int8), so that asking for one on a GPU machine
+    runs it."""
+    if backend in RUNTIME_PRECISIONS or precision == "int8":
         return "cpu"
     return "cuda" if torch.cuda.is_available() else "cpu"
 
