@@ -112,6 +112,8 @@ class Encoder:
         self.model.to(self.device).eval()
         if threads is not None and threads < 1:
             raise SearchEngineError(f"threads must be at least 1, not {threads}")
+        if batch_size is not None and batch_size < 1:  # 0 would otherwise read as "the device's default"
+            raise SearchEngineError(f"batch_size must be at least 1, not {batch_size}")
         self.threads = threads
         self.smart_batching = smart_batching
         self.precision: str
@@ -128,7 +130,7 @@ class Encoder:
         if self.tokenizer.model_max_length < 1_000_000:
             limits.append(self.tokenizer.model_max_length)
         self.max_seq_length: int = min(limit for limit in limits if limit)
-        self.batch_size: int = batch_size or default_batch_size(self.device)
+        self.batch_size: int = default_batch_size(self.device) if batch_size is None else batch_size
         self.pooled_dimension: int = int(self.model.config.hidden_size)
         """Size of the pooled vectors, before the model's post-processing modules (Dense, Flow)."""
         self.transforms = [module.to(self.device) for module in load_transforms(self.source, self.pooled_dimension)]

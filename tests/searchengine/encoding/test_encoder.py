@@ -203,3 +203,9 @@ def test_a_batch_the_gpu_has_no_memory_for_is_split(
     monkeypatch.setattr(encoder, "_encode_batch", lambda ids, *args: fits_four([*ids, *ids, *ids, *ids, *ids]))
     with pytest.raises(SearchEngineError, match="too little free memory for one text"):
         encoder.encode(sentences[:1])
+
+
+def test_a_batch_size_below_one_is_refused(tiny_model: Path) -> None:
+    for size in (0, -1):
+        with pytest.raises(SearchEngineError, match=f"batch_size must be at least 1, not {size}"):
+            Encoder(tiny_model, batch_size=size, device="cpu")
