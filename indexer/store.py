@@ -35,6 +35,7 @@ from searchengine.indexer.settings_table import SettingsTable
 from searchengine.indexer.store_connection import StoreGuard, connect
 from searchengine.indexer.tombstone_table import TombstoneTable
 from searchengine.indexer.upsert import StoreChange, plan_upsert
+from searchengine.indexer.wal_upkeep import truncate_log
 
 __all__ = ["ClusteringRecord", "Document", "DocumentStore", "StoreChange", "StoredDocument", "lone_surrogate"]
 """What callers take from here: the store, what it takes in and gives back (defined in their tables' modules)."""
@@ -88,9 +89,11 @@ class DocumentStore:
             self.db.execute("BEGIN IMMEDIATE")
 
     def commit(self) -> None:
-        """Commit the write's transaction: from here on its changes are the index."""
+        """Commit the write's transaction: from here on its changes are the index. Then keep SQLite's log from
+        growing on (indexer/wal_upkeep.py)."""
         with self._guard():
             self.db.execute("COMMIT")
+        truncate_log(self.db.conn, self.path)
 
     def rollback(self) -> None:
         """Undo the write's transaction, if one is open (a failed or interrupted write changes nothing)."""
@@ -108,6 +111,13 @@ class DocumentStore:
             self.db.execute(f"SELECT 1 FROM {TABLE} LIMIT 1").fetchall()
         for table in (self.documents, self.keyword, self.filters):
             table.new_snapshot()
+
+    def release_snapshot(self) -> None:
+        """End the read transaction held, if any, without opening another: until the next read, this connection
+        keeps no part of the write-ahead log from being copied or started again (indexer/wal_upkeep.py)."""
+        if self.db.conn.in_transaction:
+            with self._guard():
+                self.db.execute("COMMIT")
 
     def reclaim_space(self) -> None:
         """Give the pages of deleted rows back to the file system (SQLite's VACUUM, which rewrites the file through

@@ -14,6 +14,10 @@ from searchengine.indexer.errors import IndexerError
 BUSY_TIMEOUT_MS = 10_000
 """How long a statement waits for another connection's lock (a writer's commit, a checkpoint) before failing."""
 
+WAL_KEEP_BYTES = 8 * 1024 * 1024
+"""How much of the write-ahead log file a writer keeps when SQLite starts the log again (its journal_size_limit);
+indexer/wal_upkeep.py says when that happens."""
+
 
 def connect(path: Path, writable: bool) -> sqlite3.Connection:
     """A connection to the store at `path`. A writable one puts the file in WAL mode (kept in the file), so
@@ -23,6 +27,7 @@ def connect(path: Path, writable: bool) -> sqlite3.Connection:
         connection = sqlite3.connect(str(path))
         connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         connection.execute("PRAGMA journal_mode = WAL")
+        connection.execute(f"PRAGMA journal_size_limit = {WAL_KEEP_BYTES}")
         return connection
     uri = Path(path).resolve().as_uri()
     immutable = not os.access(Path(path).parent, os.W_OK) and not Path(f"{path}-shm").exists()

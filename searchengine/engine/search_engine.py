@@ -68,6 +68,7 @@ from searchengine.indexer.segments import Segment, SegmentRecord, SegmentSet, lo
 from searchengine.indexer.shards import Vectors, load_vectors
 from searchengine.indexer.store import ClusteringRecord, Document, DocumentStore
 from searchengine.indexer.vector_index import check_trainable, default_factory
+from searchengine.indexer.wal_upkeep import LogUpkeep
 from searchengine.indexer.whitening import Whitening
 from searchengine.reading.corpus import STDIN, JsonFields, corpus_files, read_corpus
 
@@ -261,6 +262,8 @@ class SearchEngine:
         """The store's commit number as loaded (format 2): `refresh` reloads when a writer commits another."""
         self._probe: CommitProbe | None = None
         """Reads the newest commit number for `refresh`, leaving the loaded state's snapshot where it is."""
+        self._upkeep: LogUpkeep | None = None
+        """Says when `refresh` should renew the snapshot so SQLite can start its write-ahead log again."""
         self._load()
 
     @property
@@ -495,6 +498,7 @@ class SearchEngine:
         self._tombstones, self._live, self._stamp = tombstones, live, stamp
         self._commit = store.segments.commit_number() if manifest.segmented else None
         self._probe = CommitProbe(store.path) if manifest.segmented else None
+        self._upkeep = LogUpkeep(store.path) if manifest.segmented else None
         if isinstance(vectors, SegmentSet):
             self._shared.segments.update((segment.record.name, segment) for segment in vectors.segments)
         self._keyword_index = store.keyword.exists()
@@ -503,12 +507,59 @@ class SearchEngine:
         """Reload the index if a writer (another process, or another SearchEngine) committed since it was loaded;
         True if it did. A stat and one small read when nothing changed; after a write in place only the new
         segments are loaded. On failure the loaded state stays as it was, whole and usable: the newest commit is
-        read beside it (CommitProbe), so its store keeps answering from the commit its segments belong to."""
+        read beside it (CommitProbe), so its store keeps answering from the commit its segments belong to.
+        When nothing changed but SQLite's write-ahead log has grown, the store's snapshot of the same commit may
+        be renewed, so the log can start again (indexer/wal_upkeep.py): call this now and then in a long-lived
+        reader."""
         same_manifest = self.directory.manifest_stamp() == self._stamp
         if same_manifest and (self._probe is None or self._probe.newest() == self._commit):
+            if self._upkeep is not None and self._upkeep.time_to_renew():
+                return self._renew_snapshot()
             return False
         self._load()
         return True
+
+    def _renew_snapshot(self) -> bool:
+        """Read the same commit through a new read transaction, begun after the log was copied into the database
+        file: opened beside the loaded store and swapped in only once it shows the same commit, so a writer that
+        commits meanwhile never leaves the store a commit ahead of the segments (then this reloads; True)."""
+        store = DocumentStore(self._store.path)
+        try:
+            store.read_snapshot()
+            same = store.segments.commit_number() == self._commit
+        except BaseException:
+            store.close()
+            raise
+        if not same:
+            store.close()
+            self._load()
+            return True
+        self._store.close()
+        self._store = store
+        return False
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[None]:
+        """Around a write through this engine: the engine's read snapshot is let go first (one held across the
+        write would keep SQLite from starting its write-ahead log again, so the log would grow with every write),
+        and what is committed afterwards is loaded. Should that load fail after a write that failed too, the
+        write's own error is the one raised."""
+        self._store.release_snapshot()
+        try:
+            yield
+        except BaseException:
+            with contextlib.suppress(Exception):
+                self._pick_up_snapshot()
+            raise
+        self._pick_up_snapshot()
+
+    def _pick_up_snapshot(self) -> None:
+        """A read snapshot again after `_writing`: a new read transaction of the loaded store where nothing was
+        committed meanwhile (a merge with nothing to merge, a failed write), else the committed state loaded."""
+        self._store.read_snapshot()
+        unchanged = self.directory.manifest_stamp() == self._stamp and self._probe is not None
+        if not unchanged or self._store.segments.commit_number() != self._commit:
+            self._load()
 
     def _open_files(self, manifest: Manifest) -> tuple[Manifest, Vectors | SegmentSet, DocumentStore, Whitening | None]:
         whitening_path = self.directory.file(manifest, "whitening")
@@ -731,15 +782,16 @@ class SearchEngine:
         leave them to a later `merge()`, as the server does off its request path). `reading` replaces the
         record of how the index reads its input (as in `build`) in the same commit."""
         fields = JsonFields(text_field, title_field, id_field)
-        report = append_to_index(
-            self.directory,
-            _documents(corpus, jsonl, fields),
-            self.encoder,
-            _count(corpus, jsonl, fields),
-            progress,
-            reading,
-        )
-        self._load()
+        encoder = self.encoder  # loaded before the write, which then does only the write
+        with self._writing():
+            report = append_to_index(
+                self.directory,
+                _documents(corpus, jsonl, fields),
+                encoder,
+                _count(corpus, jsonl, fields),
+                progress,
+                reading,
+            )
         if merge:
             self.merge()
         self.last_report = report
@@ -748,10 +800,8 @@ class SearchEngine:
     def merge(self) -> list[MergeResult]:
         """Merge vector segments as the merge policy asks (indexer/merge_policy.py); searches in other threads and
         processes go on meanwhile. Returns the merges made."""
-        merges = merge_as_needed(self.directory)
-        if merges:
-            self._load()
-        return merges
+        with self._writing():
+            return merge_as_needed(self.directory)
 
     def delete(self, ids: Sequence[int] = (), external_ids: Sequence[str] = (), *, merge: bool = True) -> list[int]:
         """Delete documents by id and/or external id, all or none (an unknown id deletes nothing).
@@ -764,8 +814,8 @@ class SearchEngine:
         for value in ids:
             if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value < 2**63:
                 raise SearchEngineError(f"{value!r} is not a document id (a whole number from 0 to 2**63 - 1)")
-        deleted = delete_from_index(self.directory, list(ids), list(external_ids))
-        self._load()
+        with self._writing():
+            deleted = delete_from_index(self.directory, list(ids), list(external_ids))
         if merge:
             self.merge()
         return deleted
@@ -777,9 +827,8 @@ class SearchEngine:
         one_segment = not isinstance(self._vectors, SegmentSet) or len(self._vectors.segments) <= 1
         if not len(self._tombstones) and self._keyword_index and self.manifest.segmented and one_segment:
             return 0
-        dropped = compact_index(self.directory)
-        self._load()
-        return dropped
+        with self._writing():
+            return compact_index(self.directory)
 
     def cluster(
         self,
@@ -798,8 +847,8 @@ class SearchEngine:
         cluster) or "agglomerative" (k or threshold; up to 20,000 texts). Clusters are numbered by size, largest
         first, and list their `top` most central texts.
         """
-        clustering = cluster_index(self.directory, ClusterSettings(method, k, threshold, min_size, seed), top)
-        self._load()
+        with self._writing():
+            clustering = cluster_index(self.directory, ClusterSettings(method, k, threshold, min_size, seed), top)
         return clustering.clusters
 
     def clustering(self, top: int = 3) -> Clustering | None:
@@ -825,8 +874,8 @@ class SearchEngine:
         """Mark the later document of each pair with cosine >= threshold as a duplicate of the earlier one
         (replacing earlier marks), stored with the index; returns one pair per duplicate (`second_id` duplicates
         `first_id`). `info().duplicates` counts them."""
-        marks = dedupe_index(self.directory, threshold, method, neighbours)
-        self._load()
+        with self._writing():
+            marks = dedupe_index(self.directory, threshold, method, neighbours)
         return with_texts(marks, self._store)
 
     def reading(self) -> dict[str, Any]:
@@ -892,6 +941,9 @@ class SearchEngine:
         if self._probe is not None:
             self._probe.close()
             self._probe = None
+        if self._upkeep is not None:  # closed last: a connection that can write, so SQLite may fold the log in
+            self._upkeep.close()
+            self._upkeep = None
 
     def __enter__(self) -> SearchEngine:
         return self

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
+from searchengine.indexer import store_connection, wal_upkeep
 from searchengine.indexer.store import Document
 
 from searchengine.encoding.encoder import Encoder
@@ -255,3 +256,26 @@ def test_health_stays_stale_while_any_reader_serves_an_old_generation(
         assert reader.problem is None
     finally:
         served.close()
+
+
+def test_writes_beside_idle_readers_leave_sqlites_log_empty(
+    index_path: Path, tiny_encoder: Encoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two readers hold read snapshots all the time; each write waits for them to load it and renew, then empties
+    the log (a 100,000-document add through the server had left a 629 MB log beside an 80 MB store)."""
+    monkeypatch.setattr(store_connection, "WAL_KEEP_BYTES", 1024)
+    monkeypatch.setattr(wal_upkeep, "_waited_in_vain", {})
+    served = ServedIndex(index_path, encoder=tiny_encoder, readers=2)
+    try:
+        store = served.writer.submit(lambda engine: engine.directory.file(engine.manifest, "documents")).result(30)
+        log = Path(f"{store}-wal")
+        for start in range(0, 30, 10):
+            served.writer.submit(
+                lambda engine, start=start: engine.add([f"new {start + i}" for i in range(10)])
+            ).result(30)
+            assert log.stat().st_size == 0
+        assert wal_upkeep._waited_in_vain == {}
+        assert len(served.reader.search(["new 25"], SearchOptions(k=100)).result(30)[0]) == len(SENTENCES) + 30
+    finally:
+        served.close()
+    assert not log.exists()
