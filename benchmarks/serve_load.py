@@ -15,7 +15,8 @@ run after the levels listed; nothing but 127.0.0.1 is ever contacted. "With a wr
 commits in place, a new segment and one SQLite transaction, and the readers pick it up before their next turn). Its texts are the held-out
 sentences after the queries' 1,000, taken round again when they run out (a repeated text is a new document).
 --mode hybrid measures the server's default search mode; --threads sets the server's encoder threads, --readers
-its reader threads.
+its reader threads. Every half second it also reads the size of the store's SQLite write-ahead log: its peak and
+what is left after the server stopped are in the results ("write_ahead_log").
 
     python benchmarks/serve_load.py --docs 20000 --out benchmarks/results/serve_load.json
     python benchmarks/serve_load.py --quick          # a smoke run: 300 documents, a few requests per level
@@ -24,6 +25,7 @@ its reader threads.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import http.client
 import json
@@ -62,7 +64,34 @@ class Level:
     write_errors: int = 0
     documents_added: int = 0
     write_p50_ms: float | None = None
+    write_max_ms: float | None = None
     error_samples: list[str] = field(default_factory=list)
+
+
+class LogWatch:
+    """The size of the store's write-ahead log (`*.db-wal` in the served index folder), sampled every
+    `every` seconds in a thread: its peak while the server runs, and what is left once it stopped."""
+
+    def __init__(self, index: Path, every: float = 0.5) -> None:
+        self.index, self.every = index, every
+        self.peak_bytes = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+
+    def bytes_now(self) -> int:
+        return sum(log.stat().st_size for log in self.index.glob("*.db-wal") if log.exists())
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self.every):
+            with contextlib.suppress(OSError):  # the log may be removed between the listing and the stat
+                self.peak_bytes = max(self.peak_bytes, self.bytes_now())
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 def sentences(data: Path) -> list[str]:
@@ -258,17 +287,20 @@ def run_level(
     level.p99_ms = 1000 * ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
     if write_latencies:
         level.write_p50_ms = 1000 * statistics.median(write_latencies)
+        level.write_max_ms = 1000 * max(write_latencies)
     return level
 
 
 def markdown(results: dict) -> str:
     rows = [
-        "| clients | writer | requests | QPS | p50 ms | p99 ms | errors | writes (docs added) | write p50 ms |",
+        "| clients | writer | requests | QPS | p50 ms | p99 ms | errors | writes (docs added) | write p50 / max ms |",
         "|---:|---|---:|---:|---:|---:|---:|---|---:|",
     ]
     for level in results["levels"]:
         writes = f"{level['writes']} ({level['documents_added']})" if level["with_writer"] else "–"
-        write_p50 = f"{level['write_p50_ms']:.0f}" if level["write_p50_ms"] is not None else "–"
+        write_p50 = (
+            f"{level['write_p50_ms']:.0f} / {level['write_max_ms']:.0f}" if level["write_p50_ms"] is not None else "–"
+        )
         errors = level["errors"] + level["write_errors"]
         rows.append(
             f"| {level['concurrency']} | {'yes' if level['with_writer'] else 'no'} | {level['requests']} | "
@@ -336,6 +368,8 @@ def main() -> None:
     options += ["--threads", str(args.threads), "--readers", str(args.readers)]
     process, url = start_server(work, args.cache_dir / "serve-load.log", options)
     port = int(url.rsplit(":", 1)[1])
+    log_watch = LogWatch(work)
+    log_watch.start()
     try:
         warm = Client(port)
         served_with = json.loads(warm.request("GET", "/info")[1])["server"]
@@ -372,6 +406,7 @@ def main() -> None:
             process.wait(60)
         except subprocess.TimeoutExpired:
             process.kill()
+        log_watch.stop()
 
     results = {
         "machine": {
@@ -400,6 +435,11 @@ def main() -> None:
         "in_process": baseline,
         "levels": results_levels,
         "index_size_at_end": final_size,
+        "write_ahead_log": {
+            "peak_bytes": log_watch.peak_bytes,
+            "bytes_after_stop": log_watch.bytes_now(),
+            "store_bytes": sum(store.stat().st_size for store in work.glob("*.db")),
+        },
         "checks": {
             "no_errors": all(level["errors"] == 0 and level["write_errors"] == 0 for level in results_levels),
             "every_level_answered": all(level["requests"] > 0 for level in results_levels),
@@ -412,6 +452,11 @@ def main() -> None:
         f"p99 {baseline['p99_ms']:.1f} ms\n"
     )
     print(markdown(results))
+    log = results["write_ahead_log"]
+    print(
+        f"\nSQLite's write-ahead log: peak {log['peak_bytes'] / 2**20:.1f} MiB, "
+        f"{log['bytes_after_stop'] / 2**20:.1f} MiB after the server stopped (store: {log['store_bytes'] / 2**20:.1f} MiB)"
+    )
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
