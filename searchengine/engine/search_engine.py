@@ -539,11 +539,12 @@ class SearchEngine:
         return False
 
     @contextlib.contextmanager
-    def _writing(self) -> Iterator[None]:
+    def _writing(self, may_commit_nothing: bool = False) -> Iterator[None]:
         """Around a write through this engine: the engine's read snapshot is let go first (one held across the
         write would keep SQLite from starting its write-ahead log again, so the log would grow with every write),
-        and what is committed afterwards is loaded. Should that load fail after a write that failed too, the
-        write's own error is the one raised."""
+        and the committed state is loaded after. `may_commit_nothing` (a merge with nothing to merge), and a write
+        that failed, first look whether anything was committed (`_pick_up_snapshot`); should that fail after a
+        write that failed, the write's own error is the one raised."""
         self._store.release_snapshot()
         try:
             yield
@@ -551,11 +552,14 @@ class SearchEngine:
             with contextlib.suppress(Exception):
                 self._pick_up_snapshot()
             raise
-        self._pick_up_snapshot()
+        if may_commit_nothing:
+            self._pick_up_snapshot()
+        else:
+            self._load()
 
     def _pick_up_snapshot(self) -> None:
         """A read snapshot again after `_writing`: a new read transaction of the loaded store where nothing was
-        committed meanwhile (a merge with nothing to merge, a failed write), else the committed state loaded."""
+        committed meanwhile, else the committed state loaded."""
         self._store.read_snapshot()
         unchanged = self.directory.manifest_stamp() == self._stamp and self._probe is not None
         if not unchanged or self._store.segments.commit_number() != self._commit:
@@ -800,7 +804,7 @@ class SearchEngine:
     def merge(self) -> list[MergeResult]:
         """Merge vector segments as the merge policy asks (indexer/merge_policy.py); searches in other threads and
         processes go on meanwhile. Returns the merges made."""
-        with self._writing():
+        with self._writing(may_commit_nothing=True):
             return merge_as_needed(self.directory)
 
     def delete(self, ids: Sequence[int] = (), external_ids: Sequence[str] = (), *, merge: bool = True) -> list[int]:

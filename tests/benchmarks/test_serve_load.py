@@ -36,6 +36,11 @@ def test_serve_load_quick_mode_runs(tmp_path: Path) -> None:
     assert levels == [(1, False), (8, False), (32, False), (1, True), (8, True), (32, True)]
     assert all(level["requests"] <= results["settings"]["requests_per_level"] for level in results["levels"])
     assert all(level["writes"] > 0 for level in results["levels"] if level["with_writer"])
+    writers = [level for level in results["levels"] if level["with_writer"]]
+    assert all(level["write_max_ms"] >= level["write_p50_ms"] > 0 for level in writers)
+    log = results["write_ahead_log"]
+    assert log["store_bytes"] > 0 and log["peak_bytes"] >= 0 and log["bytes_after_stop"] >= 0
+    assert "write-ahead log: peak" in completed.stdout
     assert "| clients | writer |" in completed.stdout
 
 
