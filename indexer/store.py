@@ -112,6 +112,11 @@ class DocumentStore:
         for table in (self.documents, self.keyword, self.filters):
             table.new_snapshot()
 
+    @property
+    def holds_snapshot(self) -> bool:
+        """Whether a read transaction is open (`read_snapshot`, until `release_snapshot`)."""
+        return self.db.conn.in_transaction
+
     def release_snapshot(self) -> None:
         """End the read transaction held, if any, without opening another: until the next read, this connection
         keeps no part of the write-ahead log from being copied or started again (indexer/wal_upkeep.py)."""

@@ -510,7 +510,9 @@ class SearchEngine:
         read beside it (CommitProbe), so its store keeps answering from the commit its segments belong to.
         When nothing changed but SQLite's write-ahead log has grown, the store's snapshot of the same commit may
         be renewed, so the log can start again (indexer/wal_upkeep.py): call this now and then in a long-lived
-        reader."""
+        reader. After `release_snapshot`, this picks a snapshot up again."""
+        if not self._store.holds_snapshot:
+            return self._pick_up_snapshot()
         same_manifest = self.directory.manifest_stamp() == self._stamp
         if same_manifest and (self._probe is None or self._probe.newest() == self._commit):
             if self._upkeep is not None and self._upkeep.time_to_renew():
@@ -557,13 +559,21 @@ class SearchEngine:
         else:
             self._load()
 
-    def _pick_up_snapshot(self) -> None:
-        """A read snapshot again after `_writing`: a new read transaction of the loaded store where nothing was
-        committed meanwhile, else the committed state loaded."""
+    def release_snapshot(self) -> None:
+        """Let go of the read snapshot until the next `refresh()`, which picks one up again (reloading if a writer
+        committed meanwhile). An engine kept open but idle, such as the server's writer between writes, then keeps
+        no part of SQLite's write-ahead log from being emptied (indexer/wal_upkeep.py)."""
+        self._store.release_snapshot()
+
+    def _pick_up_snapshot(self) -> bool:
+        """A read snapshot again after `_writing` or `release_snapshot`: a new read transaction of the loaded store
+        where nothing was committed meanwhile, else the committed state loaded (then True)."""
         self._store.read_snapshot()
         unchanged = self.directory.manifest_stamp() == self._stamp and self._probe is not None
         if not unchanged or self._store.segments.commit_number() != self._commit:
             self._load()
+            return True
+        return False
 
     def _open_files(self, manifest: Manifest) -> tuple[Manifest, Vectors | SegmentSet, DocumentStore, Whitening | None]:
         whitening_path = self.directory.file(manifest, "whitening")

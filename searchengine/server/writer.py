@@ -42,9 +42,16 @@ class SerialWriter:
         self._executor.submit(self._write, logged)
 
     def _write(self, function: Callable[[SearchEngine], T]) -> T:
+        """`function(engine)` with a read snapshot of the newest commit, let go of afterwards: between writes the
+        engine holds none, so writes from other processes can empty SQLite's log (indexer/wal_upkeep.py)."""
         if self._engine is None:
             self._engine = self._open_engine()
-        return function(self._engine)
+        else:
+            self._engine.refresh()
+        try:
+            return function(self._engine)
+        finally:
+            self._engine.release_snapshot()
 
     def close(self) -> None:
         """Finish the queued writes, then close the engine on its own thread."""

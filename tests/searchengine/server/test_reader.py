@@ -274,8 +274,11 @@ def test_writes_beside_idle_readers_leave_sqlites_log_empty(
                 lambda engine, start=start: engine.add([f"new {start + i}" for i in range(10)])
             ).result(30)
             assert log.stat().st_size == 0
+        with SearchEngine.open(index_path, encoder=tiny_encoder) as elsewhere:  # as another process's writes
+            elsewhere.add(["written beside the server"], merge=False)  # the idle writer engine holds no snapshot
+            assert log.stat().st_size == 0
         assert wal_upkeep._waited_in_vain == {}
-        assert len(served.reader.search(["new 25"], SearchOptions(k=100)).result(30)[0]) == len(SENTENCES) + 30
+        assert len(served.reader.search(["new 25"], SearchOptions(k=100)).result(30)[0]) == len(SENTENCES) + 31
     finally:
         served.close()
     assert not log.exists()
