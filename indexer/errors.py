@@ -7,6 +7,11 @@ class IndexerError(SearchEngineError):
     """A problem with an index directory, its files or its inputs that the user can fix."""
 
 
+class InterruptedAfterCommit(KeyboardInterrupt):
+    """Ctrl+C that arrived once a write had committed (while SQLite's log was being emptied): the index holds the
+    write, so nobody may be told that nothing changed."""
+
+
 class IndexLockedError(IndexerError):
     """Another process is writing this index right now."""
 

@@ -24,7 +24,7 @@ from searchengine.indexer.document_filters import DocumentFilters
 from searchengine.indexer.document_table import TABLE, DocumentTable
 from searchengine.indexer.documents import Document, StoredDocument, lone_surrogate, refuse_unstorable
 from searchengine.indexer.duplicates_table import DuplicatesTable
-from searchengine.indexer.errors import IndexerError, UnknownDocumentError
+from searchengine.indexer.errors import IndexerError, InterruptedAfterCommit, UnknownDocumentError
 from searchengine.indexer.keyword_table import KeywordTable
 from searchengine.indexer.legacy_store import is_legacy, open_legacy_view
 from searchengine.indexer.legacy_store import upgrade as upgrade_legacy
@@ -48,6 +48,7 @@ class DocumentStore:
     def __init__(self, path: Path, writable: bool = False) -> None:
         self.path = path
         self.writable = writable
+        self.closed = False
         self._guard = StoreGuard(Path(path))
         self.legacy = False
         """True for a store in the shape older versions wrote (read through a view until `upgrade`)."""
@@ -93,7 +94,10 @@ class DocumentStore:
         growing on (indexer/wal_upkeep.py)."""
         with self._guard():
             self.db.execute("COMMIT")
-        truncate_log(self.db.conn, self.path)
+        try:
+            truncate_log(self.db.conn, self.path)
+        except KeyboardInterrupt:
+            raise InterruptedAfterCommit from None
 
     def rollback(self) -> None:
         """Undo the write's transaction, if one is open (a failed or interrupted write changes nothing)."""
@@ -115,7 +119,7 @@ class DocumentStore:
     @property
     def holds_snapshot(self) -> bool:
         """Whether a read transaction is open (`read_snapshot`, until `release_snapshot`)."""
-        return self.db.conn.in_transaction
+        return not self.closed and self.db.conn.in_transaction
 
     def release_snapshot(self) -> None:
         """End the read transaction held, if any, without opening another: until the next read, this connection
@@ -233,3 +237,4 @@ class DocumentStore:
 
     def close(self) -> None:
         self.db.conn.close()
+        self.closed = True

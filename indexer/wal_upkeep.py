@@ -51,14 +51,37 @@ def truncate_log(connection: sqlite3.Connection, path: Path) -> None:
     wait_ms = 0 if waited_in_vain else int(WAL_WAIT_S * 1000)
     try:
         connection.execute(f"PRAGMA busy_timeout = {wait_ms}")
-        busy, _, _ = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        connection.execute(f"PRAGMA busy_timeout = {store_connection.BUSY_TIMEOUT_MS}")
+        try:
+            busy, _, _ = connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        finally:
+            connection.execute(f"PRAGMA busy_timeout = {store_connection.BUSY_TIMEOUT_MS}")
     except sqlite3.Error:
         return
     if busy and wait_ms:
         _waited_in_vain[key] = time.monotonic()
     elif not busy:
         _waited_in_vain.pop(key, None)
+
+
+def empty_log(path: Path) -> None:
+    """Fold the log of the store at `path` into it and remove it, where nothing else reads it any more (SQLite
+    does so when the last connection closes, but only one that can write): for the server, once its readers and
+    writer closed. Does nothing where the store cannot be written or another process still reads it."""
+    if _log_bytes(path) == 0 or not os.access(path, os.W_OK) or not os.access(Path(path).parent, os.W_OK):
+        return
+    try:
+        connection = _open_existing(Path(path))
+        try:
+            connection.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        finally:
+            connection.close()
+    except sqlite3.Error:
+        return
+
+
+def _open_existing(path: Path) -> sqlite3.Connection:
+    """A read-write connection that never waits and never creates the file (a store a merge just removed)."""
+    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=rw", uri=True, timeout=0)
 
 
 def _log_bytes(path: Path) -> int:
@@ -94,7 +117,7 @@ class LogUpkeep:
         self._checked_at = now
         try:
             if self._connection is None:
-                self._connection = sqlite3.connect(str(self.path), timeout=0)
+                self._connection = _open_existing(self.path)
             busy, log, copied = self._connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
         except sqlite3.Error:  # a file this user cannot write after all, or a damaged one: loading says what
             self._usable = False

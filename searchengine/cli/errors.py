@@ -10,6 +10,7 @@ from pathlib import Path
 import typer
 
 from searchengine.errors import SearchEngineError
+from searchengine.indexer.errors import InterruptedAfterCommit
 
 _ADVICE = {
     errno.EACCES: "give this user permission there (ls -l shows who may read and write it) or use another path",
@@ -45,6 +46,10 @@ def user_errors(index_dir: Path | None = None) -> Iterator[None]:
             raise
         typer.echo(f"Error: {message}", err=True)
         raise typer.Exit(1) from None
+    except InterruptedAfterCommit:
+        where = f" at {index_dir}" if index_dir else ""
+        typer.echo(f"\nInterrupted after the write was committed: the index{where} holds it.", err=True)
+        raise typer.Exit(130) from None
     except KeyboardInterrupt:
         where = f" at {index_dir}" if index_dir else ""
         typer.echo(f"\nInterrupted: nothing was changed; the index{where} is as it was before.", err=True)

@@ -557,7 +557,7 @@ class SearchEngine:
         if may_commit_nothing:
             self._pick_up_snapshot()
         else:
-            self._load()
+            self._load_or_close()
 
     def release_snapshot(self) -> None:
         """Let go of the read snapshot until the next `refresh()`, which picks one up again (reloading if a writer
@@ -567,13 +567,25 @@ class SearchEngine:
 
     def _pick_up_snapshot(self) -> bool:
         """A read snapshot again after `_writing` or `release_snapshot`: a new read transaction of the loaded store
-        where nothing was committed meanwhile, else the committed state loaded (then True)."""
-        self._store.read_snapshot()
-        unchanged = self.directory.manifest_stamp() == self._stamp and self._probe is not None
-        if not unchanged or self._store.segments.commit_number() != self._commit:
+        where nothing was committed meanwhile, else the committed state loaded (then True). Should that load fail,
+        the store stays closed, so the engine answers nothing (a one-line error) until a `refresh()` loads."""
+        if not self._store.closed:
+            self._store.read_snapshot()
+            unchanged = self.directory.manifest_stamp() == self._stamp and self._probe is not None
+            if unchanged and self._store.segments.commit_number() == self._commit:
+                return False
+        self._load_or_close()
+        return True
+
+    def _load_or_close(self) -> None:
+        """`_load`, closing the loaded store if it fails: that store's snapshot of the loaded commit was let go, so
+        it would read a newer commit than the loaded segments, and the engine must not answer from both. (Closed
+        only then: closing it first, as the last connection, made SQLite rebuild its log index at every write.)"""
+        try:
             self._load()
-            return True
-        return False
+        except BaseException:
+            self._store.close()
+            raise
 
     def _open_files(self, manifest: Manifest) -> tuple[Manifest, Vectors | SegmentSet, DocumentStore, Whitening | None]:
         whitening_path = self.directory.file(manifest, "whitening")

@@ -3,11 +3,15 @@ loaded model."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from pathlib import Path
 
 from searchengine.encoding.encoder import Encoder, EncoderSpeed
 from searchengine.engine.search_engine import SearchEngine
+from searchengine.errors import SearchEngineError
+from searchengine.indexer.index_directory import IndexDirectory
+from searchengine.indexer.wal_upkeep import empty_log
 from searchengine.server.reader import BatchingReader
 from searchengine.server.writer import SerialWriter
 
@@ -51,5 +55,11 @@ class ServedIndex:
         self.writer = SerialWriter(lambda: SearchEngine(self.path, self.encoder))
 
     def close(self) -> None:
+        """Stop the writer and the readers, then fold SQLite's log into the store (indexer/wal_upkeep.py)."""
         self.writer.close()
         self.reader.close()
+        directory = IndexDirectory(self.path)
+        with contextlib.suppress(SearchEngineError, OSError):  # an index removed or damaged meanwhile
+            store = directory.file(directory.read_settings(), "documents")
+            if store is not None:
+                empty_log(store)

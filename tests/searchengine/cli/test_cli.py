@@ -586,3 +586,22 @@ def test_ray_reads_files_not_standard_input(tmp_path: Path, tiny_model: Path) ->
 def test_ray_head_that_does_not_answer_is_one_error_not_a_wait(tmp_path: Path, corpus: Path, tiny_model: Path) -> None:
     result = run("index", corpus, "-d", tmp_path / "i", "--model", tiny_model, "--ray", "127.0.0.1:1")
     assert_one_line_error(result, "the Ray head at 127.0.0.1:1 does not answer", "ray start --head --port 1")
+
+
+def test_ctrl_c_after_the_commit_says_the_write_is_in_the_index(
+    index_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit may wait for readers to leave SQLite's log; Ctrl+C then lands after the write committed, and
+    must not be reported as 'nothing was changed'."""
+    import searchengine.indexer.store as store_module
+
+    def interrupted(*_args: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(store_module, "truncate_log", interrupted)
+    result = run("add", "-", "-d", index_dir, input="a text added just before ctrl c\n")
+    assert result.exit_code == 130, result.output
+    assert "Interrupted after the write was committed" in result.output and "nothing was changed" not in result.output
+    monkeypatch.undo()
+    hits = run("query", "a text added just before ctrl c", "-k", "1", "-d", index_dir, "--mode", "keyword")
+    assert "a text added just before ctrl c" in hits.output

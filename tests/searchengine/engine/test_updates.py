@@ -485,3 +485,27 @@ def test_a_failed_write_leaves_the_engine_reading_one_commit(tmp_path: Path, tin
     SearchEngine.open(tmp_path / "index", encoder=tiny_encoder).add(["written by another engine"])
     assert len(engine) == 8 and len(engine.search("written by another engine", k=100, mode="keyword")) == 0
     assert engine.refresh() is True and len(engine) == 9
+
+
+def test_a_reload_that_fails_after_a_write_never_answers_from_two_commits(
+    tmp_path: Path, tiny_encoder: Encoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The write committed, so the engine's snapshot of the commit before is gone: it answers nothing (one-line
+    errors) until a refresh loads, never keyword hits of the new commit beside the old vectors."""
+    import searchengine.engine.search_engine as engine_module
+
+    engine = SearchEngine.build(_documents(8), tmp_path / "index", encoder=tiny_encoder)
+    loading = engine_module.load_segment
+
+    def out_of_files(*args: object, **kwargs: object) -> object:
+        raise OSError(24, "Too many open files")
+
+    monkeypatch.setattr(engine_module, "load_segment", out_of_files)
+    with pytest.raises(OSError, match="Too many open files"):
+        engine.add(["zebra crossing"], merge=False)
+    for mode in ("keyword", "hybrid", "dense"):
+        with pytest.raises(SearchEngineError, match="closed"):
+            engine.search("zebra crossing", k=20, mode=mode)
+    monkeypatch.setattr(engine_module, "load_segment", loading)
+    assert engine.refresh() is True and len(engine) == 9
+    assert engine.search("zebra crossing", k=1, mode="hybrid")[0].text == "zebra crossing"
