@@ -124,7 +124,7 @@ class DocumentStore:
     def release_snapshot(self) -> None:
         """End the read transaction held, if any, without opening another: until the next read, this connection
         keeps no part of the write-ahead log from being copied or started again (indexer/wal_upkeep.py)."""
-        if self.db.conn.in_transaction:
+        if self.holds_snapshot:
             with self._guard():
                 self.db.execute("COMMIT")
 

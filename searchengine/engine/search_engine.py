@@ -511,7 +511,7 @@ class SearchEngine:
         When nothing changed but SQLite's write-ahead log has grown, the store's snapshot of the same commit may
         be renewed, so the log can start again (indexer/wal_upkeep.py): call this now and then in a long-lived
         reader. After `release_snapshot`, this picks a snapshot up again."""
-        if not self._store.holds_snapshot:
+        if self._store.closed or (self._probe is not None and not self._store.holds_snapshot):
             return self._pick_up_snapshot()
         same_manifest = self.directory.manifest_stamp() == self._stamp
         if same_manifest and (self._probe is None or self._probe.newest() == self._commit):
@@ -571,8 +571,8 @@ class SearchEngine:
         the store stays closed, so the engine answers nothing (a one-line error) until a `refresh()` loads."""
         if not self._store.closed:
             self._store.read_snapshot()
-            unchanged = self.directory.manifest_stamp() == self._stamp and self._probe is not None
-            if unchanged and self._store.segments.commit_number() == self._commit:
+            same_manifest = self.directory.manifest_stamp() == self._stamp
+            if same_manifest and (self._probe is None or self._store.segments.commit_number() == self._commit):
                 return False
         self._load_or_close()
         return True

@@ -507,5 +507,24 @@ def test_a_reload_that_fails_after_a_write_never_answers_from_two_commits(
         with pytest.raises(SearchEngineError, match="closed"):
             engine.search("zebra crossing", k=20, mode=mode)
     monkeypatch.setattr(engine_module, "load_segment", loading)
-    assert engine.refresh() is True and len(engine) == 9
+    assert engine.delete(external_ids=["doc-1"]) == [1]  # a write through the closed engine loads it again
+    assert len(engine) == 8 and engine.refresh() is False
     assert engine.search("zebra crossing", k=1, mode="hybrid")[0].text == "zebra crossing"
+    engine.close()
+    engine = SearchEngine.open(tmp_path / "index", encoder=tiny_encoder)
+    monkeypatch.setattr(engine_module, "load_segment", out_of_files)
+    with pytest.raises(OSError, match="Too many open files"):
+        engine.add(["yak herding"], merge=False)
+    monkeypatch.setattr(engine_module, "load_segment", loading)
+    assert engine.refresh() is True and len(engine) == 9
+
+
+def test_refresh_of_an_index_of_format_1_reloads_only_after_a_write(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    """A format-1 store holds no read snapshot: refresh must not take that for a released one and reload each time."""
+    SearchEngine.build(_documents(8), tmp_path / "index", encoder=tiny_encoder).close()
+    downgrade_to_format_1(tmp_path / "index")
+    reader = SearchEngine.open(tmp_path / "index", encoder=tiny_encoder)
+    assert reader.manifest.segmented is False
+    assert [reader.refresh() for _ in range(3)] == [False, False, False]
+    SearchEngine.open(tmp_path / "index", encoder=tiny_encoder).add(["converted by this write"])
+    assert reader.refresh() is True and len(reader) == 9 and reader.refresh() is False
