@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 from machine_info import cpu_name
-from write_cost import baseline_path
+from write_cost import baseline_path, system_env
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,11 +49,8 @@ def deletes(index: Path, count: int) -> list[float]:
     return seconds
 
 
-def measure(system: str, index: Path, count: int, shim: Path) -> list[float]:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    env.pop("PYTHONPATH", None)
-    if system == "baseline":
-        env["PYTHONPATH"] = str(shim)
+def measure(system: str, index: Path, count: int, baseline: Path | None, shim: Path) -> list[float]:
+    env = system_env(system, baseline, shim)
     command = [sys.executable, __file__, "--measure", "--index", str(index), "--deletes", str(count)]
     answer = subprocess.run(command, env=env, check=True, capture_output=True, text=True, cwd=ROOT)
     return json.loads(answer.stdout.strip().splitlines()[-1])
@@ -78,7 +75,7 @@ def main() -> None:
         for number in range(args.rounds):
             row = {}
             for system in systems if number % 2 == 0 else systems[::-1]:
-                ms = [1000 * s for s in measure(system, args.index, args.deletes, shim)]
+                ms = [1000 * s for s in measure(system, args.index, args.deletes, args.baseline, shim)]
                 row[system] = {"median_ms": round(statistics.median(ms), 2), "mean_ms": round(statistics.mean(ms), 2)}
             print(
                 f"round {number + 1}: "

@@ -67,7 +67,7 @@ def empty_log(path: Path) -> None:
     """Fold the log of the store at `path` into it and remove it, where nothing else reads it any more (SQLite
     does so when the last connection closes, but only one that can write): for the server, once its readers and
     writer closed. Does nothing where the store cannot be written or another process still reads it."""
-    if _log_bytes(path) == 0 or not os.access(path, os.W_OK) or not os.access(Path(path).parent, os.W_OK):
+    if _log_bytes(path) == 0 or not _writable(Path(path)):
         return
     try:
         connection = _open_existing(Path(path))
@@ -82,6 +82,11 @@ def empty_log(path: Path) -> None:
 def _open_existing(path: Path) -> sqlite3.Connection:
     """A read-write connection that never waits and never creates the file (a store a merge just removed)."""
     return sqlite3.connect(f"{path.resolve().as_uri()}?mode=rw", uri=True, timeout=0)
+
+
+def _writable(path: Path) -> bool:
+    """Whether this user may write the store and its directory (where SQLite writes the log)."""
+    return os.access(path, os.W_OK) and os.access(path.parent, os.W_OK)
 
 
 def _log_bytes(path: Path) -> int:
@@ -99,7 +104,7 @@ class LogUpkeep:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self._connection: sqlite3.Connection | None = None
-        self._usable = os.access(self.path, os.W_OK) and os.access(self.path.parent, os.W_OK)
+        self._usable = _writable(self.path)
         self._checked_at = -CHECK_EVERY_S
         self._renewed_for: int | None = None
         """The log's length in frames when the reader last renewed for it: renewing again changes nothing."""
