@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -322,10 +323,15 @@ def test_opening_loads_no_model_until_something_encodes(tmp_path: Path, tiny_mod
     import subprocess
     import sys
 
-    # built on the CPU, whose auto backend caches the ONNX export that serves the search (a GPU's would be torch)
+    # built and opened on the CPU, whose auto backend caches the ONNX export that serves the search (on a GPU the
+    # query runs torch there; found on an H200, where the opening process saw the GPU)
     SearchEngine.build(sentences, tmp_path / "i", encoder=Encoder(tiny_model, device="cpu"), index="HNSW32")
     completed = subprocess.run(
-        [sys.executable, "-c", _OPEN_AND_CHANGE, str(tmp_path / "i")], capture_output=True, text=True, timeout=300
+        [sys.executable, "-c", _OPEN_AND_CHANGE, str(tmp_path / "i")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "CUDA_VISIBLE_DEVICES": ""},
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
 
