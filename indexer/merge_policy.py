@@ -1,8 +1,8 @@
 """Merging segments: which to merge (a log-tiered policy, as Lucene's LogMergePolicy), and the merge itself,
 which never blocks searches and holds the writer lock only for its commit.
 
-Policy. A segment's level is log10 of its live vectors over FLOOR (so up to 1,000 live vectors is level 0, up
-to 10,000 level 1, ...). Whenever MERGE_FACTOR neighbouring segments share a level, the oldest MERGE_FACTOR of
+Policy. A segment's level is log10 of its live vectors over FLOOR (so up to 99 live vectors is level 0, up to
+999 level 1, ...). Whenever MERGE_FACTOR neighbouring segments share a level, the oldest MERGE_FACTOR of
 them merge into one of the next level; so an index of n vectors keeps at most about MERGE_FACTOR segments per
 level, O(MERGE_FACTOR x log10(n / FLOOR)) in all. Only neighbours merge: ids grow with time, so each segment
 keeps an id range of its own. A segment whose vectors are more than half deleted is rewritten without them.
@@ -37,8 +37,11 @@ from searchengine.indexer.store import DocumentStore
 from searchengine.indexer.vector_index import VectorIndex
 
 MERGE_FACTOR = 10
-FLOOR = 1_000
-"""Live vectors below which every segment counts as the smallest level."""
+FLOOR = 10
+"""Live vectors below which every segment counts as the smallest level. Low because every commit is a segment
+(Lucene's floor of about 1,000 vectors' bytes suits segments flushed from a buffer of many documents): at 1,000, a
+run of one-document adds merged the same few thousand vectors again at every tenth write (59,052 vectors copied
+for 1,000 adds; 7,050 at 10; docs/benchmarks.md, One-document adds and the merge policy's floor)."""
 DELETED_SHARE = 0.5
 """A segment with more than this share of its vectors deleted is rewritten without them."""
 TRAINING_SAMPLE = 100_000
