@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
 from collections.abc import Iterable, Iterator
@@ -600,11 +601,18 @@ def library_versions() -> dict[str, str]:
     import transformers
 
     return {
-        "searchengine": version("searchengine"),
+        "searchengine": _package_version(),
         "faiss": faiss.__version__,
         "torch": torch.__version__,
         "transformers": transformers.__version__,
     }
+
+
+@functools.cache
+def _package_version() -> str:
+    """This package's version, read once a process: importlib.metadata parses the installed metadata each time
+    (2 ms, at every commit of a one-document add), and the code running is the code loaded at the start anyway."""
+    return version("searchengine")
 
 
 def model_identity(encoder: Encoder) -> ModelIdentity:
