@@ -286,6 +286,8 @@ class IndexDirectory:
             # Cascade Lake), 5% of a one-document add; 32 characters hold any pid, and readers strip the padding
             lock.write(f"process {os.getpid()}".ljust(LOCK_TEXT_WIDTH))
             lock.flush()
+            if os.fstat(lock.fileno()).st_size > LOCK_TEXT_WIDTH:  # longer text from elsewhere: cut it off once
+                lock.truncate(LOCK_TEXT_WIDTH)
             yield
 
     def _open_lock(self):  # noqa: ANN202 (a text file object)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from searchengine.indexer.errors import IndexerError, IndexLockedError
-from searchengine.indexer.index_directory import LOCK, MANIFEST, IndexDirectory, file_checksum
+from searchengine.indexer.index_directory import LOCK, LOCK_TEXT_WIDTH, MANIFEST, IndexDirectory, file_checksum
 from searchengine.indexer.manifest import (
     FORMAT_VERSION,
     Counts,
@@ -321,6 +321,19 @@ def test_a_second_writer_is_refused_while_the_first_holds_the_lock(index: IndexD
         documents.write_bytes(b"documents")
         first.commit(_manifest(), {"vectors": kept, "documents": documents})
     assert _file_names(index.read_manifest()) == {kept.name, documents.name}
+
+
+def test_the_lock_names_its_holder_alone_whatever_the_file_held_before(
+    index: IndexDirectory, committed: Manifest
+) -> None:
+    """The holder's text is written at a fixed width over the last one (no truncation at every write); a longer
+    text left there by anything else is cut off, so a refused writer names the holder and nothing more."""
+    (index.path / LOCK).write_text("x" * 100, encoding="utf-8")
+    with index.locked():
+        with pytest.raises(IndexLockedError, match=f"by process {os.getpid()}; wait"):
+            with IndexDirectory(index.path).locked():
+                pass  # pragma: no cover
+        assert (index.path / LOCK).read_text(encoding="utf-8") == f"process {os.getpid()}".ljust(LOCK_TEXT_WIDTH)
 
 
 def test_index_locked_error_is_an_indexer_error() -> None:
