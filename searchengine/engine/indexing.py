@@ -90,8 +90,8 @@ class IndexingReport:
     """True when searchengine picked the FAISS type from the corpus size."""
     seconds: float = 0.0
     stages: dict[str, float] = field(default_factory=dict)
-    """Seconds of `seconds` spent in each stage, in the order first entered: "reading" the corpus (with Ray: also
-    waiting for the workers' rows), "storing" the documents (their rows and keyword index, one transaction per
+    """Seconds of `seconds` spent in each stage, in the order first entered: "reading" the corpus (with Ray:
+    "reading and embedding on Ray workers", waiting for the workers' rows), "storing" the documents (their rows and keyword index, one transaction per
     chunk), "encoding" (tokenising and passage splitting included), "whitening" (fitting it), "vector index"
     (training the FAISS index, adding and removing vectors), "commit" (writing the generation's files and the
     manifest). They run one after another; the rest of `seconds` is opening the index and, for an addition, copying
@@ -125,11 +125,11 @@ class Chunk:
     the chunk its first document is in)."""
 
 
-def _timed_reading(chunks: Iterable[Chunk], report: IndexingReport) -> Iterator[Chunk]:
-    """`chunks`, the time spent producing each added to the report's "reading" stage."""
+def _timed_reading(chunks: Iterable[Chunk], report: IndexingReport, stage: str = "reading") -> Iterator[Chunk]:
+    """`chunks`, the time spent producing each added to the report's `stage`."""
     iterator = iter(chunks)
     while True:
-        with report.timing("reading"):
+        with report.timing(stage):
             chunk = next(iterator, None)
         if chunk is None:
             return
@@ -171,6 +171,8 @@ class IndexSettings:
 
 READING = "reading"
 """The build setting (indexer/settings_table.py) that records how the index reads its input."""
+RAY_WAIT = "reading and embedding on Ray workers"
+"""The stage a Ray build waits in: its workers read and embed the corpus and write the segments."""
 
 
 def build_index(
@@ -219,7 +221,8 @@ def build_index(
             if needs_fit:
                 raise SearchEngineError("segments written before the build cannot be whitened with a fit on it")
             vectors = WrittenSegments(generation, report.index_type, dimension)
-            _store_and_adopt(store, vectors, _timed_reading(chunks, report), report, total, progress)
+            chunks = _timed_reading(chunks, report, RAY_WAIT)  # the workers read and embed while the build waits
+            _store_and_adopt(store, vectors, chunks, report, total, progress)
         elif needs_fit or vectors.needs_training:
             whitening = _spool_and_add(
                 generation,

@@ -268,6 +268,7 @@ def test_the_command_line_indexes_through_a_running_cluster(
     )
     assert completed.returncode == 0, completed.stderr
     assert f"Indexed 360 documents from {corpus}" in completed.stdout
+    assert "Time by stage: reading and embedding on Ray workers " in completed.stdout  # not "reading" alone
     runner = CliRunner()
     info = runner.invoke(app, ["info", "-d", str(target)])
     assert "Flat (FAISS, inner product), in 2 segments searched together" in info.output, info.output
