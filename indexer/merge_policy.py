@@ -6,6 +6,10 @@ Policy. A segment's level is log10 of its live vectors over FLOOR (so up to 99 l
 them merge into one of the next level; so an index of n vectors keeps at most about MERGE_FACTOR segments per
 level, O(MERGE_FACTOR x log10(n / FLOOR)) in all. Only neighbours merge: ids grow with time, so each segment
 keeps an id range of its own. A segment whose vectors are more than half deleted is rewritten without them.
+A build that leaves several large segments side by side (Ray workers' parts, `--shards`) records the smallest as
+the index's merge limit (MERGE_LIMIT): segments of at least that many live vectors take part in no merge the
+policy plans, as Lucene's maxMergeDocs, so a later small write never rebuilds, ten at a time, graphs the build's
+workers made; `compact` still merges everything.
 
 The merge. It reads a committed state (the segments and tombstones of one snapshot), copies the live vectors
 into a new segment of the type its size calls for (indexer/segments.segment_factory), writes and fsyncs it, all
@@ -26,6 +30,7 @@ from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.index_directory import IndexDirectory
 from searchengine.indexer.manifest import Manifest
 from searchengine.indexer.segments import (
+    SMALL_SEGMENT_LIMIT,
     SegmentRecord,
     SegmentSet,
     load_segment_set,
@@ -59,12 +64,25 @@ class MergeResult:
     dropped: int
 
 
+MERGE_LIMIT = "merge_limit"
+"""The store setting (indexer/settings_table.py) holding the index's merge limit, where a build set one."""
+
+
 def level(live: int) -> int:
     return max(0, math.floor(math.log10(max(live, FLOOR) / FLOOR)))
 
 
-def plan_merge(records: list[SegmentRecord], tombstones: np.ndarray) -> list[str] | None:
-    """The names of the next segments to merge, oldest first, or None when the index is within the policy."""
+def build_merge_limit(records: list[SegmentRecord]) -> int | None:
+    """The merge limit a build leaving `records` sets: the smallest of its segments of more than
+    SMALL_SEGMENT_LIMIT vectors where there are two or more (a graph or IVF segment each, built side by side on
+    purpose); None otherwise (one large segment, or small ones that merge in milliseconds)."""
+    large = [r.vectors for r in records if r.vectors > SMALL_SEGMENT_LIMIT]
+    return min(large) if len(large) >= 2 else None
+
+
+def plan_merge(records: list[SegmentRecord], tombstones: np.ndarray, limit: int | None = None) -> list[str] | None:
+    """The names of the next segments to merge, oldest first, or None when the index is within the policy.
+    `limit`: the index's merge limit, if any (segments of at least that many live vectors are left as they are)."""
     tombstones = np.sort(np.asarray(tombstones, dtype=np.int64))
     dead = [
         int(np.searchsorted(tombstones, r.last_id, "right") - np.searchsorted(tombstones, r.first_id, "left"))
@@ -73,11 +91,12 @@ def plan_merge(records: list[SegmentRecord], tombstones: np.ndarray) -> list[str
     for record, deleted in zip(records, dead):
         if deleted and deleted > DELETED_SHARE * record.vectors:
             return [record.name]
-    levels = [level(r.vectors - d) for r, d in zip(records, dead)]
+    lives = [r.vectors - d for r, d in zip(records, dead)]
+    levels = [None if limit is not None and live >= limit else level(live) for live in lives]
     start = 0
     for position in range(1, len(records) + 1):
         if position == len(records) or levels[position] != levels[start]:
-            if position - start >= MERGE_FACTOR:
+            if position - start >= MERGE_FACTOR and levels[start] is not None:
                 return [r.name for r in records[start : start + MERGE_FACTOR]]
             start = position
     return None
@@ -183,7 +202,7 @@ def merge_as_needed(directory: IndexDirectory, limit: int = 100) -> list[MergeRe
         store = DocumentStore(directory.path / manifest.files["documents"].name)
         try:
             store.read_snapshot()
-            plan = plan_merge(store.segments.records(), store.tombstones.ids())
+            plan = plan_merge(store.segments.records(), store.tombstones.ids(), store.settings.get(MERGE_LIMIT))
         finally:
             store.close()
         if plan is None:

@@ -23,6 +23,7 @@ from searchengine.indexer.manifest import (
     VectorIndexSpec,
     WhiteningFit,
 )
+from searchengine.indexer.merge_policy import MERGE_LIMIT, build_merge_limit
 from searchengine.indexer.segments import (
     SegmentRecord,
     SegmentSet,
@@ -146,6 +147,7 @@ def commit_generation(
         store.segments.clear()
         store.segments.add(records)
         store.segments.stamp(versions, store.next_id())
+        store.settings.set(MERGE_LIMIT, build_merge_limit(records))
     if previous is not None and keep_whitening:
         whitening_path = directory.file(previous, "whitening")
     elif whitening is not None:

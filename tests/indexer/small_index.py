@@ -8,8 +8,8 @@ import numpy as np
 from searchengine.indexer.index_directory import IndexDirectory
 from searchengine.indexer.manifest import ModelIdentity
 from searchengine.indexer.rewrite import commit_generation
+from searchengine.indexer.shards import create_vectors
 from searchengine.indexer.store import Document, DocumentStore
-from searchengine.indexer.vector_index import VectorIndex
 
 DIMENSION = 8
 MODEL = ModelIdentity("tiny", "default", "0123456789abcdef", "mean", True, DIMENSION, 64)
@@ -21,13 +21,14 @@ def unit_vectors(count: int, seed: int) -> np.ndarray:
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
-def build_small_index(path: Path, count: int) -> IndexDirectory:
-    """An index at `path` of `count` documents ("document <i>", ids 0..count-1) in one Flat segment."""
+def build_small_index(path: Path, count: int, shards: int = 1) -> IndexDirectory:
+    """An index at `path` of `count` documents ("document <i>", ids 0..count-1) in one Flat segment, or in
+    `shards` of them (as `--shards` builds)."""
     directory = IndexDirectory(path)
     with directory.writing() as generation:
         store = DocumentStore(generation.path("documents"), writable=True)
         change = store.add([Document(f"document {i}") for i in range(count)])
-        vectors = VectorIndex.create("Flat", DIMENSION)
+        vectors = create_vectors("Flat", DIMENSION, shards)
         vectors.add(unit_vectors(count, 0), np.asarray(change.ids))
         commit_generation(generation, directory, store, vectors, None, MODEL, {}, None, None)
     return directory

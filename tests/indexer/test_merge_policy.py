@@ -11,7 +11,7 @@ import pytest
 from searchengine.indexer import merge_policy
 from searchengine.indexer.index_directory import IndexDirectory
 from searchengine.indexer.live_write import writing_in_place
-from searchengine.indexer.merge_policy import MERGE_FACTOR, merge, merge_as_needed, plan_merge
+from searchengine.indexer.merge_policy import MERGE_FACTOR, build_merge_limit, merge, merge_as_needed, plan_merge
 from searchengine.indexer.segments import SegmentRecord
 from searchengine.indexer.store import Document
 
@@ -61,6 +61,36 @@ def test_one_document_writes_copy_each_vector_a_few_times() -> None:
             records[start : start + len(merged)] = [_record(10_000 + number, vectors, merged[0].first_id)]
     assert sum(r.vectors for r in records) == 1000 and len(records) < 2 * MERGE_FACTOR
     assert copied <= 10 * 1000
+
+
+def test_segments_at_the_merge_limit_take_part_in_no_planned_merge() -> None:
+    """Ten segments a build's workers wrote (at the limit) stay; ten small ones written after them still merge."""
+    built = [_record(n, 60_000, 60_000 * n) for n in range(MERGE_FACTOR)]
+    written = [_record(100 + n, 10, 600_000 + 10 * n) for n in range(MERGE_FACTOR)]
+    assert plan_merge(built, np.zeros(0)) == [r.name for r in built]  # without a limit they would merge
+    assert plan_merge(built, np.zeros(0), limit=60_000) is None
+    assert plan_merge([*built, *written], np.zeros(0), limit=60_000) == [r.name for r in written]
+    half_deleted = np.arange(0, 30_001)  # a segment at the limit more than half deleted is still rewritten alone
+    assert plan_merge(built, half_deleted, limit=60_000) == [built[0].name]
+
+
+def test_a_build_sets_a_merge_limit_only_for_several_large_segments() -> None:
+    assert build_merge_limit([_record(1, 60_000, 0), _record(2, 50_176, 60_000), _record(3, 8, 110_176)]) == 50_176
+    assert build_merge_limit([_record(1, 60_000, 0), _record(2, 8, 60_000)]) is None  # one large: nothing to keep
+    assert build_merge_limit([_record(n, 50_000, 50_000 * n) for n in range(12)]) is None  # exact ones merge fast
+
+
+def test_a_small_write_after_a_sharded_build_leaves_its_shards_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A build with ten shards larger than the small-segment limit (lowered here to 5 vectors): the next write's
+    merges used to join all ten into one; now they are the build's layout and stay."""
+    monkeypatch.setattr(merge_policy, "SMALL_SEGMENT_LIMIT", 5)
+    directory = build_small_index(tmp_path / "index", 120, shards=MERGE_FACTOR)
+    assert len(_segments(directory)) == MERGE_FACTOR
+    _add(directory, ["one more"], seed=7)
+    assert merge_as_needed(directory) == []
+    assert len(_segments(directory)) == MERGE_FACTOR + 1
 
 
 def test_a_segment_more_than_half_deleted_is_rewritten_alone() -> None:
