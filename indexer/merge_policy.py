@@ -7,7 +7,7 @@ them merge into one of the next level; so an index of n vectors keeps at most ab
 level, O(MERGE_FACTOR x log10(n / FLOOR)) in all. Only neighbours merge: ids grow with time, so each segment
 keeps an id range of its own. A segment whose vectors are more than half deleted is rewritten without them.
 A build that leaves several large segments side by side (Ray workers' parts, `--shards`) records the smallest as
-the index's merge limit (MERGE_LIMIT): segments of at least that many live vectors take part in no merge the
+the index's merge limit (MERGE_LIMIT): segments built with at least that many vectors take part in no merge the
 policy plans, as Lucene's maxMergeDocs, so a later small write never rebuilds, ten at a time, graphs the build's
 workers made; `compact` still merges everything.
 
@@ -82,23 +82,50 @@ def build_merge_limit(records: list[SegmentRecord]) -> int | None:
 
 def plan_merge(records: list[SegmentRecord], tombstones: np.ndarray, limit: int | None = None) -> list[str] | None:
     """The names of the next segments to merge, oldest first, or None when the index is within the policy.
-    `limit`: the index's merge limit, if any (segments of at least that many live vectors are left as they are)."""
-    tombstones = np.sort(np.asarray(tombstones, dtype=np.int64))
-    dead = [
-        int(np.searchsorted(tombstones, r.last_id, "right") - np.searchsorted(tombstones, r.first_id, "left"))
-        for r in records
-    ]
+    `limit`: the index's merge limit, if any (segments built with at least that many vectors are left as they are,
+    however many of them were deleted since, unless more than half: deletes never make a build's parts merge)."""
+    dead = deleted_counts(records, tombstones)
     for record, deleted in zip(records, dead):
         if deleted and deleted > DELETED_SHARE * record.vectors:
             return [record.name]
     lives = [r.vectors - d for r, d in zip(records, dead)]
-    levels = [None if limit is not None and live >= limit else level(live) for live in lives]
+    levels = [None if limit is not None and r.vectors >= limit else level(live) for r, live in zip(records, lives)]
     start = 0
     for position in range(1, len(records) + 1):
         if position == len(records) or levels[position] != levels[start]:
             if position - start >= MERGE_FACTOR and levels[start] is not None:
                 return [r.name for r in records[start : start + MERGE_FACTOR]]
             start = position
+    return None
+
+
+def deleted_counts(records: list[SegmentRecord], tombstones: np.ndarray) -> list[float]:
+    """How many of each segment's vectors are tombstoned, as their id ranges tell: each tombstone counts once,
+    shared equally by the segments whose ranges hold it. Exact where ranges do not overlap (ids grow with time);
+    a `--shards` build's segments interleave ids (document d in shard d % n), and there the share is what each
+    holds on average, where counting every tombstone in every range holding it made each shard look as deleted
+    as the whole index."""
+    tombstones = np.sort(np.asarray(tombstones, dtype=np.int64))
+    firsts = np.sort([r.first_id for r in records if r.last_id >= r.first_id]).astype(np.int64)
+    lasts = np.sort([r.last_id for r in records if r.last_id >= r.first_id]).astype(np.int64)
+    holders = np.searchsorted(firsts, tombstones, "right") - np.searchsorted(lasts, tombstones, "left")
+    shares = np.concatenate([[0.0], np.cumsum(np.where(holders > 0, 1.0 / np.maximum(holders, 1), 0.0))])
+    return [
+        float(
+            shares[np.searchsorted(tombstones, r.last_id, "right")]
+            - shares[np.searchsorted(tombstones, r.first_id, "left")]
+        )
+        if r.last_id >= r.first_id
+        else 0.0
+        for r in records
+    ]
+
+
+def merge_limit(setting: object) -> int | None:
+    """The merge limit a store's setting holds: None unless it is a whole number larger than SMALL_SEGMENT_LIMIT,
+    as a build records it, so a setting changed by hand neither breaks a write nor stops every merge."""
+    if isinstance(setting, int) and not isinstance(setting, bool) and setting > SMALL_SEGMENT_LIMIT:
+        return setting
     return None
 
 
@@ -202,7 +229,8 @@ def merge_as_needed(directory: IndexDirectory, limit: int = 100) -> list[MergeRe
         store = DocumentStore(directory.path / manifest.files["documents"].name)
         try:
             store.read_snapshot()
-            plan = plan_merge(store.segments.records(), store.tombstones.ids(), store.settings.get(MERGE_LIMIT))
+            limit = merge_limit(store.settings.get(MERGE_LIMIT))
+            plan = plan_merge(store.segments.records(), store.tombstones.ids(), limit)
         finally:
             store.close()
         if plan is None:
@@ -211,4 +239,6 @@ def merge_as_needed(directory: IndexDirectory, limit: int = 100) -> list[MergeRe
         if result is None:
             break
         results.append(result)
+        if len(result.merged) == 1 and not result.dropped:  # the plan misjudged its deletes: the next would too
+            break
     return results

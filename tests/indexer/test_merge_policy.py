@@ -3,6 +3,7 @@ kept, and a merge's file never removed by another writer's clean-up while it is 
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from pathlib import Path
 
@@ -160,3 +161,51 @@ def test_another_writers_clean_up_leaves_a_merge_in_progress_alone(tmp_path: Pat
     assert results and results[0] is not None
     assert all(check.problem is None for check in directory.verify())
     assert directory.read_manifest().count.documents == 32
+
+
+def test_deletes_leave_segments_at_the_merge_limit_out_of_merges() -> None:
+    """The limit holds a segment by the vectors it was built with: a few deletes in segments a build made all the
+    same size (as Ray parts and shards are) used to take each below the limit, and so all of them into one merge."""
+    built = [_record(n, 60_000, 60_000 * n) for n in range(MERGE_FACTOR)]
+    one_delete_each = np.arange(0, 600_000, 60_000)
+    assert plan_merge(built, one_delete_each, limit=60_000) is None
+
+
+def test_a_delete_from_a_sharded_build_neither_merges_its_shards_nor_rewrites_one_again_and_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Shards interleave ids (document d in shard d % 10), so every shard's id range holds every tombstone: one
+    delete merged all ten shards into one, and seven (of 120 documents) had the policy rewrite one shard 100 times
+    over, each time finding it more than half deleted. A tombstone now counts once, shared by the ranges holding it."""
+    monkeypatch.setattr(merge_policy, "SMALL_SEGMENT_LIMIT", 5)
+    directory = build_small_index(tmp_path / "index", 120, shards=MERGE_FACTOR)
+    _delete(directory, [50])
+    assert merge_as_needed(directory) == []
+    _delete(directory, list(range(51, 57)))
+    assert merge_as_needed(directory) == []
+    assert len(_segments(directory)) == MERGE_FACTOR
+    assert all(check.problem is None for check in directory.verify())
+
+
+@pytest.mark.parametrize("stored", ['"abc"', "[1, 2]", "-5", "0", "true", "12.5"])
+def test_a_merge_limit_changed_by_hand_neither_breaks_writes_nor_stops_merges(tmp_path: Path, stored: str) -> None:
+    """A store's merge limit that no build writes (not a whole number larger than the small-segment limit) is
+    ignored: a text or a list made every later write end in a TypeError, and 0 or below stopped every merge."""
+    directory = build_small_index(tmp_path / "index", 30)
+    store = directory.path / directory.read_manifest().files["documents"].name
+    with sqlite3.connect(store) as connection:
+        connection.execute("UPDATE build_settings SET value = ? WHERE key = 'merge_limit'", [stored])
+    connection.close()
+    for write in range(MERGE_FACTOR):
+        _add(directory, [f"text {write}"], seed=write + 1)
+    assert merge_as_needed(directory) and len(_segments(directory)) < MERGE_FACTOR
+
+
+def test_merges_stop_when_rewriting_a_segment_alone_drops_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where the policy's estimate of a segment's deletes is wrong (ranges that overlap), rewriting it alone drops
+    nothing and changes nothing the next plan sees: the run stops instead of rewriting it up to 100 times."""
+    directory = build_small_index(tmp_path / "index", 30)
+    monkeypatch.setattr(merge_policy, "plan_merge", lambda records, tombstones, limit=None: [records[0].name])
+    assert len(merge_as_needed(directory)) == 1
