@@ -276,10 +276,9 @@ class IndexDirectory:
                     if time.monotonic() < deadline:
                         time.sleep(0.05)
                         continue
-                    lock.seek(0)
-                    holder = lock.read().strip() or "another process"
                     raise IndexLockedError(
-                        f"index {self.path} is being written by {holder}; wait for it to finish and try again"
+                        f"index {self.path} is being written by {_lock_holder(lock.fileno())}; wait for it to finish "
+                        "and try again"
                     ) from None
             lock.seek(0)
             # padded to a fixed width instead of truncated first: ftruncate cost 1.3 ms a write here (a quiet
@@ -432,6 +431,14 @@ class FileCheck:
     unreadable: bool = False
     """The problem is that this process may not read the file (or the store's WAL files): a matter of permissions,
     which says nothing about whether the file is damaged."""
+
+
+def _lock_holder(descriptor: int) -> str:
+    """Who holds the lock, as the lock file's first LOCK_TEXT_WIDTH bytes say ("process <pid>" for a writer), on one
+    line: whatever something else holding it left there (a `flock` command, a writer between taking the lock and
+    writing its text) never raises, nor runs on."""
+    text = os.pread(descriptor, LOCK_TEXT_WIDTH, 0).decode("utf-8", "replace")
+    return " ".join("".join(c if c.isprintable() else " " for c in text).split()) or "another process"
 
 
 def _may_not_read(file: Path) -> bool:

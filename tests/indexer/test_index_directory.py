@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 from pathlib import Path
@@ -334,6 +335,25 @@ def test_the_lock_names_its_holder_alone_whatever_the_file_held_before(
             with IndexDirectory(index.path).locked():
                 pass  # pragma: no cover
         assert (index.path / LOCK).read_text(encoding="utf-8") == f"process {os.getpid()}".ljust(LOCK_TEXT_WIDTH)
+
+
+@pytest.mark.parametrize(
+    "text", [b"\xff\xfe\x00 not text", b"process 12" + b" " * 40 + b"\xc3", b"process 7\nand more" * 20]
+)
+def test_a_refused_writer_names_whatever_holds_the_lock_in_one_short_line(
+    index: IndexDirectory, committed: Manifest, text: bytes
+) -> None:
+    """Something else holding the lock (a `flock` command, a writer between taking it and writing its text) may
+    leave any bytes there: the refusal names at most LOCK_TEXT_WIDTH characters of them, on one line, and bytes
+    that are not UTF-8 raised a UnicodeDecodeError."""
+    (index.path / LOCK).write_bytes(text)
+    with open(index.path / LOCK, "rb") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        with pytest.raises(IndexLockedError) as refused:
+            with IndexDirectory(index.path).locked():
+                pass  # pragma: no cover
+    holder = str(refused.value).partition("is being written by ")[2].partition("; wait")[0]
+    assert holder and len(holder) <= LOCK_TEXT_WIDTH and "\n" not in str(refused.value) and "\x00" not in holder
 
 
 def test_index_locked_error_is_an_indexer_error() -> None:
