@@ -229,8 +229,8 @@ def merge_as_needed(directory: IndexDirectory, limit: int = 100) -> list[MergeRe
         store = DocumentStore(directory.path / manifest.files["documents"].name)
         try:
             store.read_snapshot()
-            limit = merge_limit(store.settings.get(MERGE_LIMIT))
-            plan = plan_merge(store.segments.records(), store.tombstones.ids(), limit)
+            largest = merge_limit(store.settings.get(MERGE_LIMIT))
+            plan = plan_merge(store.segments.records(), store.tombstones.ids(), largest)
         finally:
             store.close()
         if plan is None:
