@@ -91,11 +91,11 @@ class IndexingReport:
     seconds: float = 0.0
     stages: dict[str, float] = field(default_factory=dict)
     """Seconds of `seconds` spent in each stage, in the order first entered: "reading" the corpus (with Ray:
-    "reading and embedding on Ray workers", waiting for the workers' rows), "storing" the documents (their rows and keyword index, one transaction per
-    chunk), "encoding" (tokenising and passage splitting included), "whitening" (fitting it), "vector index"
-    (training the FAISS index, adding and removing vectors), "commit" (writing the generation's files and the
-    manifest). They run one after another; the rest of `seconds` is opening the index and, for an addition, copying
-and committing it (searchengine.indexer.rewrite)."""
+    "reading and embedding on Ray workers", waiting for the workers' rows), "storing" the documents (their rows
+    and keyword index, one transaction per chunk), "encoding" (tokenising and passage splitting included),
+    "whitening" (fitting it), "vector index" (training the FAISS index, adding and removing vectors), "commit"
+    (writing the generation's files and the manifest). They run one after another; the rest of `seconds` is
+    opening the index and, for an addition, copying and committing it (searchengine.indexer.rewrite)."""
 
     @contextmanager
     def timing(self, stage: str) -> Iterator[None]:
