@@ -118,7 +118,7 @@ def sync(
 
       searchengine sync notes/ --watch
     """
-    from searchengine.encoding.encoder import EncoderSpeed
+    from searchengine.encoding.speed import EncoderSpeed
     from searchengine.engine.files import sync_index
     from searchengine.engine.search_engine import SearchEngine, default_index_dir
     from searchengine.indexer.errors import IndexLockedError

@@ -50,7 +50,7 @@ def mcp(
 
       searchengine mcp -d ~/indexes/notes --http --port 8001 --api-key "$(cat key.txt)"
     """
-    from searchengine.encoding.encoder import EncoderSpeed
+    from searchengine.encoding.speed import EncoderSpeed
     from searchengine.engine.search_engine import default_index_dir
 
     target = index_dir or default_index_dir()

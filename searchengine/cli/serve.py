@@ -73,7 +73,7 @@ def serve(
 
       searchengine serve -d ~/indexes/docs --port 8080 --api-key "$(cat key.txt)"
     """
-    from searchengine.encoding.encoder import EncoderSpeed
+    from searchengine.encoding.speed import EncoderSpeed
     from searchengine.engine.search_engine import default_index_dir
 
     target = index_dir or default_index_dir()

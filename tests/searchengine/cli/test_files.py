@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 from tests.searchengine.cli.test_cli import assert_one_line_error, run
@@ -129,6 +131,35 @@ def test_add_reads_a_jsonl_corpus_with_the_fields_the_index_was_built_with(tmp_p
     assert "1 replaced by upsert with a new text" in result.output
     [hit] = json.loads(run("query", "bread", "-d", tmp_path / "i", "--json", "--mode", "keyword").output)["hits"]
     assert hit["external_id"] == "n1" and hit["text"] == "kitchen bake the bread"
+
+
+_SYNC_WITHOUT_ENCODING = """
+import sys
+
+from typer.testing import CliRunner
+
+from searchengine.cli import app
+
+for _ in range(2):  # nothing changed, then the file removed before this process started
+    result = CliRunner().invoke(app, ["sync", "-d", sys.argv[1]])
+    assert result.exit_code == 0, result.output
+    loaded = [name for name in ("transformers", "torch") if name in sys.modules]
+    assert not loaded, f"sync imported {loaded}: {result.output}"
+print(result.output)
+"""
+
+
+def test_a_sync_with_nothing_to_embed_loads_no_model(tmp_path: Path, tiny_model: Path) -> None:
+    """A sync that embeds nothing (nothing changed, or only removals) imports neither torch nor transformers in a
+    fresh process, so a scheduled sync of an unchanged folder pays none of their start-up time."""
+    root = notes_folder(tmp_path / "notes")
+    assert run("index", root, "-d", tmp_path / "i", "--model", tiny_model, "-q").exit_code == 0
+    (root / "garden.md").unlink()
+    completed = subprocess.run(
+        [sys.executable, "-c", _SYNC_WITHOUT_ENCODING, str(tmp_path / "i")], capture_output=True, text=True, timeout=300
+    )
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert "0 added, 0 updated, 0 removed" in completed.stdout
 
 
 def test_sync_watch_picks_up_a_new_file(tmp_path: Path, tiny_model: Path) -> None:
