@@ -24,6 +24,8 @@ Set-up (Debian packages, extractors, the Markdown corpus): benchmarks/file_corpo
       --folder-only
   .venv/bin/python benchmarks/file_search.py --work /tmp/filebench-whole --results benchmarks/results/file_whole.json \
       --folder-only --whole --corpora python-docs,r-manuals --folder-variants passage-headings
+  .venv/bin/python benchmarks/file_search.py --work /tmp/filebench-whole --whole --corpora python-docs,r-manuals \
+      --extractors bs4-get-text,pypdf --results benchmarks/results/file_whole_converter.json
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from fnmatch import fnmatch
 from pathlib import Path
@@ -433,10 +435,10 @@ def run(
     work: Path,
     folder: bool,
     model: str | None,
-    extractors: bool,
+    extractors: Collection[str],
     settings: Sequence[str] = tuple(FOLDER_VARIANTS),
 ) -> dict:
-    """Every extractor on every corpus (unless not `extractors`), each scored on that corpus's questions."""
+    """The named extractors on every corpus of their format, each scored on that corpus's questions."""
     from searchengine.encoding.encoder import Encoder
 
     encoder = Encoder(model) if extractors else None
@@ -447,7 +449,7 @@ def run(
             raise SystemExit(f"no questions for corpus {corpus.name}")
         files = corpus.files(question.file for question in asked)
         variants = {}
-        for variant in EXTRACTORS[corpus.format] if extractors else ():
+        for variant in (name for name in EXTRACTORS[corpus.format] if name in extractors):
             print(f"{corpus.name}: {variant}", file=sys.stderr, flush=True)
             variants[variant] = run_variant(corpus, files, variant, asked, work, encoder)
         results[corpus.name] = {
@@ -485,6 +487,11 @@ def main() -> None:
         help="only `searchengine index DIR` (with and without passage headings): no extractor, none installed",
     )  # fmt: skip
     parser.add_argument(
+        "--extractors", default=",".join(sorted({name for names in EXTRACTORS.values() for name in names})),
+        help="comma-separated extractors to run (default: all of them; the baseline without passages runs with the "
+        "first of each format)",
+    )  # fmt: skip
+    parser.add_argument(
         "--folder-variants", default=",".join(FOLDER_VARIANTS),
         help="comma-separated settings `--folder` indexes with (default: all of them)",
     )  # fmt: skip
@@ -510,15 +517,20 @@ def main() -> None:
         parser.error(
             f"--folder-variants: {', '.join(sorted(unknown))} unknown; give some of {', '.join(FOLDER_VARIANTS)}"
         )
+    extractors = set() if args.folder_only else set(args.extractors.split(","))
+    unknown = extractors - {name for names in EXTRACTORS.values() for name in names}
+    if unknown:
+        parser.error(f"--extractors: {', '.join(sorted(unknown))} unknown; see benchmarks/file_extractors.py")
     load = os.getloadavg()
     results = run(
         chosen, read_questions(args.questions), args.work, args.folder or args.folder_only, args.model,
-        extractors=not args.folder_only, settings=args.folder_variants.split(","),
+        extractors=extractors, settings=args.folder_variants.split(","),
     )  # fmt: skip
     sizes = {
         variant: installed_size(DISTRIBUTIONS[variant])
         for corpus in chosen
-        for variant in (() if args.folder_only else EXTRACTORS[corpus.format])
+        for variant in EXTRACTORS[corpus.format]
+        if variant in extractors
     }  # fmt: skip
     core = sum(distribution_bytes(name) for name in dependency_closure(["searchengine"]))
     record = {**run_record(load), "corpora": results, "extractor_install_size": sizes, "core_install_bytes": core}

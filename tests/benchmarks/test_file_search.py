@@ -72,6 +72,27 @@ def test_file_search_scores_a_tiny_markdown_folder(tmp_path: Path, tiny_model: P
     assert results["machine"]["cpu"]
 
 
+def test_extractors_picks_which_run_and_names_an_unknown_one(tmp_path: Path, tiny_model: Path) -> None:
+    corpus = tmp_path / "notes"
+    (corpus / "garden").mkdir(parents=True)
+    (corpus / "garden" / "README.md").write_text(NOTES["garden"], encoding="utf-8")
+    questions = tmp_path / "questions.jsonl"
+    row = {"corpus": "tiny", "question": "water the seed", "file": "garden/README.md", "pages": None, "section": None}
+    questions.write_text(json.dumps(row) + "\n", encoding="utf-8")
+    command = [
+        sys.executable, str(REPOSITORY / "benchmarks" / "file_search.py"), "--root", f"tiny=markdown:{corpus}",
+        "--corpora", "tiny", "--questions", str(questions), "--work", str(tmp_path / "work"),
+        "--results", str(tmp_path / "results.json"), "--model", str(tiny_model),
+    ]  # fmt: skip
+    unknown = subprocess.run([*command, "--extractors", "raw,pandoc"], capture_output=True, text=True, timeout=600)
+    assert unknown.returncode == 2 and "--extractors: pandoc unknown" in unknown.stderr
+    completed = subprocess.run([*command, "--extractors", "raw"], capture_output=True, text=True, timeout=600)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    results = json.loads((tmp_path / "results.json").read_text(encoding="utf-8"))
+    assert set(results["corpora"]["tiny"]["variants"]) == {"raw"}
+    assert set(results["extractor_install_size"]) == {"raw"}
+
+
 def test_a_hit_counts_only_on_the_questions_file_and_pages(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(REPOSITORY / "benchmarks"))
     file_search = importlib.import_module("file_search")
