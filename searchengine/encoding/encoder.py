@@ -284,10 +284,11 @@ class Encoder:
             ]
         )
 
-    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+    def encode_queries(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
         """`encode` on the main runtime only: a query gets the same vector whether it comes alone or in a batch of
-        many (and its hits the same scores, to float rounding: searchengine.indexer.exact_batches)."""
-        return self.encode(texts, bulk=False)
+        many (and its hits the same scores, to float rounding: searchengine.indexer.exact_batches). `batch_size`:
+        texts per forward pass (default the encoder's)."""
+        return self.encode(texts, batch_size, bulk=False)
 
     def _tokenize(self, texts: list[str]) -> list[list[int]]:
         """Token ids per text, cut to the model's limit (counted in `truncated`)."""

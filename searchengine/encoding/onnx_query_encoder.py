@@ -56,13 +56,13 @@ class OnnxQueryEncoder:
         self.pad_id: int = (self.tokenizer.token_to_id(pad) if pad else None) or 0
         self.dimension: int = int(config["hidden_size"])
 
-    def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
+    def encode_queries(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
         """The same as `encode`: this encoder has one runtime (the Encoder's encode_queries, which it stands in for)."""
-        return self.encode(texts)
+        return self.encode(texts, batch_size)
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
+    def encode(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
         """Embed `texts` into an (n, dimension) float32 array, rows in input order (batched longest first, as the
-        Encoder's smart batching does)."""
+        Encoder's smart batching does; `batch_size` texts a forward pass, default the encoder's)."""
         if len(texts) == 0:
             return np.zeros((0, self.dimension), dtype=np.float32)
         prepared = [text.strip() for text in texts]
@@ -71,8 +71,9 @@ class OnnxQueryEncoder:
         ids = [encoding.ids for encoding in self.tokenizer.encode_batch(prepared)]
         order = np.argsort([-len(row) for row in ids], kind="stable")
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
-        for start in range(0, len(order), self.batch_size):
-            rows = order[start : start + self.batch_size]
+        size = batch_size or self.batch_size
+        for start in range(0, len(order), size):
+            rows = order[start : start + size]
             out[rows] = self._encode_batch([ids[i] for i in rows])
         return out
 

@@ -7,7 +7,8 @@
 - A sentence's nearness is the mode's: the share of the query's words it holds (keyword), its cosine to the query
   with the index's own encoder and whitening (dense), or the mean of the two, the cosine clipped at 0 (hybrid).
   Only the k hits shown are read, and at most MAX_EMBEDDED_SENTENCES sentences of each are embedded (those that
-  hold the most query words, then the first), so a hit costs at most that many short encoder inputs.
+  hold the most query words, then the first), so a hit costs at most that many short encoder inputs; a hit of one
+  sentence has nothing to choose and costs none, and a query none of whose hits has two costs no encoder call.
 - A query's words are matched as the keyword index matches them (searchengine.engine.query_words).
 """
 
@@ -26,6 +27,11 @@ from searchengine.engine.snippets import DEFAULT_SNIPPET_CHARS, Highlight, Span
 MAX_EMBEDDED_SENTENCES = 4
 """Sentences of one hit embedded at most (dense and hybrid), so that highlighting k hits costs at most 4k short
 encoder inputs whatever the documents' size (docs/retrieval.md, "Snippets", measures 4 against 16)."""
+SENTENCE_BATCH = 8
+"""Texts a forward pass when embedding highlights' sentences. One call holds the query and up to 4 sentences of
+each of k hits, of very different lengths (NFCorpus, k = 10: 41 texts, median 32 tokens, the longest a median
+94), so one batch of 64 pads to the longest (2.8 times the real tokens); sorted batches of 8 took the call from
+602 to 274 ms on a quiet Cascade Lake (docs/retrieval.md, "Snippets")."""
 MAX_SCANNED_CHARS = 100_000
 """Characters of a hit's passage searched for sentences: a whole long document is not read past this."""
 MIN_SHOWN_CHARS = DEFAULT_SNIPPET_CHARS // 2
@@ -69,9 +75,9 @@ def with_highlights(
     include dense; all the sentences of every query's hits are embedded in one call, with the queries."""
     stems = [query_stems(query) for query in queries]
     candidates = [[_candidates(hit, own) for hit in hits] for hits, own in zip(results, stems)]
-    dense = "dense" in sides
+    choices = any(candidate.embedded for hits in candidates for candidate in hits)
     cosines: list[list[np.ndarray]] = [[np.zeros(0) for _ in hits] for hits in results]
-    if dense and embed is not None:
+    if "dense" in sides and embed is not None and choices:
         texts = list(queries)
         for hits in candidates:
             for candidate in hits:
@@ -104,6 +110,8 @@ def _candidates(hit: Hit, stems: frozenset[str]) -> _Candidates:
     for sentence in sentences:
         held = {stem(hit.text[s:e]) for s, e in word_spans(hit.text, stems, *sentence)}
         shares.append(len(held) / len(stems) if stems else 0.0)
+    if len(sentences) == 1:  # nothing to choose: no sentence is embedded
+        return _Candidates(hit, sentences, shares, [])
     order = sorted(range(len(sentences)), key=lambda i: (-shares[i], i))
     return _Candidates(hit, sentences, shares, sorted(order[:MAX_EMBEDDED_SENTENCES]))
 

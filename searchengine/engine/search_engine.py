@@ -24,7 +24,7 @@ from searchengine.engine.embedding import to_index_vectors
 from searchengine.engine.files import fields_record
 from searchengine.engine.filters import Filters, conditions_of
 from searchengine.engine.fusion import Fusion
-from searchengine.engine.highlight import with_highlights
+from searchengine.engine.highlight import SENTENCE_BATCH, with_highlights
 from searchengine.engine.indexing import (
     NO_TEXT,
     READING,
@@ -722,7 +722,7 @@ class SearchEngine:
         if cross_encoder is not None:
             results = rerank_hits(cross_encoder, list(queries), results, k)
         if highlight:
-            results = with_highlights(queries, results, retrieval.sides, self._embed_queries)
+            results = with_highlights(queries, results, retrieval.sides, self._embed_sentences)
         return results
 
     def _retrieve(
@@ -757,13 +757,16 @@ class SearchEngine:
             )
             return hits_of(self._store, mode.rank(request))
 
-    def _query_vectors(self, encoder: Encoder | OnnxQueryEncoder, texts: Sequence[str]) -> np.ndarray:
+    def _query_vectors(
+        self, encoder: Encoder | OnnxQueryEncoder, texts: Sequence[str], batch_size: int | None = None
+    ) -> np.ndarray:
         """Texts as the index's vectors of queries: `encoder`'s query vectors, then the whitening."""
-        return to_index_vectors(encoder.encode_queries(list(texts)), self._whitening)
+        return to_index_vectors(encoder.encode_queries(list(texts), batch_size), self._whitening)
 
-    def _embed_queries(self, texts: list[str]) -> np.ndarray:
-        """Texts as the index's vectors of queries: the query encoder (ONNX where it can), then the whitening."""
-        return self._query_vectors(self._query_encoder(), texts)
+    def _embed_sentences(self, texts: list[str]) -> np.ndarray:
+        """Queries and their hits' sentences as the index's vectors of queries, for highlights: the query encoder
+        (ONNX where it can) in batches of SENTENCE_BATCH, then the whitening."""
+        return self._query_vectors(self._query_encoder(), texts, SENTENCE_BATCH)
 
     def _checked_mode(self, mode: str | None) -> RetrievalMode:
         """The registered mode named `mode`, or the default one when None; refused when unknown, or when it needs a

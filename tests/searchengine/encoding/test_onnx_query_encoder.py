@@ -33,9 +33,12 @@ def test_same_vectors_as_the_encoder(tmp_path: Path, pooling: str, sentences: li
     light = light_encoder(model, pooling)
     assert light is not None and light.max_seq_length == onnx.max_seq_length == 64
     assert np.abs(light.encode(texts) - onnx.encode(texts)).max() < 1e-5
-    torch_fp32 = Encoder(model, pooling, backend="torch", precision="fp32").encode(texts)
+    torch_encoder = Encoder(model, pooling, backend="torch", precision="fp32")
+    torch_fp32 = torch_encoder.encode(texts)
+    assert np.abs(torch_encoder.encode_queries(texts, batch_size=2) - torch_fp32).max() < 1e-5
     assert np.abs(light.encode(texts) - torch_fp32).max() < 1e-4
     assert np.abs(light.encode(texts[:1]) - torch_fp32[:1]).max() < 1e-4  # one query: no padding at all
+    assert np.abs(light.encode_queries(texts, batch_size=2) - torch_fp32).max() < 1e-4  # batches change no vector
     assert light.encode([]).shape == (0, onnx.dimension)
 
 
