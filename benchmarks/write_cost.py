@@ -286,10 +286,10 @@ def engine_open(data: Data, target: Path):
     encoded = dict(zip(data.query_texts, encoder.encode_queries(data.query_texts)))
     encode = encoder.encode_queries
 
-    def encode_queries(texts):
+    def encode_queries(texts, *batching):  # batching: a batch size, where the code measured takes one
         if all(text in encoded for text in texts):
             return np.stack([encoded[text] for text in texts])
-        return encode(texts)
+        return encode(texts, *batching)
 
     encoder.encode_queries = encode_queries
     return SearchEngine.open(target, encoder=encoder)
