@@ -21,7 +21,10 @@ from searchengine.encoding.passages import Span, Structure, passage_spans
 from searchengine.encoding.pooling import NEEDS_ALL_LAYERS, pool
 from searchengine.encoding.precision import BULK_TEXTS, Precision, apply_precision, bulk_precision
 from searchengine.encoding.prompt_pooling import PromptPooling
-from searchengine.encoding.speed import EncoderSpeed  # noqa: F401 (its public home before speed.py)
+from searchengine.encoding.speed import (
+    EncoderSpeed,  # noqa: F401 (its public home before speed.py)
+    texts_per_pass,
+)
 from searchengine.errors import SearchEngineError
 
 TOKENIZE_SLICE = 64
@@ -112,8 +115,6 @@ class Encoder:
         self.model.to(self.device).eval()
         if threads is not None and threads < 1:
             raise SearchEngineError(f"threads must be at least 1, not {threads}")
-        if batch_size is not None and batch_size < 1:  # 0 would otherwise read as "the device's default"
-            raise SearchEngineError(f"batch_size must be at least 1, not {batch_size}")
         self.threads = threads
         self.smart_batching = smart_batching
         self.precision: str
@@ -130,7 +131,7 @@ class Encoder:
         if self.tokenizer.model_max_length < 1_000_000:
             limits.append(self.tokenizer.model_max_length)
         self.max_seq_length: int = min(limit for limit in limits if limit)
-        self.batch_size: int = default_batch_size(self.device) if batch_size is None else batch_size
+        self.batch_size: int = texts_per_pass(batch_size, default_batch_size(self.device))
         self.pooled_dimension: int = int(self.model.config.hidden_size)
         """Size of the pooled vectors, before the model's post-processing modules (Dense, Flow)."""
         self.transforms = [module.to(self.device) for module in load_transforms(self.source, self.pooled_dimension)]
@@ -254,7 +255,7 @@ class Encoder:
         else:
             order = np.arange(len(ids))
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
-        size = batch_size or self.batch_size
+        size = texts_per_pass(batch_size, self.batch_size)
         bulk = bulk and self._bulk_model is not None and min(len(texts), size) >= BULK_TEXTS
         model = self._bulk_model if bulk else self.model
         with self._threads(torch_runs=bulk or self.backend == "torch"):

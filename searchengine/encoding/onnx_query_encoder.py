@@ -20,7 +20,7 @@ import numpy as np
 from searchengine.encoding.backend import onnxruntime_installed, resolve_runtime
 from searchengine.encoding.model_source import ModelSource
 from searchengine.encoding.onnx_cache import OPSET, cached_export_is_valid, export_path, open_session
-from searchengine.encoding.speed import EncoderSpeed
+from searchengine.encoding.speed import EncoderSpeed, texts_per_pass
 from searchengine.errors import SearchEngineError
 
 LAST_LAYER_POOLINGS = frozenset({"mean", "cls", "max", "mean_sqrt_len"})
@@ -71,7 +71,7 @@ class OnnxQueryEncoder:
         ids = [encoding.ids for encoding in self.tokenizer.encode_batch(prepared)]
         order = np.argsort([-len(row) for row in ids], kind="stable")
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
-        size = batch_size or self.batch_size
+        size = texts_per_pass(batch_size, self.batch_size)
         for start in range(0, len(order), size):
             rows = order[start : start + size]
             out[rows] = self._encode_batch([ids[i] for i in rows])

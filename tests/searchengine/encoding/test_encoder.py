@@ -209,3 +209,12 @@ def test_a_batch_size_below_one_is_refused(tiny_model: Path) -> None:
     for size in (0, -1):
         with pytest.raises(SearchEngineError, match=f"batch_size must be at least 1, not {size}"):
             Encoder(tiny_model, batch_size=size, device="cpu")
+
+
+def test_a_call_with_a_batch_size_below_one_is_refused(tiny_encoder: Encoder) -> None:
+    """A negative batch_size made no forward pass and returned np.empty's garbage as vectors; 0 read as default."""
+    for size in (0, -1):
+        with pytest.raises(SearchEngineError, match=f"batch_size must be at least 1, not {size}"):
+            tiny_encoder.encode(["the cat sat"], size)
+        with pytest.raises(SearchEngineError, match=f"batch_size must be at least 1, not {size}"):
+            tiny_encoder.encode_queries(["the cat sat"], size)

@@ -11,6 +11,7 @@ from searchengine.encoding.encoder import Encoder
 from searchengine.encoding.model_source import locate_model
 from searchengine.encoding.onnx_query_encoder import OnnxQueryEncoder, onnx_query_encoder
 from searchengine.encoding.speed import EncoderSpeed
+from searchengine.errors import SearchEngineError
 from tests.conftest import write_tiny_model
 
 LONG = "the cat sat on the mat " * 40
@@ -40,6 +41,9 @@ def test_same_vectors_as_the_encoder(tmp_path: Path, pooling: str, sentences: li
     assert np.abs(light.encode(texts[:1]) - torch_fp32[:1]).max() < 1e-4  # one query: no padding at all
     assert np.abs(light.encode_queries(texts, batch_size=2) - torch_fp32).max() < 1e-4  # batches change no vector
     assert light.encode([]).shape == (0, onnx.dimension)
+    for size in (0, -1):  # no forward pass would run: np.empty's garbage came back as vectors
+        with pytest.raises(SearchEngineError, match=f"batch_size must be at least 1, not {size}"):
+            light.encode_queries(texts, batch_size=size)
 
 
 def test_none_without_a_cached_export(tmp_path: Path) -> None:
