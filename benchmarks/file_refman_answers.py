@@ -59,13 +59,14 @@ INDEXES = {
 
 def help_topic_pages(refman: Path) -> dict[str, list[int]]:
     """Pages (from 1, as a viewer counts) by the help topic their running header names: the first line of the
-    page's text without its page number ("2090 citation" and "citation 2091" are both `citation`)."""
+    page's text without the page number before or after it ("2090 citation" and "citation 2091" are both
+    `citation`; `log1p` keeps its digit)."""
     from pypdf import PdfReader
 
     pages: dict[str, list[int]] = {}
     for number, page in enumerate(PdfReader(refman).pages, start=1):
         first = (page.extract_text() or "").strip().split("\n", 1)[0]
-        pages.setdefault(re.sub(r"\s*\d+\s*", " ", first).strip(), []).append(number)
+        pages.setdefault(re.sub(r"^\d+\s+|\s+\d+$", "", first.strip()), []).append(number)
     return pages
 
 

@@ -140,7 +140,9 @@ def query(
                 )
             from searchengine.server.client import search_remote
 
-            payload = search_remote(server, queries, k, where, rerank, rerank_top, mode, min_score=min_score)
+            payload = search_remote(
+                server, queries, k, where, rerank, rerank_top, mode, min_score=min_score, highlight=True
+            )
             for result in payload:
                 for hit in result["hits"]:
                     shown = (hit.get("highlight") or {}).get("span") or hit.get("span")

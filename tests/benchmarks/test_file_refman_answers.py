@@ -22,9 +22,9 @@ def refman(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201 (a module)
 
 def test_help_pages_are_found_by_their_running_headers(tmp_path: Path, refman) -> None:  # noqa: ANN001
     pdf = tmp_path / "refman.pdf"
-    pdf.write_bytes(pdf_bytes(["2090 citation", "citation 2091", "1626 lm", "NA 417"]))
+    pdf.write_bytes(pdf_bytes(["2090 citation", "citation 2091", "1626 lm", "NA 417", "log1p 380"]))
     topics = refman.help_topic_pages(pdf)
-    assert topics == {"citation": [1, 2], "lm": [3], "NA": [4]}
+    assert topics == {"citation": [1, 2], "lm": [3], "NA": [4], "log1p": [5]}
     answers = tmp_path / "answers.jsonl"
     answers.write_text(json.dumps({"question": "cite R", "topics": ["citation", "NA"]}) + "\n", encoding="utf-8")
     assert refman.refman_answers(answers, topics) == {"cite R": {1, 2, 4}}

@@ -84,5 +84,8 @@ def test_query_server_passes_the_mode_and_prints_what_a_local_query_prints(live_
         assert remote_result["mode"] == local_result["mode"] == mode
         assert [hit["id"] for hit in remote_result["hits"]] == [hit["id"] for hit in local_result["hits"]]
         assert [hit["found_by"] for hit in remote_result["hits"]] == [hit["found_by"] for hit in local_result["hits"]]
+        for remote_hit, local_hit in zip(remote_result["hits"], local_result["hits"]):  # the same sentence shown
+            assert remote_hit["highlight"] == local_hit["highlight"] and remote_hit["highlight"] is not None
+            assert remote_hit["snippet"] == local_hit["snippet"]
     text = runner.invoke(app, ["query", "piano song", "-k", "1", "--server", live_url])
     assert "(cos " in text.stdout and "bm25 " in text.stdout and "(hybrid search:" in text.stderr
