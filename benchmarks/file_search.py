@@ -517,8 +517,10 @@ def main() -> None:
         parser.error(
             f"--folder-variants: {', '.join(sorted(unknown))} unknown; give some of {', '.join(FOLDER_VARIANTS)}"
         )
-    extractors = set() if args.folder_only else set(args.extractors.split(","))
+    extractors = set() if args.folder_only else {name for name in args.extractors.split(",") if name.strip()}
     unknown = extractors - {name for names in EXTRACTORS.values() for name in names}
+    if not args.folder_only and not extractors:
+        parser.error("--extractors: name at least one, e.g. bs4-get-text,pypdf (or use --folder-only)")
     if unknown:
         parser.error(f"--extractors: {', '.join(sorted(unknown))} unknown; see benchmarks/file_extractors.py")
     load = os.getloadavg()
