@@ -325,7 +325,7 @@ def index(
             )
             typer.echo(
                 f"{counted(report.truncated, 'text')} {'was' if report.truncated == 1 else 'were'} longer than the "
-                f"model's {engine.encoder.max_seq_length} tokens and {how}."
+                f"model's {engine.manifest.model.max_seq_length} tokens and {how}."
             )
 
 

@@ -68,7 +68,7 @@ class OnnxQueryEncoder:
         prepared = [text.strip() for text in texts]
         if self.source.do_lower_case:
             prepared = [text.lower() for text in prepared]
-        ids = [encoding.ids for encoding in self.tokenizer.encode_batch(prepared)]
+        ids = self._token_ids(prepared)
         order = np.argsort([-len(row) for row in ids], kind="stable")
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
         size = texts_per_pass(batch_size, self.batch_size)
@@ -76,6 +76,10 @@ class OnnxQueryEncoder:
             rows = order[start : start + size]
             out[rows] = self._encode_batch([ids[i] for i in rows])
         return out
+
+    def _token_ids(self, prepared: list[str]) -> list[list[int]]:
+        """Token ids per text, cut to the model's limit."""
+        return [encoding.ids for encoding in self.tokenizer.encode_batch(prepared)]
 
     def _encode_batch(self, ids: list[list[int]]) -> np.ndarray:
         width = max(len(row) for row in ids)

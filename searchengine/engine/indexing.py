@@ -599,23 +599,22 @@ def fit_whitening(chunks: Iterable[Chunk], encoder: Encoder, k: int, progress: b
 
 
 def library_versions() -> dict[str, str]:
-    """The versions a manifest records: what built the index and what encodes its queries."""
-    import torch
-    import transformers
-
+    """The versions a manifest records: what built the index and what encodes its queries (torch's and
+    transformers' from their installed metadata, so that a write embedding without them does not import them)."""
     return {
-        "searchengine": _package_version(),
+        "searchengine": _package_version("searchengine"),
         "faiss": faiss.__version__,
-        "torch": torch.__version__,
-        "transformers": transformers.__version__,
+        "torch": _package_version("torch"),
+        "transformers": _package_version("transformers"),
     }
 
 
 @functools.cache
-def _package_version() -> str:
-    """This package's version, read once a process: importlib.metadata parses the installed metadata each time
-    (2 ms, at every commit of a one-document add), and the code running is the code loaded at the start anyway."""
-    return version("searchengine")
+def _package_version(distribution: str) -> str:
+    """An installed distribution's version, read once a process: importlib.metadata parses the installed metadata
+    each time (2 ms, at every commit of a one-document add), and the code running is the code loaded at the start
+    anyway."""
+    return version(distribution)
 
 
 def model_identity(encoder: Encoder) -> ModelIdentity:

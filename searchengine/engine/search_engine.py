@@ -76,6 +76,7 @@ if TYPE_CHECKING:  # the encoders (torch, transformers) are imported only when s
     from searchengine.encoding.cross_encoder import CrossEncoder
     from searchengine.encoding.encoder import Encoder
     from searchengine.encoding.model_source import ModelSource, Pooling
+    from searchengine.encoding.onnx_document_encoder import OnnxDocumentEncoder
     from searchengine.encoding.onnx_query_encoder import OnnxQueryEncoder
     from searchengine.encoding.prompt_template import PromptConfig
     from searchengine.encoding.speed import EncoderSpeed
@@ -193,12 +194,15 @@ def _load_encoder(
     return encoder
 
 
-def _load_onnx_query_encoder(
+def _load_onnx_encoder(
     path: Path, built_with: ModelIdentity, model: str | Path | None, speed: EncoderSpeed | None
-) -> OnnxQueryEncoder | None:
-    """The torch-free query encoder of an index (searchengine.encoding.onnx_query_encoder) where its model's ONNX
-    export is cached and can serve it, else None; the model is checked from its files, as _load_encoder checks it."""
+) -> OnnxDocumentEncoder | OnnxQueryEncoder | None:
+    """The torch-free encoder of an index where its model's ONNX export is cached and can serve it, else None: one
+    that also embeds added documents where the Encoder would run them through that export too
+    (searchengine.encoding.onnx_document_encoder), else one for queries only (onnx_query_encoder). The model is
+    checked from its files, as _load_encoder checks it."""
     from searchengine.encoding.model_source import locate_model
+    from searchengine.encoding.onnx_document_encoder import onnx_document_encoder
     from searchengine.encoding.onnx_query_encoder import onnx_precision, onnx_query_encoder
 
     spec = model if model is not None else model_location(built_with.spec, path)
@@ -207,7 +211,7 @@ def _load_onnx_query_encoder(
         return None
     fingerprint = source.fingerprint()
     _check_same_model(path, built_with, source, fingerprint)
-    return onnx_query_encoder(source, fingerprint, speed)
+    return onnx_document_encoder(source, fingerprint, speed) or onnx_query_encoder(source, fingerprint, speed)
 
 
 def _prompt_options(built_with: ModelIdentity) -> dict[str, str | bool]:
@@ -281,18 +285,29 @@ class SearchEngine:
         return self._encoder
 
     @functools.cached_property
-    def _onnx_query_encoder(self) -> OnnxQueryEncoder | None:
-        """The torch-free encoder of queries, when no Encoder is loaded and a cached ONNX export can serve them
-        (a cold `searchengine query` then imports neither torch nor transformers); None otherwise."""
+    def _onnx_encoder(self) -> OnnxDocumentEncoder | OnnxQueryEncoder | None:
+        """The torch-free encoder of queries (and, where it can, of added documents), when no Encoder is loaded and
+        a cached ONNX export can serve them (a cold `searchengine query`, or a small `add` or `sync`, then imports
+        neither torch nor transformers); None otherwise."""
         if self._encoder is not None:
             return None
-        return _load_onnx_query_encoder(self.path, self.manifest.model, self._model, self._speed)
+        return _load_onnx_encoder(self.path, self.manifest.model, self._model, self._speed)
 
     def _query_encoder(self) -> Encoder | OnnxQueryEncoder:
         """What encodes queries: the loaded Encoder if there is one, else the torch-free ONNX encoder where it can
         (the same vectors to float rounding), else the Encoder, loaded now."""
-        if self._encoder is None and self._onnx_query_encoder is not None:
-            return self._onnx_query_encoder
+        if self._encoder is None and self._onnx_encoder is not None:
+            return self._onnx_encoder
+        return self.encoder
+
+    def _document_encoder(self) -> Encoder | OnnxDocumentEncoder:
+        """What embeds added documents: the loaded Encoder if there is one, else the torch-free ONNX encoder where
+        the Encoder would run every call through the same cached export (searchengine.encoding
+        .onnx_document_encoder: the same vectors), else the Encoder, loaded now."""
+        from searchengine.encoding.onnx_document_encoder import OnnxDocumentEncoder
+
+        if self._encoder is None and isinstance(self._onnx_encoder, OnnxDocumentEncoder):
+            return self._onnx_encoder
         return self.encoder
 
     @classmethod
@@ -811,7 +826,7 @@ class SearchEngine:
         leave them to a later `merge()`, as the server does off its request path). `reading` replaces the
         record of how the index reads its input (as in `build`) in the same commit."""
         fields = JsonFields(text_field, title_field, id_field)
-        encoder = self.encoder  # loaded before the write, which then does only the write
+        encoder = self._document_encoder()  # loaded before the write, which then does only the write
         with self._writing():
             report = append_to_index(
                 self.directory,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -160,6 +161,38 @@ def test_a_sync_with_nothing_to_embed_loads_no_model(tmp_path: Path, tiny_model:
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     assert "0 added, 0 updated, 0 removed" in completed.stdout
+
+
+_SYNC_AN_EDIT = """
+import sys
+
+from typer.testing import CliRunner
+
+from searchengine.cli import app
+
+result = CliRunner().invoke(app, ["sync", "-d", sys.argv[1], "--precision", "fp32"])
+assert result.exit_code == 0, result.output
+loaded = [name for name in ("transformers", "torch") if name in sys.modules]
+assert not loaded, f"sync imported {loaded}: {result.output}"
+print(result.output)
+"""
+
+
+def test_a_sync_that_embeds_through_the_cached_export_loads_no_model(tmp_path: Path, tiny_model: Path) -> None:
+    """A changed file is embedded by the torch-free ONNX encoder where the Encoder would run the same export (fp32
+    on the CPU): a fresh `sync` imports neither torch nor transformers, and finds the new text."""
+    root = notes_folder(tmp_path / "notes")
+    index = tmp_path / "i"
+    assert run("index", root, "-d", index, "--model", tiny_model, "--precision", "fp32", "-q").exit_code == 0
+    (root / "garden.md").write_text("# Garden\n\nThe zeppelin landed on the lawn.\n", encoding="utf-8")
+    completed = subprocess.run(
+        [sys.executable, "-c", _SYNC_AN_EDIT, str(index)],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""},
+    )  # fmt: skip
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert "0 added, 1 updated, 0 removed" in completed.stdout
+    hits = json.loads(run("query", "zeppelin landed", "-d", index, "--json", "--mode", "dense", "-k", "1").output)
+    assert hits["hits"][0]["external_id"] == "garden.md"
 
 
 def test_sync_watch_picks_up_a_new_file(tmp_path: Path, tiny_model: Path) -> None:

@@ -311,15 +311,19 @@ loaded = [name for name in ("transformers", "torch") if name in sys.modules]
 assert not loaded, f"opening and changing the index imported {loaded}"
 assert engine.search("the cat sat on the mat", k=1)[0].text == "the cat sat on the mat"
 assert "transformers" not in sys.modules  # the query ran the model's cached ONNX export
-engine.add(["a new text about the weather"])
-assert "transformers" in sys.modules  # adding documents loads the model
+engine.add(["a new text about the weather"])  # embedded through the same cached export
+assert "transformers" not in sys.modules and "torch" not in sys.modules
+assert engine.search("a new text about the weather", k=1, mode="dense")[0].score > 0.999
+torch_engine = SearchEngine.open(sys.argv[1], speed=EncoderSpeed(precision="fp32", backend="torch"))
+torch_engine.add(["another text about the sea"])
+assert "transformers" in sys.modules  # adding documents where torch embeds loads the model
 """
 
 
 def test_opening_loads_no_model_until_something_encodes(tmp_path: Path, tiny_model: Path, sentences: list[str]) -> None:
     """In a fresh process: open, inspect, mine, cluster, delete and compact import neither transformers nor torch
-    (so no transformer is built); nor does a search, served by the cached ONNX export; adding documents loads the
-    model."""
+    (so no transformer is built); nor does a search, served by the cached ONNX export, nor an add that the export
+    embeds as the Encoder would; an add that torch embeds loads the model."""
     import subprocess
     import sys
 
