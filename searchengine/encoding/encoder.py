@@ -17,7 +17,7 @@ from searchengine.encoding.model_source import ModelSource, Pooling, locate_mode
 from searchengine.encoding.model_transforms import apply_transforms, load_transforms, output_dimension
 from searchengine.encoding.padding import padded
 from searchengine.encoding.passage_headings import Headings, fit_headings
-from searchengine.encoding.passages import Span, Structure, passage_spans
+from searchengine.encoding.passages import Span, Structure, check_window, passage_spans
 from searchengine.encoding.pooling import NEEDS_ALL_LAYERS, pool
 from searchengine.encoding.precision import BULK_TEXTS, Precision, apply_precision, bulk_precision
 from searchengine.encoding.prompt_pooling import PromptPooling
@@ -202,9 +202,7 @@ class Encoder:
         one per text; at most `text_tokens`, to fit the model), consecutive ones sharing up to `overlap`, or cut
         along the text's structure where one is given (searchengine.encoding.passages): one span, the whole text,
         when it fits."""
-        longest = tokens if isinstance(tokens, int) else max(tokens, default=0)
-        if longest > self.text_tokens:
-            raise SearchEngineError(f"passages of {longest} tokens do not fit this model's {self.text_tokens}")
+        check_window(tokens, self.text_tokens)
         spans: list[list[Span]] = []
         for part in _slices(texts):  # the lock per slice: see TOKENIZE_SLICE
             with self._lock:

@@ -24,10 +24,9 @@ from typing import Any
 from searchengine.encoding.model_source import ModelSource
 from searchengine.encoding.onnx_query_encoder import OnnxQueryEncoder, onnx_precision, onnx_query_encoder
 from searchengine.encoding.passage_headings import Headings, fit_headings
-from searchengine.encoding.passages import Span, Structure, passage_spans
+from searchengine.encoding.passages import Span, Structure, check_window, passage_spans
 from searchengine.encoding.precision import bulk_precision
 from searchengine.encoding.speed import EncoderSpeed
-from searchengine.errors import SearchEngineError
 
 NVIDIA_DEVICES = Path("/proc/driver/nvidia/gpus")
 """Where the NVIDIA driver lists the machine's GPUs: any there (unless CUDA_VISIBLE_DEVICES hides them all) and
@@ -87,9 +86,7 @@ class OnnxDocumentEncoder(OnnxQueryEncoder):
         structures: Sequence[Structure | None] | None = None,
     ) -> list[list[Span]]:
         """As Encoder.passage_spans: each text's passages of at most `tokens` tokens."""
-        longest = tokens if isinstance(tokens, int) else max(tokens, default=0)
-        if longest > self.text_tokens:
-            raise SearchEngineError(f"passages of {longest} tokens do not fit this model's {self.text_tokens}")
+        check_window(tokens, self.text_tokens)
         return passage_spans(self._untruncated, texts, tokens, overlap, structures)
 
     def fit_headings(

@@ -52,6 +52,13 @@ def check_overlap(tokens: int, overlap: int) -> None:
         )
 
 
+def check_window(tokens: int | Sequence[int], text_tokens: int) -> None:
+    """Refuse passage windows longer than the `text_tokens` of text one vector of the model holds."""
+    longest = tokens if isinstance(tokens, int) else max(tokens, default=0)
+    if longest > text_tokens:
+        raise SearchEngineError(f"passages of {longest} tokens do not fit this model's {text_tokens}")
+
+
 Structure = tuple[Sequence[int], Sequence[int]]
 """A text's block starts and section starts (characters), from its file's extractor (searchengine/reading)."""
 
