@@ -59,8 +59,7 @@ class OnnxDocumentEncoder(OnnxQueryEncoder):
     """The torch-free query encoder, with what adding documents needs of the Encoder."""
 
     def __init__(self, source: ModelSource, session: Any, fingerprint: str) -> None:  # noqa: ANN401
-        super().__init__(source, session)
-        self.fingerprint = fingerprint
+        super().__init__(source, session, fingerprint)
         self.truncated = 0
         """Texts cut to the model's limit so far (as Encoder.truncated)."""
         self._untruncated = TokenizerCall(self.tokenizer)
@@ -69,14 +68,6 @@ class OnnxDocumentEncoder(OnnxQueryEncoder):
         )
         self.text_tokens: int = self.max_seq_length - specials
         """Tokens of text one vector holds (as Encoder.text_tokens)."""
-
-    @property
-    def name(self) -> str:
-        return self.source.name
-
-    @property
-    def pooling(self) -> str:
-        return self.source.pooling
 
     def passage_spans(
         self,
@@ -123,5 +114,4 @@ def onnx_document_encoder(
         return None
     if bulk_precision((speed.precision, speed.backend), (precision, "onnx"), "cpu") is not None:
         return None
-    light = onnx_query_encoder(source, fingerprint, speed)
-    return None if light is None else OnnxDocumentEncoder(source, light.session, fingerprint)
+    return onnx_query_encoder(source, fingerprint, speed, OnnxDocumentEncoder)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -32,12 +32,14 @@ NO_LIMIT = 1_000_000
 class OnnxQueryEncoder:
     """Encodes texts as the Encoder would with the ONNX backend, from its cached export, without torch."""
 
-    def __init__(self, source: ModelSource, session: Any, batch_size: int = 64) -> None:  # noqa: ANN401
+    def __init__(self, source: ModelSource, session: Any, fingerprint: str, batch_size: int = 64) -> None:  # noqa: ANN401
         from tokenizers import Tokenizer
 
         folder = source.transformer_path
         self.source = source
         self.session = session
+        self.fingerprint = fingerprint
+        """The model's fingerprint (ModelSource.fingerprint), which names its cached export."""
         self.batch_size = batch_size
         self.input_names = [node.name for node in session.get_inputs()]
         tokenizer_config = _read_optional_json(folder / "tokenizer_config.json")
@@ -96,6 +98,10 @@ class OnnxQueryEncoder:
         return vectors
 
 
+Light = TypeVar("Light", bound=OnnxQueryEncoder)
+"""OnnxQueryEncoder or a subclass (searchengine.encoding.onnx_document_encoder), which onnx_query_encoder makes."""
+
+
 def pool_last_layer(mode: str, last: np.ndarray, attention_mask: np.ndarray) -> np.ndarray:
     """searchengine.encoding.pooling.pool in numpy, for the last-layer modes: (batch, seq, dim) -> (batch, dim)."""
     mask = attention_mask[:, :, None].astype(last.dtype)
@@ -127,12 +133,13 @@ def onnx_precision(source: ModelSource, speed: EncoderSpeed | None = None) -> st
 
 
 def onnx_query_encoder(
-    source: ModelSource, fingerprint: str, speed: EncoderSpeed | None = None
-) -> OnnxQueryEncoder | None:
+    source: ModelSource, fingerprint: str, speed: EncoderSpeed | None = None, kind: type[Light] = OnnxQueryEncoder
+) -> Light | None:
     """The torch-free encoder of `source` (whose fingerprint is `fingerprint`) when the Encoder with `speed` would
     run it on the CPU through an ONNX export that is already cached and loads; None when anything else is needed
     (torch or a GPU for this precision, an export still to make, a pooling or module only torch computes), so the
-    caller loads the Encoder, which also gives any error the user should see."""
+    caller loads the Encoder, which also gives any error the user should see. `kind`: the class made around the
+    export's session (OnnxDocumentEncoder, for writes)."""
     precision = onnx_precision(source, speed)
     identity = {"fingerprint": fingerprint, "precision": precision, "opset": OPSET}
     if precision is None or not cached_export_is_valid(export_path(fingerprint, precision), identity):
@@ -145,7 +152,7 @@ def onnx_query_encoder(
     inputs = {node.name for node in session.get_inputs()}
     if "last_hidden_state" not in outputs or not inputs <= {"input_ids", "attention_mask", "token_type_ids"}:
         return None
-    return OnnxQueryEncoder(source, session)
+    return kind(source, session, fingerprint)
 
 
 def _read_optional_json(path: Path) -> dict:
