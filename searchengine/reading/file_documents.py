@@ -60,7 +60,8 @@ def read_files(
     known: dict[str, FileFacts] | None = None,
     fields: JsonFields = JsonFields(),
 ) -> Iterator[Document]:
-    """The documents of the files under `roots`, ids relative to `base`; skips go to `report.skipped`. A file
+    """The documents of the files under `roots`, ids relative to `base` and sources the files' absolute paths
+    (so a document's source does not depend on the folder `index` or `sync` ran in); skips go to `report.skipped`. A file
     whose path is in `known` with the same size and modification time is left out and counted as unchanged; one
     with the same sha256 is counted as unchanged too and given again, with its new facts (`report.refreshed`).
     `fields` name the text, title and id fields of the records of .jsonl and .csv files."""
@@ -137,7 +138,7 @@ def _read_one(
         return [
             Document(
                 text,
-                str(found.path),
+                facts["file"],
                 None,
                 {**own, **facts},
                 found.shown,
@@ -201,7 +202,7 @@ def _records(found: Found, data: bytes, fields: JsonFields, facts: dict) -> list
         documents.append(
             Document(
                 document.text,
-                str(found.path),
+                facts["file"],
                 document.line,
                 metadata,
                 f"{found.shown}#{record_id}",
@@ -224,7 +225,7 @@ def _pages(found: Found, extracted: Extracted, metadata: dict) -> Iterator[Docum
         blocks = tuple(block - start for block in extracted.blocks if start <= block < end)
         yield Document(
             page,
-            str(found.path),
+            metadata["file"],
             None,
             {**metadata, "page": number, "sections": [[0, label]]},
             f"{found.shown}#{number}",

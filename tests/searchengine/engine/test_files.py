@@ -57,6 +57,21 @@ def test_sync_embeds_changed_and_new_files_removes_deleted_ones_and_keeps_the_re
     assert len(engine) == 5  # garden.md, the PDF's two pages, new.md, todo.txt; bike.html gone
 
 
+def test_sources_are_absolute_paths_before_and_after_a_sync_of_a_folder_named_relatively(
+    tmp_path: Path, tiny_encoder: Encoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    notes_folder(tmp_path / "notes")
+    monkeypatch.chdir(tmp_path)
+    engine = _build(Path("notes"), tmp_path / "index", tiny_encoder)
+    (tmp_path / "notes" / "todo.txt").write_text("Buy a ticket for the plane.\n", encoding="utf-8")
+    assert sync_index(engine).updated == ["todo.txt"]
+    hits = engine.search("the", k=50, mode="keyword")
+    assert {hit.source for hit in hits} == {hit.metadata["file"] for hit in hits}
+    assert all(Path(hit.source).is_absolute() for hit in hits)
+    [edited] = engine.search("plane", k=1, mode="keyword", where=[f"source={tmp_path / 'notes' / 'todo.txt'}"])
+    assert edited.external_id == "todo.txt"
+
+
 def test_sync_keeps_the_document_of_a_file_it_cannot_read_now(tmp_path: Path, tiny_encoder: Encoder) -> None:
     root = notes_folder(tmp_path / "notes")
     engine = _build(root, tmp_path / "index", tiny_encoder)
