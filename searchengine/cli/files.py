@@ -70,10 +70,11 @@ def check_files_read(report: FileReport, documents: list[Document], roots: list[
 def add_files(
     engine: SearchEngine, roots: list[Path], rules: FileRules, strict: bool, progress: bool, fields: JsonFields
 ) -> FileReport:
-    """Add the files under `roots` to an index (a file already in it is replaced), and record the new folders so
-    `sync` reads them too. Records of .jsonl and .csv files are read with the fields the index recorded: `fields`
-    other than the defaults must be the same, since `sync` reads them again that way."""
-    from searchengine.engine.files import add_roots, read_paths, recorded_fields
+    """Add the files under `roots` to an index (a file already in it is replaced: the pages and records it no
+    longer has are deleted), and record the new folders so `sync` reads them too. Records of .jsonl and .csv
+    files are read with the fields the index recorded: `fields` other than the defaults must be the same, since
+    `sync` reads them again that way."""
+    from searchengine.engine.files import add_roots, dropped_ids, ids_by_path, read_paths, recorded_fields
     from searchengine.reading.corpus import JsonFields
 
     reading, base = add_roots(engine.reading(), roots, rules)
@@ -89,7 +90,10 @@ def add_files(
         )
     documents, report = read_paths(roots, rules, base, progress=progress, fields=recorded)
     check_files_read(report, documents, roots, strict)
-    engine.add(documents, progress=progress, reading=reading)
+    dropped = dropped_ids(documents, ids_by_path(engine))
+    engine.add(documents, progress=progress, reading=reading, merge=not dropped)
+    if dropped:
+        engine.delete(external_ids=dropped)
     return report
 
 

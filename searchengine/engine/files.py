@@ -226,9 +226,7 @@ def sync_index(engine: SearchEngine, roots: Sequence[Path] | None = None, progre
         )
     )
     removed_ids = [identifier for path in report.removed for identifier in sorted(ids_of[path])]
-    removed_ids += [  # pages a changed file no longer has
-        identifier for path, ids in new_ids.items() for identifier in sorted(ids_of.get(path, set()) - ids)
-    ]
+    removed_ids += dropped_ids(documents, ids_of)
     if documents:
         step = time.perf_counter()
         engine.add(documents, progress=progress, merge=False)
@@ -241,6 +239,25 @@ def sync_index(engine: SearchEngine, roots: Sequence[Path] | None = None, progre
         engine.merge()
     report.seconds = time.perf_counter() - started
     return report
+
+
+def ids_by_path(engine: SearchEngine) -> dict[str, set[str]]:
+    """The ids of the stored documents read from each file, by the file's path (as its documents record it)."""
+    ids_of: dict[str, set[str]] = {}
+    for identifier, (path,) in engine.metadata_by_external_id(("path",)).items():
+        if isinstance(path, str):
+            ids_of.setdefault(path, set()).add(identifier)
+    return ids_of
+
+
+def dropped_ids(documents: Sequence[Document], ids_of: dict[str, set[str]]) -> list[str]:
+    """The stored ids (`ids_of`, by file path) of the files `documents` were read from again that those files no
+    longer yield: the pages a PDF lost, the records a .jsonl or .csv lost. Adding `documents` replaces the rest."""
+    new_ids: dict[str, set[str]] = {}
+    for document in documents:
+        if document.external_id is not None and isinstance(document.metadata.get("path"), str):
+            new_ids.setdefault(document.metadata["path"], set()).add(document.external_id)
+    return [identifier for path, ids in new_ids.items() for identifier in sorted(ids_of.get(path, set()) - ids)]
 
 
 def _chosen_roots(recorded: list[dict[str, Any]], asked: Sequence[Path] | None) -> list[tuple[dict[str, Any], Path]]:

@@ -9,8 +9,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from searchengine import SearchEngine
 from tests.searchengine.cli.test_cli import assert_one_line_error, run
-from tests.searchengine.reading.made_files import encrypted_pdf, notes_folder
+from tests.searchengine.reading.made_files import encrypted_pdf, notes_folder, pdf_bytes
 
 
 def test_index_a_folder_says_what_it_read_and_skipped(tmp_path: Path, tiny_model: Path) -> None:
@@ -321,3 +322,20 @@ def test_passage_headings_are_on_unless_turned_off_and_append_keeps_them(tmp_pat
         run("index", root, "-d", tmp_path / "off", "--append", "--passage-headings"),
         "--passage-headings/--no-passage-headings",
     )
+
+
+def test_add_of_a_file_that_lost_records_or_pages_drops_them(tmp_path: Path, tiny_model: Path) -> None:
+    root = notes_folder(tmp_path / "notes")
+    index = tmp_path / "i"
+    (root / "facts.jsonl").write_text('{"text": "Beetroot stains."}\n{"text": "Kale is bitter."}\n', "utf-8")
+    assert run("index", root, "-d", index, "--model", tiny_model).exit_code == 0
+    (root / "facts.jsonl").write_text('{"text": "Beetroot stains the board."}\n', "utf-8")
+    (root / "guides" / "manual.pdf").write_bytes(pdf_bytes(["Preheat the oven."]))
+    result = run("add", root / "facts.jsonl", root / "guides" / "manual.pdf", "-d", index)
+    assert result.exit_code == 0, result.output
+    engine = SearchEngine.open(index)
+    ids = set(engine.external_ids())
+    engine.close()
+    assert {"facts.jsonl#1", "guides/manual.pdf#1"} <= ids
+    assert not {"facts.jsonl#2", "guides/manual.pdf#2"} & ids  # as a fresh index (and `sync`) would have it
+    assert "0 added, 0 updated, 0 removed" in run("sync", "-d", index).output
