@@ -23,7 +23,7 @@ from searchengine.indexer.store import Document
 from searchengine.reading.corpus import STDIN, JsonFields
 from searchengine.reading.file_documents import FileFacts, FileReport, read_files
 from searchengine.reading.file_rules import FileRules
-from searchengine.reading.walk import Skipped, common_base, shown_path
+from searchengine.reading.walk import Skipped, absolute_path, common_base, shown_path
 
 if TYPE_CHECKING:
     from searchengine.engine.search_engine import SearchEngine
@@ -37,7 +37,7 @@ def source_name(source: object) -> str | None:
     """How the record names an input: a file's absolute path, "-" for standard input, None for texts given in
     Python (nothing to compare a later build with)."""
     if isinstance(source, (str, Path)):
-        return STDIN if str(source) == STDIN else str(Path(source).absolute())
+        return STDIN if str(source) == STDIN else str(absolute_path(Path(source)))
     return None
 
 
@@ -52,7 +52,7 @@ def fields_record(fields: JsonFields, corpus: object) -> dict[str, Any]:
 
 def root_record(root: Path, rules: FileRules) -> dict[str, Any]:
     """One folder (or file) an index reads, with the rules it was given."""
-    return {"path": str(root.absolute()), "kind": "folder" if root.is_dir() else "file", "rules": rules.as_json()}
+    return {"path": str(absolute_path(root)), "kind": "folder" if root.is_dir() else "file", "rules": rules.as_json()}
 
 
 def files_record(
@@ -62,8 +62,8 @@ def files_record(
     .csv records)."""
     return {
         "fields": {"text": fields.text, "title": fields.title, "id": fields.id},
-        "sources": [str(root.absolute()) for root in roots],
-        "files": {"base": str(base.absolute()), "roots": [root_record(root, rules) for root in roots]},
+        "sources": [str(absolute_path(root)) for root in roots],
+        "files": {"base": str(absolute_path(base)), "roots": [root_record(root, rules) for root in roots]},
     }
 
 
@@ -75,7 +75,7 @@ def add_roots(reading: dict[str, Any], roots: Sequence[Path], rules: FileRules) 
     base = Path(files["base"]) if files.get("base") else common_base(roots)
     recorded = [dict(root) for root in files.get("roots", []) if isinstance(root, dict)]
     known = {root.get("path") for root in recorded}
-    recorded += [root_record(root, rules) for root in roots if str(root.absolute()) not in known]
+    recorded += [root_record(root, rules) for root in roots if str(absolute_path(root)) not in known]
     sources = list(reading.get("sources") or [])
     sources += [root["path"] for root in recorded if root["path"] not in sources]
     fields = reading.get("fields") or {"text": "text", "title": None, "id": None}
@@ -121,9 +121,14 @@ def inside_folders_read(reading: dict[str, Any], paths: Sequence[Path]) -> bool:
     files = reading.get("files")
     if not isinstance(files, dict):
         return False
-    folders = [Path(root["path"]) for root in files.get("roots", []) if isinstance(root, dict) and root.get("path")]
+    folders = [
+        absolute_path(Path(root["path"]))
+        for root in files.get("roots", [])
+        if isinstance(root, dict) and root.get("path")
+    ]
     return bool(paths) and all(
-        str(path) != STDIN and any(_under(str(Path(path).absolute()), folder) for folder in folders) for path in paths
+        str(path) != STDIN and any(_under(str(absolute_path(Path(path))), folder) for folder in folders)
+        for path in paths
     )
 
 
@@ -264,7 +269,9 @@ def _chosen_roots(recorded: list[dict[str, Any]], asked: Sequence[Path] | None) 
     """The recorded roots to sync, each with the path to read: all of them, or the ones `asked` names (a path
     inside a recorded folder reads that part of it, with the folder's rules). A recorded folder that is gone is
     one error naming the fix."""
-    roots = [(root, Path(root["path"])) for root in recorded if isinstance(root, dict) and root.get("path")]
+    roots = [
+        (root, absolute_path(Path(root["path"]))) for root in recorded if isinstance(root, dict) and root.get("path")
+    ]
     for root, path in roots:
         if root.get("kind") != "file" and not path.exists() and not asked:
             raise SearchEngineError(
@@ -274,7 +281,7 @@ def _chosen_roots(recorded: list[dict[str, Any]], asked: Sequence[Path] | None) 
     if not asked:
         return roots
     chosen = []
-    for path in (Path(name).absolute() for name in asked):
+    for path in (absolute_path(Path(name)) for name in asked):
         owner = next((root for root, folder in roots if path == folder or folder in path.parents), None)
         if owner is None:
             raise SearchEngineError(

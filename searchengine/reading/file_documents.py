@@ -21,7 +21,7 @@ from searchengine.reading.file_rules import FileRules
 from searchengine.reading.formats import extractor_of, format_of, is_gzipped, reads_records, unzipped_name
 from searchengine.reading.names import printable
 from searchengine.reading.records import records
-from searchengine.reading.walk import Found, Skipped, find_files
+from searchengine.reading.walk import Found, Skipped, absolute_path, find_files
 
 FILE_FIELDS = ("path", "file", "format", "title", "sections", "page", "record", "size", "mtime_ns", "sha256")
 """Metadata every document read from a file has; the file's own fields (front matter, a record's fields) never
@@ -112,7 +112,7 @@ def _read_one(
         report.refreshed.add(found.shown)
     facts = {
         "path": found.shown,
-        "file": str(found.path.absolute()),
+        "file": str(absolute_path(found.path)),
         "format": format_of(found.path),
         "size": after.st_size,
         "mtime_ns": after.st_mtime_ns,

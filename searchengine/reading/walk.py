@@ -53,17 +53,24 @@ def matches(relative: str, patterns: Sequence[str]) -> bool:
     return False
 
 
+def absolute_path(path: Path) -> Path:
+    """`path` made absolute, with each `..` resolved as the system resolves it (through a symlinked folder to its
+    target's parent), so that `notes/../notes` and `notes` name one folder and its files have one source. A path
+    without `..` keeps its symlinks: a document's source is the path the user named."""
+    return path.resolve() if ".." in path.parts else path.absolute()
+
+
 def common_base(roots: Sequence[Path]) -> Path:
     """The folder documents' paths are relative to: the folder itself for one folder, a file's own folder for one
     file, else the deepest folder holding every path given."""
-    resolved = [root.absolute() for root in roots]
+    resolved = [absolute_path(root) for root in roots]
     folders = [root if root.is_dir() else root.parent for root in resolved]
     return Path(os.path.commonpath(folders)) if len(folders) > 1 else folders[0]
 
 
 def shown_path(path: Path, base: Path) -> str:
     """`path` relative to `base`, with forward slashes: a document's id and what hits show."""
-    return Path(os.path.relpath(path.absolute(), base)).as_posix()
+    return Path(os.path.relpath(absolute_path(path), base)).as_posix()
 
 
 def check_root(root: Path) -> None:

@@ -339,3 +339,18 @@ def test_add_of_a_file_that_lost_records_or_pages_drops_them(tmp_path: Path, tin
     assert {"facts.jsonl#1", "guides/manual.pdf#1"} <= ids
     assert not {"facts.jsonl#2", "guides/manual.pdf#2"} & ids  # as a fresh index (and `sync`) would have it
     assert "0 added, 0 updated, 0 removed" in run("sync", "-d", index).output
+
+
+def test_a_folder_named_through_dot_dot_is_one_folder_with_its_plain_name(tmp_path: Path, tiny_model: Path) -> None:
+    root = notes_folder(tmp_path / "notes")
+    index = tmp_path / "i"
+    assert run("index", tmp_path / "notes" / ".." / "notes", "-d", index, "--model", tiny_model).exit_code == 0
+    result = run("sync", root, "-d", index)
+    assert result.exit_code == 0 and "0 added, 0 updated, 0 removed" in result.output, result.output
+    (root / "new.jsonl").write_text('{"text": "Beetroot stains the board."}\n', "utf-8")
+    assert run("add", root / "new.jsonl", "-d", index).exit_code == 0  # read as `sync` reads it, not as a corpus
+    assert "0 added, 0 updated, 0 removed" in run("sync", "-d", index).output
+    engine = SearchEngine.open(index)
+    sources = {document.source for document in engine.documents(["path=new.jsonl"])}
+    engine.close()
+    assert sources == {str(root / "new.jsonl")}
