@@ -91,9 +91,9 @@ def add_files(
     documents, report = read_paths(roots, rules, base, progress=progress, fields=recorded)
     check_files_read(report, documents, roots, strict)
     dropped = dropped_ids(documents, ids_by_path(engine))
-    engine.add(documents, progress=progress, reading=reading, merge=not dropped)
-    if dropped:
-        engine.delete(external_ids=dropped)
+    if dropped:  # before the add, as sync does: killed between the two, the file's old facts make sync read it again
+        engine.delete(external_ids=dropped, merge=False)
+    engine.add(documents, progress=progress, reading=reading)
     return report
 
 

@@ -232,14 +232,15 @@ def sync_index(engine: SearchEngine, roots: Sequence[Path] | None = None, progre
     )
     removed_ids = [identifier for path in report.removed for identifier in sorted(ids_of[path])]
     removed_ids += dropped_ids(documents, ids_of)
+    if removed_ids:  # first: killed before the add, the changed files still have their old facts, so they are read
+        # again next time; killed after the add, the pages and records they lost would never be found again
+        step = time.perf_counter()
+        engine.delete(external_ids=removed_ids, merge=False)
+        report.stages["removing"] = time.perf_counter() - step
     if documents:
         step = time.perf_counter()
         engine.add(documents, progress=progress, merge=False)
         report.stages["adding"] = time.perf_counter() - step
-    if removed_ids:
-        step = time.perf_counter()
-        engine.delete(external_ids=removed_ids, merge=False)
-        report.stages["removing"] = time.perf_counter() - step
     if documents or removed_ids:
         engine.merge()
     report.seconds = time.perf_counter() - started

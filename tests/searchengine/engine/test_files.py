@@ -14,7 +14,7 @@ from searchengine.engine.files import check_replacing, files_record, read_paths,
 from searchengine.engine.search_engine import SearchEngine
 from searchengine.errors import SearchEngineError
 from searchengine.reading.file_rules import FileRules
-from tests.searchengine.reading.made_files import notes_folder
+from tests.searchengine.reading.made_files import notes_folder, pdf_bytes
 
 
 def _build(root: Path, index: Path, encoder: Encoder) -> SearchEngine:
@@ -135,3 +135,33 @@ def test_sync_of_a_pdf_that_lost_a_page_removes_that_page(tmp_path: Path, tiny_e
         "guides/manual.pdf#2",
     }
     assert pages == {"guides/manual.pdf#1"} and len(engine) == 4
+
+
+class Killed(BaseException):
+    """A kill -9 between two commits, in a test: nothing after it runs."""
+
+
+def test_a_sync_killed_after_its_first_commit_converges_on_the_next(
+    tmp_path: Path, tiny_encoder: Encoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import searchengine.indexer.live_write as live_write
+
+    root = notes_folder(tmp_path / "notes")
+    (root / "facts.jsonl").write_text('{"text": "Beetroot stains."}\n{"text": "Kale is bitter."}\n', "utf-8")
+    engine = _build(root, tmp_path / "index", tiny_encoder)
+    (root / "facts.jsonl").write_text('{"text": "Beetroot stains the board."}\n', "utf-8")
+    (root / "guides" / "manual.pdf").write_bytes(pdf_bytes(["Preheat the oven."]))
+    (root / "todo.txt").unlink()
+
+    def crash_point(step: str) -> None:
+        if step == "after-commit":
+            raise Killed
+
+    monkeypatch.setattr(live_write, "crash_point", crash_point)
+    with pytest.raises(Killed):
+        sync_index(engine)
+    monkeypatch.undo()
+    engine.close()
+    engine = SearchEngine.open(tmp_path / "index", encoder=tiny_encoder)
+    sync_index(engine)
+    assert sorted(engine.external_ids()) == ["facts.jsonl#1", "garden.md", "guides/bike.html", "guides/manual.pdf#1"]
