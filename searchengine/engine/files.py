@@ -140,17 +140,19 @@ def read_paths(
     progress: bool = False,
     report: FileReport | None = None,
     fields: JsonFields = JsonFields(),
+    globs_from: Path | None = None,
 ) -> tuple[list[Document], FileReport]:
     """The documents of the files under `roots` (ids relative to `base`, by default the roots' common folder) and
     what reading them found (added to `report` when given); files in `known` whose facts match are left out as
-    unchanged. `fields` name the text, title and id fields of .jsonl and .csv records."""
+    unchanged. `fields` name the text, title and id fields of .jsonl and .csv records; the globs of `rules`
+    match paths relative to `globs_from` (the folder given them, when `roots` are parts of it), else to each root."""
     from tqdm import tqdm
 
     report = FileReport() if report is None else report
     base = common_base(roots) if base is None else base
     documents = []
     with tqdm(desc="Reading files", unit=" files", disable=not progress, delay=1.0, leave=False) as bar:
-        for document in read_files(roots, base, rules, report, known, fields):
+        for document in read_files(roots, base, rules, report, known, fields, globs_from):
             documents.append(document)
             bar.update()
     return documents, report
@@ -202,7 +204,8 @@ def sync_index(engine: SearchEngine, roots: Sequence[Path] | None = None, progre
         if root["kind"] == "file" and not path.exists():
             continue  # a file named when the index was built, deleted since: its documents go below
         found_before = len(report.files.seen)
-        read, _ = read_paths([path], _rules(root), base, known, progress, report.files, fields)
+        folder = absolute_path(Path(root["path"]))  # its globs match inside it, whatever part of it is read
+        read, _ = read_paths([path], _rules(root), base, known, progress, report.files, fields, folder)
         documents += read
         under = [shown for shown, location in located.items() if _under(location, path)]
         if len(report.files.seen) == found_before and under and not report.files.seen.intersection(under):

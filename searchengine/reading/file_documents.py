@@ -59,13 +59,15 @@ def read_files(
     report: FileReport,
     known: dict[str, FileFacts] | None = None,
     fields: JsonFields = JsonFields(),
+    globs_from: Path | None = None,
 ) -> Iterator[Document]:
     """The documents of the files under `roots`, ids relative to `base` and sources the files' absolute paths
     (so a document's source does not depend on the folder `index` or `sync` ran in); skips go to `report.skipped`. A file
     whose path is in `known` with the same size and modification time is left out and counted as unchanged; one
     with the same sha256 is counted as unchanged too and given again, with its new facts (`report.refreshed`).
-    `fields` name the text, title and id fields of the records of .jsonl and .csv files."""
-    for item in find_files(roots, base, rules.include, rules.exclude):
+    `fields` name the text, title and id fields of the records of .jsonl and .csv files; `globs_from` as in
+    find_files."""
+    for item in find_files(roots, base, rules.include, rules.exclude, globs_from):
         if isinstance(item, Skipped):
             report.skipped.append(item)
             continue

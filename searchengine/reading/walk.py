@@ -7,7 +7,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,14 +92,25 @@ def check_root(root: Path) -> None:
 
 
 def find_files(
-    roots: Sequence[Path], base: Path, include: Sequence[str] = (), exclude: Sequence[str] = ()
+    roots: Sequence[Path],
+    base: Path,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+    globs_from: Path | None = None,
 ) -> Iterator[Found | Skipped]:
     """Each file to read under `roots`, in name order, once even where roots overlap, or why one was left out.
-    A missing root is an error; a file named directly is read whatever the globs say."""
+    A missing root is an error; a file named directly is read whatever the globs say, unless it is part of
+    `globs_from`: the folder given the globs, when `roots` are parts of it (the globs then match paths relative to
+    it, else to each root)."""
     seen: set[str] = set()
     for root in roots:
         check_root(root)
-        items = [Found(root, shown_path(root, base))] if root.is_file() else _walk(root, base, include, exclude)
+        if not root.is_file():
+            items: Iterable[Found | Skipped] = _walk(root, base, include, exclude, globs_from or root)
+        elif globs_from in (None, root) or not _left_out(root.relative_to(globs_from).as_posix(), include, exclude):
+            items = [Found(root, shown_path(root, base))]
+        else:
+            items = []
         for item in items:
             if isinstance(item, Found):
                 if item.shown in seen:
@@ -108,7 +119,9 @@ def find_files(
             yield item
 
 
-def _walk(root: Path, base: Path, include: Sequence[str], exclude: Sequence[str]) -> Iterator[Found | Skipped]:
+def _walk(
+    root: Path, base: Path, include: Sequence[str], exclude: Sequence[str], globs_from: Path
+) -> Iterator[Found | Skipped]:
     folders_read: set[tuple[int, int]] = set()
     errors: list[OSError] = []
     for folder, folders, files in os.walk(root, followlinks=True, onerror=errors.append):
@@ -141,14 +154,18 @@ def _walk(root: Path, base: Path, include: Sequence[str], exclude: Sequence[str]
             path = here / name
             if name.startswith(".") or format_of(path) is None:
                 continue
-            relative = path.relative_to(root).as_posix()
-            if (include and not matches(relative, include)) or matches(relative, exclude):
+            if _left_out(path.relative_to(globs_from).as_posix(), include, exclude):
                 continue
             if not is_utf8(name):
                 yield Skipped(printable(shown_path(path, base)), "has a name that is not UTF-8; rename it", path)
                 continue
             yield Found(path, shown_path(path, base))
     yield from _unreadable(errors, root, base)
+
+
+def _left_out(relative: str, include: Sequence[str], exclude: Sequence[str]) -> bool:
+    """Whether the globs leave out a file (`relative`: its path inside the folder given them)."""
+    return bool(include and not matches(relative, include)) or matches(relative, exclude)
 
 
 def _unreadable(errors: list[OSError], root: Path, base: Path) -> Iterator[Skipped]:

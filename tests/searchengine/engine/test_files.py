@@ -165,3 +165,17 @@ def test_a_sync_killed_after_its_first_commit_converges_on_the_next(
     engine = SearchEngine.open(tmp_path / "index", encoder=tiny_encoder)
     sync_index(engine)
     assert sorted(engine.external_ids()) == ["facts.jsonl#1", "garden.md", "guides/bike.html", "guides/manual.pdf#1"]
+
+
+def test_a_sync_of_part_of_a_folder_keeps_the_folders_globs(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    root = notes_folder(tmp_path / "notes")
+    rules = FileRules(exclude=("guides/*",))
+    documents, _ = read_paths([root], rules)
+    engine = SearchEngine.build(
+        documents, tmp_path / "index", encoder=tiny_encoder, passages=True, reading=files_record([root], root, rules)
+    )
+    before = sorted(engine.external_ids())
+    report = sync_index(engine, [root / "guides"])  # "bike.html" is not excluded, "guides/bike.html" is
+    assert report.added == [] and sorted(engine.external_ids()) == before
+    assert sync_index(engine, [root / "guides" / "bike.html"]).added == []  # a file of it too
+    assert sorted(engine.external_ids()) == before
