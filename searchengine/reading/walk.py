@@ -4,6 +4,7 @@ loop is skipped and said), and only the suffixes an extractor reads (searchengin
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import os
 import stat
@@ -123,6 +124,10 @@ def _walk(
     root: Path, base: Path, include: Sequence[str], exclude: Sequence[str], globs_from: Path
 ) -> Iterator[Found | Skipped]:
     folders_read: set[tuple[int, int]] = set()
+    if globs_from != root:  # part of a folder: a link back to the folder is the loop it is when all of it is read
+        with contextlib.suppress(OSError):
+            folder = globs_from.stat()
+            folders_read.add((folder.st_dev, folder.st_ino))
     errors: list[OSError] = []
     for folder, folders, files in os.walk(root, followlinks=True, onerror=errors.append):
         yield from _unreadable(errors, root, base)

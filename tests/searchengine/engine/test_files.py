@@ -179,3 +179,14 @@ def test_a_sync_of_part_of_a_folder_keeps_the_folders_globs(tmp_path: Path, tiny
     assert report.added == [] and sorted(engine.external_ids()) == before
     assert sync_index(engine, [root / "guides" / "bike.html"]).added == []  # a file of it too
     assert sorted(engine.external_ids()) == before
+
+
+def test_a_sync_of_part_of_a_folder_reads_no_file_twice_through_a_link_to_the_folder(
+    tmp_path: Path, tiny_encoder: Encoder
+) -> None:
+    root = notes_folder(tmp_path / "notes")
+    (root / "guides" / "up").symlink_to("..")  # a loop when the folder is read, not when guides/ alone is
+    engine = _build(root, tmp_path / "index", tiny_encoder)
+    before = sorted(engine.external_ids())
+    assert sync_index(engine, [root / "guides"]).added == []  # not guides/up/garden.md, garden.md a second time
+    assert sorted(engine.external_ids()) == before
