@@ -288,9 +288,15 @@ def _chosen_roots(recorded: list[dict[str, Any]], asked: Sequence[Path] | None) 
     for path in (absolute_path(Path(name)) for name in asked):
         owner = next((root for root, folder in roots if path == folder or folder in path.parents), None)
         if owner is None:
+            gone = [str(folder) for _, folder in roots if not folder.exists()]
+            fix = (  # `add` would keep the moved folder's old documents beside its new ones
+                f"if {' or '.join(gone)} moved there, build the index again from it with `searchengine index {path} "
+                f"--replace`; else add it with `searchengine add {path}`"
+                if gone
+                else f"add it with `searchengine add {path}`"
+            )
             raise SearchEngineError(
-                f"{path} is not one of the folders this index reads ({', '.join(str(f) for _, f in roots)}); add it "
-                f"with `searchengine add {path}`"
+                f"{path} is not one of the folders this index reads ({', '.join(str(f) for _, f in roots)}); {fix}"
             )
         chosen.append((owner, path))
     return chosen

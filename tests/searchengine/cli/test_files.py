@@ -354,3 +354,13 @@ def test_a_folder_named_through_dot_dot_is_one_folder_with_its_plain_name(tmp_pa
     sources = {document.source for document in engine.documents(["path=new.jsonl"])}
     engine.close()
     assert sources == {str(root / "new.jsonl")}
+
+
+def test_syncing_a_moved_folder_by_its_new_name_says_to_index_it_again(tmp_path: Path, tiny_model: Path) -> None:
+    root = notes_folder(tmp_path / "notes")
+    index = tmp_path / "i"
+    assert run("index", root, "-d", index, "--model", tiny_model).exit_code == 0
+    root.rename(tmp_path / "moved")
+    assert_one_line_error(  # not `add` it, which would keep the old documents beside the new ones
+        run("sync", tmp_path / "moved", "-d", index), f"searchengine index {tmp_path / 'moved'} --replace"
+    )
