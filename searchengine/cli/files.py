@@ -74,9 +74,20 @@ def add_files(
     longer has are deleted), and record the new folders so `sync` reads them too. Records of .jsonl and .csv
     files are read with the fields the index recorded: `fields` other than the defaults must be the same, since
     `sync` reads them again that way."""
-    from searchengine.engine.files import add_roots, dropped_ids, ids_by_path, read_paths, recorded_fields
+    from searchengine.engine.files import (
+        add_roots,
+        as_recorded,
+        dropped_ids,
+        ids_by_path,
+        read_paths,
+        recorded_fields,
+        recorded_folders,
+    )
     from searchengine.reading.corpus import JsonFields
+    from searchengine.reading.walk import absolute_path
 
+    folders = recorded_folders(engine.reading())
+    roots = [as_recorded(absolute_path(root), folders) if folders else root for root in roots]
     reading, base = add_roots(engine.reading(), roots, rules)
     if len(engine) == 0:  # an empty index (one `index --append` has just made) reads records as it is told
         reading["fields"] = {"text": fields.text, "title": fields.title, "id": fields.id}

@@ -114,20 +114,40 @@ def is_file_input(paths: Sequence[str], whole: bool) -> bool:
     return paths[0] != STDIN and (path.is_dir() or format_of(path) not in (None, *CORPUS_FORMATS))
 
 
+def recorded_folders(reading: dict[str, Any]) -> list[Path]:
+    """The folders and files an index reads (`reading` its record), as absolute paths."""
+    files = reading.get("files")
+    if not isinstance(files, dict):
+        return []
+    roots = files.get("roots", [])
+    return [absolute_path(Path(root["path"])) for root in roots if isinstance(root, dict) and root.get("path")]
+
+
+def as_recorded(path: Path, folders: Sequence[Path]) -> Path:
+    """`path` (absolute) spelled through the recorded folder that holds it: a folder indexed as `link` (a symlink
+    to `notes`) and named now as `notes/x.md` gives `link/x.md`, so its documents keep their ids and sources.
+    `path` itself where a folder holds it by name, or none holds it."""
+    if any(path == folder or folder in path.parents for folder in folders):
+        return path
+    try:
+        real = path.resolve()
+        for folder in folders:
+            target = folder.resolve()
+            if real == target or target in real.parents:
+                return folder / real.relative_to(target)
+    except OSError:
+        pass
+    return path
+
+
 def inside_folders_read(reading: dict[str, Any], paths: Sequence[Path]) -> bool:
     """Whether every path lies in a folder the index reads by format (`reading` its record): a .txt, .jsonl or
     .csv there must be added as `sync` reads it (ids `path`, `path#LINE`), not as a corpus file, or `sync` adds
     it again."""
-    files = reading.get("files")
-    if not isinstance(files, dict):
-        return False
-    folders = [
-        absolute_path(Path(root["path"]))
-        for root in files.get("roots", [])
-        if isinstance(root, dict) and root.get("path")
-    ]
+    folders = recorded_folders(reading)
     return bool(paths) and all(
-        str(path) != STDIN and any(_under(str(absolute_path(Path(path))), folder) for folder in folders)
+        str(path) != STDIN
+        and any(_under(str(as_recorded(absolute_path(Path(path)), folders)), folder) for folder in folders)
         for path in paths
     )
 
@@ -285,7 +305,7 @@ def _chosen_roots(recorded: list[dict[str, Any]], asked: Sequence[Path] | None) 
     if not asked:
         return roots
     chosen = []
-    for path in (absolute_path(Path(name)) for name in asked):
+    for path in (as_recorded(absolute_path(Path(name)), [folder for _, folder in roots]) for name in asked):
         owner = next((root for root, folder in roots if path == folder or folder in path.parents), None)
         if owner is None:
             gone = [str(folder) for _, folder in roots if not folder.exists()]

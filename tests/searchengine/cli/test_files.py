@@ -364,3 +364,21 @@ def test_syncing_a_moved_folder_by_its_new_name_says_to_index_it_again(tmp_path:
     assert_one_line_error(  # not `add` it, which would keep the old documents beside the new ones
         run("sync", tmp_path / "moved", "-d", index), f"searchengine index {tmp_path / 'moved'} --replace"
     )
+
+
+def test_a_folder_indexed_through_a_symlink_is_synced_and_added_to_by_its_real_name(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    root = notes_folder(tmp_path / "notes")
+    (tmp_path / "link").symlink_to(root)
+    index = tmp_path / "i"
+    assert run("index", tmp_path / "link", "-d", index, "--model", tiny_model).exit_code == 0
+    result = run("sync", root / "guides", "-d", index)
+    assert result.exit_code == 0 and "0 added, 0 updated, 0 removed" in result.output, result.output
+    (root / "new.jsonl").write_text('{"text": "Beetroot stains the board."}\n', "utf-8")
+    assert run("add", root / "new.jsonl", "-d", index).exit_code == 0  # read as the folder's, not as a corpus
+    assert "0 added, 0 updated, 0 removed" in run("sync", "-d", index).output
+    engine = SearchEngine.open(index)
+    sources = {document.source for document in engine.documents(["path=new.jsonl"])}
+    engine.close()
+    assert sources == {str(tmp_path / "link" / "new.jsonl")}  # the folder's name as indexed
