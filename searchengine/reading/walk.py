@@ -106,6 +106,7 @@ def find_files(
     seen: set[str] = set()
     for root in roots:
         check_root(root)
+        root = absolute_path(root) if ".." in root.parts else root  # a file's path has no `..`, nor two spellings
         if not root.is_file():
             items: Iterable[Found | Skipped] = _walk(root, base, include, exclude, globs_from or root)
         elif globs_from in (None, root) or not _left_out(root.relative_to(globs_from).as_posix(), include, exclude):

@@ -343,6 +343,7 @@ def test_add_of_a_file_that_lost_records_or_pages_drops_them(tmp_path: Path, tin
 
 def test_a_folder_named_through_dot_dot_is_one_folder_with_its_plain_name(tmp_path: Path, tiny_model: Path) -> None:
     root = notes_folder(tmp_path / "notes")
+    (root / "aliases").symlink_to("guides")  # its files keep their names through the link
     index = tmp_path / "i"
     assert run("index", tmp_path / "notes" / ".." / "notes", "-d", index, "--model", tiny_model).exit_code == 0
     result = run("sync", root, "-d", index)
