@@ -36,6 +36,11 @@ class Skipped:
     keeps: bool = True
 
 
+ALREADY_READ = "is a folder already read through another path (a symlink loop, or a link to a folder beside it)"
+"""Why a folder reached twice is left out. Of a folder and a symlink to it side by side, the folder is read and the
+link is left out, whichever name sorts first."""
+
+
 def matches(relative: str, patterns: Sequence[str]) -> bool:
     """True when one of the glob patterns matches the path inside the folder given (`relative`), its file name,
     or one of its folders' names: `*.md`, `**/*.md` (top-level files too), `drafts`, `drafts/` and `drafts/*`
@@ -141,13 +146,11 @@ def _walk(
             continue
         if (identity.st_dev, identity.st_ino) in folders_read:
             folders[:] = []
-            yield Skipped(
-                printable(shown_path(here, base)), "is a symlink loop (a folder already read); left out", here
-            )
+            yield Skipped(printable(shown_path(here, base)), f"{ALREADY_READ}; left out", here)
             continue
         folders_read.add((identity.st_dev, identity.st_ino))
         kept = []
-        for name in sorted(folders):
+        for name in sorted(folders, key=lambda name: ((here / name).is_symlink(), name)):  # real folders first
             if name.startswith("."):
                 continue
             if not is_utf8(name):

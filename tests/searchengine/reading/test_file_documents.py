@@ -13,7 +13,7 @@ from searchengine.errors import SearchEngineError
 from searchengine.reading.corpus import JsonFields
 from searchengine.reading.file_documents import FileFacts, FileReport, read_files
 from searchengine.reading.file_rules import FileRules
-from searchengine.reading.walk import common_base
+from searchengine.reading.walk import ALREADY_READ, common_base
 from tests.searchengine.reading.made_files import encrypted_pdf, notes_folder, scanned_pdf
 
 
@@ -90,6 +90,16 @@ def test_bad_files_are_skipped_with_their_reasons_and_the_rest_is_read(tmp_path:
         "guides/manual.pdf#2",
         "todo.txt",
     ]
+
+
+def test_of_a_folder_and_a_link_to_it_side_by_side_the_folder_is_read_whichever_sorts_first(tmp_path: Path) -> None:
+    root = tmp_path / "notes"
+    (root / "zeta").mkdir(parents=True)
+    (root / "zeta" / "plan.md").write_text("# Plan\n\nWater the roses.\n", encoding="utf-8")
+    (root / "alias").symlink_to(root / "zeta")
+    documents, report = _read([root])
+    assert sorted(documents) == ["zeta/plan.md"]
+    assert [(skip.shown, skip.reason) for skip in report.skipped] == [("alias", f"{ALREADY_READ}; left out")]
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root can read files without read permission")
