@@ -28,6 +28,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from file_extractors import EXTRACTORS
 from file_search import (
     CORPORA,
     MODES,
@@ -45,14 +46,14 @@ HERE = Path(__file__).resolve().parent
 REFMAN = "refman.pdf"
 INDEXES = {
     "searchengine index DIR": ("folder-index-passage-headings", folder_hit_location),
-    "converter (pypdf, one JSON line per page, --passages)": (
-        "pypdf/index-passages",
-        lambda hit: line_location(hit.external_id, True),
-    ),
-    "converter (pypdf, one JSON line per page, no passages)": (
-        "pypdf/index-no_passages",
-        lambda hit: line_location(hit.external_id, True),
-    ),
+    **{
+        f"converter ({extractor}, one JSON line per page, {setting})": (
+            f"{extractor}/index-{folder}",
+            lambda hit: line_location(hit.external_id, True),
+        )
+        for extractor in EXTRACTORS["pdf"]
+        for setting, folder in (("--passages", "passages"), ("no passages", "no_passages"))
+    },
 }
 """The indexes of the r-manuals corpus that file_search.py --whole may have kept, by what they are."""
 
