@@ -76,9 +76,12 @@ def where_clause(filters: Sequence[Filter], kinds_of: FieldKinds) -> tuple[str, 
 
 
 def json_path(key: str) -> str:
-    """The JSON path of a top-level metadata key, refusing names that would need escaping."""
-    if not key or any(ch in key for ch in '"\\'):
-        raise IndexerError(f"field name {key!r} cannot be filtered on; use names without quotes or backslashes")
+    """The JSON path of a top-level metadata key, refusing names that would need escaping (SQLite ends a path at a
+    NUL, so that one too: it read as a broken path, reported as a corrupt store)."""
+    if not key or any(ch in key for ch in '"\\\x00'):
+        raise IndexerError(
+            f"field name {key!r} cannot be filtered on; use names without quotes, backslashes or NUL characters"
+        )
     return f'$."{key}"'
 
 

@@ -80,6 +80,8 @@ def test_a_field_name_with_spaces(store: DocumentStore) -> None:
         (Condition("tags", "=", ["pets"]), "has a value of type list"),
         (Condition("lang", "~", "en"), "unknown operator"),
         (Condition("colour", "=", "red"), "no document has a field 'colour'; fields: id"),
+        (Condition("la\x00ng", "=", "en"), "cannot be filtered on"),
+        (Condition("\x00", ">", 1), "cannot be filtered on"),
     ],
 )
 def test_conditions_that_cannot_mean_what_they_say_are_refused(
