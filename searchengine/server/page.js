@@ -72,6 +72,19 @@ function highlighted(text, highlight) {
   return nodes;
 }
 
+// The filter FIELD=VALUE that matches a metadata value as the server reads filters (searchengine.engine.filters):
+// a field name that is not one bare word in backticks (or double quotes), text in quotes so that "2004" stays
+// text and "cats or dogs" one value; null for the rare name or text that no quoting can carry.
+function filterFor(field, value) {
+  const quoted = (text, marks) => {
+    const mark = [...marks].find((candidate) => !text.includes(candidate));
+    return mark === undefined ? null : mark + text + mark;
+  };
+  const name = /^[^=!<>^\s`"']+$/.test(field) ? field : quoted(field, "`\"");
+  const shown = typeof value === "string" ? quoted(value, "\"'") : String(value);
+  return name === null || shown === null ? null : name + "=" + shown;
+}
+
 const FILE_FACTS = new Set(["path", "file", "format", "title", "sections", "page", "size", "mtime_ns", "sha256"]);
 
 function renderHit(hit, rank, mode) {
@@ -132,7 +145,8 @@ function renderHit(hit, rank, mode) {
       const shown = typeof value === "object" ? JSON.stringify(value) : String(value);
       chip.textContent = field + ": " + shown;
       chip.title = "Filter on " + field + "=" + shown;
-      if (typeof value !== "object") chip.onclick = () => { addFilter(field + "=" + shown); search(); };
+      const condition = typeof value === "object" ? null : filterFor(field, value);
+      if (condition !== null) chip.onclick = () => { addFilter(condition); search(); };
       chips.append(chip);
     }
     item.append(chips);

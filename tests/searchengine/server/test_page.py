@@ -94,3 +94,19 @@ def test_a_file_hit_shows_its_title_and_page_and_no_file_facts(page, served: Ser
     assert first.locator(".title").inner_text() == "Baking manual"
     assert "manual.pdf#3" in first.locator(".meta").inner_text() and "page 3" in first.locator(".meta").inner_text()
     assert "sha256" not in first.inner_text() and "sections" not in first.inner_text()
+
+
+def test_a_chip_filters_on_its_field_and_value_whatever_they_hold(page, served: ServedIndex) -> None:  # noqa: ANN001
+    from searchengine.indexer.store import Document
+
+    odd = {"zip": "2004", "my field": "x", "note": "cats or dogs", "said": 'a "quote"', "empty": ""}
+    served.writer.submit(lambda engine: engine.add([Document("the violin case is open", metadata=odd)])).result()
+    for field in odd:
+        page.goto(page.url.split("?")[0] + "?q=violin&mode=keyword")
+        page.wait_for_selector("li.hit .chip")
+        page.locator("li.hit .chip", has_text=f"{field}: ").first.click()
+        page.wait_for_function(
+            "location.search.includes('where=') && !document.getElementById('status').textContent.startsWith('Search')"
+        )
+        assert page.inner_text("#status").startswith("1 results in"), (field, page.inner_text("#status"))
+        assert page.locator("li.hit .text").all_inner_texts() == ["the violin case is open"]
