@@ -12,6 +12,7 @@ import typer
 from searchengine.cli.errors import user_errors
 from searchengine.cli.options import IndexDirOption, json_option
 from searchengine.cli.wording import counted
+from searchengine.engine.document_ids import document_id
 from searchengine.errors import SearchEngineError
 from searchengine.reading.file_rules import DEFAULT_MAX_MB
 
@@ -224,7 +225,7 @@ def delete(
         if external:
             deleted = engine.delete(external_ids=ids)
         else:
-            deleted = engine.delete(ids=[_document_id(value) for value in ids])
+            deleted = engine.delete(ids=[document_id(value, "use --external for your own ids") for value in ids])
         typer.echo(f"Deleted {counted(len(deleted), 'document')}; the index holds {counted(len(engine), 'document')}.")
         if len(engine.tombstones):
             one = len(engine.tombstones) == 1
@@ -233,13 +234,6 @@ def delete(
                 f"{'a tombstone' if one else 'tombstones'} until {'its segment merges' if one else 'their segments merge'}"
                 f"; {'it is' if one else 'they are'} never returned. `searchengine compact` reclaims the space now."
             )
-
-
-def _document_id(value: str) -> int:
-    try:
-        return int(value.removeprefix("#"))
-    except ValueError:
-        raise SearchEngineError(f"{value!r} is not a document id (a number); use --external for your own ids") from None
 
 
 def compact(index_dir: Path | None = IndexDirOption) -> None:

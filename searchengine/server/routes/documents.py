@@ -9,8 +9,8 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
 
+from searchengine.engine.document_ids import document_id as parse_document_id
 from searchengine.engine.search_engine import SearchEngine
-from searchengine.errors import SearchEngineError
 from searchengine.reading.corpus import JsonFields, document_from_record
 from searchengine.server.models import AddedOut, DeletedOut, DocumentsRequest
 from searchengine.server.served_index import ServedIndex
@@ -35,14 +35,14 @@ async def add_documents(index: Index, request: DocumentsRequest) -> dict[str, An
     return await _write_then_merge(index, add)
 
 
-@router.delete("/documents/{document_id}", response_model=DeletedOut)
+@router.delete("/documents/{document_id:path}", response_model=DeletedOut)  # a file's id is its path: a/b.md#2
 async def delete_document(
     index: Index,
     document_id: str,
     external: Annotated[bool, Query(description="The id is one given with id_field, not a number.")] = False,
 ) -> dict[str, Any]:
     """Delete one document by its id, or by its external id with ?external=true (`searchengine delete`)."""
-    ids = [] if external else [_document_id(document_id)]
+    ids = [] if external else [parse_document_id(document_id, "add ?external=true to delete by your own id")]
 
     def delete(engine: SearchEngine) -> dict[str, Any]:
         deleted = engine.delete(ids=ids, external_ids=[document_id] if external else [], merge=False)
@@ -56,12 +56,3 @@ async def _write_then_merge(index: ServedIndex, write: Callable[[SearchEngine], 
     result = await answer(index.writer.submit(write))
     index.writer.submit_background(lambda engine: engine.merge())
     return result
-
-
-def _document_id(value: str) -> int:
-    try:
-        return int(value.removeprefix("#"))
-    except ValueError:
-        raise SearchEngineError(
-            f"{value!r} is not a document id (a number); add ?external=true to delete by your own id"
-        ) from None

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from searchengine.engine.search_engine import SearchEngine
 from tests.searchengine.cli.test_cli import assert_one_line_error, run
 
 
@@ -125,3 +126,11 @@ def test_a_write_command_on_a_broken_index_changes_nothing(
     result = run(*[str(corpus) if part == "CORPUS" else part for part in command], "-d", whitened_index)
     assert_one_line_error(result, "is corrupt: its checksum")
     assert _snapshot(whitened_index) == before
+
+
+@pytest.mark.parametrize("written", ["1_0", "\u0663", "+3"])
+def test_delete_reads_only_plain_digits_as_an_id(whitened_index: Path, sentences: list[str], written: str) -> None:
+    """int() reads 1_0 as 10 and an Arabic-Indic digit as 3: a mistyped id must delete nothing."""
+    assert_one_line_error(run("delete", written, "-d", whitened_index), "is not a document id", "--external")
+    with SearchEngine.open(whitened_index) as engine:
+        assert len(engine) == 3 * len(sentences)

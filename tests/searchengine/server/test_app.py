@@ -123,6 +123,22 @@ def test_upsert_and_delete_by_external_id(client: TestClient) -> None:
     assert client.delete("/documents/doc-1", params={"external": True}).json()["index_size"] == len(SENTENCES) - 1
 
 
+def test_an_external_id_with_slashes_is_deleted(client: TestClient) -> None:
+    """Files' ids are their paths (notes/guide.md#2): %2F in the address arrives as a slash."""
+    document = {"id": "notes/guide.md#2", "text": "a page of the guide"}
+    assert client.post("/documents", json={"documents": [document], "id_field": "id"}).status_code == 200
+    deleted = client.delete("/documents/notes%2Fguide.md%232", params={"external": True})
+    assert deleted.status_code == 200, deleted.text
+    assert deleted.json()["index_size"] == len(SENTENCES)
+
+
+@pytest.mark.parametrize("written", ["1_0", "\u0663", "+3", "1/2"])
+def test_only_plain_digits_name_a_document_id(client: TestClient, written: str) -> None:
+    """int() reads 1_0 as 10 and an Arabic-Indic digit as 3: a mistyped id must delete nothing."""
+    assert "is not a document id (a number)" in _error(client.delete(f"/documents/{written}"), 400)
+    assert client.get("/info").json()["documents"] == len(SENTENCES)
+
+
 def test_an_id_repeated_in_one_request_is_one_document_and_the_answer_says_so(client: TestClient) -> None:
     documents = [{"id": 7, "text": "a first new text"}, {"id": "7", "text": "a second new text"}]
     added = client.post("/documents", json={"documents": documents, "id_field": "id"}).json()
