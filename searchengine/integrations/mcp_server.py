@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import asdict
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import Field, ValidationError
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -25,6 +25,7 @@ from searchengine.engine.search_engine import SearchEngine
 from searchengine.errors import SearchEngineError
 from searchengine.integrations import MissingExtra
 from searchengine.reading.corpus import JsonFields, document_from_record
+from searchengine.server.error_responses import validation_message
 from searchengine.server.limits import MAX_DOCUMENTS, MAX_FILTERS, MAX_K
 from searchengine.server.models import MODE_FIELD_HELP, ModeName
 from searchengine.server.reader import SearchOptions
@@ -41,7 +42,7 @@ def mcp_server(index: ServedIndex) -> MCPServer:
     """An MCP server whose tools search and change `index`; run it with `.run()` (stdio). The caller closes
     `index` after the server stops. A problem with a call (an unreadable filter, an unknown id) comes back to the
     client as a tool error of one line."""
-    server = MCPServer(
+    server = _OneLineErrors(
         name="searchengine",
         instructions=f"Semantic search over the index at {index.path}: search it by meaning (dense), by words "
         "(keyword) or both (hybrid); add and delete documents; info says what it holds and which metadata it has.",
@@ -119,6 +120,26 @@ def mcp_server(index: ServedIndex) -> MCPServer:
             return index.reader.run(lambda engine: asdict(engine.info())).result()
 
     return server
+
+
+class _OneLineErrors(MCPServer):
+    """MCPServer whose refused arguments come back in one line, as the HTTP API's do: the SDK answers pydantic's
+    report of several lines with a link; and an argument the tool does not take is refused, not ignored (a
+    misnamed `filters` would otherwise search without them)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:  # noqa: ANN401
+        tool = self._tool_manager.get_tool(name)
+        if tool is not None:
+            known = list(tool.parameters.get("properties", {}))
+            unknown = [argument for argument in arguments if argument not in known]
+            if unknown:
+                raise ToolError(f"unknown argument {unknown[0]!r}; {name} takes {', '.join(known) or 'none'}")
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):
+                raise ToolError(validation_message(exc.__cause__.errors())) from None
+            raise
 
 
 def mcp_http_app(index: ServedIndex, host: str = "127.0.0.1", api_key: str | None = None) -> ASGIApp:

@@ -3,6 +3,9 @@ for an unknown id or path, 409 while another process writes the index, 413 for a
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+from typing import Any
+
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
@@ -60,6 +63,21 @@ def _validation_message(exc: RequestValidationError) -> str:
     first = errors[0]
     if first.get("type") == "json_invalid":
         return f"the request body is not valid JSON ({first.get('ctx', {}).get('error', first['msg'])})"
-    place = ".".join(str(part) for part in first.get("loc", ()) if part not in ("body", "query", "path", "header"))
+    return validation_message(errors, REQUEST_PARTS)
+
+
+REQUEST_PARTS = ("body", "query", "path", "header")
+"""Where FastAPI found a value: the first part of its errors' locations, not a field's name."""
+
+
+def validation_message(errors: Sequence[Mapping[str, Any]], request_parts: Sequence[str] = ()) -> str:
+    """Pydantic's errors (`ValidationError.errors()`) as one line: the first problem, where it is, and how many
+    more there are, e.g. 'k: Input should be less than or equal to 1000 (and 1 more problems)'. A location that
+    starts with one of `request_parts` is given without it."""
+    first = errors[0]
+    location = tuple(first.get("loc", ()))
+    if location and location[0] in request_parts:
+        location = location[1:]
+    place = ".".join(str(part) for part in location)
     more = f" (and {len(errors) - 1} more problems)" if len(errors) > 1 else ""
     return f"{place or 'request'}: {first['msg']}{more}"
