@@ -67,6 +67,8 @@ class _Call:
 
 
 _STOP = object()
+CLOSED = "this index was closed (close(), or the end of its with block); open it again to search or write"
+"""What a read or write after close says: the threads that would answer it are gone."""
 
 
 class BatchingReader:
@@ -88,6 +90,8 @@ class BatchingReader:
         self._problems: list[str | None] = [None] * readers
         """Per reader thread: why its last reopen failed (it still serves the previous generation); None: current."""
         self._counting = threading.Lock()
+        self._closing = threading.Lock()
+        self._closed = False
         self.batches = 0
         """Turns taken: with `queries`, how well concurrent queries were batched."""
         self.queries = 0
@@ -128,22 +132,31 @@ class BatchingReader:
     def search(self, queries: Sequence[str], options: SearchOptions) -> Future[list[list[Hit]]]:
         """Hits for each query, answered in the reader thread's next turn."""
         job = _Search(list(queries), options)
-        self._queue.put(job)
+        self._put(job)
         return job.future
 
     def run(self, function: Callable[[SearchEngine], T]) -> Future[T]:
         """`function(engine)` on the reader thread, e.g. to read `info()`."""
         job = _Call(function)
-        self._queue.put(job)
+        self._put(job)
         return job.future
 
     def close(self) -> None:
-        """Answer what is queued, then close the engines and stop the threads."""
-        running = [thread for thread in self._threads if thread.is_alive()]
-        for _ in running:
-            self._queue.put(_STOP)  # each reader takes one and stops
+        """Answer what is queued, then close the engines and stop the threads; what comes after is refused."""
+        with self._closing:
+            self._closed = True
+            running = [thread for thread in self._threads if thread.is_alive()]
+            for _ in running:
+                self._queue.put(_STOP)  # each reader takes one and stops
         for thread in running:
             thread.join()
+
+    def _put(self, job: _Search | _Call) -> None:
+        """Queue `job`; refused once closed, where no reader would ever take it and its caller would wait forever."""
+        with self._closing:
+            if self._closed:
+                raise SearchEngineError(CLOSED)
+            self._queue.put(job)
 
     def _serve(self, number: int) -> None:
         try:

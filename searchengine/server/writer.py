@@ -12,6 +12,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
 
 from searchengine.engine.search_engine import SearchEngine
+from searchengine.errors import SearchEngineError
+from searchengine.server.reader import CLOSED
 
 T = TypeVar("T")
 log = logging.getLogger("searchengine.server")
@@ -24,9 +26,12 @@ class SerialWriter:
         self._open_engine = open_engine
         self._engine: SearchEngine | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="searchengine-writer")
+        self._closed = False
 
     def submit(self, function: Callable[[SearchEngine], T]) -> Future[T]:
         """`function(engine)` on the writer thread, after the writes submitted before it."""
+        if self._closed:
+            raise SearchEngineError(CLOSED)
         return self._executor.submit(self._write, function)
 
     def submit_background(self, function: Callable[[SearchEngine], object]) -> None:
@@ -39,7 +44,7 @@ class SerialWriter:
             except Exception:  # noqa: BLE001 (nobody waits for it; the server goes on)
                 log.exception("background work on %s failed", engine.path)
 
-        self._executor.submit(self._write, logged)
+        self.submit(logged)
 
     def _write(self, function: Callable[[SearchEngine], T]) -> T:
         """`function(engine)` with a read snapshot of the newest commit, let go of afterwards: between writes the
@@ -54,7 +59,10 @@ class SerialWriter:
             self._engine.release_snapshot()
 
     def close(self) -> None:
-        """Finish the queued writes, then close the engine on its own thread."""
+        """Finish the queued writes, then close the engine on its own thread; a second close does nothing."""
+        if self._closed:
+            return
+        self._closed = True
         self._executor.submit(self._close_engine).result()
         self._executor.shutdown(wait=True)
 

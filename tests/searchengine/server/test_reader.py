@@ -282,3 +282,17 @@ def test_writes_beside_idle_readers_leave_sqlites_log_empty(
     finally:
         served.close()
     assert not log.exists()
+
+
+def test_after_close_reads_and_writes_are_refused_not_left_waiting(served: ServedIndex) -> None:
+    """A LangChain or LlamaIndex store used after close() (or its with block) waited forever for a reader thread
+    that had stopped; a write raised the executor's RuntimeError."""
+    served.close()
+    for call in (
+        lambda: served.reader.run(len),
+        lambda: served.reader.search(["cat"], SearchOptions()),
+        lambda: served.writer.submit(len),
+    ):
+        with pytest.raises(SearchEngineError, match="this index was closed"):
+            call()
+    served.close()  # a second close does nothing
