@@ -4,7 +4,12 @@ and a LlamaIndex vector store (`llamaindex`, searchengine[llamaindex])."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import TypeVar
+
 from searchengine.errors import SearchEngineError
+
+T = TypeVar("T")
 
 
 class MissingExtra(SearchEngineError, ImportError):
@@ -12,3 +17,11 @@ class MissingExtra(SearchEngineError, ImportError):
 
     def __init__(self, what: str, extra: str) -> None:
         super().__init__(f"{what} needs the optional '{extra}' extra: pip install 'searchengine[{extra}]'")
+
+
+def id_list(ids: Iterable[T]) -> list[T]:
+    """`ids` as a list; a lone string is refused, where list() would read "abc" as the ids a, b and c (and a delete
+    would remove those three documents)."""
+    if isinstance(ids, (str, bytes)):
+        raise SearchEngineError(f"give a list of ids, not the string {ids!r}; write [{ids!r}]")
+    return list(ids)

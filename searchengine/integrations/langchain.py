@@ -22,7 +22,7 @@ from searchengine.engine.search_engine import SearchEngine, ensure_index
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.filter_sql import Condition
 from searchengine.indexer.store import Document as StoredDocument
-from searchengine.integrations import MissingExtra
+from searchengine.integrations import MissingExtra, id_list
 from searchengine.server.served_index import ServedIndex
 
 try:
@@ -98,7 +98,7 @@ class SearchEngineVectorStore(VectorStore):
         _no_other_options(kwargs)
         texts = list(texts)
         metadatas = metadatas or [{} for _ in texts]
-        given = list(ids) if ids is not None else [None] * len(texts)
+        given = id_list(ids) if ids is not None else [None] * len(texts)
         if not len(texts) == len(metadatas) == len(given):
             raise SearchEngineError(
                 f"{len(texts)} texts, {len(metadatas)} metadatas and {len(given)} ids: give one of each per text"
@@ -118,7 +118,7 @@ class SearchEngineVectorStore(VectorStore):
         _no_other_options(kwargs)
         if ids is None:
             raise SearchEngineError("say which ids to delete; to delete everything, remove the index directory")
-        wanted = [str(name) for name in ids]
+        wanted = [str(name) for name in id_list(ids)]
 
         def delete_present(engine: SearchEngine) -> None:
             present = [document.external_id for document in _lookup(engine, wanted)]
@@ -131,7 +131,7 @@ class SearchEngineVectorStore(VectorStore):
 
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
         """The stored documents with these ids, in index order; unknown ids are left out."""
-        wanted = [str(name) for name in ids]
+        wanted = [str(name) for name in id_list(ids)]
         stored = self._index.reader.run(lambda engine: _lookup(engine, wanted)).result() if wanted else []
         return [Document(page_content=d.text, metadata=d.metadata, id=d.external_id) for d in stored]
 

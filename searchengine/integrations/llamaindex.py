@@ -21,7 +21,7 @@ from searchengine.errors import SearchEngineError
 from searchengine.indexer.errors import UnknownFieldError
 from searchengine.indexer.filter_sql import AnyOf, Condition
 from searchengine.indexer.store import Document
-from searchengine.integrations import MissingExtra
+from searchengine.integrations import MissingExtra, id_list
 from searchengine.server.served_index import ServedIndex
 
 try:
@@ -177,7 +177,7 @@ class SearchEngineVectorStore(BasePydanticVectorStore):
         mode = QUERY_MODES.get(query.mode, self.mode)
         where: list[Condition | AnyOf] = _conditions(query.filters)
         if query.doc_ids:
-            where.append(Condition("ref_doc_id", "in", tuple(query.doc_ids)))
+            where.append(Condition("ref_doc_id", "in", tuple(id_list(query.doc_ids))))
         where += _node_conditions(query.node_ids)
 
         def search(engine: SearchEngine) -> list:
@@ -223,7 +223,7 @@ def _node(text: str, metadata: dict[str, Any], node_id: str | None) -> BaseNode:
 
 
 def _node_conditions(node_ids: list[str] | None) -> list[Condition | AnyOf]:
-    return [Condition("external_id", "in", tuple(node_ids))] if node_ids else []
+    return [Condition("external_id", "in", tuple(id_list(node_ids)))] if node_ids else []
 
 
 def _conditions(filters: MetadataFilters | None) -> list[Condition | AnyOf]:

@@ -92,3 +92,12 @@ def test_searches_it_does_not_offer_are_refused_in_one_line(store: SearchEngineV
     assert store.similarity_search("piano song", k=1)[0].page_content == SENTENCES[9]
     with pytest.raises(SearchEngineError, match="relevance scores are cosines"):
         store.similarity_search_with_relevance_scores("cat")
+
+
+def test_ids_given_as_one_string_are_refused_not_read_letter_by_letter(store: SearchEngineVectorStore) -> None:
+    """delete("abc") deleted the documents a, b and c, and kept abc."""
+    store.add_texts(["first", "second", "third", "fourth"], ids=["a", "b", "c", "abc"])
+    for call in (lambda: store.delete("abc"), lambda: store.get_by_ids("abc"), lambda: store.add_texts(["x"], ids="a")):
+        with pytest.raises(SearchEngineError, match=r"give a list of ids, not the string 'a(bc)?'; write \['a(bc)?'\]"):
+            call()
+    assert [document.id for document in store.get_by_ids(["a", "b", "c", "abc"])] == ["a", "b", "c", "abc"]

@@ -123,3 +123,19 @@ def test_an_index_built_by_searchengine_is_queried_as_it_is(tmp_path: Path, tiny
         assert index.as_retriever(similarity_top_k=1).retrieve(SENTENCES[4])[0].node.node_id == "doc-4"
     finally:
         store.close()
+
+
+def test_node_ids_given_as_one_string_are_refused_not_read_letter_by_letter(store: SearchEngineVectorStore) -> None:
+    """delete_nodes(node_ids="abc") deleted the nodes a, b and c, and kept abc."""
+    from llama_index.core.schema import TextNode
+
+    store.add([TextNode(text=text, id_=name) for text, name in [("one", "a"), ("two", "b"), ("three", "abc")]])
+    for call in (
+        lambda: store.delete_nodes(node_ids="abc"),
+        lambda: store.get_nodes(node_ids="abc"),
+        lambda: store.query(VectorStoreQuery(query_str="one", node_ids="abc")),
+        lambda: store.query(VectorStoreQuery(query_str="one", doc_ids="abc")),
+    ):
+        with pytest.raises(SearchEngineError, match=r"give a list of ids, not the string 'abc'; write \['abc'\]"):
+            call()
+    assert [node.node_id for node in store.get_nodes(node_ids=["a", "b", "abc"])] == ["a", "b", "abc"]
