@@ -98,8 +98,8 @@ def nested_beyond(value: object, levels: int) -> bool:
 
 
 def refuse_unstorable(documents: Sequence[Document]) -> None:
-    """Refuse, before anything is written, a document whose metadata nests too deeply or whose text, id or
-    metadata holds a lone surrogate."""
+    """Refuse, before anything is written, a document whose metadata nests too deeply, holds what JSON cannot (a
+    date, a set), or whose text, id or metadata holds a lone surrogate."""
     for number, document in enumerate(documents, start=1):
         if nested_beyond(document.metadata, MAX_METADATA_DEPTH):
             raise IndexerError(
@@ -107,7 +107,13 @@ def refuse_unstorable(documents: Sequence[Document]) -> None:
                 "(metadata is one object of plain values and lists)"
             )
         parts = (document.text, document.external_id or "", document.metadata or "")
-        code = next((code for code in map(lone_surrogate, parts) if code is not None), None)
+        try:
+            code = next((code for code in map(lone_surrogate, parts) if code is not None), None)
+        except TypeError as exc:  # json.dumps of a date, a set, bytes, a tuple key: from Python callers
+            raise IndexerError(
+                f"document {number} has metadata JSON cannot hold ({exc}); give text, numbers, true/false, null, "
+                "lists and objects with text keys (a date as text, e.g. '2020-01-02')"
+            ) from None
         if code is not None:
             raise IndexerError(
                 f"document {number} holds a lone surrogate (\\u{code:04x}), half of a character, in its text, id or "

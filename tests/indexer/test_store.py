@@ -3,6 +3,7 @@ written by older versions, and damaged files."""
 
 from __future__ import annotations
 
+import datetime
 import math
 import os
 import sqlite3
@@ -533,6 +534,19 @@ def test_a_lone_surrogate_anywhere_in_a_document_is_refused_before_anything_is_w
     store.add([Document("kept")])
     with pytest.raises(IndexerError, match=r"document 2 holds a lone surrogate \(\\ud[89a-f][0-9a-f]{2}\)"):
         store.add([Document("fine too"), bad])
+    assert store.count() == 1
+
+
+@pytest.mark.parametrize(
+    "metadata", [{"day": datetime.date(2020, 1, 2)}, {"tags": {"a", "b"}}, {"pair": {(1, 2): "x"}}, {"raw": b"x"}]
+)
+def test_metadata_json_cannot_hold_is_refused_in_one_line_before_anything_is_written(
+    store: DocumentStore, metadata: dict
+) -> None:
+    """A date in a LangChain document's metadata raised json's TypeError."""
+    store.add([Document("kept")])
+    with pytest.raises(IndexerError, match=r"document 2 has metadata JSON cannot hold \(.*\); give text, numbers"):
+        store.add([Document("fine too"), Document("odd", metadata=metadata)])
     assert store.count() == 1
 
 
