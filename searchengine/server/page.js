@@ -53,22 +53,26 @@ const SIDE_SCORES = {
 };
 
 // The sentences of a hit nearest to the query (highlight.span, character offsets into its text), its query words
-// in <mark>; text nodes only, never HTML made from the document.
+// in <mark>; text nodes only, never HTML made from the document. The offsets count characters (code points), as
+// Python does, so the text is cut as an array of characters: JavaScript's own indices count UTF-16 units, and an
+// emoji or other character outside the BMP is two of them.
 function highlighted(text, highlight) {
+  const characters = Array.from(text);
+  const cut = (from, to) => characters.slice(from, to).join("");
   const [start, end] = highlight.span;
   const nodes = [];
-  if (text.slice(0, start).trim()) nodes.push(document.createTextNode("\u2026"));
+  if (cut(0, start).trim()) nodes.push(document.createTextNode("\u2026"));
   let at = start;
   for (const [wordStart, wordEnd] of highlight.words) {
     if (wordStart < at || wordEnd > end) continue;
-    nodes.push(document.createTextNode(text.slice(at, wordStart)));
+    nodes.push(document.createTextNode(cut(at, wordStart)));
     const mark = document.createElement("mark");
-    mark.textContent = text.slice(wordStart, wordEnd);
+    mark.textContent = cut(wordStart, wordEnd);
     nodes.push(mark);
     at = wordEnd;
   }
-  nodes.push(document.createTextNode(text.slice(at, end)));
-  if (text.slice(end).trim()) nodes.push(document.createTextNode("\u2026"));
+  nodes.push(document.createTextNode(cut(at, end)));
+  if (cut(end).trim()) nodes.push(document.createTextNode("\u2026"));
   return nodes;
 }
 
@@ -123,7 +127,7 @@ function renderHit(hit, rank, mode) {
   if (hit.highlight) text.replaceChildren(...highlighted(hit.text, hit.highlight));
   else text.textContent = hit.span ? hit.snippet : hit.text; // a long document's passage that matched, in one line
   item.append(meta, text);
-  if (hit.highlight && (hit.highlight.span[0] > 0 || hit.highlight.span[1] < hit.text.length)) {
+  if (hit.highlight && (hit.highlight.span[0] > 0 || hit.highlight.span[1] < Array.from(hit.text).length)) {
     const whole = document.createElement("details");
     whole.className = "whole";
     const summary = document.createElement("summary");

@@ -110,3 +110,18 @@ def test_a_chip_filters_on_its_field_and_value_whatever_they_hold(page, served: 
         )
         assert page.inner_text("#status").startswith("1 results in"), (field, page.inner_text("#status"))
         assert page.locator("li.hit .text").all_inner_texts() == ["the violin case is open"]
+
+
+def test_marks_fall_on_the_query_words_after_characters_outside_the_bmp(page, served: ServedIndex) -> None:  # noqa: ANN001
+    """The server's offsets count characters (code points), JavaScript's strings UTF-16 units: each emoji before a
+    word moved its mark one unit to the left."""
+    text = "🎻🎻🎻 The 𝄞 violin tuner fixed the violin today."
+    served.writer.submit(lambda engine: engine.add([text])).result()
+    page.select_option("#mode", "keyword")
+    page.fill("#q", "violin tuner")
+    page.press("#q", "Enter")
+    page.wait_for_selector("li.hit mark")
+    first = page.locator("li.hit").first
+    assert first.locator(".text mark").all_inner_texts() == ["violin", "tuner", "violin"]
+    assert first.locator(".text").inner_text() == text
+    assert first.locator(".whole").count() == 0  # the highlight spans the whole text: nothing folded
