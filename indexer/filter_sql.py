@@ -59,13 +59,29 @@ FieldKinds = Callable[[str], set[str]]
 """A metadata key -> the kinds its stored values have ('number', 'text', 'list', ...); empty when none has it."""
 
 
+MAX_JOINED = 500
+"""Conditions one 'or' joins, and filters that must all hold: SQLite nests each in its expression tree, at most 1000
+deep (past it the query failed, which read as a corrupt store); `FIELD in A,B,C` takes any number of values."""
+
+
 def where_clause(filters: Sequence[Filter], kinds_of: FieldKinds) -> tuple[str, list[object]]:
     """The SQL condition (over the documents table) that every filter holds, and its parameters."""
+    if len(filters) > MAX_JOINED:
+        raise IndexerError(
+            f"{len(filters)} filters must all hold, more than {MAX_JOINED}; join values of one field "
+            "with in (FIELD in A,B,C)"
+        )
     clauses, parameters = [], []
     for item in filters:
         group = item.conditions if isinstance(item, AnyOf) else (item,)
         if not group:
             raise IndexerError("an 'or' filter needs at least one condition")
+        if len(group) > MAX_JOINED:
+            field = group[0].field if isinstance(group[0], Condition) else "FIELD"
+            raise IndexerError(
+                f"a filter joins {len(group)} conditions with 'or', more than {MAX_JOINED}; write {field} in "
+                "A,B,C for many values of one field"
+            )
         parts = []
         for condition in group:
             sql, values = _condition_sql(condition, kinds_of)

@@ -91,3 +91,12 @@ def test_conditions_that_cannot_mean_what_they_say_are_refused(
         store.filters.matching_ids([condition])
     assert message in str(raised.value)
     assert "rebuild" not in str(raised.value)
+
+
+def test_more_conditions_than_sqlite_can_nest_are_refused_as_such(store: DocumentStore) -> None:
+    """Past about 1000 alternatives SQLite's expression tree is too deep: reported as a corrupt store to rebuild."""
+    assert ids(store, AnyOf(tuple(Condition("lang", "=", "en") for _ in range(500)))) == [0, 3]
+    with pytest.raises(IndexerError, match="joins 2000 conditions with 'or', more than 500; write lang in A,B,C"):
+        ids(store, AnyOf(tuple(Condition("lang", "=", "en") for _ in range(2000))))
+    with pytest.raises(IndexerError, match="2000 filters must all hold, more than 500"):
+        ids(store, *[Condition("lang", "=", "en")] * 2000)
