@@ -18,6 +18,10 @@ WAL_KEEP_BYTES = 8 * 1024 * 1024
 """How much of the write-ahead log file a writer keeps when SQLite starts the log again (its journal_size_limit);
 indexer/wal_upkeep.py says when that happens."""
 
+SQLITE_LIMITS = ("too complex", "too large", "too many", "too big")
+"""Words of SQLite's errors for a statement past its limits (a LIKE pattern too complex, an expression tree too
+large, too many SQL variables, a string or blob too big): the request's fault, not a damaged store."""
+
 
 def connect(path: Path, writable: bool) -> sqlite3.Connection:
     """A connection to the store at `path`. A writable one puts the file in WAL mode (kept in the file), so
@@ -62,6 +66,8 @@ class StoreGuard:
             return IndexerError(
                 f"cannot open or write {self.path} ({text}): check the permissions of the file and its directory"
             )
+        if any(limit in text for limit in SQLITE_LIMITS):
+            return IndexerError(f"the request is more than SQLite evaluates at once ({text}); use simpler filters")
         return IndexerError(f"document store {self.path} is corrupt or unreadable ({exc}); rebuild the index")
 
     @contextmanager

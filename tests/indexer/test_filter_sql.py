@@ -100,3 +100,8 @@ def test_more_conditions_than_sqlite_can_nest_are_refused_as_such(store: Documen
         ids(store, AnyOf(tuple(Condition("lang", "=", "en") for _ in range(2000))))
     with pytest.raises(IndexerError, match="2000 filters must all hold, more than 500"):
         ids(store, *[Condition("lang", "=", "en")] * 2000)
+
+
+def test_a_like_pattern_past_sqlites_limit_is_not_called_a_corrupt_store(store: DocumentStore) -> None:
+    with pytest.raises(IndexerError, match=r"more than SQLite evaluates at once \(LIKE or GLOB pattern too complex"):
+        ids(store, Condition("lang", "like", "a%" * 30_000))
