@@ -49,7 +49,7 @@ def search_remote(
     request = urllib.request.Request(f"{base}/search", json.dumps(body).encode("utf-8"), headers, method="POST")
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
-            return json.loads(response.read())["results"]
+            answer = response.read()
     except urllib.error.HTTPError as exc:
         try:
             message = json.loads(exc.read())["error"]
@@ -62,6 +62,16 @@ def search_remote(
             f"cannot reach a searchengine server at {base} ({reason}); start one with `searchengine serve` "
             "or drop --server (and $SEARCHENGINE_SERVER)"
         ) from None
+    try:
+        results = json.loads(answer)["results"]
+        if isinstance(results, list) and all(isinstance(result, dict) for result in results):
+            return results
+    except (ValueError, KeyError, TypeError):
+        pass
+    raise SearchEngineError(
+        f"{base} did not answer as a searchengine server (POST /search gave no results list): check the address, "
+        "which a `searchengine serve` prints when it starts"
+    )
 
 
 def _checked_address(server: str) -> str:

@@ -89,3 +89,26 @@ def test_query_server_passes_the_mode_and_prints_what_a_local_query_prints(live_
             assert remote_hit["snippet"] == local_hit["snippet"]
     text = runner.invoke(app, ["query", "piano song", "-k", "1", "--server", live_url])
     assert "(cos " in text.stdout and "bm25 " in text.stdout and "(hybrid search:" in text.stderr
+
+
+def test_query_server_at_something_else_says_so_in_one_line() -> None:
+    """A web server that answers POST /search with 200 and other JSON, or HTML, gave a KeyError or a JSON
+    decoding traceback."""
+    from fastapi import FastAPI
+    from fastapi.responses import HTMLResponse
+
+    from searchengine.errors import SearchEngineError
+    from searchengine.server.client import search_remote
+    from tests.searchengine.server.conftest import running
+
+    other = FastAPI()
+    other.post("/search")(lambda: {"ok": True})
+    other.post("/page/search", response_class=HTMLResponse)(lambda: "<html>hello</html>")
+    with running(other) as url:
+        for base in (url, f"{url}/page"):
+            try:
+                search_remote(base, ["cat"])
+            except SearchEngineError as exc:
+                assert "did not answer as a searchengine server" in str(exc) and "\n" not in str(exc)
+            else:
+                raise AssertionError(f"{base} was taken for a searchengine server")
