@@ -82,6 +82,11 @@ def serve(
             raise SearchEngineError(f"--api-key-for is writes or all, not {api_key_for!r}")
         if api_key is not None and not api_key.strip():
             raise SearchEngineError("--api-key is empty (is $SEARCHENGINE_API_KEY set to nothing?); give a key")
+        if api_key_for == "all" and api_key is None:
+            raise SearchEngineError(
+                "--api-key-for all guards searches with the API key, but none is given: add --api-key KEY (or set "
+                "$SEARCHENGINE_API_KEY)"
+            )
         import uvicorn
 
         from searchengine.server.app import ServerSettings, create_app

@@ -14,6 +14,11 @@ def listening_socket(host: str, port: int, backlog: int = 2048) -> socket.socket
     """A TCP socket listening on host:port. Made with IPPROTO_TCP named, so that asyncio sets TCP_NODELAY on the
     connections it accepts (it checks the protocol number): without it, each response waits about 40 ms for the
     client's delayed ACK (Nagle's algorithm), measured in docs/benchmarks.md."""
+    if not host.strip():  # bind("") listens on every interface: not what an empty value asks for
+        raise SearchEngineError(
+            "--host is empty, which would listen on every interface; give an address: 127.0.0.1 for this machine "
+            "only, 0.0.0.0 for every interface"
+        )
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     listener = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:

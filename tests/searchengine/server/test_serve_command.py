@@ -101,6 +101,31 @@ def test_serve_refuses_a_reader_count_out_of_range_before_opening_anything(
     assert_usage_error(result, "--readers", fragment)
 
 
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--host", ""], "--host is empty, which would listen on every interface; give an address"),
+        (["--host", " "], "--host is empty, which would listen on every interface; give an address"),
+        (["--api-key-for", "all"], "--api-key-for all guards searches with the API key, but none is given"),
+    ],
+)
+def test_serve_refuses_options_that_would_leave_it_more_open_than_asked(
+    index_path: Path, options: list[str], message: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An empty --host listened on 0.0.0.0; --api-key-for all without a key served every search unguarded."""
+    import uvicorn
+
+    def served(*_args: object, **_kwargs: object) -> None:
+        raise AssertionError(f"serve {options} started serving")
+
+    monkeypatch.setattr(uvicorn.Server, "run", served)
+    result = CliRunner(env={"SEARCHENGINE_API_KEY": None}).invoke(
+        app, ["serve", "-d", str(index_path), "--port", "0", *options]
+    )
+    assert result.exit_code == 1 and result.output.startswith(f"Error: {message}"), result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
 def test_query_server_needs_a_reachable_server_and_no_local_options(tmp_path: Path) -> None:
     runner = CliRunner()
     unreachable = runner.invoke(app, ["query", "cat", "--server", "http://127.0.0.1:9"])
