@@ -60,14 +60,19 @@ def test_the_mode_menu_offers_each_mode_and_keyword_finds_only_the_word(page) ->
     assert "mode=keyword" in page.url and ", keyword" in page.inner_text("#status")
 
 
-def test_the_query_words_are_marked_and_document_text_is_never_html(page, served: ServedIndex) -> None:  # noqa: ANN001
-    text = "Intro line about nothing. The <b>piano</b> tuner fixed the piano keys today, <img src=x onerror=alert(1)>."
+def _first_marked_hit(page, served: ServedIndex, text: str, query: str):  # noqa: ANN001, ANN202 (Playwright)
+    """Add `text`, search `query` by keyword on the page, and give the first hit once its words are marked."""
     served.writer.submit(lambda engine: engine.add([text])).result()
     page.select_option("#mode", "keyword")
-    page.fill("#q", "piano tuner")
+    page.fill("#q", query)
     page.press("#q", "Enter")
     page.wait_for_selector("li.hit mark")
-    first = page.locator("li.hit").first
+    return page.locator("li.hit").first
+
+
+def test_the_query_words_are_marked_and_document_text_is_never_html(page, served: ServedIndex) -> None:  # noqa: ANN001
+    text = "Intro line about nothing. The <b>piano</b> tuner fixed the piano keys today, <img src=x onerror=alert(1)>."
+    first = _first_marked_hit(page, served, text, "piano tuner")
     assert first.locator(".text mark").all_inner_texts() == ["piano", "tuner", "piano"]
     assert first.locator(".text").inner_text().startswith("…The <b>piano</b> tuner")  # shown as text, from its sentence
     assert first.locator(".text b").count() == 0 and first.locator("img").count() == 0
@@ -116,12 +121,7 @@ def test_marks_fall_on_the_query_words_after_characters_outside_the_bmp(page, se
     """The server's offsets count characters (code points), JavaScript's strings UTF-16 units: each emoji before a
     word moved its mark one unit to the left."""
     text = "🎻🎻🎻 The 𝄞 violin tuner fixed the violin today."
-    served.writer.submit(lambda engine: engine.add([text])).result()
-    page.select_option("#mode", "keyword")
-    page.fill("#q", "violin tuner")
-    page.press("#q", "Enter")
-    page.wait_for_selector("li.hit mark")
-    first = page.locator("li.hit").first
+    first = _first_marked_hit(page, served, text, "violin tuner")
     assert first.locator(".text mark").all_inner_texts() == ["violin", "tuner", "violin"]
     assert first.locator(".text").inner_text() == text
     assert first.locator(".whole").count() == 0  # the highlight spans the whole text: nothing folded
