@@ -1093,10 +1093,13 @@ def _documents(corpus: Corpus, jsonl: bool | None, fields: JsonFields = JsonFiel
 
 
 def _text_document(text: str | Document, number: int) -> Document:
+    """A text or Document given from Python, refused in one line where its text is not a str (which reached the
+    tokenizer as an AttributeError)."""
+    given = text.text if isinstance(text, Document) else text
+    if not isinstance(given, str):
+        raise SearchEngineError(f"text number {number} is a {type(given).__name__}, not a str")
     if isinstance(text, Document):
         return text
-    if not isinstance(text, str):
-        raise SearchEngineError(f"text number {number} is a {type(text).__name__}, not a str")
     return Document(text.strip(), None, number)
 
 

@@ -105,7 +105,7 @@ class SearchEngineVectorStore(VectorStore):
             )
         chosen = [str(name) if name is not None else str(uuid.uuid4()) for name in given]
         documents = [
-            StoredDocument(text, metadata=dict(metadata), external_id=name)
+            StoredDocument(text, metadata=dict(metadata or {}), external_id=name)
             for text, metadata, name in zip(texts, metadatas, chosen)
         ]
         if documents:

@@ -126,6 +126,17 @@ def test_identical_texts_are_documents_of_their_own_and_counted(tmp_path: Path, 
     assert len({round(hit.score, 5) for hit in hits}) == 1  # one text, encoded once, one vector per document
 
 
+@pytest.mark.parametrize("text", [5, None, b"bytes"])
+def test_a_document_whose_text_is_not_a_str_is_refused_before_anything_is_written(
+    engine: SearchEngine, sentences: list[str], text: object
+) -> None:
+    from searchengine import Document
+
+    with pytest.raises(SearchEngineError, match=f"text number 2 is a {type(text).__name__}, not a str"):
+        engine.add([Document("a fine text"), Document(text)])  # type: ignore[arg-type]
+    assert len(engine) == len(sentences)
+
+
 def test_add_appends_and_counts_repeats(engine: SearchEngine, sentences: list[str]) -> None:
     report = engine.add(["a brand new text about the sun", sentences[0]])
     assert (report.added, report.repeats) == (2, 1)

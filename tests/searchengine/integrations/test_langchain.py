@@ -101,3 +101,16 @@ def test_ids_given_as_one_string_are_refused_not_read_letter_by_letter(store: Se
         with pytest.raises(SearchEngineError, match=r"give a list of ids, not the string 'a(bc)?'; write \['a(bc)?'\]"):
             call()
     assert [document.id for document in store.get_by_ids(["a", "b", "c", "abc"])] == ["a", "b", "c", "abc"]
+
+
+def test_a_text_that_is_not_a_str_is_refused_in_one_line_and_no_metadata_is_an_empty_one(
+    store: SearchEngineVectorStore,
+) -> None:
+    """add_texts([5]) raised AttributeError from the tokenizer; metadatas=[None] raised TypeError."""
+    before = len(store.get_by_ids(["kept"]))
+    with pytest.raises(SearchEngineError, match="text number 1 is a int, not a str"):
+        store.add_texts([5], ids=["kept"])  # type: ignore[list-item]
+    assert len(store.get_by_ids(["kept"])) == before == 0
+    store.add_texts(["a text without metadata"], [None], ids=["plain"])  # type: ignore[list-item]
+    [document] = store.get_by_ids(["plain"])
+    assert document.page_content == "a text without metadata" and document.metadata == {}
