@@ -79,6 +79,7 @@ def add_files(
         as_recorded,
         dropped_ids,
         ids_by_path,
+        ids_read,
         read_paths,
         recorded_fields,
         recorded_folders,
@@ -101,7 +102,7 @@ def add_files(
         )
     documents, report = read_paths(roots, rules, base, progress=progress, fields=recorded)
     check_files_read(report, documents, roots, strict)
-    dropped = dropped_ids(documents, ids_by_path(engine))
+    dropped = dropped_ids(ids_read(documents), ids_by_path(engine))
     if dropped:  # before the add, as sync does: killed between the two, the file's old facts make sync read it again
         engine.delete(external_ids=dropped, merge=False)
     engine.add(documents, progress=progress, reading=reading)

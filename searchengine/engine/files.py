@@ -238,9 +238,7 @@ def sync_index(engine: SearchEngine, roots: Sequence[Path] | None = None, progre
                 )
             )
     report.stages["reading"] = time.perf_counter() - step
-    new_ids: dict[str, set[str]] = {}
-    for document in documents:
-        new_ids.setdefault(document.metadata["path"], set()).add(document.external_id)
+    new_ids = ids_read(documents)
     for path in new_ids:
         if path not in report.files.refreshed:
             (report.updated if path in known else report.added).append(path)
@@ -254,7 +252,7 @@ def sync_index(engine: SearchEngine, roots: Sequence[Path] | None = None, progre
         )
     )
     removed_ids = [identifier for path in report.removed for identifier in sorted(ids_of[path])]
-    removed_ids += dropped_ids(documents, ids_of)
+    removed_ids += dropped_ids(new_ids, ids_of)
     if removed_ids:  # first: killed before the add, the changed files still have their old facts, so they are read
         # again next time; killed after the add, the pages and records they lost would never be found again
         step = time.perf_counter()
@@ -279,13 +277,19 @@ def ids_by_path(engine: SearchEngine) -> dict[str, set[str]]:
     return ids_of
 
 
-def dropped_ids(documents: Sequence[Document], ids_of: dict[str, set[str]]) -> list[str]:
-    """The stored ids (`ids_of`, by file path) of the files `documents` were read from again that those files no
-    longer yield: the pages a PDF lost, the records a .jsonl or .csv lost. Adding `documents` replaces the rest."""
+def ids_read(documents: Sequence[Document]) -> dict[str, set[str]]:
+    """The ids of documents read from files, by the file's path: what each file read again yields now."""
     new_ids: dict[str, set[str]] = {}
     for document in documents:
         if document.external_id is not None and isinstance(document.metadata.get("path"), str):
             new_ids.setdefault(document.metadata["path"], set()).add(document.external_id)
+    return new_ids
+
+
+def dropped_ids(new_ids: dict[str, set[str]], ids_of: dict[str, set[str]]) -> list[str]:
+    """The stored ids (`ids_of`, by file path) of the files read again (`new_ids`, from ids_read) that those files
+    no longer yield: the pages a PDF lost, the records a .jsonl or .csv lost. Adding the documents replaces the
+    rest."""
     return [identifier for path, ids in new_ids.items() for identifier in sorted(ids_of.get(path, set()) - ids)]
 
 
