@@ -5,8 +5,8 @@ Encoders of the bundled model in one process (--encoders, a comma-separated choi
 fp32, the baseline, always first). The default four: ONNX Runtime fp32, torch bf16, the default `Encoder()` (auto:
 ONNX Runtime fp32 for calls of fewer than BULK_TEXTS texts and, on a CPU where one was measured faster, a bulk
 runtime for larger ones), and ONNX Runtime int8 (`--precision int8` without the `openvino` extra, lossy). The
-others: torch fp32, OpenVINO fp32 and OpenVINO static int8 (the `openvino` extra; int8 calibrated on the bundled
-texts).
+others: torch fp32, OpenVINO fp32, bf16 (on a CPU with AVX512-BF16 or AMX) and static int8 (the `openvino` extra;
+int8 calibrated on the bundled texts).
 
 - Throughput: each encoder embeds the same texts in one call per round (default batch of 64), the encoders taking
   turns in an order that rotates each round, after a warm-up; each is reported as texts/s per round and as the
@@ -55,6 +55,7 @@ ENCODERS: dict[str, Callable[[], Encoder]] = {
     "onnx int8": lambda: Encoder(precision="int8", backend="onnx"),
     LOSSLESS_REFERENCE: lambda: Encoder(precision="fp32", backend="torch"),
     "openvino fp32": lambda: Encoder(precision="fp32", backend="openvino"),
+    "openvino bf16": lambda: Encoder(precision="bf16", backend="openvino"),
     "openvino int8": lambda: Encoder(precision="int8", backend="openvino"),
 }
 """Name -> how to build it; int8 ones are lossy by design (left out of the vector check)."""

@@ -7,7 +7,7 @@ import importlib.util
 from typing import Literal, get_args
 
 from searchengine.encoding.pooling import NEEDS_ALL_LAYERS
-from searchengine.encoding.precision import resolve_precision
+from searchengine.encoding.precision import cpu_has_native_bf16, resolve_precision
 from searchengine.encoding.prompt_template import PROMPT_POOLING
 from searchengine.errors import SearchEngineError
 
@@ -17,9 +17,9 @@ it can run the model and is installed."""
 BACKENDS: tuple[str, ...] = get_args(Backend)
 ONNX_PRECISIONS = ("fp32", "int8")
 """The concrete precisions the onnx backend runs (searchengine.encoding.onnx_backend)."""
-OPENVINO_PRECISIONS = ("fp32", "int8")
-"""The concrete precisions the openvino backend runs (searchengine.encoding.openvino_backend; int8 is static,
-calibrated)."""
+OPENVINO_PRECISIONS = ("fp32", "bf16", "int8")
+"""The concrete precisions the openvino backend runs (searchengine.encoding.openvino_backend; bf16 only on a CPU that
+computes in bf16 natively; int8 is static, calibrated)."""
 RUNTIME_PRECISIONS = {"onnx": ONNX_PRECISIONS, "openvino": OPENVINO_PRECISIONS}
 
 
@@ -49,6 +49,8 @@ def runtime_problem(backend: str, device: str, pooling: str, precision: str) -> 
     runs = RUNTIME_PRECISIONS[backend]
     if precision not in runs:
         return f"the {backend} backend runs {' or '.join(runs)}, not {precision}; use the torch backend"
+    if backend == "openvino" and precision == "bf16" and not cpu_has_native_bf16():
+        return "OpenVINO runs bf16 only on a CPU with AVX512-BF16 or AMX, which this one lacks; use fp32"
     return None
 
 

@@ -81,13 +81,17 @@ class OpenVinoTransformer:
         threads: int | None,
     ) -> None:
         self.openvino = import_openvino()
-        self.precision = precision
+        self.graph_precision = "int8" if precision == "int8" else "fp32"  # bf16 runs the fp32 graph in bf16
         self.input_names = input_names
-        stem = cache_directory() / f"{fingerprint[:24]}-{precision}"
+        stem = cache_directory() / f"{fingerprint[:24]}-{self.graph_precision}"
         self.paths = {kind: stem.with_suffix(f".{kind}") for kind in FILES}
         self.record = stem.with_suffix(".json")
-        self.identity: dict[str, Any] = {"fingerprint": fingerprint, "precision": precision, "inputs": input_names}
-        if precision == "int8":
+        self.identity: dict[str, Any] = {
+            "fingerprint": fingerprint,
+            "precision": self.graph_precision,
+            "inputs": input_names,
+        }
+        if self.graph_precision == "int8":
             self.identity["calibration"] = hashlib.sha256(CALIBRATION_TEXT.read_bytes()).hexdigest()
             self.identity["calibration_tokens"] = max_length
         graph = self._read_cached()
@@ -102,7 +106,8 @@ class OpenVinoTransformer:
             graph = self._read_cached()
             if graph is None:
                 raise SearchEngineError(f"the OpenVINO model just written to {stem.parent} does not read back")
-        config: dict[str, Any] = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": "f32"}
+        inference = "bf16" if precision == "bf16" else "f32"  # int8: what is not quantized runs in fp32
+        config: dict[str, Any] = {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_PRECISION_HINT": inference}
         if threads:
             config["INFERENCE_NUM_THREADS"] = threads
         self.request = self.openvino.Core().compile_model(graph, "CPU", config).create_infer_request()
@@ -147,7 +152,7 @@ class OpenVinoTransformer:
             with warnings.catch_warnings(), torch.no_grad(), _no_telemetry():
                 warnings.simplefilter("ignore")  # the tracer's notices
                 converted = ov.convert_model(_LastHiddenState(model).eval(), example_input=example, input=shapes)
-                if self.precision == "int8":
+                if self.graph_precision == "int8":
                     converted = _quantize(converted, tokenizer, max_length, self.input_names)
             scratch_xml = Path(scratch) / "model.xml"
             ov.save_model(converted, str(scratch_xml), compress_to_fp16=False)

@@ -1,4 +1,4 @@
-"""The OpenVINO backend on the tiny model: torch's vectors in fp32, calibrated int8 close to them, conversions
+"""The OpenVINO backend on the tiny model: torch's vectors in fp32, bf16 and calibrated int8 close to them, conversions
 cached and checked like the ONNX exports, no telemetry. Skipped where the `openvino` extra is not installed."""
 
 from __future__ import annotations
@@ -16,9 +16,11 @@ import pytest
 pytest.importorskip("openvino")
 pytest.importorskip("nncf")
 
-from searchengine.encoding.backend import resolve_backend  # noqa: E402 (after the skip)
+from searchengine.encoding import precision as precision_module  # noqa: E402 (after the skip)
+from searchengine.encoding.backend import resolve_backend  # noqa: E402
 from searchengine.encoding.encoder import Encoder  # noqa: E402
 from searchengine.encoding.openvino_backend import OpenVinoTransformer  # noqa: E402
+from searchengine.encoding.precision import cpu_has_native_bf16  # noqa: E402
 from searchengine.errors import SearchEngineError  # noqa: E402
 
 
@@ -108,9 +110,28 @@ def test_a_damaged_or_foreign_cache_entry_is_converted_again(
     np.testing.assert_allclose(encoder.encode(sentences), torch_encoder.encode(sentences), atol=1e-5)
 
 
-def test_what_it_cannot_run_is_a_clear_error(tiny_model: Path) -> None:
-    with pytest.raises(SearchEngineError, match="openvino backend runs fp32 or int8, not bf16"):
+@pytest.mark.skipif(not cpu_has_native_bf16(), reason="OpenVINO runs bf16 only on a CPU with AVX512-BF16 or AMX")
+def test_bf16_runs_the_fp32_graph_close_to_fp32(
+    tiny_model: Path, torch_encoder: Encoder, sentences: list[str], cache: Path
+) -> None:
+    encoder = Encoder(tiny_model, backend="openvino", precision="bf16")
+    assert (encoder.backend, encoder.precision) == ("openvino", "bf16")
+    vectors, reference = encoder.encode(sentences), torch_encoder.encode(sentences)
+    assert not np.allclose(vectors, reference, atol=1e-6), "bf16, not fp32"
+    assert (vectors * reference).sum(1).min() > 0.999
+    assert sorted(path.suffix for path in cache.iterdir()) == [".bin", ".json", ".xml"]  # the fp32 graph
+    assert list(cache.glob("*-fp32.xml"))
+
+
+def test_bf16_is_refused_where_the_cpu_lacks_it(tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(precision_module, "cpu_flags", lambda cpuinfo=None: frozenset({"avx512f", "avx512_vnni"}))
+    with pytest.raises(SearchEngineError, match="OpenVINO runs bf16 only on a CPU with AVX512-BF16 or AMX"):
         Encoder(tiny_model, backend="openvino", precision="bf16")
+
+
+def test_what_it_cannot_run_is_a_clear_error(tiny_model: Path) -> None:
+    with pytest.raises(SearchEngineError, match="openvino backend runs fp32 or bf16 or int8, not fp16"):
+        resolve_backend("openvino", "cpu", "mean", "fp16")
     with pytest.raises(SearchEngineError, match="openvino backend pools the last layer only"):
         Encoder(tiny_model, backend="openvino", pooling="first_last_avg")
     assert resolve_backend("auto", "cpu", "mean", "fp32") != "openvino"  # auto: for int8 only (docs/benchmarks.md)
