@@ -126,7 +126,7 @@ class Encoder:
             (precision, backend), (self.precision, self.backend), self.device
         )
         """The precision torch encodes calls of BULK_TEXTS texts or more in, where that beats the runtime above for
-        them (bf16 on a CPU with AVX512-BF16 and no AMX; see searchengine.encoding.precision); None: one runtime."""
+        them (bf16 on a CPU with AVX512-BF16 or AMX; see searchengine.encoding.precision); None: one runtime."""
         limits = [self.source.max_seq_length, self.model.config.max_position_embeddings]
         if self.tokenizer.model_max_length < 1_000_000:
             limits.append(self.tokenizer.model_max_length)

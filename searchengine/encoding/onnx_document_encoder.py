@@ -9,7 +9,7 @@ limit) with the `tokenizers` library and that same export, so the vectors are th
 It serves only where the Encoder would run every call of the add through that export: the conditions of the
 torch-free query encoder (searchengine.encoding.onnx_query_encoder: last-layer pooling, no prompt, no
 post-processing module, the export cached and valid), no bulk runtime beside it (`bulk_precision`: torch bf16 for
-large calls on a CPU with AVX512-BF16 and no AMX), and no GPU that torch could find (the Encoder would embed there).
+large calls on a CPU with AVX512-BF16 or AMX), and no GPU that torch could find (the Encoder would embed there).
 Anywhere else the caller loads the Encoder.
 """
 

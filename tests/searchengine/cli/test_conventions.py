@@ -15,7 +15,13 @@ from typer.testing import CliRunner
 
 import searchengine
 from searchengine.cli import app
-from searchengine.cli.measured import BF16_BULK_SPEEDUP, INT8_SPEEDUP, INT8_STSB_CHANGE, ONNX_QUERY_SPEEDUP
+from searchengine.cli.measured import (
+    AMX_BF16_BULK_SPEEDUP,
+    BF16_BULK_SPEEDUP,
+    INT8_SPEEDUP,
+    INT8_STSB_CHANGE,
+    ONNX_QUERY_SPEEDUP,
+)
 
 ROOT = Path(__file__).resolve().parents[3]
 runner = CliRunner()
@@ -74,7 +80,8 @@ def _help(*command: str) -> str:
             "int8 ({} sentence-transformers' speed",
             "`--precision int8` is {} faster than sentence-transformers",
         ),
-        (BF16_BULK_SPEEDUP, "64 texts or more ({} faster there)", "in torch bf16, {} ONNX Runtime fp32 there"),
+        (BF16_BULK_SPEEDUP, "64 texts or more ({} faster there", "in torch bf16, {} ONNX Runtime fp32 there"),
+        (AMX_BF16_BULK_SPEEDUP, "{} with AMX)", "On one with AMX, torch bf16 was {} ONNX Runtime fp32"),
     ],
 )
 def test_help_and_readme_quote_the_same_measurement(constant: str, help_says: str, readme_says: str) -> None:

@@ -42,7 +42,7 @@ def test_native_bf16_is_read_from_the_cpu_flags(tmp_path: Path) -> None:
     [
         ("fma", "fp32", "fp32", "fp32"),  # no native bf16 (Zen 3): bf16 is emulated, slow
         ("avx512f avx512_bf16", "bf16", "fp32", "fp32"),  # Zen 4: bf16 beats torch fp32, not ONNX Runtime fp32
-        ("avx512_bf16 amx_tile amx_bf16", "bf16", "bf16", "fp32"),  # AMX: bf16 wherever torch can run it
+        ("avx512_bf16 amx_tile amx_bf16", "bf16", "fp32", "fp32"),  # AMX: as Zen 4 (ONNX Runtime fp32 for queries)
     ],
 )
 def test_auto_follows_the_cpu_and_the_backends(
@@ -59,7 +59,7 @@ def test_auto_follows_the_cpu_and_the_backends(
     [
         ("avx512f avx512_bf16", ("auto", "auto"), ("fp32", "onnx"), "cpu", "bf16"),  # Zen 4: torch bf16 for bulk
         ("fma", ("auto", "auto"), ("fp32", "onnx"), "cpu", None),  # Zen 3: bf16 is emulated
-        ("avx512_bf16 amx_bf16", ("auto", "auto"), ("bf16", "torch"), "cpu", None),  # AMX: bf16 for everything
+        ("avx512_bf16 amx_bf16", ("auto", "auto"), ("fp32", "onnx"), "cpu", "bf16"),  # AMX: the same split
         ("avx512_bf16", ("fp32", "auto"), ("fp32", "onnx"), "cpu", None),  # the user's precision is kept
         ("avx512_bf16", ("auto", "onnx"), ("fp32", "onnx"), "cpu", None),  # ... and the user's backend
         ("avx512_bf16", ("auto", "auto"), ("fp16", "torch"), "cuda", None),
