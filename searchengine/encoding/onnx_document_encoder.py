@@ -6,11 +6,13 @@ Encoder ran the cached ONNX export that embeds on such a CPU. This encoder does 
 (passage spans and headings from the model's own tokenizer, the vectors, the count of texts cut to the model's
 limit) with the `tokenizers` library and that same export, so the vectors are the Encoder's to float rounding.
 
-It serves only where the Encoder would run every call of the add through that export: the conditions of the
-torch-free query encoder (searchengine.encoding.onnx_query_encoder: last-layer pooling, no prompt, no
-post-processing module, the export cached and valid), no bulk runtime beside it (`bulk_precision`: torch bf16 for
-large calls on a CPU with AVX512-BF16 or AMX), and no GPU that torch could find (the Encoder would embed there).
-Anywhere else the caller loads the Encoder.
+It serves where the Encoder would embed through that export: the conditions of the torch-free query encoder
+(searchengine.encoding.onnx_query_encoder: last-layer pooling, no prompt, no post-processing module, the export
+cached and valid) and no GPU that torch could find (the Encoder would embed there). Where the Encoder has a bulk
+runtime beside the export (`bulk_precision`: torch bf16 for calls of 64 texts or more on a CPU with AVX512-BF16
+or AMX), it serves adds of fewer than 64 documents only (`bulk_elsewhere`), in fp32: the passages of a few long
+documents may number more, and get fp32 vectors where the Encoder would have made bf16 ones (cosine within 1e-4;
+docs/benchmarks.md). Anywhere else the caller loads the Encoder.
 """
 
 from __future__ import annotations
@@ -60,6 +62,9 @@ class OnnxDocumentEncoder(OnnxQueryEncoder):
 
     def __init__(self, source: ModelSource, session: Any, fingerprint: str) -> None:  # noqa: ANN401
         super().__init__(source, session, fingerprint)
+        self.bulk_elsewhere = False
+        """Whether the Encoder would embed calls of BULK_TEXTS texts or more in another runtime (bulk_precision:
+        torch bf16 on a CPU with AVX512-BF16 or AMX); then this encoder serves adds of fewer documents only."""
         self.truncated = 0
         """Texts cut to the model's limit so far (as Encoder.truncated)."""
         self._untruncated = TokenizerCall(self.tokenizer)
@@ -106,12 +111,16 @@ def gpu_may_be_visible() -> bool:
 def onnx_document_encoder(
     source: ModelSource, fingerprint: str, speed: EncoderSpeed | None = None
 ) -> OnnxDocumentEncoder | None:
-    """The torch-free document encoder of `source` where the Encoder with `speed` would run every call through the
-    cached ONNX export (see the module's docstring); None where it would not, so the caller loads the Encoder."""
+    """The torch-free document encoder of `source` where the Encoder with `speed` would embed through the cached
+    ONNX export (see the module's docstring; `bulk_elsewhere` says whether only for small adds); None where it
+    would not, so the caller loads the Encoder."""
     speed = speed or EncoderSpeed()
     precision = onnx_precision(source, speed)
     if precision is None or gpu_may_be_visible():
         return None
-    if bulk_precision((speed.precision, speed.backend), (precision, "onnx"), "cpu") is not None:
-        return None
-    return onnx_query_encoder(source, fingerprint, speed, OnnxDocumentEncoder)
+    encoder = onnx_query_encoder(source, fingerprint, speed, OnnxDocumentEncoder)
+    if encoder is not None:
+        encoder.bulk_elsewhere = (
+            bulk_precision((speed.precision, speed.backend), (precision, "onnx"), "cpu") is not None
+        )
+    return encoder

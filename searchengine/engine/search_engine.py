@@ -300,14 +300,19 @@ class SearchEngine:
             return self._onnx_encoder
         return self.encoder
 
-    def _document_encoder(self) -> Encoder | OnnxDocumentEncoder:
-        """What embeds added documents: the loaded Encoder if there is one, else the torch-free ONNX encoder where
-        the Encoder would run every call through the same cached export (searchengine.encoding
-        .onnx_document_encoder: the same vectors), else the Encoder, loaded now."""
+    def _document_encoder(self, count: int | None) -> Encoder | OnnxDocumentEncoder:
+        """What embeds `count` added documents (None: not known before reading): the loaded Encoder if there is one,
+        else the torch-free ONNX encoder where the Encoder would embed them through the same cached export
+        (searchengine.encoding.onnx_document_encoder: the same vectors; where the Encoder has a bulk runtime, for
+        fewer than BULK_TEXTS documents only), else the Encoder, loaded now."""
         from searchengine.encoding.onnx_document_encoder import OnnxDocumentEncoder
+        from searchengine.encoding.precision import BULK_TEXTS
 
-        if self._encoder is None and isinstance(self._onnx_encoder, OnnxDocumentEncoder):
-            return self._onnx_encoder
+        light = self._onnx_encoder if self._encoder is None else None
+        if isinstance(light, OnnxDocumentEncoder) and (
+            not light.bulk_elsewhere or (count is not None and count < BULK_TEXTS)
+        ):
+            return light
         return self.encoder
 
     @classmethod
@@ -826,15 +831,11 @@ class SearchEngine:
         leave them to a later `merge()`, as the server does off its request path). `reading` replaces the
         record of how the index reads its input (as in `build`) in the same commit."""
         fields = JsonFields(text_field, title_field, id_field)
-        encoder = self._document_encoder()  # loaded before the write, which then does only the write
+        count = _count(corpus, jsonl, fields)
+        encoder = self._document_encoder(count)  # loaded before the write, which then does only the write
         with self._writing():
             report = append_to_index(
-                self.directory,
-                _documents(corpus, jsonl, fields),
-                encoder,
-                _count(corpus, jsonl, fields),
-                progress,
-                reading,
+                self.directory, _documents(corpus, jsonl, fields), encoder, count, progress, reading
             )
         if merge:
             self.merge()

@@ -351,6 +351,27 @@ def test_opening_loads_no_model_until_something_encodes(tmp_path: Path, tiny_mod
     assert completed.returncode == 0, completed.stderr[-3000:]
 
 
+def test_a_small_add_on_a_bf16_cpu_needs_no_torch_model(
+    tmp_path: Path, tiny_model: Path, sentences: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where `auto` embeds bulk calls in torch bf16 (AVX512-BF16 or AMX), an add of fewer than BULK_TEXTS documents
+    is embedded by the torch-free ONNX encoder, as the Encoder would embed them; a larger add loads the Encoder."""
+    from searchengine.encoding import precision as precision_module
+    from searchengine.encoding.onnx_document_encoder import OnnxDocumentEncoder
+    from searchengine.encoding.precision import BULK_TEXTS
+
+    monkeypatch.setattr(precision_module, "cpu_flags", lambda cpuinfo=None: frozenset({"avx512f", "avx512_bf16"}))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    SearchEngine.build(sentences, tmp_path / "i", encoder=Encoder(tiny_model, device="cpu"))  # caches the export
+    engine = SearchEngine.open(tmp_path / "i")
+    engine.add([f"a small note number {i} about the weather" for i in range(BULK_TEXTS - 1)])
+    light = engine._onnx_encoder  # noqa: SLF001
+    assert isinstance(light, OnnxDocumentEncoder) and light.bulk_elsewhere and engine._encoder is None  # noqa: SLF001
+    assert engine.search("a small note number 3 about the weather", k=1, mode="dense")[0].score > 0.999
+    engine.add([f"a large batch, note {i} about the sea" for i in range(BULK_TEXTS)])
+    assert engine._encoder is not None and engine._encoder.bulk_precision == "bf16"  # noqa: SLF001
+
+
 def _manifest_written_before_typing(index: Path, model: Path, fingerprint: str) -> dict:
     """manifest.json as the code before the typed manifest (commit 71e681a) wrote it for a whitened Flat index of
     the 12 sentences, naming this index's files."""
