@@ -10,9 +10,9 @@ It serves where the Encoder would embed through that export: the conditions of t
 (searchengine.encoding.onnx_query_encoder: last-layer pooling, no prompt, no post-processing module, the export
 cached and valid) and no GPU that torch could find (the Encoder would embed there). Where the Encoder has a bulk
 runtime beside the export (`bulk_precision`: torch bf16 for calls of 64 texts or more on a CPU with AVX512-BF16
-or AMX), it serves adds of fewer than 64 documents only (`bulk_elsewhere`), in fp32: the passages of a few long
-documents may number more, and get fp32 vectors where the Encoder would have made bf16 ones (cosine within 1e-4;
-docs/benchmarks.md). Anywhere else the caller loads the Encoder.
+or AMX), it serves only adds that embed fewer than 64 texts, passages counted (`bulk_elsewhere`;
+SearchEngine._document_encoder): a few long documents of 64 passages or more are bulk work, which torch bf16
+embeds about twice as fast as this encoder's fp32 once loaded. Anywhere else the caller loads the Encoder.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ class OnnxDocumentEncoder(OnnxQueryEncoder):
         super().__init__(source, session, fingerprint)
         self.bulk_elsewhere = False
         """Whether the Encoder would embed calls of BULK_TEXTS texts or more in another runtime (bulk_precision:
-        torch bf16 on a CPU with AVX512-BF16 or AMX); then this encoder serves adds of fewer documents only."""
+        torch bf16 on a CPU with AVX512-BF16 or AMX); then this encoder serves adds of fewer texts only."""
         self.truncated = 0
         """Texts cut to the model's limit so far (as Encoder.truncated)."""
         self._untruncated = TokenizerCall(self.tokenizer)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from importlib.metadata import version
@@ -20,6 +20,7 @@ from searchengine.encoding.passage_headings import heading_at, with_heading
 from searchengine.encoding.passages import (
     PASSAGE_HEADINGS_BY_DEFAULT,
     PASSAGES_BY_DEFAULT,
+    Span,
     check_overlap,
     default_overlap,
 )
@@ -407,12 +408,7 @@ def _passages(
     if passages is None:
         report.vectors += len(ids)
         return np.asarray(ids, dtype=np.int64), texts, np.asarray(first_seen, dtype=bool)
-    structures = [(document.blocks, document.section_starts) if document.blocks else None for document in documents]
-    windows: int | list[int] = passages.tokens
-    headings: list[tuple[tuple[int, str], ...]] = [() for _ in documents]
-    if passages.headings:
-        windows, headings = encoder.fit_headings([document.headings for document in documents], passages.tokens)
-    spans = encoder.passage_spans(texts, windows, passages.overlap, structures)
+    spans, headings = _passage_spans(encoder, documents, passages)
     vector_ids = store.add_passages({i: s for i, s in zip(ids, spans) if len(s) > 1})
     report.split += len(vector_ids)
     out_ids: list[int] = []
@@ -425,6 +421,28 @@ def _passages(
             out_first.append(fresh)
     report.vectors += len(out_ids)
     return np.asarray(out_ids, dtype=np.int64), out_texts, np.asarray(out_first, dtype=bool)
+
+
+def _passage_spans(
+    encoder: Encoder, documents: Sequence[Document], passages: PassageSplitting
+) -> tuple[list[list[Span]], list[tuple[tuple[int, str], ...]]]:
+    """Each document's passage spans as `passages` splits it (along its blocks and sections where it was read from
+    a file), and the headings its passages are embedded after (none unless `passages` says so)."""
+    structures = [(document.blocks, document.section_starts) if document.blocks else None for document in documents]
+    windows: int | list[int] = passages.tokens
+    headings: list[tuple[tuple[int, str], ...]] = [() for _ in documents]
+    if passages.headings:
+        windows, headings = encoder.fit_headings([document.headings for document in documents], passages.tokens)
+    spans = encoder.passage_spans([document.text for document in documents], windows, passages.overlap, structures)
+    return spans, headings
+
+
+def texts_to_embed(encoder: Encoder, documents: Sequence[Document], passages: PassageSplitting | None) -> int:
+    """How many texts adding `documents` would embed at most: one per document, or one per passage where
+    `passages` splits them (each distinct text is embedded once, so a repeated one counts more than it costs)."""
+    if passages is None:
+        return len(documents)
+    return sum(len(spans) for spans in _passage_spans(encoder, documents, passages)[0])
 
 
 def drop_vectors(

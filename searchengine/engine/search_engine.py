@@ -8,7 +8,7 @@ import math
 import numbers
 import os
 import weakref
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -36,6 +36,7 @@ from searchengine.engine.indexing import (
     delete_from_index,
     document_chunks,
     fit_whitening,
+    texts_to_embed,
 )
 from searchengine.engine.mode_registry import RankRequest, RetrievalMode, mode_named
 from searchengine.engine.modes import DEFAULT_FUSION, DEFAULT_MODE, SearchMode
@@ -300,19 +301,25 @@ class SearchEngine:
             return self._onnx_encoder
         return self.encoder
 
-    def _document_encoder(self, count: int | None) -> Encoder | OnnxDocumentEncoder:
-        """What embeds `count` added documents (None: not known before reading): the loaded Encoder if there is one,
-        else the torch-free ONNX encoder where the Encoder would embed them through the same cached export
-        (searchengine.encoding.onnx_document_encoder: the same vectors; where the Encoder has a bulk runtime, for
-        fewer than BULK_TEXTS documents only), else the Encoder, loaded now."""
+    def _document_encoder(
+        self, count: int | None, documents: Callable[[], Iterable[Document]]
+    ) -> Encoder | OnnxDocumentEncoder:
+        """What embeds `count` added documents (None: not known before reading), which `documents()` reads: the
+        loaded Encoder if there is one, else the torch-free ONNX encoder where the Encoder would embed them through
+        the same cached export (searchengine.encoding.onnx_document_encoder: the same vectors; where the Encoder has
+        a bulk runtime, only where they embed fewer than BULK_TEXTS texts, passages counted), else the Encoder,
+        loaded now."""
         from searchengine.encoding.onnx_document_encoder import OnnxDocumentEncoder
         from searchengine.encoding.precision import BULK_TEXTS
 
         light = self._onnx_encoder if self._encoder is None else None
-        if isinstance(light, OnnxDocumentEncoder) and (
-            not light.bulk_elsewhere or (count is not None and count < BULK_TEXTS)
-        ):
+        if not isinstance(light, OnnxDocumentEncoder):
+            return self.encoder
+        if not light.bulk_elsewhere:
             return light
+        if count is not None and count < BULK_TEXTS:
+            if texts_to_embed(light, list(documents()), self.manifest.passages) < BULK_TEXTS:
+                return light
         return self.encoder
 
     @classmethod
@@ -832,7 +839,8 @@ class SearchEngine:
         record of how the index reads its input (as in `build`) in the same commit."""
         fields = JsonFields(text_field, title_field, id_field)
         count = _count(corpus, jsonl, fields)
-        encoder = self._document_encoder(count)  # loaded before the write, which then does only the write
+        # loaded before the write, which then does only the write
+        encoder = self._document_encoder(count, lambda: _documents(corpus, jsonl, fields))
         with self._writing():
             report = append_to_index(
                 self.directory, _documents(corpus, jsonl, fields), encoder, count, progress, reading

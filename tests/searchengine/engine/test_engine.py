@@ -372,6 +372,30 @@ def test_a_small_add_on_a_bf16_cpu_needs_no_torch_model(
     assert engine._encoder is not None and engine._encoder.bulk_precision == "bf16"  # noqa: SLF001
 
 
+def test_a_few_long_documents_of_bulk_passages_load_the_bulk_encoder(
+    tmp_path: Path, tiny_model: Path, sentences: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Fewer than BULK_TEXTS documents that split into BULK_TEXTS passages or more are bulk work for the Encoder
+    (torch bf16 where auto has it): the torch-free encoder, which embeds all of them in ONNX Runtime fp32, steps
+    aside (3 long Markdown files of 1,353 passages took 83 s that way on an AMX Xeon, 43 s with torch loaded)."""
+    from searchengine.encoding import precision as precision_module
+    from searchengine.encoding.precision import BULK_TEXTS
+
+    monkeypatch.setattr(precision_module, "cpu_flags", lambda cpuinfo=None: frozenset({"avx512f", "amx_bf16"}))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    encoder = Encoder(tiny_model, device="cpu")
+    SearchEngine.build(sentences, tmp_path / "i", encoder=encoder, passages=True)  # caches the export
+    reports = [
+        " ".join(f"{word}{i} of a long report" for i in range(encoder.text_tokens * BULK_TEXTS // 4)) for word in "ab"
+    ]
+    engine = SearchEngine.open(tmp_path / "i")
+    engine.add([f"a short note {i}" for i in range(3)])
+    assert engine._encoder is None  # noqa: SLF001
+    engine.add(reports)
+    assert engine.last_report is not None and engine.last_report.vectors >= BULK_TEXTS
+    assert engine._encoder is not None and engine._encoder.bulk_precision == "bf16"  # noqa: SLF001
+
+
 def _manifest_written_before_typing(index: Path, model: Path, fingerprint: str) -> dict:
     """manifest.json as the code before the typed manifest (commit 71e681a) wrote it for a whitened Flat index of
     the 12 sentences, naming this index's files."""
