@@ -65,7 +65,8 @@ PrecisionOption = typer.Option(
     "--precision",
     help="Encoder precision: auto (fp16 on a GPU; on CPUs with AVX512-BF16 or AMX, bf16 in torch for calls of 64 "
     f"texts or more ({BF16_BULK_SPEEDUP} faster there, {AMX_BF16_BULK_SPEEDUP} with AMX) and fp32 in ONNX Runtime for "
-    "queries; else fp32), "
+    "queries and smaller calls (with --backend auto; bf16 throughout where ONNX Runtime cannot run the model); else "
+    "fp32), "
     f"fp32, bf16, fp16 (GPU) or int8 ({INT8_SPEEDUP} sentence-transformers' speed on CPU, {INT8_STSB_CHANGE} STS-B "
     "points; docs/benchmarks.md).",
 )
