@@ -18,6 +18,17 @@ EXACT_MINING_LIMIT = 50_000
 """Up to this many vectors `auto` mines exactly (about n^2/2 dot products); above it through the FAISS index."""
 
 
+SCORE_TOLERANCE = 1e-6
+"""How far below a threshold a pair may score and still count. The inner product of float32 unit vectors is
+exact to a few of float32's 6e-8 steps, so a text and its exact duplicate can score 0.99999994, and `--threshold 1`
+missed exact duplicates (the same text embedded in two batches of different padding differs by about as much)."""
+
+
+def score_floor(threshold: float) -> float:
+    """The lowest score a pair may have to count as scoring at least `threshold` (SCORE_TOLERANCE below it)."""
+    return threshold - SCORE_TOLERANCE
+
+
 def check_request(top: int | None, threshold: float | None) -> int | None:
     """Validate a mining request; returns the pair count to keep (DEFAULT_TOP when neither is given)."""
     if threshold is not None and not 0.0 < threshold <= 1.0:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from searchengine.analysis.mining_request import MiningMethod, check_request, choose_method
+from searchengine.analysis.mining_request import MiningMethod, check_request, choose_method, score_floor
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.index_directory import IndexDirectory
 from searchengine.indexer.live_write import writing_in_place
@@ -77,7 +77,7 @@ def mine_vectors(
         scores = matrix[start:stop] @ matrix[start:].T
         square = stop - start
         np.copyto(scores[:, :square], -np.inf, where=np.tri(square, dtype=bool))  # column > row only: no self pairs
-        floor = found.floor() if threshold is None else max(threshold, found.floor())
+        floor = found.floor() if threshold is None else max(score_floor(threshold), found.floor())
         rows, columns = _selected(scores, top, floor)
         first, second = names[rows + start], names[columns + start]
         found.add(scores[rows, columns], np.minimum(first, second), np.maximum(first, second))
@@ -117,7 +117,7 @@ def mine_index(
         queries = np.repeat(batch_ids, k + 1)
         keep = (neighbour_ids.ravel() >= 0) & (neighbour_ids.ravel() != queries)
         if threshold is not None:
-            keep &= scores.ravel() >= threshold
+            keep &= scores.ravel() >= score_floor(threshold)
         first = np.minimum(queries, neighbour_ids.ravel())[keep]
         second = np.maximum(queries, neighbour_ids.ravel())[keep]
         found.add(scores.ravel()[keep], first, second)

@@ -84,7 +84,10 @@ def mine(
         None, "--top", "-n", min=1, help="Show the N most similar pairs (20 when no --threshold is given)."
     ),
     threshold: float | None = typer.Option(
-        None, "--threshold", "-t", help="Every pair with cosine similarity at least this, in (0, 1]."
+        None,
+        "--threshold",
+        "-t",
+        help="Every pair with cosine similarity at least this, in (0, 1]; 1 finds exact duplicates.",
     ),
     dedupe: bool = typer.Option(
         False,

@@ -93,6 +93,18 @@ def test_bad_requests_are_refused(top: int | None, threshold: float | None) -> N
         mine_vectors(unit_vectors(10), top=top, threshold=threshold)
 
 
+def test_a_threshold_of_one_finds_exact_duplicates() -> None:
+    """Seed 2's vector scores 0.99999994 with itself in float32: an exact duplicate, which `threshold=1` must find,
+    exactly and through the index."""
+    vector = unit_vectors(1, dimension=384, seed=2)[0]
+    vectors = np.stack([vector, unit_vectors(1, dimension=384, seed=5)[0], vector])
+    assert (vectors @ vectors.T)[0, 2] < 1
+    assert [(p.first, p.second) for p in mine_vectors(vectors, threshold=1.0)] == [(0, 2)]
+    index = VectorIndex.create("Flat", 384)
+    index.add(vectors, np.arange(3))
+    assert [(p.first, p.second) for p in mine_index(index, threshold=1.0, method="ann")] == [(0, 2)]
+
+
 def test_ann_mode_on_an_exact_index_finds_the_exact_pairs() -> None:
     vectors = unit_vectors(400, seed=3)
     index = VectorIndex.create("Flat", vectors.shape[1])
