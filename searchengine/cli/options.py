@@ -74,9 +74,8 @@ BackendOption = typer.Option(
     "auto",
     "--backend",
     help=f"Run the encoder in torch, onnx (ONNX Runtime, the 'onnx' extra; {ONNX_QUERY_SPEEDUP} faster per query "
-    "on CPU, same vectors) or openvino (the 'openvino' extra; its int8 is calibrated, its bf16 needs AVX512-BF16 or AMX); "
-    "auto: openvino for int8 "
-    "where installed, else onnx where installed and able to run the model, else torch.",
+    "on CPU, same vectors) or openvino (the 'openvino' extra; its int8 is calibrated, its bf16 needs AVX512-BF16 or "
+    "AMX); auto: openvino for int8 where installed, else onnx where installed and able to run the model, else torch.",
 )
 
 
