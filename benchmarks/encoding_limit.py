@@ -24,7 +24,8 @@ a fraction of it, where the encoder's time goes, and lossless variants that migh
 - Variants (TRIED; all fp32, so lossless by construction, checked by the cosine): ONNX Runtime in batches of 32 and
   128 (the default is 64), on 1 thread, and with its threads sleeping instead of spinning between kernels; torch
   fp32 through torch.compile (inductor, dynamic shapes); torch fp32 traced and frozen by TorchScript with oneDNN
-  Graph fusion. Also on request (--variants), OpenVINO fp32 and the int8 runtimes, ONNX Runtime's dynamic int8 and
+  Graph fusion. Also on request (--variants), on CPUs with bf16: torch bf16 through torch.compile, and torch bf16
+  with transformers' eager attention in place of the fused kernel; OpenVINO fp32 and the int8 runtimes, ONNX Runtime's dynamic int8 and
   OpenVINO's calibrated static int8 (lossy: their GFLOP/s set against the int8 peak; the cosine says how far).
 - Single-query latency: one short STS-B sentence per call, --queries calls per encoder, p50 and p99.
 - A plot (--plot, default docs/encoding_limit.png): for each text length, the default's sentences/s next to the
@@ -163,8 +164,10 @@ def lossless_variants(names: list[str]) -> dict[str, Callable[[], Encoder]]:
         "onnx int8": lambda: Encoder(backend="onnx", precision="int8"),
         "openvino int8": lambda: Encoder(backend="openvino", precision="int8"),
         "onnx fp32 spinning": onnx_fp32_with_spinning,
-        "torch fp32 compiled": compiled_torch_fp32,
+        "torch fp32 compiled": lambda: compiled_torch("fp32"),
         "torch fp32 oneDNN graph": traced_torch_fp32,
+        "torch bf16 compiled": lambda: compiled_torch("bf16"),
+        "torch bf16 eager attention": torch_bf16_eager_attention,
     }
     unknown = [name for name in names if name not in available]
     if unknown:
@@ -198,10 +201,20 @@ def onnx_fp32_with_spinning() -> Encoder:
     return encoder
 
 
-def compiled_torch_fp32() -> Encoder:
-    """torch fp32 with the transformer through torch.compile (inductor, dynamic shapes: batches vary in width)."""
-    encoder = Encoder(backend="torch", precision="fp32")
+def compiled_torch(precision: str) -> Encoder:
+    """torch in `precision` with the transformer through torch.compile (inductor, dynamic shapes: batches vary in
+    width). Inductor's compiled kernels are cached on disk, so the build time differs between a first run and the next."""
+    encoder = Encoder(backend="torch", precision=precision)
     encoder.model = torch.compile(encoder.model, dynamic=True)
+    return encoder
+
+
+def torch_bf16_eager_attention() -> Encoder:
+    """torch bf16 with the attention written out as matmul, softmax, matmul (transformers' "eager" attention) instead
+    of torch's fused scaled_dot_product_attention, whose CPU kernel takes over a quarter of the bf16 model's time
+    on short texts for about 1% of its FLOPs."""
+    encoder = Encoder(backend="torch", precision="bf16")
+    encoder.model.set_attn_implementation("eager")
     return encoder
 
 
@@ -620,23 +633,26 @@ FLAGS_OF_NOTE = frozenset({"avx512_bf16", "amx_bf16", "amx_int8", "avx512_vnni",
 
 def encoder_results(args: argparse.Namespace, peaks: dict) -> dict:
     """Throughput, stages and query latency of the default and the lossless variants on the three text lengths."""
-    built = {}
+    built, build_seconds = {}, {}
     for name, build in lossless_variants([name for name in args.variants.split(",") if name]).items():
         started = time.perf_counter()
         built[name] = build()
-        built[name].encode(["warm up"] * 2)
-        print(f"{name}: built in {time.perf_counter() - started:.1f} s", flush=True)
+        built[name].encode(["warm up"] * 2)  # a compiled variant's first compile happens here
+        build_seconds[name] = round(time.perf_counter() - started, 2)
+        print(f"{name}: built in {build_seconds[name]:.1f} s", flush=True)
     default = built["default"]
     sets = {
         "short (STS-B)": timing_texts(args.data, "stsb", args.texts),
         "medium (Wikipedia)": timing_texts(args.data, "wiki", args.texts),
         "long (NFCorpus)": long_texts(args.data, args.long),
     }
+    warm_up_seconds = {}
     for name, encoder in built.items():  # warm-up on every text length (compiled variants compile here)
         started = time.perf_counter()
         for texts in sets.values():
             encoder.encode(texts[:128])
-        print(f"{name}: warmed up in {time.perf_counter() - started:.1f} s", flush=True)
+        warm_up_seconds[name] = round(time.perf_counter() - started, 2)
+        print(f"{name}: warmed up in {warm_up_seconds[name]:.1f} s", flush=True)
     results: dict = {
         "default": {
             "precision": default.precision,
@@ -644,6 +660,8 @@ def encoder_results(args: argparse.Namespace, peaks: dict) -> dict:
             "bulk_precision": default.bulk_precision,
             "batch_size": default.batch_size,
         },
+        "build_seconds": build_seconds,
+        "warm_up_seconds": warm_up_seconds,
         "texts": {},
     }
     for label, texts in sets.items():
