@@ -8,7 +8,7 @@ import math
 import numbers
 import os
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,6 +20,7 @@ from searchengine.analysis.clustering import Cluster, Clustering, cluster_index,
 from searchengine.analysis.mining_request import MiningMethod
 from searchengine.analysis.paraphrase_mining import Pair, dedupe_index, mine_documents, with_texts
 from searchengine.encoding.passages import PASSAGE_HEADINGS_BY_DEFAULT, PASSAGES_BY_DEFAULT
+from searchengine.encoding.precision import BULK_TEXTS
 from searchengine.engine.embedding import to_index_vectors
 from searchengine.engine.files import fields_record
 from searchengine.engine.filters import Filters, conditions_of
@@ -301,25 +302,21 @@ class SearchEngine:
             return self._onnx_encoder
         return self.encoder
 
-    def _document_encoder(
-        self, count: int | None, documents: Callable[[], Iterable[Document]]
-    ) -> Encoder | OnnxDocumentEncoder:
-        """What embeds `count` added documents (None: not known before reading), which `documents()` reads: the
-        loaded Encoder if there is one, else the torch-free ONNX encoder where the Encoder would embed them through
-        the same cached export (searchengine.encoding.onnx_document_encoder: the same vectors; where the Encoder has
-        a bulk runtime, only where they embed fewer than BULK_TEXTS texts, passages counted), else the Encoder,
-        loaded now."""
+    def _document_encoder(self, small_add: Sequence[Document] | None) -> Encoder | OnnxDocumentEncoder:
+        """What embeds an add, given its documents where fewer than BULK_TEXTS were counted (`small_add`; None:
+        more, or not known before reading): the loaded Encoder if there is one, else the torch-free ONNX encoder
+        where the Encoder would embed them through the same cached export (searchengine.encoding.onnx_document_encoder:
+        the same vectors; where the Encoder has a bulk runtime, only where they embed fewer than BULK_TEXTS texts,
+        passages counted), else the Encoder, loaded now."""
         from searchengine.encoding.onnx_document_encoder import OnnxDocumentEncoder
-        from searchengine.encoding.precision import BULK_TEXTS
 
         light = self._onnx_encoder if self._encoder is None else None
         if not isinstance(light, OnnxDocumentEncoder):
             return self.encoder
         if not light.bulk_elsewhere:
             return light
-        if count is not None and count < BULK_TEXTS:
-            if texts_to_embed(light, list(documents()), self.manifest.passages) < BULK_TEXTS:
-                return light
+        if small_add is not None and texts_to_embed(light, small_add, self.manifest.passages) < BULK_TEXTS:
+            return light
         return self.encoder
 
     @classmethod
@@ -839,11 +836,13 @@ class SearchEngine:
         record of how the index reads its input (as in `build`) in the same commit."""
         fields = JsonFields(text_field, title_field, id_field)
         count = _count(corpus, jsonl, fields)
-        # loaded before the write, which then does only the write
-        encoder = self._document_encoder(count, lambda: _documents(corpus, jsonl, fields))
+        documents: Iterable[Document] = _documents(corpus, jsonl, fields)
+        small_add = list(documents) if count is not None and count < BULK_TEXTS else None
+        # loaded before the write, which then does only the write; a small add is read once, for both
+        encoder = self._document_encoder(small_add)
         with self._writing():
             report = append_to_index(
-                self.directory, _documents(corpus, jsonl, fields), encoder, count, progress, reading
+                self.directory, small_add if small_add is not None else documents, encoder, count, progress, reading
             )
         if merge:
             self.merge()
