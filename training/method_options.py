@@ -150,7 +150,9 @@ class ConSERTOptions(BiEncoderOptions):
     """ConSERT: NT-Xent between two augmented views, alone or with the NLI objective in a schedule.
 
     Examples:
+
       searchengine train consert --data sentences.txt --views shuffle,feature_cutoff:0.2 --out consert-model
+
       searchengine train consert --schedule joint --nli data/nli/train.tsv.gz --adversarial 0.1 --out m
     """
 

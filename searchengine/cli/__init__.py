@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import typer
 
 from searchengine.cli import (
@@ -61,3 +63,25 @@ for command in (
     app.command()(command)
 app.add_typer(train.train_app, name="train")
 app.add_typer(evaluation.eval_app, name="eval")
+
+
+def flowing(text: str) -> str:
+    """`text` with each paragraph's wrapped lines joined into one, so a terminal wraps it at its own width; a
+    paragraph with indented lines (examples) stays as written. typer's rich help joins the first paragraph's lines
+    only and prints the rest with the source's breaks, ragged at every width but the source's."""
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    return "\n\n".join(
+        paragraph if any(line[:1].isspace() for line in paragraph.splitlines()) else " ".join(paragraph.splitlines())
+        for paragraph in paragraphs
+    )
+
+
+def _flow_help(commands: typer.Typer) -> None:
+    """Every command's help, from its docstring, as `flowing` text."""
+    for info in commands.registered_commands:
+        info.help = flowing(info.help or inspect.getdoc(info.callback) or "")
+    for group in commands.registered_groups:
+        _flow_help(group.typer_instance)
+
+
+_flow_help(app)

@@ -131,8 +131,8 @@ def retrieval(
 
       searchengine eval retrieval -d nfcorpus-index --queries queries.jsonl --qrels qrels_test.tsv
 
-      searchengine eval retrieval -d nfcorpus-index --queries queries.jsonl --qrels qrels_test.tsv --mode hybrid
-      --fusion minmax --dense-weight 0.5
+      searchengine eval retrieval -d nfcorpus-index --queries queries.jsonl --qrels qrels_test.tsv \\
+        --mode hybrid --fusion minmax --dense-weight 0.5
     """
     with user_errors():
         import json

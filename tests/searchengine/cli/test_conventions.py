@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 import searchengine
-from searchengine.cli import app
+from searchengine.cli import app, flowing
 from searchengine.cli.measured import (
     AMX_BF16_BULK_SPEEDUP,
     BF16_BULK_SPEEDUP,
@@ -93,3 +93,11 @@ def test_help_and_readme_quote_the_same_measurement(constant: str, help_says: st
 
 def test_help_shows_square_brackets_rather_than_reading_them_as_markup() -> None:
     assert "pip install 'searchengine[ray]'" in _help("index")
+
+
+def test_help_paragraphs_wrap_at_the_terminals_width_and_examples_keep_their_lines() -> None:
+    wide = runner.invoke(app, ["sync", "--help"], env={"COLUMNS": "200"}).output
+    assert "one whose content hash is unchanged is not embedded again. Each folder is read" in wide
+    assert flowing("First.\n\nTwo wrapped\nlines.\n\nExamples:\n\n  a \\\n    b\n") == (
+        "First.\n\nTwo wrapped lines.\n\nExamples:\n\n  a \\\n    b"
+    )
