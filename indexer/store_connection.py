@@ -23,10 +23,17 @@ SQLITE_LIMITS = ("too complex", "too large", "too many", "too big")
 large, too many SQL variables, a string or blob too big): the request's fault, not a damaged store."""
 
 
+def opens_immutable(path: Path) -> bool:
+    """Whether a read-only connection to the store at `path` is opened immutable: where this user cannot write the
+    directory and WAL's shared-memory file is missing, SQLite can read the file no other way. An immutable connection
+    never sees another process's writes (the directory's owner may still write there): CommitProbe reopens it when
+    the files change."""
+    return not os.access(Path(path).parent, os.W_OK) and not Path(f"{path}-shm").exists()
+
+
 def connect(path: Path, writable: bool) -> sqlite3.Connection:
     """A connection to the store at `path`. A writable one puts the file in WAL mode (kept in the file), so
-    readers never wait for a write in progress. A read-only one of a directory this user cannot write (where SQLite
-    cannot make WAL's shared-memory file) opens the file as immutable: nobody can write it there either."""
+    readers never wait for a write in progress. A read-only one is immutable where `opens_immutable` says so."""
     if writable:
         connection = sqlite3.connect(str(path))
         connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -34,7 +41,7 @@ def connect(path: Path, writable: bool) -> sqlite3.Connection:
         connection.execute(f"PRAGMA journal_size_limit = {WAL_KEEP_BYTES}")
         return connection
     uri = Path(path).resolve().as_uri()
-    immutable = not os.access(Path(path).parent, os.W_OK) and not Path(f"{path}-shm").exists()
+    immutable = opens_immutable(path)
     wal = Path(f"{path}-wal")
     if immutable and wal.exists() and wal.stat().st_size > 0:
         raise IndexerError(
