@@ -12,6 +12,14 @@ class InterruptedAfterCommit(KeyboardInterrupt):
     write, so nobody may be told that nothing changed."""
 
 
+class StorageFullError(IndexerError):
+    """The disk that holds the index is full; the write changed nothing."""
+
+
+class StoragePermissionError(IndexerError):
+    """This user may not open or write a file of the index (or its directory)."""
+
+
 class IndexLockedError(IndexerError):
     """Another process is writing this index right now."""
 

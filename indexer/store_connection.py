@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from searchengine.indexer.errors import IndexerError
+from searchengine.indexer.errors import IndexerError, StorageFullError, StoragePermissionError
 
 BUSY_TIMEOUT_MS = 10_000
 """How long a statement waits for another connection's lock (a writer's commit, a checkpoint) before failing."""
@@ -65,12 +65,12 @@ class StoreGuard:
         """The one-line error for a failed SQLite call: a full disk or a permission problem is not corruption."""
         text = str(exc)
         if "disk is full" in text:
-            return IndexerError(
+            return StorageFullError(
                 f"no space left on device writing {self.path}: free some space and run the command again; the "
                 "index is as it was before"
             )
         if "readonly" in text or "unable to open" in text:
-            return IndexerError(
+            return StoragePermissionError(
                 f"cannot open or write {self.path} ({text}): check the permissions of the file and its directory"
             )
         if any(limit in text for limit in SQLITE_LIMITS):

@@ -1,5 +1,6 @@
 """Every error the server answers is `{"error": "one line"}`: 400 for a bad request, 401 without the API key, 404
-for an unknown id or path, 409 while another process writes the index, 413 for an oversize body, 500 otherwise."""
+for an unknown id or path, 409 while another process writes the index, 413 for an oversize body, 507 when the
+index's disk is full, 500 otherwise (a file of the index this server may not write among them)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,21 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from searchengine.errors import SearchEngineError
-from searchengine.indexer.errors import IndexLockedError, UnknownDocumentError
+from searchengine.indexer.errors import (
+    IndexLockedError,
+    StorageFullError,
+    StoragePermissionError,
+    UnknownDocumentError,
+)
+
+STATUS_OF_ERROR = {
+    UnknownDocumentError: 404,
+    IndexLockedError: 409,
+    StorageFullError: 507,
+    StoragePermissionError: 500,
+}
+"""The status of a SearchEngineError of these kinds (any other: 400, the request's fault). A full disk or a file
+the server may not write is the server's to fix, not the client's."""
 
 
 def error_response(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
@@ -30,7 +45,7 @@ def add_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(SearchEngineError)
     async def user_error(_request: Request, exc: SearchEngineError) -> JSONResponse:
-        status = 404 if isinstance(exc, UnknownDocumentError) else 409 if isinstance(exc, IndexLockedError) else 400
+        status = next((code for kind, code in STATUS_OF_ERROR.items() if isinstance(exc, kind)), 400)
         return error_response(status, str(exc))
 
     @app.exception_handler(RequestValidationError)
