@@ -1,4 +1,5 @@
-"""An ASGI middleware that refuses request bodies over a size limit with 413, before they are read whole."""
+"""An ASGI middleware that refuses request bodies over a size limit with 413, before they are read whole, and
+keeps the body it read as `request.state.body`."""
 
 from __future__ import annotations
 
@@ -37,7 +38,9 @@ class BodyLimit:
             chunks.append(chunk)
             if not message.get("more_body", False):
                 break
-        body: dict[str, Any] | None = {"type": "http.request", "body": b"".join(chunks), "more_body": False}
+        whole = b"".join(chunks)
+        scope.setdefault("state", {})["body"] = whole  # request.state.body: what an error handler may look at again
+        body: dict[str, Any] | None = {"type": "http.request", "body": whole, "more_body": False}
 
         async def replay() -> Message:
             nonlocal body

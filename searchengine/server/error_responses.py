@@ -4,6 +4,8 @@ index's disk is full, 500 otherwise (a file of the index this server may not wri
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -61,7 +63,9 @@ def add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         message = str(exc.detail)
-        if exc.status_code == 404 and message == "Not Found":
+        if exc.status_code == 400 and message == FASTAPI_BODY_ERROR:
+            message = body_problem(getattr(request.state, "body", b""))
+        elif exc.status_code == 404 and message == "Not Found":
             message = f"no such endpoint: {request.method} {request.url.path}; the API is described at /docs"
         elif exc.status_code == 405:
             message = f"{request.method} is not allowed on {request.url.path}; the API is described at /docs"
@@ -70,6 +74,30 @@ def add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def internal_error(_request: Request, exc: Exception) -> JSONResponse:
         return error_response(500, f"internal error ({type(exc).__name__}: {exc}); see the server's log")
+
+
+FASTAPI_BODY_ERROR = "There was an error parsing the body"
+"""FastAPI's detail when reading a JSON body fails other than as invalid JSON (json.JSONDecodeError)."""
+
+
+def body_problem(body: bytes) -> str:
+    """What keeps `body` from being read as JSON, in one line with the fix, for the failures FastAPI reports only
+    as FASTAPI_BODY_ERROR: bytes that are not UTF-8, an integer longer than Python reads, JSON nested too deep."""
+    try:
+        json.loads(body)
+    except UnicodeDecodeError as exc:
+        byte = body[exc.start : exc.start + 1]
+        return f"the request body is not UTF-8 ({byte!r} at byte offset {exc.start}); send JSON in UTF-8"
+    except RecursionError:
+        return "the request body is nested too deeply to read; flatten its JSON"
+    except ValueError as exc:
+        if "digits" in str(exc):
+            return (
+                f"the request body holds an integer of more than {sys.get_int_max_str_digits():,} digits, too long to "
+                "read; send it as a string"
+            )
+        return f"the request body is not valid JSON ({exc})"
+    return f"the request body could not be read ({FASTAPI_BODY_ERROR.lower()})"
 
 
 def _validation_message(exc: RequestValidationError) -> str:

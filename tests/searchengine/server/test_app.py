@@ -189,6 +189,21 @@ def test_bodies_that_are_not_json_get_400(client: TestClient) -> None:
     assert "Content-Type: application/json" in _error(client.post("/search", data={"queries": "cat"}), 400)
 
 
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b'{"documents": [{"text": "caf\xe9"}]}', "the request body is not UTF-8 (b'\\xe9' at byte offset 28)"),
+        (b'{"documents": [{"text": "x", "n": %s}]}' % (b"9" * 5000), "an integer of more than 4,300 digits"),
+        (b'{"documents": [{"text": "x", "m": %s}]}' % (b"[" * 100_000 + b"]" * 100_000), "nested too deeply"),
+    ],
+)
+def test_bodies_json_cannot_read_say_why(client: TestClient, body: bytes, message: str) -> None:
+    """FastAPI says only "There was an error parsing the body" for these (hostile test of serve)."""
+    answer = client.post("/documents", content=body, headers={"Content-Type": "application/json"})
+    assert message in _error(answer, 400)
+    assert client.get("/info").json()["vectors"] == len(SENTENCES)
+
+
 def test_bad_documents_get_400_and_change_nothing(client: TestClient) -> None:
     assert 'document 2 needs a JSON object with a string "text" field' in _error(
         client.post("/documents", json={"documents": [{"text": "fine"}, {"title": "no text"}]}), 400
