@@ -348,6 +348,8 @@ def document_from_record(
         external_id = record.pop(fields.id, None)
         if not isinstance(external_id, (str, int)) or isinstance(external_id, bool):
             raise SearchEngineError(f'{label} needs a string or integer "{fields.id}" field (the id)')
+        if isinstance(external_id, str) and not external_id.strip():  # no `delete --external` could name it
+            raise SearchEngineError(f'{label} has an empty "{fields.id}" field (the id); give every record an id')
     headings = ((0, title.strip()),) if title and title.strip() else ()  # embedded with passages after the first
     return Document(text, source, line, record, None if external_id is None else str(external_id), headings=headings)
 

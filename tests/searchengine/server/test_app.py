@@ -211,6 +211,9 @@ def test_bad_documents_get_400_and_change_nothing(client: TestClient) -> None:
     assert 'document 1 needs a string or integer "id" field' in _error(
         client.post("/documents", json={"documents": [{"text": "fine"}], "id_field": "id"}), 400
     )
+    assert 'document 1 has an empty "id" field (the id)' in _error(  # no delete by external id could name it
+        client.post("/documents", json={"documents": [{"text": "fine", "id": " "}], "id_field": "id"}), 400
+    )
     assert client.get("/info").json()["vectors"] == len(SENTENCES)
 
 
