@@ -137,7 +137,6 @@ def sync(
     from searchengine.encoding.speed import EncoderSpeed
     from searchengine.engine.files import sync_index
     from searchengine.engine.search_engine import SearchEngine, default_index_dir
-    from searchengine.indexer.errors import IndexLockedError
 
     target = index_dir or default_index_dir()
     with user_errors(target):
@@ -145,14 +144,27 @@ def sync(
         report = sync_index(engine, paths, progress=not quiet)
         if not quiet:
             typer.echo(sync_summary(report))
-        if not watch:
-            return
-        import watchfiles
+        if watch:
+            _watch(engine, paths, quiet)
 
-        roots = paths or [Path(root["path"]) for root in engine.reading()["files"]["roots"]]
+
+def _watch(engine: SearchEngine, paths: list[Path] | None, quiet: bool) -> None:
+    """Sync after each change to `paths` (default: every folder the index reads, looked up again every few seconds,
+    so a folder added by `index --append` meanwhile is watched too), until Ctrl-C."""
+    import watchfiles
+
+    from searchengine.engine.files import sync_index
+    from searchengine.indexer.errors import IndexLockedError
+
+    roots = _watched(engine, paths)
+    while True:
         typer.echo(f"Watching {', '.join(map(str, roots))} for changes; Ctrl-C stops.", err=True)
+        restart: list[Path] | None = None
         try:
-            for _ in watchfiles.watch(*roots, debounce=500, raise_interrupt=False):
+            for changes in watchfiles.watch(*roots, debounce=500, raise_interrupt=False, yield_on_timeout=True):
+                now = _watched(engine, paths)
+                if not changes and now == roots:  # a quiet spell: look again
+                    continue
                 try:
                     report = sync_index(engine, paths, progress=False)
                 except IndexLockedError as exc:  # another writer: the next change (or this one, later) syncs
@@ -160,8 +172,22 @@ def sync(
                     continue
                 if not quiet and (report.added or report.updated or report.removed or report.files.skipped):
                     typer.echo(f"{time.strftime('%H:%M:%S')} {sync_summary(report)}")
+                if now != roots:
+                    restart = now
+                    break
         except FileNotFoundError as exc:
             raise SearchEngineError(f"cannot watch {exc.filename}: it no longer exists") from None
+        if restart is None:  # Ctrl-C ended the watch
+            return
+        roots = restart
+
+
+def _watched(engine: SearchEngine, paths: list[Path] | None) -> list[Path]:
+    """The paths to watch: those given, else the folders the index reads now (another process may have added one)."""
+    if paths:
+        return list(paths)
+    engine.refresh()
+    return [Path(root["path"]) for root in engine.reading()["files"]["roots"]]
 
 
 def sync_summary(report: SyncReport) -> str:

@@ -226,6 +226,43 @@ def test_sync_watch_picks_up_a_new_file(tmp_path: Path, tiny_model: Path) -> Non
     assert [hit["external_id"] for hit in hits] == ["weather.md"]
 
 
+def test_sync_watch_watches_a_folder_added_while_it_runs(tmp_path: Path, tiny_model: Path) -> None:
+    """The watcher looked up the index's folders once, so one added by `add` or `index --append` meanwhile was never
+    watched (hostile test of serve)."""
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    first, second = notes_folder(tmp_path / "a"), notes_folder(tmp_path / "b")
+    index = tmp_path / "i"
+    assert run("index", first, "-d", index, "--model", tiny_model).exit_code == 0
+    watcher = subprocess.Popen(
+        [sys.executable, "-m", "searchengine", "sync", "--watch", "-d", str(index)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = threading.Timer(90, watcher.kill)  # a watcher that never answers ends the reads below, not the run
+    deadline.start()
+    try:
+        assert "Watching" in watcher.stderr.readline()
+        assert run("add", second, "-d", index).exit_code == 0
+        assert str(second.absolute()) in watcher.stderr.readline()  # watching both now
+        time.sleep(1)  # the line is printed just before the watch starts
+        (second / "weather.md").write_text("# Storm\n\nRain and wind tonight.\n", encoding="utf-8")
+        lines = [watcher.stdout.readline()]  # the first sync's summary, then the one the change made
+        while "weather.md" not in lines[-1] and lines[-1]:
+            lines.append(watcher.stdout.readline())
+        assert any("1 added" in line for line in lines) and "weather.md" in lines[-1], lines
+    finally:
+        deadline.cancel()
+        watcher.terminate()
+        watcher.wait(timeout=30)
+    hits = json.loads(run("query", "storm", "-d", index, "--json", "--mode", "keyword").output)["hits"]
+    assert [hit["external_id"].endswith("weather.md") for hit in hits] == [True]
+
+
 def test_index_of_a_folder_reads_its_records_with_the_fields_given(tmp_path: Path, tiny_model: Path) -> None:
     root = tmp_path / "notes"
     root.mkdir()
