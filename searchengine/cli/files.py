@@ -17,6 +17,9 @@ from searchengine.encoding.precision import Precision
 from searchengine.errors import SearchEngineError
 from searchengine.reading.names import printable
 
+LOOK_AGAIN_MS = 5_000
+"""How long `sync --watch` waits for a change before it looks up the index's folders again (docs/files.md)."""
+
 if TYPE_CHECKING:
     from searchengine.engine.files import SyncReport
     from searchengine.engine.search_engine import SearchEngine
@@ -161,7 +164,9 @@ def _watch(engine: SearchEngine, paths: list[Path] | None, quiet: bool) -> None:
         typer.echo(f"Watching {', '.join(map(str, roots))} for changes; Ctrl-C stops.", err=True)
         restart: list[Path] | None = None
         try:
-            for changes in watchfiles.watch(*roots, debounce=500, raise_interrupt=False, yield_on_timeout=True):
+            for changes in watchfiles.watch(
+                *roots, debounce=500, raise_interrupt=False, yield_on_timeout=True, rust_timeout=LOOK_AGAIN_MS
+            ):
                 now = _watched(engine, paths)
                 if not changes and now == roots:  # a quiet spell: look again
                     continue
