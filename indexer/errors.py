@@ -1,5 +1,7 @@
 """Errors raised by the on-disk pieces; each message names the file, the problem and the fix."""
 
+import errno
+
 from searchengine.errors import SearchEngineError
 
 
@@ -18,6 +20,17 @@ class StorageFullError(IndexerError):
 
 class StoragePermissionError(IndexerError):
     """This user may not open or write a file of the index (or its directory)."""
+
+
+def storage_error_kind(exc: BaseException) -> type[IndexerError]:
+    """The error for a failed file operation on the index: StorageFullError or StoragePermissionError by the OSError's
+    errno (or, for FAISS, which raises RuntimeError with the system's message, by that message), else IndexerError."""
+    code, text = getattr(exc, "errno", None), str(exc)
+    if code == errno.ENOSPC or "No space left" in text:
+        return StorageFullError
+    if code in (errno.EACCES, errno.EPERM, errno.EROFS) or "Permission denied" in text:
+        return StoragePermissionError
+    return IndexerError
 
 
 class IndexLockedError(IndexerError):

@@ -37,7 +37,7 @@ from typing import TypeVar
 
 from searchengine.indexer.crash_points import crash_point
 from searchengine.indexer.durable_files import file_checksum, fsync_path, in_use
-from searchengine.indexer.errors import IndexerError, IndexLockedError, StorageFullError, StoragePermissionError
+from searchengine.indexer.errors import IndexerError, IndexLockedError, storage_error_kind
 from searchengine.indexer.manifest import SEGMENT_ROLE, Manifest, StoredFile, named_files
 from searchengine.indexer.model_folders import named_model_folder, remove_entries, unreferenced_model_entries
 
@@ -46,13 +46,6 @@ LOCK = ".lock"
 LOCK_TEXT_WIDTH = 32
 """Characters of the lock file's text ("process <pid>", padded with spaces): a fixed width, so writing it over the
 last holder's leaves nothing of that behind without truncating the file."""
-STORAGE_ERRORS = {
-    errno.ENOSPC: StorageFullError,
-    errno.EACCES: StoragePermissionError,
-    errno.EPERM: StoragePermissionError,
-    errno.EROFS: StoragePermissionError,
-}
-"""The error for an OSError's errno where the lock file cannot be opened (any other: IndexerError)."""
 READ_ATTEMPTS = 10
 """How often a reader starts over when writers keep committing while it reads (each retry follows a commit)."""
 VERIFY_ON_OPEN_BYTES = 8 << 20
@@ -311,8 +304,7 @@ class IndexDirectory:
                 raise IndexerError(
                     f"the lock file {path} is a symbolic link, which is never followed; remove it and try again"
                 ) from None
-            kind = STORAGE_ERRORS.get(exc.errno, IndexerError)
-            raise kind(f"cannot open the lock file {path} ({exc.strerror or exc})") from None
+            raise storage_error_kind(exc)(f"cannot open the lock file {path} ({exc.strerror or exc})") from None
         if not stat.S_ISREG(os.fstat(descriptor).st_mode):  # swapped for one between the check and the open
             os.close(descriptor)
             raise IndexerError(f"the lock file {path} is not a regular file; remove it and try again")

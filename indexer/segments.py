@@ -14,7 +14,6 @@ and merges them into the k best by score, ties by id: for exact segments that is
 
 from __future__ import annotations
 
-import errno
 import shutil
 import time
 from collections.abc import Iterator
@@ -25,7 +24,7 @@ import faiss
 import numpy as np
 from searchengine.indexer.crash_points import crash_point
 from searchengine.indexer.durable_files import file_checksum, fsync_path
-from searchengine.indexer.errors import IndexerError, StorageFullError, StoragePermissionError
+from searchengine.indexer.errors import IndexerError, StorageFullError, storage_error_kind
 from searchengine.indexer.shards import merge_found, pool
 from searchengine.indexer.vector_index import VectorIndex, collect_matrix, training_shortfall
 
@@ -105,14 +104,12 @@ def write_segment(
         index.save(path)
     except (RuntimeError, OSError) as exc:
         path.unlink(missing_ok=True)
-        if "No space left" in str(exc) or getattr(exc, "errno", None) == errno.ENOSPC:
-            raise StorageFullError(
-                f"no space left on device writing segment file {path}: free some space and run the command again; "
-                "the index is as it was before"
-            ) from None
-        denied = "Permission denied" in str(exc) or getattr(exc, "errno", None) in (errno.EACCES, errno.EPERM)
-        raise (StoragePermissionError if denied else IndexerError)(
-            f"cannot write segment file {path} ({str(exc).strip().splitlines()[-1]}); the index is as it was before"
+        kind = storage_error_kind(exc)
+        raise kind(
+            f"no space left on device writing segment file {path}: free some space and run the command again; the "
+            "index is as it was before"
+            if kind is StorageFullError
+            else f"cannot write segment file {path} ({str(exc).strip().splitlines()[-1]}); the index is as it was before"
         ) from None
     crash_point("segment-written")
     if mode_of is not None:
