@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
 import subprocess
 import sys
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from searchengine import SearchEngine
@@ -196,32 +200,35 @@ def test_a_sync_that_embeds_through_the_cached_export_loads_no_model(tmp_path: P
     assert hits["hits"][0]["external_id"] == "garden.md"
 
 
-def test_sync_watch_picks_up_a_new_file(tmp_path: Path, tiny_model: Path) -> None:
-    import subprocess
-    import sys
-    import threading
-    import time
-
-    root = notes_folder(tmp_path / "notes")
-    assert run("index", root, "-d", tmp_path / "i", "--model", tiny_model).exit_code == 0
+@contextlib.contextmanager
+def _watcher(index: Path, seconds: float) -> Iterator[subprocess.Popen]:
+    """`searchengine sync --watch` on `index` in a process of its own, killed after `seconds` (a watcher that never
+    answers ends the test's reads, not the run) and stopped when the block ends."""
     watcher = subprocess.Popen(
-        [sys.executable, "-m", "searchengine", "sync", "--watch", "-d", str(tmp_path / "i")],
+        [sys.executable, "-m", "searchengine", "sync", "--watch", "-d", str(index)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    deadline = threading.Timer(60, watcher.kill)  # a watcher that never answers ends the reads below, not the run
+    deadline = threading.Timer(seconds, watcher.kill)
     deadline.start()
     try:
+        yield watcher
+    finally:
+        deadline.cancel()
+        watcher.terminate()
+        watcher.wait(timeout=30)
+
+
+def test_sync_watch_picks_up_a_new_file(tmp_path: Path, tiny_model: Path) -> None:
+    root = notes_folder(tmp_path / "notes")
+    assert run("index", root, "-d", tmp_path / "i", "--model", tiny_model).exit_code == 0
+    with _watcher(tmp_path / "i", 60) as watcher:
         assert "Watching" in watcher.stderr.readline()
         time.sleep(0.5)
         (root / "weather.md").write_text("# Storm\n\nRain and wind tonight.\n", encoding="utf-8")
         lines = [watcher.stdout.readline() for _ in range(3)]  # the first sync, then the one the change made
         assert any("1 added" in line for line in lines) and any("+ weather.md" in line for line in lines), lines
-    finally:
-        deadline.cancel()
-        watcher.terminate()
-        watcher.wait(timeout=30)
     hits = json.loads(run("query", "storm", "-d", tmp_path / "i", "--json", "--mode", "keyword").output)["hits"]
     assert [hit["external_id"] for hit in hits] == ["weather.md"]
 
@@ -229,23 +236,10 @@ def test_sync_watch_picks_up_a_new_file(tmp_path: Path, tiny_model: Path) -> Non
 def test_sync_watch_watches_a_folder_added_while_it_runs(tmp_path: Path, tiny_model: Path) -> None:
     """The watcher looked up the index's folders once, so one added by `add` or `index --append` meanwhile was never
     watched (hostile test of serve)."""
-    import subprocess
-    import sys
-    import threading
-    import time
-
     first, second = notes_folder(tmp_path / "a"), notes_folder(tmp_path / "b")
     index = tmp_path / "i"
     assert run("index", first, "-d", index, "--model", tiny_model).exit_code == 0
-    watcher = subprocess.Popen(
-        [sys.executable, "-m", "searchengine", "sync", "--watch", "-d", str(index)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    deadline = threading.Timer(90, watcher.kill)  # a watcher that never answers ends the reads below, not the run
-    deadline.start()
-    try:
+    with _watcher(index, 90) as watcher:
         assert "Watching" in watcher.stderr.readline()
         assert run("add", second, "-d", index).exit_code == 0
         assert str(second.absolute()) in watcher.stderr.readline()  # watching both now
@@ -255,10 +249,6 @@ def test_sync_watch_watches_a_folder_added_while_it_runs(tmp_path: Path, tiny_mo
         while "weather.md" not in lines[-1] and lines[-1]:
             lines.append(watcher.stdout.readline())
         assert any("1 added" in line for line in lines) and "weather.md" in lines[-1], lines
-    finally:
-        deadline.cancel()
-        watcher.terminate()
-        watcher.wait(timeout=30)
     hits = json.loads(run("query", "storm", "-d", index, "--json", "--mode", "keyword").output)["hits"]
     assert [hit["external_id"].endswith("weather.md") for hit in hits] == [True]
 
