@@ -87,7 +87,7 @@ class _Reader:
                 name = child.name
                 if name in HEADINGS:
                     self.flush()
-                    heading = _SPACES.sub(" ", child.get_text(" ")).strip()
+                    heading = _SPACES.sub(" ", _shown_text(child)).strip()
                     self.inline.append(heading)
                     self.flush(self.headings.enter(int(name[1]), heading))
                 elif name == "pre":
@@ -99,6 +99,16 @@ class _Reader:
                         self.flush()
                     stack.append(iter(child.children))
                     ends.append(block)
+
+
+def _shown_text(element: Tag) -> str:
+    """The text of `element` without that of the elements inside it that are dropped (a heading's pilcrow link)."""
+    return " ".join(
+        str(text)
+        for text in element.find_all(string=True)
+        if not isinstance(text, (Comment, Doctype, ProcessingInstruction))
+        and not any(isinstance(parent, Tag) and _dropped(parent) for parent in text.parents if parent is not element)
+    )
 
 
 def _dropped(element: Tag) -> bool:
