@@ -11,12 +11,13 @@ questions and the held-out ones) and compares the folder reader with the convert
 - a 95% interval for the difference of MRR@10 by the paired bootstrap (questions resampled, 10,000 draws, seed 0).
 
 The converter is the first extractor of the corpus's format (benchmarks/file_extractors.py: BeautifulSoup's
-`get_text()`, pypdf, the raw Markdown) indexed with `--passages`; the folder reader is `--folder`'s
+`get_text()`, pypdf, the raw Markdown) indexed with `--passages` (`--against no_passages`: its index of one vector
+per line); the folder reader is `--folder`'s
 "passage-headings" index (the product's defaults).
 
 Usage:
-  .venv/bin/python benchmarks/file_paired.py benchmarks/results/file_whole_both.json \
-      benchmarks/results/file_whole_heldout.json --out benchmarks/results/file_whole_paired.json
+  .venv/bin/python benchmarks/file_paired.py benchmarks/results/file_whole_amx_final.json \
+      benchmarks/results/file_whole_amx_final_heldout.json --out benchmarks/results/file_whole_amx_paired.json
 """
 
 from __future__ import annotations
@@ -61,14 +62,15 @@ def compare(folder: list[int | None], converter: list[int | None]) -> dict[str, 
     }
 
 
-def ranks_of(result: dict[str, Any]) -> dict[str, dict[str, tuple[list, list]]]:
-    """Per corpus and mode, the folder reader's and the converter's ranks in one result file of file_search.py."""
+def ranks_of(result: dict[str, Any], against: str = "passages") -> dict[str, dict[str, tuple[list, list]]]:
+    """Per corpus and mode, the folder reader's and the converter's ranks in one result file of file_search.py;
+    `against`: the converter's index with passages ("passages") or one vector per line ("no_passages")."""
     out: dict[str, dict[str, tuple[list, list]]] = {}
     for name, corpus in result["corpora"].items():
-        converter = corpus["variants"].get(next(iter(EXTRACTORS[corpus["format"]])), {}).get("passages")
+        converter = corpus["variants"].get(next(iter(EXTRACTORS[corpus["format"]])), {}).get(against)
         folder = corpus.get("folder", {}).get("passage-headings")
         if not converter or not folder or "modes" not in folder:
-            raise SystemExit(f"{name}: the result holds no folder index and converter with passages to compare")
+            raise SystemExit(f"{name}: the result holds no folder index and converter ({against}) to compare")
         out[name] = {
             mode: (folder["modes"][mode]["ranks"], converter["modes"][mode]["ranks"])
             for mode in MODES
@@ -81,16 +83,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("results", type=Path, nargs="+", help="result files of file_search.py, their questions pooled")
     parser.add_argument("--out", type=Path, required=True, help="the JSON file to write")
+    parser.add_argument(
+        "--against", choices=("passages", "no_passages"), default="passages",
+        help="the converter's index: with --passages (the default, issue 23's baseline) or one vector per line",
+    )  # fmt: skip
     args = parser.parse_args()
     pooled: dict[str, dict[str, tuple[list, list]]] = {}
     for path in args.results:
-        for corpus, modes in ranks_of(json.loads(path.read_text(encoding="utf-8"))).items():
+        for corpus, modes in ranks_of(json.loads(path.read_text(encoding="utf-8")), args.against).items():
             for mode, (folder, converter) in modes.items():
                 mine, theirs = pooled.setdefault(corpus, {}).setdefault(mode, ([], []))
                 mine += folder
                 theirs += converter
     report = {
         "results": [str(path) for path in args.results],
+        "against": args.against,
         "corpora": {
             corpus: {mode: compare(*ranks) for mode, ranks in modes.items()} for corpus, modes in pooled.items()
         },
