@@ -1,7 +1,8 @@
 """HTML (.html, .htm): the page's main text, parsed with BeautifulSoup (Python's own html.parser, so broken markup
 is read as a browser would rather than refused). The title is `<title>` (else the first `<h1>`); script, style,
-navigation, sidebars, form controls and the page's own header and footer are dropped; the main part (`<main>`,
-`[role=main]`) is read where the page marks one, else the whole body. Headings give the sections."""
+navigation, sidebars, form controls, the page's own header and footer, and the symbol links to the page's own
+headings are dropped; the main part (`<main>`, `[role=main]`) is read where the page marks one, else the whole
+body. Headings give the sections."""
 
 from __future__ import annotations
 
@@ -120,4 +121,12 @@ def _dropped(element: Tag) -> bool:
     if attrs.get("role") in DROPPED_ROLES or attrs.get("hidden") is not None:
         return True
     classes = attrs.get("class") or []
-    return any(name in DROPPED_CLASSES for name in classes)
+    return any(name in DROPPED_CLASSES for name in classes) or _symbol_anchor(element)
+
+
+def _symbol_anchor(element: Tag) -> bool:
+    """A link to a place on the same page whose text is only symbols: the `#`, `§` or `¶` (or an invisible
+    character) that Hugo, Docusaurus, MkDocs and GitHub put in each heading to link to it, or a "back to top" arrow.
+    Its text says nothing of the page."""
+    href = element.get("href") if element.name == "a" else None
+    return isinstance(href, str) and href.startswith("#") and not any(c.isalnum() for c in element.get_text())

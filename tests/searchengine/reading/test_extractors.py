@@ -59,6 +59,18 @@ def test_a_headings_pilcrow_link_is_neither_in_its_text_nor_in_its_section() -> 
     assert "¶" not in extracted.text
 
 
+def test_symbol_links_to_the_page_itself_are_dropped_and_worded_ones_kept() -> None:
+    page = (
+        '<main><h1>Setup <a class="hash-link" href="#setup">\u200b</a></h1><p>Install it.</p>'
+        '<h2><a class="anchor" href="#use">#</a> Use</h2><p>Run it, as in <a href="#setup">Setup</a> §2.</p>'
+        '<p><a href="#top">↑</a></p></main>'
+    )
+    extracted = html.extract(page.encode(), "docs.html")
+    assert [label for _, label in extracted.sections] == ["Setup", "Setup › Use"]
+    assert "Run it, as in Setup §2." in extracted.text
+    assert "#" not in extracted.text and "↑" not in extracted.text and "\u200b" not in extracted.text
+
+
 def test_broken_html_is_still_read() -> None:
     extracted = html.extract(b"<html><body><p>Unclosed <b>bold <div>text</p></span>", "broken.html")
     assert "Unclosed bold" in extracted.text and "text" in extracted.text
