@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import warnings
+from itertools import takewhile
 
 from bs4 import BeautifulSoup, Comment, Doctype, NavigableString, ProcessingInstruction, Tag
 
@@ -103,13 +104,18 @@ class _Reader:
 
 
 def _shown_text(element: Tag) -> str:
-    """The text of `element` without that of the elements inside it that are dropped (a heading's pilcrow link)."""
-    return " ".join(
+    """The text of `element` as the page shows it (its strings joined as they stand, as the body's are), without
+    that of the elements inside it that are dropped (a heading's pilcrow link)."""
+    return "".join(
         str(text)
         for text in element.find_all(string=True)
-        if not isinstance(text, (Comment, Doctype, ProcessingInstruction))
-        and not any(isinstance(parent, Tag) and _dropped(parent) for parent in text.parents if parent is not element)
+        if not isinstance(text, (Comment, Doctype, ProcessingInstruction)) and not _inside_dropped(text, element)
     )
+
+
+def _inside_dropped(text: NavigableString, within: Tag) -> bool:
+    """Whether an element between `text` and `within` is dropped."""
+    return any(_dropped(parent) for parent in takewhile(lambda parent: parent is not within, text.parents))
 
 
 def _dropped(element: Tag) -> bool:

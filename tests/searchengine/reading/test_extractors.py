@@ -51,11 +51,11 @@ def test_html_drops_scripts_navigation_and_footers_and_keeps_headings() -> None:
 def test_a_headings_pilcrow_link_is_neither_in_its_text_nor_in_its_section() -> None:
     page = (
         '<main><h1>Built-in Types<a class="headerlink" href="#types">¶</a></h1><p>Truth.</p>'
-        '<h2><a class="toc-backref" href="#id1">Boolean <code>and</code></a><a class="headerlink" href="#b">¶</a></h2>'
+        '<h2><a class="toc-backref" href="#id1">Boolean <code>and</code>, <code>or</code></a><a class="headerlink" href="#b">¶</a></h2>'
         "<p>Operations.</p></main>"
     )
     extracted = html.extract(page.encode(), "stdtypes.html")
-    assert [label for _, label in extracted.sections] == ["Built-in Types", "Built-in Types › Boolean and"]
+    assert [label for _, label in extracted.sections] == ["Built-in Types", "Built-in Types › Boolean and, or"]
     assert "¶" not in extracted.text
 
 
