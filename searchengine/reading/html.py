@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 import warnings
-from itertools import takewhile
 
 from bs4 import BeautifulSoup, Comment, Doctype, NavigableString, ProcessingInstruction, Tag
 
@@ -30,6 +29,8 @@ BLOCKS = {
     "form", "header", "footer",
 }  # fmt: skip
 HEADINGS = {"h1", "h2", "h3", "h4", "h5", "h6"}
+SYMBOL_ANCHOR_NODES = 8
+"""Nodes of a same-page link looked at to tell a symbol anchor (`¶`, `#`, an icon) from a worded link."""
 _SPACES = re.compile(r"\s+")
 _END = object()
 
@@ -105,17 +106,21 @@ class _Reader:
 
 def _shown_text(element: Tag) -> str:
     """The text of `element` as the page shows it (its strings joined as they stand, as the body's are), without
-    that of the elements inside it that are dropped (a heading's pilcrow link)."""
-    return "".join(
-        str(text)
-        for text in element.find_all(string=True)
-        if not isinstance(text, (Comment, Doctype, ProcessingInstruction)) and not _inside_dropped(text, element)
-    )
-
-
-def _inside_dropped(text: NavigableString, within: Tag) -> bool:
-    """Whether an element between `text` and `within` is dropped."""
-    return any(_dropped(parent) for parent in takewhile(lambda parent: parent is not within, text.parents))
+    that of the elements inside it that are dropped (a heading's pilcrow link). Walked with a stack of its own, as
+    the reader walks, so an unclosed heading that holds the rest of the page costs one pass over it."""
+    parts: list[str] = []
+    stack = [iter(element.children)]
+    while stack:
+        child = next(stack[-1], _END)
+        if child is _END:
+            stack.pop()
+        elif isinstance(child, (Comment, Doctype, ProcessingInstruction)):
+            continue
+        elif isinstance(child, NavigableString):
+            parts.append(str(child))
+        elif isinstance(child, Tag) and not _dropped(child):
+            stack.append(iter(child.children))
+    return "".join(parts)
 
 
 def _dropped(element: Tag) -> bool:
@@ -133,6 +138,19 @@ def _dropped(element: Tag) -> bool:
 def _symbol_anchor(element: Tag) -> bool:
     """A link to a place on the same page whose text is only symbols: the `#`, `§` or `¶` (or an invisible
     character) that Hugo, Docusaurus, MkDocs and GitHub put in each heading to link to it, or a "back to top" arrow.
-    Its text says nothing of the page."""
+    Its text says nothing of the page. Only its first SYMBOL_ANCHOR_NODES nodes are looked at (such a link holds a
+    character or an icon), so links nested in links cost no more than one look each."""
     href = element.get("href") if element.name == "a" else None
-    return isinstance(href, str) and href.startswith("#") and not any(c.isalnum() for c in element.get_text())
+    if not isinstance(href, str) or not href.startswith("#"):
+        return False
+    nodes, pending = 0, list(element.children)
+    while pending:
+        node = pending.pop()
+        nodes += 1
+        if nodes > SYMBOL_ANCHOR_NODES:
+            return False
+        if isinstance(node, Tag):
+            pending.extend(node.children)
+        elif any(c.isalnum() for c in node):
+            return False
+    return True
