@@ -48,27 +48,36 @@ def test_html_drops_scripts_navigation_and_footers_and_keeps_headings() -> None:
         assert noise not in body
 
 
-def test_a_headings_pilcrow_link_is_neither_in_its_text_nor_in_its_section() -> None:
-    page = (
-        '<main><h1>Built-in Types<a class="headerlink" href="#types">¶</a></h1><p>Truth.</p>'
-        '<h2><a class="toc-backref" href="#id1">Boolean <code>and</code>, <code>or</code></a><a class="headerlink" href="#b">¶</a></h2>'
-        "<p>Operations.</p></main>"
-    )
-    extracted = html.extract(page.encode(), "stdtypes.html")
-    assert [label for _, label in extracted.sections] == ["Built-in Types", "Built-in Types › Boolean and, or"]
-    assert "¶" not in extracted.text
-
-
-def test_symbol_links_to_the_page_itself_are_dropped_and_worded_ones_kept() -> None:
-    page = (
-        '<main><h1>Setup <a class="hash-link" href="#setup">\u200b</a></h1><p>Install it.</p>'
-        '<h2><a class="anchor" href="#use">#</a> Use</h2><p>Run it, as in <a href="#setup">Setup</a> §2.</p>'
-        '<p><a href="#top">↑</a></p></main>'
-    )
-    extracted = html.extract(page.encode(), "docs.html")
-    assert [label for _, label in extracted.sections] == ["Setup", "Setup › Use"]
-    assert "Run it, as in Setup §2." in extracted.text
-    assert "#" not in extracted.text and "↑" not in extracted.text and "\u200b" not in extracted.text
+@pytest.mark.parametrize(
+    ("page", "sections", "kept", "dropped"),
+    [
+        pytest.param(
+            '<main><h1>Built-in Types<a class="headerlink" href="#types">¶</a></h1><p>Truth.</p>'
+            '<h2><a class="toc-backref" href="#id1">Boolean <code>and</code>, <code>or</code></a>'
+            '<a class="headerlink" href="#b">¶</a></h2><p>Operations.</p></main>',
+            ["Built-in Types", "Built-in Types › Boolean and, or"],
+            [],
+            ["¶"],
+            id="sphinx-pilcrow-neither-in-text-nor-in-section",
+        ),
+        pytest.param(
+            '<main><h1>Setup <a class="hash-link" href="#setup">\u200b</a></h1><p>Install it.</p>'
+            '<h2><a class="anchor" href="#use">#</a> Use</h2><p>Run it, as in <a href="#setup">Setup</a> §2.</p>'
+            '<p><a href="#top">↑</a></p></main>',
+            ["Setup", "Setup › Use"],
+            ["Run it, as in Setup §2."],
+            ["#", "↑", "\u200b"],
+            id="symbol-links-to-the-page-dropped-worded-ones-kept",
+        ),
+    ],
+)
+def test_links_to_the_page_itself_that_are_only_symbols_are_dropped(
+    page: str, sections: list[str], kept: list[str], dropped: list[str]
+) -> None:
+    extracted = html.extract(page.encode(), "page.html")
+    assert [label for _, label in extracted.sections] == sections
+    assert all(text in extracted.text for text in kept)
+    assert not any(text in extracted.text for text in dropped)
 
 
 def test_broken_html_is_still_read() -> None:
