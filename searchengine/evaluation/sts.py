@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from pathlib import Path
 
 import numpy as np
 from scipy.stats import spearmanr
 
-from searchengine.evaluation.labelled_data import RatedPair, read_scored_pairs
+from searchengine.evaluation.labelled_data import RatedPair
 
 EmbedFunction = Callable[[Sequence[str]], np.ndarray]
 
@@ -27,7 +26,3 @@ def sts_spearman(embed: EmbedFunction, pairs: Sequence[RatedPair]) -> float:
     cosines = (first * second).sum(axis=1)
     return float(spearmanr(cosines, [pair.score for pair in pairs]).statistic * 100)
 
-
-def sts_file_spearman(embed: EmbedFunction, path: Path, max_score: float = 5.0) -> float:
-    """sts_spearman over one `score<TAB>sentence1<TAB>sentence2` file."""
-    return sts_spearman(embed, read_scored_pairs(path, max_score))
