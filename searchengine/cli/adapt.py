@@ -45,9 +45,9 @@ def adapt(
     The documents come from the index itself. The adapted model is saved inside the index directory
     (adapted-METHOD.NUMBER/) and every document is embedded again with it, keeping ids, external ids and
     metadata, in one commit: until then the old index answers queries, and Ctrl-C or a kill leaves it as it was.
-    On a CPU a pseudo-queries step (16 pairs of up to 128 tokens) took about 11 s of CPU time here, so the default
-    100 steps take minutes to tens of minutes, and the re-embedding as long as `index` did. Whether it helps depends
-    on the corpus: measure it on your own queries first (docs/retrieval-adaptation.md).
+    On a CPU the default 100 steps take minutes to tens of minutes, and the re-embedding as long as `index` did.
+    Whether it helps depends on the corpus: measure it on your own queries first (docs/retrieval-adaptation.md
+    measures both on two BEIR sets).
 
     Examples:
 

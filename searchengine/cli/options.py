@@ -6,13 +6,6 @@ from typing import Any
 
 import typer
 
-from searchengine.cli.measured import (
-    AMX_BF16_BULK_SPEEDUP,
-    BF16_BULK_SPEEDUP,
-    INT8_SPEEDUP,
-    INT8_STSB_CHANGE,
-    ONNX_QUERY_SPEEDUP,
-)
 from searchengine.engine.mode_registry import mode_names
 from searchengine.engine.modes import MODES
 
@@ -64,18 +57,19 @@ PrecisionOption = typer.Option(
     "auto",
     "--precision",
     help="Encoder precision: auto (fp16 on a GPU; on CPUs with AVX512-BF16 or AMX, bf16 in torch for calls of 64 "
-    f"texts or more ({BF16_BULK_SPEEDUP} faster there, {AMX_BF16_BULK_SPEEDUP} with AMX) and fp32 in ONNX Runtime for "
+    "texts or more, where it is faster, and fp32 in ONNX Runtime for "
     "queries and smaller calls (with --backend auto; bf16 throughout where ONNX Runtime cannot run the model); else "
     "fp32), "
-    f"fp32, bf16, fp16 (GPU) or int8 ({INT8_SPEEDUP} sentence-transformers' speed on CPU, {INT8_STSB_CHANGE} STS-B "
-    "points; docs/benchmarks.md).",
+    "fp32, bf16, fp16 (GPU) or int8 (faster on a CPU, for a small loss of quality). Speed and quality of each are "
+    "measured in docs/benchmarks.md#encoding-speed.",
 )
 BackendOption = typer.Option(
     "auto",
     "--backend",
-    help=f"Run the encoder in torch, onnx (ONNX Runtime, the 'onnx' extra; {ONNX_QUERY_SPEEDUP} faster per query "
+    help="Run the encoder in torch, onnx (ONNX Runtime, the 'onnx' extra; faster per query "
     "on CPU, same vectors) or openvino (the 'openvino' extra; its int8 is calibrated, its bf16 needs AVX512-BF16 or "
-    "AMX); auto: openvino for int8 where installed, else onnx where installed and able to run the model, else torch.",
+    "AMX); auto: openvino for int8 where installed, else onnx where installed and able to run the model, else torch. "
+    "Measured in docs/benchmarks.md#encoding-speed.",
 )
 
 

@@ -63,8 +63,8 @@ def query(
         "--rerank",
         help="Rescore the top candidates with this cross-encoder (a directory from `searchengine train "
         "cross-encoder`, or any sentence-transformers CrossEncoder directory or Hub id). Costs one transformer pass "
-        "per candidate (seconds per query at 100 on a CPU) and helps only with a cross-encoder better than the "
-        "index's model at your task: docs/reranking.md.",
+        "per candidate (slow on a CPU; measured in docs/reranking.md) and helps only with a cross-encoder better "
+        "than the index's model at your task: docs/reranking.md.",
     ),
     rerank_top: int | None = typer.Option(
         None, "--rerank-top", min=1, help="Candidates the cross-encoder rescores (at least -k).", show_default="100"
