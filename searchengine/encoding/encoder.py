@@ -30,9 +30,9 @@ from searchengine.errors import SearchEngineError
 TOKENIZE_SLICE = 64
 TOKENIZE_SLICE_CHARS = 16_384
 """Texts (and characters, past a slice's first text) tokenized per hold of the encoder's lock, which a server's
-queries wait for. Tokenizing a whole call at once held it for all of a write's texts: the bundled model splitting
-1,000 ArguAna documents (each 6 times over, 5.8 MB) into passages held it 15.0 s; by slices the longest hold was 0.19 s, for
-1.15x the total time (medians of 3 alternated rounds, busy 2-core Cascade Lake: benchmarks/encoder_lock.py)."""
+queries wait for. Tokenizing a whole call at once held it for all of a write's texts, seconds for a large write;
+by slices the longest hold is a small fraction of a second, for a little more total time (benchmarks/encoder_lock.py,
+measured in docs/benchmarks.md#serving)."""
 
 
 def _slices(texts: Sequence[str]) -> Iterator[slice]:
@@ -53,9 +53,9 @@ def _slices(texts: Sequence[str]) -> Iterator[slice]:
 
 
 DEFAULT_BATCH_SIZE = {"cpu": 64, "cuda": 1024}
-"""Texts per forward pass where none is asked for. On a GPU, batches of 64 leave it waiting on the host: on an
-NVIDIA H200, fp16, 1024 encoded short, medium and long texts 2.77x, 2.12x and 1.16x as fast as 64 (256: 2.61x,
-1.60x, 1.16x), with the same vectors; benchmarks/gpu_encoding.py, docs/benchmarks.md "GPU"."""
+"""Texts per forward pass where none is asked for. On a GPU, batches of 64 leave it waiting on the host: 1024 encodes
+short, medium and long texts faster, with the same vectors (benchmarks/gpu_encoding.py, measured in
+docs/benchmarks.md#gpu)."""
 
 
 def default_device(backend: str = "auto", precision: str = "auto") -> str:

@@ -1,7 +1,7 @@
 """Documents embedded from a cached ONNX export without torch or transformers, for small writes in a new process.
 
 `searchengine sync` after one file changed, or `searchengine add note.md`, spent nearly all its time importing torch
-and transformers and building the torch model (12.4 of 12.9 s on a 2-core Cascade Lake, docs/files.md) before the
+and transformers and building the torch model (measured in docs/files.md#measured) before the
 Encoder ran the cached ONNX export that embeds on such a CPU. This encoder does what an add asks of the Encoder
 (passage spans and headings from the model's own tokenizer, the vectors, the count of texts cut to the model's
 limit) with the `tokenizers` library and that same export, so the vectors are the Encoder's to float rounding.

@@ -1,24 +1,22 @@
 """Numeric precision of the encoder's transformer: what each device supports and what is fastest without loss.
 
-What "auto" means, from benchmarks/encoding_speed.py and docs/benchmarks.md (bundled all-MiniLM-L6-v2, STS-B):
-- A CPU without native bf16 (AMD Zen 3, AVX2): fp32. bf16 is emulated there, at about a sixth of fp32's speed,
-  and dynamic int8 costs more than 0.1 STS-B Spearman.
-- A CPU with AVX512-BF16 but no AMX (measured on 2 vCPUs of an AMD EPYC Zen 4): ONNX Runtime fp32 for queries
-  (always, so a query's scores do not depend on the batch it came in) and small calls, torch bf16 for calls whose
-  batches hold BULK_TEXTS texts or more (e.g. indexing) where ONNX Runtime runs the transformer (bulk_precision);
-  bf16 everywhere where torch must. On a quiet machine torch bf16 encodes 1.5-1.6x
-  the texts/s of ONNX Runtime fp32 in batches of 64 (short, Wikipedia-length and abstract-length texts alike;
-  benchmarks/bulk_precision.py) with vectors within cosine 0.9999 (STS-B Spearman 82.04 against 82.03), but a
-  one-text call is slower in bf16, and the two break even at about 8 texts a call. On a machine loaded 5-10 deep,
-  bf16's batch advantage was gone (0.5-1.0x), and with other work on both cores (load about 1.5 a core) two torch
-  threads lost to ONNX Runtime while one thread kept bf16 ahead; `--precision fp32` keeps ONNX Runtime for all.
-- A CPU with AMX bf16 (measured on 2 vCPUs of a Xeon, family 6 model 207): the same split. There torch bf16
-  encoded 2.1-2.7x the texts/s of ONNX Runtime fp32 in batches of 64 (largest cosine distance to fp32 9.5e-5), and
-  was slower for one text (a query p50 10.9 ms against 5.7 ms; a new `searchengine query` process 7.2 s against
-  2.1 s, since ONNX Runtime answers without importing torch).
+What "auto" means, measured by benchmarks/encoding_speed.py and benchmarks/bulk_precision.py (bundled
+all-MiniLM-L6-v2, STS-B) in docs/benchmarks.md#encoding-speed and the bf16 sections after it:
+- A CPU without native bf16 (AMD Zen 3, AVX2): fp32. bf16 is emulated there, several times slower than fp32, and
+  dynamic int8 costs STS-B Spearman.
+- A CPU with AVX512-BF16 but no AMX (AMD Zen 4): ONNX Runtime fp32 for queries (always, so a query's scores do not
+  depend on the batch it came in) and small calls, torch bf16 for calls whose batches hold BULK_TEXTS texts or more
+  (e.g. indexing) where ONNX Runtime runs the transformer (bulk_precision); bf16 everywhere where torch must. On a
+  quiet machine torch bf16 encodes batches faster than ONNX Runtime fp32 with the same STS-B score, but a one-text
+  call is slower in bf16 (docs/benchmarks.md#bf16-on-a-cpu-with-avx512-bf16). On a heavily loaded machine bf16's
+  batch advantage was gone, and with other work on both cores two torch threads lost to ONNX Runtime while one
+  thread kept bf16 ahead; `--precision fp32` keeps ONNX Runtime for all.
+- A CPU with AMX bf16 (Intel Xeon since Sapphire Rapids): the same split. There torch bf16 is faster still in
+  batches and still slower for one text, and a new `searchengine query` process starts much sooner when ONNX Runtime
+  answers it without importing torch (docs/benchmarks.md#bf16-on-a-cpu-with-amx).
 - CUDA: fp16, the half precision every CUDA GPU with tensor cores runs at full speed and the one with more
-  mantissa bits than bf16 (inference needs no bf16 range). Not measured here: no GPU was lent to this work
-  (docs/benchmarks.md, GPU); `--precision fp32` keeps full precision.
+  mantissa bits than bf16 (inference needs no bf16 range); measured on one GPU only (docs/benchmarks.md#gpu).
+  `--precision fp32` keeps full precision.
 """
 
 from __future__ import annotations

@@ -29,9 +29,8 @@ MAX_EMBEDDED_SENTENCES = 4
 encoder inputs whatever the documents' size (docs/retrieval.md, "Snippets", measures 4 against 16)."""
 SENTENCE_BATCH = 8
 """Texts a forward pass when embedding highlights' sentences. One call holds the query and up to 4 sentences of
-each of k hits, of very different lengths (NFCorpus, k = 10: 41 texts, median 32 tokens, the longest a median
-94), so one batch of 64 pads to the longest (2.8 times the real tokens); sorted batches of 8 took the call from
-602 to 274 ms on a quiet Cascade Lake (docs/retrieval.md, "Snippets")."""
+each of k hits, of very different lengths, so one batch of 64 pads every text to the longest; sorted batches of 8
+pad little and make the call much cheaper (measured in docs/retrieval.md#snippets-that-show-why-a-hit-matched)."""
 MAX_SCANNED_CHARS = 100_000
 """Characters of a hit's passage searched for sentences: a whole long document is not read past this."""
 MIN_SHOWN_CHARS = DEFAULT_SNIPPET_CHARS // 2

@@ -46,8 +46,8 @@ def hybrid_rankings(
     into passages is its first passage's). `searchable` is how many documents the dense side can return.
 
     The two sides run one after the other. Encoding the query in a thread of its own while SQLite searches the
-    words was tried: with ONNX Runtime's two threads per query it gained nothing on 2 cores (66 ms against 65 ms
-    for an ArguAna query), and with one thread it slowed dense search by more than it saved."""
+    words was tried: with ONNX Runtime's two threads per query it gained nothing on 2 cores, and with one thread it
+    slowed dense search by more than it saved (docs/retrieval.md#query-time-cost)."""
     depth = max(k, fusion.depth)
     keyword_sides = [store.keyword.search(text, depth, allowed) for text in texts]
     dense_sides = dense_rankings(vectors, store, query_vectors, min(depth, searchable), allowed, excluded)

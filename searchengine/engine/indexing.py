@@ -630,7 +630,7 @@ def library_versions() -> dict[str, str]:
 @functools.cache
 def _package_version(distribution: str) -> str:
     """An installed distribution's version, read once a process: importlib.metadata parses the installed metadata
-    each time (2 ms, at every commit of a one-document add), and the code running is the code loaded at the start
+    each time, which every commit of a one-document add would pay, and the code running is the code loaded at the start
     anyway."""
     return version(distribution)
 

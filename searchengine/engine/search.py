@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 def one_thread() -> Iterator[None]:
     """torch and faiss on one thread each, restored afterwards: how a single query runs fastest here.
 
-    Measured at 1M vectors (docs/benchmarks.md): end-to-end p50 7.3 ms on one thread against 12.1 ms with their
-    default two, whose OpenMP workers keep spinning after each call and compete with the encoder. Both libraries
+    One thread is faster end to end than their default two, whose OpenMP workers keep spinning after each call and
+    compete with the encoder (measured at 1M vectors in docs/benchmarks.md#1000000-vectors). Both libraries
     keep the setting per thread (OpenMP's), so blocks in several threads at once (the server's readers) each
     set and restore their own. torch is left alone where nothing has imported it (a query encoded
     without torch, searchengine.encoding.onnx_query_encoder): importing it here would cost seconds."""

@@ -12,8 +12,8 @@ from searchengine.errors import SearchEngineError
 
 def listening_socket(host: str, port: int, backlog: int = 2048) -> socket.socket:
     """A TCP socket listening on host:port. Made with IPPROTO_TCP named, so that asyncio sets TCP_NODELAY on the
-    connections it accepts (it checks the protocol number): without it, each response waits about 40 ms for the
-    client's delayed ACK (Nagle's algorithm), measured in docs/benchmarks.md."""
+    connections it accepts (it checks the protocol number): without it, each response waits for the client's
+    delayed ACK (Nagle's algorithm), measured in docs/benchmarks.md#what-made-these-numbers."""
     if not host.strip():  # bind("") listens on every interface: not what an empty value asks for
         raise SearchEngineError(
             "--host is empty, which would listen on every interface; give an address: 127.0.0.1 for this machine "
