@@ -228,16 +228,17 @@ def exact_search(
     document_vectors: np.ndarray,
     top_k: int,
     excluded: Sequence[int] | None = None,
+    score_budget_bytes: int = SCORE_BUDGET_BYTES,
 ) -> list[list[int]]:
     """For each query, the row numbers of its `top_k` documents by cosine similarity, best first.
 
-    Scores are computed in blocks of queries so that at most SCORE_BUDGET_BYTES of scores exist at once.
+    Scores are computed in blocks of queries so that at most `score_budget_bytes` of scores exist at once.
     `excluded[q]`, when >= 0, is a document row never returned for query q. Equal scores within the returned
     list are in row order."""
     queries, documents = _normalised(query_vectors), _normalised(document_vectors)
     count = documents.shape[0]
     top_k = min(top_k, count)
-    block = max(1, SCORE_BUDGET_BYTES // (4 * max(count, 1)))
+    block = max(1, score_budget_bytes // (4 * max(count, 1)))
     rankings: list[list[int]] = []
     for start in range(0, queries.shape[0], block):
         scores = queries[start : start + block] @ documents.T

@@ -66,12 +66,11 @@ def test_exact_search_order_exclusion_and_top_k() -> None:
     assert exact_search(queries, documents, top_k=2, excluded=[0, 1]) == [[2, 1], [2, 0]]
 
 
-def test_exact_search_in_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_exact_search_in_blocks() -> None:
     rng = np.random.default_rng(0)
     documents, queries = rng.normal(size=(50, 8)), rng.normal(size=(7, 8))
     whole = exact_search(queries, documents, top_k=5)
-    monkeypatch.setattr("searchengine.evaluation.retrieval.SCORE_BUDGET_BYTES", 4 * 50 * 2)  # 2 queries a block
-    assert exact_search(queries, documents, top_k=5) == whole
+    assert exact_search(queries, documents, top_k=5, score_budget_bytes=4 * 50 * 2) == whole  # 2 queries a block
 
 
 def write_set(directory: Path, corpus: list[dict], queries: list[dict], qrels: str) -> tuple[Path, Path, Path]:
