@@ -4,9 +4,9 @@ once for the whole batch).
 
 FAISS picks the path by a process-wide setting (`distance_compute_blas_threshold`), whose default in the faiss
 wheels we use sends every batch of up to thousands of queries down the sequential path, so a batch cost what its
-queries cost one by one. Measured on 98,000 MiniLM vectors, one thread, 2-core Intel Xeon (Cascade Lake),
-FAISS 1.15.1 (docs/benchmarks.md, "Serving"): sequential 16 / 32 / 66 / 132 ms for 1 / 2 / 4 / 8 queries,
-matrix product 30 / 30 / 33 / 37 ms. So a batch of BATCH_FROM queries or more is scored as a matrix product.
+queries cost one by one. The sequential path's time grows with the queries, the matrix product's hardly at all, and
+they cross at a few queries (measured in docs/benchmarks.md#serving). So a batch of BATCH_FROM queries or more is
+scored as a matrix product.
 The setting is switched for the calls that need it and back when the last of them (in any thread) ends.
 """
 

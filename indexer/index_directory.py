@@ -49,7 +49,7 @@ last holder's leaves nothing of that behind without truncating the file."""
 READ_ATTEMPTS = 10
 """How often a reader starts over when writers keep committing while it reads (each retry follows a commit)."""
 VERIFY_ON_OPEN_BYTES = 8 << 20
-"""Files up to this size have their checksum checked on every open (about 10 ms of sha256 at 8 MiB here); larger
+"""Files up to this size have their checksum checked on every open (a short hash: the README gives its cost); larger
 ones by writers, which read them whole anyway, and by `searchengine verify`."""
 _T = TypeVar("_T")
 _GENERATION_FILE = re.compile(

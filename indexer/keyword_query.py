@@ -6,39 +6,37 @@ OR-ing the words lets BM25 rank documents by how many of them they hold, as a ke
 
 A word the query holds several times is OR-ed that many times, up to MAX_WORD_REPEATS: FTS5's bm25() adds up
 every phrase of the expression, so this weighs each word by its count in the query, as Lucene's and Anserini's
-BM25 do. On ArguAna (paragraph-long queries) it took keyword nDCG@10 from 0.434 to 0.477 and hybrid from 0.529 to
-0.535; on NFCorpus, whose short queries rarely repeat a word, both moved by 0.0006 (docs/retrieval.md). Words are
+BM25 do. It raised keyword and hybrid nDCG@10 on ArguAna (paragraph-long queries) and left NFCorpus, whose short
+queries rarely repeat a word, level (docs/retrieval.md#a-word-the-query-repeats-counts-each-time). Words are
 counted as spelled (lower-cased), so "cat" and "cats" count apart, as they did when each counted once.
 
-Both caps bound the cost, which grows faster than the number of phrases: one word repeated 1,000 times took 0.7 s
-on 20,000 short rows and 10,000 times 70 s, and 400 distinct words each 8 times took 13 times as long as each
-once on ArguAna. So past MAX_REPEATED_PHRASES phrases each word counts fewer times, down to once, as a query
-pasted from a whole document does; ArguAna's queries need at most 434 (median 80). On ArguAna a cap of 4, 8 or
-none gave the same keyword nDCG@10 (0.4778, 0.4774, 0.4783; a scratch run).
+Both caps bound the cost, which grows faster than the number of phrases. So past MAX_REPEATED_PHRASES phrases each
+word counts fewer times, down to once, as a query pasted from a whole document does; no ArguAna query reaches it,
+and on ArguAna a per-word cap of 4, 8 or none gave the same keyword nDCG@10 (both measured in the same section).
 
 Words that more than half of the documents hold are left out (unless every word is one): FTS5's BM25 gives them an
 IDF of 1e-6 (its formula turns negative there and is clamped), so they move no score beyond the sixth decimal,
 while scoring the many documents that hold them is most of a query's cost. Every other word is searched for, also
 in a query as long as a paragraph (but see long queries and stop words below): keeping only the 32 rarest words of
-each query was measured to cost ArguAna (paragraph-long queries) 7 points of keyword nDCG@10 (0.433 to 0.363;
-docs/retrieval.md). MAX_QUERY_WORDS keeps the 1,024 rarest, Lucene's default limit on the clauses of a query,
-which no ArguAna query reaches (at most 348 words are searched for) but a whole document pasted as a query can:
-3,200 distinct words took 1.6 s on ArguAna's 8,674 documents.
+each query cost ArguAna (paragraph-long queries) several points of keyword nDCG@10
+(docs/retrieval.md#every-word-of-a-long-query-counts). MAX_QUERY_WORDS keeps the 1,024 rarest, Lucene's default
+limit on the clauses of a query, which no ArguAna query reaches but a whole document pasted as a query can, at a
+cost measured in the same section.
 
 A long query (more than LONG_QUERY_WORDS distinct words, e.g. a paragraph) also leaves out the words more than a
 tenth of the documents hold. Each is one of dozens of words there, and scoring the many documents that hold them
-is most of such a query's time: on ArguAna (paragraph queries, 34 to 449 distinct words) this took hybrid search
-from 2.7x to 1.7x the dense query time, with keyword nDCG@10 0.4338 against 0.4329 (measured before words were
-counted; docs/retrieval.md). Short queries keep them: on NFCorpus (1 to 12 words) the same cut cost 0.6 points of
-keyword nDCG@10.
+is most of such a query's time: on ArguAna (paragraph queries) this brought hybrid search much nearer the dense
+query time at the same keyword nDCG@10. Short queries keep them: on NFCorpus (a few words a query) the same cut
+cost keyword nDCG@10 (both measured in docs/retrieval.md#query-time-cost).
 
 English function words (STOP_WORDS: Lucene's English stop set, "a", "the", "of", "that", "was", ...) are left
 out of every query that has other words. On many short documents they are what makes a query expensive: in
 98,000 Wikipedia sentences "a" or "that" is in fewer than half of them, so the half rule keeps it, and a median
-8-word query matched 51,434 sentences, every one scored. Leaving them out took the keyword side from 39.6 to
-5.9 ms and hybrid search from 58 to 21 ms there, for -0.02 points of keyword and -0.04 of hybrid nDCG@10 on
-NFCorpus and no change on ArguAna (docs/retrieval.md). The list is Lucene's as it is, not tuned on those sets; it
-touches English words only, and a query of nothing else ("to be or not to be") still searches them all.
+query matched half the sentences, every one scored. Leaving them out made the keyword side and hybrid search
+much faster there, for a few hundredths of a point of nDCG@10 on NFCorpus and no change on ArguAna
+(docs/retrieval.md#english-stop-words-and-a-corpus-of-many-short-documents). The list is Lucene's as it is, not
+tuned on those sets; it touches English words only, and a query of nothing else ("to be or not to be") still
+searches them all.
 
 How many documents hold a word is read from the index itself, for the word's stem as the index's tokenizer makes
 it: the words go through a scratch FTS5 table with that tokenizer in the connection's temp schema, which a

@@ -4,8 +4,8 @@ SQLite appends each commit to the store's -wal file and copies it into the datab
 the log again from its beginning only when a checkpoint has copied all of it and no reader still reads from it. A
 reader here holds one read snapshot for as long as no writer commits (DocumentStore.read_snapshot), and a snapshot
 begun before the log was all copied keeps reading the log, so under steady writes neither happens and the file
-grows with every write: 629 MB beside an 80 MB store after 100,000 documents were added through the server, and
-it stayed after the server stopped. So:
+grows with every write, to many times the store's size after a large add through the server, and it stayed after
+the server stopped (measured in docs/benchmarks.md#serving). So:
   1. a write through a SearchEngine lets go of that engine's snapshot first (SearchEngine._writing);
   2. a commit that leaves the log over WAL_KEEP_BYTES waits up to WAL_WAIT_S for the readers to move to the
      database file, then empties the log (`truncate_log`);

@@ -1,11 +1,10 @@
 """CPU threads for training, chosen so a run keeps its speed when other jobs share the machine.
 
-Measured on 2 cores of an AMD EPYC Zen 4 shared with other jobs (load average 14-16; docs/benchmarks.md,
-"Training speed"): with OpenMP's default of spinning while it waits, 2 torch threads trained at 1.3-1.6 texts/s,
-10x slower than 1 thread, because a spinning thread burns the time slice its descheduled partner needs. With
-OMP_WAIT_POLICY=PASSIVE (waiting threads sleep) 2 threads ran as fast as 1 there, so the default is every core
-this process may use (or OMP_NUM_THREADS where the user set it), with passive waits. Nothing here imports torch:
-the policy must be in the environment before torch's OpenMP library loads."""
+Measured on 2 shared cores (docs/benchmarks.md#training-speed): with OpenMP's default of spinning while it waits,
+2 torch threads trained many times slower than 1 thread, because a spinning thread burns the time slice its
+descheduled partner needs. With OMP_WAIT_POLICY=PASSIVE (waiting threads sleep) 2 threads ran as fast as 1 there,
+so the default is every core this process may use (or OMP_NUM_THREADS where the user set it), with passive waits.
+Nothing here imports torch: the policy must be in the environment before torch's OpenMP library loads."""
 
 from __future__ import annotations
 
