@@ -281,8 +281,8 @@ class IndexDirectory:
                         "and try again"
                     ) from None
             lock.seek(0)
-            # padded to a fixed width instead of truncated first: ftruncate cost 1.3 ms a write here (a quiet
-            # Cascade Lake), 5% of a one-document add; 32 characters hold any pid, and readers strip the padding
+            # padded to a fixed width instead of truncated first: ftruncate cost a one-document add a measurable share
+            # (docs/benchmarks.md#serving); 32 characters hold any pid, and readers strip the padding
             lock.write(f"process {os.getpid()}".ljust(LOCK_TEXT_WIDTH))
             lock.flush()
             if os.fstat(lock.fileno()).st_size > LOCK_TEXT_WIDTH:  # longer text from elsewhere: cut it off once

@@ -102,8 +102,8 @@ def open_session(path: Path, threads: int | None) -> Any:  # noqa: ANN401 (an on
     if threads:
         options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
-    # Worker threads sleep between kernels rather than spin: the same speed on an idle machine, 1.19x in bulk on a
-    # shared one, and a query's p99 halved (docs/benchmarks.md, "Encoding at the machine's limit").
+    # Worker threads sleep between kernels rather than spin: the same speed on an idle machine, faster in bulk on a
+    # shared one, and a query's p99 lower (docs/benchmarks.md#encoding-at-the-machines-limit).
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
         return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
