@@ -20,7 +20,16 @@ import typer
 import typer.core
 
 from searchengine.cli import app
-from tests.docs_blocks import ROOT, SHELL, Block, all_blocks, benchmark_commands, searchengine_commands, shell_lines
+from tests.docs_blocks import (
+    DOCS,
+    ROOT,
+    SHELL,
+    Block,
+    all_blocks,
+    benchmark_commands,
+    searchengine_commands,
+    shell_lines,
+)
 from tests.serving import serve_process
 
 BLOCKS = all_blocks()
@@ -146,3 +155,33 @@ def test_blocks_that_run(page: Path, tmp_path: Path) -> None:
     environment["PATH"] = f"{shims}{os.pathsep}{environment.get('PATH', '')}"
     for block in [block for block in BLOCKS if block.path == page and block.action in RUN]:
         run_block(block, tmp_path, environment)
+
+
+def _anchors(page: Path) -> set[str]:
+    """The anchors GitHub gives a Markdown page's headings (fenced code left out)."""
+    text = re.sub(r"^\s*```.*?^\s*```", "", page.read_text(encoding="utf-8"), flags=re.M | re.S)
+    headings = re.findall(r"^#+ (.+)$", text, flags=re.M)
+    return {re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-") for heading in headings}
+
+
+def test_every_link_to_a_section_names_a_heading_of_its_page() -> None:
+    """`page.md#section` in the README and docs/ (as links), and `docs/page.md#section` in the code's help texts,
+    docstrings and comments, which send a reader to the measurement behind a choice."""
+    links = [
+        (page, (page.parent / target if target else page).resolve(), section)
+        for page in DOCS
+        for target, section in re.findall(r"\]\(([^)\s#]*)#([^)\s]+)\)", page.read_text(encoding="utf-8"))
+    ]
+    links += [
+        (source, ROOT / target, section)
+        for folder in ("searchengine", "indexer", "training")
+        for source in sorted((ROOT / folder).rglob("*.py"))
+        for target, section in re.findall(r"\b(docs/[\w.-]+\.md)#([\w-]+)", source.read_text(encoding="utf-8"))
+    ]
+    assert len(links) >= 50
+    broken = [
+        f"{source.relative_to(ROOT)}: {target.name}#{section}"
+        for source, target, section in links
+        if not target.is_file() or section not in _anchors(target)
+    ]
+    assert not broken, broken
