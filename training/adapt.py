@@ -66,9 +66,9 @@ def adapt_index(
         raise SearchEngineError(f"adapt cannot run {method!r}; choose one of {', '.join(ADAPT_METHODS)}")
     directory = IndexDirectory(index_dir)
     manifest = directory.read_manifest()
-    entry = METHODS[method]
+    method_class = METHODS[method]
     given = dict(options or {})
-    known = {item.name for item in fields(entry.options)} - {"base", "data", "out", "quiet"}
+    known = {item.name for item in fields(method_class)} - {"base", "data", "out", "quiet"}
     unknown = sorted(set(given) - known)
     if unknown:
         raise SearchEngineError(f"{method} has no option {', '.join(unknown)}; its options: {', '.join(sorted(known))}")
@@ -80,8 +80,7 @@ def adapt_index(
         with tempfile.TemporaryDirectory(prefix="searchengine-adapt-") as scratch:
             data = _write_documents(directory, manifest, Path(scratch) / "documents.jsonl")
             base = model_location(manifest.model.spec, directory.path)
-            run_options = entry.options(base=base, data=data, out=model_dir, quiet=not progress, **given)
-            training = entry.run(run_options)
+            training = method_class(base=base, data=data, out=model_dir, quiet=not progress, **given).run()
         if training.interrupted or not training.saved:
             shutil.rmtree(model_dir, ignore_errors=True)
             return AdaptationReport(method, model_dir, training, None)

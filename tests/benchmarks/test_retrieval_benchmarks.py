@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from searchengine.indexer.store import Document
 from searchengine.training.loop import TrainingSettings
-from searchengine.training.methods.cross_encoder import train_cross_encoder
+from searchengine.training.methods.cross_encoder import CrossEncoderTraining
 
 from searchengine import SearchEngine
 from tests.conftest import SENTENCES
@@ -47,7 +47,7 @@ def tiny_cross_encoder(tiny_model: Path, tmp_path: Path) -> Path:
     pairs.write_text("score\tsentence1\tsentence2\n1\tcat mat\tthe cat sat\n0\tcat mat\tstocks fell\n", "utf-8")
     out = tmp_path / "ce"
     settings = TrainingSettings(steps=1, eval_every=1, progress=False)
-    train_cross_encoder(base=tiny_model, data=pairs, out=out, settings=settings, batch_size=2, max_seq_length=32)
+    CrossEncoderTraining(base=tiny_model, data=pairs, out=out, batch_size=2, max_seq_length=32).train(settings)
     return out
 
 

@@ -1,1 +1,1 @@
-"""One module per training method; each exposes a train_<method>() function, named in training/registry.py."""
+"""One module per `searchengine train` method: a class with its options, data, loss and run (training/method.py), listed in training/registry.py."""

@@ -10,122 +10,90 @@ activation the way sentence-transformers v4-v5 write it, which `transformers.Aut
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import torch
-from scipy.stats import spearmanr
-from searchengine.training.loop import TrainingReport, TrainingSettings, cycle, seed_everything, train
+from searchengine.training.method import TrainingMethod
+from searchengine.training.options import MAX_SCORE_HELP, SCORED_PAIRS_HELP, option
 
-from searchengine.encoding.cross_encoder import SIGMOID, score_pairs
-from searchengine.encoding.hf_loading import load_pretrained
-from searchengine.encoding.model_source import locate_model
-from searchengine.evaluation.labelled_data import RatedPair, read_scored_pairs
+if TYPE_CHECKING:
+    import torch
+    from searchengine.training.cross_encoder_model import CrossEncoderModel
+    from searchengine.training.loop import LossFunction
 
-
-class CrossEncoderModel(torch.nn.Module):
-    """A sequence-classification transformer with one output, its tokenizer, and save()."""
-
-    def __init__(self, base: str | Path = "default", max_seq_length: int = 256) -> None:
-        super().__init__()
-        self.source = locate_model(base)
-        # A bi-encoder or plain transformer gets a new (seeded) head; a one-output cross-encoder keeps its own.
-        self.tokenizer, self.transformer = load_pretrained(
-            self.source.transformer_path,
-            "the base model",
-            "AutoModelForSequenceClassification",
-            num_labels=1,
-            ignore_mismatched_sizes=True,
-        )
-        self.max_seq_length = min(max_seq_length, self.transformer.config.max_position_embeddings)
-
-    @property
-    def device(self) -> torch.device:
-        return next(self.parameters()).device
-
-    def logits(self, pairs: list[tuple[str, str]]) -> torch.Tensor:
-        """(batch,) logits with gradients."""
-        features = self.tokenizer(
-            [first for first, _ in pairs],
-            [second for _, second in pairs],
-            truncation="longest_first",
-            max_length=self.max_seq_length,
-            padding=True,
-            return_tensors="pt",
-        )
-        return self.transformer(**{key: value.to(self.device) for key, value in features.items()}).logits[:, 0]
-
-    def predict(self, pairs: list[tuple[str, str]], batch_size: int = 64) -> torch.Tensor:
-        """Eval-mode sigmoid scores, without gradients."""
-        logits = score_pairs(self.transformer, self.tokenizer, pairs, self.max_seq_length, batch_size, self.device)
-        return torch.sigmoid(torch.from_numpy(logits))
-
-    def save(self, directory: Path) -> None:
-        """A Hugging Face directory; config.json says (for sentence-transformers) that scores are sigmoid(logit),
-        and the tokenizer truncates at the length the model was trained with."""
-        config = self.transformer.config
-        config.sentence_transformers = {"activation_fn": SIGMOID, "version": "searchengine"}
-        config.id2label, config.label2id = {0: "LABEL_0"}, {"LABEL_0": 0}
-        self.transformer.save_pretrained(directory, safe_serialization=True)
-        self.tokenizer.model_max_length = self.max_seq_length
-        self.tokenizer.save_pretrained(directory)
+    from searchengine.evaluation.labelled_data import RatedPair
 
 
-def pair_spearman(score: Callable[[list[tuple[str, str]]], object], pairs: list[RatedPair]) -> float:
-    """Spearman x 100 between the predicted scores of the pairs and their gold scores."""
-    predicted = [float(value) for value in score([(pair.first, pair.second) for pair in pairs])]
-    return float(spearmanr(predicted, [pair.score for pair in pairs]).statistic * 100)
+@dataclass(kw_only=True)
+class CrossEncoderTraining(TrainingMethod):
+    """Cross-encoder: both sentences in one pass, a new one-output head on the base's transformer, trained with
+    binary cross-entropy against the score scaled to [0, 1]; scores are sigmoid(logit). --eval reports Spearman
+    x 100 of its scores. The model loads in `searchengine query --rerank`, transformers and sentence-transformers.
 
+    Example: searchengine train cross-encoder --data data/stsb/train.tsv --eval data/stsb/dev.tsv --out ce-model
+    """
 
-def train_cross_encoder(
-    *,
-    base: str | Path,
-    data: Path,
-    out: Path | None,
-    settings: TrainingSettings,
-    eval_file: Path | None = None,
-    batch_size: int = 16,
-    max_seq_length: int = 256,
-    max_score: float = 5.0,
-    both_orders: bool = True,
-) -> TrainingReport:
-    """Train a cross-encoder on `score<TAB>sentence1<TAB>sentence2` rows with scores in [0, max_score].
+    data: Path = option(help=SCORED_PAIRS_HELP)
+    batch_size: int = option(16, min=1, help="Pairs per batch.")
+    max_seq_length: int = option(256, min=8, help="Truncate each pair (both sentences together) to this many tokens.")
+    max_score: float = option(5.0, help=MAX_SCORE_HELP)
+    both_orders: bool = option(
+        True, flag="--both-orders/--one-order", help="Train on (a, b) and (b, a), so the score ignores the order."
+    )
 
-    base: a bi-encoder or Hugging Face model directory or Hub id ("default": the bundled MiniLM), whose
-    transformer gets a new one-output head; or a one-output cross-encoder to train further. both_orders: train
-    on (a, b) and (b, a), as SBERT's STS-B cross-encoder example does, so the score does not depend on the order.
-    eval_file scores: Spearman x 100 of the predicted scores against the gold ones."""
-    pairs = read_scored_pairs(data, max_score)
-    if both_orders:
-        pairs = pairs + [RatedPair(pair.second, pair.first, pair.score) for pair in pairs]
-    dev = read_scored_pairs(eval_file, max_score) if eval_file is not None else None
-    seed_everything(settings.seed)
-    model = CrossEncoderModel(base, max_seq_length)
-    bce = torch.nn.BCEWithLogitsLoss()
+    report_name = "cross-encoder"
 
-    def loss(batch: list[RatedPair]) -> torch.Tensor:
-        logits = model.logits([(pair.first, pair.second) for pair in batch]).float()  # bf16 under autocast
-        return bce(logits, torch.tensor([pair.score for pair in batch], device=logits.device))
+    def read(self) -> list[RatedPair]:
+        """`score<TAB>sentence1<TAB>sentence2` rows with scores in [0, max_score]; with both_orders, each pair
+        also reversed, as SBERT's STS-B cross-encoder example does, so the score does not depend on the order."""
+        from searchengine.evaluation.labelled_data import RatedPair, read_scored_pairs
 
-    evaluate = (lambda: pair_spearman(model.predict, dev)) if dev is not None and out is not None else None
-    return train(
-        "cross-encoder",
-        model,
-        loss,
-        cycle(pairs, batch_size, settings.seed),
-        settings,
-        out,
-        save=model.save,
-        evaluate=evaluate,
-        texts_per_batch=lambda batch: 2 * len(batch),
-        details={
+        pairs = read_scored_pairs(self.data, self.max_score)
+        if self.both_orders:
+            pairs = pairs + [RatedPair(pair.second, pair.first, pair.score) for pair in pairs]
+        return pairs
+
+    def load_model(self) -> CrossEncoderModel:
+        """The base's transformer with a new one-output head (a bi-encoder, Hugging Face model or Hub id), or a
+        one-output cross-encoder to train further."""
+        from searchengine.training.cross_encoder_model import CrossEncoderModel
+
+        return CrossEncoderModel(self.base, self.max_seq_length)
+
+    def loss(self, model: CrossEncoderModel) -> LossFunction:
+        import torch
+
+        bce = torch.nn.BCEWithLogitsLoss()
+
+        def loss(batch: list[RatedPair]) -> torch.Tensor:
+            logits = model.logits([(pair.first, pair.second) for pair in batch]).float()  # bf16 under autocast
+            return bce(logits, torch.tensor([pair.score for pair in batch], device=logits.device))
+
+        return loss
+
+    def evaluator(self, model: CrossEncoderModel) -> Callable[[], float] | None:
+        """Spearman x 100 of the predicted scores on the eval file against the gold ones."""
+        if self.eval_file is None:
+            return None
+        from searchengine.training.cross_encoder_model import pair_spearman
+
+        from searchengine.evaluation.labelled_data import read_scored_pairs
+
+        dev = read_scored_pairs(self.eval_file, self.max_score)
+        return lambda: pair_spearman(model.predict, dev)
+
+    def log_details(self, model: CrossEncoderModel, examples: list) -> dict[str, Any]:
+        from searchengine.encoding.cross_encoder import SIGMOID
+
+        return {
             "base": model.source.name,
-            "data": str(data),
-            "pairs": len(pairs),
-            "both_orders": both_orders,
-            "batch_size": batch_size,
+            "data": str(self.data),
+            "pairs": len(examples),
+            "both_orders": self.both_orders,
+            "batch_size": self.batch_size,
             "max_seq_length": model.max_seq_length,
             "loss": "BCEWithLogits(logit, gold / max_score)",
             "activation": SIGMOID,
-            "eval": "Spearman x 100 of sigmoid(logit) vs gold" if dev is not None else None,
-        },
-    )
+            "eval": "Spearman x 100 of sigmoid(logit) vs gold" if self.eval_file is not None else None,
+        }

@@ -9,15 +9,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import torch
-from searchengine.training.bi_encoder_run import run_bi_encoder_training
-from searchengine.training.loop import TrainingReport, TrainingSettings, cycle, seed_everything
-from searchengine.training.objectives.contrastive import info_nce
-from searchengine.training.sentence_model import SentenceModel, TrainablePooling
+from searchengine.training.method import BiEncoderMethod
+from searchengine.training.options import TRUNCATE_HELP, option
 
 from searchengine.errors import SearchEngineError
-from searchengine.reading.corpus import read_corpus
+
+if TYPE_CHECKING:
+    import torch
+    from searchengine.training.loop import LossFunction
+    from searchengine.training.sentence_model import SentenceModel
 
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"'(\[]?[A-Z0-9])")
 """Where a sentence ends: . ! or ? and white space before a capital, a digit or an opening quote or bracket."""
@@ -56,6 +58,8 @@ def pseudo_query(text: str, title: str | None = None) -> QueryPassage | None:
 def read_pseudo_queries(path: Path, query_field: str | None = None, limit: int | None = None) -> list[QueryPassage]:
     """The pairs of a corpus file (.txt or .jsonl, gzipped or not); `query_field` names the metadata field holding
     each document's title (a document without one falls back to its first sentence)."""
+    from searchengine.reading.corpus import read_corpus
+
     pairs = []
     for document in read_corpus(Path(path)):
         title = document.metadata.get(query_field) if query_field else None
@@ -72,44 +76,44 @@ def read_pseudo_queries(path: Path, query_field: str | None = None, limit: int |
     return pairs
 
 
-def train_pseudo_queries(
-    *,
-    base: str | Path,
-    data: Path,
-    out: Path | None,
-    settings: TrainingSettings,
-    query_field: str | None = None,
-    batch_size: int = 16,
-    eval_file: Path | None = None,
-    pooling: TrainablePooling | None = None,
-    max_seq_length: int = 128,
-    temperature: float = 0.05,
-    limit: int | None = None,
-) -> TrainingReport:
-    """Train on the (pseudo-query, passage) pairs of a corpus file."""
-    pairs = read_pseudo_queries(data, query_field, limit)
-    seed_everything(settings.seed)
-    model = SentenceModel(base, pooling, max_seq_length)
+@dataclass(kw_only=True)
+class PseudoQueries(BiEncoderMethod):
+    """Pseudo-queries: each document's title (--query-field) or first sentence is a query for the rest of it;
+    InfoNCE with in-batch negatives (MultipleNegativesRankingLoss). Adapts a model to a corpus without queries.
 
-    def loss(batch: list[QueryPassage]) -> torch.Tensor:
-        queries = model.embed_texts([pair.query for pair in batch])
-        passages = model.embed_texts([pair.passage for pair in batch])
-        return info_nce(queries, passages, temperature)
+    Example: searchengine train pseudo-queries --data data/retrieval/nfcorpus/corpus.jsonl --query-field title --out pq-model
+    """
 
-    return run_bi_encoder_training(
-        "pseudo-queries",
-        model,
-        loss,
-        cycle(pairs, batch_size, settings.seed),
-        settings,
-        out,
-        eval_file,
-        texts_per_batch=lambda batch: 2 * len(batch),
-        details={
-            "data": str(data),
-            "query_field": query_field,
-            "pairs": len(pairs),
-            "batch_size": batch_size,
-            "temperature": temperature,
-        },
+    data: Path = option(help='Documents: .txt (one per line) or .jsonl (a "text" field, the rest metadata), or .gz.')
+    query_field: str | None = option(
+        None, help="A .jsonl field holding each document's title, the query (without it: the first sentence)."
     )
+    batch_size: int = option(16, min=2, help="Pairs per batch (in-batch negatives).")
+    max_seq_length: int = option(128, min=8, help=TRUNCATE_HELP)
+    temperature: float = option(0.05, min=1e-4)
+    limit: int | None = option(None, min=2, help="Use only the first N documents that give a pair.")
+
+    report_name = "pseudo-queries"
+
+    def read(self) -> list[QueryPassage]:
+        """The (pseudo-query, passage) pairs of a corpus file."""
+        return read_pseudo_queries(self.data, self.query_field, self.limit)
+
+    def loss(self, model: SentenceModel) -> LossFunction:
+        from searchengine.training.objectives.contrastive import info_nce
+
+        def loss(batch: list[QueryPassage]) -> torch.Tensor:
+            queries = model.embed_texts([pair.query for pair in batch])
+            passages = model.embed_texts([pair.passage for pair in batch])
+            return info_nce(queries, passages, self.temperature)
+
+        return loss
+
+    def details(self, examples: list) -> dict[str, Any]:
+        return {
+            "data": str(self.data),
+            "query_field": self.query_field,
+            "pairs": len(examples),
+            "batch_size": self.batch_size,
+            "temperature": self.temperature,
+        }

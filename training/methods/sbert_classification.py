@@ -3,50 +3,42 @@ classifier trained with cross-entropy; the classifier is dropped, the encoder ke
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import torch
-from searchengine.training.bi_encoder_run import run_bi_encoder_training
-from searchengine.training.loop import TrainingReport, TrainingSettings, cycle, seed_everything
-from searchengine.training.objectives.softmax_classification import SoftmaxClassifier, softmax_classification_loss
-from searchengine.training.sentence_model import SentenceModel, TrainablePooling
+from searchengine.training.method import BiEncoderMethod
+from searchengine.training.options import option
 
-from searchengine.evaluation.labelled_data import LabelledPair, read_labelled_pairs
+if TYPE_CHECKING:
+    from searchengine.training.objectives.softmax_classification import SoftmaxLoss
+    from searchengine.training.sentence_model import SentenceModel
+
+    from searchengine.evaluation.labelled_data import LabelledPair
 
 
-def train_sbert_classification(
-    *,
-    base: str | Path,
-    data: Path,
-    out: Path | None,
-    settings: TrainingSettings,
-    batch_size: int = 16,
-    eval_file: Path | None = None,
-    pooling: TrainablePooling | None = None,
-    max_seq_length: int = 64,
-    model: SentenceModel | None = None,
-) -> TrainingReport:
-    """Train on `premise<TAB>hypothesis<TAB>label` rows. Pass `model` to continue training one in memory."""
-    pairs = read_labelled_pairs(data)
-    seed_everything(settings.seed)
-    model = model or SentenceModel(base, pooling, max_seq_length)
-    classifier = SoftmaxClassifier(model.dimension)
+@dataclass(kw_only=True)
+class SBERTClassification(BiEncoderMethod):
+    """SBERT classification: softmax over (u, v, |u - v|) with the 3 NLI labels.
 
-    def loss(batch: list[LabelledPair]) -> torch.Tensor:
-        u = model.embed_texts([pair.premise for pair in batch])
-        v = model.embed_texts([pair.hypothesis for pair in batch])
-        labels = torch.tensor([pair.label for pair in batch], device=u.device)
-        return softmax_classification_loss(classifier, u, v, labels)
+    Example: searchengine train sbert-nli --data data/nli/train.tsv.gz --eval data/stsb/dev.tsv --out nli-model
+    """
 
-    return run_bi_encoder_training(
-        "sbert-classification",
-        model,
-        loss,
-        cycle(pairs, batch_size, settings.seed),
-        settings,
-        out,
-        eval_file,
-        texts_per_batch=lambda batch: 2 * len(batch),
-        extra_parameters=list(classifier.parameters()),
-        details={"data": str(data), "pairs": len(pairs), "batch_size": batch_size},
-    )
+    data: Path = option(help="NLI pairs: premise<TAB>hypothesis<TAB>label (.tsv or .tsv.gz).")
+    batch_size: int = option(16, min=2)
+
+    report_name = "sbert-classification"
+
+    def read(self) -> list[LabelledPair]:
+        """`premise<TAB>hypothesis<TAB>label` rows."""
+        from searchengine.evaluation.labelled_data import read_labelled_pairs
+
+        return read_labelled_pairs(self.data)
+
+    def loss(self, model: SentenceModel) -> SoftmaxLoss:
+        from searchengine.training.objectives.softmax_classification import SoftmaxLoss
+
+        return SoftmaxLoss(model.embed_texts, model.dimension)
+
+    def details(self, examples: list) -> dict[str, Any]:
+        return {"data": str(self.data), "pairs": len(examples), "batch_size": self.batch_size}

@@ -3,47 +3,49 @@ similarity scaled to [0, 1]."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import torch
-from searchengine.training.bi_encoder_run import run_bi_encoder_training
-from searchengine.training.loop import TrainingReport, TrainingSettings, cycle, seed_everything
-from searchengine.training.objectives.cosine_regression import cosine_regression_loss
-from searchengine.training.sentence_model import SentenceModel, TrainablePooling
+from searchengine.training.method import BiEncoderMethod
+from searchengine.training.options import MAX_SCORE_HELP, SCORED_PAIRS_HELP, option
 
-from searchengine.evaluation.labelled_data import RatedPair, read_scored_pairs
+if TYPE_CHECKING:
+    from searchengine.training.loop import LossFunction
+    from searchengine.training.sentence_model import SentenceModel
+
+    from searchengine.evaluation.labelled_data import RatedPair
 
 
-def train_sbert_regression(
-    *,
-    base: str | Path,
-    data: Path,
-    out: Path | None,
-    settings: TrainingSettings,
-    batch_size: int = 16,
-    eval_file: Path | None = None,
-    pooling: TrainablePooling | None = None,
-    max_seq_length: int = 64,
-    max_score: float = 5.0,
-) -> TrainingReport:
-    """Train on `score<TAB>sentence1<TAB>sentence2` rows with scores in [0, max_score]."""
-    pairs = read_scored_pairs(data, max_score)
-    seed_everything(settings.seed)
-    model = SentenceModel(base, pooling, max_seq_length)
+@dataclass(kw_only=True)
+class SBERTRegression(BiEncoderMethod):
+    """SBERT regression: mean squared error between cos(u, v) and the score scaled to [0, 1].
 
-    def loss(batch: list[RatedPair]) -> torch.Tensor:
-        u = model.embed_texts([pair.first for pair in batch])
-        v = model.embed_texts([pair.second for pair in batch])
-        return cosine_regression_loss(u, v, torch.tensor([pair.score for pair in batch], device=u.device))
+    Example: searchengine train sbert-sts --data data/stsb/train.tsv --eval data/stsb/dev.tsv --out sts-model
+    """
 
-    return run_bi_encoder_training(
-        "sbert-regression",
-        model,
-        loss,
-        cycle(pairs, batch_size, settings.seed),
-        settings,
-        out,
-        eval_file,
-        texts_per_batch=lambda batch: 2 * len(batch),
-        details={"data": str(data), "pairs": len(pairs), "batch_size": batch_size},
-    )
+    data: Path = option(help=SCORED_PAIRS_HELP)
+    batch_size: int = option(16, min=2)
+    max_score: float = option(5.0, help=MAX_SCORE_HELP)
+
+    report_name = "sbert-regression"
+
+    def read(self) -> list[RatedPair]:
+        """`score<TAB>sentence1<TAB>sentence2` rows with scores in [0, max_score]."""
+        from searchengine.evaluation.labelled_data import read_scored_pairs
+
+        return read_scored_pairs(self.data, self.max_score)
+
+    def loss(self, model: SentenceModel) -> LossFunction:
+        import torch
+        from searchengine.training.objectives.cosine_regression import cosine_regression_loss
+
+        def loss(batch: list[RatedPair]) -> torch.Tensor:
+            u = model.embed_texts([pair.first for pair in batch])
+            v = model.embed_texts([pair.second for pair in batch])
+            return cosine_regression_loss(u, v, torch.tensor([pair.score for pair in batch], device=u.device))
+
+        return loss
+
+    def details(self, examples: list) -> dict[str, Any]:
+        return {"data": str(self.data), "pairs": len(examples), "batch_size": self.batch_size}

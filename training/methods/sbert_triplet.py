@@ -2,46 +2,49 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import torch
-from searchengine.training.bi_encoder_run import run_bi_encoder_training
-from searchengine.training.loop import TrainingReport, TrainingSettings, cycle, seed_everything
-from searchengine.training.objectives.triplet import triplet_loss
-from searchengine.training.sentence_model import SentenceModel, TrainablePooling
+from searchengine.training.method import BiEncoderMethod
+from searchengine.training.options import option
 
-from searchengine.evaluation.labelled_data import Triplet, read_triplets
+if TYPE_CHECKING:
+    import torch
+    from searchengine.training.loop import LossFunction
+    from searchengine.training.sentence_model import SentenceModel
+
+    from searchengine.evaluation.labelled_data import Triplet
 
 
-def train_sbert_triplet(
-    *,
-    base: str | Path,
-    data: Path,
-    out: Path | None,
-    settings: TrainingSettings,
-    batch_size: int = 16,
-    eval_file: Path | None = None,
-    pooling: TrainablePooling | None = None,
-    max_seq_length: int = 64,
-    margin: float = 1.0,
-) -> TrainingReport:
-    """Train on `anchor<TAB>positive<TAB>negative` rows."""
-    triplets = read_triplets(data)
-    seed_everything(settings.seed)
-    model = SentenceModel(base, pooling, max_seq_length)
+@dataclass(kw_only=True)
+class SBERTTriplet(BiEncoderMethod):
+    """SBERT triplet objective: max(||a - p|| - ||a - n|| + margin, 0).
 
-    def loss(batch: list[Triplet]) -> torch.Tensor:
-        anchor, positive, negative = model.embed_triplets(batch)
-        return triplet_loss(anchor, positive, negative, margin)
+    Example: searchengine train sbert-triplet --data data/nli/triplets.tsv.gz --eval data/stsb/dev.tsv --out triplet-model
+    """
 
-    return run_bi_encoder_training(
-        "sbert-triplet",
-        model,
-        loss,
-        cycle(triplets, batch_size, settings.seed),
-        settings,
-        out,
-        eval_file,
-        texts_per_batch=lambda batch: 3 * len(batch),
-        details={"data": str(data), "triplets": len(triplets), "batch_size": batch_size, "margin": margin},
-    )
+    data: Path = option(help="Triplets: anchor<TAB>positive<TAB>negative.")
+    batch_size: int = option(16, min=2)
+    margin: float = option(1.0, min=0.0, help="Euclidean margin epsilon.")
+
+    report_name = "sbert-triplet"
+    texts_per_example = 3
+
+    def read(self) -> list[Triplet]:
+        """`anchor<TAB>positive<TAB>negative` rows."""
+        from searchengine.evaluation.labelled_data import read_triplets
+
+        return read_triplets(self.data)
+
+    def loss(self, model: SentenceModel) -> LossFunction:
+        from searchengine.training.objectives.triplet import triplet_loss
+
+        def loss(batch: list[Triplet]) -> torch.Tensor:
+            anchor, positive, negative = model.embed_triplets(batch)
+            return triplet_loss(anchor, positive, negative, self.margin)
+
+        return loss
+
+    def details(self, examples: list) -> dict[str, Any]:
+        return {"data": str(self.data), "triplets": len(examples), "batch_size": self.batch_size, "margin": self.margin}

@@ -3,46 +3,53 @@ two vectors differ, and InfoNCE with in-batch negatives pulls them together."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import torch
-from searchengine.training.bi_encoder_run import run_bi_encoder_training
-from searchengine.training.loop import TrainingReport, TrainingSettings, cycle, seed_everything
-from searchengine.training.objectives.contrastive import info_nce
-from searchengine.training.sentence_model import SentenceModel, TrainablePooling
-from searchengine.training.sentences import read_sentences
+from searchengine.training.method import BiEncoderMethod
+from searchengine.training.options import IN_BATCH_HELP, SENTENCES_HELP, TRUNCATE_HELP, option
+
+if TYPE_CHECKING:
+    import torch
+    from searchengine.training.loop import LossFunction
+    from searchengine.training.sentence_model import SentenceModel
 
 
-def train_simcse(
-    *,
-    base: str | Path,
-    data: Path,
-    out: Path | None,
-    settings: TrainingSettings,
-    batch_size: int = 64,
-    eval_file: Path | None = None,
-    pooling: TrainablePooling | None = None,
-    max_seq_length: int = 32,
-    temperature: float = 0.05,
-    limit: int | None = None,
-) -> TrainingReport:
-    """Train on the sentences of a corpus file (one per line, or .jsonl)."""
-    sentences = read_sentences(data, limit)
-    seed_everything(settings.seed)
-    model = SentenceModel(base, pooling, max_seq_length)
+@dataclass(kw_only=True)
+class SimCSE(BiEncoderMethod):
+    """Unsupervised SimCSE: the same sentence twice through dropout, InfoNCE with in-batch negatives.
 
-    def loss(batch: list[str]) -> torch.Tensor:
-        first, second = model.embed_texts(batch + batch).chunk(2)  # one pass, two dropout masks
-        return info_nce(first, second, temperature)
+    Example: searchengine train simcse --data data/unsup/wiki_sentences.txt.gz --eval data/stsb/dev.tsv --out simcse-model
+    """
 
-    return run_bi_encoder_training(
-        "simcse",
-        model,
-        loss,
-        cycle(sentences, batch_size, settings.seed),
-        settings,
-        out,
-        eval_file,
-        texts_per_batch=lambda batch: 2 * len(batch),
-        details={"data": str(data), "sentences": len(sentences), "batch_size": batch_size, "temperature": temperature},
-    )
+    data: Path = option(help=SENTENCES_HELP)
+    batch_size: int = option(64, min=2, help=IN_BATCH_HELP)
+    max_seq_length: int = option(32, min=8, help=TRUNCATE_HELP)
+    temperature: float = option(0.05, min=1e-4)
+    limit: int | None = option(None, min=2, help="Use only the first N sentences.")
+
+    report_name = "simcse"
+
+    def read(self) -> list[str]:
+        """The sentences of a corpus file (one per line, or .jsonl)."""
+        from searchengine.training.sentences import read_sentences
+
+        return read_sentences(self.data, self.limit)
+
+    def loss(self, model: SentenceModel) -> LossFunction:
+        from searchengine.training.objectives.contrastive import info_nce
+
+        def loss(batch: list[str]) -> torch.Tensor:
+            first, second = model.embed_texts(batch + batch).chunk(2)  # one pass, two dropout masks
+            return info_nce(first, second, self.temperature)
+
+        return loss
+
+    def details(self, examples: list) -> dict[str, Any]:
+        return {
+            "data": str(self.data),
+            "sentences": len(examples),
+            "batch_size": self.batch_size,
+            "temperature": self.temperature,
+        }

@@ -3,46 +3,54 @@ the premise must pick its entailment among every entailment and every contradict
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import torch
-from searchengine.training.bi_encoder_run import run_bi_encoder_training
-from searchengine.training.loop import TrainingReport, TrainingSettings, cycle, seed_everything
-from searchengine.training.objectives.contrastive import info_nce
-from searchengine.training.sentence_model import SentenceModel, TrainablePooling
+from searchengine.training.method import BiEncoderMethod
+from searchengine.training.options import option
 
-from searchengine.evaluation.labelled_data import Triplet, read_triplets
+if TYPE_CHECKING:
+    import torch
+    from searchengine.training.loop import LossFunction
+    from searchengine.training.sentence_model import SentenceModel
+
+    from searchengine.evaluation.labelled_data import Triplet
 
 
-def train_supervised_contrastive(
-    *,
-    base: str | Path,
-    data: Path,
-    out: Path | None,
-    settings: TrainingSettings,
-    batch_size: int = 32,
-    eval_file: Path | None = None,
-    pooling: TrainablePooling | None = None,
-    max_seq_length: int = 64,
-    temperature: float = 0.05,
-) -> TrainingReport:
-    """Train on `anchor<TAB>positive<TAB>negative` rows (premise, entailment, contradiction)."""
-    triplets = read_triplets(data)
-    seed_everything(settings.seed)
-    model = SentenceModel(base, pooling, max_seq_length)
+@dataclass(kw_only=True)
+class SupervisedContrastive(BiEncoderMethod):
+    """Supervised contrastive learning with hard negatives (supervised SimCSE) on NLI triplets.
 
-    def loss(batch: list[Triplet]) -> torch.Tensor:
-        anchor, positive, negative = model.embed_triplets(batch)
-        return info_nce(anchor, positive, temperature, hard_negatives=negative)
+    Example: searchengine train supervised-contrastive --data data/nli/triplets.tsv.gz --eval data/stsb/dev.tsv --out supcon-model
+    """
 
-    return run_bi_encoder_training(
-        "supervised-contrastive",
-        model,
-        loss,
-        cycle(triplets, batch_size, settings.seed),
-        settings,
-        out,
-        eval_file,
-        texts_per_batch=lambda batch: 3 * len(batch),
-        details={"data": str(data), "triplets": len(triplets), "batch_size": batch_size, "temperature": temperature},
-    )
+    data: Path = option(help="NLI triplets: anchor<TAB>positive<TAB>negative (premise, entailment, contradiction).")
+    batch_size: int = option(32, min=2)
+    temperature: float = option(0.05, min=1e-4)
+
+    report_name = "supervised-contrastive"
+    texts_per_example = 3
+
+    def read(self) -> list[Triplet]:
+        """`anchor<TAB>positive<TAB>negative` rows (premise, entailment, contradiction)."""
+        from searchengine.evaluation.labelled_data import read_triplets
+
+        return read_triplets(self.data)
+
+    def loss(self, model: SentenceModel) -> LossFunction:
+        from searchengine.training.objectives.contrastive import info_nce
+
+        def loss(batch: list[Triplet]) -> torch.Tensor:
+            anchor, positive, negative = model.embed_triplets(batch)
+            return info_nce(anchor, positive, self.temperature, hard_negatives=negative)
+
+        return loss
+
+    def details(self, examples: list) -> dict[str, Any]:
+        return {
+            "data": str(self.data),
+            "triplets": len(examples),
+            "batch_size": self.batch_size,
+            "temperature": self.temperature,
+        }

@@ -110,13 +110,13 @@ def test_train_lists_every_registered_method_in_order() -> None:
 
 @pytest.mark.parametrize("name", list(METHODS))
 def test_each_method_help_shows_its_options_with_their_defaults(name: str) -> None:
-    options = METHODS[name].options
+    method = METHODS[name]
     result = runner.invoke(app, ["train", name, "--help"], env=WIDE)
     assert result.exit_code == 0, result.output
-    assert inspect.getdoc(options).splitlines()[0] in result.output
+    assert inspect.getdoc(method).splitlines()[0] in result.output
     rows = option_rows(result.output)
     flags = {}
-    for item in fields(options):
+    for item in fields(method):
         flag = item.metadata.get("flag", "--" + item.name.replace("_", "-")).split("/")[0]
         flags[flag] = item
         row = rows[flag]

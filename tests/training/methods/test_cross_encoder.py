@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from searchengine.training.cross_encoder_model import CrossEncoderModel
 from searchengine.training.loop import TrainingSettings
-from searchengine.training.methods.cross_encoder import CrossEncoderModel, train_cross_encoder
+from searchengine.training.methods.cross_encoder import CrossEncoderTraining
 from typer.testing import CliRunner
 
 from searchengine.cli import app
@@ -59,9 +60,7 @@ def test_a_few_steps_lower_the_loss_on_the_training_pairs(tiny_model: Path, scor
     gold = np.array([pair.score for pair in pairs])
     torch.manual_seed(0)
     before = CrossEncoderModel(tiny_model).predict(texts).numpy()  # the head a seed-0 run starts from
-    report = train_cross_encoder(
-        base=tiny_model, data=scored, out=tmp_path / "ce", settings=_settings(60), batch_size=8
-    )
+    report = CrossEncoderTraining(base=tiny_model, data=scored, out=tmp_path / "ce", batch_size=8).train(_settings(60))
     after = CrossEncoder(tmp_path / "ce").score(texts)
     assert report.steps == 60 and report.saved and np.isfinite(report.final_loss)
     assert _bce(after, gold) < _bce(before, gold) - 0.01
@@ -94,18 +93,18 @@ def test_the_same_seed_gives_the_same_model(
     pairs = [(sentences[0], sentence) for sentence in sentences]
     runs = {}
     for name, seed in (("a", 1), ("b", 1), ("c", 2)):
-        train_cross_encoder(
-            base=tiny_model, data=scored, out=tmp_path / name, settings=_settings(3, seed=seed), batch_size=4
-        )
+        CrossEncoderTraining(
+            base=tiny_model, data=scored, out=tmp_path / name, batch_size=4
+        ).train(_settings(3, seed=seed))
         runs[name] = CrossEncoder(tmp_path / name).score(pairs)
     np.testing.assert_array_equal(runs["a"], runs["b"])
     assert not np.array_equal(runs["a"], runs["c"])
 
 
 def test_eval_file_scores_spearman_and_keeps_the_best(tiny_model: Path, scored: Path, tmp_path: Path) -> None:
-    report = train_cross_encoder(
-        base=tiny_model, data=scored, out=tmp_path / "ce", settings=_settings(6, eval_every=2), eval_file=scored
-    )
+    report = CrossEncoderTraining(
+        base=tiny_model, data=scored, out=tmp_path / "ce", eval_file=scored
+    ).train(_settings(6, eval_every=2))
     assert report.base_score is not None and [e.step for e in report.evaluations] == [2, 4, 6]
     assert all(-100 <= e.score <= 100 for e in report.evaluations)
     assert report.best_score == max(e.score for e in report.evaluations)
@@ -117,7 +116,7 @@ def test_ctrl_c_keeps_the_last_good_checkpoint(
     tiny_model: Path, scored: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = tmp_path / "ce"
-    train_cross_encoder(base=tiny_model, data=scored, out=out, settings=_settings(2), batch_size=4)
+    CrossEncoderTraining(base=tiny_model, data=scored, out=out, batch_size=4).train(_settings(2))
     good = {path.name: path.read_bytes() for path in out.iterdir()}
     calls = {"n": 0}
     original = CrossEncoderModel.logits
@@ -129,9 +128,9 @@ def test_ctrl_c_keeps_the_last_good_checkpoint(
         return original(self, pairs)
 
     monkeypatch.setattr(CrossEncoderModel, "logits", interrupted)
-    report = train_cross_encoder(
-        base=tiny_model, data=scored, out=out, settings=_settings(10, eval_every=5), batch_size=4
-    )
+    report = CrossEncoderTraining(
+        base=tiny_model, data=scored, out=out, batch_size=4
+    ).train(_settings(10, eval_every=5))
     assert report.interrupted and report.steps == 2 and not report.saved
     assert {path.name: path.read_bytes() for path in out.iterdir()} == good
     assert not [path for path in tmp_path.iterdir() if path.name.startswith(".")]
@@ -141,9 +140,9 @@ def test_bad_input_is_a_clear_error(tiny_model: Path, scored: Path, tmp_path: Pa
     bad = tmp_path / "bad.tsv"
     bad.write_text("score\tsentence1\tsentence2\n7\ta\tb\n", encoding="utf-8")
     with pytest.raises(SearchEngineError, match="bad.tsv:2"):
-        train_cross_encoder(base=tiny_model, data=bad, out=tmp_path / "ce", settings=_settings(1))
+        CrossEncoderTraining(base=tiny_model, data=bad, out=tmp_path / "ce").train(_settings(1))
     with pytest.raises(SearchEngineError, match="does not exist"):
-        train_cross_encoder(base=tmp_path / "no-model", data=scored, out=tmp_path / "ce", settings=_settings(1))
+        CrossEncoderTraining(base=tmp_path / "no-model", data=scored, out=tmp_path / "ce").train(_settings(1))
     assert not (tmp_path / "ce").exists()
 
 

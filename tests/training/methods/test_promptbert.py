@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 from searchengine.training.loop import TrainingSettings, cycle, seed_everything, train
-from searchengine.training.methods.promptbert import TEMPLATE_1, TEMPLATE_2, train_promptbert
+from searchengine.training.methods.promptbert import TEMPLATE_1, TEMPLATE_2, PromptBERT
 from searchengine.training.objectives.contrastive import info_nce
 from searchengine.training.prompt_model import PromptSentenceModel
 from typer.testing import CliRunner
@@ -127,10 +127,9 @@ def test_train_promptbert_saves_a_prompt_model_and_is_reproducible(
     settings = TrainingSettings(steps=4, learning_rate=1e-4, eval_every=2, seed=3, progress=False)
     vectors = []
     for run in ("a", "b"):
-        report = train_promptbert(
-            base=tiny_model, data=data, out=tmp_path / run, settings=settings, batch_size=4, eval_file=dev,
-            max_seq_length=48,
-        )  # fmt: skip
+        report = PromptBERT(
+            base=tiny_model, data=data, out=tmp_path / run, batch_size=4, eval_file=dev, max_seq_length=48
+        ).train(settings)
         assert report.steps == 4 and report.saved and [e.step for e in report.evaluations] == [2, 4]
         encoder = Encoder(tmp_path / run)
         assert encoder.source.prompt == PromptConfig(TEMPLATE_1, False)
@@ -138,19 +137,17 @@ def test_train_promptbert_saves_a_prompt_model_and_is_reproducible(
     assert np.array_equal(*vectors)
     log = json.loads((tmp_path / "a" / "training_log.json").read_text())
     assert log["method"] == "promptbert" and log["details"]["template2"] == TEMPLATE_2 and log["details"]["denoise"]
-    other = train_promptbert(
-        base=tiny_model, data=data, out=tmp_path / "c",
-        settings=TrainingSettings(steps=4, learning_rate=1e-4, seed=4, progress=False), batch_size=4, max_seq_length=48,
-    )  # fmt: skip
+    other = PromptBERT(
+        base=tiny_model, data=data, out=tmp_path / "c", batch_size=4, max_seq_length=48
+    ).train(TrainingSettings(steps=4, learning_rate=1e-4, seed=4, progress=False))
     assert other.saved and not np.array_equal(Encoder(tmp_path / "c").encode(sentences), vectors[0])
 
 
 def test_bad_templates_are_refused_before_training(tiny_model: Path, data_files: tuple[Path, Path]) -> None:
     with pytest.raises(SearchEngineError, match="exactly once"):
-        train_promptbert(
-            base=tiny_model, data=data_files[0], out=None, settings=TrainingSettings(steps=1),
-            template2="[X] means nothing",
-        )  # fmt: skip
+        PromptBERT(
+            base=tiny_model, data=data_files[0], out=None, template2="[X] means nothing"
+        ).train(TrainingSettings(steps=1))
 
 
 def test_cli_end_to_end(tiny_model: Path, tmp_path: Path, data_files: tuple[Path, Path], sentences: list[str]) -> None:

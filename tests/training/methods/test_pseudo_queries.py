@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from searchengine.training.loop import TrainingSettings
 from searchengine.training.methods.pseudo_queries import (
+    PseudoQueries,
     QueryPassage,
     pseudo_query,
     read_pseudo_queries,
-    train_pseudo_queries,
 )
 
 from searchengine.encoding.encoder import Encoder
@@ -54,7 +54,7 @@ def test_a_few_steps_lower_the_loss_and_save_a_model(tiny_model: Path, tmp_path:
     data.write_text("\n".join(lines) + "\n", encoding="utf-8")
     settings = TrainingSettings(steps=24, learning_rate=2e-3, warmup=0.0, eval_every=100, progress=False)
     out = tmp_path / "model"
-    report = train_pseudo_queries(base=tiny_model, data=data, out=out, settings=settings, batch_size=5)
+    report = PseudoQueries(base=tiny_model, data=data, out=out, batch_size=5).train(settings)
     assert report.steps == 24 and report.saved
     assert statistics.mean(report.losses[-6:]) < statistics.mean(report.losses[:6]), report.losses
     assert Encoder(out).encode(["the cat"]).shape == (1, 32)

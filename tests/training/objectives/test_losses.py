@@ -8,8 +8,14 @@ import pytest
 import torch
 from searchengine.training.objectives.contrastive import info_nce, nt_xent
 from searchengine.training.objectives.cosine_regression import cosine_regression_loss
-from searchengine.training.objectives.softmax_classification import SoftmaxClassifier, softmax_classification_loss
+from searchengine.training.objectives.softmax_classification import (
+    SoftmaxClassifier,
+    SoftmaxLoss,
+    softmax_classification_loss,
+)
 from searchengine.training.objectives.triplet import triplet_loss
+
+from searchengine.evaluation.labelled_data import LabelledPair
 
 
 def test_triplet_loss_by_hand() -> None:
@@ -35,6 +41,17 @@ def test_softmax_classification_uses_u_v_and_their_absolute_difference() -> None
     u, v = torch.tensor([[2.0]]), torch.tensor([[5.0]])  # features (2, 5, |2 - 5| = 3) -> logits (2, 3)
     expected = -math.log(math.exp(3) / (math.exp(2) + math.exp(3)))
     assert softmax_classification_loss(classifier, u, v, torch.tensor([1])).item() == pytest.approx(expected, rel=1e-6)
+
+
+def test_softmax_loss_embeds_the_pairs_and_trains_only_its_head() -> None:
+    vectors = {"two": [2.0], "five": [5.0]}
+    loss = SoftmaxLoss(lambda texts: torch.tensor([vectors[text] for text in texts]), dimension=1, labels=2)
+    with torch.no_grad():
+        loss.classifier.linear.weight.copy_(torch.tensor([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]]))
+        loss.classifier.linear.bias.zero_()
+    expected = -math.log(math.exp(3) / (math.exp(2) + math.exp(3)))
+    assert loss([LabelledPair("two", "five", 1)]).item() == pytest.approx(expected, rel=1e-6)
+    assert [tuple(parameter.shape) for parameter in loss.parameters()] == [(2, 3), (2,)]
 
 
 def test_info_nce_by_hand() -> None:
