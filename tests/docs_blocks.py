@@ -4,7 +4,7 @@ Each fenced block is one `Block`. A comment on the line before its fence says wh
 `<!-- docs-test: run -->` runs it for real, `<!-- docs-test: serve -->` runs it while `searchengine serve`
 answers on the address it names. Without one, nothing runs: every `searchengine` command line of a shell block is
 parsed against the real command line (its command, options, their values and arguments), every
-`python benchmarks/SCRIPT.py` line may pass only options the script declares, Python compiles and JSON loads.
+`python benchmarks/AREA/SCRIPT.py` line may pass only options the script declares, Python compiles and JSON loads.
 """
 
 from __future__ import annotations
@@ -125,7 +125,7 @@ def searchengine_commands(block: Block) -> list[list[str]]:
 
 
 def benchmark_commands(block: Block) -> list[list[str]]:
-    """The arguments of every `python benchmarks/SCRIPT.py` command line in a shell block, the script first."""
+    """The arguments of every `python benchmarks/AREA/SCRIPT.py` command line in a shell block, the script first."""
     return [
         words[1:]
         for line in shell_lines(block)

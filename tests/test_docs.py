@@ -2,7 +2,7 @@
 `<!-- docs-test: run -->` run for real, in order, in a fresh folder per page (copies of examples/ and docs/, so
 the checkout stays clean), as a reader following the page would; those marked `serve` run while
 `searchengine serve` answers there; every other `searchengine` command line is parsed against the real command
-line, every `benchmarks/*.py` command line checked against the options its script declares, every other Python
+line, every `benchmarks/*/*.py` command line checked against the options its script declares, every other Python
 block compiled and every JSON block loaded. The README says so ("Docs are tested")."""
 
 from __future__ import annotations

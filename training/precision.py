@@ -1,7 +1,7 @@
 """Mixed precision for training: the transformer's matrix products run in bf16 under torch's autocast where the
 CPU computes bf16 natively, while weights, gradients, optimizer state and losses stay float32.
 
-Measured with benchmarks/training_speed.py on 2 cores of an AMD EPYC Zen 4 (AVX512-BF16, no AMX): bf16 autocast
+Measured with benchmarks/training/training_speed.py on 2 cores of an AMD EPYC Zen 4 (AVX512-BF16, no AMX): bf16 autocast
 trains faster than fp32 at the same STS-B dev Spearman (docs/benchmarks.md, "Training speed"). A CPU without
 native bf16 only emulates it, at a fraction of fp32's speed (searchengine.encoding.precision), so "auto" is fp32
 there."""

@@ -123,7 +123,7 @@ def retrieval(
     With --index-dir: the index's own search (its model, whitening and index type, and --mode with its fusion
     settings), over an index built from the corpus with its ids.
 
-    Examples (a BEIR set's files, from `python benchmarks/get_data.py data` in data/retrieval/nfcorpus):
+    Examples (a BEIR set's files, from `python benchmarks/datasets/get_data.py data` in data/retrieval/nfcorpus):
 
       searchengine eval retrieval --corpus corpus.jsonl --queries queries.jsonl --qrels qrels_test.tsv
 

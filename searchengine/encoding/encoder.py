@@ -31,7 +31,7 @@ TOKENIZE_SLICE = 64
 TOKENIZE_SLICE_CHARS = 16_384
 """Texts (and characters, past a slice's first text) tokenized per hold of the encoder's lock, which a server's
 queries wait for. Tokenizing a whole call at once held it for all of a write's texts, seconds for a large write;
-by slices the longest hold is a small fraction of a second, for a little more total time (benchmarks/encoder_lock.py,
+by slices the longest hold is a small fraction of a second, for a little more total time (benchmarks/serving/encoder_lock.py,
 measured in docs/benchmarks.md#serving)."""
 
 
@@ -54,7 +54,7 @@ def _slices(texts: Sequence[str]) -> Iterator[slice]:
 
 DEFAULT_BATCH_SIZE = {"cpu": 64, "cuda": 1024}
 """Texts per forward pass where none is asked for. On a GPU, batches of 64 leave it waiting on the host: 1024 encodes
-short, medium and long texts faster, with the same vectors (benchmarks/gpu_encoding.py, measured in
+short, medium and long texts faster, with the same vectors (benchmarks/encoding/gpu_encoding.py, measured in
 docs/benchmarks.md#gpu)."""
 
 

@@ -1,6 +1,6 @@
 """Numeric precision of the encoder's transformer: what each device supports and what is fastest without loss.
 
-What "auto" means, measured by benchmarks/encoding_speed.py and benchmarks/bulk_precision.py (bundled
+What "auto" means, measured by benchmarks/encoding/encoding_speed.py and benchmarks/encoding/bulk_precision.py (bundled
 all-MiniLM-L6-v2, STS-B) in docs/benchmarks.md#encoding-speed and the bf16 sections after it:
 - A CPU without native bf16 (AMD Zen 3, AVX2): fp32. bf16 is emulated there, several times slower than fp32, and
   dynamic int8 costs STS-B Spearman.

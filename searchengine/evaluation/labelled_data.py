@@ -1,5 +1,5 @@
 """Readers for labelled sentence data (scored pairs, NLI pairs, triplets) in the tab-separated layout that
-benchmarks/get_data.py writes (and ../shared/data has): one header line, exactly three fields per line, no quoting,
+benchmarks/datasets/get_data.py writes (and ../shared/data has): one header line, exactly three fields per line, no quoting,
 optionally gzip-compressed.
 
 Every problem is reported as one error naming the file and line, so training and evaluation never start on

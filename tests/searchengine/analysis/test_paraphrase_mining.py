@@ -268,7 +268,7 @@ def test_benchmark_quick_mode_runs(tmp_path: Path) -> None:
     completed = subprocess.run(
         [
             sys.executable,
-            str(REPOSITORY / "benchmarks" / "pair_mining.py"),
+            str(REPOSITORY / "benchmarks" / "encoding" / "pair_mining.py"),
             "--quick",
             "--out",
             str(out),

@@ -284,11 +284,11 @@ def test_cli_bad_rerank_is_one_line_and_the_index_is_untouched(
 
 
 def test_benchmark_quick_mode_runs(tmp_path: Path) -> None:
-    """benchmarks/reranking.py --quick as a smoke test: its correctness checks only, never its timings or quality
+    """benchmarks/retrieval/reranking.py --quick as a smoke test: its correctness checks only, never its timings or quality
     (without --cross-encoder it reranks with an untrained head)."""
     out = tmp_path / "reranking.json"
     completed = subprocess.run(
-        [sys.executable, str(REPOSITORY / "benchmarks" / "reranking.py"), "--quick", "--out", str(out)],
+        [sys.executable, str(REPOSITORY / "benchmarks" / "retrieval" / "reranking.py"), "--quick", "--out", str(out)],
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert completed.returncode == 0, completed.stderr[-3000:]

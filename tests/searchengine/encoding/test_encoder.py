@@ -146,7 +146,7 @@ def test_a_long_call_tokenizes_in_slices_so_other_threads_get_the_lock_in_betwee
     tiny_encoder: Encoder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A server's writer and its query readers share the encoder's lock; a write of many long documents held it
-    for all of its tokenizing at once (15 s for 1,000 long documents, benchmarks/encoder_lock.py)."""
+    for all of its tokenizing at once (15 s for 1,000 long documents, benchmarks/serving/encoder_lock.py)."""
     from searchengine.encoding.passages import passage_spans
 
     holds: list[int] = []

@@ -1,0 +1,1 @@
+"""Where the benchmarks' data lives, and the script that downloads and lays it out."""

@@ -1,0 +1,1 @@
+"""Encoding benchmarks: encoder runtimes, precisions and their speed against the CPU's or GPU's peak."""

@@ -1,0 +1,1 @@
+"""Files benchmarks: indexing folders of HTML, PDF and Markdown, their extractors, questions and sync."""

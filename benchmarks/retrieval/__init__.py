@@ -1,0 +1,1 @@
+"""Retrieval benchmarks: quality and query time of the search modes, fusion, reranking and passages."""

@@ -1,0 +1,1 @@
+"""Scale benchmarks: indexing and searching up to a million vectors, and the Ray build."""

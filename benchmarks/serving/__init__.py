@@ -1,0 +1,1 @@
+"""Serving benchmarks: `searchengine serve` under load, the integrations, the encoder's lock."""

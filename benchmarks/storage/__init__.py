@@ -1,0 +1,1 @@
+"""Storage benchmarks: what writes, merges and segments cost an index, beside other vector stores."""

@@ -1,0 +1,1 @@
+"""Training benchmarks: the methods of `searchengine train`, their speed and post-processing."""
