@@ -36,12 +36,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-import numpy as np
-
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
 from benchmarks.datasets.data_folder import DATA
 from benchmarks.encoding.encoding_speed import machine, min_cosine, timing_texts
 from benchmarks.harness.machine import run_record
+from benchmarks.harness.results import write_results
+from benchmarks.harness.rounds import percentile_ms, rotation
 from searchengine.encoding.encoder import Encoder
 from searchengine.evaluation.labelled_data import read_scored_pairs
 from searchengine.evaluation.sts import sts_spearman
@@ -76,7 +76,7 @@ def throughput(encoders: dict[str, Encoder], texts: list[str], rounds: int) -> d
     seconds: dict[str, list[float]] = {name: [] for name in names}
     vectors = {}
     for round_number in range(rounds):
-        for name in names[round_number % len(names) :] + names[: round_number % len(names)]:
+        for name in rotation(names, round_number):
             started = time.perf_counter()
             vectors[name] = encoders[name].encode(texts)
             seconds[name].append(time.perf_counter() - started)
@@ -124,8 +124,8 @@ def query_latency(encoders: dict[str, Encoder], queries: list[str]) -> dict:
             seconds[name].append(time.perf_counter() - started)
     return {
         name: {
-            "p50_ms": round(float(np.percentile(values, 50)) * 1000, 2),
-            "p99_ms": round(float(np.percentile(values, 99)) * 1000, 2),
+            "p50_ms": percentile_ms(values, 50),
+            "p99_ms": percentile_ms(values, 99),
         }
         for name, values in seconds.items()
     }
@@ -209,8 +209,7 @@ def main() -> None:
             if "fp32" in name
         )
     print(json.dumps(results["checks"]))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    write_results(args.out, results)
 
 
 if __name__ == "__main__":

@@ -65,6 +65,8 @@ from benchmarks.datasets.data_folder import DATA
 from benchmarks.encoding.bulk_precision import long_texts, query_latency
 from benchmarks.encoding.encoding_speed import machine, min_cosine, timing_texts
 from benchmarks.harness.machine import run_record
+from benchmarks.harness.results import write_results
+from benchmarks.harness.rounds import rotation
 from searchengine.encoding.encoder import Encoder
 from searchengine.encoding.precision import cpu_flags
 
@@ -439,7 +441,7 @@ def throughput(encoders: dict[str, Encoder], texts: list[str], rounds: int, flop
     seconds: dict[str, list[float]] = {name: [] for name in names}
     vectors: dict[str, np.ndarray] = {}
     for round_number in range(rounds):
-        for name in names[round_number % len(names) :] + names[: round_number % len(names)]:
+        for name in rotation(names, round_number):
             started = time.perf_counter()
             vectors[name] = encoders[name].encode(texts)
             seconds[name].append(time.perf_counter() - started)
@@ -585,8 +587,7 @@ def main() -> None:
         results["user_bar"] = user_bar(args.data, args.index, args.index_rounds, executables)
         print("user bar", json.dumps(results["user_bar"]), flush=True)
     results["machine"]["load_after"] = os.getloadavg()
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    write_results(args.out, results)
     if not args.skip_encoders:
         plot(results, args.plot)
         print(json.dumps(results["checks"]))

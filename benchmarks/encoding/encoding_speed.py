@@ -43,7 +43,9 @@ import torch
 
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
 from benchmarks.datasets.data_folder import DATA
-from benchmarks.harness.machine import cpu_name
+from benchmarks.harness.machine import machine_record
+from benchmarks.harness.results import write_results
+from benchmarks.harness.rounds import percentile_ms
 from searchengine import Encoder
 from searchengine.encoding.model_source import bundled_model_path
 from searchengine.encoding.precision import cpu_has_native_bf16
@@ -123,16 +125,14 @@ def min_cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def machine() -> dict:
-    return {
-        "cpu": cpu_name(),
-        "cores": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "torch_cpu_capability": torch.backends.cpu.get_cpu_capability(),
-        "native_bf16": cpu_has_native_bf16(),
-        "versions": {
+    return machine_record(
+        torch_threads=torch.get_num_threads(),
+        torch_cpu_capability=torch.backends.cpu.get_cpu_capability(),
+        native_bf16=cpu_has_native_bf16(),
+        versions={
             name: version(name) for name in ("torch", "transformers", "sentence-transformers", "onnxruntime", "numpy")
         },
-    }
+    )
 
 
 def main() -> None:
@@ -206,8 +206,8 @@ def main() -> None:
                 statistics.median(r / t for r, t in zip(times[REFERENCE], times[name])), 3
             ),
             "seconds_per_round": [round(t, 3) for t in times[name]],
-            "one_query_ms_p50": round(float(np.percentile(latencies[name], 50)) * 1000, 2),
-            "one_query_ms_p99": round(float(np.percentile(latencies[name], 99)) * 1000, 2),
+            "one_query_ms_p50": percentile_ms(latencies[name], 50),
+            "one_query_ms_p99": percentile_ms(latencies[name], 99),
             "stsb_test_spearman": round(spearman, 2),
         }
         row = results["variants"][name]
@@ -222,8 +222,7 @@ def main() -> None:
         math.isfinite(v["stsb_test_spearman"]) and 0 < v["stsb_test_spearman"] <= 100
         for v in results["variants"].values()
     )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    write_results(args.out, results)
     print(f"checks: {checks}")
     print(f"wrote {args.out}; load average {results['load_average_1min']}")
     if not all(checks.values()):

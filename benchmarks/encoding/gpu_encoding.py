@@ -38,6 +38,8 @@ from benchmarks.encoding.bulk_precision import long_texts, query_latency
 from benchmarks.encoding.encoding_limit import encoder_flops
 from benchmarks.encoding.encoding_speed import min_cosine, timing_texts
 from benchmarks.harness.machine import run_record
+from benchmarks.harness.results import write_results
+from benchmarks.harness.rounds import rotation
 from searchengine.encoding.encoder import Encoder, default_batch_size
 from searchengine.encoding.model_source import bundled_model_path
 
@@ -94,7 +96,7 @@ def throughput(embeds: dict[str, Embed], texts: list[str], rounds: int, gflop: f
     seconds: dict[str, list[float]] = {name: [] for name in names}
     vectors = {}
     for round_number in range(rounds):
-        for name in names[round_number % len(names) :] + names[: round_number % len(names)]:
+        for name in rotation(names, round_number):
             torch.cuda.synchronize()
             started = time.perf_counter()
             vectors[name] = embeds[name](texts)
@@ -165,8 +167,7 @@ def main() -> None:
     )
     print(json.dumps(results["query_latency"]), flush=True)
     results["machine"]["load_after"] = os.getloadavg()
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2) + "\n")
+    write_results(args.out, results)
     print(f"wrote {args.out}")
 
 

@@ -49,6 +49,8 @@ sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root
 from searchengine.indexer.store import Document, DocumentStore
 
 from benchmarks.harness.machine import run_record
+from benchmarks.harness.results import write_results
+from benchmarks.harness.rounds import rotation
 from searchengine.encoding.encoder import Encoder
 from searchengine.encoding.openvino_backend import calibration_texts
 from searchengine.engine.fusion import fuse
@@ -216,8 +218,7 @@ def speed(embeds: dict[str, Callable], texts: list[str], rounds: int) -> dict:
     names = list(embeds)
     rates: dict[str, list[float]] = {name: [] for name in names}
     for number in range(rounds):
-        shift = number % len(names)
-        for name in names[shift:] + names[:shift]:
+        for name in rotation(names, number):
             started = time.perf_counter()
             embeds[name](texts)
             rates[name].append(len(texts) / (time.perf_counter() - started))
@@ -275,8 +276,7 @@ def main() -> None:
         texts = [line for line in lines[SPEED_OFFSET:] if line][: args.speed_texts]
         report["speed"] = {"texts": len(texts), "rounds": args.rounds, "by_variant": speed(embeds, texts, args.rounds)}
     report.update(run_record(load))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    write_results(args.out, report)
     print(json.dumps(report, indent=2))
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import json
 import os
 import random
 import statistics
@@ -38,7 +37,8 @@ import torch
 
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
 from benchmarks.datasets.data_folder import DATA
-from benchmarks.harness.machine import cpu_name
+from benchmarks.harness.machine import machine_record
+from benchmarks.harness.results import write_results
 from searchengine import Encoder, SearchEngine, mine_vectors
 from searchengine.encoding.hf_loading import load_pretrained
 from searchengine.encoding.model_source import bundled_model_path
@@ -117,8 +117,7 @@ def growth_exponent(sizes: list[int], seconds: list[float]) -> float | None:
 
 
 def machine() -> dict:
-    cpu = cpu_name()
-    return {"cpu": cpu, "cores": os.cpu_count(), "torch_threads": torch.get_num_threads(), "gpu": False}
+    return machine_record(torch_threads=torch.get_num_threads(), gpu=False)
 
 
 def load() -> float:
@@ -318,8 +317,7 @@ def main() -> None:
         f"growth exponents (log-log slope): bi-encoder {results['bi_encoder_growth_exponent']}, "
         f"cross-encoder {results['cross_encoder_growth_exponent']}; load average {load():.1f}"
     )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_results(args.out, results, ensure_ascii=False)
     plot(results, args.plot)
     print(f"wrote {args.out} and {args.plot}")
 

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import json
 import platform
 import statistics
 import sys
@@ -29,6 +28,7 @@ import torch
 
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
 from benchmarks.datasets.data_folder import DATA
+from benchmarks.harness.results import read_results, write_results
 from searchengine import Encoder, SearchEngine
 from searchengine.evaluation.labelled_data import RatedPair, read_scored_pairs
 from searchengine.evaluation.sts import sts_spearman
@@ -71,7 +71,7 @@ def main() -> None:
     with gzip.open(args.data / "unsup" / "wiki_sentences.txt.gz", "rt", encoding="utf-8") as handle:
         wiki = [line.strip() for line in islice(handle, wiki_count)]
     encoder = Encoder()
-    results: dict = json.loads(args.out.read_text(encoding="utf-8")) if args.out.is_file() else {}
+    results: dict = read_results(args.out)
     results.update(
         {
             "machine": {"cpu": platform.processor() or platform.machine(), "cores": torch.get_num_threads()},
@@ -85,8 +85,7 @@ def main() -> None:
         measure_quality(results, encoder, pairs, ks, wiki)
     if "throughput" in sections:
         measure_throughput(results, encoder, left + right, runs)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    write_results(args.out, results)
     print(f"wrote {args.out}")
 
 

@@ -35,6 +35,7 @@ from scipy.stats import binomtest
 
 from benchmarks.files.file_extractors import EXTRACTORS
 from benchmarks.files.file_search import MODES, MRR_AT, RECALL_AT
+from benchmarks.harness.results import write_results
 
 DRAWS = 10_000
 
@@ -111,8 +112,7 @@ def main() -> None:
             every[mode][0].extend(folder)
             every[mode][1].extend(converter)
     report["all"] = {mode: compare(*ranks) for mode, ranks in every.items() if ranks[0]}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    write_results(args.out, report)
     for corpus, modes in {**report["corpora"], "all": report["all"]}.items():
         for mode, row in modes.items():
             print(

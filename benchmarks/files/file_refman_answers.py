@@ -42,6 +42,7 @@ from benchmarks.files.file_search import (
     read_questions,
 )
 from benchmarks.harness.machine import run_record
+from benchmarks.harness.results import write_results
 
 HERE = Path(__file__).resolve().parent
 REFMAN = "refman.pdf"
@@ -146,8 +147,7 @@ def main() -> None:
         "refman_pages": {question: sorted(pages) for question, pages in answers.items()},
         "indexes": indexes,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    write_results(args.out, record)
     for name, modes in indexes.items():
         for mode, scored in modes.items():
             section, either = scored["section"], scored["section or help page"]

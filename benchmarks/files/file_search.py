@@ -49,6 +49,7 @@ from typing import Any
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
 from benchmarks.files.file_extractors import DISTRIBUTIONS, EXTRACTORS
 from benchmarks.harness.machine import run_record
+from benchmarks.harness.results import write_results
 
 RECALL_AT = 5
 MRR_AT = 10
@@ -537,8 +538,7 @@ def main() -> None:
     }  # fmt: skip
     core = sum(distribution_bytes(name) for name in dependency_closure(["searchengine"]))
     record = {**run_record(load), "corpora": results, "extractor_install_size": sizes, "core_install_bytes": core}
-    args.results.parent.mkdir(parents=True, exist_ok=True)
-    args.results.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    write_results(args.results, record)
     print(f"wrote {args.results}", file=sys.stderr)
 
 

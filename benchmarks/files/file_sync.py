@@ -31,6 +31,7 @@ from pathlib import Path
 
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
 from benchmarks.harness.machine import run_record
+from benchmarks.harness.results import write_results
 from searchengine.engine.files import files_record, read_paths, sync_index
 from searchengine.engine.search_engine import SearchEngine
 from searchengine.reading.file_rules import FileRules
@@ -169,8 +170,7 @@ def main() -> None:
         "index": build(work, index, rules, args.model),
     }
     record["sync"] = scenarios(work, index, rules, args.runs, edited)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    write_results(args.out, record)
     print(json.dumps({key: record[key] for key in ("index", "sync")}, indent=2)[:4000])
     shutil.rmtree(root, ignore_errors=True)
 

@@ -19,6 +19,7 @@ from pathlib import Path
 
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
 from benchmarks.harness.machine import run_record
+from benchmarks.harness.results import write_results
 from searchengine.encoding.encoder import Encoder
 from searchengine.encoding.passages import default_overlap
 from searchengine.engine.files import read_paths
@@ -51,8 +52,7 @@ def main() -> None:
     load = os.getloadavg()
     encoder = Encoder(args.model)
     counts = {str(folder): passage_counts(folder, encoder) for folder in args.folders}
-    args.results.parent.mkdir(parents=True, exist_ok=True)
-    args.results.write_text(json.dumps({**run_record(load), "folders": counts}, indent=2) + "\n", encoding="utf-8")
+    write_results(args.results, {**run_record(load), "folders": counts})
     print(json.dumps(counts, indent=2))
 
 

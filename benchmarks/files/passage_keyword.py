@@ -37,6 +37,7 @@ from searchengine.indexer.keyword_table import TOKENIZER
 from benchmarks.files.file_refman_answers import first_rank
 from benchmarks.files.file_search import MRR_AT, RECALL_AT, folder_hit_location, read_questions
 from benchmarks.harness.machine import run_record
+from benchmarks.harness.results import write_results
 from searchengine import SearchEngine
 from searchengine.engine.fusion import bounded_keyword, fuse
 from searchengine.engine.modes import DEFAULT_FUSION
@@ -220,7 +221,7 @@ def main() -> None:
         result["keyword_side_timing"] = timing(engine, passages, texts)
         report[corpus] = result
         engine.close()
-    args.out.write_text(json.dumps({**run_record(load_before), "corpora": report}, indent=1) + "\n")
+    write_results(args.out, {**run_record(load_before), "corpora": report}, indent=1)
     for corpus, result in report.items():
         print(corpus, {k: v for k, v in result.items() if k != "judgings"})
         for judging, body in result["judgings"].items():

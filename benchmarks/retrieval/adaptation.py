@@ -21,7 +21,6 @@ Prints a table and merges its rows into the JSON file (keyed by set, label and m
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -31,22 +30,15 @@ import torch
 
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
 from benchmarks.datasets.data_folder import DATA
-from benchmarks.harness.machine import cpu_name
-from benchmarks.retrieval.retrieval_rerank import build_index
+from benchmarks.harness.machine import machine_record
+from benchmarks.harness.results import read_results, write_results
+from benchmarks.retrieval.retrieval_rerank import build_index, read_half
 from searchengine import SearchEngine
 from searchengine.evaluation.retrieval import RECALL_AT, read_queries, score_rankings
 
 ROOT = Path(__file__).resolve().parents[2]
 HALVES = ("tune", "heldback")
 MODES = ("dense", "keyword", "hybrid")
-
-
-def read_half(path: Path) -> dict[str, dict[str, int]]:
-    qrels: dict[str, dict[str, int]] = {}
-    for line in path.read_text(encoding="utf-8").splitlines()[1:]:
-        query, document, grade = line.split("\t")
-        qrels.setdefault(query, {})[document] = int(grade)
-    return qrels
 
 
 def evaluate(index: Path, queries: dict[str, str], halves: Path, modes: list[str]) -> dict:
@@ -93,24 +85,18 @@ def main() -> None:
         if not Path(index).exists():  # the base index, built once with the bundled model (copy it to adapt)
             build_index(arguments.data / arguments.set / "corpus.jsonl", Path(index), "default").close()
         rows[label] = {"index": index, **evaluate(Path(index), queries, halves, arguments.modes)}
-    machine = {
-        "cpu": cpu_name(),
-        "cores": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "load_average": round(os.getloadavg()[0], 1),
-    }
+    machine = machine_record(torch_threads=torch.get_num_threads(), load_average=round(os.getloadavg()[0], 1))
     print(f"{arguments.set}: nDCG@10 (Recall@100) by half; {machine['cpu']}, load {machine['load_average']}")
     print(f"{'index':<24} {'mode':<8} {'tune':>16} {'held-back':>16}")
     for label, row in rows.items():
         for mode in arguments.modes:
             cells = [f"{row[mode][h]['ndcg@10']:.4f} ({row[mode][h]['recall@100']:.3f})" for h in HALVES]
             print(f"{label:<24} {mode:<8} {cells[0]:>16} {cells[1]:>16}")
-    results = json.loads(arguments.out.read_text()) if arguments.out.is_file() else {}
+    results = read_results(arguments.out)
     for label, row in rows.items():
         entry = results.setdefault(arguments.set, {}).setdefault(label, {})
         entry.update({**row, "machine": machine})  # a mode scored before and not now is kept
-    arguments.out.parent.mkdir(parents=True, exist_ok=True)
-    arguments.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    write_results(arguments.out, results)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ import searchengine.indexer.keyword_query as keyword_query
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
 from benchmarks.datasets.data_folder import DATA
 from benchmarks.harness.machine import run_record
+from benchmarks.harness.results import write_results
 from searchengine import SearchEngine
 from searchengine.engine.fusion import Fusion, fuse
 from searchengine.engine.modes import DEFAULT_FUSION
@@ -138,8 +139,7 @@ def main() -> None:
         "average": average,
         "best_by_average": {label: max(scores, key=scores.get) for label, scores in average.items()},
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    write_results(args.out, results)
     print(json.dumps({key: results[key] for key in ("best_by_average", "seconds")}, indent=2))
 
 

@@ -34,6 +34,7 @@ import numpy as np
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
 from benchmarks.datasets.data_folder import DATA
 from benchmarks.harness.machine import cpu_name
+from benchmarks.harness.results import write_results
 from searchengine import SearchEngine
 from searchengine.encoding.encoder import Encoder
 from searchengine.evaluation.retrieval import evaluate_search, read_corpus, read_qrels, read_queries
@@ -151,7 +152,7 @@ def run_set(name: str, data: Path, work: Path, overlaps: list[int], encoder: Enc
         for mode in MODES:
             if not isinstance(variant.get(mode), dict):
                 variant[mode] = evaluate(engine, queries, qrels, mode)
-                saved.write_text(json.dumps(variant, indent=2) + "\n", encoding="utf-8")
+                write_results(saved, variant)
         print(name, label, variant, file=sys.stderr)
         result["variants"].append({"name": label, **variant})
         engines.append(engine)

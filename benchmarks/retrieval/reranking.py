@@ -25,7 +25,6 @@ Usage: .venv/bin/python benchmarks/retrieval/reranking.py [--quick] [--cross-enc
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -40,7 +39,8 @@ import torch
 
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
 from benchmarks.datasets.data_folder import DATA
-from benchmarks.harness.machine import cpu_name
+from benchmarks.harness.machine import machine_record
+from benchmarks.harness.results import write_results
 from searchengine import SearchEngine
 from searchengine.encoding.cross_encoder import CrossEncoder
 from searchengine.evaluation.labelled_data import read_scored_pairs
@@ -134,14 +134,11 @@ def check_reranking(engine: SearchEngine, cross: CrossEncoder, queries: list[str
 
 
 def machine() -> dict:
-    cpu = cpu_name()
-    return {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "gpu": torch.cuda.is_available(),
-        "load_average_1min_at_start": os.getloadavg()[0],
-    }
+    return machine_record(
+        torch_threads=torch.get_num_threads(),
+        gpu=torch.cuda.is_available(),
+        load_average_1min_at_start=os.getloadavg()[0],
+    )
 
 
 def main() -> None:
@@ -249,8 +246,7 @@ def main() -> None:
             f"latency p50 {timing['p50_ms']:.1f} ms  p99 {timing['p99_ms']:.1f} ms  {extra}"
         )
     print(f"checks: {results['checks']}")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    write_results(args.out, results)
     print(f"wrote {args.out} ({results['seconds']:.0f} s)")
     if not all(results["checks"].values()):
         sys.exit("a correctness check failed")

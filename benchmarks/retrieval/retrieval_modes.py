@@ -29,6 +29,8 @@ from pathlib import Path
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
 from benchmarks.datasets.data_folder import DATA
 from benchmarks.harness.machine import run_record
+from benchmarks.harness.results import write_results
+from benchmarks.harness.rounds import rotation
 from searchengine import SearchEngine
 from searchengine.engine.mode_registry import mode_names
 from searchengine.engine.modes import DEFAULT_FUSION
@@ -57,8 +59,7 @@ def time_modes(engine: SearchEngine, queries: list[str], runs: int, warmup: int)
     for number, query in enumerate(queries):
         times: dict[str, list[float]] = {mode: [] for mode in SEARCH_MODES}
         for run in range(runs):
-            shift = (number + run) % len(SEARCH_MODES)
-            for mode in SEARCH_MODES[shift:] + SEARCH_MODES[:shift]:
+            for mode in rotation(SEARCH_MODES, number + run):
                 started = time.perf_counter()
                 engine.search(query, k=K, mode=mode)
                 times[mode].append((time.perf_counter() - started) * 1000)
@@ -114,8 +115,7 @@ def main() -> None:
         "versions": {name: version(name) for name in ("searchengine", "faiss-cpu", "onnxruntime", "torch")},
         "sets": sets,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    write_results(args.out, results)
     print(json.dumps(results, indent=2))
 
 

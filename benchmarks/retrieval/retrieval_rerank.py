@@ -38,7 +38,8 @@ sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root
 from searchengine.indexer.store import Document
 
 from benchmarks.datasets.data_folder import DATA
-from benchmarks.harness.machine import cpu_name
+from benchmarks.harness.machine import machine_record
+from benchmarks.harness.results import read_results, write_results
 from searchengine import SearchEngine
 from searchengine.encoding.cross_encoder import CrossEncoder
 from searchengine.engine.modes import DEFAULT_FUSION, SearchMode
@@ -175,12 +176,7 @@ def main() -> None:
                 )
         engine.close()
     rows = {mode: {"ndcg@10": round(mean_ndcg(ranked, qrels), 4), **times[mode]} for mode, ranked in rankings.items()}
-    machine = {
-        "cpu": cpu_name(),
-        "cores": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "load_average": round(os.getloadavg()[0], 1),
-    }
+    machine = machine_record(torch_threads=torch.get_num_threads(), load_average=round(os.getloadavg()[0], 1))
     print(
         f"{arguments.set}: {len(query_ids)} held-back queries, cross-encoder {arguments.cross_encoder}, "
         f"bi-encoder {arguments.model}; {machine['cpu']}, load {machine['load_average']}"
@@ -189,7 +185,7 @@ def main() -> None:
     for mode, row in rows.items():
         print(f"{mode:<26} {row['ndcg@10']:>8.4f} {row['p50_ms']:>9.1f} {row['p99_ms']:>9.1f}")
     print(f"(index built in {index_seconds:.0f} s; {len(pairs)} pairs scored in {score_seconds:.0f} s)")
-    results = json.loads(arguments.out.read_text()) if arguments.out.is_file() else {}
+    results = read_results(arguments.out)
     results[f"{arguments.set}|{arguments.model}|{arguments.cross_encoder}"] = {
         "set": arguments.set,
         "queries": len(query_ids),
@@ -200,8 +196,7 @@ def main() -> None:
         "score_seconds": round(score_seconds, 1),
         "machine": machine,
     }
-    arguments.out.parent.mkdir(parents=True, exist_ok=True)
-    arguments.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    write_results(arguments.out, results)
 
 
 if __name__ == "__main__":

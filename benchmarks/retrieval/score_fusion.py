@@ -37,6 +37,7 @@ from scipy.stats import mannwhitneyu
 
 from benchmarks.datasets.data_folder import DATA
 from benchmarks.harness.machine import run_record
+from benchmarks.harness.results import write_results
 from benchmarks.retrieval.split_queries import split
 from searchengine import SearchEngine
 from searchengine.engine.fusion import Fusion, fuse
@@ -245,8 +246,7 @@ def main() -> None:
         "default_fusion": DEFAULT_FUSION.describe(),
         **measured,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    write_results(args.out, results)
     print(json.dumps(results["min_score"], indent=2))
 
 

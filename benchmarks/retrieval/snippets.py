@@ -32,6 +32,7 @@ sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root
 import searchengine.engine.highlight as highlight
 from benchmarks.datasets.data_folder import DATA
 from benchmarks.harness.machine import run_record
+from benchmarks.harness.results import write_results
 from searchengine import SearchEngine
 from searchengine.engine.query_words import query_stems, stem, word_spans
 from searchengine.evaluation.retrieval import read_qrels, read_queries
@@ -123,8 +124,7 @@ def main() -> None:
         "modes": results,
     }
     out = args.out or ROOT / "benchmarks" / "retrieval" / "results" / f"snippets_{args.set}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    write_results(out, record)
     print(json.dumps(record, indent=2))
 
 

@@ -39,6 +39,7 @@ from pathlib import Path
 
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
 from benchmarks.datasets.data_folder import DATA
+from benchmarks.harness.results import write_results
 from searchengine.evaluation.labelled_data import read_scored_pairs
 
 MAX_SCORE = 5.0
@@ -123,8 +124,7 @@ def main() -> None:
             report["splits"][split]["scores"] = {**scores.as_dict(), "seconds": round(time.perf_counter() - started, 2)}
             print(split, json.dumps(report["splits"][split]["scores"]))
     if args.results:
-        args.results.parent.mkdir(parents=True, exist_ok=True)
-        args.results.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+        write_results(args.results, report)
 
 
 if __name__ == "__main__":

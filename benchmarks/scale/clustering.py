@@ -33,6 +33,7 @@ from searchengine.indexer.index_directory import IndexDirectory
 from searchengine.indexer.store import DocumentStore, StoredDocument
 
 from benchmarks.datasets.data_folder import DATA
+from benchmarks.harness.results import write_results
 from benchmarks.scale.synthetic import noisy_copies
 from searchengine import SearchEngine
 from searchengine.analysis.cluster_settings import ClusterSettings
@@ -182,7 +183,7 @@ def main() -> None:
     machine = {"machine": platform.processor() or platform.machine(), "python": sys.version.split()[0]}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     if args.command == "quality":
-        args.out.write_text(json.dumps({**machine, **result}, indent=2) + "\n", encoding="utf-8")
+        write_results(args.out, {**machine, **result})
     else:
         with args.out.open("a", encoding="utf-8") as out:
             out.write(json.dumps({**machine, **result}) + "\n")

@@ -46,6 +46,7 @@ from searchengine.indexer.index_directory import IndexDirectory
 
 from benchmarks.datasets.data_folder import DATA
 from benchmarks.harness.machine import run_record
+from benchmarks.harness.results import read_results, write_results
 from benchmarks.scale.synthetic import noisy_copies
 from searchengine import SearchEngine
 from searchengine.engine.indexing import Chunk, IndexSettings, build_index
@@ -168,9 +169,9 @@ def main() -> None:
         row = stages_part(arguments.n, arguments.work, arguments.sentences, arguments.vectors)
     row.update(run_record(load_before))
     print(json.dumps(row, indent=2))
-    results = json.loads(arguments.out.read_text()) if arguments.out.is_file() else {}
+    results = read_results(arguments.out)
     results[f"{arguments.part}-{arguments.n}"] = row
-    arguments.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    write_results(arguments.out, results)
 
 
 if __name__ == "__main__":

@@ -41,7 +41,8 @@ import numpy as np
 
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
 from benchmarks.datasets.data_folder import DATA
-from benchmarks.harness.machine import cpu_name
+from benchmarks.harness.machine import machine_record
+from benchmarks.harness.results import write_results
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -259,7 +260,7 @@ def main() -> None:
     }
     result = {
         "command": command,
-        "machine": {"cpu": cpu_name(), "cores": os.cpu_count(), "shared": True},
+        "machine": machine_record(shared=True),
         "load_average_1min": loads,
         "sentences": args.sentences,
         "workers": args.workers,
@@ -268,8 +269,7 @@ def main() -> None:
         "rounds": rounds,
         "driver": driver,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    write_results(args.out, result, indent=1)
     print(json.dumps(summary, indent=1))
 
 

@@ -33,6 +33,7 @@ import numpy as np
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
 from benchmarks.datasets.data_folder import DATA
 from benchmarks.harness.machine import run_record
+from benchmarks.harness.results import write_results
 from benchmarks.scale.synthetic import noisy_copies
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -161,8 +162,7 @@ def main() -> None:
         "summary": summary,
         "rounds": rounds,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(result, indent=1) + "\n", encoding="utf-8")
+    write_results(args.out, result, indent=1)
     print(json.dumps(summary, indent=1))
 
 

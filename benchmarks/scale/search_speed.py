@@ -70,7 +70,8 @@ from searchengine.indexer.vector_index import HNSW_EF_SEARCH, IVF_NPROBE_FRACTIO
 from searchengine.indexer.whitening import CovarianceAccumulator, Whitening
 
 from benchmarks.datasets.data_folder import DATA
-from benchmarks.harness.machine import cpu_name
+from benchmarks.harness.machine import command_line, machine_record
+from benchmarks.harness.results import write_results
 from benchmarks.scale.synthetic import DEFAULT_NOISE, noisy_copies
 from searchengine import Encoder, SearchEngine
 from searchengine.engine.embedding import to_index_vectors
@@ -723,15 +724,11 @@ def main() -> None:
         faiss.omp_set_num_threads(args.faiss_threads)
     faiss_threads = faiss.omp_get_max_threads()
     results: dict[str, Any] = {
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "command": command_line(),
         "quick": quick,
-        "machine": {
-            "cpu": cpu_name(),
-            "cores": os.cpu_count(),
-            "torch_threads": torch.get_num_threads(),
-            "faiss_threads": faiss_threads,
-            "load_average_1min_at_start": load(),
-        },
+        "machine": machine_record(
+            torch_threads=torch.get_num_threads(), faiss_threads=faiss_threads, load_average_1min_at_start=load()
+        ),
         "versions": {name: version(name) for name in ("torch", "transformers", "faiss-cpu", "numpy")},
         "settings": {
             "sizes": sizes,
@@ -817,8 +814,7 @@ def checks(results: dict) -> dict:
 
 
 def _write(path: Path, results: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    write_results(path, results)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ from pathlib import Path
 
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
 from benchmarks.harness.machine import run_record
+from benchmarks.harness.results import write_results
 from searchengine.encoding import encoder as encoder_module
 from searchengine.encoding.encoder import Encoder
 
@@ -80,8 +81,7 @@ def main() -> None:
         "rounds": results,
         "summary": summary,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    write_results(args.out, record)
     print(json.dumps(summary))
 
 

@@ -32,6 +32,7 @@ from pathlib import Path
 
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
 from benchmarks.harness.machine import run_record
+from benchmarks.harness.results import write_results
 
 ROOT = Path(__file__).resolve().parents[2]
 K = 10
@@ -222,8 +223,7 @@ def main() -> None:
         "footprint": footprint(),
         "run": run_record(load_before),
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    write_results(args.out, report)
     print("| integration | same ranking | max score difference | median ms/query | x engine |")
     print("|---|---|---|---|---|")
     for name in ("langchain", "llamaindex", "mcp"):

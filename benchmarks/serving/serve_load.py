@@ -43,7 +43,8 @@ from urllib.parse import urlencode
 
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
 from benchmarks.datasets.data_folder import DATA
-from benchmarks.harness.machine import cpu_name
+from benchmarks.harness.machine import machine_record
+from benchmarks.harness.results import write_results
 
 ROOT = Path(__file__).resolve().parents[2]
 QUERY_WORDS = 8
@@ -410,12 +411,7 @@ def main() -> None:
         log_watch.stop()
 
     results = {
-        "machine": {
-            "cpu": cpu_name(),
-            "cores": os.cpu_count(),
-            "load_average_at_start": load_at_start,
-            "load_average_at_end": os.getloadavg(),
-        },
+        "machine": machine_record(load_average_at_start=load_at_start, load_average_at_end=os.getloadavg()),
         "settings": {
             "docs": docs,
             "requests_per_level": requests,
@@ -459,8 +455,7 @@ def main() -> None:
         f"{log['bytes_after_stop'] / 2**20:.1f} MiB after the server stopped (store: {log['store_bytes'] / 2**20:.1f} MiB)"
     )
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        write_results(args.out, results)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
-from benchmarks.harness.machine import cpu_name
+from benchmarks.harness.machine import machine_record
+from benchmarks.harness.results import write_results
 
 DIMENSION = 384
 
@@ -100,14 +101,14 @@ def main() -> None:
         results[policy] = json.loads(answer.stdout.strip().splitlines()[-1])
         print(policy, json.dumps(results[policy]))
     record = {
-        "machine": {"cpu": cpu_name(), "cores": os.cpu_count(), "load_after": os.getloadavg()},
+        "machine": machine_record(load_after=os.getloadavg()),
         "shards": args.shards,
         "per_shard": args.per_shard,
         "index": args.index,
         "results": results,
     }
     if args.out:
-        args.out.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+        write_results(args.out, record)
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ from searchengine.indexer.merge_policy import merge_as_needed
 from searchengine.indexer.segments import load_segment_set
 from searchengine.indexer.store import Document, DocumentStore
 
+from benchmarks.harness.results import write_results
 from benchmarks.scale.index_scale import stored_vectors
 from benchmarks.scale.synthetic import noisy_copies
 from searchengine.engine.indexing import Chunk, IndexSettings, build_index, compact_index
@@ -171,8 +172,7 @@ def main() -> None:
         }
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    arguments.out.parent.mkdir(parents=True, exist_ok=True)
-    arguments.out.write_text(json.dumps(row, indent=2) + "\n", encoding="utf-8")
+    write_results(arguments.out, row)
     print(json.dumps(row, indent=2))
 
 

@@ -37,8 +37,9 @@ from pathlib import Path
 
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
 from benchmarks.datasets.data_folder import DATA
-from benchmarks.harness.machine import cpu_name
-from benchmarks.storage.write_cost import baseline_path, system_env
+from benchmarks.harness.environments import baseline_path, system_env
+from benchmarks.harness.machine import machine_record
+from benchmarks.harness.results import write_results
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -134,7 +135,7 @@ def main() -> None:
             print(f"round {number + 1}: " + json.dumps(row))
             rounds.append(row)
     result = {
-        "machine": {"cpu": cpu_name(), "cores": os.cpu_count(), "load_after": os.getloadavg()},
+        "machine": machine_record(load_after=os.getloadavg()),
         "index": str(args.index),
         "write": args.write,
         "writes": args.writes,
@@ -148,7 +149,7 @@ def main() -> None:
             result[f"ratio_{kind}"] = round(ratio, 3)
             print(f"this checkout / baseline, {kind} (median over rounds): {ratio:.3f}")
     if args.out:
-        args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        write_results(args.out, result)
 
 
 if __name__ == "__main__":

@@ -69,11 +69,12 @@ import numpy as np
 
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
 from benchmarks.datasets.data_folder import DATA
-from benchmarks.harness.machine import cpu_name
+from benchmarks.harness.environments import CODE_VARIABLE, PEER_PYTHON, baseline_path, system_env
+from benchmarks.harness.machine import command_line, machine_record, wait_for_quiet
+from benchmarks.harness.results import read_results, write_results
 
 ROOT = Path(__file__).resolve().parents[2]
 SENTENCES = DATA / "unsup" / "wiki_sentences.txt.gz"
-PEER_PYTHON = ROOT.parent / "bench-venv" / "bin" / "python"
 ENGINES = ("searchengine", "baseline")
 PEERS = ("chroma", "lancedb")
 FILTER = "year>=2020"
@@ -233,7 +234,7 @@ def engine_origin() -> dict:
 
     package = Path(searchengine.__file__).resolve().parent
     indexer = Path(searchengine.indexer.__file__).resolve().parent
-    expected = os.environ.get("WRITE_COST_CODE")
+    expected = os.environ.get(CODE_VARIABLE)
     if expected is not None:
         base = Path(expected).resolve()
         if package != base / "searchengine" or indexer != base / "indexer":
@@ -615,7 +616,7 @@ def worker(arguments: argparse.Namespace) -> None:
             result = engine_memory(data, target, marks if part == "fsync" else None)
     if "searchengine" in sys.modules and arguments.peer is not None:
         raise SystemExit("the peer part imported searchengine")
-    arguments.result.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    write_results(arguments.result, result)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -642,34 +643,6 @@ def code_state(code: Path) -> dict:
         "changed_files": changed[:60],
         "source_sha256": digest.hexdigest()[:16],
     }
-
-
-def baseline_path(baseline: Path, work: Path) -> Path:
-    """A directory to put first on PYTHONPATH so that `searchengine` is `baseline`'s, with its indexer/ and
-    training/ as searchengine.indexer and searchengine.training (the mapping pyproject's package-dir makes):
-    searchengine/ holds a symlink to each entry of baseline/searchengine, plus indexer and training."""
-    shim = work / "baseline-path"
-    if shim.exists():
-        shutil.rmtree(shim)
-    package = shim / "searchengine"
-    package.mkdir(parents=True)
-    for entry in sorted((baseline / "searchengine").iterdir()):
-        if entry.name != "__pycache__":
-            (package / entry.name).symlink_to(entry.resolve())
-    for name in ("indexer", "training"):
-        (package / name).symlink_to((baseline / name).resolve())
-    return shim
-
-
-def system_env(system: str, baseline: Path | None, shim: Path | None) -> dict[str, str]:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false"}
-    env.pop("PYTHONPATH", None)
-    if system == "baseline":
-        env["PYTHONPATH"] = str(shim)
-        env["WRITE_COST_CODE"] = str(baseline.resolve())
-    elif system == "searchengine":
-        env["WRITE_COST_CODE"] = str(ROOT)
-    return env
 
 
 def run_part(
@@ -709,14 +682,6 @@ def run_part(
     if trace is not None:
         outcome["sync_calls"] = count_sync_calls(trace.read_text(encoding="utf-8", errors="replace"))
     return outcome
-
-
-def wait_for_quiet(max_load: float | None, max_wait: float) -> float:
-    """Wait (at most `max_wait` seconds) until the 1-minute load average is under `max_load`; seconds waited."""
-    started = time.perf_counter()
-    while max_load is not None and os.getloadavg()[0] >= max_load and time.perf_counter() - started < max_wait:
-        time.sleep(5)
-    return round(time.perf_counter() - started, 1)
 
 
 def count_sync_calls(trace: str) -> dict:
@@ -837,7 +802,7 @@ def prepare(arguments: argparse.Namespace, n: int) -> Path:
         "queries": f"its last {len(queries)} sentences",
         "writes": f"the {len(writes)} sentences before those",
     }
-    (directory / "data.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+    write_results((directory / "data.json"), meta)
     return directory
 
 
@@ -866,15 +831,10 @@ def measure_system(arguments: argparse.Namespace, system: str, data_dir: Path, s
     if system in ENGINES:
         after = code_state(code)
         row["code"] = {**before, "unchanged_while_measured": after["source_sha256"] == before["source_sha256"]}
-    row["command"] = " ".join([Path(sys.executable).name, *sys.argv])
+    row["command"] = command_line()
     row["data"] = json.loads((data_dir / "data.json").read_text(encoding="utf-8"))
     row["date"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    row["machine"] = {
-        "cpu": cpu_name(),
-        "cores": os.cpu_count(),
-        "load_before": load_before,
-        "load_after": os.getloadavg(),
-    }
+    row["machine"] = machine_record(load_before=load_before, load_after=os.getloadavg())
     if not arguments.keep:
         shutil.rmtree(target, ignore_errors=True)
 
@@ -1014,13 +974,13 @@ def save(out: Path, system: str, n: int, row: dict) -> None:
     name = hashlib.sha256(str(out.resolve()).encode()).hexdigest()[:16]
     with (Path(tempfile.gettempdir()) / f"write_cost-{name}.lock").open("w") as lock:  # not beside the results
         fcntl.flock(lock, fcntl.LOCK_EX)
-        results = json.loads(out.read_text(encoding="utf-8")) if out.is_file() else {}
+        results = read_results(out)
         results.setdefault("runs", {}).setdefault(system, {})[str(n)] = row
         results["date"] = row["date"]
-        results["machine"] = {"cpu": cpu_name(), "cores": os.cpu_count()}
+        results["machine"] = machine_record()
         results["notes"] = NOTES
         partial = out.with_name(out.name + ".partial")
-        partial.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        write_results(partial, results)
         partial.replace(out)
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import gzip
-import json
 import os
 import platform
 import sys
@@ -34,6 +33,7 @@ from searchengine.training.fit_whitening import fit_whitening
 from searchengine.training.postprocessing import embed_all, read_texts
 
 from benchmarks.datasets.data_folder import DATA
+from benchmarks.harness.results import write_results
 from searchengine.encoding.encoder import Encoder
 from searchengine.encoding.model_source import locate_model
 from searchengine.encoding.model_transforms import apply_transforms, load_transforms
@@ -125,8 +125,7 @@ def main() -> None:
         f"{torch.__version__}, {torch.get_num_threads()} threads",
         "results": results,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    write_results(args.out, payload)
     print(f"wrote {args.out}")
 
 

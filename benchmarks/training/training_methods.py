@@ -25,9 +25,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchmarks.datasets.data_folder import DATA as DATA_FOLDER  # noqa: E402
+from benchmarks.harness.results import read_results, write_results  # noqa: E402
 from searchengine.encoding.encoder import Encoder  # noqa: E402
 from searchengine.evaluation.labelled_data import read_scored_pairs  # noqa: E402
 from searchengine.evaluation.sts import sts_spearman  # noqa: E402
@@ -267,12 +267,8 @@ def main() -> None:
             print(f"{name:<28} dev {row['dev']:6.2f}  test {row['test']:6.2f} ({row['test_minus_base']:+.2f})  "
                   f"{row['steps']} steps, {row['wall_seconds']:.0f} s", flush=True)  # fmt: skip
             if not args.quick:  # merged into what is on disk now, so runs of different rows can overlap
-                args.results.parent.mkdir(parents=True, exist_ok=True)
-                saved = json.loads(args.results.read_text()) if args.results.exists() else {}
-                args.results.write_text(
-                    json.dumps({**saved, "base": results["base"], "machine": results["machine"], name: row}, indent=2)
-                    + "\n"
-                )
+                saved = read_results(args.results)
+                write_results(args.results, {**saved, "base": results["base"], "machine": results["machine"], name: row})
     finally:
         shutil.rmtree(workspace, ignore_errors=True)
 

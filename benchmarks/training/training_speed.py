@@ -48,10 +48,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from benchmarks.datasets.data_folder import DATA  # noqa: E402
 from benchmarks.harness.machine import cpu_name  # noqa: E402
+from benchmarks.harness.results import write_results  # noqa: E402
 
 STS_TRAIN, STS_DEV = DATA / "stsb/train.tsv", DATA / "stsb/dev.tsv"
 WIKI = DATA / "unsup/wiki_sentences.txt.gz"
@@ -349,8 +349,7 @@ def profile(args: argparse.Namespace, machine: dict) -> None:
 
 
 def write(path: Path, results: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(results, indent=2) + "\n")
+    write_results(path, results)
 
 
 def main() -> None:
