@@ -28,7 +28,7 @@ def result(folder: list, converter: list) -> dict:
     }
 
 
-def test_compare_counts_a_higher_rank_as_a_win_and_two_misses_as_a_tie(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_compare_counts_a_higher_rank_as_a_win_and_two_misses_as_a_tie() -> None:
     paired = importlib.import_module("benchmarks.files.file_paired")
     row = paired.compare([1, 2, None, 11, 3], [2, 2, 1, None, None])
     assert (row["wins"], row["losses"], row["ties"]) == (2, 1, 2)  # rank 11 is outside MRR@10: a miss

@@ -15,7 +15,7 @@ REPOSITORY = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture
-def refman(monkeypatch: pytest.MonkeyPatch):  # noqa: ANN201 (a module)
+def refman():  # noqa: ANN201 (a module)
     return importlib.import_module("benchmarks.files.file_refman_answers")
 
 

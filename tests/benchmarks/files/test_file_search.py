@@ -93,7 +93,7 @@ def test_extractors_picks_which_run_and_names_an_unknown_one(tmp_path: Path, tin
     assert set(results["extractor_install_size"]) == {"raw"}
 
 
-def test_a_hit_counts_only_on_the_questions_file_and_pages(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_hit_counts_only_on_the_questions_file_and_pages() -> None:
     file_search = importlib.import_module("benchmarks.files.file_search")
     paged = file_search.Question("r", "cite R", "R-FAQ.pdf", (12, 13))
     whole = file_search.Question("p", "csv rows as dicts", "library/csv.html")

@@ -9,8 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 REPOSITORY = Path(__file__).resolve().parents[3]
 SENTENCES = [f"sentence number {i} says something about topic {i % 7} and year {1990 + i % 36}" for i in range(250)]
 
@@ -54,7 +52,7 @@ def test_searchengine_part_at_300_documents(tmp_path: Path) -> None:
     assert row["machine"]["cpu"]
 
 
-def test_sync_calls_are_counted_between_the_marks(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_sync_calls_are_counted_between_the_marks() -> None:
     write_cost = importlib.import_module("benchmarks.storage.write_cost")
     trace = "\n".join(
         [
