@@ -28,8 +28,8 @@ from pathlib import Path
 
 import numpy as np
 from data_folder import DATA
-from searchengine.indexer.index_directory import IndexDirectory
-from searchengine.indexer.store import DocumentStore, StoredDocument
+from searchengine.indexer.commit.index_directory import IndexDirectory
+from searchengine.indexer.tables.store import DocumentStore, StoredDocument
 from synthetic import noisy_copies
 
 from searchengine import SearchEngine

@@ -41,7 +41,7 @@ from pathlib import Path
 import numpy as np
 from data_folder import DATA
 from machine_info import run_record
-from searchengine.indexer.index_directory import IndexDirectory
+from searchengine.indexer.commit.index_directory import IndexDirectory
 from synthetic import noisy_copies
 
 from searchengine import SearchEngine

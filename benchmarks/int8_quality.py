@@ -45,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 from machine_info import run_record
-from searchengine.indexer.store import Document, DocumentStore
+from searchengine.indexer.tables.store import Document, DocumentStore
 
 from searchengine.encoding.encoder import Encoder
 from searchengine.encoding.openvino_backend import calibration_texts

@@ -32,8 +32,8 @@ from pathlib import Path
 from file_refman_answers import first_rank
 from file_search import MRR_AT, RECALL_AT, folder_hit_location, read_questions
 from machine_info import run_record
-from searchengine.indexer.keyword_query import bm25_bound, match_expression
-from searchengine.indexer.keyword_table import TOKENIZER
+from searchengine.indexer.query.keyword_query import bm25_bound, match_expression
+from searchengine.indexer.tables.keyword_table import TOKENIZER
 
 from searchengine import SearchEngine
 from searchengine.engine.fusion import bounded_keyword, fuse

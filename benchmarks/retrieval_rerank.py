@@ -34,7 +34,7 @@ import numpy as np
 import torch
 from data_folder import DATA
 from machine_info import cpu_name
-from searchengine.indexer.store import Document
+from searchengine.indexer.tables.store import Document
 
 from searchengine import SearchEngine
 from searchengine.encoding.cross_encoder import CrossEncoder

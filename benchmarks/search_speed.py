@@ -65,9 +65,9 @@ import torch
 from data_folder import DATA
 from machine_info import cpu_name
 from scipy.stats import spearmanr
-from searchengine.indexer.index_directory import IndexDirectory
-from searchengine.indexer.vector_index import HNSW_EF_SEARCH, IVF_NPROBE_FRACTION, VectorIndex, default_factory
-from searchengine.indexer.whitening import CovarianceAccumulator, Whitening
+from searchengine.indexer.commit.index_directory import IndexDirectory
+from searchengine.indexer.vectors.vector_index import HNSW_EF_SEARCH, IVF_NPROBE_FRACTION, VectorIndex, default_factory
+from searchengine.indexer.vectors.whitening import CovarianceAccumulator, Whitening
 from synthetic import DEFAULT_NOISE, noisy_copies
 
 from searchengine import Encoder, SearchEngine

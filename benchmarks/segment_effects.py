@@ -29,11 +29,11 @@ from pathlib import Path
 
 import numpy as np
 from index_scale import stored_vectors
-from searchengine.indexer.index_directory import IndexDirectory
-from searchengine.indexer.live_write import writing_in_place
-from searchengine.indexer.merge_policy import merge_as_needed
-from searchengine.indexer.segments import load_segment_set
-from searchengine.indexer.store import Document, DocumentStore
+from searchengine.indexer.commit.index_directory import IndexDirectory
+from searchengine.indexer.commit.live_write import writing_in_place
+from searchengine.indexer.commit.merge_policy import merge_as_needed
+from searchengine.indexer.tables.store import Document, DocumentStore
+from searchengine.indexer.vectors.segments import load_segment_set
 from synthetic import noisy_copies
 
 from searchengine.engine.indexing import Chunk, IndexSettings, build_index, compact_index

@@ -1,4 +1,4 @@
-"""What leaving English stop words out of keyword queries does (indexer/keyword_query.py STOP_WORDS): nDCG@10 of
+"""What leaving English stop words out of keyword queries does (indexer/query/keyword_query.py STOP_WORDS): nDCG@10 of
 keyword and hybrid search on a BEIR set, and the per-query time of keyword, hybrid and dense search on a large
 index, each with the stop list off and on, in one process on the same index.
 
@@ -22,7 +22,7 @@ import statistics
 import time
 from pathlib import Path
 
-import searchengine.indexer.keyword_query as keyword_query
+import searchengine.indexer.query.keyword_query as keyword_query
 from data_folder import DATA
 from machine_info import cpu_name
 from serve_load import QUERY_WORDS, sentences
