@@ -7,7 +7,7 @@ KeyError somewhere else. The JSON is format 1 as written since the first release
 it (count.tombstones, model.prompt, model.transforms, checksums, passages) are optional, so every format-1 index still
 opens. File names must be plain names inside the index directory: no path separators, no `.` or `..`.
 
-A sharded vector index (index.shards > 1, written only then) names one file per shard, roles `vectors.0` to
+A format-1 index built in shards (index.shards > 1, written only then) names one file per shard, roles `vectors.0` to
 `vectors.<shards - 1>`, in place of `vectors`; each has its size and checksum like any other file. A reader
 that predates shards refuses such a manifest (an unknown role) instead of searching part of the vectors.
 """

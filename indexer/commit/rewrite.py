@@ -25,6 +25,7 @@ from searchengine.indexer.commit.manifest import (
 )
 from searchengine.indexer.commit.merge_policy import MERGE_LIMIT, build_merge_limit
 from searchengine.indexer.tables.store import DocumentStore
+from searchengine.indexer.upgrades.format_one import add_to_format_one, format_one_segments
 from searchengine.indexer.vectors.segments import (
     SegmentRecord,
     SegmentSet,
@@ -32,7 +33,7 @@ from searchengine.indexer.vectors.segments import (
     new_segment_name,
     write_segment,
 )
-from searchengine.indexer.vectors.shards import ShardedVectorIndex, Vectors, load_vectors
+from searchengine.indexer.vectors.shards import ShardedVectorIndex, Vectors
 from searchengine.indexer.vectors.whitening import Whitening
 from searchengine.indexer.vectors.written_segments import WrittenSegments
 
@@ -42,7 +43,8 @@ class IndexRewrite:
     """A writable copy of the current index, inside `rewriting()`: change it, and it is committed whole."""
 
     store: DocumentStore
-    vectors: Vectors | SegmentSet
+    vectors: SegmentSet | Vectors
+    """The index's segments; new vectors (made by another model: `replace_model`) once replaced."""
     whitening: Whitening | None
     manifest: Manifest
     """The manifest of the index being rewritten."""
@@ -72,11 +74,11 @@ def rewriting(directory: IndexDirectory, versions: dict[str, str] | None = None)
         whitening_path = directory.file(previous, "whitening")
         store = DocumentStore(store_path, writable=True)
         if previous.segmented:
-            vectors: Vectors | SegmentSet = load_segment_set(
+            vectors = load_segment_set(
                 directory.path, store.segments.records(), previous.index.type, previous.index.dimension
             )
         else:
-            vectors = load_vectors(directory, previous)
+            vectors = format_one_segments(directory, previous)
         rewrite = IndexRewrite(
             store=store,
             vectors=vectors,
@@ -117,13 +119,14 @@ def copy_store(source: Path, target: Path) -> None:
     shutil.copymode(source, target)
 
 
-def upgrade_store(store: DocumentStore, vectors: Vectors) -> int:
+def upgrade_store(store: DocumentStore, vectors: SegmentSet) -> int:
     """Rewrite a store older versions wrote (identical texts merged into one row) into one row per document,
-    adding each new row's vector (a copy of the row it was merged into). Returns how many rows were added."""
+    adding each new row's vector (a copy of the row it was merged into). Returns how many rows were added. Only
+    format 1 had such stores: its vector files take the copies (indexer/upgrades/format_one.py)."""
     copies = store.upgrade()
     if copies:
         new_ids, shared = (np.array(column, dtype=np.int64) for column in zip(*copies))
-        vectors.add(vectors.reconstruct(shared), new_ids)
+        add_to_format_one(vectors, vectors.reconstruct(shared), new_ids)
     return len(copies)
 
 

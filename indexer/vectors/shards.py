@@ -1,11 +1,13 @@
-"""A vector index split over several FAISS indexes (shards) that is used as one, and how an index's vector files
-are created, loaded and saved whether it has one or several.
+"""The vectors of a build split over several FAISS indexes (`index --shards N`), used as one while it is built and
+written as one segment each (indexer/commit/rewrite.save_segments); and how the results of several parts (shards,
+segments) are merged into one top k.
 
 Document id d lives in shard d % shards, so every operation by id (add, remove, reconstruct, a filter's allowed
 and excluded ids) goes straight to the one shard holding it. A search asks every shard for its own k best,
 restricted to that shard's part of the filter, in parallel threads (FAISS releases the GIL while it searches), and
 merges them into the k best by score, ties by id. For exact index types (Flat) that is the exact top k: the hits
 one index of the same vectors returns. Approximate types (HNSW, IVF, PQ) search each shard approximately.
+Format 1 kept the shards as files of their own; such an index is read as segments (indexer/upgrades/format_one.py).
 """
 
 from __future__ import annotations
@@ -14,18 +16,15 @@ import functools
 import os
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import faiss
 import numpy as np
-from searchengine.indexer.commit.index_directory import IndexDirectory
-from searchengine.indexer.commit.manifest import Manifest, vector_roles
 from searchengine.indexer.vectors.vector_index import VectorIndex, collect_matrix
 
 
 class ShardedVectorIndex:
     """Several VectorIndexes of one FAISS type and dimension, document id d in shard d % len(shards); the same
-    methods as VectorIndex, so the query path, the write paths, clustering and mining use either."""
+    methods as VectorIndex that a build uses (train, add, reconstruct), so it builds into either."""
 
     def __init__(self, shards: list[VectorIndex]) -> None:
         self.shards = shards
@@ -107,17 +106,9 @@ class ShardedVectorIndex:
     def stored_matrix(self) -> tuple[np.ndarray, np.ndarray]:
         return collect_matrix(self.count, self.dimension, self.stored_vectors())
 
-    def save(self, paths: list[Path]) -> None:
-        for shard, path in zip(self.shards, paths, strict=True):
-            shard.save(path)
-
-    @classmethod
-    def load(cls, paths: list[Path], factory: str) -> ShardedVectorIndex:
-        return cls([VectorIndex.load(path, factory) for path in paths])
-
 
 Vectors = VectorIndex | ShardedVectorIndex
-"""An index's vectors, in one FAISS index or in shards."""
+"""A build's new vectors, in one FAISS index or in shards (each written as a segment)."""
 
 
 def merge_found(
@@ -158,10 +149,3 @@ def create_vectors(factory: str, dimension: int, shards: int = 1) -> Vectors:
         return VectorIndex.create(factory, dimension)
     return ShardedVectorIndex.create(factory, dimension, shards)
 
-
-def load_vectors(directory: IndexDirectory, manifest: Manifest) -> Vectors:
-    """The vector index the manifest names: one file, or one per shard."""
-    paths = [directory.file(manifest, role) for role in vector_roles(manifest.index.shards)]
-    if manifest.index.shards == 1:
-        return VectorIndex.load(paths[0], manifest.index.type)
-    return ShardedVectorIndex.load(paths, manifest.index.type)

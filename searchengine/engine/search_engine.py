@@ -68,6 +68,7 @@ from searchengine.indexer.commit.merge_policy import MergeResult, merge_as_neede
 from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.tables.store import ClusteringRecord, Document, DocumentStore
 from searchengine.indexer.tables.wal_upkeep import LogUpkeep
+from searchengine.indexer.upgrades.format_one import format_one_segments
 from searchengine.indexer.vectors.segments import (
     Segment,
     SegmentRecord,
@@ -75,7 +76,6 @@ from searchengine.indexer.vectors.segments import (
     load_segment,
     reserve_segment_numbers,
 )
-from searchengine.indexer.vectors.shards import Vectors, load_vectors
 from searchengine.indexer.vectors.vector_index import check_trainable, default_factory
 from searchengine.indexer.vectors.whitening import Whitening
 from searchengine.reading.corpus import STDIN, JsonFields, corpus_files, read_corpus
@@ -265,7 +265,7 @@ class SearchEngine:
         """What the index holds, as of the last load (open, and after each change made through this engine)."""
         self.last_report: IndexingReport | None = None
         """What the last build or add did."""
-        self._vectors: Vectors | SegmentSet | None = None
+        self._vectors: SegmentSet | None = None
         self._store: DocumentStore | None = None
         self._whitening: Whitening | None = None
         self._shared = shared or _SharedLoads()
@@ -529,7 +529,7 @@ class SearchEngine:
         self._commit = store.segments.commit_number() if manifest.segmented else None
         self._probe = CommitProbe(store.path) if manifest.segmented else None
         self._upkeep = LogUpkeep(store.path) if manifest.segmented else None
-        if isinstance(vectors, SegmentSet):
+        if manifest.segmented:
             self._shared.segments.update((segment.record.name, segment) for segment in vectors.segments)
         self._keyword_index = store.keyword.exists()
 
@@ -617,12 +617,12 @@ class SearchEngine:
             self._store.close()
             raise
 
-    def _open_files(self, manifest: Manifest) -> tuple[Manifest, Vectors | SegmentSet, DocumentStore, Whitening | None]:
+    def _open_files(self, manifest: Manifest) -> tuple[Manifest, SegmentSet, DocumentStore, Whitening | None]:
         whitening_path = self.directory.file(manifest, "whitening")
         whitening = Whitening.load(whitening_path) if whitening_path else None
         store = DocumentStore(self.directory.file(manifest, "documents"))
         if not manifest.segmented:
-            return manifest, load_vectors(self.directory, manifest), store, whitening
+            return manifest, format_one_segments(self.directory, manifest), store, whitening
         try:
             for attempt in range(READ_ATTEMPTS):  # a merge may remove segments between our snapshot and loading them
                 store.read_snapshot()  # the counts, segments and tombstones of one commit, and the documents with them
@@ -882,7 +882,7 @@ class SearchEngine:
         """Merge every segment into one without tombstoned vectors, and give an index written before keyword search
         its keyword index; returns how many vectors were dropped. No work when there is one segment and nothing
         to drop."""
-        one_segment = not isinstance(self._vectors, SegmentSet) or len(self._vectors.segments) <= 1
+        one_segment = len(self._vectors.segments) <= 1
         if not len(self._tombstones) and self._keyword_index and self.manifest.segmented and one_segment:
             return 0
         with self._writing():
@@ -1020,7 +1020,7 @@ def _count_argument(name: str, value: object) -> int:
     return int(value)
 
 
-def _check_dimensions(path: Path, manifest: Manifest, vectors: Vectors, whitening: Whitening | None) -> None:
+def _check_dimensions(path: Path, manifest: Manifest, vectors: SegmentSet, whitening: Whitening | None) -> None:
     """Refuse files whose shapes disagree with the manifest before FAISS or numpy meets them mid-query."""
     expected = manifest.index.dimension
     if vectors.dimension != expected:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from searchengine.indexer.vectors.shards import ShardedVectorIndex, merge_top_k
@@ -94,16 +92,6 @@ def _ivf(shard: VectorIndex):  # noqa: ANN202 (a faiss IndexIVF)
     import faiss
 
     return faiss.extract_index_ivf(shard.index)
-
-
-def test_saved_shards_load_back_whole(pair: tuple[VectorIndex, ShardedVectorIndex], tmp_path: Path) -> None:
-    _, sharded = pair
-    paths = [tmp_path / f"vectors.{number}.faiss" for number in range(3)]
-    sharded.save(paths)
-    loaded = ShardedVectorIndex.load(paths, "Flat")
-    queries = _vectors(2, seed=5)
-    for got, expected in zip(loaded.search(queries, 9), sharded.search(queries, 9)):
-        np.testing.assert_array_equal(got, expected)
 
 
 def test_merge_orders_by_score_then_id_and_puts_missing_results_last() -> None:
