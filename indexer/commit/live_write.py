@@ -17,7 +17,6 @@ whole rewrite (indexer/commit/rewrite.py), and says so.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from searchengine.indexer.commit.index_directory import IndexDirectory
 from searchengine.indexer.commit.manifest import Manifest, StoredFile
 from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.tables.store import DocumentStore
+from searchengine.indexer.upgrades.chain import upgrade_index
 from searchengine.indexer.vectors.segments import SegmentRecord, SegmentSet, load_segment_set, write_segment
 from searchengine.indexer.vectors.vector_index import VectorIndex
 from searchengine.indexer.vectors.whitening import Whitening
@@ -101,7 +101,7 @@ class IndexWrite:
 def writing_in_place(directory: IndexDirectory, versions: dict[str, str] | None = None) -> Iterator[IndexWrite]:
     """Hold the writer lock over one transaction on the index's store; commit it with the write's new segment
     when the block finishes, roll everything back if it raises (see the module's commit protocol)."""
-    converted, upgraded = convert_if_needed(directory)
+    converted, upgraded = upgrade_index(directory)
     with directory.locked():
         manifest = directory.read_settings()
         whitening_path = directory.file(manifest, "whitening")
@@ -137,19 +137,3 @@ def writing_in_place(directory: IndexDirectory, versions: dict[str, str] | None 
         store.close()
         directory.remove_unreferenced()
 
-
-def convert_if_needed(directory: IndexDirectory) -> tuple[bool, int]:
-    """Convert an index of format 1 to format 2 by one whole rewrite (its vectors become segments), saying so on
-    stderr; returns (whether it did, documents an older store's rows were split into)."""
-    if directory.read_settings().segmented:
-        return False, 0
-    from searchengine.indexer.commit.rewrite import rewriting
-
-    print(
-        f"Converting index {directory.path} to the segmented format (once: later writes change only what they "
-        "write); this rewrites it whole one last time.",
-        file=sys.stderr,
-    )
-    with rewriting(directory) as rewrite:
-        upgraded = rewrite.upgraded
-    return True, upgraded

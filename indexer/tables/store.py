@@ -33,9 +33,8 @@ from searchengine.indexer.tables.store_connection import StoreGuard, connect
 from searchengine.indexer.tables.tombstone_table import TombstoneTable
 from searchengine.indexer.tables.upsert import StoreChange, plan_upsert
 from searchengine.indexer.tables.wal_upkeep import truncate_log
-from searchengine.indexer.upgrades.legacy_store import is_legacy, open_legacy_view
+from searchengine.indexer.upgrades.chain import open_store, upgrade_schema
 from searchengine.indexer.upgrades.legacy_store import upgrade as upgrade_legacy
-from searchengine.indexer.upgrades.migrations import create_base_tables, migrate
 
 __all__ = ["ClusteringRecord", "Document", "DocumentStore", "StoreChange", "StoredDocument", "lone_surrogate"]
 """What callers take from here: the store, what it takes in and gives back (defined in their tables' modules)."""
@@ -71,15 +70,10 @@ class DocumentStore:
             self.duplicates = DuplicatesTable(self.db, self._guard)
             """Near-duplicates marked by `searchengine mine --dedupe`."""
             with self._guard():
-                if writable:
-                    create_base_tables(self.db)
-                elif TABLE not in self.db.table_names():
+                if not writable and TABLE not in self.db.table_names():
                     raise IndexerError(f"document store {self.path} has no documents table; rebuild the index")
-                self.legacy = is_legacy(self.db)
-                if self.legacy:
-                    open_legacy_view(self.db)
-                elif writable:  # a legacy store is migrated once `upgrade` gave it its shape
-                    migrate(self.db)
+                self.legacy = open_store(self.db, writable)
+                """True while an older store waits for one row per document (read through a view until then)."""
         except sqlite3.Error as exc:
             raise self._guard.corrupt(exc) from None
 
@@ -144,7 +138,7 @@ class DocumentStore:
             copies = upgrade_legacy(self.db, self._next_id_after)
         self.legacy = False
         with self._guard():
-            migrate(self.db)  # now in the shape the migrations expect
+            upgrade_schema(self.db)  # now in the shape the later steps expect
         return copies
 
     def _next_id_after(self, table: str) -> int:

@@ -4,7 +4,7 @@ segments, so readers and writers meet one vector type (SegmentSet) whatever wrot
 Format 1 keeps its vectors in one FAISS file (manifest role `vectors`) or, built with `--shards N`, in one per shard
 (`vectors.0` ... `vectors.<N - 1>`, document id d in shard d % N), each named in the manifest with its size and
 checksum. Each file is one segment here. Its first write converts the index to format 2 for good: the files are
-written again as segment files that the store names (indexer/commit/live_write.convert_if_needed)."""
+written again as segment files that the store names (indexer/upgrades/chain.upgrade_index)."""
 
 from __future__ import annotations
 

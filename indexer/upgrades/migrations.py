@@ -1,10 +1,7 @@
-"""The document store's schema: the base tables, then numbered changes applied in order, each once (as simonw/llm's
-embeddings_migrations.py does): a store records which it has had in `schema_migrations`.
-
-The base tables (documents with their keyword index, tombstones, passages) predate the numbered list, so stores
-of every age may lack some of them: each is created where it is missing, every time a store is opened for writing
-(`create_base_tables`, and the keyword index in `migrate`, which an older store gains only once `upgrade` gave
-its documents the current shape). Every later change is one function here, appended, never edited."""
+"""Upgrade steps 3 and on that change the store's schema: numbered changes applied in order, each once (as simonw/llm's
+embeddings_migrations.py does); a store records which it has had in `schema_migrations`, under the numbers they
+were first given there (step n is recorded as n - 2: steps 1 and 2 predate the record, indexer/upgrades/chain.py).
+Every change is one function here, appended, never edited."""
 
 from __future__ import annotations
 
@@ -12,39 +9,26 @@ from collections.abc import Callable
 
 import sqlite_utils
 from searchengine.indexer.tables.counters import create_counters
-from searchengine.indexer.tables.document_table import TABLE as DOCUMENTS
-from searchengine.indexer.tables.document_table import create_documents_table
-from searchengine.indexer.tables.keyword_table import TABLE as KEYWORD_TABLE
-from searchengine.indexer.tables.keyword_table import enable_keyword_index
-from searchengine.indexer.tables.passages import create_passages_table
 from searchengine.indexer.tables.segment_table import create_tables
 from searchengine.indexer.tables.settings_table import create_table as create_settings
-from searchengine.indexer.tables.tombstone_table import create_tombstones_table
 
 TABLE = "schema_migrations"
 
 
-def create_base_tables(db: sqlite_utils.Database) -> None:
-    """The documents (with their keyword index), tombstones and passages tables, each where it is missing."""
-    tables = set(db.table_names())
-    if DOCUMENTS not in tables:
-        create_documents_table(db)
-    create_tombstones_table(db)
-    create_passages_table(db)
-
-
 def _segments(db: sqlite_utils.Database) -> None:
-    """1: vector segments named by the store, and the commit state (format 2)."""
+    """1 (step 3): vector segments named by the store, and the commit state (format 2)."""
     create_tables(db)
 
 
 def _counters(db: sqlite_utils.Database) -> None:
-    """2: document and passage counts kept by triggers (indexer/tables/counters.py), read in one row, not a scan."""
+    """2 (step 4): document and passage counts kept by triggers (indexer/tables/counters.py), read in one row, not
+    a scan."""
     create_counters(db)
 
 
 def _build_settings(db: sqlite_utils.Database) -> None:
-    """3: how the index reads its input (indexer/tables/settings_table.py), so `add` and `sync` read it the same way."""
+    """3 (step 5): how the index reads its input (indexer/tables/settings_table.py), so `add` and `sync` read it
+    the same way."""
     create_settings(db)
 
 
@@ -60,10 +44,7 @@ def applied(db: sqlite_utils.Database) -> int:
 
 
 def migrate(db: sqlite_utils.Database) -> int:
-    """Give a store in the current shape the keyword index where it has none, then apply the migrations it has
-    not had, in one transaction; returns how many were applied."""
-    if KEYWORD_TABLE not in db.table_names():
-        enable_keyword_index(db)
+    """Apply the migrations the store has not had, in one transaction; returns how many were applied."""
     done = applied(db)
     if done >= len(MIGRATIONS):
         return 0

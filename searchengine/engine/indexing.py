@@ -28,11 +28,12 @@ from searchengine.engine.embedding import to_index_vectors
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.commit.crash_points import crash_point
 from searchengine.indexer.commit.index_directory import IndexDirectory
-from searchengine.indexer.commit.live_write import NewVectors, convert_if_needed, writing_in_place
+from searchengine.indexer.commit.live_write import NewVectors, writing_in_place
 from searchengine.indexer.commit.manifest import ModelIdentity, PassageSplitting, PromptRecord, spec_inside
 from searchengine.indexer.commit.merge_policy import LOCK_WAIT, merge
 from searchengine.indexer.commit.rewrite import commit_generation, rewriting
 from searchengine.indexer.tables.store import Document, DocumentStore
+from searchengine.indexer.upgrades.chain import upgrade_index
 from searchengine.indexer.vectors.shards import Vectors, create_vectors
 from searchengine.indexer.vectors.vector_index import default_factory
 from searchengine.indexer.vectors.whitening import CovarianceAccumulator, Whitening
@@ -664,7 +665,7 @@ def compact_index(directory: IndexDirectory) -> int:
     back (VACUUM); returns how many vectors were dropped.
     An index written by an older version is converted first (which gives a store written before keyword search
     its keyword index)."""
-    convert_if_needed(directory)
+    upgrade_index(directory)
     result = merge(directory)
     with directory.locked(wait=LOCK_WAIT):  # the store's free pages too: deleted rows, their keyword index
         store = DocumentStore(directory.path / directory.read_settings().files["documents"].name, writable=True)

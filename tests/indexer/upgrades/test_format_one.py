@@ -12,6 +12,7 @@ from searchengine.indexer.commit.index_directory import IndexDirectory
 from searchengine.indexer.commit.live_write import writing_in_place
 from searchengine.indexer.tables.store import Document, DocumentStore
 from searchengine.indexer.upgrades.format_one import format_one_segments
+from searchengine.indexer.upgrades.migrations import MIGRATIONS, applied
 from searchengine.indexer.vectors.segments import load_segment_set
 from searchengine.indexer.vectors.vector_index import VectorIndex
 
@@ -66,7 +67,7 @@ def test_its_first_write_converts_it_to_segments_that_answer_the_same(old_index:
     assert manifest.segmented
     store = DocumentStore(old_index.file(manifest, "documents"))
     records = store.segments.records()
-    assert store.count() == COUNT + 1
+    assert store.count() == COUNT + 1 and applied(store.db) == len(MIGRATIONS)  # steps 3 to 5 recorded
     store.close()
     segments = load_segment_set(old_index.path, records, manifest.index.type, manifest.index.dimension)
     assert len(segments.segments) == 4  # the three shards, then the write's own segment
