@@ -33,7 +33,7 @@ else
 fi
 
 # FAISS's GPU build (PyPI's faiss-gpu-cu12 wheels, CUDA 12) replaces the CPU build where a GPU is present: the
-# vector index then moves to the GPU for the index types FAISS runs there (indexer/vector_index.py).
+# vector index then moves to the GPU for the index types FAISS runs there (indexer/vectors/vector_index.py).
 if [ -n "$gpu" ] && ! .venv/bin/python -c "import faiss, sys; sys.exit(not hasattr(faiss, 'GpuIndexFlat'))" 2>/dev/null; then
   echo "setup: NVIDIA GPU found; installing FAISS's GPU build (faiss-gpu-cu12) in place of faiss-cpu" >&2
   pip uninstall -y faiss-cpu && pip install "faiss-gpu-cu12" || {

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 _PUBLIC = {
     "Cluster": "searchengine.analysis.clustering",
     "CrossEncoder": "searchengine.encoding.cross_encoder",
-    "Document": "searchengine.indexer.store",
+    "Document": "searchengine.indexer.tables.store",
     "Encoder": "searchengine.encoding.encoder",
     "EncoderSpeed": "searchengine.encoding.encoder",
     "Hit": "searchengine.engine.search",
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from searchengine.engine.search import Hit
     from searchengine.engine.search_engine import IndexInfo, SearchEngine
     from searchengine.errors import SearchEngineError
-    from searchengine.indexer.store import Document
+    from searchengine.indexer.tables.store import Document
 
 
 def __getattr__(name: str) -> Any:

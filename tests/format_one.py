@@ -7,7 +7,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from searchengine.indexer.index_directory import file_checksum
+from searchengine.indexer.commit.index_directory import file_checksum
 
 NEW_TABLES = ("segments", "index_state", "schema_migrations")
 

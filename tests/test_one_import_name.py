@@ -15,9 +15,9 @@ USER_SCRIPT = """
 import indexer, training
 assert indexer.MINE and training.MINE, "the user's own modules are the ones named indexer and training"
 from searchengine import SearchEngine, SearchEngineError
-import searchengine.cli, searchengine.engine.indexing, searchengine.indexer.store, searchengine.training.loop
-assert searchengine.indexer.store.DocumentStore and searchengine.training.loop.train
-print("ok", searchengine.indexer.store.__file__)
+import searchengine.cli, searchengine.engine.indexing, searchengine.indexer.tables.store, searchengine.training.loop
+assert searchengine.indexer.tables.store.DocumentStore and searchengine.training.loop.train
+print("ok", searchengine.indexer.tables.store.__file__)
 """
 
 
@@ -71,7 +71,7 @@ def test_the_built_wheel_holds_one_package_and_imports_beside_stray_modules(tmp_
     names = zipfile.ZipFile(wheel).namelist()
     top_level = {name.split("/")[0] for name in names if not name.split("/")[0].endswith(".dist-info")}
     assert top_level == {"searchengine"}
-    assert {"searchengine/indexer/store.py", "searchengine/training/loop.py", "searchengine/cli/__init__.py"} <= set(
+    assert {"searchengine/indexer/tables/store.py", "searchengine/training/loop.py", "searchengine/cli/__init__.py"} <= set(
         names
     )
 

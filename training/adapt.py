@@ -10,7 +10,7 @@
 
 A kill at any point leaves the old index usable: until the commit the manifest names the old model and vectors.
 What a killed run can leave is an `adapted-*` directory no manifest names; the next write (add, delete, compact,
-adapt) removes it. While an adapt runs it claims its directory (indexer/model_folders.py), so a write meanwhile
+adapt) removes it. While an adapt runs it claims its directory (indexer/commit/model_folders.py), so a write meanwhile
 leaves it alone.
 No labels are used: training sees only the documents."""
 
@@ -24,11 +24,11 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from searchengine.indexer.crash_points import crash_point
-from searchengine.indexer.index_directory import IndexDirectory
-from searchengine.indexer.manifest import Manifest, model_location
-from searchengine.indexer.model_folders import PREFIX, claim_model_folder
-from searchengine.indexer.store import DocumentStore
+from searchengine.indexer.commit.crash_points import crash_point
+from searchengine.indexer.commit.index_directory import IndexDirectory
+from searchengine.indexer.commit.manifest import Manifest, model_location
+from searchengine.indexer.commit.model_folders import PREFIX, claim_model_folder
+from searchengine.indexer.tables.store import DocumentStore
 from searchengine.training.loop import TrainingReport
 from searchengine.training.registry import METHODS
 

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from searchengine.indexer.whitening import CovarianceAccumulator
+from searchengine.indexer.vectors.whitening import CovarianceAccumulator
 from searchengine.training.postprocessing import (
     FitReport,
     corpus_vectors,

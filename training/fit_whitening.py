@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 from searchengine.indexer.errors import IndexerError
-from searchengine.indexer.whitening import CovarianceAccumulator, Whitening
+from searchengine.indexer.vectors.whitening import CovarianceAccumulator, Whitening
 from searchengine.training.postprocessing import (
     FitReport,
     corpus_vectors,

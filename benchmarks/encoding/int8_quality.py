@@ -46,7 +46,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
-from searchengine.indexer.store import Document, DocumentStore
+from searchengine.indexer.tables.store import Document, DocumentStore
 
 from benchmarks.harness.machine import run_record
 from benchmarks.harness.results import write_results

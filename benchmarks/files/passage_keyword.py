@@ -31,8 +31,8 @@ import time
 from pathlib import Path
 
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
-from searchengine.indexer.keyword_query import bm25_bound, match_expression
-from searchengine.indexer.keyword_table import TOKENIZER
+from searchengine.indexer.query.keyword_query import bm25_bound, match_expression
+from searchengine.indexer.tables.keyword_table import TOKENIZER
 
 from benchmarks.files.file_refman_answers import first_rank
 from benchmarks.files.file_search import MRR_AT, RECALL_AT, folder_hit_location, read_questions

@@ -11,7 +11,7 @@
 - Check (correctness, not speed): for min-max fusion at equal weights, the first --check queries ranked here
   equal what `engine.search_batch(..., mode="hybrid", fusion=..., k=101)` returns. Bounded fusion, the default
   since, needs each query's BM25 bound and is measured by benchmarks/retrieval/score_fusion.py.
-- --max-query-words replaces searchengine.indexer.keyword_query.MAX_QUERY_WORDS for the keyword side (each value
+- --max-query-words replaces searchengine.indexer.query.keyword_query.MAX_QUERY_WORDS for the keyword side (each value
   is one keyword pass; 0 means no limit), to measure what the limit costs in quality.
 - The table's settings: RRF with k in 10/20/30/60/100 and a dense weight of 0.3 to 0.7, min-max with a dense
   weight of 0.2 to 0.8, each at depth 100 and 200. The best setting is the one with the best average over the
@@ -32,7 +32,7 @@ import sys
 import time
 from pathlib import Path
 
-import searchengine.indexer.keyword_query as keyword_query
+import searchengine.indexer.query.keyword_query as keyword_query
 
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
 from benchmarks.datasets.data_folder import DATA

@@ -35,7 +35,7 @@ import numpy as np
 import torch
 
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
-from searchengine.indexer.store import Document
+from searchengine.indexer.tables.store import Document
 
 from benchmarks.datasets.data_folder import DATA
 from benchmarks.harness.machine import machine_record

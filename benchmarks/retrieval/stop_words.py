@@ -1,4 +1,4 @@
-"""What leaving English stop words out of keyword queries does (indexer/keyword_query.py STOP_WORDS): nDCG@10 of
+"""What leaving English stop words out of keyword queries does (indexer/query/keyword_query.py STOP_WORDS): nDCG@10 of
 keyword and hybrid search on a BEIR set, and the per-query time of keyword, hybrid and dense search on a large
 index, each with the stop list off and on, in one process on the same index.
 
@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-import searchengine.indexer.keyword_query as keyword_query
+import searchengine.indexer.query.keyword_query as keyword_query
 
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
 from benchmarks.datasets.data_folder import DATA

@@ -29,8 +29,8 @@ from pathlib import Path
 import numpy as np
 
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
-from searchengine.indexer.index_directory import IndexDirectory
-from searchengine.indexer.store import DocumentStore, StoredDocument
+from searchengine.indexer.commit.index_directory import IndexDirectory
+from searchengine.indexer.tables.store import DocumentStore, StoredDocument
 
 from benchmarks.datasets.data_folder import DATA
 from benchmarks.harness.results import write_results

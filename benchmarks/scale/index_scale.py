@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
-from searchengine.indexer.index_directory import IndexDirectory
+from searchengine.indexer.commit.index_directory import IndexDirectory
 
 from benchmarks.datasets.data_folder import DATA
 from benchmarks.harness.machine import run_record

@@ -57,7 +57,7 @@ def vectors_back(
     corpus: Path, vectors: np.ndarray, index_type: str, shards: int, target: Path, encoder: Encoder
 ) -> float:
     """Seconds the driver takes to store the rows and build the vector index from vectors sent back."""
-    from searchengine.indexer.index_directory import IndexDirectory
+    from searchengine.indexer.commit.index_directory import IndexDirectory
 
     from searchengine.engine.indexing import CHUNK, Chunk, IndexSettings, build_index
     from searchengine.reading.corpus import read_corpus
@@ -74,8 +74,8 @@ def segments_written(
 ) -> tuple[float, float]:
     """Seconds the workers take to write the segments (all parts, one after another), and seconds the driver
     takes to store the rows and commit those segments."""
-    from searchengine.indexer.index_directory import IndexDirectory
-    from searchengine.indexer.segments import reserve_segment_numbers
+    from searchengine.indexer.commit.index_directory import IndexDirectory
+    from searchengine.indexer.vectors.segments import reserve_segment_numbers
 
     from searchengine.engine.indexing import CHUNK, Chunk, IndexSettings, build_index
     from searchengine.engine.ray_embedding import SegmentTarget, plan_parts, segment_parts, write_worker_segment

@@ -141,7 +141,7 @@ def run_ray(corpus: Path, workers: int, threads: int, vectors_out: Path | None) 
 
 def run_driver(corpus: Path, vectors_file: Path, shards: int) -> dict:
     """What the driver does per document once vectors come back: store them, index them, and count the corpus."""
-    from searchengine.indexer.index_directory import IndexDirectory
+    from searchengine.indexer.commit.index_directory import IndexDirectory
 
     from searchengine import Encoder
     from searchengine.engine.indexing import CHUNK, Chunk, IndexSettings, build_index

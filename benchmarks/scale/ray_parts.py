@@ -5,7 +5,7 @@ The workers' side runs on Ray: one task per part (the corpus cut for --workers a
 searchengine.engine.ray_embedding.segment_parts, or capped at 50,000 documents as before) writes its part's
 vectors as a segment (write_worker_segment: exact up to 50,000 vectors, else the index's type, HNSW32 here).
 The driver's side is then what turns the segments into the index's type: merging every exact segment into one
-segment of that type (indexer/merge_policy's copy: reconstruct, add), which `compact` or later merges do on the
+segment of that type (indexer/commit/merge_policy's copy: reconstruct, add), which `compact` or later merges do on the
 one machine that writes. Vectors: the first --real Wikipedia sentences embedded by the bundled model, then noisy
 copies of them up to --vectors (benchmarks/scale/synthetic.py). The store's rows are left out: they are the same both
 ways (benchmarks/scale/ray_driver.py times them). Search latency and recall@10 (against exact search, 200 queries) of
@@ -52,7 +52,7 @@ def vectors_of(data: Path, real: int, count: int) -> np.ndarray:
 def parts_of(count: int, workers: int, capped: bool) -> list[int]:
     """The documents of each part: as `--ray` cuts a corpus of `count` for `workers` actors now, or (capped) as it
     did before, at most SMALL_SEGMENT_LIMIT documents a part."""
-    from searchengine.indexer.segments import SMALL_SEGMENT_LIMIT
+    from searchengine.indexer.vectors.segments import SMALL_SEGMENT_LIMIT
 
     from searchengine.engine.ray_embedding import PARTS_PER_WORKER, WORKER_BATCH, merge_parts, segment_parts
     from searchengine.reading.corpus import CorpusPart
@@ -71,8 +71,8 @@ def one_build(vectors: np.ndarray, sizes: list[int], folder: Path, queries: np.n
     """The workers write the parts' segments on Ray; then the driver's merge of the exact ones into the index's
     type, timed, with the search quality of what the workers left."""
     import ray
-    from searchengine.indexer.segments import load_segment_set, reserve_segment_numbers
-    from searchengine.indexer.vector_index import VectorIndex
+    from searchengine.indexer.vectors.segments import load_segment_set, reserve_segment_numbers
+    from searchengine.indexer.vectors.vector_index import VectorIndex
 
     from searchengine.engine.ray_embedding import SegmentTarget, write_worker_segment
 
@@ -95,7 +95,7 @@ def one_build(vectors: np.ndarray, sizes: list[int], folder: Path, queries: np.n
     recall = float(np.mean([len(set(a) & set(b)) / 10 for a, b in zip(found.tolist(), truth.tolist())]))
     exact = [record for record in records if record.factory == "Flat"]
     started = time.perf_counter()
-    if exact:  # what a merge of them into the index's type does (indexer/merge_policy._merge_into)
+    if exact:  # what a merge of them into the index's type does (indexer/commit/merge_policy._merge_into)
         flat = load_segment_set(folder, exact, INDEX_TYPE, vectors.shape[1])
         live = np.sort(flat.ids())
         merged = VectorIndex.create(INDEX_TYPE, vectors.shape[1])

@@ -65,9 +65,9 @@ import torch
 
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
 from scipy.stats import spearmanr
-from searchengine.indexer.index_directory import IndexDirectory
-from searchengine.indexer.vector_index import HNSW_EF_SEARCH, IVF_NPROBE_FRACTION, VectorIndex, default_factory
-from searchengine.indexer.whitening import CovarianceAccumulator, Whitening
+from searchengine.indexer.commit.index_directory import IndexDirectory
+from searchengine.indexer.vectors.vector_index import HNSW_EF_SEARCH, IVF_NPROBE_FRACTION, VectorIndex, default_factory
+from searchengine.indexer.vectors.whitening import CovarianceAccumulator, Whitening
 
 from benchmarks.datasets.data_folder import DATA
 from benchmarks.harness.machine import command_line, machine_record

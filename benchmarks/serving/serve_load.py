@@ -113,8 +113,8 @@ def build_index(corpus: list[str], path: Path, index_type: str, flat: Path) -> N
     if index_type == "Flat":
         SearchEngine.build(corpus, path, index="Flat", progress=True).close()
     else:
-        from searchengine.indexer.index_directory import IndexDirectory
-        from searchengine.indexer.store import Document
+        from searchengine.indexer.commit.index_directory import IndexDirectory
+        from searchengine.indexer.tables.store import Document
 
         from benchmarks.scale.index_scale import stored_vectors
         from searchengine.encoding.encoder import Encoder

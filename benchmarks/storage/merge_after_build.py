@@ -33,11 +33,11 @@ DIMENSION = 384
 
 def build_and_write(path: Path, shards: int, per_shard: int, index_type: str, limit: bool) -> dict:
     """Build the index at `path`, write one document, run the planned merges; their seconds and what they did."""
-    from searchengine.indexer import rewrite
-    from searchengine.indexer.index_directory import IndexDirectory
-    from searchengine.indexer.live_write import writing_in_place
-    from searchengine.indexer.merge_policy import merge_as_needed
-    from searchengine.indexer.store import Document
+    from searchengine.indexer.commit import rewrite
+    from searchengine.indexer.commit.index_directory import IndexDirectory
+    from searchengine.indexer.commit.live_write import writing_in_place
+    from searchengine.indexer.commit.merge_policy import merge_as_needed
+    from searchengine.indexer.tables.store import Document
 
     from searchengine.encoding.encoder import Encoder
     from searchengine.engine.indexing import Chunk, IndexSettings, build_index

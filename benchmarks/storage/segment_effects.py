@@ -31,11 +31,11 @@ from pathlib import Path
 import numpy as np
 
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
-from searchengine.indexer.index_directory import IndexDirectory
-from searchengine.indexer.live_write import writing_in_place
-from searchengine.indexer.merge_policy import merge_as_needed
-from searchengine.indexer.segments import load_segment_set
-from searchengine.indexer.store import Document, DocumentStore
+from searchengine.indexer.commit.index_directory import IndexDirectory
+from searchengine.indexer.commit.live_write import writing_in_place
+from searchengine.indexer.commit.merge_policy import merge_as_needed
+from searchengine.indexer.tables.store import Document, DocumentStore
+from searchengine.indexer.vectors.segments import load_segment_set
 
 from benchmarks.harness.results import write_results
 from benchmarks.scale.index_scale import stored_vectors

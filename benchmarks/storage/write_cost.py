@@ -243,7 +243,7 @@ def engine_origin() -> dict:
 
 
 def engine_documents(texts: list[str], years: list[int], first_line: int = 1) -> list:
-    from searchengine.indexer.store import Document
+    from searchengine.indexer.tables.store import Document
 
     return [
         Document(text, "write_cost", first_line + number, {"year": int(year)})
@@ -252,7 +252,7 @@ def engine_documents(texts: list[str], years: list[int], first_line: int = 1) ->
 
 
 def engine_build(data: Data, target: Path) -> dict:
-    from searchengine.indexer.index_directory import IndexDirectory
+    from searchengine.indexer.commit.index_directory import IndexDirectory
 
     from searchengine.encoding.encoder import Encoder
     from searchengine.engine.indexing import CHUNK, Chunk, IndexSettings, build_index

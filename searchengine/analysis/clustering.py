@@ -16,10 +16,10 @@ import numpy as np
 
 from searchengine.analysis.cluster_settings import ClusterSettings
 from searchengine.errors import SearchEngineError
-from searchengine.indexer.index_directory import IndexDirectory
-from searchengine.indexer.live_write import writing_in_place
-from searchengine.indexer.store import DocumentStore
-from searchengine.indexer.vector_index import VectorIndex
+from searchengine.indexer.commit.index_directory import IndexDirectory
+from searchengine.indexer.commit.live_write import writing_in_place
+from searchengine.indexer.tables.store import DocumentStore
+from searchengine.indexer.vectors.vector_index import VectorIndex
 
 AGGLOMERATIVE_LIMIT = 20_000
 """Agglomerative clustering holds all n(n-1)/2 distances as float64: 1.6 GB at this size."""

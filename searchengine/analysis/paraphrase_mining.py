@@ -17,10 +17,10 @@ import numpy as np
 
 from searchengine.analysis.mining_request import MiningMethod, check_request, choose_method, score_floor
 from searchengine.errors import SearchEngineError
-from searchengine.indexer.index_directory import IndexDirectory
-from searchengine.indexer.live_write import writing_in_place
-from searchengine.indexer.store import DocumentStore
-from searchengine.indexer.vector_index import VectorIndex
+from searchengine.indexer.commit.index_directory import IndexDirectory
+from searchengine.indexer.commit.live_write import writing_in_place
+from searchengine.indexer.tables.store import DocumentStore
+from searchengine.indexer.vectors.vector_index import VectorIndex
 
 ANN_NEIGHBOURS = 10
 """Neighbours per vector asked of the index in ann mode (at least `top` in top-N mode)."""

@@ -54,7 +54,7 @@ def cluster(
     from searchengine.analysis.cluster_settings import ClusterSettings
     from searchengine.analysis.clustering import cluster_index
     from searchengine.engine.search_engine import default_index_dir
-    from searchengine.indexer.index_directory import IndexDirectory
+    from searchengine.indexer.commit.index_directory import IndexDirectory
 
     target = index_dir or default_index_dir()
     with user_errors(target):

@@ -23,7 +23,7 @@ LOOK_AGAIN_MS = 5_000
 if TYPE_CHECKING:
     from searchengine.engine.files import SyncReport
     from searchengine.engine.search_engine import SearchEngine
-    from searchengine.indexer.store import Document
+    from searchengine.indexer.tables.store import Document
     from searchengine.reading.corpus import JsonFields
     from searchengine.reading.file_documents import FileReport
     from searchengine.reading.file_rules import FileRules

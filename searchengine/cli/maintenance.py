@@ -17,9 +17,9 @@ from searchengine.errors import SearchEngineError
 from searchengine.reading.file_rules import DEFAULT_MAX_MB
 
 if TYPE_CHECKING:  # imported inside the commands, so `--help` stays fast
-    from searchengine.indexer.index_directory import IndexDirectory
-    from searchengine.indexer.manifest import Manifest
-    from searchengine.indexer.store import ClusteringRecord
+    from searchengine.indexer.commit.index_directory import IndexDirectory
+    from searchengine.indexer.commit.manifest import Manifest
+    from searchengine.indexer.tables.store import ClusteringRecord
 
 
 def info(
@@ -33,7 +33,7 @@ def info(
       searchengine info --index-dir ~/indexes/docs
     """
     from searchengine.engine.search_engine import default_index_dir
-    from searchengine.indexer.index_directory import IndexDirectory
+    from searchengine.indexer.commit.index_directory import IndexDirectory
 
     target = index_dir or default_index_dir()
     with user_errors(target):
@@ -99,7 +99,7 @@ def _store_summary(
     marked as near-duplicates, how many documents repeat an earlier one's exact text, whether it holds the
     keyword index, and how it reads its input (searchengine.engine.files)."""
     from searchengine.engine.indexing import READING
-    from searchengine.indexer.store import DocumentStore
+    from searchengine.indexer.tables.store import DocumentStore
 
     store = DocumentStore(directory.file(manifest, "documents"))
     try:
@@ -274,7 +274,7 @@ def verify(index_dir: Path | None = IndexDirOption) -> None:
       searchengine verify --index-dir ~/indexes/docs
     """
     from searchengine.engine.search_engine import default_index_dir
-    from searchengine.indexer.index_directory import IndexDirectory
+    from searchengine.indexer.commit.index_directory import IndexDirectory
 
     target = index_dir or default_index_dir()
     with user_errors(target):

@@ -285,7 +285,7 @@ class Encoder:
 
     def encode_queries(self, texts: Sequence[str], batch_size: int | None = None) -> np.ndarray:
         """`encode` on the main runtime only: a query gets the same vector whether it comes alone or in a batch of
-        many (and its hits the same scores, to float rounding: searchengine.indexer.exact_batches). `batch_size`:
+        many (and its hits the same scores, to float rounding: searchengine.indexer.vectors.exact_batches). `batch_size`:
         texts per forward pass (default the encoder's)."""
         return self.encode(texts, batch_size, bulk=False)
 

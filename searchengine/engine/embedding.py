@@ -5,7 +5,7 @@ from __future__ import annotations
 import faiss
 import numpy as np
 
-from searchengine.indexer.whitening import Whitening
+from searchengine.indexer.vectors.whitening import Whitening
 
 
 def to_index_vectors(embeddings: np.ndarray, whitening: Whitening | None) -> np.ndarray:

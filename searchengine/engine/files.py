@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from searchengine.engine.indexing import READING
 from searchengine.errors import SearchEngineError
-from searchengine.indexer.store import Document
+from searchengine.indexer.tables.store import Document
 from searchengine.reading.corpus import STDIN, JsonFields
 from searchengine.reading.file_documents import FileFacts, FileReport, read_files
 from searchengine.reading.file_rules import FileRules
@@ -344,8 +344,8 @@ class ExistingIndex:
 
 def existing_index(path: Path) -> ExistingIndex | None:
     """The index already in `path` (None where there is none), read without loading its model."""
-    from searchengine.indexer.index_directory import IndexDirectory
-    from searchengine.indexer.store import DocumentStore
+    from searchengine.indexer.commit.index_directory import IndexDirectory
+    from searchengine.indexer.tables.store import DocumentStore
 
     directory = IndexDirectory(path)
     if not directory.exists():

@@ -9,7 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from searchengine.errors import SearchEngineError
-from searchengine.indexer.filter_sql import AnyOf, Condition, Filter, Value
+from searchengine.indexer.query.filter_sql import AnyOf, Condition, Filter, Value
 
 Filters = Sequence[str | Condition | AnyOf] | Mapping[str, Any] | str | None
 """Conditions as strings ('year>=2020', 'lang=en or lang=de'), Condition or AnyOf objects, or a {field: value}

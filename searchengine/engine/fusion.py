@@ -4,7 +4,7 @@ Three ways, each with a weight for the dense side (the keyword side gets 1 - wei
 
 - bounded: each side on a scale fixed before the query, so a fused score means the same from one query to the
   next: the cosine clipped at 0 (0..1), and BM25 divided by the most any document can reach for the query's words
-  (`keyword_bound`, from their IDFs alone: searchengine.indexer.keyword_query.bm25_bound); a document scores
+  (`keyword_bound`, from their IDFs alone: searchengine.indexer.query.keyword_query.bm25_bound); a document scores
   weight * dense + (1 - weight) * keyword, 0 for a side whose list lacks it. Bruch et al. 2023 ("An Analysis of
   Fusion Functions for Hybrid Retrieval") fuse by a convex combination of theoretical min-max scores (TM2C2), but
   still divide by each list's observed best; here neither bound depends on what the query found. A query with no

@@ -1,4 +1,4 @@
-"""Keyword and hybrid search: the keyword side (BM25 over the store's keyword index, searchengine.indexer.store) and
+"""Keyword and hybrid search: the keyword side (BM25 over the store's keyword index, searchengine.indexer.tables.store) and
 hybrid search, which fuses it with the dense side (searchengine.engine.fusion) and gives each hit both scores."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import numpy as np
 
 from searchengine.engine.fusion import Fusion, bounded_keyword, fuse
 from searchengine.engine.search import Scored, dense_rankings
-from searchengine.indexer.store import DocumentStore
-from searchengine.indexer.vector_index import VectorIndex
+from searchengine.indexer.tables.store import DocumentStore
+from searchengine.indexer.vectors.vector_index import VectorIndex
 
 
 def keyword_rankings(

@@ -26,25 +26,26 @@ from searchengine.encoding.passages import (
 )
 from searchengine.engine.embedding import to_index_vectors
 from searchengine.errors import SearchEngineError
-from searchengine.indexer.crash_points import crash_point
-from searchengine.indexer.index_directory import IndexDirectory
-from searchengine.indexer.live_write import NewVectors, convert_if_needed, writing_in_place
-from searchengine.indexer.manifest import ModelIdentity, PassageSplitting, PromptRecord, spec_inside
-from searchengine.indexer.merge_policy import LOCK_WAIT, merge
-from searchengine.indexer.rewrite import commit_generation, rewriting
-from searchengine.indexer.shards import Vectors, create_vectors
-from searchengine.indexer.store import Document, DocumentStore
-from searchengine.indexer.vector_index import default_factory
-from searchengine.indexer.whitening import CovarianceAccumulator, Whitening
-from searchengine.indexer.written_segments import WrittenSegments
+from searchengine.indexer.commit.crash_points import crash_point
+from searchengine.indexer.commit.index_directory import IndexDirectory
+from searchengine.indexer.commit.live_write import NewVectors, writing_in_place
+from searchengine.indexer.commit.manifest import ModelIdentity, PassageSplitting, PromptRecord, spec_inside
+from searchengine.indexer.commit.merge_policy import LOCK_WAIT, merge
+from searchengine.indexer.commit.rewrite import commit_generation, rewriting
+from searchengine.indexer.tables.store import Document, DocumentStore
+from searchengine.indexer.upgrades.chain import upgrade_index
+from searchengine.indexer.vectors.shards import Vectors, create_vectors
+from searchengine.indexer.vectors.vector_index import default_factory
+from searchengine.indexer.vectors.whitening import CovarianceAccumulator, Whitening
+from searchengine.indexer.vectors.written_segments import WrittenSegments
 
 if TYPE_CHECKING:  # the encoder (torch, transformers) is imported only by what encodes
     from tqdm import tqdm
 
     from searchengine.encoding.encoder import Encoder
-    from searchengine.indexer.index_directory import Generation
-    from searchengine.indexer.segments import SegmentRecord
-    from searchengine.indexer.upsert import StoreChange
+    from searchengine.indexer.commit.index_directory import Generation
+    from searchengine.indexer.tables.upsert import StoreChange
+    from searchengine.indexer.vectors.segments import SegmentRecord
 
 CHUNK = 2048
 """Documents read, stored and embedded together; bounds memory whatever the corpus size."""
@@ -96,7 +97,7 @@ class IndexingReport:
     and keyword index, one transaction per chunk), "encoding" (tokenising and passage splitting included),
     "whitening" (fitting it), "vector index" (training the FAISS index, adding and removing vectors), "commit"
     (writing the generation's files and the manifest). They run one after another; the rest of `seconds` is
-    opening the index and, for an addition, copying and committing it (searchengine.indexer.rewrite)."""
+    opening the index and, for an addition, copying and committing it (searchengine.indexer.commit.rewrite)."""
 
     @contextmanager
     def timing(self, stage: str) -> Iterator[None]:
@@ -159,7 +160,7 @@ class IndexSettings:
     passage_headings: bool = PASSAGE_HEADINGS_BY_DEFAULT
     """Embed each passage after its heading (searchengine.encoding.passage_headings), with passages only."""
     shards: int = 1
-    """FAISS indexes to split the vectors over (searchengine.indexer.shards); 1: one index."""
+    """FAISS indexes to split the vectors over (searchengine.indexer.vectors.shards); 1: one index."""
     reading: dict[str, Any] | None = None
     """How the input was read (fields, folders and their rules), recorded so `add` and `sync` read alike."""
     whitening: Whitening | None = None
@@ -171,7 +172,7 @@ class IndexSettings:
 
 
 READING = "reading"
-"""The build setting (indexer/settings_table.py) that records how the index reads its input."""
+"""The build setting (indexer/tables/settings_table.py) that records how the index reads its input."""
 RAY_WAIT = "reading and embedding on Ray workers"
 """The stage a Ray build waits in: its workers read and embed the corpus and write the segments."""
 
@@ -664,7 +665,7 @@ def compact_index(directory: IndexDirectory) -> int:
     back (VACUUM); returns how many vectors were dropped.
     An index written by an older version is converted first (which gives a store written before keyword search
     its keyword index)."""
-    convert_if_needed(directory)
+    upgrade_index(directory)
     result = merge(directory)
     with directory.locked(wait=LOCK_WAIT):  # the store's free pages too: deleted rows, their keyword index
         store = DocumentStore(directory.path / directory.read_settings().files["documents"].name, writable=True)

@@ -16,8 +16,8 @@ if TYPE_CHECKING:  # the CLI lists the modes without importing numpy, FAISS or t
 
     from searchengine.engine.fusion import Fusion
     from searchengine.engine.search import Scored
-    from searchengine.indexer.store import DocumentStore
-    from searchengine.indexer.vector_index import VectorIndex
+    from searchengine.indexer.tables.store import DocumentStore
+    from searchengine.indexer.vectors.vector_index import VectorIndex
 
 Side = Literal["dense", "keyword"]
 """A way of finding candidates: the vector index (the encoded query's cosine) or the keyword index (BM25)."""

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from searchengine.indexer.store import DocumentStore
-from searchengine.indexer.vector_index import VectorIndex
+from searchengine.indexer.tables.store import DocumentStore
+from searchengine.indexer.vectors.vector_index import VectorIndex
 
 Span = tuple[int, int]
 BestPassages = dict[int, tuple[float, Span | None]]

@@ -10,7 +10,7 @@ from searchengine.errors import SearchEngineError
 
 def check_queries(queries: Sequence[object]) -> None:
     """Raise SearchEngineError naming the first query that is empty, not a str, or not valid Unicode."""
-    from searchengine.indexer.store import lone_surrogate  # not at import: the CLI imports this module to start
+    from searchengine.indexer.tables.store import lone_surrogate  # not at import: the CLI imports this module to start
 
     for number, query in enumerate(queries, start=1):
         which = "the query" if len(queries) == 1 else f"query number {number}"

@@ -1,7 +1,7 @@
 """A query's words as the keyword index matches them, to mark them in a hit's text: lower-cased, diacritics
 folded (FTS5's unicode61 tokenizer), Porter-stemmed (snowballstemmer's "porter", the algorithm of FTS5's porter
 tokenizer), with English stop words left out where the query has other words
-(searchengine.indexer.keyword_query.STOP_WORDS). Light to import: the CLI marks words without numpy or FAISS."""
+(searchengine.indexer.query.keyword_query.STOP_WORDS). Light to import: the CLI marks words without numpy or FAISS."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from functools import lru_cache
 
 import snowballstemmer
 
-from searchengine.indexer.keyword_query import STOP_WORDS
+from searchengine.indexer.query.keyword_query import STOP_WORDS
 
 Span = tuple[int, int]
 _WORD = re.compile(r"\w+")

@@ -5,7 +5,7 @@ imported only here and only when used.
 Each actor writes the vectors of each part it embeds as one immutable segment file into the index directory
 (`SegmentTarget`: on a file system every node shares), and sends back only the rows (text, origin, id) and the
 segment's record (name, count, size, checksum, id range). This process (the driver) stores the rows and names
-the segments in the build's one commit (searchengine.engine.indexing, indexer/written_segments.py), so no
+the segments in the build's one commit (searchengine.engine.indexing, indexer/vectors/written_segments.py), so no
 vector crosses back. The ids are given up front: document number i of the corpus (from 0) gets id i, and its
 vector is written under it; the driver stores each row under that id. Where the index must first be fitted or
 trained (whitening fitted on the corpus itself, IVF and PQ types), a first pass embeds a seeded sample of the
@@ -35,15 +35,15 @@ import numpy as np
 from searchengine.engine.embedding import to_index_vectors
 from searchengine.engine.indexing import CHUNK, Chunk, training_rows
 from searchengine.errors import SearchEngineError
-from searchengine.indexer.segments import (
+from searchengine.indexer.tables.store import Document
+from searchengine.indexer.vectors.segments import (
     SMALL_SEGMENT_LIMIT,
     SegmentRecord,
     segment_name,
     write_segment,
 )
-from searchengine.indexer.store import Document
-from searchengine.indexer.vector_index import VectorIndex
-from searchengine.indexer.whitening import Whitening
+from searchengine.indexer.vectors.vector_index import VectorIndex
+from searchengine.indexer.vectors.whitening import Whitening
 from searchengine.reading.corpus import CorpusPart, JsonFields, corpus_parts, read_part
 
 if TYPE_CHECKING:
@@ -90,14 +90,14 @@ class SegmentTarget:
     directory: str
     """The index directory, at the same path on every node."""
     first_number: int
-    """Segment numbers reserved for the build (indexer/segments.reserve_segment_numbers): a segment whose first
+    """Segment numbers reserved for the build (indexer/vectors/segments.reserve_segment_numbers): a segment whose first
     document has id i is segment number first_number + i."""
     factory: str
     """The index's FAISS type: that of each segment larger than `exact_limit`."""
     whitening: Whitening | None = None
     """The build's whitening, fitted before the actors start."""
     exact_limit: int = SMALL_SEGMENT_LIMIT
-    """Segments of up to this many vectors are exact (Flat), as every small segment is (indexer/segments.py),
+    """Segments of up to this many vectors are exact (Flat), as every small segment is (indexer/vectors/segments.py),
     larger ones of `factory`: the limit the driver planned the parts and the training with."""
     trained: np.ndarray | None = None
     """`factory` trained on the build's sample (VectorIndex.to_bytes), which each segment of that type copies and
@@ -429,7 +429,7 @@ class EncoderWorker:
 
 def write_worker_segment(target: SegmentTarget, embeddings: np.ndarray, ids: np.ndarray) -> SegmentRecord:
     """Whiten (when the build does) and write `embeddings` (the vectors of documents `ids`, consecutive) as one
-    segment file of the index directory, fsynced and checksummed once (indexer/segments.write_segment): exact
+    segment file of the index directory, fsynced and checksummed once (indexer/vectors/segments.write_segment): exact
     while small, else of the index's type, starting from the copy the driver trained where it needs training."""
     directory = Path(target.directory)
     if not directory.is_dir():

@@ -15,8 +15,8 @@ import numpy as np
 
 from searchengine.engine.passage_search import best_passages
 from searchengine.engine.snippets import DEFAULT_SNIPPET_CHARS, Highlight, snippet
-from searchengine.indexer.store import DocumentStore
-from searchengine.indexer.vector_index import VectorIndex
+from searchengine.indexer.tables.store import DocumentStore
+from searchengine.indexer.vectors.vector_index import VectorIndex
 
 if TYPE_CHECKING:
     from searchengine.encoding.cross_encoder import CrossEncoder

@@ -53,11 +53,10 @@ from searchengine.engine.ray_embedding import (
 )
 from searchengine.engine.search import Hit, hits_of, one_thread, rerank_hits
 from searchengine.errors import SearchEngineError
-from searchengine.indexer.commit_probe import CommitProbe
-from searchengine.indexer.errors import IndexerError
-from searchengine.indexer.index_directory import READ_ATTEMPTS, VERIFY_ON_OPEN_BYTES, IndexDirectory
-from searchengine.indexer.index_state import state_of
-from searchengine.indexer.manifest import (
+from searchengine.indexer.commit.commit_probe import CommitProbe
+from searchengine.indexer.commit.index_directory import READ_ATTEMPTS, VERIFY_ON_OPEN_BYTES, IndexDirectory
+from searchengine.indexer.commit.index_state import state_of
+from searchengine.indexer.commit.manifest import (
     Manifest,
     ModelIdentity,
     PassageSplitting,
@@ -65,13 +64,20 @@ from searchengine.indexer.manifest import (
     StoredFile,
     model_location,
 )
-from searchengine.indexer.merge_policy import MergeResult, merge_as_needed
-from searchengine.indexer.segments import Segment, SegmentRecord, SegmentSet, load_segment, reserve_segment_numbers
-from searchengine.indexer.shards import Vectors, load_vectors
-from searchengine.indexer.store import ClusteringRecord, Document, DocumentStore
-from searchengine.indexer.vector_index import check_trainable, default_factory
-from searchengine.indexer.wal_upkeep import LogUpkeep
-from searchengine.indexer.whitening import Whitening
+from searchengine.indexer.commit.merge_policy import MergeResult, merge_as_needed
+from searchengine.indexer.errors import IndexerError
+from searchengine.indexer.tables.store import ClusteringRecord, Document, DocumentStore
+from searchengine.indexer.tables.wal_upkeep import LogUpkeep
+from searchengine.indexer.upgrades.format_one import format_one_segments
+from searchengine.indexer.vectors.segments import (
+    Segment,
+    SegmentRecord,
+    SegmentSet,
+    load_segment,
+    reserve_segment_numbers,
+)
+from searchengine.indexer.vectors.vector_index import check_trainable, default_factory
+from searchengine.indexer.vectors.whitening import Whitening
 from searchengine.reading.corpus import STDIN, JsonFields, corpus_files, read_corpus
 
 if TYPE_CHECKING:  # the encoders (torch, transformers) are imported only when something encodes
@@ -104,7 +110,7 @@ def ensure_index(
     """Make an empty index in `path` where there is none, for writers that add to an index they may have to start
     (`index --append`, the LangChain and LlamaIndex stores). Returns the encoder to open it with: `encoder`, or
     the one loaded to create it (None where nothing was loaded)."""
-    from searchengine.indexer.index_directory import IndexDirectory
+    from searchengine.indexer.commit.index_directory import IndexDirectory
 
     if IndexDirectory(Path(path)).exists():
         return encoder
@@ -152,7 +158,7 @@ class IndexInfo:
     passages: PassageSplitting | None = None
     """How documents longer than the model's limit are split into passages (None: embedded from their start)."""
     shards: int = 1
-    """FAISS indexes the vectors are in, searched together: the segments of the index (indexer/segments.py), or
+    """FAISS indexes the vectors are in, searched together: the segments of the index (indexer/vectors/segments.py), or
     the shards of an index written before segments."""
 
 
@@ -259,7 +265,7 @@ class SearchEngine:
         """What the index holds, as of the last load (open, and after each change made through this engine)."""
         self.last_report: IndexingReport | None = None
         """What the last build or add did."""
-        self._vectors: Vectors | SegmentSet | None = None
+        self._vectors: SegmentSet | None = None
         self._store: DocumentStore | None = None
         self._whitening: Whitening | None = None
         self._shared = shared or _SharedLoads()
@@ -365,7 +371,7 @@ class SearchEngine:
         PDF page's or a titled record's title) on a line of its own, in a window shortened by the heading's tokens;
         the stored text, spans and snippets stay the document's own. Recorded in the index, so `add` and `sync`
         embed the same way. False embeds the passage alone (as indexes built before this setting do).
-        shards: split the vectors over this many FAISS indexes, searched together (searchengine.indexer.shards);
+        shards: split the vectors over this many FAISS indexes, searched together (searchengine.indexer.vectors.shards);
         default 1. Not with `ray`, whose workers write the segments (one per part of the corpus, searched
         together as shards are).
         ray: embed on a Ray cluster (searchengine.engine.ray_embedding); `corpus` (and `whiten_fit`) must then be
@@ -523,7 +529,7 @@ class SearchEngine:
         self._commit = store.segments.commit_number() if manifest.segmented else None
         self._probe = CommitProbe(store.path) if manifest.segmented else None
         self._upkeep = LogUpkeep(store.path) if manifest.segmented else None
-        if isinstance(vectors, SegmentSet):
+        if manifest.segmented:
             self._shared.segments.update((segment.record.name, segment) for segment in vectors.segments)
         self._keyword_index = store.keyword.exists()
 
@@ -533,7 +539,7 @@ class SearchEngine:
         segments are loaded. On failure the loaded state stays as it was, whole and usable: the newest commit is
         read beside it (CommitProbe), so its store keeps answering from the commit its segments belong to.
         When nothing changed but SQLite's write-ahead log has grown, the store's snapshot of the same commit may
-        be renewed, so the log can start again (indexer/wal_upkeep.py): call this now and then in a long-lived
+        be renewed, so the log can start again (indexer/tables/wal_upkeep.py): call this now and then in a long-lived
         reader. After `release_snapshot`, this picks a snapshot up again."""
         if self._store.closed or (self._probe is not None and not self._store.holds_snapshot):
             return self._pick_up_snapshot()
@@ -586,7 +592,7 @@ class SearchEngine:
     def release_snapshot(self) -> None:
         """Let go of the read snapshot until the next `refresh()`, which picks one up again (reloading if a writer
         committed meanwhile). An engine kept open but idle, such as the server's writer between writes, then keeps
-        no part of SQLite's write-ahead log from being emptied (indexer/wal_upkeep.py)."""
+        no part of SQLite's write-ahead log from being emptied (indexer/tables/wal_upkeep.py)."""
         self._store.release_snapshot()
 
     def _pick_up_snapshot(self) -> bool:
@@ -611,12 +617,12 @@ class SearchEngine:
             self._store.close()
             raise
 
-    def _open_files(self, manifest: Manifest) -> tuple[Manifest, Vectors | SegmentSet, DocumentStore, Whitening | None]:
+    def _open_files(self, manifest: Manifest) -> tuple[Manifest, SegmentSet, DocumentStore, Whitening | None]:
         whitening_path = self.directory.file(manifest, "whitening")
         whitening = Whitening.load(whitening_path) if whitening_path else None
         store = DocumentStore(self.directory.file(manifest, "documents"))
         if not manifest.segmented:
-            return manifest, load_vectors(self.directory, manifest), store, whitening
+            return manifest, format_one_segments(self.directory, manifest), store, whitening
         try:
             for attempt in range(READ_ATTEMPTS):  # a merge may remove segments between our snapshot and loading them
                 store.read_snapshot()  # the counts, segments and tombstones of one commit, and the documents with them
@@ -850,7 +856,7 @@ class SearchEngine:
         return report
 
     def merge(self) -> list[MergeResult]:
-        """Merge vector segments as the merge policy asks (indexer/merge_policy.py); searches in other threads and
+        """Merge vector segments as the merge policy asks (indexer/commit/merge_policy.py); searches in other threads and
         processes go on meanwhile. Returns the merges made."""
         with self._writing(may_commit_nothing=True):
             return merge_as_needed(self.directory)
@@ -876,7 +882,7 @@ class SearchEngine:
         """Merge every segment into one without tombstoned vectors, and give an index written before keyword search
         its keyword index; returns how many vectors were dropped. No work when there is one segment and nothing
         to drop."""
-        one_segment = not isinstance(self._vectors, SegmentSet) or len(self._vectors.segments) <= 1
+        one_segment = len(self._vectors.segments) <= 1
         if not len(self._tombstones) and self._keyword_index and self.manifest.segmented and one_segment:
             return 0
         with self._writing():
@@ -1014,7 +1020,7 @@ def _count_argument(name: str, value: object) -> int:
     return int(value)
 
 
-def _check_dimensions(path: Path, manifest: Manifest, vectors: Vectors, whitening: Whitening | None) -> None:
+def _check_dimensions(path: Path, manifest: Manifest, vectors: SegmentSet, whitening: Whitening | None) -> None:
     """Refuse files whose shapes disagree with the manifest before FAISS or numpy meets them mid-query."""
     expected = manifest.index.dimension
     if vectors.dimension != expected:

@@ -20,8 +20,8 @@ from searchengine.engine.filters import Filters
 from searchengine.engine.modes import SearchMode
 from searchengine.engine.search_engine import SearchEngine, ensure_index
 from searchengine.errors import SearchEngineError
-from searchengine.indexer.filter_sql import Condition
-from searchengine.indexer.store import Document as StoredDocument
+from searchengine.indexer.query.filter_sql import Condition
+from searchengine.indexer.tables.store import Document as StoredDocument
 from searchengine.integrations import MissingExtra, id_list
 from searchengine.server.served_index import ServedIndex
 

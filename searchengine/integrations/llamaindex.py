@@ -19,8 +19,8 @@ from searchengine.engine.modes import SearchMode
 from searchengine.engine.search_engine import SearchEngine, ensure_index
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.errors import UnknownFieldError
-from searchengine.indexer.filter_sql import AnyOf, Condition
-from searchengine.indexer.store import Document
+from searchengine.indexer.query.filter_sql import AnyOf, Condition
+from searchengine.indexer.tables.store import Document
 from searchengine.integrations import MissingExtra, id_list
 from searchengine.server.served_index import ServedIndex
 
@@ -55,7 +55,7 @@ OPERATORS = {
     FilterOperator.IN: "in",
     FilterOperator.CONTAINS: "contains",
 }
-"""LlamaIndex's filter operators that the engine's filters have (searchengine.indexer.filter_sql)."""
+"""LlamaIndex's filter operators that the engine's filters have (searchengine.indexer.query.filter_sql)."""
 QUERY_MODES: dict[VectorStoreQueryMode, SearchMode] = {
     VectorStoreQueryMode.HYBRID: "hybrid",
     VectorStoreQueryMode.TEXT_SEARCH: "keyword",

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import BinaryIO
 
 from searchengine.errors import SearchEngineError
-from searchengine.indexer.documents import MAX_METADATA_DEPTH, nested_beyond
-from searchengine.indexer.store import Document, lone_surrogate
+from searchengine.indexer.tables.documents import MAX_METADATA_DEPTH, nested_beyond
+from searchengine.indexer.tables.store import Document, lone_surrogate
 from searchengine.reading.byte_order import is_recoded, utf8_stream
 
 STDIN = "-"

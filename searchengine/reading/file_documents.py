@@ -14,7 +14,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from searchengine.indexer.store import Document
+from searchengine.indexer.tables.store import Document
 from searchengine.reading.corpus import JsonFields
 from searchengine.reading.extracted import Extracted, Unreadable
 from searchengine.reading.file_rules import FileRules

@@ -9,7 +9,7 @@ from __future__ import annotations
 import io
 
 from searchengine.errors import SearchEngineError
-from searchengine.indexer.store import Document
+from searchengine.indexer.tables.store import Document
 from searchengine.reading.byte_order import as_utf8
 from searchengine.reading.corpus import JsonFields, read_records
 from searchengine.reading.extracted import Unreadable

@@ -33,7 +33,7 @@ T = TypeVar("T")
 log = logging.getLogger("searchengine.server")
 IDLE_REFRESH_S = 0.25
 """Seconds an idle reader waits before it refreshes anyway: writes from other processes show within about that
-long, and a writer waiting to empty SQLite's log (indexer/wal_upkeep.py) waits about twice that at most."""
+long, and a writer waiting to empty SQLite's log (indexer/tables/wal_upkeep.py) waits about twice that at most."""
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,8 @@ from pathlib import Path
 from searchengine.encoding.encoder import Encoder, EncoderSpeed
 from searchengine.engine.search_engine import SearchEngine
 from searchengine.errors import SearchEngineError
-from searchengine.indexer.index_directory import IndexDirectory
-from searchengine.indexer.wal_upkeep import empty_log
+from searchengine.indexer.commit.index_directory import IndexDirectory
+from searchengine.indexer.tables.wal_upkeep import empty_log
 from searchengine.server.reader import BatchingReader
 from searchengine.server.writer import SerialWriter
 
@@ -55,7 +55,7 @@ class ServedIndex:
         self.writer = SerialWriter(lambda: SearchEngine(self.path, self.encoder))
 
     def close(self) -> None:
-        """Stop the writer and the readers, then fold SQLite's log into the store (indexer/wal_upkeep.py)."""
+        """Stop the writer and the readers, then fold SQLite's log into the store (indexer/tables/wal_upkeep.py)."""
         self.writer.close()
         self.reader.close()
         directory = IndexDirectory(self.path)

@@ -48,7 +48,7 @@ class SerialWriter:
 
     def _write(self, function: Callable[[SearchEngine], T]) -> T:
         """`function(engine)` with a read snapshot of the newest commit, let go of afterwards: between writes the
-        engine holds none, so writes from other processes can empty SQLite's log (indexer/wal_upkeep.py)."""
+        engine holds none, so writes from other processes can empty SQLite's log (indexer/tables/wal_upkeep.py)."""
         if self._engine is None:
             self._engine = self._open_engine()
         else:

@@ -11,7 +11,7 @@ from contextlib import closing
 from pathlib import Path
 
 import numpy as np
-from searchengine.indexer.index_directory import file_checksum
+from searchengine.indexer.commit.index_directory import file_checksum
 
 from tests.hostile.harness import Case, Workspace, fill_disk
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from searchengine.indexer.index_directory import IndexDirectory
-from searchengine.indexer.manifest import ModelIdentity
-from searchengine.indexer.rewrite import commit_generation
-from searchengine.indexer.shards import create_vectors
-from searchengine.indexer.store import Document, DocumentStore
+from searchengine.indexer.commit.index_directory import IndexDirectory
+from searchengine.indexer.commit.manifest import ModelIdentity
+from searchengine.indexer.commit.rewrite import commit_generation
+from searchengine.indexer.tables.store import Document, DocumentStore
+from searchengine.indexer.vectors.shards import create_vectors
 
 DIMENSION = 8
 MODEL = ModelIdentity("tiny", "default", "0123456789abcdef", "mean", True, DIMENSION, 64)

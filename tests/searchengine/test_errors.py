@@ -43,7 +43,7 @@ def defined_exceptions() -> dict[str, type[BaseException]]:
 
 def test_the_walk_reaches_every_layer() -> None:
     names = {module.__name__ for module in every_module()}
-    for expected in ("searchengine.cli.errors", "searchengine.indexer.index_directory", "searchengine.training.loop"):
+    for expected in ("searchengine.cli.errors", "searchengine.indexer.commit.index_directory", "searchengine.training.loop"):
         assert expected in names
 
 

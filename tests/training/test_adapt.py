@@ -12,11 +12,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from searchengine.indexer.crash_points import CRASH_ENV
+from searchengine.indexer.commit.crash_points import CRASH_ENV
+from searchengine.indexer.commit.index_directory import IndexDirectory
+from searchengine.indexer.commit.model_folders import claim_model_folder
 from searchengine.indexer.errors import IndexLockedError
-from searchengine.indexer.index_directory import IndexDirectory
-from searchengine.indexer.model_folders import claim_model_folder
-from searchengine.indexer.store import Document
+from searchengine.indexer.tables.store import Document
 from searchengine.training.adapt import adapt_index
 
 from searchengine.encoding.encoder import Encoder

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from safetensors.numpy import load_file
-from searchengine.indexer.whitening import CovarianceAccumulator, Whitening
+from searchengine.indexer.vectors.whitening import CovarianceAccumulator, Whitening
 from searchengine.training.fit_whitening import fit_whitening
 
 from searchengine.encoding.encoder import Encoder

@@ -23,7 +23,7 @@ from searchengine.encoding.encoder import Encoder
 from searchengine.engine.embedding import to_index_vectors
 from searchengine.engine.search_engine import SearchEngine
 from searchengine.errors import SearchEngineError
-from searchengine.indexer.store import lone_surrogate
+from searchengine.indexer.tables.store import lone_surrogate
 from searchengine.server.limits import MAX_EMBEDDING_INPUTS
 from searchengine.server.state import Index, answer, check_reads
 

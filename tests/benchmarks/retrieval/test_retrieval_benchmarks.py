@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from searchengine.indexer.store import Document
+from searchengine.indexer.tables.store import Document
 from searchengine.training.loop import TrainingSettings
 from searchengine.training.methods.cross_encoder import CrossEncoderTraining
 

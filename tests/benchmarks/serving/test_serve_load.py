@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from searchengine.indexer.index_directory import IndexDirectory
+from searchengine.indexer.commit.index_directory import IndexDirectory
 
 REPOSITORY = Path(__file__).resolve().parents[3]
 

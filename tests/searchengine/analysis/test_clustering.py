@@ -8,9 +8,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from searchengine.indexer.index_directory import IndexDirectory
-from searchengine.indexer.rewrite import rewriting
-from searchengine.indexer.vector_index import VectorIndex
+from searchengine.indexer.commit.index_directory import IndexDirectory
+from searchengine.indexer.commit.rewrite import rewriting
+from searchengine.indexer.vectors.vector_index import VectorIndex
 from typer.testing import CliRunner
 
 from searchengine import SearchEngine, SearchEngineError

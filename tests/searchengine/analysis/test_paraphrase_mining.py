@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from searchengine.indexer.vector_index import VectorIndex
+from searchengine.indexer.vectors.vector_index import VectorIndex
 from typer.testing import CliRunner
 
 from searchengine import SearchEngine, SearchEngineError, mine_vectors

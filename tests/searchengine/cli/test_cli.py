@@ -360,7 +360,7 @@ def test_interrupted_or_killed_indexing_leaves_previous_index(
     assert run("query", sentences[0], "-k", "5", "-d", index_dir).output == before
     # The next writer clears what the dead run left behind.
     assert run("index", "-", "--append", "-d", index_dir, input="one more text\n").exit_code == 0
-    from searchengine.indexer.index_directory import IndexDirectory
+    from searchengine.indexer.commit.index_directory import IndexDirectory
 
     live = IndexDirectory(index_dir).live_file_names()  # the manifest's files and the store's segments
     store_logs = {f"{name}{suffix}" for name in live if name.startswith("documents.") for suffix in ("-wal", "-shm")}
@@ -368,7 +368,7 @@ def test_interrupted_or_killed_indexing_leaves_previous_index(
 
 
 def test_second_writer_gets_a_clear_error(index_dir: Path, tiny_model: Path) -> None:
-    from searchengine.indexer.index_directory import IndexDirectory
+    from searchengine.indexer.commit.index_directory import IndexDirectory
 
     with IndexDirectory(index_dir).writing():
         result = run("index", "-", "--append", "-d", index_dir, input="text\n")
@@ -596,7 +596,7 @@ def test_ctrl_c_after_the_commit_says_the_write_is_in_the_index(
 ) -> None:
     """A commit may wait for readers to leave SQLite's log; Ctrl+C then lands after the write committed, and
     must not be reported as 'nothing was changed'."""
-    import searchengine.indexer.store as store_module
+    import searchengine.indexer.tables.store as store_module
 
     def interrupted(*_args: object) -> None:
         raise KeyboardInterrupt

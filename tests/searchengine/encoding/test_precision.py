@@ -101,7 +101,7 @@ def test_a_query_scores_the_same_alone_and_in_a_batch_of_many_on_an_avx512_bf16_
     alone = engine.search("a note about rain", k=5, mode="dense")
     for hits in engine.search_batch(["a note about rain"] * BULK_TEXTS, k=5, mode="dense"):
         assert [hit.id for hit in hits] == [hit.id for hit in alone]
-        # to float rounding: a batch is scored as one matrix product, one query by a scan (indexer/exact_batches.py)
+        # to float rounding: a batch is scored as one matrix product, one query by a scan (indexer/vectors/exact_batches.py)
         assert [hit.score for hit in hits] == pytest.approx([hit.score for hit in alone], abs=1e-6)
 
 

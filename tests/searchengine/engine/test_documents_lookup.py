@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from searchengine.indexer.filter_sql import Condition
-from searchengine.indexer.store import Document
+from searchengine.indexer.query.filter_sql import Condition
+from searchengine.indexer.tables.store import Document
 
 from searchengine import SearchEngine, SearchEngineError
 from searchengine.encoding.encoder import Encoder

@@ -144,7 +144,7 @@ class Killed(BaseException):
 def test_a_sync_killed_after_its_first_commit_converges_on_the_next(
     tmp_path: Path, tiny_encoder: Encoder, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import searchengine.indexer.live_write as live_write
+    import searchengine.indexer.commit.live_write as live_write
 
     root = notes_folder(tmp_path / "notes")
     (root / "facts.jsonl").write_text('{"text": "Beetroot stains."}\n{"text": "Kale is bitter."}\n', "utf-8")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from searchengine.indexer.filter_sql import AnyOf, Condition
+from searchengine.indexer.query.filter_sql import AnyOf, Condition
 
 from searchengine.engine.filters import conditions_of, parse_condition, parse_filter
 from searchengine.errors import SearchEngineError

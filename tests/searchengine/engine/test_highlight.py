@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from searchengine.indexer.store import Document
+from searchengine.indexer.tables.store import Document
 
 from searchengine import SearchEngine
 from searchengine.encoding.encoder import Encoder

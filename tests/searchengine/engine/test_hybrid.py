@@ -11,8 +11,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from searchengine.indexer.index_directory import file_checksum
-from searchengine.indexer.store import Document, DocumentStore
+from searchengine.indexer.commit.index_directory import file_checksum
+from searchengine.indexer.tables.store import Document, DocumentStore
 
 from searchengine import SearchEngine, SearchEngineError
 from searchengine.encoding.encoder import Encoder
@@ -104,7 +104,7 @@ def test_filters_apply_to_both_sides(engine: SearchEngine) -> None:
 
 def test_search_batch_answers_each_query_as_search_does(engine: SearchEngine) -> None:
     """The same hits, and scores equal to float rounding (a batch of 3 or more is scored as one matrix product,
-    a single query by a scan: searchengine.indexer.exact_batches)."""
+    a single query by a scan: searchengine.indexer.vectors.exact_batches)."""
     queries = ["cat", "bread oven", "market"]
     for mode in ("keyword", "hybrid"):
         batch, alone = engine.search_batch(queries, k=3, mode=mode), [engine.search(q, k=3, mode=mode) for q in queries]

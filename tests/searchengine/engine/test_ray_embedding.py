@@ -18,11 +18,11 @@ import faiss
 import numpy as np
 import pytest
 import ray
-from searchengine.indexer.crash_points import CRASH_ENV
-from searchengine.indexer.index_directory import IndexDirectory
-from searchengine.indexer.segments import SegmentRecord, reserve_segment_numbers
-from searchengine.indexer.store import Document
-from searchengine.indexer.vector_index import VectorIndex
+from searchengine.indexer.commit.crash_points import CRASH_ENV
+from searchengine.indexer.commit.index_directory import IndexDirectory
+from searchengine.indexer.tables.store import Document
+from searchengine.indexer.vectors.segments import SegmentRecord, reserve_segment_numbers
+from searchengine.indexer.vectors.vector_index import VectorIndex
 from typer.testing import CliRunner
 
 from searchengine.cli import app

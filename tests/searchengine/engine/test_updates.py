@@ -9,10 +9,10 @@ import threading
 from pathlib import Path
 
 import pytest
-from searchengine.indexer import store_connection, wal_upkeep
+from searchengine.indexer.commit.index_directory import IndexDirectory
 from searchengine.indexer.errors import IndexerError, IndexLockedError
-from searchengine.indexer.index_directory import IndexDirectory
-from searchengine.indexer.store import Document
+from searchengine.indexer.tables import store_connection, wal_upkeep
+from searchengine.indexer.tables.store import Document
 from typer.testing import CliRunner
 
 from searchengine import SearchEngine, SearchEngineError
@@ -40,7 +40,7 @@ def _documents(count: int = 64) -> list[Document]:
 )
 def engine(request: pytest.FixtureRequest, tmp_path: Path, tiny_encoder: Encoder) -> SearchEngine:
     """An index of each kind the update paths treat differently: removable in place or tombstoned, trained, and
-    split over shards (searchengine.indexer.shards)."""
+    split over shards (searchengine.indexer.vectors.shards)."""
     index, shards = request.param
     return SearchEngine.build(_documents(), tmp_path / "idx", encoder=tiny_encoder, index=index, shards=shards)
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from searchengine.indexer.store import Document
+from searchengine.indexer.tables.store import Document
 
 from searchengine.errors import SearchEngineError
 from searchengine.reading.corpus import JsonFields, corpus_files, corpus_parts, read_corpus, read_part

@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
-from searchengine.indexer.store import Document
+from searchengine.indexer.tables.store import Document
 
 from searchengine.encoding.encoder import Encoder
 from searchengine.engine.search_engine import SearchEngine

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from searchengine.indexer.index_directory import IndexDirectory
+from searchengine.indexer.commit.index_directory import IndexDirectory
 
 from searchengine.encoding.encoder import Encoder
 from searchengine.engine.search_engine import SearchEngine

@@ -82,7 +82,7 @@ def test_the_query_words_are_marked_and_document_text_is_never_html(page, served
 
 
 def test_a_file_hit_shows_its_title_and_page_and_no_file_facts(page, served: ServedIndex) -> None:  # noqa: ANN001
-    from searchengine.indexer.store import Document
+    from searchengine.indexer.tables.store import Document
 
     page_document = Document(
         "The oven must be hot before the bread goes in.",
@@ -102,7 +102,7 @@ def test_a_file_hit_shows_its_title_and_page_and_no_file_facts(page, served: Ser
 
 
 def test_a_chip_filters_on_its_field_and_value_whatever_they_hold(page, served: ServedIndex) -> None:  # noqa: ANN001
-    from searchengine.indexer.store import Document
+    from searchengine.indexer.tables.store import Document
 
     odd = {"zip": "2004", "my field": "x", "note": "cats or dogs", "said": 'a "quote"', "empty": ""}
     served.writer.submit(lambda engine: engine.add([Document("the violin case is open", metadata=odd)])).result()

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import TypeVar
 
 import pytest
-from searchengine.indexer import store_connection, wal_upkeep
-from searchengine.indexer.store import Document
+from searchengine.indexer.tables import store_connection, wal_upkeep
+from searchengine.indexer.tables.store import Document
 
 from searchengine.encoding.encoder import Encoder
 from searchengine.engine.search_engine import SearchEngine

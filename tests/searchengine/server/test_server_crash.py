@@ -11,8 +11,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from searchengine.indexer.crash_points import CRASH_ENV
-from searchengine.indexer.index_directory import IndexDirectory
+from searchengine.indexer.commit.crash_points import CRASH_ENV
+from searchengine.indexer.commit.index_directory import IndexDirectory
 
 from searchengine.encoding.encoder import Encoder
 from searchengine.engine.search_engine import SearchEngine

@@ -1,0 +1,110 @@
+"""Filters over the document store: which documents (and which of their passages' vectors) meet conditions on
+their columns and metadata, as parameterised SQL (indexer/query/filter_sql.py), and which fields there are to filter on."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+
+import numpy as np
+import sqlite_utils
+from searchengine.indexer.errors import UnknownFieldError
+from searchengine.indexer.query.filter_sql import COLUMN_TYPES, JSON_KINDS, Filter, json_path, where_clause
+from searchengine.indexer.query.number_columns import NumberColumns
+from searchengine.indexer.tables.passages import PassageTable
+
+DOCUMENTS = "documents"
+PASSAGES = "passages"
+COLUMN_FIELDS = tuple(COLUMN_TYPES)
+"""Filterable fields that are columns; any other field name is looked up in the metadata JSON."""
+CACHE_SIZE = 64
+"""Filters whose matching ids a read-only store keeps per read snapshot."""
+
+
+class DocumentFilters:
+    """Filtered lookups of one store. `cached`: keep, until `new_snapshot`, the ids each filter matched and the
+    kinds of value each metadata field holds (a read-only store, whose snapshot changes only then)."""
+
+    def __init__(
+        self,
+        db: sqlite_utils.Database,
+        guard: Callable[[], AbstractContextManager[None]],
+        passages: PassageTable,
+        cached: bool,
+    ) -> None:
+        self.db = db
+        self._guard = guard
+        self._passages = passages
+        self._cached = cached
+        self._matches: dict[str, np.ndarray] | None = None
+        """Ids matching each filter asked for, kept for the read snapshot (as Lucene's query cache keeps a filter's
+        documents per segment): a filter repeated from query to query reads SQLite once."""
+        self._kinds: dict[str, set[str]] | None = None
+        self._columns: NumberColumns | None = None
+        """Numeric fields as columns of the read snapshot: a new filter on numbers is answered without SQL."""
+        self.new_snapshot()
+
+    def new_snapshot(self) -> None:
+        """Forget what was cached in the previous read snapshot."""
+        self._matches = {} if self._cached else None
+        self._kinds = {} if self._cached else None
+        self._columns = NumberColumns(DOCUMENTS, self._fetch, self._field_kinds) if self._cached else None
+
+    def _fetch(self, sql: str, parameters: list[object]) -> list[tuple]:
+        with self._guard():
+            return self.db.execute(sql, parameters).fetchall()
+
+    def matching_ids(self, filters: Sequence[Filter]) -> np.ndarray:
+        """Ids of the documents meeting every filter (a Condition, or AnyOf conditions of which one must hold)."""
+        key = repr(tuple(filters))  # not the filters: True == 1 and 2.0**70 == 2**70, which SQL may tell apart
+        if self._matches is not None and key in self._matches:
+            return self._matches[key]
+        ids = None if self._columns is None else self._columns.matching(filters)
+        if ids is None:
+            with self._guard():
+                where, parameters = where_clause(filters, self._field_kinds)
+                rows = self.db.execute(f"SELECT id FROM {DOCUMENTS} WHERE {where} ORDER BY id", parameters).fetchall()
+            ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
+            ids.setflags(write=False)  # shared by the queries that repeat the filter
+        if self._matches is not None:
+            if len(self._matches) >= CACHE_SIZE:
+                self._matches.pop(next(iter(self._matches)))
+            self._matches[key] = ids
+        return ids
+
+    def passage_ids_matching(self, filters: Sequence[Filter]) -> np.ndarray:
+        """Vector ids of the further passages (all but the first) of the documents meeting every filter: with
+        `matching_ids`, every vector a filtered search may return."""
+        with self._guard():
+            if not self._passages.any():  # no document is split: nothing to look up
+                return np.zeros(0, dtype=np.int64)
+            where, parameters = where_clause(filters, self._field_kinds)
+            rows = self.db.execute(
+                f"SELECT id FROM {PASSAGES} WHERE id != document AND document IN "
+                f"(SELECT id FROM {DOCUMENTS} WHERE {where}) ORDER BY id",
+                parameters,
+            ).fetchall()
+        return np.array([row[0] for row in rows], dtype=np.int64)
+
+    def fields(self, limit: int = 50) -> list[str]:
+        """Filterable field names: the columns, then metadata keys found in the documents."""
+        keys = self.db.execute(
+            f"SELECT DISTINCT key FROM {DOCUMENTS}, json_each({DOCUMENTS}.metadata) ORDER BY key LIMIT ?", [limit]
+        ).fetchall()
+        return [*COLUMN_FIELDS, *(key for (key,) in keys)]
+
+    def _field_kinds(self, key: str) -> set[str]:
+        """The kinds of value ('number', 'text', 'list', ...) that metadata key `key` holds across documents; a key
+        no document has raises UnknownFieldError naming the fields there are."""
+        if self._kinds is not None and key in self._kinds:
+            return self._kinds[key]
+        rows = self.db.execute(
+            f"SELECT DISTINCT json_type(metadata, ?) FROM {DOCUMENTS} WHERE json_type(metadata, ?) IS NOT NULL",
+            [json_path(key)] * 2,
+        ).fetchall()
+        if not rows:
+            raise UnknownFieldError(f"no document has a field {key!r}; fields: {', '.join(self.fields())}")
+        kinds = {JSON_KINDS[kind] for (kind,) in rows}
+        if self._kinds is not None:
+            self._kinds[key] = kinds
+        return kinds

@@ -1,0 +1,154 @@
+"""The documents table of the document store: one row per document, with its own id, external id, origin,
+metadata and the hash of its text. Identical texts are separate documents; the hash only finds repeats (to count
+them and to encode a text once), it never merges them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+import numpy as np
+import sqlite_utils
+from searchengine.indexer.errors import UnknownDocumentError
+from searchengine.indexer.tables.counters import read_counter
+from searchengine.indexer.tables.documents import StoredDocument
+from searchengine.indexer.tables.keyword_table import enable_keyword_index
+from searchengine.indexer.tables.sql_chunks import in_chunks
+from searchengine.indexer.tables.store_table import StoreTable
+from searchengine.indexer.tables.stored_metadata import readable_metadata
+
+TABLE = "documents"
+
+
+def create_documents_table(db: sqlite_utils.Database, name: str = TABLE) -> None:
+    """The documents table and its keyword index: external ids unique, hashes indexed to find repeats."""
+    db[name].create(
+        {"id": int, "external_id": str, "text": str, "source": str, "line": int, "metadata": str, "hash": str},
+        pk="id",
+    )
+    db[name].create_index(["external_id"], unique=True, index_name=f"{name}_external_id")
+    db[name].create_index(["hash"], index_name=f"{name}_hash")
+    enable_keyword_index(db, name)
+
+
+class DocumentTable(StoreTable):
+    """Document rows of one store. `cached`: count the documents once per read snapshot (`new_snapshot`), for a
+    read-only store."""
+
+    name = TABLE
+
+    def __init__(
+        self, db: sqlite_utils.Database, guard: Callable[[], AbstractContextManager[None]], cached: bool
+    ) -> None:
+        super().__init__(db, guard)
+        self._cached = cached
+        self._count: int | None = None
+
+    def new_snapshot(self) -> None:
+        self._count = None
+
+    def count(self) -> int:
+        """Number of documents stored: the kept counter (indexer/tables/counters.py), or count(*) in a store written
+        before it, read once per read snapshot by a read-only store."""
+        if self._count is not None:
+            return self._count
+        with self._guard():
+            count = read_counter(self.db, "documents")
+            if count is None:
+                count = int(self.db.execute(f"SELECT count(*) FROM {TABLE}").fetchone()[0])
+        if self._cached:
+            self._count = count
+        return count
+
+    def largest_id(self, table: str = TABLE) -> int:
+        """The largest id in the documents table (or in `table`, an older one being upgraded), -1 when empty."""
+        return int(self.db.execute(f"SELECT coalesce(max(id), -1) FROM {table}").fetchone()[0])
+
+    def get(self, ids: Sequence[int]) -> dict[int, StoredDocument]:
+        """The stored documents for `ids` (unknown ids are left out), each with how many documents share its text."""
+        sql = f"SELECT id, text, source, line, metadata, hash, external_id FROM {TABLE} WHERE id IN"
+        with self._guard():
+            rows = in_chunks(self.db, sql, sorted(set(int(i) for i in ids)))
+            sharing = dict(
+                in_chunks(
+                    self.db,
+                    f"SELECT hash, count(*) FROM {TABLE} WHERE hash IN",
+                    sorted({row[5] for row in rows}),
+                    "GROUP BY hash",
+                )
+            )
+        return {
+            row_id: StoredDocument(
+                row_id, text, source, line, readable_metadata(metadata), sharing.get(digest, 1), external_id
+            )
+            for row_id, text, source, line, metadata, digest, external_id in rows
+        }
+
+    def ids(self) -> np.ndarray:
+        """Every stored document's id, in order."""
+        with self._guard():
+            rows = self.db.execute(f"SELECT id FROM {TABLE} ORDER BY id").fetchall()
+        return np.array([row[0] for row in rows], dtype=np.int64)
+
+    def present(self, ids: Sequence[int]) -> set[int]:
+        """Which of `ids` are stored documents."""
+        with self._guard():
+            return {row[0] for row in in_chunks(self.db, f"SELECT id FROM {TABLE} WHERE id IN", ids)}
+
+    def repeats(self) -> int:
+        """Documents whose text an earlier stored document already has."""
+        with self._guard():
+            return int(self.db.execute(f"SELECT count(*) - count(DISTINCT hash) FROM {TABLE}").fetchone()[0])
+
+    def known_hashes(self, hashes: Sequence[str]) -> set[str]:
+        """Which of the text hashes `hashes` some stored document has."""
+        sql = f"SELECT DISTINCT hash FROM {TABLE} WHERE hash IN"
+        return {row[0] for row in in_chunks(self.db, sql, sorted(set(hashes)))}
+
+    def external_ids(self) -> list[str]:
+        """Every stored external id (documents added without one are left out), in id order."""
+        with self._guard():
+            rows = self.db.execute(f"SELECT external_id FROM {TABLE} WHERE external_id IS NOT NULL ORDER BY id")
+            return [row[0] for row in rows]
+
+    def by_external_id(self, external_ids: set[str]) -> dict[str, tuple[int, str]]:
+        """External id -> (id, text hash) of the stored documents that `external_ids` name."""
+        sql = f"SELECT external_id, id, hash FROM {TABLE} WHERE external_id IN"
+        return {name: (row_id, digest) for name, row_id, digest in in_chunks(self.db, sql, sorted(external_ids))}
+
+    def ids_for_external(self, external_ids: Sequence[str]) -> list[int]:
+        """The documents that external ids name (one each); an unknown one raises UnknownDocumentError."""
+        with self._guard():
+            found = self.by_external_id(set(external_ids))
+        missing = [e for e in external_ids if e not in found]
+        if missing:
+            raise UnknownDocumentError(f"no document with external id {', '.join(missing[:10])}; nothing was deleted")
+        return sorted({found[e][0] for e in external_ids})
+
+    def metadata_of_external_ids(self, fields: Sequence[str]) -> dict[str, list[Any]]:
+        """For every document that has an external id and the first of `fields` in its metadata, the values of
+        `fields` (None where missing), by external id: what `sync` compares files with, read without loading texts."""
+        columns = ", ".join("json_extract(metadata, ?)" for _ in fields)
+        paths = [f'$."{name}"' for name in fields]
+        with self._guard():
+            rows = self.db.execute(
+                f"SELECT external_id, {columns} FROM {TABLE} WHERE external_id IS NOT NULL "
+                "AND json_extract(metadata, ?) IS NOT NULL",
+                [*paths, paths[0]],
+            ).fetchall()
+        return {row[0]: list(row[1:]) for row in rows}
+
+    def insert(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Store new rows (id, external_id, text, source, line, metadata, hash), inside the caller's transaction."""
+        self.db[TABLE].insert_all(rows, batch_size=1000)
+
+    def update_origins(self, updates: Sequence[tuple[str | None, int | None, str, str]]) -> None:
+        """Give documents new (source, line, metadata), by external id (the last of each tuple)."""
+        self.db.conn.executemany(
+            f"UPDATE {TABLE} SET source = ?, line = ?, metadata = ? WHERE external_id = ?", updates
+        )
+
+    def delete(self, ids: Sequence[int]) -> None:
+        """Delete the rows `ids`, inside the caller's transaction (their passages are the store's to delete)."""
+        in_chunks(self.db, f"DELETE FROM {TABLE} WHERE id IN", ids)

@@ -1,0 +1,110 @@
+"""The keyword index of the document store: an SQLite FTS5 table over the documents' text (Porter stemming) that
+triggers keep in step with every insert, update and delete, so it is always the documents as stored and is
+committed with them. Stores written before it gain it when they are next opened for writing."""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+
+import numpy as np
+import sqlite_utils
+from searchengine.indexer.errors import MissingKeywordIndexError
+from searchengine.indexer.query.keyword_query import bm25_bound, match_expression
+from searchengine.indexer.tables.sql_chunks import in_chunks
+from searchengine.indexer.tables.store_table import StoreTable
+
+DOCUMENTS = "documents"
+TABLE = f"{DOCUMENTS}_fts"
+"""The keyword index: FTS5 over the documents' text, its content read from the documents table itself."""
+TOKENIZER = "porter"
+"""Porter stemming over FTS5's unicode61 tokenizer (case and diacritics folded)."""
+
+
+def enable_keyword_index(db: sqlite_utils.Database, documents: str = DOCUMENTS) -> None:
+    """The keyword index of table `documents`: FTS5 over its text, filled from its rows and kept in step by
+    triggers."""
+    db[documents].enable_fts(["text"], fts_version="FTS5", tokenize=TOKENIZER, create_triggers=True)
+
+
+class KeywordTable(StoreTable):
+    """BM25 search over one store's documents. `count` gives the number of documents (BM25's statistics);
+    `cached` keeps how many documents hold each word stem looked up, for a store whose snapshot only
+    `new_snapshot` changes."""
+
+    name = TABLE
+
+    def __init__(
+        self,
+        db: sqlite_utils.Database,
+        guard: Callable[[], AbstractContextManager[None]],
+        path: Path,
+        count: Callable[[], int],
+        cached: bool,
+    ) -> None:
+        super().__init__(db, guard)
+        self.path = path
+        self._count = count
+        self._cached = cached
+        self._stem_counts: dict[str, int] | None = {} if cached else None
+        """How many documents hold each word stem a keyword search looked up: kept by a read-only store, whose
+        snapshot changes only at `new_snapshot`, so a word common to many queries is counted once."""
+
+    def new_snapshot(self) -> None:
+        """Forget what was counted in the previous read snapshot."""
+        self._stem_counts = {} if self._cached else None
+
+    def search(self, text: str, k: int, allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
+        """The k documents that best match the words of `text` by BM25, as (id, BM25 score) best first, among
+        `allowed` ids (all when None). A document matches when it holds any of the words; none match a text without
+        words. The score is FTS5's bm25() with its sign turned, so higher is better (k1 1.2, b 0.75); words most
+        documents hold are left out (searchengine.indexer.query.keyword_query).
+
+        Filters come as `allowed` ids (DocumentFilters.matching_ids), applied here rather than by a join with the
+        documents table, which made a search several times slower when tried; so did a full ORDER BY on bm25(), so
+        the best k are picked here whenever every match's score is read anyway."""
+        self._require()
+        with self._guard():
+            expression = self._match_expression(text)
+            if expression is None:
+                return []
+            select = f"SELECT rowid, -bm25({TABLE}) FROM {TABLE} WHERE {TABLE} MATCH ?"
+            if allowed is None:
+                rows = self.db.execute(f"{select} ORDER BY bm25({TABLE}), rowid LIMIT ?", [expression, k])
+                return [(int(row_id), float(score)) for row_id, score in rows]
+            scores = {int(row_id): float(score) for row_id, score in self.db.execute(select, [expression])}
+        candidates = ((i, scores[i]) for i in set(allowed.tolist()) & scores.keys())
+        return heapq.nsmallest(k, candidates, key=lambda item: (-item[1], item[0]))
+
+    def scores(self, text: str, ids: Sequence[int]) -> dict[int, float]:
+        """The BM25 score of each of `ids` for the words of `text`, as `search` scores it (0.0 for a document
+        holding none of them). Only those rows are scored: BM25's statistics are the whole index's, so a score
+        does not depend on which other documents are asked for."""
+        self._require()
+        scores = dict.fromkeys((int(i) for i in ids), 0.0)
+        with self._guard():
+            expression = self._match_expression(text)
+            if expression is None or not scores:
+                return scores
+            select = f"SELECT rowid, -bm25({TABLE}) FROM {TABLE} WHERE {TABLE} MATCH ? AND rowid IN"
+            rows = in_chunks(self.db, select, list(scores), first=[expression])
+        scores.update((int(row_id), float(score)) for row_id, score in rows)
+        return scores
+
+    def bound(self, text: str) -> float:
+        """The most BM25 score `search` can give any document for `text` (0.0 for a text without words), from the
+        query's words and how many documents hold each (searchengine.indexer.query.keyword_query.bm25_bound)."""
+        self._require()
+        with self._guard():
+            return bm25_bound(self.db.conn, text, TABLE, TOKENIZER, self._count(), self._stem_counts)
+
+    def _match_expression(self, text: str) -> str | None:
+        return match_expression(self.db.conn, text, TABLE, TOKENIZER, self._count(), self._stem_counts)
+
+    def _require(self) -> None:
+        if not self.exists():
+            raise MissingKeywordIndexError(
+                f"document store {self.path} has no keyword index (it was written before keyword search)"
+            )

@@ -1,0 +1,150 @@
+"""The store's record of which segments make up the index, and the state each commit stamps.
+
+The `segments` table names every live segment file with its FAISS type, vector count, size and checksum; the
+`index_state` table holds the commit number (one more per commit: how a reader sees that something changed), the
+time of the last write, the library versions that last wrote, and the next free id. Both change only inside a
+write's transaction, which is the commit point: a segment is live exactly when a committed transaction names it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Sequence
+
+import sqlite_utils
+from searchengine.indexer.errors import IndexerError
+from searchengine.indexer.tables.store_table import StoreTable
+from searchengine.indexer.vectors.segments import SegmentRecord
+
+SEGMENT_NAME = re.compile(r"segment\.\d+\.faiss")
+CHECKSUM = re.compile(r"sha256:[0-9a-f]{64}")
+
+TABLE = "segments"
+STATE_TABLE = "index_state"
+
+
+class SegmentTable(StoreTable):
+    """Segment rows and the commit state of one store, read and written through its connection; `guard` turns
+    SQLite errors into the store's one-line errors."""
+
+    name = TABLE
+
+    def records(self) -> list[SegmentRecord]:
+        """The live segments, oldest first; a row that cannot be one is one IndexerError naming it."""
+        with self._guard():
+            rows = self.db.execute(
+                f"SELECT name, factory, vectors, size, checksum, first_id, last_id FROM {TABLE} ORDER BY position"
+            ).fetchall()
+        return [self._record(row) for row in rows]
+
+    def _record(self, row: tuple) -> SegmentRecord:
+        name, factory, vectors, size, checksum, first_id, last_id = row
+        problem = None
+        if not isinstance(name, str) or not SEGMENT_NAME.fullmatch(name):
+            problem = f"names {name!r}, not a segment file of the index directory (segment.<number>.faiss)"
+        elif not isinstance(factory, str) or not factory:
+            problem = f"has FAISS type {factory!r}"
+        elif not all(isinstance(value, int) and value >= 0 for value in (vectors, size, first_id)):
+            problem = f"has vectors {vectors!r}, size {size!r}, first id {first_id!r} (whole numbers, 0 or more)"
+        elif not isinstance(last_id, int) or last_id < first_id - 1:
+            problem = f"has id range {first_id!r}..{last_id!r}"
+        elif not isinstance(checksum, str) or not CHECKSUM.fullmatch(checksum):
+            problem = f"has checksum {checksum!r}"
+        if problem:
+            raise IndexerError(f"the store's segment row {problem}: the store is corrupt; rebuild the index")
+        return SegmentRecord(name, factory, vectors, size, checksum, first_id, last_id)
+
+    def add(self, records: Sequence[SegmentRecord]) -> None:
+        """Name new segments (after those there are)."""
+        with self._guard():
+            position = int(self.db.execute(f"SELECT coalesce(max(position), -1) FROM {TABLE}").fetchone()[0]) + 1
+            self.db.conn.executemany(
+                f"INSERT INTO {TABLE} (name, factory, vectors, size, checksum, first_id, last_id, position) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [_row(record, position + offset) for offset, record in enumerate(records)],
+            )
+
+    def replace(self, old: Sequence[str], new: SegmentRecord) -> None:
+        """Name `new` in place of the segments `old` (a merge): it takes the position of the first of them."""
+        with self._guard():
+            marks = ",".join("?" * len(old))
+            position = self.db.execute(f"SELECT min(position) FROM {TABLE} WHERE name IN ({marks})", list(old))
+            first = position.fetchone()[0]
+            self.db.execute(f"DELETE FROM {TABLE} WHERE name IN ({marks})", list(old))
+            self.db.execute(
+                f"INSERT INTO {TABLE} (name, factory, vectors, size, checksum, first_id, last_id, position) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                _row(new, first),
+            )
+
+    def remove(self, names: Sequence[str]) -> None:
+        """Stop naming the segments `names` (a merge that found every vector of them deleted)."""
+        with self._guard():
+            self.db.execute(f"DELETE FROM {TABLE} WHERE name IN ({','.join('?' * len(names))})", list(names))
+
+    def clear(self) -> None:
+        with self._guard():
+            self.db.execute(f"DELETE FROM {TABLE}")
+
+    def state(self) -> dict[str, str]:
+        """The commit state: 'commit', 'updated_at', 'versions' (JSON) and 'next_id', as far as written; checked,
+        so a damaged value is one IndexerError."""
+        with self._guard():
+            state = dict(self.db.execute(f"SELECT key, value FROM {STATE_TABLE}").fetchall())
+        for key in ("commit", "next_id"):
+            if key in state and not (isinstance(state[key], str) and state[key].isdigit()):
+                raise IndexerError(
+                    f"the store's {key} is {state[key]!r}, not a whole number: the store is corrupt; rebuild the index"
+                )
+        if "versions" in state:
+            try:
+                versions = json.loads(state["versions"])
+            except (TypeError, ValueError):
+                versions = None
+            if not isinstance(versions, dict) or not all(isinstance(v, str) for v in versions.values()):
+                raise IndexerError("the store's recorded versions are not a JSON object: the store is corrupt")
+        return state
+
+    def commit_number(self) -> int:
+        return int(self.state().get("commit", "0"))
+
+    def stamp(self, versions: dict[str, str] | None, next_id: int) -> None:
+        """Mark this transaction a new commit: the number one higher, the time now, the versions (when something
+        was encoded) and the next free id (never lower than before: an id is never given twice)."""
+        state = self.state()
+        values = {
+            "commit": str(int(state.get("commit", "0")) + 1),
+            "updated_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "next_id": str(max(next_id, int(state.get("next_id", "0")))),
+        }
+        if versions is not None:
+            values["versions"] = json.dumps({**json.loads(state.get("versions", "{}")), **versions})
+        with self._guard():
+            self.db.conn.executemany(
+                f"INSERT OR REPLACE INTO {STATE_TABLE} (key, value) VALUES (?, ?)", list(values.items())
+            )
+
+
+def _row(record: SegmentRecord, position: int) -> tuple:
+    return (
+        record.name,
+        record.factory,
+        record.vectors,
+        record.size,
+        record.checksum,
+        record.first_id,
+        record.last_id,
+        position,
+    )
+
+
+def create_tables(db: sqlite_utils.Database) -> None:
+    """The segments and state tables (migration 1 of indexer/upgrades/migrations.py)."""
+    db.execute(
+        f"CREATE TABLE IF NOT EXISTS {TABLE} (name TEXT PRIMARY KEY, factory TEXT NOT NULL, vectors INTEGER NOT NULL, "
+        "size INTEGER NOT NULL, checksum TEXT NOT NULL, first_id INTEGER NOT NULL, last_id INTEGER NOT NULL, "
+        "position INTEGER NOT NULL)"
+    )
+    db.execute(f"CREATE TABLE IF NOT EXISTS {STATE_TABLE} (key TEXT PRIMARY KEY, value TEXT NOT NULL)")

@@ -1,0 +1,94 @@
+"""The store's SQLite connection: how it is opened (WAL for a writer, read-only or immutable for a reader), and
+how its errors become one-line IndexerErrors that say whether the file is damaged, full, or not permitted."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from searchengine.indexer.errors import IndexerError, StorageFullError, StoragePermissionError
+
+BUSY_TIMEOUT_MS = 10_000
+"""How long a statement waits for another connection's lock (a writer's commit, a checkpoint) before failing."""
+
+WAL_KEEP_BYTES = 8 * 1024 * 1024
+"""How much of the write-ahead log file a writer keeps when SQLite starts the log again (its journal_size_limit);
+indexer/tables/wal_upkeep.py says when that happens."""
+
+SQLITE_LIMITS = ("too complex", "too large", "too many", "too big")
+"""Words of SQLite's errors for a statement past its limits (a LIKE pattern too complex, an expression tree too
+large, too many SQL variables, a string or blob too big): the request's fault, not a damaged store."""
+
+
+def opens_immutable(path: Path) -> bool:
+    """Whether a read-only connection to the store at `path` is opened immutable: where this user cannot write the
+    directory and WAL's shared-memory file is missing, SQLite can read the file no other way. An immutable connection
+    never sees another process's writes (the directory's owner may still write there): CommitProbe reopens it when
+    the files change."""
+    return not os.access(Path(path).parent, os.W_OK) and not Path(f"{path}-shm").exists()
+
+
+def connect(path: Path, writable: bool) -> sqlite3.Connection:
+    """A connection to the store at `path`. A writable one puts the file in WAL mode (kept in the file), so
+    readers never wait for a write in progress. A read-only one is immutable where `opens_immutable` says so."""
+    if writable:
+        connection = sqlite3.connect(str(path))
+        connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        connection.execute("PRAGMA journal_mode = WAL")
+        connection.execute(f"PRAGMA journal_size_limit = {WAL_KEEP_BYTES}")
+        return connection
+    uri = Path(path).resolve().as_uri()
+    immutable = opens_immutable(path)
+    wal = Path(f"{path}-wal")
+    if immutable and wal.exists() and wal.stat().st_size > 0:
+        raise IndexerError(
+            f"the index's latest writes are in {wal}, which SQLite cannot read in a directory this user may not "
+            "write without its -shm file: open the index once as a user who can write the directory (or copy it "
+            "with its -shm file)"
+        )
+    connection = sqlite3.connect(f"{uri}?mode=ro{'&immutable=1' if immutable else ''}", uri=True)
+    connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    return connection
+
+
+class StoreGuard:
+    """`with guard():` around SQLite calls on the store at `path` turns their errors into one-line IndexerErrors;
+    every table of the store is handed the same guard."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def corrupt(self, exc: Exception) -> IndexerError:
+        """The one-line error for a failed SQLite call: a full disk or a permission problem is not corruption."""
+        text = str(exc)
+        if "disk is full" in text:
+            return StorageFullError(
+                f"no space left on device writing {self.path}: free some space and run the command again; the "
+                "index is as it was before"
+            )
+        if "readonly" in text or "unable to open" in text:
+            return StoragePermissionError(
+                f"cannot open or write {self.path} ({text}): check the permissions of the file and its directory"
+            )
+        if any(limit in text for limit in SQLITE_LIMITS):
+            return IndexerError(f"the request is more than SQLite evaluates at once ({text}); use simpler filters")
+        return IndexerError(f"document store {self.path} is corrupt or unreadable ({exc}); rebuild the index")
+
+    @contextmanager
+    def __call__(self) -> Iterator[None]:
+        try:
+            yield
+        except sqlite3.ProgrammingError as exc:  # a misuse of the connection, not a damaged file
+            if "thread" in str(exc):
+                raise IndexerError(
+                    f"document store {self.path} was opened in another thread, and its SQLite connection stays there; "
+                    "open one SearchEngine per thread (they may share an Encoder)"
+                ) from None
+            if "closed" in str(exc):
+                raise IndexerError(f"document store {self.path} is closed; open the index again") from None
+            raise self.corrupt(exc) from None
+        except sqlite3.DatabaseError as exc:
+            raise self.corrupt(exc) from None

@@ -1,0 +1,73 @@
+"""The one upgrade chain: every shape an older searchengine wrote on disk is brought to the current one by these
+steps, in order, each applied once.
+
+    step  brings                                   module               an index needs it when
+    1     one row per document                     legacy_store.py      its documents count repeats (`count`)
+    2     tombstones, passages, keyword index      base_tables.py       it lacks one of those tables
+    3     vectors in segments the store names      format_one.py,       its manifest is format 1 (vector files
+          (format 2)                               migrations.py: 1     named in it, one per shard with --shards)
+    4     document and passage counters            migrations.py: 2     the store has not recorded migration 2
+    5     build settings                           migrations.py: 3     the store has not recorded migration 3
+
+When: at the first write, under the writer lock. Opening an index to read never changes a file (a reader may be
+on read-only media, or a user who may not write the index): a reader reads every older shape as it is, format-1
+vector files as segments (format_one.py) and an older documents table through a view (legacy_store.py), so what
+readers and writers hold is one format. The first write then converts a format-1 index whole, once (steps 1 to
+5, by one rewrite into a new generation: a kill leaves the old index), and opening a store for writing applies
+whatever of steps 2 to 5 it still lacks, in one transaction. Steps 1 and 2 predate any record: the store's shape
+says whether they are needed. Steps 3 to 5 are recorded in the store's `schema_migrations`, under the numbers
+they were first given there (1 to 3). A later step is a module here, appended to this list and to `migrate` or
+`upgrade_index`.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+import sqlite_utils
+from searchengine.indexer.upgrades.base_tables import create_base_tables, create_keyword_index
+from searchengine.indexer.upgrades.legacy_store import is_legacy, open_legacy_view
+from searchengine.indexer.upgrades.migrations import migrate
+
+if TYPE_CHECKING:
+    from searchengine.indexer.commit.index_directory import IndexDirectory
+
+
+def open_store(db: sqlite_utils.Database, writable: bool) -> bool:
+    """Make an opened store readable in the current shape, and, opened for writing, apply the steps 2 to 5 it
+    lacks (step 1 needs the vectors: `upgrade_index`). Returns whether the store still waits for step 1 (read
+    through a view until then)."""
+    if writable:
+        create_base_tables(db)
+    if is_legacy(db):
+        open_legacy_view(db)
+        return True
+    if writable:
+        upgrade_schema(db)
+    return False
+
+
+def upgrade_schema(db: sqlite_utils.Database) -> None:
+    """Steps 2 to 5 on a store with one row per document: the keyword index where missing, then the numbered
+    migrations it has not had."""
+    create_keyword_index(db)
+    migrate(db)
+
+
+def upgrade_index(directory: IndexDirectory) -> tuple[bool, int]:
+    """Bring a format-1 index to the current format by one whole rewrite (steps 1 to 5: its store to one row per
+    document, its vectors to segments), saying so on stderr; called by every write before it starts. Returns
+    (whether it did, documents an older store's rows were split into)."""
+    if directory.read_settings().segmented:
+        return False, 0
+    from searchengine.indexer.commit.rewrite import rewriting
+
+    print(
+        f"Converting index {directory.path} to the segmented format (once: later writes change only what they "
+        "write); this rewrites it whole one last time.",
+        file=sys.stderr,
+    )
+    with rewriting(directory) as rewrite:
+        upgraded = rewrite.upgraded
+    return True, upgraded

@@ -1,0 +1,240 @@
+"""Vector segments: immutable FAISS files, each holding the vectors of some ids, searched together as one index.
+
+A write adds its new vectors as a new segment (Lucene's segments, LanceDB's fragments) and never rewrites the
+segments already there; a deleted vector stays in its segment, tombstoned in the store, until a merge
+(indexer/commit/merge_policy.py) copies the live vectors of several segments into one. A segment file is written and
+fsynced before the store transaction that names it commits (indexer/tables/segment_table.py), so every committed state
+names complete files only.
+
+Small segments are exact (Flat); a merged segment larger than SMALL_SEGMENT_LIMIT takes the index's own type
+(the `--index` it was built with, or HNSW32 chosen for a large corpus). Searching asks every segment for its own k
+best, restricted to its part of the filter and of the tombstones, in parallel threads (FAISS releases the GIL),
+and merges them into the k best by score, ties by id: for exact segments that is the exact top k.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import faiss
+import numpy as np
+from searchengine.indexer.commit.crash_points import crash_point
+from searchengine.indexer.commit.durable_files import file_checksum, fsync_path
+from searchengine.indexer.errors import IndexerError, StorageFullError, storage_error_kind
+from searchengine.indexer.vectors.shards import merge_found, pool
+from searchengine.indexer.vectors.vector_index import VectorIndex, collect_matrix, training_shortfall
+
+SMALL_SEGMENT_LIMIT = 50_000
+"""Segments up to this many vectors are exact (Flat): one search of 50,000 384-dim vectors costs about as much as
+HNSW's on a million, and a small segment is built in milliseconds."""
+PREFIX = "segment"
+SUFFIX = "faiss"
+
+
+@dataclass(frozen=True)
+class SegmentRecord:
+    """A segment as the store names it: its file, FAISS type, vector count, and the file's size and checksum."""
+
+    name: str
+    factory: str
+    vectors: int
+    size: int
+    checksum: str
+    first_id: int = 0
+    last_id: int = -1
+    """The smallest and largest id it holds (what the merge policy counts its tombstones by)."""
+
+
+@dataclass
+class Segment:
+    """A loaded segment: its FAISS index and its ids, sorted (to route ids to it without asking FAISS)."""
+
+    record: SegmentRecord
+    index: VectorIndex
+    ids: np.ndarray
+
+
+def segment_factory(index_type: str, count: int) -> str:
+    """The FAISS type of a segment of `count` vectors in an index of `index_type`: exact while small, the
+    index's own type once large (and trainable on `count` vectors)."""
+    if count <= SMALL_SEGMENT_LIMIT or training_shortfall(index_type, count) is not None:
+        return "Flat"
+    return index_type
+
+
+_last_number = 0
+
+
+def new_segment_name() -> str:
+    """A file name no other segment has: the time in nanoseconds, rising within a process (writers of one index
+    are serialised by its lock)."""
+    global _last_number  # noqa: PLW0603 (one counter per process)
+    _last_number = max(time.time_ns(), _last_number + 1)
+    return segment_name(_last_number)
+
+
+def reserve_segment_numbers(count: int) -> int:
+    """The first of `count` consecutive segment numbers no other segment of this process has or will get: what a
+    build hands to writers in other processes (Ray workers), which name their segments `segment_name(first + i)`
+    themselves. Above every name made here before, and every later `new_segment_name` is above them all."""
+    global _last_number  # noqa: PLW0603 (one counter per process)
+    first = max(time.time_ns(), _last_number + 1)
+    _last_number = first + max(count, 1) - 1
+    return first
+
+
+def segment_name(number: int) -> str:
+    """The file name of segment `number`."""
+    return f"{PREFIX}.{number}.{SUFFIX}"
+
+
+def write_segment(
+    directory: Path, index: VectorIndex, name: str | None = None, mode_of: Path | None = None
+) -> SegmentRecord:
+    """Write `index` as a new segment file in `directory`, fsynced (file and directory), and return its record;
+    with the permissions of `mode_of` (the store) when given, so an index shared by a group stays readable to it.
+    The file counts only once a store transaction names it; until then it is an orphan that clean-up removes."""
+    name = name or new_segment_name()
+    path = directory / name
+    try:
+        index.save(path)
+    except (RuntimeError, OSError) as exc:
+        path.unlink(missing_ok=True)
+        kind = storage_error_kind(exc)
+        raise kind(
+            f"no space left on device writing segment file {path}: free some space and run the command again; the "
+            "index is as it was before"
+            if kind is StorageFullError
+            else f"cannot write segment file {path} ({str(exc).strip().splitlines()[-1]}); the index is as it was before"
+        ) from None
+    crash_point("segment-written")
+    if mode_of is not None:
+        shutil.copymode(mode_of, path)
+    fsync_path(path)
+    fsync_path(directory)
+    ids = index.ids()
+    first, last = (int(ids.min()), int(ids.max())) if len(ids) else (0, -1)
+    return SegmentRecord(name, index.factory, index.count, path.stat().st_size, file_checksum(path), first, last)
+
+
+def load_segment_set(directory: Path, records: list[SegmentRecord], factory: str, dimension: int) -> SegmentSet:
+    """The segments `records` name, loaded, as one vector index of the index's `factory` and `dimension`."""
+    return SegmentSet([load_segment(directory, record, dimension) for record in records], factory, dimension)
+
+
+def load_segment(directory: Path, record: SegmentRecord, dimension: int) -> Segment:
+    """Read one segment file, checked to be of its recorded size and vector count and of the index's
+    `dimension`."""
+    path = directory / record.name
+    try:
+        size = path.stat().st_size
+    except OSError:
+        raise IndexerError(f"segment file {path} is missing; rebuild the index") from None
+    if size != record.size:
+        raise IndexerError(
+            f"segment file {path} has {size} bytes but the store says {record.size}: it is truncated or was changed; "
+            "rebuild the index"
+        )
+    index = VectorIndex.load(path, record.factory, mapped=True)  # immutable: its codes stay on disk until used
+    if index.count != record.vectors:
+        raise IndexerError(
+            f"segment file {path} holds {index.count} vectors but the store says {record.vectors}; rebuild the index"
+        )
+    if index.dimension != dimension:
+        raise IndexerError(
+            f"segment file {path} holds vectors of dimension {index.dimension}, the index's are {dimension}; "
+            "rebuild the index"
+        )
+    return Segment(record, index, np.sort(index.ids()))
+
+
+class SegmentSet:
+    """The segments of one committed state, used as one vector index (the methods the query path, clustering and
+    mining use of VectorIndex). Read-only: writes add segments (indexer/commit/live_write.py)."""
+
+    def __init__(self, segments: list[Segment], factory: str, dimension: int) -> None:
+        self.segments = segments
+        self.factory = factory
+        """The index's own type (what large segments use)."""
+        self._dimension = dimension
+
+    @property
+    def dimension(self) -> int:
+        return self._dimension
+
+    @property
+    def count(self) -> int:
+        return sum(segment.index.count for segment in self.segments)
+
+    @property
+    def needs_training(self) -> bool:
+        return False
+
+    def search(
+        self, queries: np.ndarray, k: int, allowed: np.ndarray | None = None, excluded: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """VectorIndex.search over every segment at once, merged: the k best per query, ties by id."""
+        queries = np.ascontiguousarray(queries, dtype=np.float32)
+        threads = max(1, faiss.omp_get_max_threads() // max(1, len(self.segments)))
+
+        def search_segment(segment: Segment) -> tuple[np.ndarray, np.ndarray] | None:
+            own = None if allowed is None else members(allowed, segment.ids)
+            if own is not None and not len(own):
+                return None
+            gone = None if excluded is None else members(excluded, segment.ids)
+            if len(gone if gone is not None else ()) == segment.index.count:
+                return None
+            faiss.omp_set_num_threads(threads)
+            return segment.index.search(queries, k, own, gone if gone is not None and len(gone) else None)
+
+        if len(self.segments) == 1:
+            found = [search_segment(self.segments[0])]
+        else:
+            found = list(pool().map(search_segment, self.segments))
+        return merge_found(found, k, len(queries))
+
+    def reconstruct(self, ids: np.ndarray) -> np.ndarray:
+        ids = np.asarray(ids, dtype=np.int64)
+        out = np.empty((len(ids), self.dimension), dtype=np.float32)
+        found = np.zeros(len(ids), dtype=bool)
+        for segment in self.segments:
+            mask = contains(segment.ids, ids)
+            if mask.any():
+                out[mask] = segment.index.reconstruct(ids[mask])
+                found |= mask
+        if not found.all():
+            raise IndexerError(f"no vector with id {int(ids[~found][0])} in the index")
+        return out
+
+    def remove(self, ids: np.ndarray) -> bool:  # noqa: ARG002 (the Vectors interface)
+        """Segments are immutable: deleted vectors are tombstoned by the caller until a merge drops them."""
+        return False
+
+    def ids(self) -> np.ndarray:
+        """Every stored id, segment after segment."""
+        return np.concatenate([np.zeros(0, dtype=np.int64)] + [segment.ids for segment in self.segments])
+
+    def stored_vectors(self, batch_size: int = 65_536) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        for segment in self.segments:
+            yield from segment.index.stored_vectors(batch_size)
+
+    def stored_matrix(self) -> tuple[np.ndarray, np.ndarray]:
+        return collect_matrix(self.count, self.dimension, self.stored_vectors())
+
+
+def members(values: np.ndarray, sorted_ids: np.ndarray) -> np.ndarray:
+    """The elements of `values` that are in `sorted_ids`."""
+    values = np.asarray(values, dtype=np.int64)
+    return values[contains(sorted_ids, values)]
+
+
+def contains(sorted_ids: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """A mask over `values`: which are in `sorted_ids` (binary search, so a filter of many ids stays cheap)."""
+    if not len(sorted_ids):
+        return np.zeros(len(values), dtype=bool)
+    where = np.minimum(np.searchsorted(sorted_ids, values), len(sorted_ids) - 1)
+    return sorted_ids[where] == values

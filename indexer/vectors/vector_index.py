@@ -1,0 +1,332 @@
+"""The FAISS vector index: any factory string, inner product on normalised vectors, ids = store row ids."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import faiss
+import numpy as np
+from searchengine.indexer.errors import IndexerError
+from searchengine.indexer.vectors.exact_batches import scored_together
+
+EXACT_SEARCH_LIMIT = 200_000
+"""Up to this many vectors the default index is exact ("Flat"); beyond it, graph search ("HNSW32")."""
+
+HNSW_EF_SEARCH = 512
+"""Where HNSW32 reaches a recall@10 above 0.95 on 1M MiniLM vectors while one search still costs a fraction of
+encoding the query (each efSearch measured in docs/benchmarks.md#1000000-vectors)."""
+HNSW_EF_CONSTRUCTION = 80
+IVF_NPROBE_FRACTION = 16
+"""IVF indexes search nlist / 16 cells (at least 1)."""
+EXACT_CHUNK = 65_536
+"""Candidates scored per matrix product when a filtered search falls back to exact search."""
+
+
+def default_factory(count: int | None) -> str:
+    """Exact search for small corpora (and unknown sizes), HNSW32 for large ones."""
+    return "Flat" if count is None or count <= EXACT_SEARCH_LIMIT else "HNSW32"
+
+
+class VectorIndex:
+    """A FAISS index whose ids are the document store's row ids."""
+
+    def __init__(self, index: faiss.Index, factory: str) -> None:
+        self.index = index
+        self.factory = factory
+
+    @classmethod
+    def create(cls, factory: str, dimension: int) -> VectorIndex:
+        """Build an empty index from a FAISS factory string ("Flat", "HNSW32", "IVF1024,PQ32", ...)."""
+        try:
+            inner = faiss.index_factory(dimension, factory, faiss.METRIC_INNER_PRODUCT)
+        except RuntimeError as exc:
+            raise IndexerError(
+                f"FAISS cannot build index type {factory!r} for dimension {dimension}: {_reason(exc)}. "
+                'Use a factory string such as "Flat", "HNSW32" or "IVF1024,Flat"'
+            ) from None
+        _tune(inner)
+        ivf = _ivf_of(inner)
+        if ivf is not None:
+            # IVF stores ids itself; a hashtable direct map lets it reconstruct and remove by id.
+            ivf.set_direct_map_type(faiss.DirectMap.Hashtable)
+            return cls(inner, factory)
+        index = inner if isinstance(inner, faiss.IndexIDMap) else faiss.IndexIDMap2(inner)
+        return cls(index, factory)
+
+    @property
+    def dimension(self) -> int:
+        return int(self.index.d)
+
+    @property
+    def count(self) -> int:
+        return int(self.index.ntotal)
+
+    @property
+    def needs_training(self) -> bool:
+        return not self.index.is_trained
+
+    def train(self, vectors: np.ndarray) -> None:
+        """Train quantisers (IVF, PQ) on a sample of the vectors that will be added."""
+        try:
+            self.index.train(np.ascontiguousarray(vectors, dtype=np.float32))
+        except RuntimeError as exc:
+            shortfall = training_shortfall(self.factory, len(vectors))
+            raise IndexerError(
+                shortfall
+                or f"training index type {self.factory!r} on {len(vectors)} vectors failed: {_reason(exc)}. "
+                "Index more documents or choose a smaller index (fewer IVF lists, or Flat/HNSW32)"
+            ) from None
+
+    def add(self, vectors: np.ndarray, ids: np.ndarray) -> None:
+        self.index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), np.asarray(ids, dtype=np.int64))
+
+    def search(
+        self, queries: np.ndarray, k: int, allowed: np.ndarray | None = None, excluded: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k inner products and ids per query row, best first; missing results have id -1.
+
+        `allowed` restricts the search to those ids and `excluded` leaves those out. The restriction runs inside
+        the FAISS search (id selectors); where that comes back short of k while k candidates exist (a selective
+        filter on an approximate index, or a type without selector support), the candidates are searched
+        exactly instead, so a filtered query still returns k results when k match.
+        """
+        queries = np.ascontiguousarray(queries, dtype=np.float32)
+        selector = _selector(allowed, excluded)
+        if selector is None:
+            with scored_together(len(queries)):
+                return self.index.search(queries, k)
+        try:
+            with scored_together(len(queries)):
+                scores, ids = self.index.search(queries, k, params=self._search_parameters(selector))
+        except RuntimeError:  # this index type takes no search parameters
+            scores, ids = None, None
+        found = None if ids is None else (ids >= 0).sum(axis=1)
+        if found is not None and bool((found >= k).all()):  # the usual case: no need to count the candidates
+            return scores, ids
+        excluded = np.zeros(0, dtype=np.int64) if excluded is None else np.asarray(excluded, dtype=np.int64)
+        if allowed is None:
+            # Excluded ids are stored ones (tombstones), so this counts the candidates without listing them; an
+            # overestimate only sends the search to the exact path below, which is right either way.
+            available = self.count - len(excluded)
+        else:
+            candidates = np.setdiff1d(np.asarray(allowed, dtype=np.int64), excluded)
+            available = len(candidates)
+        if found is not None and bool((found >= min(k, available)).all()):
+            return scores, ids
+        if allowed is None:
+            candidates = np.setdiff1d(self.ids(), excluded)
+        return self._exact_search(queries, k, candidates)
+
+    def _exact_search(self, queries: np.ndarray, k: int, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Brute-force top-k over the stored vectors of `candidates`, in chunks."""
+        best_scores = np.full((len(queries), k), -np.inf, dtype=np.float32)
+        best_ids = np.full((len(queries), k), -1, dtype=np.int64)
+        for start in range(0, len(candidates), EXACT_CHUNK):
+            chunk = candidates[start : start + EXACT_CHUNK]
+            scores = np.concatenate([best_scores, queries @ self.reconstruct(chunk).T], axis=1)
+            ids = np.concatenate([best_ids, np.broadcast_to(chunk, (len(queries), len(chunk)))], axis=1)
+            top = np.argsort(-scores, axis=1, kind="stable")[:, :k]
+            best_scores, best_ids = np.take_along_axis(scores, top, 1), np.take_along_axis(ids, top, 1)
+        best_ids[~np.isfinite(best_scores)] = -1
+        return best_scores, best_ids
+
+    def _search_parameters(self, selector: faiss.IDSelector) -> faiss.SearchParameters:
+        ivf = _ivf_of(self.index)
+        if ivf is not None:
+            return faiss.SearchParametersIVF(sel=selector, nprobe=ivf.nprobe)
+        inner = faiss.downcast_index(self.index.index)
+        if hasattr(inner, "hnsw"):
+            return faiss.SearchParametersHNSW(sel=selector, efSearch=inner.hnsw.efSearch)
+        return faiss.SearchParameters(sel=selector)
+
+    def reconstruct(self, ids: np.ndarray) -> np.ndarray:
+        """The stored vectors of `ids` (approximate for PQ/SQ codes)."""
+        return self.index.reconstruct_batch(np.asarray(ids, dtype=np.int64))
+
+    def remove(self, ids: np.ndarray) -> bool:
+        """Remove vectors in place; False when the index type cannot (HNSW, PQ), so the caller must tombstone."""
+        try:
+            self.index.remove_ids(np.asarray(ids, dtype=np.int64))
+        except RuntimeError:
+            return False
+        return True
+
+    def ids(self) -> np.ndarray:
+        """Every stored id: in insertion order, or by inverted list for IVF types."""
+        ivf = _ivf_of(self.index)
+        if ivf is None:
+            return faiss.vector_to_array(self.index.id_map).astype(np.int64)
+        lists = ivf.invlists
+        return np.concatenate(
+            [np.zeros(0, dtype=np.int64)]
+            + [faiss.rev_swig_ptr(lists.get_ids(i), lists.list_size(i)).copy() for i in range(ivf.nlist)]
+        ).astype(np.int64)
+
+    def stored_vectors(self, batch_size: int = 65_536) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(ids, vectors) in batches, read back from the index itself (approximate for PQ/SQ codes)."""
+        ids = self.ids()
+        for start in range(0, len(ids), batch_size):
+            stop = min(start + batch_size, len(ids))
+            if _ivf_of(self.index) is None:
+                yield ids[start:stop], faiss.downcast_index(self.index.index).reconstruct_n(start, stop - start)
+            else:
+                yield ids[start:stop], self.index.reconstruct_batch(ids[start:stop])
+
+    def stored_matrix(self) -> tuple[np.ndarray, np.ndarray]:
+        """Every (id, vector) as two arrays, filled batch by batch into one preallocated matrix."""
+        return collect_matrix(self.count, self.dimension, self.stored_vectors())
+
+    def save(self, path: Path) -> None:
+        """Write the index to `path` through Python's file object, so a full disk or an I/O error is an OSError
+        here (FAISS's own writer only prints a failed close), and the bytes are fsynced before it returns."""
+        with open(path, "wb") as handle:
+            writer = faiss.PyCallbackIOWriter(handle.write)
+            faiss.write_index(_on_cpu(self.index), writer)
+            del writer
+            handle.flush()
+            os.fsync(handle.fileno())
+
+    def to_bytes(self) -> np.ndarray:
+        """The index serialized (FAISS's own format, as `save` writes it): what a trained empty index is shipped to
+        other processes as, each of which adds its own vectors to a copy (`from_bytes`)."""
+        return faiss.serialize_index(_on_cpu(self.index))
+
+    @classmethod
+    def from_bytes(cls, data: np.ndarray, factory: str) -> VectorIndex:
+        """An index from `to_bytes`'s output: the same type, training, search settings and vectors."""
+        return cls(faiss.deserialize_index(np.asarray(data, dtype=np.uint8)), factory)
+
+    @classmethod
+    def load(cls, path: Path, factory: str, mapped: bool = False) -> VectorIndex:
+        """Read an index written by `save`; a GPU copy is used for search when the GPU build finds a GPU.
+
+        `mapped`: memory-map the file's vector codes instead of reading them (FAISS's IO_FLAG_MMAP_IFC), for files
+        that never change (segments). Opening then costs what it reads of the structure, not the codes, many times
+        less than reading them (docs/architecture.md#readers). The mapped pages are the page cache's, shared
+        by every process that opens the index. The index must not be changed once loaded."""
+        flags = getattr(faiss, "IO_FLAG_MMAP_IFC", 0) if mapped else 0
+        try:
+            index = faiss.read_index(str(path), flags)
+        except RuntimeError:
+            raise IndexerError(f"vector index file {path} is corrupt or truncated; rebuild the index") from None
+        return cls(_on_gpu_when_present(index), factory)
+
+
+def collect_matrix(
+    count: int, dimension: int, batches: Iterator[tuple[np.ndarray, np.ndarray]]
+) -> tuple[np.ndarray, np.ndarray]:
+    """`count` (id, vector) pairs from batches, as two arrays filled into preallocated memory."""
+    ids = np.empty(count, dtype=np.int64)
+    matrix = np.empty((count, dimension), dtype=np.float32)
+    start = 0
+    for batch_ids, batch in batches:
+        ids[start : start + len(batch_ids)] = batch_ids
+        matrix[start : start + len(batch_ids)] = batch
+        start += len(batch_ids)
+    return ids, matrix
+
+
+def _selector(allowed: np.ndarray | None, excluded: np.ndarray | None) -> faiss.IDSelector | None:
+    """An id selector for FAISS search; Python keeps the parts alive through the `referenced` attribute."""
+    parts = []
+    if allowed is not None:
+        parts.append(_id_set(allowed))
+    if excluded is not None and len(excluded):
+        parts.append(faiss.IDSelectorNot(_id_set(excluded)))
+    if not parts:
+        return None
+    selector = parts[0] if len(parts) == 1 else faiss.IDSelectorAnd(parts[0], parts[1])
+    selector.referenced = parts
+    return selector
+
+
+BITMAP_BITS_PER_ID = 64
+"""Ids this dense or denser (the largest id under this many bits per id) are selected through a bitmap."""
+
+
+def _id_set(ids: np.ndarray) -> faiss.IDSelector:
+    """A FAISS selector of `ids`: a bitmap where they are dense (row ids mostly are), built by numpy and probed
+    with one bit test, where FAISS's hash set costs an insert per id and a lookup per vector scanned (a filtered
+    search's time, docs/benchmarks.md "Writes"); the hash set where a bitmap would be mostly empty."""
+    ids = np.asarray(ids, dtype=np.int64)
+    if not len(ids) or ids.min() < 0 or ids.max() >= BITMAP_BITS_PER_ID * len(ids):
+        return faiss.IDSelectorBatch(ids)
+    bits = np.zeros(int(ids.max()) + 1, dtype=bool)
+    bits[ids] = True
+    packed = np.packbits(bits, bitorder="little")
+    selector = faiss.IDSelectorBitmap(len(packed), faiss.swig_ptr(packed))  # its size is in bytes
+    selector.bitmap_bytes = packed  # FAISS reads the array without owning it
+    return selector
+
+
+def training_shortfall(factory: str, count: int) -> str | None:
+    """One sentence saying what to do when `count` vectors are too few for FAISS to train `factory` (an IVF
+    with more lists than vectors, a PQ with more codes than vectors), or None when they are enough."""
+    ivf = re.search(r"IVF(\d+)", factory)
+    if ivf is not None and count < int(ivf.group(1)):
+        lists = int(ivf.group(1))
+        fewer = max(1, count // 39)
+        return (
+            f"IVF{lists} needs at least 39×{lists} training vectors (and never fewer than {lists}); this corpus has "
+            f"{count}: use Flat or IVF{fewer}"
+        )
+    pq = re.search(r"PQ(\d+)(?:x(\d+))?", factory)
+    if pq is not None and count < 2 ** int(pq.group(2) or 8):
+        codes = 2 ** int(pq.group(2) or 8)
+        return (
+            f"{pq.group(0)} needs at least {codes} training vectors (one per code); this corpus has {count}: "
+            "use Flat or HNSW32"
+        )
+    return None
+
+
+def check_trainable(factory: str, count: int) -> None:
+    """Refuse, before any embedding, an index type that `count` documents cannot train."""
+    shortfall = training_shortfall(factory, count)
+    if shortfall is not None:
+        raise IndexerError(shortfall)
+
+
+def _reason(exc: RuntimeError) -> str:
+    """The last line of a FAISS C++ error: the part that says what was wrong."""
+    return str(exc).strip().splitlines()[-1]
+
+
+def _ivf_of(index: faiss.Index) -> faiss.IndexIVF | None:
+    try:
+        return faiss.extract_index_ivf(index)
+    except RuntimeError:
+        return None
+
+
+def _tune(index: faiss.Index) -> None:
+    """Search-quality defaults stored inside the index file: HNSW efSearch/efConstruction, IVF nprobe."""
+    if hasattr(index, "hnsw"):
+        index.hnsw.efSearch = HNSW_EF_SEARCH
+        index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+    try:
+        ivf = faiss.extract_index_ivf(index)
+    except RuntimeError:
+        return
+    ivf.nprobe = max(1, ivf.nlist // IVF_NPROBE_FRACTION)
+
+
+def _on_cpu(index: faiss.Index) -> faiss.Index:
+    return faiss.index_gpu_to_cpu(index) if hasattr(faiss, "GpuIndex") and _is_gpu(index) else index
+
+
+def _is_gpu(index: faiss.Index) -> bool:
+    return "Gpu" in type(faiss.downcast_index(index)).__name__
+
+
+def _on_gpu_when_present(index: faiss.Index) -> faiss.Index:
+    """Move to all GPUs with the faiss GPU build; HNSW and other CPU-only types stay on the CPU."""
+    if not hasattr(faiss, "index_cpu_to_all_gpus") or faiss.get_num_gpus() == 0:
+        return index
+    try:
+        return faiss.index_cpu_to_all_gpus(index)
+    except RuntimeError:
+        return index

@@ -1,0 +1,107 @@
+"""Filters as SQL over a real document store: in, or, contains, prefix, like, quoted field names, typed
+comparisons, and one-line refusals for conditions that could only match all or nothing by accident."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from searchengine.indexer.errors import IndexerError
+from searchengine.indexer.query.filter_sql import AnyOf, Condition
+from searchengine.indexer.tables.store import Document, DocumentStore
+
+ROWS = [
+    ("Intro to cats", {"lang": "en", "year": 2019, "yearstr": "2004", "tags": ["pets", "cats"], "my field": "x"}),
+    ("Introduction to dogs", {"lang": "de", "year": 2021, "yearstr": "2010", "tags": ["pets"]}),
+    ("stock market rates", {"lang": "fr", "year": 2023, "yearstr": "2023", "tags": ["money", 7]}),
+    ("100% natural soap", {"lang": "en", "year": 2020.5, "yearstr": "1999", "tags": []}),
+]
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    store = DocumentStore(tmp_path / "documents.db", writable=True)
+    store.add([Document(text, "corpus.jsonl", n, metadata) for n, (text, metadata) in enumerate(ROWS, start=1)])
+    yield store
+    store.close()
+
+
+def ids(store: DocumentStore, *filters) -> list[int]:  # noqa: ANN002
+    return store.filters.matching_ids(list(filters)).tolist()
+
+
+def test_in_matches_any_listed_value(store: DocumentStore) -> None:
+    assert ids(store, Condition("lang", "in", ("en", "de"))) == [0, 1, 3]
+    assert ids(store, Condition("year", "in", (2019, 2023))) == [0, 2]
+
+
+def test_or_between_conditions_and_between_filters(store: DocumentStore) -> None:
+    either = AnyOf((Condition("lang", "=", "fr"), Condition("year", "<", 2020)))
+    assert ids(store, either) == [0, 2]
+    assert ids(store, either, Condition("lang", "=", "en")) == [0]
+
+
+def test_contains_looks_inside_list_fields(store: DocumentStore) -> None:
+    assert ids(store, Condition("tags", "contains", "pets")) == [0, 1]
+    assert ids(store, Condition("tags", "contains", 7)) == [2]
+
+
+def test_prefix_and_like_on_text(store: DocumentStore) -> None:
+    assert ids(store, Condition("text", "^=", "Intro")) == [0, 1]
+    assert ids(store, Condition("text", "^=", "intro")) == []  # a prefix is case-sensitive
+    assert ids(store, Condition("text", "like", "intro%")) == [0, 1]  # LIKE is ASCII case-insensitive
+    assert ids(store, Condition("lang", "like", "_n")) == [0, 3]
+
+
+def test_numbers_compare_as_numbers(store: DocumentStore) -> None:
+    assert ids(store, Condition("year", ">=", 2020)) == [1, 2, 3]
+    assert ids(store, Condition("year", ">", 2020.4)) == [1, 2, 3]
+
+
+def test_a_field_name_with_spaces(store: DocumentStore) -> None:
+    assert ids(store, Condition("my field", "=", "x")) == [0]
+
+
+@pytest.mark.parametrize(
+    ("condition", "message"),
+    [
+        (Condition("yearstr", ">=", 2020), "compares number with the field 'yearstr', which holds text"),
+        (Condition("yearstr", "=", 2004), 'yearstr="2004"'),
+        (Condition("year", "=", "2019"), "compares text with the field 'year', which holds number"),
+        (Condition("lang", "contains", "e"), "looks inside lists"),
+        (Condition("year", "^=", "20"), "matches text"),
+        (Condition("year", "like", "20%"), "matches text"),
+        (Condition("source", "=", 5), "compares number"),
+        (Condition("year", ">", 10**30), "beyond the 64-bit range"),
+        (Condition("id", "=", -(10**30)), "beyond the 64-bit range"),
+        (Condition("year", "<", float("inf")), "not a finite number"),
+        (Condition("year", "in", 2019), "needs a list of values"),
+        (Condition("year", "in", ()), "needs a list of values"),
+        (Condition("tags", "=", ["pets"]), "has a value of type list"),
+        (Condition("lang", "~", "en"), "unknown operator"),
+        (Condition("colour", "=", "red"), "no document has a field 'colour'; fields: id"),
+        (Condition("la\x00ng", "=", "en"), "cannot be filtered on"),
+        (Condition("\x00", ">", 1), "cannot be filtered on"),
+    ],
+)
+def test_conditions_that_cannot_mean_what_they_say_are_refused(
+    store: DocumentStore, condition: Condition, message: str
+) -> None:
+    with pytest.raises(IndexerError) as raised:
+        store.filters.matching_ids([condition])
+    assert message in str(raised.value)
+    assert "rebuild" not in str(raised.value)
+
+
+def test_more_conditions_than_sqlite_can_nest_are_refused_as_such(store: DocumentStore) -> None:
+    """Past about 1000 alternatives SQLite's expression tree is too deep: reported as a corrupt store to rebuild."""
+    assert ids(store, AnyOf(tuple(Condition("lang", "=", "en") for _ in range(500)))) == [0, 3]
+    with pytest.raises(IndexerError, match="joins 2000 conditions with 'or', more than 500; write lang in A,B,C"):
+        ids(store, AnyOf(tuple(Condition("lang", "=", "en") for _ in range(2000))))
+    with pytest.raises(IndexerError, match="2000 filters must all hold, more than 500"):
+        ids(store, *[Condition("lang", "=", "en")] * 2000)
+
+
+def test_a_like_pattern_past_sqlites_limit_is_not_called_a_corrupt_store(store: DocumentStore) -> None:
+    with pytest.raises(IndexerError, match=r"more than SQLite evaluates at once \(LIKE or GLOB pattern too complex"):
+        ids(store, Condition("lang", "like", "a%" * 30_000))
