@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from searchengine.cli.errors import user_errors
-from searchengine.cli.options import BackendOption, IndexDirOption, PrecisionOption, QuietOption, ThreadsOption
+from searchengine.cli.options import BackendChoiceOption, IndexDirOption, PrecisionOption, QuietOption, ThreadsOption
 from searchengine.cli.wording import counted
 from searchengine.encoding.backend import Backend
 from searchengine.encoding.precision import Precision
@@ -119,7 +119,7 @@ def sync(
     index_dir: Path | None = IndexDirOption,
     watch: bool = typer.Option(False, "--watch", help="Keep syncing as files change, until Ctrl-C."),
     precision: Precision = PrecisionOption,
-    backend: Backend = BackendOption,
+    backend: Backend = BackendChoiceOption,
     threads: int | None = ThreadsOption,
     quiet: bool = QuietOption,
 ) -> None:

@@ -10,7 +10,7 @@ import typer
 from searchengine.cli.errors import user_errors
 from searchengine.cli.files import add_files, check_files_read, files_summary
 from searchengine.cli.options import (
-    BackendOption,
+    BackendChoiceOption,
     BatchSizeOption,
     DenoiseOption,
     IdFieldOption,
@@ -120,7 +120,7 @@ def index(
     title_field: str | None = TitleFieldOption,
     batch_size: int | None = BatchSizeOption,
     precision: Precision = PrecisionOption,
-    backend: Backend = BackendOption,
+    backend: Backend = BackendChoiceOption,
     threads: int | None = ThreadsOption,
     quiet: bool = QuietOption,
     shards: int | None = typer.Option(
@@ -342,7 +342,7 @@ def add(
     whole: bool | None = WholeOption,
     strict: bool = StrictOption,
     precision: Precision = PrecisionOption,
-    backend: Backend = BackendOption,
+    backend: Backend = BackendChoiceOption,
     threads: int | None = ThreadsOption,
     quiet: bool = QuietOption,
 ) -> None:

@@ -6,6 +6,7 @@ from typing import Any
 
 import typer
 
+from searchengine.encoding.backend import backend_choices
 from searchengine.engine.mode_registry import mode_names
 from searchengine.engine.modes import MODES
 
@@ -63,14 +64,32 @@ PrecisionOption = typer.Option(
     "fp32, bf16, fp16 (GPU) or int8 (faster on a CPU, for a small loss of quality). Speed and quality of each are "
     "measured in docs/benchmarks.md#encoding-speed.",
 )
-BackendOption = typer.Option(
-    "auto",
-    "--backend",
-    help="Run the encoder in torch, onnx (ONNX Runtime, the 'onnx' extra; faster per query "
+BACKEND_HELP = (
+    "Run the encoder in torch, onnx (ONNX Runtime, the 'onnx' extra; faster per query "
     "on CPU, same vectors) or openvino (the 'openvino' extra; its int8 is calibrated, its bf16 needs AVX512-BF16 or "
     "AMX); auto: openvino for int8 where installed, else onnx where installed and able to run the model, else torch. "
-    "Measured in docs/benchmarks.md#encoding-speed.",
+    "Measured in docs/benchmarks.md#encoding-speed."
 )
+BackendOption = typer.Option("auto", "--backend", help=BACKEND_HELP)
+"""--backend as a string the encoder checks (the server's and the MCP server's)."""
+
+
+def registered_backend(name: str) -> str:
+    """`name` when it is "auto" or a registered encoder backend's name, read when the option is parsed (so a backend
+    registered after this module was imported is accepted too); else the error a choice of the names would give."""
+    if name not in backend_choices():
+        raise ValueError(f"{name!r} is not one of {', '.join(map(repr, backend_choices()))}.")
+    return name
+
+
+BackendChoiceOption = typer.Option(
+    "auto",
+    "--backend",
+    parser=registered_backend,
+    metavar="<" + "|".join(backend_choices()) + ">",
+    help=BACKEND_HELP,
+)
+"""--backend as a choice of "auto" and the registered encoder backends (searchengine.encoding.backend)."""
 
 
 def threads_option(

@@ -9,7 +9,7 @@ import typer
 
 from searchengine.cli.errors import user_errors
 from searchengine.cli.options import (
-    BackendOption,
+    BackendChoiceOption,
     IndexDirOption,
     PrecisionOption,
     ThreadsOption,
@@ -78,7 +78,7 @@ def query(
         "docs/retrieval.md measures which values separate answerable queries from others.",
     ),
     precision: Precision = PrecisionOption,
-    backend: Backend = BackendOption,
+    backend: Backend = BackendChoiceOption,
     threads: int | None = ThreadsOption,
     server: str | None = typer.Option(
         None,

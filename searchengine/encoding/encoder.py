@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from searchengine.encoding.backend import RUNTIME_PRECISIONS, Backend, resolve_runtime
+from searchengine.encoding.backend import Backend, registered_backends, resolve_runtime, runs_on_cpu_only
 from searchengine.encoding.hf_loading import load_pretrained
 from searchengine.encoding.model_source import ModelSource, Pooling, locate_model
 from searchengine.encoding.model_transforms import apply_transforms, load_transforms, output_dimension
@@ -60,9 +60,9 @@ docs/benchmarks.md#gpu)."""
 
 def default_device(backend: str = "auto", precision: str = "auto") -> str:
     """CUDA when PyTorch sees a GPU and the runtime asked for runs there; the CPU otherwise, and for the CPU-only
-    runtimes (the onnx and openvino backends, RUNTIME_PRECISIONS, and int8), so that asking for one on a GPU machine
-    runs it."""
-    if backend in RUNTIME_PRECISIONS or precision == "int8":
+    runtimes (the onnx and openvino backends, searchengine.encoding.backend.runs_on_cpu_only, and int8), so that asking
+    for one on a GPU machine runs it."""
+    if runs_on_cpu_only(backend) or precision == "int8":
         return "cpu"
     return "cuda" if torch.cuda.is_available() else "cpu"
 
@@ -142,31 +142,18 @@ class Encoder:
         at once (`runs_concurrently`): the fast tokenizer is not safe to share between threads. Held per batch,
         so a long `encode` in one thread (a server adding documents) lets short ones from other threads (its
         queries) in between; ONNX Runtime passes run side by side, so a query need not wait for a batch."""
+        torch_model = self.model  # wrapped first (an export reads fp32 weights), then cast for bulk calls
+        runtime = registered_backends()[self.backend]
+        self.model = runtime.load(self)
+        self._torch_runs = runtime.computes_in_torch
+        """Whether the main runtime computes in torch (see _threads)."""
         self._bulk_model: torch.nn.Module | None = None
-        if self.backend == "onnx":
-            from searchengine.encoding.onnx_backend import OnnxTransformer
-
-            torch_model = self.model  # exported first, then cast for bulk calls
-            self.model = OnnxTransformer(torch_model, self.fingerprint, self._input_names, self.precision, self.threads)
-            if self.bulk_precision is not None:
-                self._bulk_model = apply_precision(torch_model, self.bulk_precision)
-        elif self.backend == "openvino":
-            from searchengine.encoding.openvino_backend import OpenVinoTransformer
-
-            self.model = OpenVinoTransformer(
-                self.model,
-                self.tokenizer,
-                self.max_seq_length,
-                self.fingerprint,
-                self._input_names,
-                self.precision,
-                self.threads,
-            )
-        else:
-            self.model = apply_precision(self.model, self.precision)
+        if self.bulk_precision is not None:
+            self._bulk_model = apply_precision(torch_model, self.bulk_precision)
 
     @property
-    def _input_names(self) -> list[str]:
+    def input_names(self) -> list[str]:
+        """The inputs the transformer takes, as a backend feeds them."""
         names = ["input_ids", "attention_mask"]
         return names + ["token_type_ids"] if "token_type_ids" in self.tokenizer.model_input_names else names
 
@@ -256,7 +243,7 @@ class Encoder:
         size = texts_per_pass(batch_size, self.batch_size)
         bulk = bulk and self._bulk_model is not None and min(len(texts), size) >= BULK_TEXTS
         model = self._bulk_model if bulk else self.model
-        with self._threads(torch_runs=bulk or self.backend == "torch"):
+        with self._threads(torch_runs=bulk or self._torch_runs):
             for start in range(0, len(order), size):
                 rows = order[start : start + size]
                 with contextlib.nullcontext() if getattr(model, "runs_concurrently", False) else self._lock:
@@ -317,7 +304,7 @@ class Encoder:
         input_ids, attention_mask = padded(ids, self.tokenizer.pad_token_id or 0)
         all_layers = self.pooling in NEEDS_ALL_LAYERS
         inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
-        if "token_type_ids" in self._input_names:
+        if "token_type_ids" in self.input_names:
             inputs["token_type_ids"] = torch.zeros_like(input_ids)
         with torch.inference_mode():
             output = model(

@@ -21,10 +21,9 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
-import numpy as np
-import torch
-
+from searchengine.encoding.backend import EncoderBackend, last_layer_cpu_problem, modules_installed
 from searchengine.encoding.onnx_cache import (
     OPSET,
     cached_export_is_valid,
@@ -35,6 +34,11 @@ from searchengine.encoding.onnx_cache import (
     record_path,
 )
 from searchengine.errors import SearchEngineError
+
+if TYPE_CHECKING:  # numpy and torch load where a model is exported or run, so the command line lists backends cheaply
+    import torch
+
+    from searchengine.encoding.encoder import Encoder
 
 FUSABLE_MODEL_TYPES = frozenset({"bert", "roberta", "xlm-roberta"})
 """Architectures onnxruntime.transformers.optimizer fuses as model_type="bert"; others run unfused."""
@@ -66,6 +70,8 @@ class OnnxTransformer:
         self.session = open_session(self.path, threads)
 
     def _export(self, model: torch.nn.Module) -> None:
+        import torch
+
         """Export (and quantize) into a temporary file beside the cache entry, then rename it into place."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(dir=self.path.parent, prefix=".export-") as scratch:
@@ -80,7 +86,7 @@ class OnnxTransformer:
                 with warnings.catch_warnings(), torch.no_grad():
                     warnings.simplefilter("ignore")  # tracer and deprecation notices about the legacy exporter
                     torch.onnx.export(
-                        _LastHiddenState(model, self.input_names).eval(),
+                        _last_hidden_state(model, self.input_names).eval(),
                         example,
                         str(fp32),
                         input_names=self.input_names,
@@ -125,21 +131,27 @@ class OnnxTransformer:
     def __call__(self, output_hidden_states: bool = False, **inputs: torch.Tensor) -> SimpleNamespace:  # noqa: ARG002
         """The last layer's states; `output_hidden_states` is always False here (the Encoder never asks for all
         layers from this backend)."""
+        import numpy as np
+        import torch
+
         feeds = {name: inputs[name].cpu().numpy().astype(np.int64) for name in self.input_names}
         (last,) = self.session.run(["last_hidden_state"], feeds)
         return SimpleNamespace(last_hidden_state=torch.from_numpy(last))
 
 
-class _LastHiddenState(torch.nn.Module):
+def _last_hidden_state(model: torch.nn.Module, input_names: list[str]) -> torch.nn.Module:
     """The Hugging Face model with positional inputs and one output, as torch.onnx.export wants it."""
+    import torch
 
-    def __init__(self, model: torch.nn.Module, input_names: list[str]) -> None:
-        super().__init__()
-        self.model = model
-        self.input_names = input_names
+    class LastHiddenState(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
 
-    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
-        return self.model(**dict(zip(self.input_names, inputs))).last_hidden_state
+        def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+            return self.model(**dict(zip(input_names, inputs))).last_hidden_state
+
+    return LastHiddenState()
 
 
 @contextlib.contextmanager
@@ -151,3 +163,27 @@ def _quiet_root_logger() -> Iterator[None]:
         yield
     finally:
         root.setLevel(level)
+
+
+def onnxruntime_installed() -> bool:
+    """Whether the `onnx` extra is installed (checked without importing it)."""
+    return modules_installed("onnxruntime", "onnx")
+
+
+class OnnxBackend(EncoderBackend):
+    """The transformer exported to ONNX and run in ONNX Runtime on the CPU (OnnxTransformer)."""
+
+    name = "onnx"
+    precisions = ("fp32", "int8")
+    auto_precisions = precisions
+    auto_rank = 1
+    """After openvino, which "auto" prefers for int8 (closer to fp32 than ONNX Runtime's dynamic int8, and as fast)."""
+
+    def installed(self) -> bool:
+        return onnxruntime_installed()
+
+    def problem(self, device: str, pooling: str, precision: str) -> str | None:
+        return last_layer_cpu_problem(self, device, pooling, precision)
+
+    def load(self, encoder: Encoder) -> OnnxTransformer:
+        return OnnxTransformer(encoder.model, encoder.fingerprint, encoder.input_names, encoder.precision, encoder.threads)

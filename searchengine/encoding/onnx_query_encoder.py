@@ -17,8 +17,9 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from searchengine.encoding.backend import onnxruntime_installed, resolve_runtime
+from searchengine.encoding.backend import resolve_runtime
 from searchengine.encoding.model_source import ModelSource
+from searchengine.encoding.onnx_backend import onnxruntime_installed
 from searchengine.encoding.onnx_cache import OPSET, cached_export_is_valid, export_path, open_session
 from searchengine.encoding.speed import EncoderSpeed, texts_per_pass
 from searchengine.errors import SearchEngineError

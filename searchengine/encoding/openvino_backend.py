@@ -26,13 +26,17 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import torch
-
+from searchengine.encoding.backend import EncoderBackend, last_layer_cpu_problem, modules_installed
 from searchengine.encoding.cache_location import cache_root
+from searchengine.encoding.precision import cpu_has_native_bf16
 from searchengine.errors import SearchEngineError
+
+if TYPE_CHECKING:  # numpy and torch load where a model is converted or run, so the command line lists backends cheaply
+    import torch
+
+    from searchengine.encoding.encoder import Encoder
 
 CALIBRATION_TEXT = Path(__file__).with_name("calibration_text.txt")
 """Texts whose activations set int8's ranges: one a line, lines starting with # are its source notes."""
@@ -135,12 +139,16 @@ class OpenVinoTransformer:
                 data[kind] = path.read_bytes()
                 if hashlib.sha256(data[kind]).hexdigest() != entry.get("sha256"):
                     return None
+            import numpy as np
+
             weights = self.openvino.Tensor(np.frombuffer(data["bin"], dtype=np.uint8).copy())
             return self.openvino.Core().read_model(data["xml"].decode("utf-8"), weights)
         except (OSError, ValueError, RuntimeError):  # RuntimeError: OpenVINO cannot parse what passed the checks
             return None
 
     def _convert(self, model: torch.nn.Module, tokenizer: Any, max_length: int) -> None:  # noqa: ANN401
+        import torch
+
         """Convert (and calibrate) into a scratch folder beside the cache entry, then rename the files into place,
         the record last."""
         ov = self.openvino
@@ -151,7 +159,7 @@ class OpenVinoTransformer:
             shapes = [(name, ov.PartialShape([-1, -1]), ov.Type.i64) for name in self.input_names]
             with warnings.catch_warnings(), torch.no_grad(), _no_telemetry():
                 warnings.simplefilter("ignore")  # the tracer's notices
-                converted = ov.convert_model(_LastHiddenState(model).eval(), example_input=example, input=shapes)
+                converted = ov.convert_model(_last_hidden_state(model).eval(), example_input=example, input=shapes)
                 if self.graph_precision == "int8":
                     converted = _quantize(converted, tokenizer, max_length, self.input_names)
             scratch_xml = Path(scratch) / "model.xml"
@@ -170,6 +178,9 @@ class OpenVinoTransformer:
     def __call__(self, output_hidden_states: bool = False, **inputs: torch.Tensor) -> SimpleNamespace:  # noqa: ARG002
         """The last layer's states; `output_hidden_states` is always False here (the Encoder never asks for all
         layers from this backend)."""
+        import numpy as np
+        import torch
+
         feeds = {name: inputs[name].cpu().numpy().astype(np.int64) for name in self.input_names}
         self.request.infer(feeds)
         return SimpleNamespace(last_hidden_state=torch.from_numpy(self.request.get_output_tensor(0).data.copy()))
@@ -183,6 +194,8 @@ def _quantize(model: Any, tokenizer: Any, max_length: int, input_names: list[str
         raise SearchEngineError(
             "int8 on the openvino backend needs NNCF: pip install 'searchengine[openvino]', or use fp32"
         ) from None
+    import numpy as np
+
     samples = []
     for text in calibration_texts():
         tokens = tokenizer([text], truncation=True, max_length=max_length, return_tensors="np")
@@ -195,19 +208,23 @@ def _quantize(model: Any, tokenizer: Any, max_length: int, input_names: list[str
         )
 
 
-class _LastHiddenState(torch.nn.Module):
+def _last_hidden_state(model: torch.nn.Module) -> torch.nn.Module:
     """The Hugging Face model with the Encoder's inputs, by name, and one output, as openvino.convert_model wants it
     (the input names become the converted model's)."""
+    import torch
 
-    def __init__(self, model: torch.nn.Module) -> None:
-        super().__init__()
-        self.model = model
+    class LastHiddenState(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.model = model
 
-    def forward(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None = None
-    ) -> torch.Tensor:
-        types = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
-        return self.model(input_ids=input_ids, attention_mask=attention_mask, **types).last_hidden_state
+        def forward(
+            self, input_ids: torch.Tensor, attention_mask: torch.Tensor, token_type_ids: torch.Tensor | None = None
+        ) -> torch.Tensor:
+            types = {} if token_type_ids is None else {"token_type_ids": token_type_ids}
+            return self.model(input_ids=input_ids, attention_mask=attention_mask, **types).last_hidden_state
+
+    return LastHiddenState()
 
 
 def _regular_size(path: Path) -> int:
@@ -248,3 +265,40 @@ def _quiet_nncf() -> Iterator[None]:
             yield
     finally:
         logger.setLevel(level)
+
+
+def openvino_installed() -> bool:
+    """Whether the `openvino` extra is installed (checked without importing it)."""
+    return modules_installed("openvino", "nncf")
+
+
+class OpenVinoBackend(EncoderBackend):
+    """The transformer converted to OpenVINO and run on the CPU (OpenVinoTransformer); bf16 only on a CPU that
+    computes in bf16 natively, int8 static (calibrated)."""
+
+    name = "openvino"
+    precisions = ("fp32", "bf16", "int8")
+    auto_precisions = ("int8",)
+    auto_rank = 0
+    """First for int8: closer to fp32 than ONNX Runtime's dynamic int8, and as fast."""
+
+    def installed(self) -> bool:
+        return openvino_installed()
+
+    def problem(self, device: str, pooling: str, precision: str) -> str | None:
+        if problem := last_layer_cpu_problem(self, device, pooling, precision):
+            return problem
+        if precision == "bf16" and not cpu_has_native_bf16():
+            return "OpenVINO runs bf16 only on a CPU with AVX512-BF16 or AMX, which this one lacks; use fp32"
+        return None
+
+    def load(self, encoder: Encoder) -> OpenVinoTransformer:
+        return OpenVinoTransformer(
+            encoder.model,
+            encoder.tokenizer,
+            encoder.max_seq_length,
+            encoder.fingerprint,
+            encoder.input_names,
+            encoder.precision,
+            encoder.threads,
+        )

@@ -60,17 +60,16 @@ def resolve_precision(
     """The concrete precision `precision` means on `device`; a clear error where the device cannot run it.
 
     `backends`: which backends can run the transformer here ("torch", "onnx"; the Encoder's backend choice). "auto"
-    is fp16 on CUDA, bf16 on a CPU with AVX512-BF16 or AMX where torch alone can run the transformer (ONNX Runtime
-    fp32 serves small calls faster there; bulk_precision adds torch bf16 for large ones), and fp32 elsewhere."""
+    is fp16 on CUDA, bf16 on a CPU with AVX512-BF16 or AMX where torch alone can run the transformer (another
+    runtime, ONNX Runtime, fp32 serves small calls faster there; bulk_precision adds torch bf16 for large ones), and
+    fp32 elsewhere."""
     if precision not in PRECISIONS:
         raise SearchEngineError(f"unknown precision {precision!r}; choose one of {', '.join(PRECISIONS)}")
     cuda = device.startswith("cuda")
     if precision == "auto":
         if cuda:
             return "fp16"
-        if "torch" not in backends:
-            return "fp32"
-        return "bf16" if cpu_has_native_bf16(cpuinfo) and "onnx" not in backends else "fp32"
+        return "bf16" if set(backends) == {"torch"} and cpu_has_native_bf16(cpuinfo) else "fp32"
     if precision == "int8" and cuda:
         raise SearchEngineError("int8 runs on the CPU only; on a GPU use fp16 or bf16")
     if precision == "bf16" and cuda:

@@ -11,9 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from searchengine.encoding.backend import openvino_installed, resolve_backend
+from searchengine.encoding.backend import resolve_backend
 from searchengine.encoding.encoder import Encoder
 from searchengine.encoding.onnx_backend import OnnxTransformer
+from searchengine.encoding.openvino_backend import openvino_installed
 from searchengine.encoding.precision import resolve_precision
 from searchengine.errors import SearchEngineError
 
