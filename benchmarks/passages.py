@@ -33,7 +33,7 @@ import numpy as np
 from data_folder import DATA
 from machine_info import cpu_name
 
-from searchengine import SearchEngine
+from searchengine import BuildSettings, SearchEngine
 from searchengine.encoding.encoder import Encoder
 from searchengine.evaluation.retrieval import evaluate_search, read_corpus, read_qrels, read_queries
 
@@ -69,12 +69,14 @@ def build(
     engine = SearchEngine.build(
         corpus,
         target,
+        BuildSettings(
+            id_field="_id",
+            title_field="title",
+            passages=overlap is not None,
+            passage_overlap=overlap,
+            passage_headings=headings,
+        ),
         encoder=encoder,
-        id_field="_id",
-        title_field="title",
-        passages=overlap is not None,
-        passage_overlap=overlap,
-        passage_headings=headings,
     )
     seconds = time.perf_counter() - started
     info = engine.info()

@@ -36,7 +36,7 @@ from data_folder import DATA
 from machine_info import cpu_name
 from searchengine.indexer.store import Document
 
-from searchengine import SearchEngine
+from searchengine import BuildSettings, SearchEngine
 from searchengine.encoding.cross_encoder import CrossEncoder
 from searchengine.engine.modes import DEFAULT_FUSION, SearchMode
 from searchengine.evaluation.retrieval import query_metrics
@@ -75,7 +75,11 @@ def build_index(corpus: Path, target: Path, model: str) -> SearchEngine:
         )
         for row in read_jsonl(corpus)
     ]
-    return SearchEngine.build(documents, target, model=None if model == "default" else model, index="Flat")
+    return SearchEngine.build(
+        documents,
+        target,
+        BuildSettings(model=None if model == "default" else model, index="Flat"),
+    )
 
 
 def candidates(engine: SearchEngine, query_ids: list[str], texts: list[str], mode: SearchMode) -> list[list]:

@@ -70,7 +70,7 @@ from searchengine.indexer.vector_index import HNSW_EF_SEARCH, IVF_NPROBE_FRACTIO
 from searchengine.indexer.whitening import CovarianceAccumulator, Whitening
 from synthetic import DEFAULT_NOISE, noisy_copies
 
-from searchengine import Encoder, SearchEngine
+from searchengine import BuildSettings, Encoder, SearchEngine
 from searchengine.engine.embedding import to_index_vectors
 from searchengine.engine.indexing import CHUNK, TRAINING_SAMPLE
 from searchengine.engine.search import nearest_documents
@@ -335,7 +335,12 @@ def build_engine(
 ) -> dict:
     rss_before, load_before = rss_bytes(), load()
     started = time.perf_counter()
-    SearchEngine.build(texts, path, encoder=CachedEncoder(encoder, texts, vectors), index=factory, whiten_k=whiten_k)
+    SearchEngine.build(
+        texts,
+        path,
+        BuildSettings(index=factory, whiten_k=whiten_k),
+        encoder=CachedEncoder(encoder, texts, vectors),
+    )
     seconds = time.perf_counter() - started
     with SearchEngine.open(path, encoder=encoder) as engine:
         info = engine.info()
@@ -385,7 +390,7 @@ def measure_end_to_end(
                     vector = engine.encode([text])
                     encode.append(time.perf_counter() - started)
                     started = time.perf_counter()
-                    nearest_documents(engine._vectors, engine._store, vector, K)  # noqa: SLF001 (timing the parts)
+                    nearest_documents(engine.reader.vectors, engine.reader.store, vector, K)  # noqa: SLF001 (timing the parts)
                     search_fetch.append(time.perf_counter() - started)
         row.update(
             {
@@ -457,7 +462,7 @@ def run_group(
         engines[factory] = path
         if whiten_k:
             with SearchEngine.open(path, encoder=encoder) as engine:
-                theirs = engine._whitening  # noqa: SLF001
+                theirs = engine.reader.whitening  # noqa: SLF001
             assert np.array_equal(theirs.matrix, whitening.matrix), "our whitening differs from the engine's"
         end_to_end.append({"factory": factory, "engine_default": factory == default_factory(n), **built})
         print(

@@ -106,10 +106,11 @@ def build_index(corpus: list[str], path: Path, index_type: str, flat: Path) -> N
     if (path / "manifest.json").is_file():
         return
     from searchengine import SearchEngine
+    from searchengine.engine.build_settings import BuildSettings
 
     started = time.perf_counter()
     if index_type == "Flat":
-        SearchEngine.build(corpus, path, index="Flat", progress=True).close()
+        SearchEngine.build(corpus, path, BuildSettings(index="Flat", progress=True)).close()
     else:
         from index_scale import stored_vectors
         from searchengine.indexer.index_directory import IndexDirectory

@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 from data_folder import DATA
 
-from searchengine import Encoder, SearchEngine
+from searchengine import BuildSettings, Encoder, SearchEngine
 from searchengine.evaluation.labelled_data import RatedPair, read_scored_pairs
 from searchengine.evaluation.sts import sts_spearman
 
@@ -96,7 +96,10 @@ def measure_quality(results: dict, encoder: Encoder, pairs: list[RatedPair], ks:
         for k in ks:
             for fit_name, fit in (("STS-B test sentences", None), (f"{len(wiki)} Wikipedia sentences", wiki)):
                 engine = SearchEngine.build(
-                    sentences, Path(scratch) / f"w{k}", encoder=encoder, whiten_k=k, whiten_fit=fit
+                    sentences,
+                    Path(scratch) / f"w{k}",
+                    BuildSettings(whiten_k=k, whiten_fit=fit),
+                    encoder=encoder,
                 )
                 quality.append(
                     {

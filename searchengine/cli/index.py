@@ -192,6 +192,7 @@ def index(
       searchengine index corpus-shards/ --ray head-node:6379
     """
     from searchengine.encoding.encoder import Encoder, EncoderSpeed
+    from searchengine.engine.build_settings import BuildSettings
     from searchengine.engine.files import (
         check_replacing,
         files_record,
@@ -200,8 +201,9 @@ def index(
         read_paths,
         recorded_fields,
     )
+    from searchengine.engine.index_writer import ensure_index
     from searchengine.engine.ray_embedding import RaySettings
-    from searchengine.engine.search_engine import SearchEngine, default_index_dir, ensure_index
+    from searchengine.engine.search_engine import SearchEngine, default_index_dir
     from searchengine.reading.corpus import JsonFields
     from searchengine.reading.file_rules import FileRules
     from searchengine.reading.walk import common_base
@@ -288,18 +290,16 @@ def index(
                         else RaySettings(ray, ray_workers, threads or 1, part_size=ray_part_size),
                     },
                 )
+            settings = BuildSettings(
+                index=index_type, whiten_k=whiten_k, whiten_fit=whiten_fit, progress=not quiet, shards=shards, **options
+            )
             engine = SearchEngine.build(
                 source,
                 target,
+                settings,
                 encoder=Encoder(
                     model, pooling, batch_size=batch_size, template=template, denoise=denoise, **speed.options()
                 ),
-                index=index_type,
-                whiten_k=whiten_k,
-                whiten_fit=whiten_fit,
-                progress=not quiet,
-                shards=shards,
-                **options,
             )
         report = engine.last_report
         if files and not quiet:
