@@ -497,7 +497,7 @@ def test_a_reload_that_fails_after_a_write_never_answers_from_two_commits(
 ) -> None:
     """The write committed, so the engine's snapshot of the commit before is gone: it answers nothing (one-line
     errors) until a refresh loads, never keyword hits of the new commit beside the old vectors."""
-    import searchengine.engine.search_engine as engine_module
+    import searchengine.engine.index_snapshot as engine_module
 
     engine = SearchEngine.build(_documents(8), tmp_path / "index", encoder=tiny_encoder)
     loading = engine_module.load_segment
