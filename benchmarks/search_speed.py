@@ -390,7 +390,7 @@ def measure_end_to_end(
                     vector = engine.encode([text])
                     encode.append(time.perf_counter() - started)
                     started = time.perf_counter()
-                    nearest_documents(engine.reader.vectors, engine.reader.store, vector, K)  # noqa: SLF001 (timing the parts)
+                    nearest_documents(engine.reader.vectors, engine.reader.store, vector, K)  # timing the parts
                     search_fetch.append(time.perf_counter() - started)
         row.update(
             {
@@ -462,7 +462,7 @@ def run_group(
         engines[factory] = path
         if whiten_k:
             with SearchEngine.open(path, encoder=encoder) as engine:
-                theirs = engine.reader.whitening  # noqa: SLF001
+                theirs = engine.reader.whitening
             assert np.array_equal(theirs.matrix, whitening.matrix), "our whitening differs from the engine's"
         end_to_end.append({"factory": factory, "engine_default": factory == default_factory(n), **built})
         print(

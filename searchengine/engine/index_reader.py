@@ -9,7 +9,7 @@ import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 
@@ -42,6 +42,17 @@ if TYPE_CHECKING:  # the encoders (torch, transformers) are imported only when s
 
 DEFAULT_RERANK_TOP = 100
 """Candidates the bi-encoder retrieves for a cross-encoder to rerank, unless told otherwise."""
+
+
+class SearchOptions(TypedDict, total=False):
+    """How `search_batch` searches, beyond the queries, k and the filters (its docstring says what each does)."""
+
+    mode: SearchMode | None
+    fusion: Fusion | None
+    rerank: str | Path | CrossEncoder | None
+    rerank_top: int
+    min_score: float | None
+    highlight: bool
 
 
 @dataclass

@@ -42,6 +42,7 @@ from searchengine.reading.corpus import JsonFields
 
 if TYPE_CHECKING:  # the encoders (torch, transformers) are imported only when something encodes
     from searchengine.encoding.encoder import Encoder
+    from searchengine.encoding.model_source import Pooling
     from searchengine.encoding.onnx_document_encoder import OnnxDocumentEncoder
     from searchengine.encoding.speed import EncoderSpeed
 
@@ -84,14 +85,21 @@ def build_index_from(
 
 def create_index(
     target: Path,
-    encoder: Encoder,
+    encoder: Encoder | None = None,
+    model: str | Path | None = None,
+    pooling: Pooling | None = None,
     index: str = "Flat",
     passages: bool = PASSAGES_BY_DEFAULT,
     passage_headings: bool = PASSAGE_HEADINGS_BY_DEFAULT,
-) -> IndexingReport:
-    """Make an empty index in `target` to add documents to later (index types that need training are refused)."""
+) -> tuple[Encoder, IndexingReport]:
+    """Make an empty index in `target` to add documents to later (index types that need training are refused), with
+    `encoder`, else `model` loaded here with `pooling`. Returns the encoder and what the build did."""
+    if encoder is None:
+        from searchengine.encoding.encoder import Encoder
+
+        encoder = Encoder(model, pooling)
     settings = IndexSettings(index_type=index, passages=passages, passage_headings=passage_headings)
-    return build_index(IndexDirectory(target), iter(()), encoder, settings, total=0, allow_empty=True)
+    return encoder, build_index(IndexDirectory(target), iter(()), encoder, settings, total=0, allow_empty=True)
 
 
 def ensure_index(
@@ -168,17 +176,19 @@ class IndexWriter:
     def add(
         self,
         corpus: Corpus,
+        fields: JsonFields = JsonFields(),
         jsonl: bool | None = None,
-        id_field: str | None = None,
         progress: bool = False,
         *,
-        text_field: str = "text",
-        title_field: str | None = None,
         merge: bool = True,
         reading: dict[str, Any] | None = None,
     ) -> IndexingReport:
-        """Append documents (SearchEngine.add says how); returns what the add did."""
-        fields = JsonFields(text_field, title_field, id_field)
+        """Append documents (a file path, texts or Documents), each its own document even when its text repeats
+        an indexed one (the report counts those). A document whose external id (`fields.id` of a .jsonl file, or
+        Document.external_id) is already stored replaces the old one (upsert). The new vectors are a new segment;
+        `merge` then runs the merges the policy asks for (False: leave them to a later `merge()`, as the server does
+        off its request path). `reading` replaces the record of how the index reads its input (as in
+        BuildSettings) in the same commit."""
         count = corpus_count(corpus, jsonl, fields)
         documents: Iterable[Document] = corpus_documents(corpus, jsonl, fields)
         small_add = list(documents) if count is not None and count < BULK_TEXTS else None
@@ -228,7 +238,9 @@ class IndexWriter:
         with self._writing():
             return cluster_index(self.directory, settings, top).clusters
 
-    def dedupe(self, threshold: float, method: MiningMethod = "auto", neighbours: int | None = None) -> list[ScoredPair]:
+    def dedupe(
+        self, threshold: float, method: MiningMethod = "auto", neighbours: int | None = None
+    ) -> list[ScoredPair]:
         """Mark the later document of each pair with cosine >= threshold as a duplicate of the earlier one
         (replacing earlier marks), stored with the index; returns the marks (`second` duplicates `first`)."""
         with self._writing():

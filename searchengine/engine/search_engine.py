@@ -18,9 +18,8 @@ from searchengine.encoding.passages import PASSAGE_HEADINGS_BY_DEFAULT, PASSAGES
 from searchengine.engine.build_settings import BuildSettings
 from searchengine.engine.corpus_input import Corpus
 from searchengine.engine.filters import Filters
-from searchengine.engine.fusion import Fusion
 from searchengine.engine.index_info import IndexInfo
-from searchengine.engine.index_reader import DEFAULT_RERANK_TOP, IndexReader, SharedLoads
+from searchengine.engine.index_reader import IndexReader, SearchOptions, SharedLoads
 from searchengine.engine.index_writer import IndexWriter, build_index_from, create_index
 from searchengine.engine.indexing import IndexingReport
 from searchengine.engine.model_check import check_expected
@@ -30,8 +29,11 @@ from searchengine.indexer.documents import Document
 from searchengine.indexer.index_directory import IndexDirectory
 from searchengine.indexer.manifest import Manifest
 from searchengine.indexer.merge_policy import MergeResult
+from searchengine.reading.corpus import JsonFields
 
 if TYPE_CHECKING:  # the encoders (torch, transformers) are imported only when something encodes
+    from typing_extensions import Unpack
+
     from searchengine.encoding.cross_encoder import CrossEncoder
     from searchengine.encoding.encoder import Encoder
     from searchengine.encoding.model_source import Pooling
@@ -84,17 +86,19 @@ class SearchEngine:
 
     @property
     def encoder(self) -> Encoder:
-        """The encoder of added documents, and of queries once loaded (before that, a search is served without torch
-        where the model's ONNX export is cached: EncoderChoice). An opened index loads it on first use, so
-        inspecting, deleting, compacting, clustering and mining never load the model; loading it checks that it is
-        the model the index was built with."""
+        """The encoder of added documents, and of queries once loaded (EncoderChoice): loaded on first use, and
+        checked then to be the model the index was built with."""
         return self.reader.encoders.encoder
 
     @classmethod
     def build(
-        cls, corpus: Corpus, path: str | Path | None = None, settings: BuildSettings | None = None, *,
+        cls,
+        corpus: Corpus,
+        path: str | Path | None = None,
+        settings: BuildSettings | None = None,
+        *,
         encoder: Encoder | None = None,
-    ) -> SearchEngine:  # fmt: skip
+    ) -> SearchEngine:
         """Index `corpus` (a corpus file, or texts or Documents) into `path`, replacing any index there only once
         the new one is complete, as `settings` say (BuildSettings: the model, index type, whitening, passages, how
         the corpus is read). `encoder`: an already loaded Encoder to reuse (the settings' model, pooling,
@@ -119,12 +123,8 @@ class SearchEngine:
     ) -> SearchEngine:
         """Make an empty index to `add` documents to later (index types that need training are refused);
         `passages` and `passage_headings` as in BuildSettings."""
-        if encoder is None:
-            from searchengine.encoding.encoder import Encoder
-
-            encoder = Encoder(model, pooling)
         target = Path(path) if path is not None else default_index_dir()
-        report = create_index(target, encoder, index, passages, passage_headings)
+        encoder, report = create_index(target, encoder, model, pooling, index, passages, passage_headings)
         engine = cls(target, encoder)
         engine.last_report = report
         return engine
@@ -140,16 +140,9 @@ class SearchEngine:
         encoder: Encoder | None = None,
         speed: EncoderSpeed | None = None,
     ) -> SearchEngine:
-        """Open an existing index with the model it was built with.
-
-        The model is loaded only when something encodes (search, add, encode): inspecting, deleting, compacting,
-        clustering and mining use the stored vectors alone. A search runs the model's cached ONNX export without
-        torch or transformers where it can (searchengine.encoding.onnx_query_encoder). Passing `model`, `pooling`
-        or `whiten_k` states what you expect: a different one raises SearchEngineError here (`model` is checked
-        from its files, without loading it) instead of silently comparing vectors from two different spaces; the
-        index's own model is checked when it is loaded. `speed`: precision, backend and threads of the Encoder
-        loaded then (ignored when `encoder` is given).
-        """
+        """Open an existing index with the model it was built with, loaded only when something encodes (EncoderChoice).
+        `model`, `pooling` or `whiten_k` state what you expect: a different one raises SearchEngineError here
+        (model_check.check_expected). `speed`: how the Encoder loaded then runs (ignored when `encoder` is given)."""
         directory = IndexDirectory(Path(path) if path is not None else default_index_dir())
         check_expected(directory.path, directory.read_manifest(), pooling, whiten_k, encoder, model)
         return cls(directory.path, encoder, model=model, speed=speed)
@@ -160,9 +153,8 @@ class SearchEngine:
         it, so the server's readers each open a sibling in their own thread. Load the model first (`encoder`)
         for it to be shared."""
         reader = self.reader
-        return SearchEngine(
-            self.path, reader.encoders.loaded, model=reader.model, speed=reader.speed, shared=reader.shared
-        )
+        loaded = reader.encoders.loaded
+        return SearchEngine(self.path, loaded, model=reader.model, speed=reader.speed, shared=reader.shared)
 
     def refresh(self) -> bool:
         """Reload the index if a writer committed since it was loaded; True if it did (IndexSnapshot.refresh)."""
@@ -187,8 +179,7 @@ class SearchEngine:
 
     @property
     def has_keyword_index(self) -> bool:
-        """Whether the index can search by keyword (keyword and hybrid modes): indexes written before keyword search
-        gain the keyword index on their next write, or now with `compact()`."""
+        """Whether the index can search by keyword (keyword and hybrid modes); `compact()` adds it to older indexes."""
         return self.reader.keyword_index
 
     @property
@@ -196,40 +187,16 @@ class SearchEngine:
         """The mode a search without one uses: DEFAULT_MODE, or dense on an index without the keyword index."""
         return self.reader.default_mode
 
-    def search(
-        self,
-        query: str,
-        k: int = 10,
-        where: Filters = None,
-        *,
-        mode: SearchMode | None = None,
-        fusion: Fusion | None = None,
-        rerank: str | Path | CrossEncoder | None = None,
-        rerank_top: int = DEFAULT_RERANK_TOP,
-        min_score: float | None = None,
-        highlight: bool = False,
-    ) -> list[Hit]:
-        """The k documents that best match `query`, best first: IndexReader.search_batch says what each option
-        does."""
-        options = dict(mode=mode, fusion=fusion, rerank=rerank, rerank_top=rerank_top, min_score=min_score)
-        return self.reader.search_batch([query], k, where, **options, highlight=highlight)[0]  # type: ignore[arg-type]
+    def search(self, query: str, k: int = 10, where: Filters = None, **options: Unpack[SearchOptions]) -> list[Hit]:
+        """The k documents that best match `query`, best first; `where` and the options (mode, fusion, rerank,
+        rerank_top, min_score, highlight) as IndexReader.search_batch says."""
+        return self.reader.search_batch([query], k, where, **options)[0]
 
     def search_batch(
-        self,
-        queries: Sequence[str],
-        k: int = 10,
-        where: Filters = None,
-        *,
-        mode: SearchMode | None = None,
-        fusion: Fusion | None = None,
-        rerank: str | Path | CrossEncoder | None = None,
-        rerank_top: int = DEFAULT_RERANK_TOP,
-        min_score: float | None = None,
-        highlight: bool = False,
+        self, queries: Sequence[str], k: int = 10, where: Filters = None, **options: Unpack[SearchOptions]
     ) -> list[list[Hit]]:
         """`search` for many queries at once (IndexReader.search_batch)."""
-        options = dict(mode=mode, fusion=fusion, rerank=rerank, rerank_top=rerank_top, min_score=min_score)
-        return self.reader.search_batch(queries, k, where, **options, highlight=highlight)  # type: ignore[arg-type]
+        return self.reader.search_batch(queries, k, where, **options)
 
     def cross_encoder(self, model: str | Path | CrossEncoder) -> CrossEncoder:
         """The cross-encoder `model` names, loaded on the first call and kept for later ones (IndexReader)."""
@@ -247,33 +214,24 @@ class SearchEngine:
         merge: bool = True,
         reading: dict[str, Any] | None = None,
     ) -> IndexingReport:
-        """Append documents (a file path, texts or Documents), each its own document even when its text repeats
-        an indexed one (the report counts those). A document whose external id (`id_field` of a .jsonl file, or
-        Document.external_id) is already stored replaces the old one (upsert). `text_field` and `title_field` as
-        in BuildSettings. The new vectors are a new segment; `merge` then runs the merges the policy asks for
-        (False: leave them to a later `merge()`, as the server does off its request path). `reading` replaces the
-        record of how the index reads its input (as in BuildSettings) in the same commit."""
-        fields = dict(text_field=text_field, title_field=title_field, merge=merge, reading=reading)
-        self.last_report = self.writer.add(corpus, jsonl, id_field, progress, **fields)  # type: ignore[arg-type]
+        """Append documents (a file path, texts or Documents), each its own document; one whose external id is stored
+        replaces that one (upsert). `merge` and `reading` as IndexWriter.add says."""
+        fields = JsonFields(text_field, title_field, id_field)
+        self.last_report = self.writer.add(corpus, fields, jsonl, progress, merge=merge, reading=reading)
         return self.last_report
 
     def merge(self) -> list[MergeResult]:
-        """Merge vector segments as the merge policy asks (indexer/merge_policy.py); searches in other threads and
-        processes go on meanwhile. Returns the merges made."""
+        """Merge vector segments as the merge policy asks (IndexWriter.merge); returns the merges made."""
         return self.writer.merge()
 
     def delete(self, ids: Sequence[int] = (), external_ids: Sequence[str] = (), *, merge: bool = True) -> list[int]:
-        """Delete documents by id and/or external id, all or none (an unknown id deletes nothing).
-
-        The vectors stay in their segments as tombstones, never returned by searches, until a merge drops them
-        (a segment more than half deleted is rewritten; `compact()` drops them all). `merge` as in `add`.
-        """
+        """Delete documents by id and/or external id, all or none (an unknown id deletes nothing); their vectors stay
+        as tombstones, never returned, until a merge drops them (IndexWriter.delete). `merge` as in `add`."""
         return self.writer.delete(ids, external_ids, merge=merge)
 
     def compact(self) -> int:
-        """Merge every segment into one without tombstoned vectors, and give an index written before keyword search
-        its keyword index; returns how many vectors were dropped. No work when there is one segment and nothing
-        to drop."""
+        """Merge every segment into one without tombstoned vectors (and give an older index its keyword index); returns
+        how many vectors were dropped. No work when there is one segment and nothing to drop."""
         return 0 if self.reader.compacted() else self.writer.compact()
 
     def cluster(
@@ -304,9 +262,8 @@ class SearchEngine:
         return self.reader.mine(top, threshold, method, neighbours)
 
     def dedupe(self, threshold: float, method: MiningMethod = "auto", neighbours: int | None = None) -> list[Pair]:
-        """Mark the later document of each pair with cosine >= threshold as a duplicate of the earlier one
-        (replacing earlier marks), stored with the index; returns one pair per duplicate (`second_id` duplicates
-        `first_id`). `info().duplicates` counts them."""
+        """Mark near-duplicates (cosine >= threshold) in the index (IndexWriter.dedupe); returns one pair per duplicate
+        (`second_id` duplicates `first_id`). `info().duplicates` counts them."""
         return with_texts(self.writer.dedupe(threshold, method, neighbours), self.reader.store)
 
     def reading(self) -> dict[str, Any]:

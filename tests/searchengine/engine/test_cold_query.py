@@ -74,14 +74,14 @@ def test_cli_query_imports_neither_torch_nor_transformers(index: Path) -> None:
 def test_opened_index_queries_through_the_onnx_export(index: Path) -> None:
     engine = SearchEngine.open(index, speed=EncoderSpeed(precision="fp32"))  # auto: torch bf16 on a CPU with AMX
     batch = engine.search_batch(QUERIES, 4)
-    assert isinstance(engine.reader.encoders.for_queries(), OnnxQueryEncoder) and engine.reader.encoders.loaded is None  # noqa: SLF001
+    assert isinstance(engine.reader.encoders.for_queries(), OnnxQueryEncoder) and engine.reader.encoders.loaded is None
     for query, hits in zip(QUERIES, batch):
         assert [(hit.id, pytest.approx(hit.score, abs=1e-4)) for hit in hits] == _torch_results(index, query, 4)
 
 
 def test_a_loaded_encoder_is_used_as_it_is(index: Path, tiny_model: Path) -> None:
     engine = SearchEngine.open(index)
-    assert engine.encoder is engine.reader.encoders.for_queries()  # noqa: SLF001 (adding documents loaded it: queries reuse it)
+    assert engine.encoder is engine.reader.encoders.for_queries()  # adding documents loaded it: queries reuse it
 
 
 def test_the_fingerprint_is_still_checked(tmp_path: Path, tiny_model: Path, other_tiny_model: Path) -> None:

@@ -380,11 +380,11 @@ def test_a_small_add_on_a_bf16_cpu_needs_no_torch_model(
     SearchEngine.build(sentences, tmp_path / "i", encoder=Encoder(tiny_model, device="cpu"))  # caches the export
     engine = SearchEngine.open(tmp_path / "i")
     engine.add([f"a small note number {i} about the weather" for i in range(BULK_TEXTS - 1)])
-    light = engine.reader.encoders.onnx  # noqa: SLF001
-    assert isinstance(light, OnnxDocumentEncoder) and light.bulk_elsewhere and engine.reader.encoders.loaded is None  # noqa: SLF001
+    light = engine.reader.encoders.onnx
+    assert isinstance(light, OnnxDocumentEncoder) and light.bulk_elsewhere and engine.reader.encoders.loaded is None
     assert engine.search("a small note number 3 about the weather", k=1, mode="dense")[0].score > 0.999
     engine.add([f"a large batch, note {i} about the sea" for i in range(BULK_TEXTS)])
-    assert engine.reader.encoders.loaded is not None and engine.reader.encoders.loaded.bulk_precision == "bf16"  # noqa: SLF001
+    assert engine.reader.encoders.loaded is not None and engine.reader.encoders.loaded.bulk_precision == "bf16"
 
 
 def test_a_few_long_documents_of_bulk_passages_load_the_bulk_encoder(
@@ -405,10 +405,10 @@ def test_a_few_long_documents_of_bulk_passages_load_the_bulk_encoder(
     ]
     engine = SearchEngine.open(tmp_path / "i")
     engine.add([f"a short note {i}" for i in range(3)])
-    assert engine.reader.encoders.loaded is None  # noqa: SLF001
+    assert engine.reader.encoders.loaded is None
     engine.add(reports)
     assert engine.last_report is not None and engine.last_report.vectors >= BULK_TEXTS
-    assert engine.reader.encoders.loaded is not None and engine.reader.encoders.loaded.bulk_precision == "bf16"  # noqa: SLF001
+    assert engine.reader.encoders.loaded is not None and engine.reader.encoders.loaded.bulk_precision == "bf16"
 
 
 def _manifest_written_before_typing(index: Path, model: Path, fingerprint: str) -> dict:

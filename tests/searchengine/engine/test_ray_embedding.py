@@ -246,7 +246,9 @@ def test_whitening_and_ivf_pq_are_fitted_on_a_sample_before_the_workers_write_th
     assert engine.reader.store.get(ids) == local.reader.store.get(ids)  # same ids, texts, origins, metadata
     np.testing.assert_allclose(engine.reader.whitening.matrix, local.reader.whitening.matrix, atol=1e-4)  # the same fit
     ivf = [
-        faiss.extract_index_ivf(segment.index.index) for segment in engine.reader.vectors.segments if segment.ids.size > 100
+        faiss.extract_index_ivf(segment.index.index)
+        for segment in engine.reader.vectors.segments
+        if segment.ids.size > 100
     ]
     local_ivf = faiss.extract_index_ivf(local.reader.vectors.segments[0].index.index)
     centroids = [index.quantizer.reconstruct_n(0, index.nlist) for index in (*ivf, local_ivf)]

@@ -233,7 +233,7 @@ def test_a_refresh_that_fails_keeps_serving_the_loaded_state_whole(tmp_path: Pat
     reader = SearchEngine.build(_documents(8), path, encoder=tiny_encoder)
     writer = SearchEngine.open(path, encoder=tiny_encoder)
     writer.add(["a volcano erupted near the harbour"])
-    segment = path / writer.reader.vectors.segments[-1].record.name  # noqa: SLF001 (the write's new segment)
+    segment = path / writer.reader.vectors.segments[-1].record.name  # the write's new segment
     intact = segment.read_bytes()
     segment.write_bytes(intact[:-5] + bytes([intact[-5] ^ 0xFF]) + intact[-4:])  # same size, other bytes
     with pytest.raises(IndexerError, match="is corrupt"):
@@ -486,7 +486,7 @@ def test_a_failed_write_leaves_the_engine_reading_one_commit(tmp_path: Path, tin
     engine = SearchEngine.build(_documents(8), tmp_path / "index", encoder=tiny_encoder)
     with pytest.raises(SearchEngineError, match="lone surrogate|surrogate"):
         engine.add(["fine", "bad \ud800 text"])
-    assert engine.reader.store.db.conn.in_transaction  # noqa: SLF001 (its read snapshot is back)
+    assert engine.reader.store.db.conn.in_transaction  # its read snapshot is back
     SearchEngine.open(tmp_path / "index", encoder=tiny_encoder).add(["written by another engine"])
     assert len(engine) == 8 and len(engine.search("written by another engine", k=100, mode="keyword")) == 0
     assert engine.refresh() is True and len(engine) == 9
