@@ -36,7 +36,8 @@ from searchengine.indexer.segments import load_segment_set
 from searchengine.indexer.store import Document, DocumentStore
 from synthetic import noisy_copies
 
-from searchengine.engine.indexing import Chunk, IndexSettings, build_index, compact_index
+from searchengine.engine.index_writer import compact_index
+from searchengine.engine.indexing import Chunk, IndexSettings, build_index
 from searchengine.engine.search import one_thread
 
 RESULTS = Path(__file__).resolve().parent / "results" / "segment_effects.json"

@@ -17,7 +17,7 @@ _PUBLIC = {
     "EncoderSpeed": "searchengine.encoding.encoder",
     "Hit": "searchengine.engine.search",
     "IndexInfo": "searchengine.engine.index_info",
-    "IndexingReport": "searchengine.engine.indexing",
+    "IndexingReport": "searchengine.engine.indexing_report",
     "Pair": "searchengine.analysis.paraphrase_mining",
     "ScoredPair": "searchengine.analysis.paraphrase_mining",
     "SearchEngine": "searchengine.engine.search_engine",
@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     from searchengine.encoding.encoder import Encoder, EncoderSpeed
     from searchengine.engine.build_settings import BuildSettings
     from searchengine.engine.index_info import IndexInfo
-    from searchengine.engine.indexing import IndexingReport
+    from searchengine.engine.indexing_report import IndexingReport
     from searchengine.engine.search import Hit
     from searchengine.engine.search_engine import SearchEngine
     from searchengine.errors import SearchEngineError

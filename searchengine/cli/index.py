@@ -34,7 +34,7 @@ from searchengine.errors import SearchEngineError
 from searchengine.reading.file_rules import DEFAULT_MAX_MB
 
 if TYPE_CHECKING:
-    from searchengine.engine.indexing import IndexingReport
+    from searchengine.engine.indexing_report import IndexingReport
 
 
 INPUTS_HELP = (

@@ -22,21 +22,16 @@ from searchengine.engine.build_settings import BuildSettings
 from searchengine.engine.corpus_input import Corpus, corpus_count, corpus_documents
 from searchengine.engine.corpus_record import fields_record
 from searchengine.engine.index_snapshot import IndexSnapshot
-from searchengine.engine.indexing import (
-    IndexingReport,
-    IndexSettings,
-    append_to_index,
-    build_index,
-    compact_index,
-    delete_from_index,
-    document_chunks,
-    texts_to_embed,
-)
+from searchengine.engine.indexing import IndexSettings, append_to_index, build_index, document_chunks, drop_vectors
+from searchengine.engine.indexing_report import IndexingReport
 from searchengine.engine.model_check import model_check, model_request
+from searchengine.engine.passage_embedding import texts_to_embed
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.documents import Document
 from searchengine.indexer.index_directory import IndexDirectory
-from searchengine.indexer.merge_policy import MergeResult, merge_as_needed
+from searchengine.indexer.live_write import convert_if_needed, writing_in_place
+from searchengine.indexer.merge_policy import LOCK_WAIT, MergeResult, merge, merge_as_needed
+from searchengine.indexer.store import DocumentStore
 from searchengine.indexer.vector_index import check_trainable
 from searchengine.reading.corpus import JsonFields
 
@@ -122,6 +117,30 @@ def ensure_index(
         encoder = Encoder(model, **(speed.options() if speed else {}))
     create_index(Path(path), encoder, passages=passages, passage_headings=passage_headings)
     return encoder
+
+
+def delete_from_index(directory: IndexDirectory, ids: list[int] | None, external_ids: list[str] | None) -> list[int]:
+    """Delete documents by id or by external id, all or none; returns the ids deleted."""
+    with writing_in_place(directory) as write:
+        targets = list(ids or []) + (write.store.documents.ids_for_external(external_ids) if external_ids else [])
+        drop_vectors(write.store, write.vectors, write.store.delete(targets))
+    return sorted(set(targets))
+
+
+def compact_index(directory: IndexDirectory) -> int:
+    """Merge every segment into one, without the vectors of deleted documents, and give the store's free pages
+    back (VACUUM); returns how many vectors were dropped.
+    An index written by an older version is converted first (which gives a store written before keyword search
+    its keyword index)."""
+    convert_if_needed(directory)
+    result = merge(directory)
+    with directory.locked(wait=LOCK_WAIT):  # the store's free pages too: deleted rows, their keyword index
+        store = DocumentStore(directory.path / directory.read_settings().files["documents"].name, writable=True)
+        try:
+            store.reclaim_space()
+        finally:
+            store.close()
+    return 0 if result is None else result.dropped
 
 
 class IndexWriter:

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 from searchengine.engine.build_settings import BuildSettings
 from searchengine.engine.corpus_input import Corpus
 from searchengine.engine.count_argument import count_argument
-from searchengine.engine.indexing import NO_TEXT, IndexingReport, IndexSettings, build_index, fit_whitening
+from searchengine.engine.indexing import NO_TEXT, IndexSettings, build_index, fit_whitening
+from searchengine.engine.indexing_report import IndexingReport
 from searchengine.engine.ray_embedding import (
     plan_parts,
     ray_embedder,

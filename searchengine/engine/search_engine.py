@@ -21,7 +21,7 @@ from searchengine.engine.filters import Filters
 from searchengine.engine.index_info import IndexInfo
 from searchengine.engine.index_reader import IndexReader, SearchOptions, SharedLoads
 from searchengine.engine.index_writer import IndexWriter, build_index_from, create_index
-from searchengine.engine.indexing import IndexingReport
+from searchengine.engine.indexing_report import IndexingReport
 from searchengine.engine.model_check import check_expected
 from searchengine.engine.modes import SearchMode
 from searchengine.engine.search import Hit
