@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import sqlite_utils
 from searchengine.indexer.counters import read_counter
 from searchengine.indexer.documents import StoredDocument
 from searchengine.indexer.errors import UnknownDocumentError
@@ -17,6 +16,9 @@ from searchengine.indexer.keyword_table import enable_keyword_index
 from searchengine.indexer.sql_chunks import in_chunks
 from searchengine.indexer.store_table import StoreTable
 from searchengine.indexer.stored_metadata import readable_metadata
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 TABLE = "documents"
 

@@ -9,8 +9,8 @@ its documents the current shape). Every later change is one function here, appen
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-import sqlite_utils
 from searchengine.indexer.counters import create_counters
 from searchengine.indexer.document_table import TABLE as DOCUMENTS
 from searchengine.indexer.document_table import create_documents_table
@@ -20,6 +20,9 @@ from searchengine.indexer.passages import create_passages_table
 from searchengine.indexer.segment_table import create_tables
 from searchengine.indexer.settings_table import create_table as create_settings
 from searchengine.indexer.tombstone_table import create_tombstones_table
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 TABLE = "schema_migrations"
 

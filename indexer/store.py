@@ -16,9 +16,9 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import sqlite_utils
 from searchengine.indexer.clustering_table import ClusteringRecord, ClusteringTable
 from searchengine.indexer.document_filters import DocumentFilters
 from searchengine.indexer.document_table import TABLE, DocumentTable
@@ -32,10 +32,13 @@ from searchengine.indexer.migrations import create_base_tables, migrate
 from searchengine.indexer.passages import PassageTable
 from searchengine.indexer.segment_table import SegmentTable
 from searchengine.indexer.settings_table import SettingsTable
-from searchengine.indexer.store_connection import StoreGuard, connect
+from searchengine.indexer.store_connection import ReadDatabase, StoreGuard, connect
 from searchengine.indexer.tombstone_table import TombstoneTable
 from searchengine.indexer.upsert import StoreChange, plan_upsert
 from searchengine.indexer.wal_upkeep import truncate_log
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 __all__ = ["ClusteringRecord", "Document", "DocumentStore", "StoreChange", "StoredDocument", "lone_surrogate"]
 """What callers take from here: the store, what it takes in and gives back (defined in their tables' modules)."""
@@ -53,7 +56,7 @@ class DocumentStore:
         self.legacy = False
         """True for a store in the shape older versions wrote (read through a view until `upgrade`)."""
         try:
-            self.db = sqlite_utils.Database(connect(Path(path), writable))
+            self.db = _database(connect(Path(path), writable), writable)
             cached = not writable
             self.documents = DocumentTable(self.db, self._guard, cached)
             self.keyword = KeywordTable(self.db, self._guard, Path(path), self.documents.count, cached)
@@ -238,3 +241,13 @@ class DocumentStore:
     def close(self) -> None:
         self.db.conn.close()
         self.closed = True
+
+
+def _database(connection: sqlite3.Connection, writable: bool) -> sqlite_utils.Database | ReadDatabase:
+    """The store's connection as its tables use it: sqlite-utils for a writer, its reading part (ReadDatabase) for a
+    reader, which then never imports sqlite-utils (nor the pandas it imports)."""
+    if not writable:
+        return ReadDatabase(connection)
+    import sqlite_utils
+
+    return sqlite_utils.Database(connection)

@@ -17,9 +17,12 @@ from searchengine.encoding.speed import EncoderSpeed
 from searchengine.engine.search_engine import SearchEngine
 from searchengine.errors import SearchEngineError
 
-NOT_FOR_A_QUERY = ("torch", "transformers", "bs4", "markdown_it", "pypdf", "fastapi", "uvicorn", "ray")
+NOT_FOR_A_QUERY = (
+    "torch", "transformers", "bs4", "markdown_it", "pypdf", "fastapi", "uvicorn", "ray", "sqlite_utils", "pandas",
+)  # fmt: skip
 """What a query never needs: the torch encoder (the ONNX export encodes queries), the file readers (a query reads
-no file), the server and Ray."""
+no file), the server, Ray, and sqlite-utils with the pandas it imports (a reader's store reads through the standard
+library's sqlite3: indexer/store_connection.py)."""
 
 CLI_REPORTING_MODULES = f"""
 import json, sys
