@@ -191,6 +191,8 @@ def index(
 
       searchengine index corpus-shards/ --ray head-node:6379
     """
+    import dataclasses
+
     from searchengine.encoding.encoder import Encoder, EncoderSpeed
     from searchengine.engine.build_settings import BuildSettings
     from searchengine.engine.files import (
@@ -257,8 +259,9 @@ def index(
                     title_field=fields.title,
                 )
         else:
-            if whiten_fit is not None and whiten_k is None:
-                raise SearchEngineError("--whiten-fit says what to fit whitening on; add --whiten-k K to use it")
+            settings = BuildSettings(  # checked here, before any file is read
+                index=index_type, whiten_k=whiten_k, whiten_fit=whiten_fit, progress=not quiet, shards=shards
+            )
             check_replacing(target, roots, replace)
             if files:
                 documents, files_report = read_paths(roots, rules, progress=not quiet, fields=fields)
@@ -290,13 +293,10 @@ def index(
                         else RaySettings(ray, ray_workers, threads or 1, part_size=ray_part_size),
                     },
                 )
-            settings = BuildSettings(
-                index=index_type, whiten_k=whiten_k, whiten_fit=whiten_fit, progress=not quiet, shards=shards, **options
-            )
             engine = SearchEngine.build(
                 source,
                 target,
-                settings,
+                dataclasses.replace(settings, **options),
                 encoder=Encoder(
                     model, pooling, batch_size=batch_size, template=template, denoise=denoise, **speed.options()
                 ),

@@ -27,7 +27,8 @@ class BuildSettings:
     batch_size, speed: batch size, precision, backend and threads of the Encoder loaded for the build (see
     Encoder); model, pooling, batch_size and speed are ignored when the build is given a loaded encoder.
     index: a FAISS factory string ("Flat", "HNSW32", "IVF1024,PQ32"); None picks one from the corpus size.
-    whiten_k: fit BERT-whitening and keep k dimensions; fitted on `whiten_fit` when given, else the corpus.
+    whiten_k: fit BERT-whitening and keep k dimensions; fitted on `whiten_fit` when given (which needs whiten_k),
+    else the corpus.
     jsonl: read a corpus file as JSON lines (True) or plain lines (False); None decides by the .jsonl suffix.
     id_field: a .jsonl field holding each document's own id, for later upserts and deletes by that id.
     text_field, title_field: the .jsonl fields holding the text, and a title embedded before it (BEIR's
@@ -72,6 +73,8 @@ class BuildSettings:
 
     def __post_init__(self) -> None:
         """Refuse settings that cannot go together, before any model is loaded or text read."""
+        if self.whiten_fit is not None and self.whiten_k is None:
+            raise SearchEngineError("--whiten-fit says what to fit whitening on; add --whiten-k K to use it")
         if self.shards is not None and self.shards < 1:
             raise SearchEngineError(f"shards must be at least 1, not {self.shards}")
         if self.ray is not None and self.passages:
