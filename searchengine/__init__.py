@@ -9,14 +9,15 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _PUBLIC = {
+    "BuildSettings": "searchengine.engine.build_settings",
     "Cluster": "searchengine.analysis.clustering",
     "CrossEncoder": "searchengine.encoding.cross_encoder",
     "Document": "searchengine.indexer.tables.store",
     "Encoder": "searchengine.encoding.encoder",
     "EncoderSpeed": "searchengine.encoding.encoder",
     "Hit": "searchengine.engine.search",
-    "IndexInfo": "searchengine.engine.search_engine",
-    "IndexingReport": "searchengine.engine.indexing",
+    "IndexInfo": "searchengine.engine.index_info",
+    "IndexingReport": "searchengine.engine.indexing_report",
     "Pair": "searchengine.analysis.paraphrase_mining",
     "ScoredPair": "searchengine.analysis.paraphrase_mining",
     "SearchEngine": "searchengine.engine.search_engine",
@@ -30,9 +31,11 @@ if TYPE_CHECKING:
     from searchengine.analysis.paraphrase_mining import Pair, ScoredPair, mine_vectors
     from searchengine.encoding.cross_encoder import CrossEncoder
     from searchengine.encoding.encoder import Encoder, EncoderSpeed
-    from searchengine.engine.indexing import IndexingReport
+    from searchengine.engine.build_settings import BuildSettings
+    from searchengine.engine.index_info import IndexInfo
+    from searchengine.engine.indexing_report import IndexingReport
     from searchengine.engine.search import Hit
-    from searchengine.engine.search_engine import IndexInfo, SearchEngine
+    from searchengine.engine.search_engine import SearchEngine
     from searchengine.errors import SearchEngineError
     from searchengine.indexer.tables.store import Document
 

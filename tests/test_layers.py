@@ -109,3 +109,66 @@ def test_the_rule_catches_an_upward_import(tmp_path: Path) -> None:
 
 def test_the_package_root_is_the_only_public_import_name() -> None:
     assert Path(searchengine.__file__).parent.name == "searchengine"
+
+
+def _import_circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected groups of more than one module in `graph` (module -> the modules it imports): each
+    is an import circle (Tarjan's algorithm, iterative)."""
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+    for root in graph:
+        if root in order:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        order[root] = low[root] = len(order)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            module, pending = work[-1]
+            following = next(pending, None)
+            if following is not None:
+                if following not in order:
+                    order[following] = low[following] = len(order)
+                    stack.append(following)
+                    on_stack.add(following)
+                    work.append((following, iter(sorted(graph[following]))))
+                elif following in on_stack:
+                    low[module] = min(low[module], order[following])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[module])
+            if low[module] == order[module]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == module:
+                        break
+                if len(group) > 1:
+                    circles.append(sorted(group))
+    return circles
+
+
+CIRCLE_FREE = {"engine", "encoding", "reading", "analysis", "server", "integrations", "evaluation", "cli"}
+"""The layers no module of which is in an import circle (lazy and type-only imports count): a reader or writer of
+the engine can be imported, and understood, without the modules that use it."""
+
+
+def test_no_import_circle_in_the_engine_and_the_layers_above_it() -> None:
+    files = _package_files()
+    graph = {
+        module: {imported for imported in _imported_modules(module, path) if imported in files and imported != module}
+        for module, path in files.items()
+    }
+    circles = [group for group in _import_circles(graph) if {_layer(m) for m in group} & CIRCLE_FREE]
+    assert not circles, "\n".join(" <-> ".join(group) for group in circles)
+
+
+def test_the_circle_check_finds_a_circle() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert _import_circles(graph) == [["a", "b", "c"]]

@@ -5,7 +5,7 @@
    (training/registry.py: pseudo-queries, simcse, consert, promptbert), starting from the index's model.
 2. The method saves the adapted model as a sentence-transformers directory inside the index directory,
    `adapted-<method>.<number>/`, the manifest names it (relative to the index: `./adapted-...`, so the index can be moved), and it loads like any model.
-3. Every stored document is embedded again with it (engine.indexing.reembed_index): same ids, external ids,
+3. Every stored document is embedded again with it (engine.reembedding.reembed_index): same ids, external ids,
    metadata and index type, whitening-k refitted where the index has it, committed in one manifest swap.
 
 A kill at any point leaves the old index usable: until the commit the manifest names the old model and vectors.
@@ -32,7 +32,8 @@ from searchengine.indexer.tables.store import DocumentStore
 from searchengine.training.loop import TrainingReport
 from searchengine.training.registry import METHODS
 
-from searchengine.engine.indexing import IndexingReport, reembed_index
+from searchengine.engine.indexing_report import IndexingReport
+from searchengine.engine.reembedding import reembed_index
 from searchengine.errors import SearchEngineError
 
 ADAPT_METHODS = ("pseudo-queries", "simcse", "consert", "promptbert")

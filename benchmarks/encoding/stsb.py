@@ -29,7 +29,7 @@ import torch
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
 from benchmarks.datasets.data_folder import DATA
 from benchmarks.harness.results import read_results, write_results
-from searchengine import Encoder, SearchEngine
+from searchengine import BuildSettings, Encoder, SearchEngine
 from searchengine.evaluation.labelled_data import RatedPair, read_scored_pairs
 from searchengine.evaluation.sts import sts_spearman
 
@@ -97,7 +97,10 @@ def measure_quality(results: dict, encoder: Encoder, pairs: list[RatedPair], ks:
         for k in ks:
             for fit_name, fit in (("STS-B test sentences", None), (f"{len(wiki)} Wikipedia sentences", wiki)):
                 engine = SearchEngine.build(
-                    sentences, Path(scratch) / f"w{k}", encoder=encoder, whiten_k=k, whiten_fit=fit
+                    sentences,
+                    Path(scratch) / f"w{k}",
+                    BuildSettings(whiten_k=k, whiten_fit=fit),
+                    encoder=encoder,
                 )
                 quality.append(
                     {

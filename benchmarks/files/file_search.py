@@ -246,6 +246,7 @@ def build_or_open(pages: Path, target: Path, encoder: Any, passages: bool) -> tu
     """The index of `pages` at `target`, built unless a complete one is already there, with its build record
     (seconds, vectors, load average before and after), kept beside it as <target>.json for later runs."""
     from searchengine import SearchEngine
+    from searchengine.engine.build_settings import BuildSettings
 
     record = target.with_suffix(".json")
     if (target / "manifest.json").exists() and record.exists():
@@ -255,7 +256,10 @@ def build_or_open(pages: Path, target: Path, encoder: Any, passages: bool) -> tu
     load = os.getloadavg()[0]
     started = time.perf_counter()
     engine = SearchEngine.build(
-        pages, target, encoder=encoder, id_field="id", title_field="title", passages=passages, jsonl=True
+        pages,
+        target,
+        BuildSettings(id_field="id", title_field="title", passages=passages, jsonl=True),
+        encoder=encoder,
     )
     built = {
         "index_seconds": time.perf_counter() - started,

@@ -32,6 +32,7 @@ from pathlib import Path
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
 from benchmarks.harness.machine import run_record
 from benchmarks.harness.results import write_results
+from searchengine.engine.build_settings import BuildSettings
 from searchengine.engine.files import files_record, read_paths, sync_index
 from searchengine.engine.search_engine import SearchEngine
 from searchengine.reading.file_rules import FileRules
@@ -46,7 +47,9 @@ def build(work: Path, index: Path, rules: FileRules, model: str | None) -> dict:
     documents, files = read_paths([work], rules)
     extraction = time.perf_counter() - started
     engine = SearchEngine.build(
-        documents, index, model=model, passages=True, reading=files_record([work], work, rules), progress=True
+        documents,
+        index,
+        BuildSettings(model=model, passages=True, reading=files_record([work], work, rules), progress=True),
     )
     report = engine.last_report
     engine.close()

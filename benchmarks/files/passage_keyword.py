@@ -98,11 +98,11 @@ class PassageKeyword:
 
 
 def rankings(engine, passages: PassageKeyword, texts: list[str]) -> dict[str, list[list[Scored]]]:
-    store, fusion, k = engine._store, DEFAULT_FUSION, MRR_AT
+    store, fusion, k = engine.reader.store, DEFAULT_FUSION, MRR_AT
     depth = max(k, fusion.depth)
-    excluded = engine._tombstones if len(engine._tombstones) else None
-    query_vectors = engine._query_vectors(engine._query_encoder(), texts)
-    dense_sides = dense_rankings(engine._vectors, store, query_vectors, min(depth, len(engine)), None, excluded)
+    excluded = engine.reader.tombstones if len(engine.reader.tombstones) else None
+    query_vectors = engine.reader.query_vectors(engine.reader.encoders.for_queries(), texts)
+    dense_sides = dense_rankings(engine.reader.vectors, store, query_vectors, min(depth, len(engine)), None, excluded)
     out: dict[str, list[list[Scored]]] = {}
     for name in ("doc-repro", "passage", "passage-nospan", "mix"):
         out[f"keyword/{name}"], out[f"hybrid/{name}"] = [], []
@@ -148,7 +148,7 @@ def scores(ranks: list[int | None]) -> dict[str, float]:
 
 def timing(engine, passages: PassageKeyword, texts: list[str], rounds: int = 5) -> dict:
     """Keyword-side time per query (depth 100 + bound), document FTS vs passage FTS, alternated per query."""
-    store = engine._store
+    store = engine.reader.store
     doc_t, pas_t = [], []
     for text in texts:  # warm-up (stem counts cached on both sides)
         store.keyword.search(text, 100), store.keyword.bound(text), passages.search(text, 100), passages.bound(text)
@@ -196,7 +196,7 @@ def main() -> None:
                 [folder_hit_location(h) for h in hits] for hits in engine.search_batch(texts, MRR_AT, mode=mode)
             ]
         for name, ranking in rankings(engine, passages, texts).items():
-            located[name] = [[folder_hit_location(h) for h in hits] for hits in hits_of(engine._store, ranking)]
+            located[name] = [[folder_hit_location(h) for h in hits] for hits in hits_of(engine.reader.store, ranking)]
         result = {
             "documents": len(engine),
             "passages": passages.count,

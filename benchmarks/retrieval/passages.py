@@ -35,7 +35,7 @@ sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root
 from benchmarks.datasets.data_folder import DATA
 from benchmarks.harness.machine import cpu_name
 from benchmarks.harness.results import write_results
-from searchengine import SearchEngine
+from searchengine import BuildSettings, SearchEngine
 from searchengine.encoding.encoder import Encoder
 from searchengine.evaluation.retrieval import evaluate_search, read_corpus, read_qrels, read_queries
 
@@ -71,12 +71,14 @@ def build(
     engine = SearchEngine.build(
         corpus,
         target,
+        BuildSettings(
+            id_field="_id",
+            title_field="title",
+            passages=overlap is not None,
+            passage_overlap=overlap,
+            passage_headings=headings,
+        ),
         encoder=encoder,
-        id_field="_id",
-        title_field="title",
-        passages=overlap is not None,
-        passage_overlap=overlap,
-        passage_headings=headings,
     )
     seconds = time.perf_counter() - started
     info = engine.info()

@@ -40,7 +40,7 @@ from searchengine.indexer.tables.store import Document
 from benchmarks.datasets.data_folder import DATA
 from benchmarks.harness.machine import machine_record
 from benchmarks.harness.results import read_results, write_results
-from searchengine import SearchEngine
+from searchengine import BuildSettings, SearchEngine
 from searchengine.encoding.cross_encoder import CrossEncoder
 from searchengine.engine.modes import DEFAULT_FUSION, SearchMode
 from searchengine.evaluation.retrieval import query_metrics
@@ -79,7 +79,11 @@ def build_index(corpus: Path, target: Path, model: str) -> SearchEngine:
         )
         for row in read_jsonl(corpus)
     ]
-    return SearchEngine.build(documents, target, model=None if model == "default" else model, index="Flat")
+    return SearchEngine.build(
+        documents,
+        target,
+        BuildSettings(model=None if model == "default" else model, index="Flat"),
+    )
 
 
 def candidates(engine: SearchEngine, query_ids: list[str], texts: list[str], mode: SearchMode) -> list[list]:

@@ -112,7 +112,7 @@ def main() -> None:
         engine.search(query, k=K, highlight=True)
     load_before = os.getloadavg()
     results = {mode: measure(engine, queries, qrels, mode, args.runs) for mode in args.modes}
-    encoder = engine._query_encoder()  # noqa: SLF001 (which encoder ran the queries and the sentences)
+    encoder = engine.reader.encoders.for_queries()  # which encoder ran the queries and the sentences
     record = {
         **run_record(load_before),
         "set": args.set,

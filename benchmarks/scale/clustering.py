@@ -35,7 +35,7 @@ from searchengine.indexer.tables.store import DocumentStore, StoredDocument
 from benchmarks.datasets.data_folder import DATA
 from benchmarks.harness.results import write_results
 from benchmarks.scale.synthetic import noisy_copies
-from searchengine import SearchEngine
+from searchengine import BuildSettings, SearchEngine
 from searchengine.analysis.cluster_settings import ClusterSettings
 from searchengine.analysis.clustering import cluster_labels
 
@@ -88,7 +88,7 @@ def quality(args: argparse.Namespace) -> dict:
     else:
         texts = sorted({text for _, a, b in pairs for text in (a, b)})
         target = args.stsb_index or Path(tempfile.mkdtemp()) / "stsb-index"
-        engine = SearchEngine.build(texts, target, progress=True)
+        engine = SearchEngine.build(texts, target, BuildSettings(progress=True))
     text_of = {doc.id: doc.text for doc in _all_documents(engine)}
     results = []
     for settings in QUICK_SETTINGS if args.quick else QUALITY_SETTINGS:

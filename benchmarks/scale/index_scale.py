@@ -48,7 +48,7 @@ from benchmarks.datasets.data_folder import DATA
 from benchmarks.harness.machine import run_record
 from benchmarks.harness.results import read_results, write_results
 from benchmarks.scale.synthetic import noisy_copies
-from searchengine import SearchEngine
+from searchengine import BuildSettings, SearchEngine
 from searchengine.engine.indexing import Chunk, IndexSettings, build_index
 from searchengine.reading.corpus import read_corpus
 
@@ -85,7 +85,7 @@ def encode_part(n: int, work: Path, sentences: Path) -> dict:
     corpus = corpus_file(n, work, sentences)
     target = work / f"encode-{n}"
     started = time.perf_counter()
-    engine = SearchEngine.build(corpus, target, progress=True)
+    engine = SearchEngine.build(corpus, target, BuildSettings(progress=True))
     wall = time.perf_counter() - started
     report = engine.last_report
     engine.close()

@@ -108,10 +108,11 @@ def build_index(corpus: list[str], path: Path, index_type: str, flat: Path) -> N
     if (path / "manifest.json").is_file():
         return
     from searchengine import SearchEngine
+    from searchengine.engine.build_settings import BuildSettings
 
     started = time.perf_counter()
     if index_type == "Flat":
-        SearchEngine.build(corpus, path, index="Flat", progress=True).close()
+        SearchEngine.build(corpus, path, BuildSettings(index="Flat", progress=True)).close()
     else:
         from searchengine.indexer.commit.index_directory import IndexDirectory
         from searchengine.indexer.tables.store import Document

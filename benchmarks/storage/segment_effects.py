@@ -40,7 +40,8 @@ from searchengine.indexer.vectors.segments import load_segment_set
 from benchmarks.harness.results import write_results
 from benchmarks.scale.index_scale import stored_vectors
 from benchmarks.scale.synthetic import noisy_copies
-from searchengine.engine.indexing import Chunk, IndexSettings, build_index, compact_index
+from searchengine.engine.index_writer import compact_index
+from searchengine.engine.indexing import Chunk, IndexSettings, build_index
 from searchengine.engine.search import one_thread
 
 RESULTS = Path(__file__).resolve().parent / "results" / "segment_effects.json"

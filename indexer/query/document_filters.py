@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
 
 import numpy as np
-import sqlite_utils
 from searchengine.indexer.errors import UnknownFieldError
 from searchengine.indexer.query.filter_sql import COLUMN_TYPES, JSON_KINDS, Filter, json_path, where_clause
 from searchengine.indexer.query.number_columns import NumberColumns
 from searchengine.indexer.tables.passages import PassageTable
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 DOCUMENTS = "documents"
 PASSAGES = "passages"

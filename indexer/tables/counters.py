@@ -5,7 +5,11 @@ count(*)."""
 
 from __future__ import annotations
 
-import sqlite_utils
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import sqlite_utils
+
 
 TABLE = "counters"
 COUNTED = {

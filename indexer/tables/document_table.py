@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import sqlite_utils
 from searchengine.indexer.errors import UnknownDocumentError
 from searchengine.indexer.tables.counters import read_counter
 from searchengine.indexer.tables.documents import StoredDocument
@@ -17,6 +16,9 @@ from searchengine.indexer.tables.keyword_table import enable_keyword_index
 from searchengine.indexer.tables.sql_chunks import in_chunks
 from searchengine.indexer.tables.store_table import StoreTable
 from searchengine.indexer.tables.stored_metadata import readable_metadata
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 TABLE = "documents"
 

@@ -8,13 +8,16 @@ import heapq
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import sqlite_utils
 from searchengine.indexer.errors import MissingKeywordIndexError
 from searchengine.indexer.query.keyword_query import bm25_bound, match_expression
 from searchengine.indexer.tables.sql_chunks import in_chunks
 from searchengine.indexer.tables.store_table import StoreTable
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 DOCUMENTS = "documents"
 TABLE = f"{DOCUMENTS}_fts"

@@ -10,12 +10,15 @@ written before passages existed have no such table and read as holding none.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import sqlite_utils
 from searchengine.indexer.tables.counters import read_counter
 from searchengine.indexer.tables.sql_chunks import in_chunks
 from searchengine.indexer.tables.store_table import StoreTable
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 TABLE = "passages"
 

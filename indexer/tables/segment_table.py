@@ -12,11 +12,14 @@ import json
 import re
 import time
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import sqlite_utils
 from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.tables.store_table import StoreTable
 from searchengine.indexer.vectors.segments import SegmentRecord
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 SEGMENT_NAME = re.compile(r"segment\.\d+\.faiss")
 CHECKSUM = re.compile(r"sha256:[0-9a-f]{64}")

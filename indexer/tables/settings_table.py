@@ -6,10 +6,12 @@ holding none."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import sqlite_utils
 from searchengine.indexer.tables.store_table import StoreTable
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 TABLE = "build_settings"
 

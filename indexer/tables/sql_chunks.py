@@ -4,9 +4,11 @@ the store reads or deletes rows by a list of ids."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import sqlite_utils
+if TYPE_CHECKING:
+    import sqlite_utils
+
 
 CHUNK = 500
 """Values per `IN (...)`: under SQLite's parameter limit (999 in older builds)."""

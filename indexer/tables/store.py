@@ -16,9 +16,9 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import sqlite_utils
 from searchengine.indexer.errors import IndexerError, InterruptedAfterCommit, UnknownDocumentError
 from searchengine.indexer.query.document_filters import DocumentFilters
 from searchengine.indexer.tables.clustering_table import ClusteringRecord, ClusteringTable
@@ -29,12 +29,15 @@ from searchengine.indexer.tables.keyword_table import KeywordTable
 from searchengine.indexer.tables.passages import PassageTable
 from searchengine.indexer.tables.segment_table import SegmentTable
 from searchengine.indexer.tables.settings_table import SettingsTable
-from searchengine.indexer.tables.store_connection import StoreGuard, connect
+from searchengine.indexer.tables.store_connection import ReadDatabase, StoreGuard, connect
 from searchengine.indexer.tables.tombstone_table import TombstoneTable
 from searchengine.indexer.tables.upsert import StoreChange, plan_upsert
 from searchengine.indexer.tables.wal_upkeep import truncate_log
 from searchengine.indexer.upgrades.chain import open_store, upgrade_schema
 from searchengine.indexer.upgrades.legacy_store import upgrade as upgrade_legacy
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 __all__ = ["ClusteringRecord", "Document", "DocumentStore", "StoreChange", "StoredDocument", "lone_surrogate"]
 """What callers take from here: the store, what it takes in and gives back (defined in their tables' modules)."""
@@ -52,7 +55,7 @@ class DocumentStore:
         self.legacy = False
         """True for a store in the shape older versions wrote (read through a view until `upgrade`)."""
         try:
-            self.db = sqlite_utils.Database(connect(Path(path), writable))
+            self.db = _database(connect(Path(path), writable), writable)
             cached = not writable
             self.documents = DocumentTable(self.db, self._guard, cached)
             self.keyword = KeywordTable(self.db, self._guard, Path(path), self.documents.count, cached)
@@ -232,3 +235,13 @@ class DocumentStore:
     def close(self) -> None:
         self.db.conn.close()
         self.closed = True
+
+
+def _database(connection: sqlite3.Connection, writable: bool) -> sqlite_utils.Database | ReadDatabase:
+    """The store's connection as its tables use it: sqlite-utils for a writer, its reading part (ReadDatabase) for a
+    reader, which then never imports sqlite-utils (nor the pandas it imports)."""
+    if not writable:
+        return ReadDatabase(connection)
+    import sqlite_utils
+
+    return sqlite_utils.Database(connection)

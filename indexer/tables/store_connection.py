@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
+from typing import Any
 
 from searchengine.indexer.errors import IndexerError, StorageFullError, StoragePermissionError
 
@@ -92,3 +93,31 @@ class StoreGuard:
             raise self.corrupt(exc) from None
         except sqlite3.DatabaseError as exc:
             raise self.corrupt(exc) from None
+
+
+class ReadDatabase:
+    """A read-only store's connection with the part of sqlite_utils.Database the tables read through (`execute`,
+    `query`, `table_names`, `conn`), on the standard library alone: sqlite-utils imports pandas where it is
+    installed, a third of a cold query's start, and a reader needs none of its writing helpers."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def execute(self, sql: str, parameters: Sequence[Any] | dict[str, Any] | None = None) -> sqlite3.Cursor:
+        """Run one statement, as sqlite_utils.Database.execute does."""
+        return self.conn.execute(sql) if parameters is None else self.conn.execute(sql, parameters)
+
+    def query(self, sql: str, parameters: Sequence[Any] | dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+        """The rows of a SELECT as dictionaries by column name."""
+        cursor = self.execute(sql, parameters)
+        names = [column[0] for column in cursor.description]
+        return (dict(zip(names, row)) for row in cursor)
+
+    def table_names(self) -> list[str]:
+        """The names of the store's tables."""
+        return [row[0] for row in self.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()]
+
+    def atomic(self) -> AbstractContextManager[ReadDatabase]:
+        """A reader writes nothing: a write's transaction is refused as SQLite refuses a write on a read-only
+        connection (the store's guard makes it one IndexerError)."""
+        raise sqlite3.OperationalError("attempt to write a readonly database")

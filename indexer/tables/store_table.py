@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-import sqlite_utils
+if TYPE_CHECKING:
+    import sqlite_utils
+
 
 
 class StoreTable:

@@ -4,11 +4,14 @@ segment. Searches leave them out; a merge that drops their vectors forgets them.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import sqlite_utils
 from searchengine.indexer.tables.sql_chunks import in_chunks
 from searchengine.indexer.tables.store_table import StoreTable
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 TABLE = "tombstones"
 

@@ -4,13 +4,17 @@ the keyword index only once the store has one row per document (step 1), as it i
 
 from __future__ import annotations
 
-import sqlite_utils
+from typing import TYPE_CHECKING
+
 from searchengine.indexer.tables.document_table import TABLE as DOCUMENTS
 from searchengine.indexer.tables.document_table import create_documents_table
 from searchengine.indexer.tables.keyword_table import TABLE as KEYWORD_TABLE
 from searchengine.indexer.tables.keyword_table import enable_keyword_index
 from searchengine.indexer.tables.passages import create_passages_table
 from searchengine.indexer.tables.tombstone_table import create_tombstones_table
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 
 def create_base_tables(db: sqlite_utils.Database) -> None:

@@ -25,12 +25,12 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-import sqlite_utils
 from searchengine.indexer.upgrades.base_tables import create_base_tables, create_keyword_index
 from searchengine.indexer.upgrades.legacy_store import is_legacy, open_legacy_view
 from searchengine.indexer.upgrades.migrations import migrate
 
 if TYPE_CHECKING:
+    import sqlite_utils
     from searchengine.indexer.commit.index_directory import IndexDirectory
 
 

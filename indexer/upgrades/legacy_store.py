@@ -5,9 +5,12 @@ write path runs inside its rewrite (searchengine.indexer.commit.rewrite)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-import sqlite_utils
 from searchengine.indexer.tables.document_table import TABLE, create_documents_table
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 EXTERNAL_IDS_TABLE = "external_ids"
 """Older stores only: user-given ids -> the (shared) row holding that document's text."""
@@ -21,7 +24,7 @@ _EXTERNAL_ID = f"(SELECT min(e.external_id) FROM main.{EXTERNAL_IDS_TABLE} AS e 
 
 def is_legacy(db: sqlite_utils.Database) -> bool:
     """Whether the store is in the shape older versions wrote (its documents counted repeats)."""
-    return "count" in db[TABLE].columns_dict
+    return "count" in {row[1] for row in db.execute(f"PRAGMA table_info({TABLE})").fetchall()}
 
 
 def open_legacy_view(db: sqlite_utils.Database) -> None:

@@ -6,11 +6,14 @@ Every change is one function here, appended, never edited."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-import sqlite_utils
 from searchengine.indexer.tables.counters import create_counters
 from searchengine.indexer.tables.segment_table import create_tables
 from searchengine.indexer.tables.settings_table import create_table as create_settings
+
+if TYPE_CHECKING:
+    import sqlite_utils
 
 TABLE = "schema_migrations"
 

@@ -21,6 +21,7 @@ from searchengine.cli.options import (
 )
 from searchengine.encoding.model_source import Pooling
 from searchengine.engine.fusion import FusionMethod
+from searchengine.engine.mode_registry import mode_named, mode_names
 from searchengine.engine.modes import DEFAULT_FUSION, SearchMode
 from searchengine.errors import SearchEngineError
 
@@ -158,11 +159,12 @@ def retrieval(
         else:
             name, scores = _evaluate_model(corpus, queries, qrels, model, pooling, batch_size, not keep_identical_ids)
         seconds = time.perf_counter() - started
-        searched = None if index_dir is None else mode + (f" ({fusion.describe()})" if mode == "hybrid" else "")
+        fused = index_dir is not None and mode_named(mode).fuses
+        searched = None if index_dir is None else mode + (f" ({fusion.describe()})" if fused else "")
         if as_json:
             payload = {"model": name, **scores.as_dict(), "seconds": seconds}
             if index_dir is not None:
-                payload.update({"mode": mode, "fusion": asdict(fusion) if mode == "hybrid" else None})
+                payload.update({"mode": mode, "fusion": asdict(fusion) if fused else None})
             documents = {"index": str(index_dir)} if index_dir is not None else {"corpus_file": str(corpus)}
             payload.update({**documents, "queries_file": str(queries), "qrels_file": str(qrels)})
             typer.echo(json.dumps(payload, indent=2))
@@ -201,8 +203,11 @@ def _fusion(
     """The default fusion with the settings given replaced; refused when given for a mode that fuses nothing."""
     given = {"method": method, "rrf_k": rrf_k, "dense_weight": dense_weight, "depth": depth}
     given = {name: value for name, value in given.items() if value is not None}
-    if given and mode != "hybrid":
-        raise SearchEngineError("--fusion, --rrf-k, --dense-weight and --depth set hybrid search; add --mode hybrid")
+    if given and (mode is None or not mode_named(mode).fuses):
+        fusing = " or ".join(name for name in mode_names() if mode_named(name).fuses)
+        raise SearchEngineError(
+            f"--fusion, --rrf-k, --dense-weight and --depth set {fusing} search; add --mode {fusing}"
+        )
     fusion = replace(DEFAULT_FUSION, **given)
     if rrf_k is not None and fusion.method != "rrf":
         raise SearchEngineError(f"--rrf-k sets reciprocal rank fusion, not {fusion.method}; add --fusion rrf")

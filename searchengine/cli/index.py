@@ -34,7 +34,7 @@ from searchengine.errors import SearchEngineError
 from searchengine.reading.file_rules import DEFAULT_MAX_MB
 
 if TYPE_CHECKING:
-    from searchengine.engine.indexing import IndexingReport
+    from searchengine.engine.indexing_report import IndexingReport
 
 
 INPUTS_HELP = (
@@ -191,7 +191,10 @@ def index(
 
       searchengine index corpus-shards/ --ray head-node:6379
     """
+    import dataclasses
+
     from searchengine.encoding.encoder import Encoder, EncoderSpeed
+    from searchengine.engine.build_settings import BuildSettings
     from searchengine.engine.files import (
         check_replacing,
         files_record,
@@ -200,8 +203,9 @@ def index(
         read_paths,
         recorded_fields,
     )
+    from searchengine.engine.index_writer import ensure_index
     from searchengine.engine.ray_embedding import RaySettings
-    from searchengine.engine.search_engine import SearchEngine, default_index_dir, ensure_index
+    from searchengine.engine.search_engine import SearchEngine, default_index_dir
     from searchengine.reading.corpus import JsonFields
     from searchengine.reading.file_rules import FileRules
     from searchengine.reading.walk import common_base
@@ -255,8 +259,9 @@ def index(
                     title_field=fields.title,
                 )
         else:
-            if whiten_fit is not None and whiten_k is None:
-                raise SearchEngineError("--whiten-fit says what to fit whitening on; add --whiten-k K to use it")
+            settings = BuildSettings(  # checked here, before any file is read
+                index=index_type, whiten_k=whiten_k, whiten_fit=whiten_fit, progress=not quiet, shards=shards
+            )
             check_replacing(target, roots, replace)
             if files:
                 documents, files_report = read_paths(roots, rules, progress=not quiet, fields=fields)
@@ -291,15 +296,10 @@ def index(
             engine = SearchEngine.build(
                 source,
                 target,
+                dataclasses.replace(settings, **options),
                 encoder=Encoder(
                     model, pooling, batch_size=batch_size, template=template, denoise=denoise, **speed.options()
                 ),
-                index=index_type,
-                whiten_k=whiten_k,
-                whiten_fit=whiten_fit,
-                progress=not quiet,
-                shards=shards,
-                **options,
             )
         report = engine.last_report
         if files and not quiet:

@@ -259,7 +259,8 @@ def _search_here(
     """Open the index in this process and search it: the results as --json prints them, and the index's size."""
     from searchengine.encoding.speed import EncoderSpeed
     from searchengine.engine.hit_records import result_record
-    from searchengine.engine.search_engine import DEFAULT_RERANK_TOP, SearchEngine, default_index_dir
+    from searchengine.engine.index_reader import DEFAULT_RERANK_TOP
+    from searchengine.engine.search_engine import SearchEngine, default_index_dir
 
     speed = EncoderSpeed(precision, backend, threads)
     engine = SearchEngine.open(index_dir or default_index_dir(), model=model, whiten_k=whiten_k, speed=speed)

@@ -11,7 +11,7 @@ It serves where the Encoder would embed through that export: the conditions of t
 cached and valid) and no GPU that torch could find (the Encoder would embed there). Where the Encoder has a bulk
 runtime beside the export (`bulk_precision`: torch bf16 for calls of 64 texts or more on a CPU with AVX512-BF16
 or AMX), it serves only adds that embed fewer than 64 texts, passages counted (`bulk_elsewhere`;
-SearchEngine._document_encoder): a few long documents of 64 passages or more are bulk work, which torch bf16
+EncoderChoice.for_documents): a few long documents of 64 passages or more are bulk work, which torch bf16
 embeds about twice as fast as this encoder's fp32 once loaded. Anywhere else the caller loads the Encoder.
 """
 

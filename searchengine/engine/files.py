@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from searchengine.engine.corpus_record import source_name
 from searchengine.engine.indexing import READING
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.tables.store import Document
@@ -31,23 +32,6 @@ if TYPE_CHECKING:
 FACT_FIELDS = ("sha256", "size", "mtime_ns", "file", "path")
 """The metadata `sync` compares a file with (searchengine/reading/file_documents.py writes them); a file's
 documents (one, or one per page) all carry its path."""
-
-
-def source_name(source: object) -> str | None:
-    """How the record names an input: a file's absolute path, "-" for standard input, None for texts given in
-    Python (nothing to compare a later build with)."""
-    if isinstance(source, (str, Path)):
-        return STDIN if str(source) == STDIN else str(absolute_path(Path(source)))
-    return None
-
-
-def fields_record(fields: JsonFields, corpus: object) -> dict[str, Any]:
-    """The record of an index built from a corpus file (or texts): its JSON fields and its source."""
-    name = source_name(corpus)
-    return {
-        "fields": {"text": fields.text, "title": fields.title, "id": fields.id},
-        "sources": [] if name is None else [name],
-    }
 
 
 def root_record(root: Path, rules: FileRules) -> dict[str, Any]:

@@ -65,6 +65,11 @@ class RetrievalMode(ABC):
     side_scores: ClassVar[tuple[Side, ...]]
     """The sides whose own scores a hit shows beside the mode's score (none where the score is that side's)."""
 
+    @property
+    def fuses(self) -> bool:
+        """Whether it fuses two sides' rankings (RankRequest.fusion says how), so a fusion applies to it."""
+        return len(self.sides) > 1
+
     @abstractmethod
     def rank(self, request: RankRequest) -> list[list[Scored]]:
         """The `request.k` best documents per query, best first."""

@@ -66,7 +66,7 @@ slow actor holds up little), for fewer, larger segments (and larger where that m
 
 @dataclass(frozen=True)
 class RaySettings:
-    """Where and how a corpus is embedded with Ray (`searchengine index --ray`, SearchEngine.build(ray=...))."""
+    """Where and how a corpus is embedded with Ray (`searchengine index --ray`, BuildSettings.ray)."""
 
     address: str | None = None
     """The cluster: 'auto', 'HOST:6379' (a node of the cluster runs this process) or 'ray://HOST:10001'. None: the

@@ -167,19 +167,6 @@ def hits_of(store: DocumentStore, rankings: list[list[Scored]]) -> list[list[Hit
     return results
 
 
-def nearest_documents(
-    vectors: VectorIndex,
-    store: DocumentStore,
-    queries: np.ndarray,
-    k: int,
-    allowed: np.ndarray | None = None,
-    excluded: np.ndarray | None = None,
-) -> list[list[Hit]]:
-    """The k best documents per query row by cosine (dense search), best first: `dense_rankings` with their
-    documents; a document split into passages scores by its best passage, which the hit's `span` names."""
-    return hits_of(store, dense_rankings(vectors, store, queries, k, allowed, excluded))
-
-
 def rerank_hits(cross_encoder: CrossEncoder, queries: list[str], results: list[list[Hit]], k: int) -> list[list[Hit]]:
     """Rescore every query's candidates with the cross-encoder (all pairs in one smart-batched call) and keep the
     k best per query by that score, best first (ties keep the retrieval order). Each hit's `score` becomes the

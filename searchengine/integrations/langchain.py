@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from searchengine.engine.filters import Filters
+from searchengine.engine.index_writer import ensure_index
 from searchengine.engine.modes import SearchMode
-from searchengine.engine.search_engine import SearchEngine, ensure_index
+from searchengine.engine.search_engine import SearchEngine
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.query.filter_sql import Condition
 from searchengine.indexer.tables.store import Document as StoredDocument

@@ -15,8 +15,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from searchengine.engine.index_writer import ensure_index
 from searchengine.engine.modes import SearchMode
-from searchengine.engine.search_engine import SearchEngine, ensure_index
+from searchengine.engine.search_engine import SearchEngine
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.errors import UnknownFieldError
 from searchengine.indexer.query.filter_sql import AnyOf, Condition

@@ -23,9 +23,10 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from searchengine.engine.index_reader import DEFAULT_RERANK_TOP
 from searchengine.engine.modes import SearchMode
 from searchengine.engine.search import Hit, one_thread
-from searchengine.engine.search_engine import DEFAULT_RERANK_TOP, SearchEngine
+from searchengine.engine.search_engine import SearchEngine
 from searchengine.errors import SearchEngineError
 from searchengine.server.limits import MAX_READERS
 

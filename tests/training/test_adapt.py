@@ -20,6 +20,7 @@ from searchengine.indexer.tables.store import Document
 from searchengine.training.adapt import adapt_index
 
 from searchengine.encoding.encoder import Encoder
+from searchengine.engine.build_settings import BuildSettings
 from searchengine.engine.search_engine import SearchEngine
 from searchengine.errors import SearchEngineError
 
@@ -106,7 +107,7 @@ def test_adapting_again_replaces_the_earlier_adapted_model(titled_index: Path) -
 def test_adapt_keeps_whitening_k_refitted_for_the_new_model(tmp_path: Path, tiny_model: Path) -> None:
     texts = [f"{title} {text}" for title, text in TITLED]
     target = tmp_path / "whitened"
-    SearchEngine.build(texts, target, model=tiny_model, whiten_k=4).close()
+    SearchEngine.build(texts, target, BuildSettings(model=tiny_model, whiten_k=4)).close()
     before = (target / "manifest.json").read_text()
     adapt_index(target, "simcse", FAST, progress=False)
     with SearchEngine.open(target) as engine:

@@ -8,8 +8,8 @@ from fastapi import APIRouter, Depends, Query
 
 from searchengine.engine.filters import conditions_of
 from searchengine.engine.hit_records import result_record
+from searchengine.engine.index_reader import DEFAULT_RERANK_TOP
 from searchengine.engine.queries import check_queries
-from searchengine.engine.search_engine import DEFAULT_RERANK_TOP
 from searchengine.errors import SearchEngineError
 from searchengine.server.limits import MAX_FILTERS, MAX_K
 from searchengine.server.models import (

@@ -14,7 +14,7 @@ from searchengine.indexer.tables.store import Document
 from searchengine.training.loop import TrainingSettings
 from searchengine.training.methods.cross_encoder import CrossEncoderTraining
 
-from searchengine import SearchEngine
+from searchengine import BuildSettings, SearchEngine
 from tests.conftest import SENTENCES
 
 REPOSITORY = Path(__file__).resolve().parents[3]
@@ -94,12 +94,16 @@ def test_stop_words_benchmark_runs_both_parts(tmp_path: Path, tiny_model: Path) 
         json.loads(line) for line in (data / "retrieval" / "nfcorpus" / "corpus.jsonl").read_text().splitlines()
     ]
     index = tmp_path / "nf-index"
-    SearchEngine.build([Document(d["text"], external_id=d["_id"]) for d in documents], index, model=tiny_model).close()
+    SearchEngine.build(
+        [Document(d["text"], external_id=d["_id"]) for d in documents],
+        index,
+        BuildSettings(model=tiny_model),
+    ).close()
     (data / "unsup").mkdir()
     with gzip.open(data / "unsup" / "wiki_sentences.txt.gz", "wt", encoding="utf-8") as handle:
         handle.write("".join(f"{text} and a word {i} of the day\n" for i, text in enumerate(SENTENCES * 2)))
     speed_index = tmp_path / "speed-index"
-    SearchEngine.build(SENTENCES, speed_index, model=tiny_model).close()
+    SearchEngine.build(SENTENCES, speed_index, BuildSettings(model=tiny_model)).close()
     printed = run(
         "stop_words.py", "--set", "nfcorpus", "--index", index, "--speed-index", speed_index,
         "--speed-docs", len(SENTENCES), "--rounds", 1, "--data", data,

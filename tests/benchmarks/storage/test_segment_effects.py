@@ -7,14 +7,18 @@ import subprocess
 import sys
 from pathlib import Path
 
-from searchengine import SearchEngine
+from searchengine import BuildSettings, SearchEngine
 
 REPOSITORY = Path(__file__).resolve().parents[3]
 
 
 def test_many_adds_and_half_deleted_at_2000_documents(tmp_path: Path) -> None:
     source = tmp_path / "source"
-    SearchEngine.build([f"sentence {i} about topic {i % 5}" for i in range(30)], source, index="Flat")  # bundled model
+    SearchEngine.build(
+        [f"sentence {i} about topic {i % 5}" for i in range(30)],
+        source,
+        BuildSettings(index="Flat"),
+    )  # bundled model
     out = tmp_path / "out.json"
     completed = subprocess.run(
         [

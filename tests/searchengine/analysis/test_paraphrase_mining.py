@@ -12,7 +12,7 @@ import pytest
 from searchengine.indexer.vectors.vector_index import VectorIndex
 from typer.testing import CliRunner
 
-from searchengine import SearchEngine, SearchEngineError, mine_vectors
+from searchengine import BuildSettings, SearchEngine, SearchEngineError, mine_vectors
 from searchengine.analysis.paraphrase_mining import ScoredPair, duplicate_marks, mine_index
 from searchengine.cli import app
 from searchengine.encoding.encoder import Encoder
@@ -149,7 +149,12 @@ def test_dedupe_marks_the_later_text_and_the_index_still_answers(engine: SearchE
 
 
 def test_deleted_documents_never_pair(tmp_path: Path, tiny_encoder: Encoder, sentences: list[str]) -> None:
-    engine = SearchEngine.build([*sentences, NEAR_DUPLICATE], tmp_path / "hnsw", encoder=tiny_encoder, index="HNSW32")
+    engine = SearchEngine.build(
+        [*sentences, NEAR_DUPLICATE],
+        tmp_path / "hnsw",
+        BuildSettings(index="HNSW32"),
+        encoder=tiny_encoder,
+    )
     engine.delete(ids=[len(sentences)])
     assert len(engine.tombstones) == 1  # HNSW keeps the vector until compaction
     for method in ("exact", "ann"):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from searchengine.indexer.errors import IndexerError
 
-from searchengine import SearchEngine, SearchEngineError
+from searchengine import BuildSettings, SearchEngine, SearchEngineError
 from searchengine.encoding.encoder import Encoder
 from searchengine.encoding.speed import EncoderSpeed
 from tests.format_one import downgrade_to_format_1
@@ -146,7 +146,12 @@ def test_add_appends_and_counts_repeats(engine: SearchEngine, sentences: list[st
 
 
 def test_reports_time_by_stage(tmp_path: Path, tiny_encoder: Encoder, sentences: list[str]) -> None:
-    built = SearchEngine.build(sentences, tmp_path / "i", encoder=tiny_encoder, index="IVF2,Flat", whiten_k=8)
+    built = SearchEngine.build(
+        sentences,
+        tmp_path / "i",
+        BuildSettings(index="IVF2,Flat", whiten_k=8),
+        encoder=tiny_encoder,
+    )
     stages = built.last_report.stages
     assert list(stages) == ["reading", "storing", "encoding", "whitening", "vector index", "commit"]
     assert all(seconds >= 0 for seconds in stages.values())
@@ -173,7 +178,7 @@ def test_jsonl_metadata_is_kept(tmp_path: Path, tiny_encoder: Encoder) -> None:
 
 def test_whitening_k_is_fitted_saved_and_applied(tmp_path: Path, tiny_encoder: Encoder, sentences: list[str]) -> None:
     texts = sentences + [f"{a} {b}" for a in sentences[:6] for b in sentences[6:]]
-    engine = SearchEngine.build(texts, tmp_path / "i", encoder=tiny_encoder, whiten_k=8)
+    engine = SearchEngine.build(texts, tmp_path / "i", BuildSettings(whiten_k=8), encoder=tiny_encoder)
     info = engine.info()
     assert (info.dimension, info.model_dimension, info.whitening) == (8, 32, 8)
     assert engine.encode(["x"]).shape == (1, 8)
@@ -185,7 +190,12 @@ def test_whitening_k_is_fitted_saved_and_applied(tmp_path: Path, tiny_encoder: E
 
 def test_whitening_can_be_fitted_on_another_corpus(tmp_path: Path, tiny_encoder: Encoder, sentences: list[str]) -> None:
     fit = [f"{a} {b}" for a in sentences for b in sentences[:3]]
-    engine = SearchEngine.build(sentences[:4], tmp_path / "i", encoder=tiny_encoder, whiten_k=4, whiten_fit=fit)
+    engine = SearchEngine.build(
+        sentences[:4],
+        tmp_path / "i",
+        BuildSettings(whiten_k=4, whiten_fit=fit),
+        encoder=tiny_encoder,
+    )
     assert engine.manifest.whitening.fit_count == len(set(fit))
     assert engine.search(sentences[2], k=1)[0].text == sentences[2]
 
@@ -195,7 +205,7 @@ def test_other_faiss_types_train_and_search(
     tmp_path: Path, tiny_encoder: Encoder, sentences: list[str], factory: str
 ) -> None:
     texts = [f"{a} {b}" for a in sentences for b in sentences]
-    engine = SearchEngine.build(texts, tmp_path / "i", encoder=tiny_encoder, index=factory)
+    engine = SearchEngine.build(texts, tmp_path / "i", BuildSettings(index=factory), encoder=tiny_encoder)
     assert engine.info().index_type == factory and len(engine) == len(texts)
     found = sum(engine.search(text, k=1)[0].text == text for text in texts[:20])
     assert found >= 18
@@ -276,7 +286,7 @@ def test_model_changed_on_disk_is_detected(tmp_path: Path, sentences: list[str])
     from tests.conftest import write_tiny_model
 
     model = write_tiny_model(tmp_path / "model")
-    engine = SearchEngine.build(sentences, tmp_path / "i", model=model)
+    engine = SearchEngine.build(sentences, tmp_path / "i", BuildSettings(model=model))
     shutil.rmtree(model)
     write_tiny_model(model, seed=5)
     reopened = SearchEngine.open(engine.path)  # the index's own model is checked when it is loaded
@@ -291,7 +301,7 @@ def test_an_index_whose_model_is_gone_can_still_be_inspected_and_changed(tmp_pat
     from tests.conftest import write_tiny_model
 
     model = write_tiny_model(tmp_path / "model")
-    SearchEngine.build(sentences, tmp_path / "i", model=model, index="HNSW32")
+    SearchEngine.build(sentences, tmp_path / "i", BuildSettings(model=model, index="HNSW32"))
     shutil.rmtree(model)
     engine = SearchEngine.open(tmp_path / "i")
     assert engine.info().vectors == len(engine) == len(sentences)
@@ -340,7 +350,12 @@ def test_opening_loads_no_model_until_something_encodes(tmp_path: Path, tiny_mod
 
     # built and opened on the CPU, whose auto backend caches the ONNX export that serves the search (on a GPU the
     # query runs torch there; found on an H200, where the opening process saw the GPU)
-    SearchEngine.build(sentences, tmp_path / "i", encoder=Encoder(tiny_model, device="cpu"), index="HNSW32")
+    SearchEngine.build(
+        sentences,
+        tmp_path / "i",
+        BuildSettings(index="HNSW32"),
+        encoder=Encoder(tiny_model, device="cpu"),
+    )
     completed = subprocess.run(
         [sys.executable, "-c", _OPEN_AND_CHANGE, str(tmp_path / "i")],
         capture_output=True,
@@ -365,11 +380,11 @@ def test_a_small_add_on_a_bf16_cpu_needs_no_torch_model(
     SearchEngine.build(sentences, tmp_path / "i", encoder=Encoder(tiny_model, device="cpu"))  # caches the export
     engine = SearchEngine.open(tmp_path / "i")
     engine.add([f"a small note number {i} about the weather" for i in range(BULK_TEXTS - 1)])
-    light = engine._onnx_encoder  # noqa: SLF001
-    assert isinstance(light, OnnxDocumentEncoder) and light.bulk_elsewhere and engine._encoder is None  # noqa: SLF001
+    light = engine.reader.encoders.onnx
+    assert isinstance(light, OnnxDocumentEncoder) and light.bulk_elsewhere and engine.reader.encoders.loaded is None
     assert engine.search("a small note number 3 about the weather", k=1, mode="dense")[0].score > 0.999
     engine.add([f"a large batch, note {i} about the sea" for i in range(BULK_TEXTS)])
-    assert engine._encoder is not None and engine._encoder.bulk_precision == "bf16"  # noqa: SLF001
+    assert engine.reader.encoders.loaded is not None and engine.reader.encoders.loaded.bulk_precision == "bf16"
 
 
 def test_a_few_long_documents_of_bulk_passages_load_the_bulk_encoder(
@@ -384,16 +399,16 @@ def test_a_few_long_documents_of_bulk_passages_load_the_bulk_encoder(
     monkeypatch.setattr(precision_module, "cpu_flags", lambda cpuinfo=None: frozenset({"avx512f", "amx_bf16"}))
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
     encoder = Encoder(tiny_model, device="cpu")
-    SearchEngine.build(sentences, tmp_path / "i", encoder=encoder, passages=True)  # caches the export
+    SearchEngine.build(sentences, tmp_path / "i", BuildSettings(passages=True), encoder=encoder)  # caches the export
     reports = [
         " ".join(f"{word}{i} of a long report" for i in range(encoder.text_tokens * BULK_TEXTS // 4)) for word in "ab"
     ]
     engine = SearchEngine.open(tmp_path / "i")
     engine.add([f"a short note {i}" for i in range(3)])
-    assert engine._encoder is None  # noqa: SLF001
+    assert engine.reader.encoders.loaded is None
     engine.add(reports)
     assert engine.last_report is not None and engine.last_report.vectors >= BULK_TEXTS
-    assert engine._encoder is not None and engine._encoder.bulk_precision == "bf16"  # noqa: SLF001
+    assert engine.reader.encoders.loaded is not None and engine.reader.encoders.loaded.bulk_precision == "bf16"
 
 
 def _manifest_written_before_typing(index: Path, model: Path, fingerprint: str) -> dict:
@@ -426,7 +441,7 @@ def _manifest_written_before_typing(index: Path, model: Path, fingerprint: str) 
 def test_an_index_written_before_the_typed_manifest_opens(
     tmp_path: Path, tiny_model: Path, tiny_encoder: Encoder, sentences: list[str]
 ) -> None:
-    built = SearchEngine.build(sentences, tmp_path / "i", encoder=tiny_encoder, whiten_k=8)
+    built = SearchEngine.build(sentences, tmp_path / "i", BuildSettings(whiten_k=8), encoder=tiny_encoder)
     before = _all_results(built, sentences)
     built.close()  # its read snapshot would hold the store
     downgrade_to_format_1(built.path)
@@ -446,7 +461,7 @@ def test_an_index_written_before_the_typed_manifest_opens(
 def test_truncated_index_file_is_reported(
     tmp_path: Path, tiny_encoder: Encoder, sentences: list[str], role: str
 ) -> None:
-    engine = SearchEngine.build(sentences, tmp_path / "index", encoder=tiny_encoder, whiten_k=8)
+    engine = SearchEngine.build(sentences, tmp_path / "index", BuildSettings(whiten_k=8), encoder=tiny_encoder)
     path = engine.directory.file(engine.manifest, role)
     path.write_bytes(path.read_bytes()[:100])
     with pytest.raises(IndexerError, match="truncated"):
@@ -528,5 +543,5 @@ def test_delete_refuses_ids_no_document_can_have(engine: SearchEngine, bad: int)
 
 def test_too_few_texts_for_ivf_say_what_to_do(tmp_path: Path, tiny_encoder: Encoder, sentences: list[str]) -> None:
     with pytest.raises(SearchEngineError, match=r"IVF1024 needs at least 39×1024 training vectors.*has 12: use Flat"):
-        SearchEngine.build(sentences, tmp_path / "ivf", encoder=tiny_encoder, index="IVF1024,Flat")
+        SearchEngine.build(sentences, tmp_path / "ivf", BuildSettings(index="IVF1024,Flat"), encoder=tiny_encoder)
     assert not (tmp_path / "ivf").exists()

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from searchengine.encoding.encoder import Encoder
+from searchengine.engine.build_settings import BuildSettings
 from searchengine.engine.files import check_replacing, files_record, read_paths, sync_index
 from searchengine.engine.search_engine import SearchEngine
 from searchengine.errors import SearchEngineError
@@ -20,7 +21,10 @@ from tests.searchengine.reading.made_files import notes_folder, pdf_bytes
 def _build(root: Path, index: Path, encoder: Encoder) -> SearchEngine:
     documents, _ = read_paths([root], FileRules())
     return SearchEngine.build(
-        documents, index, encoder=encoder, passages=True, reading=files_record([root], root, FileRules())
+        documents,
+        index,
+        BuildSettings(passages=True, reading=files_record([root], root, FileRules())),
+        encoder=encoder,
     )
 
 
@@ -172,7 +176,10 @@ def test_a_sync_of_part_of_a_folder_keeps_the_folders_globs(tmp_path: Path, tiny
     rules = FileRules(exclude=("guides/*",))
     documents, _ = read_paths([root], rules)
     engine = SearchEngine.build(
-        documents, tmp_path / "index", encoder=tiny_encoder, passages=True, reading=files_record([root], root, rules)
+        documents,
+        tmp_path / "index",
+        BuildSettings(passages=True, reading=files_record([root], root, rules)),
+        encoder=tiny_encoder,
     )
     before = sorted(engine.external_ids())
     report = sync_index(engine, [root / "guides"])  # "bike.html" is not excluded, "guides/bike.html" is

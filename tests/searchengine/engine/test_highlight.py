@@ -87,8 +87,8 @@ def test_a_hit_with_many_sentences_embeds_only_the_most_promising(tmp_path: Path
     sentences[-1] = "The rare zeppelin landed."
     engine = SearchEngine.build([" ".join(sentences)], tmp_path / "idx", encoder=tiny_encoder)
     calls = []
-    embed = engine._embed_sentences
-    engine._embed_sentences = lambda texts: calls.append(len(texts)) or embed(texts)
+    embed = engine.reader._embed_sentences
+    engine.reader._embed_sentences = lambda texts: calls.append(len(texts)) or embed(texts)
     hit = engine.search("zeppelin", k=1, mode="hybrid", highlight=True)[0]
     assert calls == [1 + MAX_EMBEDDED_SENTENCES]  # the query and 4 of the 12 sentences, in one call
     assert hit.text[slice(*hit.highlight.span)] == "The rare zeppelin landed."  # it holds the word: embedded
@@ -98,8 +98,8 @@ def test_hits_of_one_sentence_cost_no_encoder_call(tmp_path: Path, tiny_encoder:
     lines = ["Stock prices fell as the market rate rose.", "Bake the bread in a hot oven!", "A zeppelin landed."]
     engine = SearchEngine.build(lines, tmp_path / "idx", encoder=tiny_encoder)
     calls = []
-    embed = engine._embed_sentences
-    engine._embed_sentences = lambda texts: calls.append(len(texts)) or embed(texts)
+    embed = engine.reader._embed_sentences
+    engine.reader._embed_sentences = lambda texts: calls.append(len(texts)) or embed(texts)
     for mode in ("dense", "hybrid"):
         for hits in engine.search_batch(["zeppelin landed", "bread"], k=3, mode=mode, highlight=True):
             assert len(hits) == 3

@@ -14,7 +14,7 @@ import pytest
 from searchengine.indexer.commit.index_directory import file_checksum
 from searchengine.indexer.tables.store import Document, DocumentStore
 
-from searchengine import SearchEngine, SearchEngineError
+from searchengine import BuildSettings, SearchEngine, SearchEngineError
 from searchengine.encoding.encoder import Encoder
 from searchengine.engine.fusion import Fusion, fuse
 from tests.format_one import downgrade_to_format_1
@@ -31,7 +31,7 @@ DOCUMENTS = [
 
 @pytest.fixture(params=["Flat", "HNSW32"])
 def engine(request: pytest.FixtureRequest, tmp_path: Path, tiny_encoder: Encoder) -> SearchEngine:
-    return SearchEngine.build(DOCUMENTS, tmp_path / "idx", encoder=tiny_encoder, index=request.param)
+    return SearchEngine.build(DOCUMENTS, tmp_path / "idx", BuildSettings(index=request.param), encoder=tiny_encoder)
 
 
 def _keyword_ids(engine: SearchEngine, text: str, **options: object) -> list[str]:

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from searchengine.engine.indexing import _progress
+from searchengine.engine.progress_bar import progress_bar
 
 
 class _Terminal(io.StringIO):
@@ -17,7 +17,7 @@ class _Terminal(io.StringIO):
 
 def test_the_bar_counts_whole_documents(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "stderr", _Terminal())
-    with _progress(33, True, "Indexing") as bar:
+    with progress_bar(33, True, "Indexing") as bar:
         bar.update(33)
         shown = str(bar)
     assert "33/33" in shown and "33.0" not in shown
@@ -26,7 +26,7 @@ def test_the_bar_counts_whole_documents(monkeypatch: pytest.MonkeyPatch) -> None
 def test_no_bar_when_stderr_is_not_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     """A pipe or log would get every redraw of the bar and, at the end, the final bar twice."""
     monkeypatch.setattr(sys, "stderr", io.StringIO())
-    with _progress(33, True, "Indexing") as bar:
+    with progress_bar(33, True, "Indexing") as bar:
         assert bar.disable
         bar.update(33)
     assert sys.stderr.getvalue() == ""
@@ -34,4 +34,4 @@ def test_no_bar_when_stderr_is_not_a_terminal(monkeypatch: pytest.MonkeyPatch) -
 
 def test_no_bar_when_progress_is_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "stderr", _Terminal())
-    assert _progress(33, False, "Indexing").disable
+    assert progress_bar(33, False, "Indexing").disable

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from searchengine import Document, SearchEngine
+from searchengine import BuildSettings, Document, SearchEngine
 from searchengine.encoding.encoder import Encoder
 from searchengine.engine.files import files_record, read_paths, sync_index
 from searchengine.reading.file_rules import FileRules
@@ -39,7 +39,7 @@ def _embedded(engine: SearchEngine) -> dict[int, tuple[str, str]]:
     """Each vector id -> (the text it covers, the heading its document had at build) for the documents above."""
     documents = {hit.id: hit for hit in engine.search("the", k=10, mode="keyword")}
     vector_ids = [int(i) for ids, _ in engine.stored_vectors() for i in ids]
-    spans = engine._store.passages.of_vectors(vector_ids)
+    spans = engine.reader.store.passages.of_vectors(vector_ids)
     out = {}
     for vector_id in vector_ids:
         document, start, end = spans.get(vector_id, (vector_id, 0, None))
@@ -64,7 +64,7 @@ def _assert_embedded_as(engine: SearchEngine, encoder: Encoder, expected: dict[i
 def test_each_passage_is_embedded_after_its_heading_within_the_model_limit(
     tmp_path: Path, tiny_encoder: Encoder
 ) -> None:
-    engine = SearchEngine.build(_corpus(), tmp_path / "idx", encoder=tiny_encoder, passages=True)
+    engine = SearchEngine.build(_corpus(), tmp_path / "idx", BuildSettings(passages=True), encoder=tiny_encoder)
     assert engine.manifest.passages is not None and engine.manifest.passages.headings
     passages = _embedded(engine)
     assert len(passages) > 5 and engine.last_report.truncated == 0
@@ -77,7 +77,7 @@ def test_each_passage_is_embedded_after_its_heading_within_the_model_limit(
 def test_spans_snippets_and_highlights_point_into_the_text_not_the_heading(
     tmp_path: Path, tiny_encoder: Encoder
 ) -> None:
-    engine = SearchEngine.build(_corpus(), tmp_path / "idx", encoder=tiny_encoder, passages=True)
+    engine = SearchEngine.build(_corpus(), tmp_path / "idx", BuildSettings(passages=True), encoder=tiny_encoder)
     [hit] = engine.search(TAIL, k=1, mode="dense", highlight=True)
     assert hit.external_id == "long" and hit.span is not None
     assert hit.passage == hit.text[hit.span[0] : hit.span[1]] and hit.span[1] == len(hit.text)
@@ -88,7 +88,10 @@ def test_spans_snippets_and_highlights_point_into_the_text_not_the_heading(
 
 def test_without_passage_headings_each_passage_is_embedded_alone(tmp_path: Path, tiny_encoder: Encoder) -> None:
     engine = SearchEngine.build(
-        _corpus(), tmp_path / "idx", encoder=tiny_encoder, passages=True, passage_headings=False
+        _corpus(),
+        tmp_path / "idx",
+        BuildSettings(passages=True, passage_headings=False),
+        encoder=tiny_encoder,
     )
     assert not engine.manifest.passages.headings
     assert "headings" not in json.loads((tmp_path / "idx" / "manifest.json").read_text())["passages"]
@@ -97,7 +100,10 @@ def test_without_passage_headings_each_passage_is_embedded_alone(tmp_path: Path,
 
 def test_add_embeds_as_the_index_was_built(tmp_path: Path, tiny_encoder: Encoder) -> None:
     engine = SearchEngine.build(
-        [Document("a dog ran in the garden")], tmp_path / "idx", encoder=tiny_encoder, passages=True
+        [Document("a dog ran in the garden")],
+        tmp_path / "idx",
+        BuildSettings(passages=True),
+        encoder=tiny_encoder,
     )
     engine.add(_corpus())
     passages = _embedded(engine)
@@ -113,7 +119,10 @@ def test_an_index_written_before_the_setting_keeps_embedding_passages_alone(
     tmp_path: Path, tiny_encoder: Encoder
 ) -> None:
     SearchEngine.build(
-        [Document("a dog ran in the garden")], tmp_path / "idx", encoder=tiny_encoder, passages=True
+        [Document("a dog ran in the garden")],
+        tmp_path / "idx",
+        BuildSettings(passages=True),
+        encoder=tiny_encoder,
     ).close()
     manifest = tmp_path / "idx" / "manifest.json"
     old = json.loads(manifest.read_text())
@@ -132,7 +141,12 @@ def test_sync_embeds_a_new_pdf_page_after_its_title(tmp_path: Path, tiny_encoder
     (root / "pets.md").write_text("# Pets\n\nThe cat sat on the mat.\n", encoding="utf-8")
     documents, _ = read_paths([root], FileRules())
     reading = files_record([root], root, FileRules())
-    engine = SearchEngine.build(documents, tmp_path / "idx", encoder=tiny_encoder, passages=True, reading=reading)
+    engine = SearchEngine.build(
+        documents,
+        tmp_path / "idx",
+        BuildSettings(passages=True, reading=reading),
+        encoder=tiny_encoder,
+    )
     (root / "oven.pdf").write_bytes(pdf_bytes(["Baking bread", "The oven must be hot before the bread goes in."]))
     assert sync_index(engine).added == ["oven.pdf"]
     [page] = [hit for hit in engine.search("oven bread", k=5, mode="keyword") if hit.external_id == "oven.pdf#2"]
@@ -144,7 +158,12 @@ def test_sync_embeds_a_new_pdf_page_after_its_title(tmp_path: Path, tiny_encoder
 def test_a_record_title_is_embedded_once(tmp_path: Path, tiny_encoder: Encoder) -> None:
     corpus = tmp_path / "docs.jsonl"
     corpus.write_text(json.dumps({"title": HEADING, "text": _long(1)}) + "\n", encoding="utf-8")
-    engine = SearchEngine.build(corpus, tmp_path / "idx", encoder=tiny_encoder, title_field="title", passages=True)
+    engine = SearchEngine.build(
+        corpus,
+        tmp_path / "idx",
+        BuildSettings(title_field="title", passages=True),
+        encoder=tiny_encoder,
+    )
     passages = _embedded(engine)
     first = min(passages)
     assert passages[first].startswith(HEADING)  # the title is the text's start: its first passage has it already

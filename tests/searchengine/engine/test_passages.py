@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from searchengine import Document, SearchEngine
+from searchengine import BuildSettings, Document, SearchEngine
 from searchengine.encoding.encoder import Encoder
 from tests.conftest import WORDS
 
@@ -43,7 +43,12 @@ def _corpus() -> list[Document]:
 
 @pytest.fixture(params=["Flat", "HNSW32"])
 def engine(request: pytest.FixtureRequest, tmp_path: Path, tiny_encoder: Encoder) -> SearchEngine:
-    return SearchEngine.build(_corpus(), tmp_path / "idx", encoder=tiny_encoder, index=request.param, passages=True)
+    return SearchEngine.build(
+        _corpus(),
+        tmp_path / "idx",
+        BuildSettings(index=request.param, passages=True),
+        encoder=tiny_encoder,
+    )
 
 
 def _vector_ids(engine: SearchEngine) -> set[int]:
@@ -58,7 +63,7 @@ def test_a_long_document_is_found_by_a_phrase_in_its_tail(engine: SearchEngine) 
 
 
 def test_without_passages_the_tail_is_never_embedded(tmp_path: Path, tiny_encoder: Encoder) -> None:
-    engine = SearchEngine.build(_corpus(), tmp_path / "idx", encoder=tiny_encoder, passages=False)
+    engine = SearchEngine.build(_corpus(), tmp_path / "idx", BuildSettings(passages=False), encoder=tiny_encoder)
     assert engine.last_report.split == 0 and engine.last_report.truncated == 3
     assert engine.info().vectors == engine.info().documents == 23
     assert all(hit.span is None for hit in engine.search(TAIL, k=23, mode="dense"))
@@ -119,7 +124,12 @@ def test_an_upsert_with_a_new_text_replaces_every_passage(engine: SearchEngine) 
 
 
 def test_passage_ids_meet_no_document_or_tombstone(tmp_path: Path, tiny_encoder: Encoder) -> None:
-    engine = SearchEngine.build(_corpus(), tmp_path / "idx", encoder=tiny_encoder, index="HNSW32", passages=True)
+    engine = SearchEngine.build(
+        _corpus(),
+        tmp_path / "idx",
+        BuildSettings(index="HNSW32", passages=True),
+        encoder=tiny_encoder,
+    )
     engine.delete(external_ids=["l2"])  # the last document: its passages hold the largest ids, now tombstones
     stored = {int(i) for ids, _ in engine.stored_vectors() for i in ids}
     assert set(engine.tombstones) <= stored and max(engine.tombstones) == max(stored)
@@ -134,7 +144,7 @@ def test_add_keeps_the_index_setting(tmp_path: Path, tiny_encoder: Encoder) -> N
     on = SearchEngine.create(tmp_path / "on", encoder=tiny_encoder, passages=True)
     on.add([Document(_long())])
     assert on.last_report.split == 1 and on.info().vectors > 1
-    off = SearchEngine.build(["short"], tmp_path / "off", encoder=tiny_encoder, passages=False)
+    off = SearchEngine.build(["short"], tmp_path / "off", BuildSettings(passages=False), encoder=tiny_encoder)
     off.add([Document(_long())])
     assert off.last_report.split == 0 and off.last_report.truncated == 1 and off.info().vectors == 2
 
@@ -142,7 +152,10 @@ def test_add_keeps_the_index_setting(tmp_path: Path, tiny_encoder: Encoder) -> N
 def test_an_index_with_whitening_and_a_trained_type_splits_too(tmp_path: Path, tiny_encoder: Encoder) -> None:
     documents = _corpus() + [Document(_filler(22, 200 + i)) for i in range(60)]
     engine = SearchEngine.build(
-        documents, tmp_path / "idx", encoder=tiny_encoder, index="IVF4,Flat", whiten_k=16, passages=True
+        documents,
+        tmp_path / "idx",
+        BuildSettings(index="IVF4,Flat", whiten_k=16, passages=True),
+        encoder=tiny_encoder,
     )
     assert engine.last_report.split == 3
     assert engine.search(TAIL, k=1, mode="dense")[0].external_id == "l0"
@@ -177,8 +190,8 @@ def test_an_index_without_a_passages_table_opens_searches_and_grows(tmp_path: Pa
     SearchEngine.build(
         [Document("the cat sat on the mat", metadata={"n": 1}), Document("stock prices fell")],
         path,
+        BuildSettings(passages=False),
         encoder=tiny_encoder,
-        passages=False,
     )
     _drop_passages_table(path)
     engine = SearchEngine.open(path, encoder=tiny_encoder)

@@ -29,6 +29,7 @@ from searchengine.cli import app
 from searchengine.encoding import precision
 from searchengine.encoding.encoder import Encoder
 from searchengine.engine import indexing, ray_embedding
+from searchengine.engine.build_settings import BuildSettings
 from searchengine.engine.indexing import Chunk, IndexSettings, build_index
 from searchengine.engine.ray_embedding import (
     EncoderWorker,
@@ -75,7 +76,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _in_one_process(corpus: Path, path: Path, encoder: Encoder, **options: object) -> SearchEngine:
     """The same corpus indexed here, file after file (what the Ray build is compared with)."""
     documents = [document for file in corpus_files(corpus) for document in read_corpus(file)]
-    return SearchEngine.build(documents, path, encoder=encoder, **options)
+    return SearchEngine.build(documents, path, BuildSettings(**options), encoder=encoder)
 
 
 def _dense(engine: SearchEngine) -> tuple[list[list[int]], np.ndarray]:
@@ -89,9 +90,12 @@ def test_workers_write_the_segments_and_the_index_answers_as_one_built_here(
     """Whitening fitted first (on --whiten-fit: a.txt) and applied by the workers; a segment per part of 64 documents."""
     settings = RaySettings(workers=2, batch_size=64)
     engine = SearchEngine.build(
-        corpus, tmp_path / "ray", encoder=tiny_encoder, whiten_k=16, whiten_fit=corpus / "a.txt", ray=settings
+        corpus,
+        tmp_path / "ray",
+        BuildSettings(whiten_k=16, whiten_fit=corpus / "a.txt", ray=settings),
+        encoder=tiny_encoder,
     )
-    records = engine._store.segments.records()
+    records = engine.reader.store.segments.records()
     assert [(r.vectors, r.first_id, r.last_id) for r in records] == [
         (64, 0, 63), (64, 64, 127), (64, 128, 191), (8, 192, 199), (64, 200, 263), (64, 264, 327), (32, 328, 359)
     ]  # fmt: skip
@@ -103,12 +107,12 @@ def test_workers_write_the_segments_and_the_index_answers_as_one_built_here(
     local_ids, local_scores = _dense(local)
     assert ray_ids == local_ids
     np.testing.assert_allclose(ray_scores, local_scores, atol=1e-4)
-    ids = local._store.documents.ids()
-    assert engine._store.get(ids) == local._store.get(ids)  # same ids, texts, origins, metadata
+    ids = local.reader.store.documents.ids()
+    assert engine.reader.store.get(ids) == local.reader.store.get(ids)  # same ids, texts, origins, metadata
 
     engine.add(["a new sentence about snow"])  # later writes and merges take it as any index
     added = _dense(engine)
-    assert len(engine) == 361 and engine.compact() == 0 and len(engine._store.segments.records()) == 1
+    assert len(engine) == 361 and engine.compact() == 0 and len(engine.reader.store.segments.records()) == 1
     assert _dense(engine)[0] == added[0]
     assert all(check.problem is None for check in IndexDirectory(tmp_path / "ray").verify())
 
@@ -159,7 +163,7 @@ def test_a_driver_killed_before_its_commit_changes_nothing(
     orphans = [path for path in target.glob("segment.*.faiss") if path.name not in live]
     assert len(orphans) == 2  # one per part, written by the workers, named by no commit
     engine = SearchEngine.open(target, encoder=tiny_encoder)
-    assert len(engine) == 2 and engine._store.segments.records() == before._store.segments.records()
+    assert len(engine) == 2 and engine.reader.store.segments.records() == before.reader.store.segments.records()
     engine.delete([0])
     assert not any(path.exists() for path in orphans)
     assert all(check.problem is None for check in IndexDirectory(target).verify())
@@ -191,9 +195,9 @@ def test_the_driver_tombstones_the_written_vectors_no_row_keeps(tmp_path: Path, 
     report = build_index(IndexDirectory(target), chunks, tiny_encoder, settings, total=6)
     assert (report.added, report.superseded, report.replaced, report.updated) == (4, 1, 1, 1)
     engine = SearchEngine.open(target, encoder=tiny_encoder)
-    assert engine._store.documents.ids().tolist() == [2, 3, 4]
-    assert engine._store.tombstones.ids().tolist() == [0, 1, 5]
-    assert [record.name for record in engine._store.segments.records()] == [record.name for record in written]
+    assert engine.reader.store.documents.ids().tolist() == [2, 3, 4]
+    assert engine.reader.store.tombstones.ids().tolist() == [0, 1, 5]
+    assert [record.name for record in engine.reader.store.segments.records()] == [record.name for record in written]
     assert all(check.problem is None for check in IndexDirectory(target).verify())
     assert [engine.search(text, k=1, mode="dense")[0].id for text in ("beta replaced", "alpha again")] == [3, 2]
 
@@ -202,7 +206,12 @@ def test_shards_are_refused_where_the_workers_write_the_segments(
     corpus: Path, tmp_path: Path, tiny_encoder: Encoder
 ) -> None:
     with pytest.raises(SearchEngineError, match="drop --shards"):
-        SearchEngine.build(corpus, tmp_path / "i", encoder=tiny_encoder, shards=2, ray=RaySettings(workers=2))
+        SearchEngine.build(
+            corpus,
+            tmp_path / "i",
+            BuildSettings(shards=2, ray=RaySettings(workers=2)),
+            encoder=tiny_encoder,
+        )
     assert not (tmp_path / "i").exists()
 
 
@@ -222,26 +231,31 @@ def test_whitening_and_ivf_pq_are_fitted_on_a_sample_before_the_workers_write_th
     factory = "IVF4,PQ4"
     settings = RaySettings(workers=2, batch_size=64)
     engine = SearchEngine.build(
-        corpus, tmp_path / "ray", encoder=tiny_encoder, whiten_k=16, index=factory, ray=settings
+        corpus,
+        tmp_path / "ray",
+        BuildSettings(whiten_k=16, index=factory, ray=settings),
+        encoder=tiny_encoder,
     )
-    records = engine._store.segments.records()
+    records = engine.reader.store.segments.records()
     assert [(r.factory, r.vectors) for r in records] == [(factory, 128), ("Flat", 72), (factory, 128), ("Flat", 32)]
     assert len(engine) == 360 and engine.manifest.index.type == factory
     assert all(check.problem is None for check in IndexDirectory(tmp_path / "ray").verify())
 
     local = _in_one_process(corpus, tmp_path / "local", tiny_encoder, whiten_k=16, index=factory)
-    ids = local._store.documents.ids()
-    assert engine._store.get(ids) == local._store.get(ids)  # same ids, texts, origins, metadata
-    np.testing.assert_allclose(engine._whitening.matrix, local._whitening.matrix, atol=1e-4)  # the same fit
+    ids = local.reader.store.documents.ids()
+    assert engine.reader.store.get(ids) == local.reader.store.get(ids)  # same ids, texts, origins, metadata
+    np.testing.assert_allclose(engine.reader.whitening.matrix, local.reader.whitening.matrix, atol=1e-4)  # the same fit
     ivf = [
-        faiss.extract_index_ivf(segment.index.index) for segment in engine._vectors.segments if segment.ids.size > 100
+        faiss.extract_index_ivf(segment.index.index)
+        for segment in engine.reader.vectors.segments
+        if segment.ids.size > 100
     ]
-    local_ivf = faiss.extract_index_ivf(local._vectors.segments[0].index.index)
+    local_ivf = faiss.extract_index_ivf(local.reader.vectors.segments[0].index.index)
     centroids = [index.quantizer.reconstruct_n(0, index.nlist) for index in (*ivf, local_ivf)]
     np.testing.assert_array_equal(centroids[0], centroids[1])  # one quantiser, trained on the driver
     np.testing.assert_allclose(centroids[0], centroids[2], atol=1e-3)  # trained on the same vectors here
 
-    texts = [document.text for document in local._store.get(ids).values()]
+    texts = [document.text for document in local.reader.store.get(ids).values()]
     exact = VectorIndex.create("Flat", 16)
     exact.add(local.encode(texts), ids)
     queries = [*QUERIES, *texts[::30]]
@@ -291,7 +305,7 @@ def test_more_workers_than_the_cluster_has_cpus_for_is_refused_before_any_work(
     cluster: str, corpus: Path, tmp_path: Path, tiny_encoder: Encoder
 ) -> None:
     with pytest.raises(SearchEngineError, match="need 3 CPUs, but the cluster has 2"):
-        SearchEngine.build(corpus, tmp_path / "i", encoder=tiny_encoder, ray=RaySettings(workers=3))
+        SearchEngine.build(corpus, tmp_path / "i", BuildSettings(ray=RaySettings(workers=3)), encoder=tiny_encoder)
     assert not (tmp_path / "i").exists()
 
 
@@ -356,7 +370,12 @@ def test_the_sample_is_the_documents_a_build_in_one_process_trains_on(
 
 def test_a_part_size_below_one_is_refused_before_any_work(corpus: Path, tmp_path: Path, tiny_encoder: Encoder) -> None:
     with pytest.raises(SearchEngineError, match="part_size must be at least 1, not 0"):
-        SearchEngine.build(corpus, tmp_path / "i", encoder=tiny_encoder, ray=RaySettings(workers=1, part_size=0))
+        SearchEngine.build(
+            corpus,
+            tmp_path / "i",
+            BuildSettings(ray=RaySettings(workers=1, part_size=0)),
+            encoder=tiny_encoder,
+        )
     assert not (tmp_path / "i").exists()
 
 

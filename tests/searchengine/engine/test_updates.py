@@ -15,7 +15,7 @@ from searchengine.indexer.tables import store_connection, wal_upkeep
 from searchengine.indexer.tables.store import Document
 from typer.testing import CliRunner
 
-from searchengine import SearchEngine, SearchEngineError
+from searchengine import BuildSettings, SearchEngine, SearchEngineError
 from searchengine.cli import app
 from searchengine.encoding.encoder import Encoder
 from tests.format_one import downgrade_to_format_1
@@ -42,7 +42,12 @@ def engine(request: pytest.FixtureRequest, tmp_path: Path, tiny_encoder: Encoder
     """An index of each kind the update paths treat differently: removable in place or tombstoned, trained, and
     split over shards (searchengine.indexer.vectors.shards)."""
     index, shards = request.param
-    return SearchEngine.build(_documents(), tmp_path / "idx", encoder=tiny_encoder, index=index, shards=shards)
+    return SearchEngine.build(
+        _documents(),
+        tmp_path / "idx",
+        BuildSettings(index=index, shards=shards),
+        encoder=tiny_encoder,
+    )
 
 
 def test_filtered_search_returns_k_matching_hits(engine: SearchEngine) -> None:
@@ -228,7 +233,7 @@ def test_a_refresh_that_fails_keeps_serving_the_loaded_state_whole(tmp_path: Pat
     reader = SearchEngine.build(_documents(8), path, encoder=tiny_encoder)
     writer = SearchEngine.open(path, encoder=tiny_encoder)
     writer.add(["a volcano erupted near the harbour"])
-    segment = path / writer._vectors.segments[-1].record.name  # noqa: SLF001 (the write's new segment)
+    segment = path / writer.reader.vectors.segments[-1].record.name  # the write's new segment
     intact = segment.read_bytes()
     segment.write_bytes(intact[:-5] + bytes([intact[-5] ^ 0xFF]) + intact[-4:])  # same size, other bytes
     with pytest.raises(IndexerError, match="is corrupt"):
@@ -481,7 +486,7 @@ def test_a_failed_write_leaves_the_engine_reading_one_commit(tmp_path: Path, tin
     engine = SearchEngine.build(_documents(8), tmp_path / "index", encoder=tiny_encoder)
     with pytest.raises(SearchEngineError, match="lone surrogate|surrogate"):
         engine.add(["fine", "bad \ud800 text"])
-    assert engine._store.db.conn.in_transaction  # noqa: SLF001 (its read snapshot is back)
+    assert engine.reader.store.db.conn.in_transaction  # its read snapshot is back
     SearchEngine.open(tmp_path / "index", encoder=tiny_encoder).add(["written by another engine"])
     assert len(engine) == 8 and len(engine.search("written by another engine", k=100, mode="keyword")) == 0
     assert engine.refresh() is True and len(engine) == 9
@@ -492,7 +497,7 @@ def test_a_reload_that_fails_after_a_write_never_answers_from_two_commits(
 ) -> None:
     """The write committed, so the engine's snapshot of the commit before is gone: it answers nothing (one-line
     errors) until a refresh loads, never keyword hits of the new commit beside the old vectors."""
-    import searchengine.engine.search_engine as engine_module
+    import searchengine.engine.index_snapshot as engine_module
 
     engine = SearchEngine.build(_documents(8), tmp_path / "index", encoder=tiny_encoder)
     loading = engine_module.load_segment

@@ -197,6 +197,7 @@ def test_a_device_or_an_empty_path_is_refused_in_one_line(tmp_path: Path, tiny_m
 
 
 def test_a_short_file_hit_names_the_section_of_its_highlighted_sentence(tmp_path: Path, tiny_encoder) -> None:  # noqa: ANN001
+    from searchengine.engine.build_settings import BuildSettings
     from searchengine.engine.files import files_record, read_paths
     from searchengine.engine.search_engine import SearchEngine
 
@@ -205,7 +206,10 @@ def test_a_short_file_hit_names_the_section_of_its_highlighted_sentence(tmp_path
     (root / "n.md").write_text("# Garden\n\nWater the seed.\n\n# Kitchen\n\nBake the bread in the oven.\n", "utf-8")
     documents, _ = read_paths([root], FileRules())
     engine = SearchEngine.build(
-        documents, tmp_path / "i", encoder=tiny_encoder, passages=True, reading=files_record([root], root, FileRules())
+        documents,
+        tmp_path / "i",
+        BuildSettings(passages=True, reading=files_record([root], root, FileRules())),
+        encoder=tiny_encoder,
     )
     [hit] = engine.search("bread oven", k=1, mode="keyword", highlight=True)
     assert hit.span is None and hit.location == "Kitchen"

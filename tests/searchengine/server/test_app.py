@@ -11,6 +11,7 @@ from fastapi.testclient import TestClient
 from searchengine.indexer.commit.index_directory import IndexDirectory
 
 from searchengine.encoding.encoder import Encoder
+from searchengine.engine.build_settings import BuildSettings
 from searchengine.engine.search_engine import SearchEngine
 from searchengine.errors import SearchEngineError
 from searchengine.server.app import ServerSettings, create_app
@@ -56,7 +57,7 @@ def test_get_search_finds_the_exact_text_first_with_its_metadata(client: TestCli
 
 def test_a_long_document_comes_back_with_the_passage_that_matched(tmp_path: Path, tiny_encoder: Encoder) -> None:
     long = " ".join(f"{sentence}." for sentence in SENTENCES * 3) + " the king and queen ruled the empire."
-    SearchEngine.build([long, "a cat"], tmp_path / "long", encoder=tiny_encoder, passages=True).close()
+    SearchEngine.build([long, "a cat"], tmp_path / "long", BuildSettings(passages=True), encoder=tiny_encoder).close()
     index = ServedIndex(tmp_path / "long", encoder=tiny_encoder)
     try:
         with TestClient(create_app(index)) as client:

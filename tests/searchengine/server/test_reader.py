@@ -92,8 +92,8 @@ def test_two_readers_answer_at_once_with_siblings_that_share_the_model_and_segme
         first = held.result(30)
         engines = [second.result(30)] + [reader.run(lambda engine: engine).result(30) for _ in range(4)]
         assert {id(engine.encoder) for engine in engines} == {id(tiny_encoder)}
-        segment_files = {id(segment.index) for engine in engines for segment in engine._vectors.segments}  # noqa: SLF001
-        assert len(segment_files) == len(engines[0]._vectors.segments)  # noqa: SLF001 (loaded once for both)
+        segment_files = {id(segment.index) for engine in engines for segment in engine.reader.vectors.segments}
+        assert len(segment_files) == len(engines[0].reader.vectors.segments)  # loaded once for both
         assert first is True
         served.writer.submit(lambda engine: engine.add(["a brand new sentence about volcanoes"])).result(30)
         for _ in range(4):  # whichever reader answers has seen the write
@@ -161,7 +161,7 @@ def test_a_search_keeps_its_state_while_another_process_merges_and_every_reader_
         inside, release, loaded = threading.Event(), threading.Event(), []
 
         def mid_turn(engine: SearchEngine) -> list[list]:
-            loaded.extend(segment.record.name for segment in engine._vectors.segments)  # noqa: SLF001
+            loaded.extend(segment.record.name for segment in engine.reader.vectors.segments)
             inside.set()
             assert release.wait(30)
             return engine.search_batch(queries, k=30, mode="hybrid")

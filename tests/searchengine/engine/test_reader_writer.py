@@ -1,0 +1,40 @@
+"""The reader and the writer each open on their own over an index directory, without SearchEngine: what a shard
+server (an IndexReader) and a shard's writer (an IndexWriter) will be."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from searchengine.encoding.encoder import Encoder
+from searchengine.engine.index_reader import IndexReader
+from searchengine.engine.index_writer import IndexWriter, create_index
+from searchengine.reading.corpus import JsonFields
+
+
+def test_a_writer_alone_writes_what_a_reader_alone_then_finds(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    path = tmp_path / "index"
+    create_index(path, tiny_encoder)
+    writer = IndexWriter(path, tiny_encoder)
+    report = writer.add(["a cat sat on the mat", "stocks fell sharply", "snow fell in the mountains"])
+    assert report.added == 3
+    reader = IndexReader(path, tiny_encoder)
+    try:
+        assert len(reader) == 3
+        assert reader.search_batch(["a cat sat on the mat"], k=1, mode="dense")[0][0].text == "a cat sat on the mat"
+        assert writer.delete([1]) == [1]
+        assert reader.refresh() and len(reader) == 2  # the reader moves on to the writer's commit
+        assert sorted(document.text for document in reader.documents(["id<10"])) == [
+            "a cat sat on the mat",
+            "snow fell in the mountains",
+        ]
+    finally:
+        reader.close()
+
+
+def test_a_writer_alone_loads_the_index_own_model(tmp_path: Path, tiny_model: Path) -> None:
+    """Without an encoder, the writer loads the model the index names (checked against it) when it embeds."""
+    path = tmp_path / "index"
+    create_index(path, Encoder(tiny_model))
+    writer = IndexWriter(path)
+    assert writer.add(["one", "two"], JsonFields()).added == 2
+    assert writer.encoders.loaded is not None or writer.encoders.onnx is not None
