@@ -8,15 +8,25 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from searchengine.encoding.pooling import NEEDS_ALL_LAYERS
 from searchengine.encoding.precision import resolve_precision
 from searchengine.encoding.prompt_template import PROMPT_POOLING
 from searchengine.errors import SearchEngineError
 
-if TYPE_CHECKING:  # the command line lists the backends without importing torch
-    from searchengine.encoding.encoder import Encoder
+
+class LoadingEncoder(Protocol):
+    """What a backend reads of the Encoder it loads a runtime for (searchengine.encoding.encoder.Encoder), named here
+    so that this registry, which the Encoder asks, does not import the Encoder back."""
+
+    model: Any
+    tokenizer: Any
+    max_seq_length: int
+    fingerprint: str
+    input_names: list[str]
+    precision: str
+    threads: int | None
 
 Backend = str
 """"auto" or a registered backend's name (backend_choices): torch; onnx (ONNX Runtime, the optional `onnx` extra);
@@ -58,7 +68,7 @@ class EncoderBackend(ABC):
         return None
 
     @abstractmethod
-    def load(self, encoder: Encoder) -> Any:  # noqa: ANN401 (called like a Hugging Face model)
+    def load(self, encoder: LoadingEncoder) -> Any:  # noqa: ANN401 (called like a Hugging Face model)
         """`encoder.model` (a Hugging Face torch model, in `encoder.precision` once resolved) run in this runtime:
         an object called like the model, returning at least its `last_hidden_state`."""
 

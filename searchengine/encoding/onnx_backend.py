@@ -23,7 +23,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
-from searchengine.encoding.backend import EncoderBackend, last_layer_cpu_problem, modules_installed
+from searchengine.encoding.backend import EncoderBackend, LoadingEncoder, last_layer_cpu_problem, modules_installed
 from searchengine.encoding.onnx_cache import (
     OPSET,
     cached_export_is_valid,
@@ -38,7 +38,6 @@ from searchengine.errors import SearchEngineError
 if TYPE_CHECKING:  # numpy and torch load where a model is exported or run, so the command line lists backends cheaply
     import torch
 
-    from searchengine.encoding.encoder import Encoder
 
 FUSABLE_MODEL_TYPES = frozenset({"bert", "roberta", "xlm-roberta"})
 """Architectures onnxruntime.transformers.optimizer fuses as model_type="bert"; others run unfused."""
@@ -185,5 +184,5 @@ class OnnxBackend(EncoderBackend):
     def problem(self, device: str, pooling: str, precision: str) -> str | None:
         return last_layer_cpu_problem(self, device, pooling, precision)
 
-    def load(self, encoder: Encoder) -> OnnxTransformer:
+    def load(self, encoder: LoadingEncoder) -> OnnxTransformer:
         return OnnxTransformer(encoder.model, encoder.fingerprint, encoder.input_names, encoder.precision, encoder.threads)

@@ -28,7 +28,7 @@ from pathlib import Path
 from types import ModuleType, SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
-from searchengine.encoding.backend import EncoderBackend, last_layer_cpu_problem, modules_installed
+from searchengine.encoding.backend import EncoderBackend, LoadingEncoder, last_layer_cpu_problem, modules_installed
 from searchengine.encoding.cache_location import cache_root
 from searchengine.encoding.precision import cpu_has_native_bf16
 from searchengine.errors import SearchEngineError
@@ -36,7 +36,6 @@ from searchengine.errors import SearchEngineError
 if TYPE_CHECKING:  # numpy and torch load where a model is converted or run, so the command line lists backends cheaply
     import torch
 
-    from searchengine.encoding.encoder import Encoder
 
 CALIBRATION_TEXT = Path(__file__).with_name("calibration_text.txt")
 """Texts whose activations set int8's ranges: one a line, lines starting with # are its source notes."""
@@ -292,7 +291,7 @@ class OpenVinoBackend(EncoderBackend):
             return "OpenVINO runs bf16 only on a CPU with AVX512-BF16 or AMX, which this one lacks; use fp32"
         return None
 
-    def load(self, encoder: Encoder) -> OpenVinoTransformer:
+    def load(self, encoder: LoadingEncoder) -> OpenVinoTransformer:
         return OpenVinoTransformer(
             encoder.model,
             encoder.tokenizer,

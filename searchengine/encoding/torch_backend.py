@@ -3,13 +3,10 @@ Runs every pooling and precision on every device, so "auto" falls back to it."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from searchengine.encoding.backend import EncoderBackend
+from searchengine.encoding.backend import EncoderBackend, LoadingEncoder
 from searchengine.encoding.precision import apply_precision
-
-if TYPE_CHECKING:
-    from searchengine.encoding.encoder import Encoder
 
 
 class TorchBackend(EncoderBackend):
@@ -23,5 +20,5 @@ class TorchBackend(EncoderBackend):
     auto_rank = 100
     """Last: "auto" runs torch where no other backend can."""
 
-    def load(self, encoder: Encoder) -> Any:  # noqa: ANN401 (a torch.nn.Module)
+    def load(self, encoder: LoadingEncoder) -> Any:  # noqa: ANN401 (a torch.nn.Module)
         return apply_precision(encoder.model, encoder.precision)
