@@ -172,3 +172,22 @@ def test_no_import_circle_in_the_engine_and_the_layers_above_it() -> None:
 def test_the_circle_check_finds_a_circle() -> None:
     graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
     assert _import_circles(graph) == [["a", "b", "c"]]
+
+
+def test_the_architecture_page_states_the_same_rule() -> None:
+    """docs/architecture.md's table of layers says what each may import; it must be ALLOWED, word for word, so the
+    page a newcomer reads cannot drift from the rule this file enforces."""
+    page = (Path(__file__).resolve().parents[1] / "docs" / "architecture.md").read_text(encoding="utf-8")
+    rows = [line.split("|")[1:-1] for line in page.splitlines() if line.startswith("| ") and line.count("|") == 5]
+    stated = {cells[0].strip(): cells[3].strip() for cells in rows if cells[0].strip() in ALLOWED}
+    expected = {
+        layer: "nothing" if not allowed else "every layer above" if layer == "cli" else None
+        for layer, allowed in ALLOWED.items()
+    }
+    assert set(stated) == set(ALLOWED)
+    for layer, text in stated.items():
+        if expected[layer] is not None:
+            assert text == expected[layer], layer
+        else:
+            assert {name.strip() for name in text.split(",")} == ALLOWED[layer], layer
+    assert ALLOWED["cli"] == set(ALLOWED) - {"cli"}, "the page says cli may import every other layer"
