@@ -31,12 +31,13 @@ import stat
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TypeVar
 
 from searchengine.indexer.commit.crash_points import crash_point
 from searchengine.indexer.commit.durable_files import file_checksum, fsync_path, in_use
+from searchengine.indexer.commit.file_check import FileCheck
 from searchengine.indexer.commit.manifest import SEGMENT_ROLE, Manifest, StoredFile, named_files
 from searchengine.indexer.commit.model_folders import named_model_folder, remove_entries, unreferenced_model_entries
 from searchengine.indexer.errors import IndexerError, IndexLockedError, storage_error_kind
@@ -201,7 +202,7 @@ class IndexDirectory:
                 for role, stored in manifest.files.items()
             ]
         from searchengine.indexer.commit.index_state import with_store_state
-        from searchengine.indexer.commit.store_check import check_store
+        from searchengine.indexer.commit.store_check import check_store  # SQLite's checks: loaded to verify only
 
         self._verified.clear()
         store = manifest.files["documents"]
@@ -227,7 +228,7 @@ class IndexDirectory:
         ]
         if any(check.problem for check in checks):
             return checks
-        return check_store(self, manifest) + checks
+        return check_store(self.path, manifest) + checks
 
     def file(self, manifest: Manifest, role: str) -> Path | None:
         """The path of the current file for `role` ('vectors', 'documents', 'whitening'), if it has one."""
@@ -415,22 +416,6 @@ class Generation:
                 for suffix in ("-journal", "-wal", "-shm"):
                     Path(f"{path}{suffix}").unlink(missing_ok=True)
 
-
-@dataclass(frozen=True)
-class FileCheck:
-    """One file's result from `IndexDirectory.verify`."""
-
-    role: str
-    name: str
-    has_checksum: bool
-    """False for manifests written before checksums were recorded: only the size could be checked."""
-    problem: str | None
-    """What is wrong, or None when the file is as the manifest records it."""
-    checked: str = ""
-    """What was checked, when it is not the manifest's size and checksum."""
-    unreadable: bool = False
-    """The problem is that this process may not read the file (or the store's WAL files): a matter of permissions,
-    which says nothing about whether the file is damaged."""
 
 
 def _lock_holder(descriptor: int) -> str:

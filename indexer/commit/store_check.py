@@ -4,24 +4,21 @@ passage or a tombstone)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
 
+from searchengine.indexer.commit.file_check import FileCheck
 from searchengine.indexer.commit.manifest import Manifest
 from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.tables.counters import COUNTED, counted, read_counter
 from searchengine.indexer.tables.store import DocumentStore
 from searchengine.indexer.vectors.segments import load_segment
 
-if TYPE_CHECKING:
-    from searchengine.indexer.commit.index_directory import FileCheck, IndexDirectory
 
-
-def check_store(directory: IndexDirectory, manifest: Manifest) -> list[FileCheck]:
-    """One FileCheck for the store's pages (PRAGMA quick_check) and one for the segments against the store."""
-    from searchengine.indexer.commit.index_directory import FileCheck
-
+def check_store(folder: Path, manifest: Manifest) -> list[FileCheck]:
+    """One FileCheck for the store's pages (PRAGMA quick_check) and one for the segments against the store, of the
+    index in `folder`."""
     name = manifest.files["documents"].name
-    store = DocumentStore(directory.path / name)
+    store = DocumentStore(folder / name)
     try:
         store.read_snapshot()
         pages = store.db.execute("PRAGMA quick_check").fetchall()
@@ -42,7 +39,7 @@ def check_store(directory: IndexDirectory, manifest: Manifest) -> list[FileCheck
                 "segments",
                 f"{len(records)} segment file{'' if len(records) == 1 else 's'}",
                 True,
-                _segments_problem(directory, manifest, store),
+                _segments_problem(folder, manifest, store),
                 f"{vectors} vectors of dimension {manifest.index.dimension}: one per searchable vector and tombstone "
                 "in the store",
             ),
@@ -51,12 +48,12 @@ def check_store(directory: IndexDirectory, manifest: Manifest) -> list[FileCheck
         store.close()
 
 
-def _segments_problem(directory: IndexDirectory, manifest: Manifest, store: DocumentStore) -> str | None:
+def _segments_problem(folder: Path, manifest: Manifest, store: DocumentStore) -> str | None:
     """What disagrees between the segments and the store, or None."""
     total = 0
     for record in store.segments.records():
         try:
-            segment = load_segment(directory.path, record, manifest.index.dimension)
+            segment = load_segment(folder, record, manifest.index.dimension)
         except IndexerError as exc:
             return str(exc)
         if segment.index.dimension != manifest.index.dimension:

@@ -33,8 +33,8 @@ from searchengine.indexer.tables.store_connection import ReadDatabase, StoreGuar
 from searchengine.indexer.tables.tombstone_table import TombstoneTable
 from searchengine.indexer.tables.upsert import StoreChange, plan_upsert
 from searchengine.indexer.tables.wal_upkeep import truncate_log
-from searchengine.indexer.upgrades.chain import open_store, upgrade_schema
 from searchengine.indexer.upgrades.legacy_store import upgrade as upgrade_legacy
+from searchengine.indexer.upgrades.store_steps import open_store, upgrade_schema
 
 if TYPE_CHECKING:
     import sqlite_utils

@@ -1,4 +1,4 @@
 """What older versions wrote, brought to the current shape by one chain of numbered steps applied at the first write
-(chain.py): stores from before one row per document (legacy_store.py), the tables every store now has
-(base_tables.py), format-1 vector files read as segments and converted to them (format_one.py), and the store's
-numbered schema migrations (migrations.py)."""
+(chain.py; the steps a store takes when it is opened are in store_steps.py): stores from before one row per document
+(legacy_store.py), the tables every store now has (base_tables.py), format-1 vector files read as segments and
+converted to them (format_one.py), and the store's numbered schema migrations (migrations.py)."""

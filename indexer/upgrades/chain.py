@@ -16,8 +16,9 @@ readers and writers hold is one format. The first write then converts a format-1
 5, by one rewrite into a new generation: a kill leaves the old index), and opening a store for writing applies
 whatever of steps 2 to 5 it still lacks, in one transaction. Steps 1 and 2 predate any record: the store's shape
 says whether they are needed. Steps 3 to 5 are recorded in the store's `schema_migrations`, under the numbers
-they were first given there (1 to 3). A later step is a module here, appended to this list and to `migrate` or
-`upgrade_index`.
+they were first given there (1 to 3). The steps a store takes when opened run in store_steps.py (which the store
+calls, so it imports no directory or rewrite code); the conversion of a whole index is `upgrade_index` here. A
+later step is a module here, appended to this list and to `migrate` or `upgrade_index`.
 """
 
 from __future__ import annotations
@@ -25,34 +26,8 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING
 
-from searchengine.indexer.upgrades.base_tables import create_base_tables, create_keyword_index
-from searchengine.indexer.upgrades.legacy_store import is_legacy, open_legacy_view
-from searchengine.indexer.upgrades.migrations import migrate
-
 if TYPE_CHECKING:
-    import sqlite_utils
     from searchengine.indexer.commit.index_directory import IndexDirectory
-
-
-def open_store(db: sqlite_utils.Database, writable: bool) -> bool:
-    """Make an opened store readable in the current shape, and, opened for writing, apply the steps 2 to 5 it
-    lacks (step 1 needs the vectors: `upgrade_index`). Returns whether the store still waits for step 1 (read
-    through a view until then)."""
-    if writable:
-        create_base_tables(db)
-    if is_legacy(db):
-        open_legacy_view(db)
-        return True
-    if writable:
-        upgrade_schema(db)
-    return False
-
-
-def upgrade_schema(db: sqlite_utils.Database) -> None:
-    """Steps 2 to 5 on a store with one row per document: the keyword index where missing, then the numbered
-    migrations it has not had."""
-    create_keyword_index(db)
-    migrate(db)
 
 
 def upgrade_index(directory: IndexDirectory) -> tuple[bool, int]:
