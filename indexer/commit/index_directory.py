@@ -63,8 +63,10 @@ _SUFFIXES = {"vectors": "faiss", "documents": "db", "whitening": "safetensors", 
 class IndexDirectory:
     """Reads the manifest and hands out the paths it names; writers go through `writing()`."""
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, *, verify_on_open_bytes: int = VERIFY_ON_OPEN_BYTES) -> None:
         self.path = Path(path)
+        self.verify_on_open_bytes = verify_on_open_bytes
+        """Files up to this size have their checksum checked on every open (VERIFY_ON_OPEN_BYTES)."""
         self._verified: set[tuple[str, str]] = set()
         """(name, checksum) of immutable files this object has read in full and found intact: a segment is
         checked once, not at every reopen."""
@@ -80,7 +82,7 @@ class IndexDirectory:
     def read_settings(self) -> Manifest:
         """The manifest as on disk, its own files checked, without reading the store: what a write in place needs
         (model, dimension, whitening, passages), at a cost that does not grow with the index."""
-        return self._read_manifest_once(VERIFY_ON_OPEN_BYTES, with_state=False)
+        return self._read_manifest_once(self.verify_on_open_bytes, with_state=False)
 
     def read_consistently(self, read: Callable[[Manifest], _T], with_state: bool = True) -> _T:
         """`read(manifest)` on the current manifest, started over whenever a writer commits meanwhile.
@@ -93,7 +95,7 @@ class IndexDirectory:
         for attempt in range(READ_ATTEMPTS):
             stamp = self.state_stamp()
             try:
-                return read(self._read_manifest_once(VERIFY_ON_OPEN_BYTES, with_state))
+                return read(self._read_manifest_once(self.verify_on_open_bytes, with_state))
             except IndexerError:
                 if attempt == READ_ATTEMPTS - 1 or self.state_stamp() == stamp:
                     raise

@@ -94,12 +94,14 @@ def match_expression(
     tokenizer: str,
     documents: int,
     holding: dict[str, int] | None = None,
+    *,
+    max_phrases: int = MAX_REPEATED_PHRASES,
 ) -> str | None:
     """The FTS5 MATCH expression over `index_table` (of `documents` rows, made with `tokenizer`) that finds the
     documents holding any of the words of `text` it searches for (see the module's docstring); None when `text`
     has no words. `holding` keeps how many documents hold each stem looked up, for later calls on an index that
-    does not change."""
-    terms = searched_terms(connection, text, index_table, tokenizer, documents, holding)
+    does not change; `max_phrases` is the phrase budget of the repeats (MAX_REPEATED_PHRASES)."""
+    terms = searched_terms(connection, text, index_table, tokenizer, documents, holding, max_phrases=max_phrases)
     if not terms:
         return None
     return " OR ".join(f'"{term.word}"' for term in terms for _ in range(term.repeats))  # \w+: no quote
@@ -147,9 +149,11 @@ def searched_terms(
     tokenizer: str,
     documents: int,
     holding: dict[str, int] | None = None,
+    *,
+    max_phrases: int = MAX_REPEATED_PHRASES,
 ) -> list[SearchedTerm]:
     """The words of `text` the keyword search looks for, in the order they first appear, after the cuts of the
-    module's docstring; empty when `text` has no words."""
+    module's docstring (repeats within `max_phrases` phrases); empty when `text` has no words."""
     counts = keyword_terms(text)
     words = list(counts)
     if not words:
@@ -163,7 +167,7 @@ def searched_terms(
     ]
     kept = sorted(position for _, position in sorted(kept_words)[:MAX_QUERY_WORDS]) or range(len(words))
     cap = MAX_WORD_REPEATS
-    while cap > 1 and sum(min(counts[words[position]], cap) for position in kept) > MAX_REPEATED_PHRASES:
+    while cap > 1 and sum(min(counts[words[position]], cap) for position in kept) > max_phrases:
         cap -= 1
     return [SearchedTerm(words[position], min(counts[words[position]], cap), held[position]) for position in kept]
 

@@ -29,9 +29,9 @@ def memo_directory() -> Path:
     return cache_root() / "digests"
 
 
-def _stat_key(files: Sequence[Path], context: str) -> tuple[str, bool] | None:
+def _stat_key(files: Sequence[Path], context: str, settled_seconds: float) -> tuple[str, bool] | None:
     """A hash of what the memo is for (`context`) and every file's identity on disk, and whether every file has
-    settled (last changed over SETTLED_SECONDS ago); None when a file is missing."""
+    settled (last changed over `settled_seconds` ago); None when a file is missing."""
     parts, newest = [context], 0
     for file in files:
         try:
@@ -40,13 +40,16 @@ def _stat_key(files: Sequence[Path], context: str) -> tuple[str, bool] | None:
             return None
         newest = max(newest, stat.st_mtime_ns, stat.st_ctime_ns)
         parts.append(f"{Path(file).resolve()}\0{stat.st_size}\0{stat.st_ino}\0{stat.st_mtime_ns}\0{stat.st_ctime_ns}")
-    settled = time.time_ns() - newest > SETTLED_SECONDS * 1e9
+    settled = time.time_ns() - newest > settled_seconds * 1e9
     return hashlib.sha256("\n".join(parts).encode("utf-8", "surrogateescape")).hexdigest(), settled
 
 
-def memoized_digest(files: Sequence[Path], context: str, compute: Callable[[], str]) -> str:
-    """`compute()` (a digest over `files`), or the value it gave last time when no file has changed since."""
-    stated = _stat_key(files, context)
+def memoized_digest(
+    files: Sequence[Path], context: str, compute: Callable[[], str], *, settled_seconds: float = SETTLED_SECONDS
+) -> str:
+    """`compute()` (a digest over `files`), or the value it gave last time when no file has changed since (a value
+    is remembered only once every file last changed over `settled_seconds` ago)."""
+    stated = _stat_key(files, context, settled_seconds)
     if stated is None:
         return compute()
     key, settled = stated
@@ -58,7 +61,7 @@ def memoized_digest(files: Sequence[Path], context: str, compute: Callable[[], s
     except (OSError, ValueError):
         pass
     digest = compute()
-    if settled and _stat_key(files, context) == stated:  # settled, and unchanged while it was read
+    if settled and _stat_key(files, context, settled_seconds) == stated:  # settled, and unchanged while it was read
         _write(memo, {"key": key, "digest": digest})
     return digest
 

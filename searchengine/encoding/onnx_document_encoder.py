@@ -97,26 +97,26 @@ class OnnxDocumentEncoder(OnnxQueryEncoder):
         return [encoding.ids for encoding in encodings]
 
 
-def gpu_may_be_visible() -> bool:
-    """Whether torch could find a GPU here, judged without importing it: an NVIDIA GPU the driver lists, not hidden
-    by an empty CUDA_VISIBLE_DEVICES."""
+def gpu_may_be_visible(devices: Path = NVIDIA_DEVICES) -> bool:
+    """Whether torch could find a GPU here, judged without importing it: an NVIDIA GPU the driver lists (in
+    `devices`), not hidden by an empty CUDA_VISIBLE_DEVICES."""
     if os.environ.get("CUDA_VISIBLE_DEVICES", None) == "":
         return False
     try:
-        return NVIDIA_DEVICES.is_dir() and any(NVIDIA_DEVICES.iterdir())
+        return devices.is_dir() and any(devices.iterdir())
     except OSError:
         return True
 
 
 def onnx_document_encoder(
-    source: ModelSource, fingerprint: str, speed: EncoderSpeed | None = None
+    source: ModelSource, fingerprint: str, speed: EncoderSpeed | None = None, *, gpu_devices: Path = NVIDIA_DEVICES
 ) -> OnnxDocumentEncoder | None:
     """The torch-free document encoder of `source` where the Encoder with `speed` would embed through the cached
     ONNX export (see the module's docstring; `bulk_elsewhere` says whether only for small adds); None where it
-    would not, so the caller loads the Encoder."""
+    would not, so the caller loads the Encoder. `gpu_devices` is where the driver lists NVIDIA GPUs."""
     speed = speed or EncoderSpeed()
     precision = onnx_precision(source, speed)
-    if precision is None or gpu_may_be_visible():
+    if precision is None or gpu_may_be_visible(gpu_devices):
         return None
     encoder = onnx_query_encoder(source, fingerprint, speed, OnnxDocumentEncoder)
     if encoder is not None:

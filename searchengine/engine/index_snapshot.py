@@ -13,7 +13,7 @@ import numpy as np
 
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.commit.commit_probe import CommitProbe
-from searchengine.indexer.commit.index_directory import READ_ATTEMPTS, VERIFY_ON_OPEN_BYTES, IndexDirectory
+from searchengine.indexer.commit.index_directory import READ_ATTEMPTS, IndexDirectory
 from searchengine.indexer.commit.index_state import state_of
 from searchengine.indexer.commit.manifest import Manifest, StoredFile
 from searchengine.indexer.errors import IndexerError
@@ -200,7 +200,7 @@ class IndexSnapshot:
         if loaded is not None:
             return loaded
         stored = StoredFile(record.name, record.size, record.checksum)
-        problem = self.directory.check_file(stored, verify=lambda size: size <= VERIFY_ON_OPEN_BYTES)
+        problem = self.directory.check_file(stored, verify=lambda size: size <= self.directory.verify_on_open_bytes)
         if problem:
             raise IndexerError(f"{problem}; rebuild the index")
         return load_segment(self.path, record, dimension)

@@ -48,11 +48,11 @@ TRAINING_SAMPLE = 100_000
 """At most this many vectors train an index type that needs training (IVF, PQ)."""
 
 
-def training_rows(count: int) -> np.ndarray:
+def training_rows(count: int, sample_size: int = TRAINING_SAMPLE) -> np.ndarray:
     """Which of `count` vectors (in the order they are added) train an index type that needs training: a seeded
-    sample of TRAINING_SAMPLE (all of them, up to that), sorted. A Ray build embeds the documents at these
+    sample of `sample_size` (all of them, up to that), sorted. A Ray build embeds the documents at these
     positions of the corpus first (searchengine.engine.ray_embedding), so both builds train on the same ones."""
-    return np.sort(np.random.default_rng(0).permutation(count)[:TRAINING_SAMPLE])
+    return np.sort(np.random.default_rng(0).permutation(count)[:sample_size])
 
 
 @dataclass(frozen=True)

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from searchengine.engine.embedding import to_index_vectors
-from searchengine.engine.indexing import CHUNK, Chunk, training_rows
+from searchengine.engine.indexing import CHUNK, TRAINING_SAMPLE, Chunk, training_rows
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.tables.store import Document
 from searchengine.indexer.vectors.segments import (
@@ -337,10 +337,16 @@ def trains_first(parts: list[CorpusPart], index_type: str, dimension: int) -> bo
     return large and VectorIndex.create(index_type, dimension).needs_training
 
 
-def training_sample(parts: list[CorpusPart], jsonl: bool | None, fields: JsonFields = JsonFields()) -> list[Document]:
+def training_sample(
+    parts: list[CorpusPart],
+    jsonl: bool | None,
+    fields: JsonFields = JsonFields(),
+    *,
+    sample_size: int = TRAINING_SAMPLE,
+) -> list[Document]:
     """The documents of the corpus (cut into `parts`) that a build in one process trains its index on
-    (indexing.training_rows: a seeded sample, all of them up to its size), read here in corpus order."""
-    rows = training_rows(sum(part.documents for part in parts))
+    (indexing.training_rows: a seeded sample of `sample_size`, all of them up to that), read here in corpus order."""
+    rows = training_rows(sum(part.documents for part in parts), sample_size)
     sample: list[Document] = []
     for part, first in zip(parts, _first_ids(parts)):
         start, stop = np.searchsorted(rows, [first, first + part.documents])

@@ -76,11 +76,20 @@ class BatchingReader:
     """Answers searches (and other reads) on `readers` threads: the first owns the SearchEngine `open_engine`
     returns, each other one a sibling of it."""
 
-    def __init__(self, open_engine: Callable[[], SearchEngine], max_batch: int = 64, readers: int = 1) -> None:
+    def __init__(
+        self,
+        open_engine: Callable[[], SearchEngine],
+        max_batch: int = 64,
+        readers: int = 1,
+        *,
+        idle_refresh_s: float = IDLE_REFRESH_S,
+    ) -> None:
         if isinstance(readers, bool) or not isinstance(readers, int) or not 1 <= readers <= MAX_READERS:
             raise SearchEngineError(f"a server answers on 1 to {MAX_READERS} reader threads, not {readers!r}")
         self._open_engine = open_engine
         self.max_batch = max_batch
+        self.idle_refresh_s = idle_refresh_s
+        """Seconds without a job after which a reader takes an empty turn and refreshes (IDLE_REFRESH_S)."""
         self._queue: queue.SimpleQueue = queue.SimpleQueue()
         self._threads = [
             threading.Thread(target=self._serve, args=(number,), name=f"searchengine-reader-{number}", daemon=True)
@@ -180,13 +189,13 @@ class BatchingReader:
             engine.close()
 
     def _next_turn(self) -> tuple[list[_Search | _Call], bool]:
-        """Wait for one job, then take whatever else is queued, up to `max_batch` queries. After IDLE_REFRESH_S
+        """Wait for one job, then take whatever else is queued, up to `max_batch` queries. After `idle_refresh_s`
         seconds without one, an empty turn: the loop refreshes, so an idle server does not hold an old read
         snapshot of the store (which would keep SQLite from resetting its write-ahead log) or miss writes."""
         jobs: list[_Search | _Call] = []
         queued = 0
         try:
-            job = self._queue.get(timeout=IDLE_REFRESH_S)
+            job = self._queue.get(timeout=self.idle_refresh_s)
         except queue.Empty:
             return jobs, True
         while True:

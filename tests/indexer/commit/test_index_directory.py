@@ -531,12 +531,8 @@ def test_a_flipped_byte_in_a_small_file_is_caught_on_open(index: IndexDirectory,
     assert checks[role] and all(problem is None for other, problem in checks.items() if other != role)
 
 
-def test_large_files_are_checked_by_writers_and_verify_not_on_open(
-    index: IndexDirectory, committed: Manifest, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import searchengine.indexer.commit.index_directory as module
-
-    monkeypatch.setattr(module, "VERIFY_ON_OPEN_BYTES", 10)  # every file here counts as large
+def test_large_files_are_checked_by_writers_and_verify_not_on_open(index: IndexDirectory, committed: Manifest) -> None:
+    index = IndexDirectory(index.path, verify_on_open_bytes=10)  # every file here counts as large
     path = index.file(committed, "vectors")
     path.write_bytes(b"X" + path.read_bytes()[1:])
     assert index.read_manifest() == committed  # sizes only on open

@@ -23,8 +23,8 @@ def store(tmp_path: Path):
     store.close()
 
 
-def _expression(store: DocumentStore, text: str) -> str | None:
-    return match_expression(store.db.conn, text, KEYWORD_TABLE, KEYWORD_TOKENIZER, store.count())
+def _expression(store: DocumentStore, text: str, **caps: int) -> str | None:
+    return match_expression(store.db.conn, text, KEYWORD_TABLE, KEYWORD_TOKENIZER, store.count(), **caps)
 
 
 def test_terms_are_the_lower_cased_words_in_order_with_their_counts() -> None:
@@ -42,14 +42,12 @@ def test_a_repeated_word_is_or_ed_as_often_as_the_query_holds_it(store: Document
     assert many == " OR ".join(['"dog"'] * MAX_WORD_REPEATS + ['"stock"'])
 
 
-def test_past_the_phrase_budget_each_word_counts_fewer_times_down_to_once(
-    store: DocumentStore, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_past_the_phrase_budget_each_word_counts_fewer_times_down_to_once(store: DocumentStore) -> None:
     query = "dog dog dog stock stock stock naive naive naive fell fell fell"
-    monkeypatch.setattr(keyword_query, "MAX_REPEATED_PHRASES", 8)  # 3 of each is 12 phrases; 2 of each is 8
-    assert _expression(store, query) == '"dog" OR "dog" OR "stock" OR "stock" OR "naive" OR "naive" OR "fell" OR "fell"'
-    monkeypatch.setattr(keyword_query, "MAX_REPEATED_PHRASES", 3)  # even once each is 4 phrases: every word stays
-    assert _expression(store, query) == '"dog" OR "stock" OR "naive" OR "fell"'
+    expected = '"dog" OR "dog" OR "stock" OR "stock" OR "naive" OR "naive" OR "fell" OR "fell"'
+    assert _expression(store, query, max_phrases=8) == expected  # 3 of each is 12 phrases; 2 of each is 8
+    # even once each is 4 phrases: every word stays
+    assert _expression(store, query, max_phrases=3) == '"dog" OR "stock" OR "naive" OR "fell"'
 
 
 def test_a_query_searches_at_most_its_max_query_words_rarest_words(store: DocumentStore) -> None:

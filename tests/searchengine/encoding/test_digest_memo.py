@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from searchengine.encoding import digest_memo
 from searchengine.encoding.digest_memo import memo_directory, memoized_digest
 from searchengine.encoding.model_source import locate_model
 from searchengine.encoding.onnx_cache import file_sha256
@@ -25,20 +24,23 @@ def _counting(path: Path, calls: list[int]):  # noqa: ANN202
 
 def test_a_settled_file_is_hashed_once_and_a_changed_one_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SEARCHENGINE_CACHE", str(tmp_path / "cache"))
-    monkeypatch.setattr(digest_memo, "SETTLED_SECONDS", 0.0)
     path, calls = tmp_path / "weights.bin", []
     path.write_bytes(b"a" * 1000)
-    first = memoized_digest([path], "test", _counting(path, calls))
-    assert memoized_digest([path], "test", _counting(path, calls)) == first and len(calls) == 1
-    assert memoized_digest([path], "another use", _counting(path, calls)) == first and len(calls) == 2
+
+    def digest(context: str) -> str:  # every file counts as settled
+        return memoized_digest([path], context, _counting(path, calls), settled_seconds=0.0)
+
+    first = digest("test")
+    assert digest("test") == first and len(calls) == 1
+    assert digest("another use") == first and len(calls) == 2
     time.sleep(0.05)  # past the file system's time tick
     with path.open("r+b") as handle:  # same size, same inode, one byte changed in place
         handle.write(b"b")
-    changed = memoized_digest([path], "test", _counting(path, calls))
+    changed = digest("test")
     assert changed == hashlib.sha256(b"b" + b"a" * 999).hexdigest() != first and len(calls) == 3
     stat = path.stat()
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # times put back: ctime still moves
-    assert memoized_digest([path], "test", _counting(path, calls)) == changed and len(calls) == 4
+    assert digest("test") == changed and len(calls) == 4
 
 
 def test_a_fresh_file_is_never_remembered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -55,9 +57,10 @@ def test_an_unwritable_cache_still_gives_the_digest(tmp_path: Path, monkeypatch:
     blocker = tmp_path / "not-a-directory"
     blocker.write_text("a file where the cache directory would be")
     monkeypatch.setenv("SEARCHENGINE_CACHE", str(blocker))
-    monkeypatch.setattr(digest_memo, "SETTLED_SECONDS", 0.0)
     path = tmp_path / "f"
     path.write_bytes(b"content")
+    settled = memoized_digest([path], "sha256", lambda: hashlib.sha256(b"content").hexdigest(), settled_seconds=0.0)
+    assert settled == hashlib.sha256(b"content").hexdigest()  # remembering it failed quietly
     assert file_sha256(path) == hashlib.sha256(b"content").hexdigest()
     missing = tmp_path / "gone"
     with pytest.raises(FileNotFoundError):

@@ -8,19 +8,23 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import searchengine.encoding.onnx_document_encoder as document_module
 from searchengine.encoding.encoder import Encoder
 from searchengine.encoding.model_source import locate_model
-from searchengine.encoding.onnx_document_encoder import OnnxDocumentEncoder, gpu_may_be_visible, onnx_document_encoder
+from searchengine.encoding.onnx_document_encoder import (
+    NVIDIA_DEVICES,
+    OnnxDocumentEncoder,
+    gpu_may_be_visible,
+    onnx_document_encoder,
+)
 from searchengine.encoding.speed import EncoderSpeed
 from searchengine.errors import SearchEngineError
 
 FP32 = EncoderSpeed(precision="fp32")
 
 
-def light(model: Path, speed: EncoderSpeed = FP32) -> OnnxDocumentEncoder | None:
+def light(model: Path, speed: EncoderSpeed = FP32, gpu_devices: Path = NVIDIA_DEVICES) -> OnnxDocumentEncoder | None:
     source = locate_model(model, None)
-    return onnx_document_encoder(source, source.fingerprint(), speed)
+    return onnx_document_encoder(source, source.fingerprint(), speed, gpu_devices=gpu_devices)
 
 
 @pytest.fixture(autouse=True)
@@ -55,8 +59,8 @@ def test_none_where_the_encoder_would_embed_otherwise(
     assert light(tiny_model, EncoderSpeed(precision="int8")) is None  # no int8 export cached
     gpus = tmp_path / "gpus"
     (gpus / "0000:00:1e.0").mkdir(parents=True)
-    monkeypatch.setattr(document_module, "NVIDIA_DEVICES", gpus)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
-    assert gpu_may_be_visible() and light(tiny_model) is None  # the Encoder would embed on the GPU
+    # the Encoder would embed on the GPU
+    assert gpu_may_be_visible(gpus) and light(tiny_model, gpu_devices=gpus) is None
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
-    assert not gpu_may_be_visible() and light(tiny_model) is not None
+    assert not gpu_may_be_visible(gpus) and light(tiny_model, gpu_devices=gpus) is not None

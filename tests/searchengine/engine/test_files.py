@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from searchengine.indexer.commit.crash_points import CRASH_ENV
 
 from searchengine.encoding.encoder import Encoder
 from searchengine.engine.build_settings import BuildSettings
@@ -141,31 +144,27 @@ def test_sync_of_a_pdf_that_lost_a_page_removes_that_page(tmp_path: Path, tiny_e
     assert pages == {"guides/manual.pdf#1"} and len(engine) == 4
 
 
-class Killed(BaseException):
-    """A kill -9 between two commits, in a test: nothing after it runs."""
-
-
-def test_a_sync_killed_after_its_first_commit_converges_on_the_next(
-    tmp_path: Path, tiny_encoder: Encoder, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import searchengine.indexer.commit.live_write as live_write
-
+def test_a_sync_killed_after_its_first_commit_converges_on_the_next(tmp_path: Path, tiny_encoder: Encoder) -> None:
     root = notes_folder(tmp_path / "notes")
     (root / "facts.jsonl").write_text('{"text": "Beetroot stains."}\n{"text": "Kale is bitter."}\n', "utf-8")
-    engine = _build(root, tmp_path / "index", tiny_encoder)
+    _build(root, tmp_path / "index", tiny_encoder).close()
     (root / "facts.jsonl").write_text('{"text": "Beetroot stains the board."}\n', "utf-8")
     (root / "guides" / "manual.pdf").write_bytes(pdf_bytes(["Preheat the oven."]))
     (root / "todo.txt").unlink()
-
-    def crash_point(step: str) -> None:
-        if step == "after-commit":
-            raise Killed
-
-    monkeypatch.setattr(live_write, "crash_point", crash_point)
-    with pytest.raises(Killed):
-        sync_index(engine)
-    monkeypatch.undo()
-    engine.close()
+    code = (
+        "import sys\n"
+        "from searchengine.engine.files import sync_index\n"
+        "from searchengine.engine.search_engine import SearchEngine\n"
+        "sync_index(SearchEngine.open(sys.argv[1]))\n"
+    )
+    killed = subprocess.run(  # ended at once after its first commit, as a kill -9 would
+        [sys.executable, "-c", code, str(tmp_path / "index")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, CRASH_ENV: "after-commit"},
+    )
+    assert killed.returncode == 75, killed.stderr
     engine = SearchEngine.open(tmp_path / "index", encoder=tiny_encoder)
     sync_index(engine)
     assert sorted(engine.external_ids()) == ["facts.jsonl#1", "garden.md", "guides/bike.html", "guides/manual.pdf#1"]

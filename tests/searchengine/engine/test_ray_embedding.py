@@ -358,14 +358,11 @@ def test_parts_written_as_segments_are_about_four_per_worker_and_large_enough_fo
     assert sizes(8, "HNSW32", part_size=10_000) == {9_728, 204_800 - 21 * 9_728}  # whole batches, at most asked
 
 
-def test_the_sample_is_the_documents_a_build_in_one_process_trains_on(
-    corpus: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(indexing, "TRAINING_SAMPLE", 50)
+def test_the_sample_is_the_documents_a_build_in_one_process_trains_on(corpus: Path) -> None:
     parts = plan_parts(corpus_files(corpus), None, JsonFields(), batch_size=64)
     expected = [document for file in corpus_files(corpus) for document in read_corpus(file)]
-    rows = indexing.training_rows(len(expected))
-    assert len(rows) == 50 and training_sample(parts, None) == [expected[row] for row in rows]
+    rows = indexing.training_rows(len(expected), sample_size=50)
+    assert len(rows) == 50 and training_sample(parts, None, sample_size=50) == [expected[row] for row in rows]
 
 
 def test_a_part_size_below_one_is_refused_before_any_work(corpus: Path, tmp_path: Path, tiny_encoder: Encoder) -> None:

@@ -230,12 +230,15 @@ def test_every_answer_in_every_mode_holds_a_write_whole_or_not_at_all(index_path
 
 
 def test_health_stays_stale_while_any_reader_serves_an_old_generation(
-    index_path: Path, tiny_encoder: Encoder, other_tiny_model: Path, monkeypatch: pytest.MonkeyPatch
+    index_path: Path, tiny_encoder: Encoder, other_tiny_model: Path
 ) -> None:
     """Each reader reopens on its own turn: one that reopened does not clear another's problem."""
-    monkeypatch.setattr(reader_module, "IDLE_REFRESH_S", 600.0)  # no idle turn refreshes a reader behind the test
-    served = ServedIndex(index_path, encoder=tiny_encoder, readers=2)
-    reader = served.reader
+
+    def opened() -> SearchEngine:
+        return SearchEngine.open(index_path, encoder=tiny_encoder)
+
+    reader = BatchingReader(opened, readers=2, idle_refresh_s=600.0)  # no idle turn refreshes a reader behind the test
+    reader.start()
 
     def each_reader_takes_a_turn() -> None:
         release, held = _hold(reader)  # one reader busy, so the next call goes to the other
@@ -255,7 +258,7 @@ def test_health_stays_stale_while_any_reader_serves_an_old_generation(
         each_reader_takes_a_turn()
         assert reader.problem is None
     finally:
-        served.close()
+        reader.close()
 
 
 def test_writes_beside_idle_readers_leave_sqlites_log_empty(
