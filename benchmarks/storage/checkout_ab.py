@@ -1,0 +1,139 @@
+"""This checkout against an older one on the same index: an add of 10 documents, a delete of 1, and a query in each
+mode, timed in process and alternated in rounds, so that a change meant to keep behaviour (a refactor) can be held
+to "within 5% of the older checkout".
+
+The index is built once, by the older checkout, from NFCorpus (real documents, --data), unless --index names one;
+the added documents and the queries are NFCorpus's queries (or --queries, a .jsonl of {"text": ...}). Each round copies it once
+per checkout and runs each checkout in a fresh process on its own copy (the older one imported through the package
+directory of symlinks that `harness.environments.baseline_path` makes), in an order that rotates from round to
+round. Each process warms up (a search in every mode, one add, one delete), then times each operation --repeats
+times: `SearchEngine.add` of 10 NFCorpus queries as new documents (its merges included), `SearchEngine.delete` of
+one document (ids from 0 on, each once), and `SearchEngine.search(k=10)` in each mode. Prints and writes (--out) each checkout's medians and
+the ratio this checkout / older one.
+
+    git worktree add --detach /tmp/base-56714e6 56714e6
+    .venv/bin/python benchmarks/storage/checkout_ab.py --baseline /tmp/base-56714e6 \\
+        --out benchmarks/storage/results/checkout_ab_refactor.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
+from benchmarks.datasets.data_folder import DATA
+from benchmarks.harness.environments import baseline_path, system_env
+from benchmarks.harness.machine import command_line, machine_record
+from benchmarks.harness.results import write_results
+from benchmarks.harness.rounds import rotation
+
+MODES = ("dense", "keyword", "hybrid")
+SYSTEMS = ("baseline", "searchengine")
+
+WORKER = r"""
+import json, os, sys, time
+from pathlib import Path
+
+import searchengine
+from searchengine import SearchEngine
+
+code = Path(os.environ["WRITE_COST_CODE"]).resolve()
+if code not in Path(searchengine.__file__).resolve().parents:
+    sys.exit(f"imported searchengine from {searchengine.__file__}, not from {code}")
+index, queries_file, repeats, first_id = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+modes = sys.argv[5].split(",")
+queries = [json.loads(line)["text"] for line in Path(queries_file).read_text(encoding="utf-8").splitlines()]
+times = {"add10": [], "delete1": [], **{f"query_{mode}": [] for mode in modes}}
+with SearchEngine.open(index) as engine:
+    for mode in modes:
+        engine.search(queries[0], k=10, mode=mode)
+    engine.add(queries[:10])
+    engine.delete(ids=[first_id])
+    for repeat in range(repeats):
+        texts = [queries[(10 * (repeat + 1) + i) % len(queries)] for i in range(10)]
+        start = time.perf_counter()
+        engine.add(texts)
+        times["add10"].append(time.perf_counter() - start)
+        start = time.perf_counter()
+        engine.delete(ids=[first_id + 1 + repeat])
+        times["delete1"].append(time.perf_counter() - start)
+        for mode in modes:
+            start = time.perf_counter()
+            engine.search(queries[(7 * repeat) % len(queries)], k=10, mode=mode)
+            times[f"query_{mode}"].append(time.perf_counter() - start)
+print(json.dumps(times))
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--baseline", type=Path, required=True, help="the older checkout (a git worktree)")
+    parser.add_argument("--data", type=Path, default=DATA, help="the data folder holding retrieval/nfcorpus")
+    parser.add_argument("--index", type=Path, help="an index to copy (default: build one from NFCorpus)")
+    parser.add_argument("--queries", type=Path, help='a .jsonl of {"text": ...}: the queries and added documents')
+    parser.add_argument("--rounds", type=int, default=4, help="rounds; each runs both checkouts once")
+    parser.add_argument("--repeats", type=int, default=20, help="timed repeats of each operation per process")
+    parser.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "checkout_ab.json")
+    args = parser.parse_args()
+    nfcorpus = args.data / "retrieval" / "nfcorpus"
+    work = Path(tempfile.mkdtemp(prefix="checkout-ab-"))
+    try:
+        shim = baseline_path(args.baseline, work)
+        built = args.index or _build_nfcorpus(nfcorpus, work, system_env("baseline", args.baseline, shim))
+        queries = args.queries or nfcorpus / "queries.jsonl"
+        times: dict[str, dict[str, list[float]]] = {system: {} for system in SYSTEMS}
+        for round_number in range(args.rounds):
+            for system in rotation(SYSTEMS, round_number):
+                copy = work / f"{system}-{round_number}"
+                shutil.copytree(built, copy)
+                command = [
+                    sys.executable, "-c", WORKER, str(copy), str(queries), str(args.repeats),
+                    str(round_number * (args.repeats + 1)), ",".join(MODES),
+                ]  # fmt: skip
+                done = subprocess.run(command, capture_output=True, text=True, env=system_env(system, args.baseline, shim))
+                if done.returncode:
+                    sys.exit(f"the {system} process failed:\n{done.stderr[-3000:]}")
+                for operation, values in json.loads(done.stdout.strip().splitlines()[-1]).items():
+                    times[system].setdefault(operation, []).extend(values)
+                shutil.rmtree(copy)
+        medians = {system: {op: statistics.median(v) * 1000 for op, v in ops.items()} for system, ops in times.items()}
+        record = {
+            "command": command_line(),
+            "machine": machine_record(load_after=os.getloadavg()),
+            "baseline": str(args.baseline),
+            "index": str(args.index or "NFCorpus, built by the baseline"),
+            "rounds": args.rounds,
+            "repeats": args.repeats,
+            "median_ms": {system: {op: round(ms, 2) for op, ms in ops.items()} for system, ops in medians.items()},
+            "ratio_this_over_baseline": {
+                op: round(medians["searchengine"][op] / medians["baseline"][op], 3) for op in medians["baseline"]
+            },
+        }
+        write_results(args.out, record)
+        print(json.dumps(record, indent=2))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _build_nfcorpus(nfcorpus: Path, work: Path, env: dict[str, str]) -> Path:
+    """NFCorpus's documents (title and text) indexed with the default settings, in `work`."""
+    corpus, built = work / "corpus.jsonl", work / "built"
+    with corpus.open("w", encoding="utf-8") as out:
+        for line in (nfcorpus / "corpus.jsonl").read_text(encoding="utf-8").splitlines():
+            row = json.loads(line)
+            out.write(json.dumps({"text": f"{row.get('title', '')} {row['text']}".strip()}) + "\n")
+    command = [sys.executable, "-m", "searchengine", "index", str(corpus), "-d", str(built)]
+    subprocess.run(command, check=True, capture_output=True, env=env)
+    return built
+
+
+if __name__ == "__main__":
+    main()
