@@ -1,6 +1,6 @@
 """Fit BERT-whitening(-k) on a corpus and save it as the model's Dense module.
 
-The fit is the index's own (`indexer.whitening.CovarianceAccumulator` + `Whitening.fit`): x -> (x - mu) W with
+The fit is the index's own (`indexer.vectors.whitening.CovarianceAccumulator` + `Whitening.fit`): x -> (x - mu) W with
 W = U[:, :k] diag(1/sqrt(lambda)), saved as sentence-transformers' Dense y = x W' + b with W' = W^T and b = -mu W.
 """
 

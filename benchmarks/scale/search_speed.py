@@ -17,7 +17,7 @@ Per configuration: build seconds (train on at most 100,000 sampled vectors, as t
 RSS growth during the build, the size of the index file, recall@10, QPS with one query per search call (the
 first queries, as many as fit in --single-budget seconds) and with all queries in one call; each timing is the
 median of --runs runs after a warm-up, with the 1-minute load average beside it. Indexes are made with
-indexer.vector_index.VectorIndex (the engine's wrapper: IDMap2 ids, IVF direct map, its efSearch/nprobe
+indexer.vectors.vector_index.VectorIndex (the engine's wrapper: IDMap2 ids, IVF direct map, its efSearch/nprobe
 defaults), then efSearch/nprobe are swept; `engine_default` marks the setting the engine would use.
 
 End to end: SearchEngine.build writes a real index directory (SQLite store + FAISS index) of the texts; its

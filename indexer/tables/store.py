@@ -1,11 +1,12 @@
-"""The SQLite document store (through sqlite-utils): the one connection and transaction that every table of an
-index's store is read and written through, and the writes that span tables.
+"""The SQLite document store (through sqlite-utils for a writer, store_connection.ReadDatabase for a reader): the
+one connection and transaction that every table of an index's store is read and written through, and the writes
+that span tables.
 
 Each table's SQL is its own module: documents (document_table.py), the keyword index (keyword_table.py),
 passages (passages.py), tombstones (tombstone_table.py), segments and the commit state (segment_table.py),
 clustering (clustering_table.py), near-duplicate marks (duplicates_table.py), build settings
-(settings_table.py), and filters over documents (document_filters.py). The schema is made and changed by
-migrations.py; stores in the shape older versions wrote are read and upgraded by legacy_store.py.
+(settings_table.py), and filters over documents (indexer/query/document_filters.py). Stores of every older shape
+are read and brought to the current one by the upgrade chain (indexer/upgrades/chain.py).
 
 `DocumentStore` opens the connection, owns the write's transaction (`begin`, `commit`, `rollback`) and the
 reader's snapshot (`read_snapshot`), and does what spans tables: an add or delete (documents and their

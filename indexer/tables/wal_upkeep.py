@@ -6,7 +6,7 @@ reader here holds one read snapshot for as long as no writer commits (DocumentSt
 begun before the log was all copied keeps reading the log, so under steady writes neither happens and the file
 grows with every write, to many times the store's size after a large add through the server, and it stayed after
 the server stopped (measured in docs/benchmarks.md#serving). So:
-  1. a write through a SearchEngine lets go of that engine's snapshot first (SearchEngine._writing);
+  1. a write through a SearchEngine lets go of that engine's snapshot first (IndexSnapshot.writing);
   2. a commit that leaves the log over WAL_KEEP_BYTES waits up to WAL_WAIT_S for the readers to move to the
      database file, then empties the log (`truncate_log`);
   3. meanwhile each reader whose commit has not changed renews its snapshot once the log is all copied, or while
