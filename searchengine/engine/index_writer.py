@@ -57,7 +57,7 @@ def build_index_from(
     if settings.ray is not None:
         from searchengine.engine.ray_build import build_with_ray
 
-        return encoder, build_with_ray(target, corpus, encoder, settings)
+        return encoder, build_with_ray(target, corpus, encoder, settings, settings.ray)
     fields, jsonl, whiten_fit = settings.fields, settings.jsonl, settings.whiten_fit
     index_settings = IndexSettings(
         index_type=settings.index,

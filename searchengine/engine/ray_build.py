@@ -13,6 +13,7 @@ from searchengine.engine.count_argument import count_argument
 from searchengine.engine.indexing import NO_TEXT, IndexSettings, build_index, fit_whitening
 from searchengine.engine.indexing_report import IndexingReport
 from searchengine.engine.ray_embedding import (
+    RaySettings,
     plan_parts,
     ray_embedder,
     segment_parts,
@@ -30,13 +31,15 @@ if TYPE_CHECKING:
     from searchengine.encoding.encoder import Encoder
 
 
-def build_with_ray(target: Path, corpus: Corpus, encoder: Encoder, settings: BuildSettings) -> IndexingReport:
+def build_with_ray(
+    target: Path, corpus: Corpus, encoder: Encoder, settings: BuildSettings, ray: RaySettings
+) -> IndexingReport:
     """SearchEngine.build with the corpus embedded on a Ray cluster; the corpus is read (and checked) here first,
     so bad input fails before the cluster starts any work. Documents are embedded whole (no passages). The workers
     write the vector segments themselves (ray_embedding), whitened with a transform fitted first on `whiten_fit`,
-    or on a sample of the corpus, and (IVF, PQ) copied from the index type trained first on that sample."""
-    ray, whiten_fit, whiten_k, jsonl = settings.ray, settings.whiten_fit, settings.whiten_k, settings.jsonl
-    assert ray is not None
+    or on a sample of the corpus, and (IVF, PQ) copied from the index type trained first on that sample. `ray`:
+    settings.ray, the cluster's settings."""
+    whiten_fit, whiten_k, jsonl = settings.whiten_fit, settings.whiten_k, settings.jsonl
     fields, progress = settings.fields, settings.progress
     for source in (corpus, whiten_fit):
         if source is not None and (not isinstance(source, (str, Path)) or str(source) == STDIN):
