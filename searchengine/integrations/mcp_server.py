@@ -18,9 +18,8 @@ from pydantic import Field, ValidationError
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from searchengine.engine.filters import conditions_of
 from searchengine.engine.hit_records import result_record
-from searchengine.engine.queries import check_queries
+from searchengine.engine.query_request import QueryRequest
 from searchengine.engine.search_engine import SearchEngine
 from searchengine.errors import SearchEngineError
 from searchengine.integrations import MissingExtra
@@ -60,9 +59,8 @@ def mcp_server(index: ServedIndex) -> MCPServer:
     ) -> dict[str, Any]:
         """The k documents that best match the query, best first, with their text, score and metadata."""
         with _tool_errors():
-            check_queries([query])
-            conditions_of(where)
-            hits = index.reader.search([query], SearchOptions(k, tuple(where), mode)).result()[0]
+            asked = QueryRequest([query], k, tuple(where), mode)
+            hits = index.reader.search([query], SearchOptions(asked.k, asked.where, asked.mode)).result()[0]
         return result_record(query, mode or index.reader.default_mode, hits)
 
     @server.tool()
