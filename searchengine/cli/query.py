@@ -18,12 +18,12 @@ from searchengine.cli.options import (
     mode_option,
     model_option,
 )
-from searchengine.cli.wording import counted
 from searchengine.encoding.backend import Backend
 from searchengine.encoding.precision import Precision
 from searchengine.engine.mode_registry import RetrievalMode, mode_named
 from searchengine.engine.modes import DEFAULT_MODE, MODE_DEFAULT_NOTE, MODE_HELP, SearchMode
 from searchengine.engine.snippets import DEFAULT_SNIPPET_CHARS, one_line, snippet
+from searchengine.engine.wording import counted
 from searchengine.errors import SearchEngineError
 
 if TYPE_CHECKING:
