@@ -3,6 +3,7 @@ step with them, re-reading only the files that changed."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,6 +24,7 @@ LOOK_AGAIN_MS = 5_000
 if TYPE_CHECKING:
     from searchengine.engine.files import SyncReport
     from searchengine.engine.search_engine import SearchEngine
+    from searchengine.engine.sync_request import SyncRequest
     from searchengine.reading.file_documents import FileReport
 
 LINES_SHOWN = 20
@@ -71,27 +73,28 @@ def sync(
       searchengine sync notes/ --watch
     """
     from searchengine.encoding.speed import EncoderSpeed
-    from searchengine.engine.files import sync_index
-    from searchengine.engine.search_engine import SearchEngine, default_index_dir
+    from searchengine.engine.search_engine import default_index_dir
+    from searchengine.engine.sync_request import SyncRequest
 
     target = index_dir or default_index_dir()
     with user_errors(target):
-        engine = SearchEngine.open(target, speed=EncoderSpeed(precision, backend, threads))
-        report = sync_index(engine, paths, progress=not quiet)
+        request = SyncRequest(target, paths, EncoderSpeed(precision, backend, threads), progress=not quiet)
+        engine = request.open()
+        report = request.run(engine)
         if not quiet:
             typer.echo(sync_summary(report))
         if watch:
-            _watch(engine, paths, quiet)
+            _watch(engine, dataclasses.replace(request, progress=False), quiet)
 
 
-def _watch(engine: SearchEngine, paths: list[Path] | None, quiet: bool) -> None:
-    """Sync after each change to `paths` (default: every folder the index reads, looked up again every few seconds,
-    so a folder added by `index --append` meanwhile is watched too), until Ctrl-C."""
+def _watch(engine: SearchEngine, request: SyncRequest, quiet: bool) -> None:
+    """Run `request` after each change to its paths (default: every folder the index reads, looked up again every
+    few seconds, so a folder added by `index --append` meanwhile is watched too), until Ctrl-C."""
     import watchfiles
 
-    from searchengine.engine.files import sync_index
     from searchengine.indexer.errors import IndexLockedError
 
+    paths = request.paths
     roots = _watched(engine, paths)
     while True:
         typer.echo(f"Watching {', '.join(map(str, roots))} for changes; Ctrl-C stops.", err=True)
@@ -104,7 +107,7 @@ def _watch(engine: SearchEngine, paths: list[Path] | None, quiet: bool) -> None:
                 if not changes and now == roots:  # a quiet spell: look again
                     continue
                 try:
-                    report = sync_index(engine, paths, progress=False)
+                    report = request.run(engine)
                 except IndexLockedError as exc:  # another writer: the next change (or this one, later) syncs
                     typer.echo(f"{time.strftime('%H:%M:%S')} not synced: {exc}; will sync at the next change", err=True)
                     continue
