@@ -33,6 +33,7 @@ from searchengine.engine.wording import counted
 from searchengine.reading.file_rules import DEFAULT_MAX_MB
 
 if TYPE_CHECKING:
+    from searchengine.engine.index_request import IndexOutcome
     from searchengine.engine.indexing_report import IndexingReport
 
 
@@ -226,33 +227,8 @@ def index(
             ray_part_size=ray_part_size,
         )
         outcome = request.run()
-        engine, report, corpus = outcome.engine, outcome.report, request.corpus
-        if outcome.files is not None and not quiet:
-            typer.echo(files_summary(outcome.files))
-        if quiet:
-            return
-        typer.echo(indexing_summary(report, corpus, target, len(engine)))
-        typer.echo(stage_summary(report))
-        if report.index_type_chosen:
-            typer.echo(
-                f"Index type {report.index_type}, chosen for this corpus size (exact search up to 200,000 documents); "
-                "pass --index to choose another."
-            )
-        if report.split:
-            typer.echo(
-                f"{counted(report.split, 'document')} longer than the model's {engine.manifest.passages.tokens} "
-                f"tokens {'was' if report.split == 1 else 'were'} split into passages: "
-                f"{counted(report.vectors, 'vector')} for {counted(report.added, 'document')} added."
-            )
-        if report.truncated:
-            how = "embedded from the beginning" + (
-                "" if engine.manifest.passages else "; index with --passages to search all of each"
-            )
-            typer.echo(
-                f"{counted(report.truncated, 'text')} {'was' if report.truncated == 1 else 'were'} longer than the "
-                f"model's {engine.manifest.model.max_seq_length} tokens and {how}."
-            )
-
+        if not quiet:
+            _print_outcome(outcome, request.corpus, target)
 
 def add(
     inputs: list[str] = typer.Argument(..., help=INPUTS_HELP, metavar="PATH"),
@@ -319,6 +295,34 @@ def add(
         strict=strict,
     )
 
+
+def _print_outcome(outcome: IndexOutcome, corpus: str, target: Path) -> None:
+    """What an index or add run did: the files read, the documents indexed, where the time went, and notes on the
+    index type chosen and the documents split or cut."""
+    engine, report = outcome.engine, outcome.report
+    if outcome.files is not None:
+        typer.echo(files_summary(outcome.files))
+    typer.echo(indexing_summary(report, corpus, target, len(engine)))
+    typer.echo(stage_summary(report))
+    if report.index_type_chosen:
+        typer.echo(
+            f"Index type {report.index_type}, chosen for this corpus size (exact search up to 200,000 documents); "
+            "pass --index to choose another."
+        )
+    if report.split:
+        typer.echo(
+            f"{counted(report.split, 'document')} longer than the model's {engine.manifest.passages.tokens} "
+            f"tokens {'was' if report.split == 1 else 'were'} split into passages: "
+            f"{counted(report.vectors, 'vector')} for {counted(report.added, 'document')} added."
+        )
+    if report.truncated:
+        how = "embedded from the beginning" + (
+            "" if engine.manifest.passages else "; index with --passages to search all of each"
+        )
+        typer.echo(
+            f"{counted(report.truncated, 'text')} {'was' if report.truncated == 1 else 'were'} longer than the "
+            f"model's {engine.manifest.model.max_seq_length} tokens and {how}."
+        )
 
 def stage_summary(report: IndexingReport) -> str:
     """Where an index or add run's time went, stage by stage (IndexingReport.stages)."""
