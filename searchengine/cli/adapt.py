@@ -8,7 +8,7 @@ import typer
 
 from searchengine.cli.errors import user_errors
 from searchengine.cli.options import IndexDirOption, quiet_option, seed_option
-from searchengine.cli.wording import counted
+from searchengine.engine.wording import counted
 
 METHOD_HELP = (
     "pseudo-queries: each document's title (--query-field) or first sentence is a query for the rest of it; "

@@ -13,7 +13,7 @@ from searchengine.analysis.cluster_settings import ClusterMethod
 from searchengine.analysis.mining_request import MiningMethod
 from searchengine.cli.errors import user_errors
 from searchengine.cli.options import IndexDirOption, json_option, seed_option
-from searchengine.cli.wording import counted
+from searchengine.engine.wording import counted
 from searchengine.errors import SearchEngineError
 
 

@@ -3,6 +3,7 @@ step with them, re-reading only the files that changed."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -11,9 +12,9 @@ import typer
 
 from searchengine.cli.errors import user_errors
 from searchengine.cli.options import BackendChoiceOption, IndexDirOption, PrecisionOption, QuietOption, ThreadsOption
-from searchengine.cli.wording import counted
 from searchengine.encoding.backend import Backend
 from searchengine.encoding.precision import Precision
+from searchengine.engine.wording import counted
 from searchengine.errors import SearchEngineError
 from searchengine.reading.names import printable
 
@@ -23,10 +24,8 @@ LOOK_AGAIN_MS = 5_000
 if TYPE_CHECKING:
     from searchengine.engine.files import SyncReport
     from searchengine.engine.search_engine import SearchEngine
-    from searchengine.indexer.tables.store import Document
-    from searchengine.reading.corpus import JsonFields
+    from searchengine.engine.sync_request import SyncRequest
     from searchengine.reading.file_documents import FileReport
-    from searchengine.reading.file_rules import FileRules
 
 LINES_SHOWN = 20
 """Files listed one per line (those skipped, or those sync changed); the rest are counted."""
@@ -46,70 +45,6 @@ def files_summary(report: FileReport) -> str:
         lines.append(f"Skipped {counted(len(report.skipped), 'file')}:")
         lines += first_lines([f"  {skip.shown}: {skip.reason}" for skip in report.skipped])
     return "\n".join(lines)
-
-
-def check_files_read(report: FileReport, documents: list[Document], roots: list[Path], strict: bool) -> None:
-    """Refuse a run that read nothing, or (with --strict) one that skipped a file, before anything is written."""
-    if strict and report.skipped:
-        first = report.skipped[0]
-        raise SearchEngineError(
-            f"{counted(len(report.skipped), 'file')} could not be read, e.g. {first.shown}: {first.reason} (--strict "
-            "writes nothing then; drop --strict to skip them)"
-        )
-    if not documents:
-        names = ", ".join(map(str, roots))
-        skipped = report.skipped[0] if report.skipped else None
-        raise SearchEngineError(
-            f"found no file to read in {names} (Markdown, HTML, PDF, .txt, .jsonl or .csv, gzipped or not"
-            + (
-                f"; {counted(len(report.skipped), 'file')} skipped, e.g. {skipped.shown}: {skipped.reason}"
-                if skipped
-                else ""
-            )
-            + ")"
-        )
-
-
-def add_files(
-    engine: SearchEngine, roots: list[Path], rules: FileRules, strict: bool, progress: bool, fields: JsonFields
-) -> FileReport:
-    """Add the files under `roots` to an index (a file already in it is replaced: the pages and records it no
-    longer has are deleted), and record the new folders so `sync` reads them too. Records of .jsonl and .csv
-    files are read with the fields the index recorded: `fields` other than the defaults must be the same, since
-    `sync` reads them again that way."""
-    from searchengine.engine.files import (
-        add_roots,
-        as_recorded,
-        dropped_ids,
-        ids_by_path,
-        ids_read,
-        read_paths,
-        recorded_fields,
-        recorded_folders,
-    )
-    from searchengine.reading.corpus import JsonFields
-    from searchengine.reading.walk import absolute_path
-
-    folders = recorded_folders(engine.reading())
-    roots = [as_recorded(absolute_path(root), folders) if folders else root for root in roots]
-    reading, base = add_roots(engine.reading(), roots, rules)
-    if len(engine) == 0:  # an empty index (one `index --append` has just made) reads records as it is told
-        reading["fields"] = {"text": fields.text, "title": fields.title, "id": fields.id}
-    recorded = recorded_fields(reading) or JsonFields()
-    if not fields.plain and fields != recorded:
-        raise SearchEngineError(
-            f"this index reads the records of .jsonl and .csv files with --text-field {recorded.text}"
-            + (f" --title-field {recorded.title}" if recorded.title else "")
-            + (f" --id-field {recorded.id}" if recorded.id else "")
-            + ", as `sync` will read them again; add files with the same fields (or none)"
-        )
-    documents, report = read_paths(roots, rules, base, progress=progress, fields=recorded)
-    check_files_read(report, documents, roots, strict)
-    dropped = dropped_ids(ids_read(documents), ids_by_path(engine))
-    if dropped:  # before the add, as sync does: killed between the two, the file's old facts make sync read it again
-        engine.delete(external_ids=dropped, merge=False)
-    engine.add(documents, progress=progress, reading=reading)
-    return report
 
 
 def sync(
@@ -138,27 +73,28 @@ def sync(
       searchengine sync notes/ --watch
     """
     from searchengine.encoding.speed import EncoderSpeed
-    from searchengine.engine.files import sync_index
-    from searchengine.engine.search_engine import SearchEngine, default_index_dir
+    from searchengine.engine.search_engine import default_index_dir
+    from searchengine.engine.sync_request import SyncRequest
 
     target = index_dir or default_index_dir()
     with user_errors(target):
-        engine = SearchEngine.open(target, speed=EncoderSpeed(precision, backend, threads))
-        report = sync_index(engine, paths, progress=not quiet)
+        request = SyncRequest(target, paths, EncoderSpeed(precision, backend, threads), progress=not quiet)
+        engine = request.open()
+        report = request.run(engine)
         if not quiet:
             typer.echo(sync_summary(report))
         if watch:
-            _watch(engine, paths, quiet)
+            _watch(engine, dataclasses.replace(request, progress=False), quiet)
 
 
-def _watch(engine: SearchEngine, paths: list[Path] | None, quiet: bool) -> None:
-    """Sync after each change to `paths` (default: every folder the index reads, looked up again every few seconds,
-    so a folder added by `index --append` meanwhile is watched too), until Ctrl-C."""
+def _watch(engine: SearchEngine, request: SyncRequest, quiet: bool) -> None:
+    """Run `request` after each change to its paths (default: every folder the index reads, looked up again every
+    few seconds, so a folder added by `index --append` meanwhile is watched too), until Ctrl-C."""
     import watchfiles
 
-    from searchengine.engine.files import sync_index
     from searchengine.indexer.errors import IndexLockedError
 
+    paths = request.paths
     roots = _watched(engine, paths)
     while True:
         typer.echo(f"Watching {', '.join(map(str, roots))} for changes; Ctrl-C stops.", err=True)
@@ -171,7 +107,7 @@ def _watch(engine: SearchEngine, paths: list[Path] | None, quiet: bool) -> None:
                 if not changes and now == roots:  # a quiet spell: look again
                     continue
                 try:
-                    report = sync_index(engine, paths, progress=False)
+                    report = request.run(engine)
                 except IndexLockedError as exc:  # another writer: the next change (or this one, later) syncs
                     typer.echo(f"{time.strftime('%H:%M:%S')} not synced: {exc}; will sync at the next change", err=True)
                     continue

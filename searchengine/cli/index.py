@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from searchengine.cli.errors import user_errors
-from searchengine.cli.files import add_files, check_files_read, files_summary
+from searchengine.cli.files import files_summary
 from searchengine.cli.options import (
     BackendChoiceOption,
     BatchSizeOption,
@@ -25,15 +25,15 @@ from searchengine.cli.options import (
     ThreadsOption,
     TitleFieldOption,
 )
-from searchengine.cli.wording import counted
 from searchengine.encoding.backend import Backend
 from searchengine.encoding.model_source import Pooling
 from searchengine.encoding.passages import PASSAGE_HEADINGS_BY_DEFAULT, PASSAGES_BY_DEFAULT
 from searchengine.encoding.precision import Precision
-from searchengine.errors import SearchEngineError
+from searchengine.engine.wording import counted
 from searchengine.reading.file_rules import DEFAULT_MAX_MB
 
 if TYPE_CHECKING:
+    from searchengine.engine.index_request import IndexOutcome
     from searchengine.engine.indexing_report import IndexingReport
 
 
@@ -191,143 +191,44 @@ def index(
 
       searchengine index corpus-shards/ --ray head-node:6379
     """
-    import dataclasses
-
-    from searchengine.encoding.encoder import Encoder, EncoderSpeed
-    from searchengine.engine.build_settings import BuildSettings
-    from searchengine.engine.files import (
-        check_replacing,
-        files_record,
-        inside_folders_read,
-        is_file_input,
-        read_paths,
-        recorded_fields,
-    )
-    from searchengine.engine.index_writer import ensure_index
-    from searchengine.engine.ray_embedding import RaySettings
-    from searchengine.engine.search_engine import SearchEngine, default_index_dir
+    from searchengine.encoding.speed import EncoderSpeed
+    from searchengine.engine.index_request import IndexRequest
+    from searchengine.engine.search_engine import default_index_dir
     from searchengine.reading.corpus import JsonFields
     from searchengine.reading.file_rules import FileRules
-    from searchengine.reading.walk import common_base
 
     target = index_dir or default_index_dir()
-    fmt = True if jsonl else None
-    speed = EncoderSpeed(precision, backend, threads)
     with user_errors(target):
-        if ray_workers is not None and ray is None:
-            raise SearchEngineError("--ray-workers says how many Ray workers embed; add --ray ADDRESS to use Ray")
-        if ray_part_size is not None and ray is None:
-            raise SearchEngineError("--ray-part-size says how Ray workers cut the corpus; add --ray ADDRESS to use Ray")
-        if any(not name for name in inputs):
-            raise SearchEngineError("an empty path was given; name a folder or a file to index")
-        files = ray is None and is_file_input(inputs, whole is True)
-        if files:
-            if jsonl:
-                raise SearchEngineError(
-                    "--jsonl reads one corpus file as JSON lines; files in folders are read by their suffix (.jsonl "
-                    "records included): drop it"
-                )
-            if whole is False:
-                raise SearchEngineError("--lines reads one .txt corpus file one document per line; name it alone")
-        elif len(inputs) > 1:
-            raise SearchEngineError("index one corpus file at a time (or folders and files read by their format)")
-        corpus = " ".join(inputs) if files else inputs[0]
-        roots = [Path(name) for name in inputs]
-        rules = FileRules(tuple(include), tuple(exclude), max_file_size)
-        fields = JsonFields(text_field, title_field, id_field)
-        if append:
-            refuse_rebuild_options(
-                index_type, whiten_k, whiten_fit, pooling, template, denoise, passages, passage_headings, shards
-            )
-            if ray is not None:
-                raise SearchEngineError(APPEND_KEEPS_SHARDS)
-            encoder = ensure_index(target, model=model, speed=speed, passages=files)
-            engine = SearchEngine.open(target, model=model, speed=speed, encoder=encoder)
-            if not files and not jsonl and whole is None and inside_folders_read(engine.reading(), roots):
-                files = True  # a .jsonl or .csv in the index's folders is added as `sync` reads it, ids and all
-            if files:
-                files_report = add_files(engine, roots, rules, strict, not quiet, fields)
-            else:
-                if fields.plain and (fmt or corpus.removesuffix(".gz").endswith((".jsonl", ".csv"))):
-                    fields = recorded_fields(engine.reading()) or fields
-                engine.add(
-                    corpus,
-                    jsonl=fmt,
-                    id_field=fields.id,
-                    progress=not quiet,
-                    text_field=fields.text,
-                    title_field=fields.title,
-                )
-        else:
-            settings = BuildSettings(  # checked here, before any file is read
-                index=index_type, whiten_k=whiten_k, whiten_fit=whiten_fit, progress=not quiet, shards=shards
-            )
-            check_replacing(target, roots, replace)
-            if files:
-                documents, files_report = read_paths(roots, rules, progress=not quiet, fields=fields)
-                check_files_read(files_report, documents, roots, strict)
-                source, options = (
-                    documents,
-                    {
-                        "passages": True if passages is None else passages,
-                        "passage_headings": PASSAGE_HEADINGS_BY_DEFAULT
-                        if passage_headings is None
-                        else passage_headings,
-                        "reading": files_record(roots, common_base(roots), rules, fields),
-                    },
-                )
-            else:
-                source, options = (
-                    corpus,
-                    {
-                        "jsonl": fmt,
-                        "id_field": id_field,
-                        "text_field": text_field,
-                        "title_field": title_field,
-                        "passages": PASSAGES_BY_DEFAULT if passages is None else passages,
-                        "passage_headings": PASSAGE_HEADINGS_BY_DEFAULT
-                        if passage_headings is None
-                        else passage_headings,
-                        "ray": None
-                        if ray is None
-                        else RaySettings(ray, ray_workers, threads or 1, part_size=ray_part_size),
-                    },
-                )
-            engine = SearchEngine.build(
-                source,
-                target,
-                dataclasses.replace(settings, **options),
-                encoder=Encoder(
-                    model, pooling, batch_size=batch_size, template=template, denoise=denoise, **speed.options()
-                ),
-            )
-        report = engine.last_report
-        if files and not quiet:
-            typer.echo(files_summary(files_report))
-        if quiet:
-            return
-        typer.echo(indexing_summary(report, corpus, target, len(engine)))
-        typer.echo(stage_summary(report))
-        if report.index_type_chosen:
-            typer.echo(
-                f"Index type {report.index_type}, chosen for this corpus size (exact search up to 200,000 documents); "
-                "pass --index to choose another."
-            )
-        if report.split:
-            typer.echo(
-                f"{counted(report.split, 'document')} longer than the model's {engine.manifest.passages.tokens} "
-                f"tokens {'was' if report.split == 1 else 'were'} split into passages: "
-                f"{counted(report.vectors, 'vector')} for {counted(report.added, 'document')} added."
-            )
-        if report.truncated:
-            how = "embedded from the beginning" + (
-                "" if engine.manifest.passages else "; index with --passages to search all of each"
-            )
-            typer.echo(
-                f"{counted(report.truncated, 'text')} {'was' if report.truncated == 1 else 'were'} longer than the "
-                f"model's {engine.manifest.model.max_seq_length} tokens and {how}."
-            )
-
+        request = IndexRequest(
+            inputs,
+            target,
+            append=append,
+            replace=replace,
+            model=model,
+            pooling=pooling,
+            template=template,
+            denoise=denoise,
+            index_type=index_type,
+            whiten_k=whiten_k,
+            whiten_fit=whiten_fit,
+            passages=passages,
+            passage_headings=passage_headings,
+            shards=shards,
+            rules=FileRules(tuple(include), tuple(exclude), max_file_size),
+            whole=whole,
+            strict=strict,
+            jsonl=jsonl,
+            fields=JsonFields(text_field, title_field, id_field),
+            batch_size=batch_size,
+            speed=EncoderSpeed(precision, backend, threads),
+            progress=not quiet,
+            ray=ray,
+            ray_workers=ray_workers,
+            ray_part_size=ray_part_size,
+        )
+        outcome = request.run()
+        if not quiet:
+            _print_outcome(outcome, request.corpus, target)
 
 def add(
     inputs: list[str] = typer.Argument(..., help=INPUTS_HELP, metavar="PATH"),
@@ -395,33 +296,33 @@ def add(
     )
 
 
-APPEND_KEEPS_SHARDS = (
-    "--append embeds here, into the shards the index has; --ray and --shards are for building an index: drop them"
-)
-
-
-def refuse_rebuild_options(
-    index_type: str | None,
-    whiten_k: int | None,
-    whiten_fit: Path | None,
-    pooling: Pooling | None,
-    template: str | None,
-    denoise: bool | None,
-    passages: bool | None,
-    passage_headings: bool | None,
-    shards: int | None,
-) -> None:
-    """--append keeps the settings the index was built with: refuse the options that would change them."""
-    changes = [index_type, whiten_k, whiten_fit, pooling, template, denoise, passages, passage_headings]
-    if any(change is not None for change in changes):
-        raise SearchEngineError(
-            "--append adds to an index with the settings it was built with; drop --index, --pooling, "
-            "--template, --denoise, --whiten-k, --whiten-fit, --passages/--no-passages and "
-            "--passage-headings/--no-passage-headings"
+def _print_outcome(outcome: IndexOutcome, corpus: str, target: Path) -> None:
+    """What an index or add run did: the files read, the documents indexed, where the time went, and notes on the
+    index type chosen and the documents split or cut."""
+    engine, report = outcome.engine, outcome.report
+    if outcome.files is not None:
+        typer.echo(files_summary(outcome.files))
+    typer.echo(indexing_summary(report, corpus, target, len(engine)))
+    typer.echo(stage_summary(report))
+    if report.index_type_chosen:
+        typer.echo(
+            f"Index type {report.index_type}, chosen for this corpus size (exact search up to 200,000 documents); "
+            "pass --index to choose another."
         )
-    if shards is not None:
-        raise SearchEngineError(APPEND_KEEPS_SHARDS)
-
+    if report.split:
+        typer.echo(
+            f"{counted(report.split, 'document')} longer than the model's {engine.manifest.passages.tokens} "
+            f"tokens {'was' if report.split == 1 else 'were'} split into passages: "
+            f"{counted(report.vectors, 'vector')} for {counted(report.added, 'document')} added."
+        )
+    if report.truncated:
+        how = "embedded from the beginning" + (
+            "" if engine.manifest.passages else "; index with --passages to search all of each"
+        )
+        typer.echo(
+            f"{counted(report.truncated, 'text')} {'was' if report.truncated == 1 else 'were'} longer than the "
+            f"model's {engine.manifest.model.max_seq_length} tokens and {how}."
+        )
 
 def stage_summary(report: IndexingReport) -> str:
     """Where an index or add run's time went, stage by stage (IndexingReport.stages)."""

@@ -11,8 +11,8 @@ import typer
 
 from searchengine.cli.errors import user_errors
 from searchengine.cli.options import IndexDirOption, json_option
-from searchengine.cli.wording import counted
 from searchengine.engine.document_ids import document_id
+from searchengine.engine.wording import counted
 from searchengine.errors import SearchEngineError
 from searchengine.reading.file_rules import DEFAULT_MAX_MB
 

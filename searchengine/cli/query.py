@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -17,14 +18,16 @@ from searchengine.cli.options import (
     mode_option,
     model_option,
 )
-from searchengine.cli.wording import counted
 from searchengine.encoding.backend import Backend
 from searchengine.encoding.precision import Precision
 from searchengine.engine.mode_registry import RetrievalMode, mode_named
 from searchengine.engine.modes import DEFAULT_MODE, MODE_DEFAULT_NOTE, MODE_HELP, SearchMode
-from searchengine.engine.queries import check_queries
 from searchengine.engine.snippets import DEFAULT_SNIPPET_CHARS, one_line, snippet
+from searchengine.engine.wording import counted
 from searchengine.errors import SearchEngineError
+
+if TYPE_CHECKING:
+    from searchengine.engine.query_request import QueryRequest
 
 
 def query(
@@ -125,6 +128,7 @@ def query(
 
       searchengine query "budget tips" --server http://127.0.0.1:8000
     """
+    from searchengine.engine.query_request import QueryRequest
     from searchengine.engine.query_words import query_stems
 
     with user_errors(index_dir):
@@ -133,11 +137,12 @@ def query(
             raise SearchEngineError(
                 "--rerank-top says how many candidates a cross-encoder rescores; add --rerank MODEL"
             )
+        if server and (index_dir is not None or model is not None or whiten_k is not None):
+            raise SearchEngineError(
+                "--server answers from the server's own index and model; drop --index-dir, --model and --whiten-k"
+            )
+        request = QueryRequest(queries, k, where, mode, None, rerank, rerank_top, min_score, highlight=True)
         if server:
-            if index_dir is not None or model is not None or whiten_k is not None:
-                raise SearchEngineError(
-                    "--server answers from the server's own index and model; drop --index-dir, --model and --whiten-k"
-                )
             from searchengine.server.client import search_remote
 
             payload = search_remote(
@@ -149,22 +154,7 @@ def query(
                     hit["snippet"] = snippet(hit["text"], shown, max_chars)
             held = None
         else:
-            payload, held = _search_here(
-                queries,
-                k,
-                where,
-                mode,
-                index_dir,
-                model,
-                whiten_k,
-                rerank,
-                rerank_top,
-                precision,
-                backend,
-                threads,
-                max_chars,
-                min_score,
-            )
+            payload, held = _search_here(request, index_dir, model, whiten_k, precision, backend, threads, max_chars)
         if as_json:
             typer.echo(json.dumps(payload if file else payload[0], ensure_ascii=False, indent=2))
             return
@@ -241,41 +231,33 @@ def _details(hit: dict, mode: RetrievalMode) -> str:
 
 
 def _search_here(
-    queries: list[str],
-    k: int,
-    where: list[str],
-    mode: SearchMode | None,
+    request: QueryRequest,
     index_dir: Path | None,
     model: str | None,
     whiten_k: int | None,
-    rerank: str | None,
-    rerank_top: int | None,
     precision: str,
     backend: str,
     threads: int | None,
     max_chars: int,
-    min_score: float | None,
 ) -> tuple[list[dict], int]:
-    """Open the index in this process and search it: the results as --json prints them, and the index's size."""
+    """Open the index in this process and answer `request` there: the results as --json prints them, and the
+    index's size."""
     from searchengine.encoding.speed import EncoderSpeed
     from searchengine.engine.hit_records import result_record
-    from searchengine.engine.index_reader import DEFAULT_RERANK_TOP
     from searchengine.engine.search_engine import SearchEngine, default_index_dir
 
     speed = EncoderSpeed(precision, backend, threads)
     engine = SearchEngine.open(index_dir or default_index_dir(), model=model, whiten_k=whiten_k, speed=speed)
-    if mode is None and not engine.has_keyword_index:
+    if request.mode is None and not engine.has_keyword_index:
         typer.echo(
             f"(dense search: this index has no keyword index yet; `searchengine compact -d {engine.path}` adds it, "
             f"and queries then use {DEFAULT_MODE} search)",
             err=True,
         )
-    top = max(k, rerank_top or DEFAULT_RERANK_TOP)
-    results = engine.search_batch(
-        queries, k, where, mode=mode, rerank=rerank, rerank_top=top, min_score=min_score, highlight=True
-    )
-    searched = mode or engine.default_mode
-    reranked = {"model": rerank, "top": top} if rerank else None
+    results = engine.answer(request)
+    searched = request.mode or engine.default_mode
+    reranked = {"model": request.rerank, "top": request.depth} if request.rerank else None
+    queries = request.queries
     payload = [result_record(q, searched, hits, reranked, max_chars) for q, hits in zip(queries, results)]
     return payload, len(engine)
 
@@ -284,7 +266,6 @@ def _queries(text: str | None, file: Path | None) -> list[str]:
     if (text is None) == (file is None):
         raise SearchEngineError('give one query as an argument or a file of queries with --file, e.g. query "..."')
     if text is not None:
-        check_queries([text])
         return [text]
     lines = _query_lines(file).splitlines()
     queries = [line.strip() for line in lines if line.strip()]

@@ -4,12 +4,11 @@ back (documents, external ids, stored vectors, clustering, info). A shard server
 from __future__ import annotations
 
 import contextlib
-import math
 import weakref
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -17,7 +16,6 @@ from searchengine.analysis.clustering import Clustering, read_clustering
 from searchengine.analysis.mining_request import MiningMethod
 from searchengine.analysis.paraphrase_mining import Pair, mine_documents
 from searchengine.encoding.encoder_choice import CrossEncoders, EncoderChoice
-from searchengine.engine.count_argument import count_argument
 from searchengine.engine.embedding import to_index_vectors
 from searchengine.engine.filters import Filters, conditions_of
 from searchengine.engine.fusion import Fusion
@@ -28,30 +26,18 @@ from searchengine.engine.indexing import READING
 from searchengine.engine.mode_registry import RankRequest, RetrievalMode, mode_named
 from searchengine.engine.model_check import model_check, model_request
 from searchengine.engine.modes import DEFAULT_FUSION, DEFAULT_MODE, SearchMode
-from searchengine.engine.queries import check_queries
+from searchengine.engine.query_request import QueryRequest, SearchOptions
 from searchengine.engine.search import Hit, hits_of, one_thread, rerank_hits
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.tables.documents import Document
 
 if TYPE_CHECKING:  # the encoders (torch, transformers) are imported only when something encodes
+    from typing_extensions import Unpack
+
     from searchengine.encoding.cross_encoder import CrossEncoder
     from searchengine.encoding.encoder import Encoder
     from searchengine.encoding.onnx_query_encoder import OnnxQueryEncoder
     from searchengine.encoding.speed import EncoderSpeed
-
-DEFAULT_RERANK_TOP = 100
-"""Candidates the bi-encoder retrieves for a cross-encoder to rerank, unless told otherwise."""
-
-
-class SearchOptions(TypedDict, total=False):
-    """How `search_batch` searches, beyond the queries, k and the filters (its docstring says what each does)."""
-
-    mode: SearchMode | None
-    fusion: Fusion | None
-    rerank: str | Path | CrossEncoder | None
-    rerank_top: int
-    min_score: float | None
-    highlight: bool
 
 
 @dataclass
@@ -104,56 +90,22 @@ class IndexReader(IndexSnapshot):
         return to_index_vectors(self.encoders.encoder.encode(list(texts)), self.whitening)
 
     def search_batch(
-        self,
-        queries: Sequence[str],
-        k: int = 10,
-        where: Filters = None,
-        *,
-        mode: SearchMode | None = None,
-        fusion: Fusion | None = None,
-        rerank: str | Path | CrossEncoder | None = None,
-        rerank_top: int = DEFAULT_RERANK_TOP,
-        min_score: float | None = None,
-        highlight: bool = False,
+        self, queries: Sequence[str], k: int = 10, where: Filters = None, **options: Unpack[SearchOptions]
     ) -> list[list[Hit]]:
-        """The k documents that best match each query, best first; encoded and searched as one batch (reranked pairs
-        scored together; the highlighted sentences of every hit embedded in one call). The stages: the mode retrieves
-        (the `rerank_top` best when reranking, else k), `min_score` drops the weak, the cross-encoder reranks, and
-        the hits shown are highlighted.
+        """The k documents that best match each query, best first (QueryRequest says what each option does)."""
+        return self.answer(QueryRequest.of(queries, k, where, options))
 
-        mode: "dense" ranks by the cosine of the encoded query (meaning), "keyword" by BM25 of its words (FTS5,
-        Porter stemming; any word may match), "hybrid" by the fusion of both (`fusion`, DEFAULT_FUSION when None);
-        None: `default_mode`. Each hit says which sides found it (`found_by`) and gives their scores
-        (`dense_score`, `keyword_score`; hybrid gives both).
-        where: metadata filters that must all hold, e.g. ["lang=en", "year>=2020"] or {"lang": "en"}; they run
-        inside the vector search and the keyword search, so k results come back whenever k documents match (and,
-        by keyword, hold a word of the query).
-        rerank: a cross-encoder (directory, Hub id or loaded CrossEncoder) that rescores the `rerank_top` best
-        candidates of the mode (at least k, filters applied); the k best by its score come back, with `score` the
-        cross-encoder's and `retrieval_score` the mode's. A loaded model is kept for later calls.
-        min_score: leave out hits the mode scores below it, so that a query with no good answer gets none. Every
-        mode scores on a scale fixed before the query: the cosine (dense), BM25 over the most the query's words
-        let a document reach (keyword, 0..1), and the bounded fusion of both (hybrid, 0..1; other fusions have no
-        such scale). With `rerank`, it applies to the candidates' retrieval scores, before the cross-encoder.
-        highlight: give each hit its `highlight`, the sentence(s) of its passage nearest to the query (by the mode's
-        measure; dense and hybrid embed each hit's sentences, at most 4 of them) and the query's words there;
-        `Hit.snippet()` then shows those sentences (searchengine.engine.highlight).
-        """
-        k = count_argument("k", k)
-        rerank_top = count_argument("rerank_top", rerank_top)
-        check_queries(queries)
-        retrieval = self._checked_mode(mode)
-        if min_score is not None:
-            if isinstance(min_score, bool) or not isinstance(min_score, (int, float)) or not math.isfinite(min_score):
-                raise SearchEngineError(f"min_score must be a number, such as 0.4, not {min_score!r}")
-        cross_encoder = None if rerank is None else self.cross_encoder(rerank)
-        depth = k if cross_encoder is None else max(k, rerank_top)
-        results = self._retrieve(queries, depth, where, retrieval, fusion or DEFAULT_FUSION)
-        if min_score is not None:
-            results = [[hit for hit in hits if hit.score >= min_score] for hits in results]
+    def answer(self, request: QueryRequest) -> list[list[Hit]]:
+        """The hits of each of `request`'s queries, best first, searched as one batch (QueryRequest says how)."""
+        queries = request.queries
+        retrieval = self._checked_mode(request.mode)
+        cross_encoder = None if request.rerank is None else self.cross_encoder(request.rerank)
+        results = self._retrieve(queries, request.depth, request.where, retrieval, request.fusion or DEFAULT_FUSION)
+        if request.min_score is not None:
+            results = [[hit for hit in hits if hit.score >= request.min_score] for hits in results]
         if cross_encoder is not None:
-            results = rerank_hits(cross_encoder, list(queries), results, k)
-        if highlight:
+            results = rerank_hits(cross_encoder, list(queries), results, request.k)
+        if request.highlight:
             results = with_highlights(queries, results, retrieval.sides, self._embed_sentences)
         return results
 

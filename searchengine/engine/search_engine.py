@@ -19,11 +19,12 @@ from searchengine.engine.build_settings import BuildSettings
 from searchengine.engine.corpus_input import Corpus
 from searchengine.engine.filters import Filters
 from searchengine.engine.index_info import IndexInfo
-from searchengine.engine.index_reader import IndexReader, SearchOptions, SharedLoads
+from searchengine.engine.index_reader import IndexReader, SharedLoads
 from searchengine.engine.index_writer import IndexWriter, build_index_from, create_index
 from searchengine.engine.indexing_report import IndexingReport
 from searchengine.engine.model_check import check_expected
 from searchengine.engine.modes import SearchMode
+from searchengine.engine.query_request import QueryRequest, SearchOptions
 from searchengine.engine.search import Hit
 from searchengine.indexer.commit.index_directory import IndexDirectory
 from searchengine.indexer.commit.manifest import Manifest
@@ -99,10 +100,9 @@ class SearchEngine:
         *,
         encoder: Encoder | None = None,
     ) -> SearchEngine:
-        """Index `corpus` (a corpus file, or texts or Documents) into `path`, replacing any index there only once
-        the new one is complete, as `settings` say (BuildSettings: the model, index type, whitening, passages, how
-        the corpus is read). `encoder`: an already loaded Encoder to reuse (the settings' model, pooling,
-        batch_size and speed are then ignored)."""
+        """Index `corpus` (a corpus file, or texts or Documents) into `path`, replacing any index there only once the
+        new one is complete, as `settings` (BuildSettings: model, index type, whitening, passages, reading) say.
+        `encoder`: a loaded Encoder to reuse (the settings' model, pooling, batch_size and speed are then ignored)."""
         target = Path(path) if path is not None else default_index_dir()
         encoder, report = build_index_from(corpus, target, settings or BuildSettings(), encoder)
         engine = cls(target, encoder)
@@ -148,10 +148,9 @@ class SearchEngine:
         return cls(directory.path, encoder, model=model, speed=speed)
 
     def sibling(self) -> SearchEngine:
-        """Another SearchEngine on this index that shares what this one has loaded (the model, the cross-encoders,
-        the vector segments), for another thread: an engine's SQLite connection belongs to the thread that made
-        it, so the server's readers each open a sibling in their own thread. Load the model first (`encoder`)
-        for it to be shared."""
+        """Another SearchEngine on this index sharing what this one loaded (the model, the cross-encoders, the vector
+        segments), for another thread: an engine's SQLite connection belongs to the thread that made it, so the
+        server's readers each open a sibling in theirs. Load the model first (`encoder`) for it to be shared."""
         reader = self.reader
         loaded = reader.encoders.loaded
         return SearchEngine(self.path, loaded, model=reader.model, speed=reader.speed, shared=reader.shared)
@@ -188,15 +187,18 @@ class SearchEngine:
         return self.reader.default_mode
 
     def search(self, query: str, k: int = 10, where: Filters = None, **options: Unpack[SearchOptions]) -> list[Hit]:
-        """The k documents that best match `query`, best first; `where` and the options (mode, fusion, rerank,
-        rerank_top, min_score, highlight) as IndexReader.search_batch says."""
-        return self.reader.search_batch([query], k, where, **options)[0]
+        """The k documents that best match `query`, best first; `where` and the options as QueryRequest says."""
+        return self.answer(QueryRequest.of([query], k, where, options))[0]
 
     def search_batch(
         self, queries: Sequence[str], k: int = 10, where: Filters = None, **options: Unpack[SearchOptions]
     ) -> list[list[Hit]]:
-        """`search` for many queries at once (IndexReader.search_batch)."""
-        return self.reader.search_batch(queries, k, where, **options)
+        """`search` for many queries at once, as one batch."""
+        return self.answer(QueryRequest.of(queries, k, where, options))
+
+    def answer(self, request: QueryRequest) -> list[list[Hit]]:
+        """The hits of each query of `request`, best first: how every front end searches (IndexReader.answer)."""
+        return self.reader.answer(request)
 
     def cross_encoder(self, model: str | Path | CrossEncoder) -> CrossEncoder:
         """The cross-encoder `model` names, loaded on the first call and kept for later ones (IndexReader)."""
@@ -230,8 +232,7 @@ class SearchEngine:
         return self.writer.delete(ids, external_ids, merge=merge)
 
     def compact(self) -> int:
-        """Merge every segment into one without tombstoned vectors (and give an older index its keyword index); returns
-        how many vectors were dropped. No work when there is one segment and nothing to drop."""
+        """Merge all segments into one without tombstones (and add a missing keyword index); returns vectors dropped."""
         return 0 if self.reader.compacted() else self.writer.compact()
 
     def cluster(
@@ -262,8 +263,7 @@ class SearchEngine:
         return self.reader.mine(top, threshold, method, neighbours)
 
     def dedupe(self, threshold: float, method: MiningMethod = "auto", neighbours: int | None = None) -> list[Pair]:
-        """Mark near-duplicates (cosine >= threshold) in the index (IndexWriter.dedupe); returns one pair per duplicate
-        (`second_id` duplicates `first_id`). `info().duplicates` counts them."""
+        """Mark near-duplicates (cosine >= threshold; IndexWriter.dedupe): a pair each, `second_id` of `first_id`."""
         return with_texts(self.writer.dedupe(threshold, method, neighbours), self.reader.store)
 
     def reading(self) -> dict[str, Any]:

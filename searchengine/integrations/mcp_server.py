@@ -18,13 +18,12 @@ from pydantic import Field, ValidationError
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from searchengine.engine.filters import conditions_of
+from searchengine.engine.add_request import AddRequest
 from searchengine.engine.hit_records import result_record
-from searchengine.engine.queries import check_queries
-from searchengine.engine.search_engine import SearchEngine
+from searchengine.engine.query_request import QueryRequest
 from searchengine.errors import SearchEngineError
 from searchengine.integrations import MissingExtra
-from searchengine.reading.corpus import JsonFields, document_from_record
+from searchengine.reading.corpus import JsonFields
 from searchengine.server.error_responses import validation_message
 from searchengine.server.limits import MAX_DOCUMENTS, MAX_FILTERS, MAX_K
 from searchengine.server.models import MODE_FIELD_HELP, ModeName
@@ -60,9 +59,8 @@ def mcp_server(index: ServedIndex) -> MCPServer:
     ) -> dict[str, Any]:
         """The k documents that best match the query, best first, with their text, score and metadata."""
         with _tool_errors():
-            check_queries([query])
-            conditions_of(where)
-            hits = index.reader.search([query], SearchOptions(k, tuple(where), mode)).result()[0]
+            asked = QueryRequest([query], k, tuple(where), mode)
+            hits = index.reader.search([query], SearchOptions(asked.k, asked.where, asked.mode)).result()[0]
         return result_record(query, mode or index.reader.default_mode, hits)
 
     @server.tool()
@@ -85,17 +83,8 @@ def mcp_server(index: ServedIndex) -> MCPServer:
     ) -> dict[str, Any]:
         """Add documents to the index (or replace those whose id_field id is stored); they are searchable at once."""
         with _tool_errors():
-            fields = JsonFields(text_field, title_field, id_field)
-            parsed = [
-                document_from_record(record, f"document {number}", fields)
-                for number, record in enumerate(documents, start=1)
-            ]
-
-            def write(engine: SearchEngine) -> dict[str, Any]:
-                report = engine.add(parsed, merge=False)
-                return {**asdict(report), "index_size": len(engine)}
-
-            answer = index.writer.submit(write).result()
+            adding = AddRequest(documents, JsonFields(text_field, title_field, id_field))
+            answer = index.writer.submit(adding.run).result()
         index.writer.submit_background(lambda engine: engine.merge())
         return answer
 

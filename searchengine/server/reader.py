@@ -23,8 +23,8 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from searchengine.engine.index_reader import DEFAULT_RERANK_TOP
 from searchengine.engine.modes import SearchMode
+from searchengine.engine.query_request import QueryRequest
 from searchengine.engine.search import Hit, one_thread
 from searchengine.engine.search_engine import SearchEngine
 from searchengine.errors import SearchEngineError
@@ -236,16 +236,18 @@ class BatchingReader:
                 self.batches += 1
                 self.queries += sum(len(search.queries) for search in searches)
             try:
-                results = engine.search_batch(
+                request = QueryRequest(
                     [query for search in searches for query in search.queries],
                     options.k,
                     list(options.where) or None,
-                    mode=options.mode,
-                    rerank=options.rerank,
-                    rerank_top=options.rerank_top or DEFAULT_RERANK_TOP,
-                    min_score=options.min_score,
-                    highlight=options.highlight,
+                    options.mode,
+                    None,
+                    options.rerank,
+                    options.rerank_top,
+                    options.min_score,
+                    options.highlight,
                 )
+                results = engine.answer(request)
             except Exception as exc:  # noqa: BLE001 (each query of the group gets the error, in its caller)
                 for search in searches:
                     search.future.set_exception(exc)

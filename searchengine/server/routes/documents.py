@@ -4,14 +4,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
 
+from searchengine.engine.add_request import AddRequest
 from searchengine.engine.document_ids import document_id as parse_document_id
 from searchengine.engine.search_engine import SearchEngine
-from searchengine.reading.corpus import JsonFields, document_from_record
+from searchengine.reading.corpus import JsonFields
 from searchengine.server.models import AddedOut, DeletedOut, DocumentsRequest
 from searchengine.server.served_index import ServedIndex
 from searchengine.server.state import Index, answer, check_writes
@@ -22,17 +22,8 @@ router = APIRouter(dependencies=[Depends(check_writes)])
 @router.post("/documents", response_model=AddedOut)
 async def add_documents(index: Index, request: DocumentsRequest) -> dict[str, Any]:
     """Add documents, or replace those whose `id_field` id is already stored (`searchengine add`)."""
-    fields = JsonFields(request.text_field, request.title_field, request.id_field)
-    documents = [
-        document_from_record(record, f"document {number}", fields)
-        for number, record in enumerate(request.documents, start=1)
-    ]
-
-    def add(engine: SearchEngine) -> dict[str, Any]:
-        report = engine.add(documents, merge=False)
-        return {**asdict(report), "index_size": len(engine)}
-
-    return await _write_then_merge(index, add)
+    adding = AddRequest(request.documents, JsonFields(request.text_field, request.title_field, request.id_field))
+    return await _write_then_merge(index, adding.run)
 
 
 @router.delete("/documents/{document_id:path}", response_model=DeletedOut)  # a file's id is its path: a/b.md#2

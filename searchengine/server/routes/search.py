@@ -6,10 +6,8 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
 
-from searchengine.engine.filters import conditions_of
 from searchengine.engine.hit_records import result_record
-from searchengine.engine.index_reader import DEFAULT_RERANK_TOP
-from searchengine.engine.queries import check_queries
+from searchengine.engine.query_request import QueryRequest
 from searchengine.errors import SearchEngineError
 from searchengine.server.limits import MAX_FILTERS, MAX_K
 from searchengine.server.models import (
@@ -63,19 +61,19 @@ async def search_many(index: Index, request: SearchRequest) -> dict[str, Any]:
 async def _search(index: ServedIndex, request: SearchRequest) -> list[dict[str, Any]]:
     """The results of `request`'s queries; what can be refused is refused before they wait in the reader's queue,
     where a bad query would fail the other clients' queries batched with it."""
-    check_queries(request.queries)
-    conditions_of(request.where)
-    rerank = request.rerank
-    if request.rerank_top is not None and rerank is None:
-        raise SearchEngineError("rerank_top says how many candidates a cross-encoder rescores; add rerank=MODEL")
+    asked = QueryRequest(
+        request.queries, request.k, tuple(request.where), request.mode, None, request.rerank, request.rerank_top,
+        request.min_score, request.highlight
+    )
+    rerank = asked.rerank
     if rerank is not None and rerank not in index.rerank:
         offered = f"only with {', '.join(index.rerank)}" if index.rerank else "with no cross-encoder"
         raise SearchEngineError(
             f"this server reranks {offered}, not {rerank!r}; start it with --rerank {rerank} to offer that one"
         )
-    top = max(request.k, request.rerank_top or DEFAULT_RERANK_TOP) if rerank else None
-    mode = request.mode or index.reader.default_mode
-    options = SearchOptions(request.k, tuple(request.where), mode, rerank, top, request.min_score, request.highlight)
+    top = asked.depth if rerank else None
+    mode = asked.mode or index.reader.default_mode
+    options = SearchOptions(asked.k, asked.where, mode, rerank, top, asked.min_score, asked.highlight)
     results = await answer(index.reader.search(request.queries, options))
     reranked = {"model": rerank, "top": top} if rerank else None
     return [result_record(query, mode, hits, reranked) for query, hits in zip(request.queries, results)]

@@ -49,6 +49,7 @@ async def _session_calls(index_path: Path) -> dict:
         answers["k_too_big"] = await session.call_tool("search", {"query": "cat", "k": 10**12})
         answers["no_query"] = await session.call_tool("search", {"k": 0})
         answers["misnamed"] = await session.call_tool("search", {"query": "cat", "filters": ["lang=de"]})
+        answers["blank"] = await session.call_tool("search", {"query": "  ", "where": ["lang"]})  # QueryRequest's
     return answers
 
 
@@ -71,7 +72,7 @@ def test_an_mcp_client_searches_adds_and_deletes(index_path: Path) -> None:
     assert _data(answers["found"])["hits"][0]["external_id"] == "n1"  # the write is seen by the next search
     assert _data(answers["deleted"])["index_size"] == len(SENTENCES)
     assert _data(answers["info"])["documents"] == len(SENTENCES)
-    for bad in ("bad", "unknown", "k_too_big", "no_query", "misnamed"):
+    for bad in ("bad", "unknown", "k_too_big", "no_query", "misnamed", "blank"):
         assert answers[bad].is_error and len(answers[bad].content) == 1, (bad, answers[bad].content)
         assert "\n" not in answers[bad].content[0].text and "pydantic.dev" not in answers[bad].content[0].text
     assert answers["k_too_big"].content[0].text.endswith("k: Input should be less than or equal to 1000")
@@ -79,6 +80,7 @@ def test_an_mcp_client_searches_adds_and_deletes(index_path: Path) -> None:
     assert "unknown argument 'filters'; search takes query, k, mode, where" in answers["misnamed"].content[0].text
     assert "year>>2" in answers["bad"].content[0].text
     assert "never-added" in answers["unknown"].content[0].text
+    assert answers["blank"].content[0].text.endswith(": the query is empty; say what to search for")
 
 
 def test_without_the_sdk_the_command_names_the_extra(index_path: Path) -> None:

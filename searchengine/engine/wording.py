@@ -1,4 +1,5 @@
-"""Counts in words for the command line's messages: "1 document", "2 documents", never "1 documents"."""
+"""Counts in words for messages (the engine's errors, the command line's output): "1 document", "2 documents", never
+"1 documents"."""
 
 from __future__ import annotations
 

@@ -1,0 +1,110 @@
+"""QueryRequest: one search as every front end asks for it (the Python API, `searchengine query`, the server's
+/search, the MCP search tool), checked once when it is made, so that a rule holds in all of them. What depends on
+the index (a mode that needs its keyword index, a cross-encoder it may load) is checked when it is answered
+(IndexReader.answer)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, TypedDict
+
+from searchengine.engine.count_argument import count_argument
+from searchengine.engine.filters import Filters, conditions_of
+from searchengine.engine.fusion import Fusion
+from searchengine.engine.mode_registry import mode_named
+from searchengine.engine.modes import SearchMode
+from searchengine.engine.queries import check_queries
+from searchengine.errors import SearchEngineError
+
+if TYPE_CHECKING:  # the cross-encoder (torch, transformers) is imported only when something reranks
+    from searchengine.encoding.cross_encoder import CrossEncoder
+
+DEFAULT_RERANK_TOP = 100
+"""Candidates the bi-encoder retrieves for a cross-encoder to rerank, unless told otherwise."""
+
+RERANK_TOP_ALONE = "rerank_top says how many candidates a cross-encoder rescores; add rerank=MODEL"
+"""Why a request with rerank_top and no rerank is refused (rerank_top alone would be silently ignored)."""
+
+
+class SearchOptions(TypedDict, total=False):
+    """The keyword options of `SearchEngine.search` and `search_batch`: the QueryRequest fields beyond the
+    queries, k and the filters."""
+
+    mode: SearchMode | None
+    fusion: Fusion | None
+    rerank: str | Path | CrossEncoder | None
+    rerank_top: int
+    min_score: float | None
+    highlight: bool
+
+
+@dataclass(frozen=True)
+class QueryRequest:
+    """The k documents that best match each query, best first; encoded and searched as one batch (reranked pairs
+    scored together; the highlighted sentences of every hit embedded in one call). The stages: the mode retrieves
+    (the `rerank_top` best when reranking, else k), `min_score` drops the weak, the cross-encoder reranks, and
+    the hits shown are highlighted. Refused when made (SearchEngineError) if a query is empty or not valid
+    Unicode, k or rerank_top is not a count, rerank_top comes without rerank, the mode is unknown, min_score is
+    not a finite number or a filter cannot be read.
+
+    mode: "dense" ranks by the cosine of the encoded query (meaning), "keyword" by BM25 of its words (FTS5,
+    Porter stemming; any word may match), "hybrid" by the fusion of both (`fusion`, DEFAULT_FUSION when None);
+    None: the index's default mode. Each hit says which sides found it (`found_by`) and gives their scores
+    (`dense_score`, `keyword_score`; hybrid gives both).
+    where: metadata filters that must all hold, e.g. ["lang=en", "year>=2020"] or {"lang": "en"}; they run
+    inside the vector search and the keyword search, so k results come back whenever k documents match (and,
+    by keyword, hold a word of the query).
+    rerank: a cross-encoder (directory, Hub id or loaded CrossEncoder) that rescores the `rerank_top` best
+    candidates of the mode (at least k, DEFAULT_RERANK_TOP when None, filters applied); the k best by its score
+    come back, with `score` the cross-encoder's and `retrieval_score` the mode's. A loaded model is kept for later
+    calls.
+    min_score: leave out hits the mode scores below it, so that a query with no good answer gets none. Every
+    mode scores on a scale fixed before the query: the cosine (dense), BM25 over the most the query's words
+    let a document reach (keyword, 0..1), and the bounded fusion of both (hybrid, 0..1; other fusions have no
+    such scale). With `rerank`, it applies to the candidates' retrieval scores, before the cross-encoder.
+    highlight: give each hit its `highlight`, the sentence(s) of its passage nearest to the query (by the mode's
+    measure; dense and hybrid embed each hit's sentences, at most 4 of them) and the query's words there;
+    `Hit.snippet()` then shows those sentences (searchengine.engine.highlight).
+    """
+
+    queries: Sequence[str]
+    k: int = 10
+    where: Filters = None
+    mode: SearchMode | None = None
+    fusion: Fusion | None = None
+    rerank: str | Path | CrossEncoder | None = None
+    rerank_top: int | None = None
+    min_score: float | None = None
+    highlight: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "k", count_argument("k", self.k))  # a NumPy integer as a Python one
+        if self.rerank_top is not None:
+            object.__setattr__(self, "rerank_top", count_argument("rerank_top", self.rerank_top))
+            if self.rerank is None:
+                raise SearchEngineError(RERANK_TOP_ALONE)
+        check_queries(self.queries)
+        if self.mode is not None:
+            mode_named(self.mode)
+        score = self.min_score
+        if score is not None:
+            if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
+                raise SearchEngineError(f"min_score must be a number, such as 0.4, not {score!r}")
+        conditions_of(self.where)
+
+    @classmethod
+    def of(cls, queries: Sequence[str], k: int, where: Filters, options: SearchOptions) -> QueryRequest:
+        """The request of the API's `search` and `search_batch`, whose rerank_top, when given, is a count: None is
+        refused there as any other non-count is (a request's None, the other front ends' "not given", is the
+        default)."""
+        if "rerank_top" in options and options["rerank_top"] is None:
+            count_argument("rerank_top", None)
+        return cls(queries, k, where, **options)
+
+    @property
+    def depth(self) -> int:
+        """How many candidates the mode retrieves per query: k, or at least rerank_top when reranking."""
+        return self.k if self.rerank is None else max(self.k, self.rerank_top or DEFAULT_RERANK_TOP)

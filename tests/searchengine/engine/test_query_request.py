@@ -1,0 +1,63 @@
+"""QueryRequest: a search is checked once, when it is made, and every front end makes one: the Python API, the CLI
+(also when it asks a server), the server's /search and the MCP search tool (tests/searchengine/server/test_app.py
+and tests/searchengine/integrations/test_mcp_server.py check the last two)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from searchengine.cli import app
+from searchengine.encoding.encoder import Encoder
+from searchengine.engine.query_request import DEFAULT_RERANK_TOP, RERANK_TOP_ALONE, QueryRequest
+from searchengine.engine.search_engine import SearchEngine
+from searchengine.errors import SearchEngineError
+
+REFUSED = [
+    ({"queries": ["cat"], "k": 0}, "k must be at least 1, not 0"),
+    ({"queries": ["cat"], "rerank_top": 0, "rerank": "some-model"}, "rerank_top must be at least 1, not 0"),
+    ({"queries": ["cat"], "rerank_top": 5}, RERANK_TOP_ALONE),
+    ({"queries": ["cat", " "]}, "query number 2 is empty; say what to search for"),
+    ({"queries": ["cat"], "mode": "sparse"}, "unknown search mode 'sparse'"),
+    ({"queries": ["cat"], "min_score": float("nan")}, "min_score must be a number, such as 0.4, not nan"),
+    ({"queries": ["cat"], "where": ["lang"]}, "cannot read the filter 'lang'"),
+]
+
+
+@pytest.mark.parametrize(("fields", "message"), REFUSED)
+def test_a_request_is_refused_when_made(fields: dict, message: str) -> None:
+    with pytest.raises(SearchEngineError, match=message):
+        QueryRequest(**fields)
+
+
+def test_a_reranked_request_retrieves_at_least_rerank_top_candidates() -> None:
+    assert QueryRequest(["cat"], k=5).depth == 5
+    assert QueryRequest(["cat"], k=5, rerank="model").depth == DEFAULT_RERANK_TOP
+    assert QueryRequest(["cat"], k=50, rerank="model", rerank_top=20).depth == 50
+
+
+def test_the_api_refuses_rerank_top_without_rerank(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    """The server and the CLI refused it; the API ignored it, so a forgotten rerank went unnoticed."""
+    engine = SearchEngine.build(["a cat sat on the mat", "stocks fell sharply"], tmp_path / "index", encoder=tiny_encoder)
+    with pytest.raises(SearchEngineError, match=RERANK_TOP_ALONE):
+        engine.search("cat", rerank_top=5)
+    with pytest.raises(SearchEngineError, match=RERANK_TOP_ALONE):
+        engine.search_batch(["cat"], rerank_top=5)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["-k", "0"], "k must be at least 1, not 0"),
+        (["--min-score", "nan"], "min_score must be a number, such as 0.4, not nan"),
+        (["--where", "lang"], "cannot read the filter 'lang'"),
+        (["--mode", "keyword", "-k", "-2"], "k must be at least 1, not -2"),
+    ],
+)
+def test_the_cli_checks_a_request_to_a_server_before_sending_it(options: list[str], message: str) -> None:
+    """Before, these went to the server (here none listens, so the CLI said it could not connect)."""
+    result = CliRunner().invoke(app, ["query", "cat", "--server", "http://127.0.0.1:9", *options])
+    assert result.exit_code != 0
+    assert message in " ".join(result.output.split())
