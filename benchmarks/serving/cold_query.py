@@ -40,6 +40,9 @@ LISTING = (
     "sys.argv = ['searchengine', *sys.argv[1:]]\n"
     "try:\n    runpy.run_module('searchengine', run_name='__main__')\n"
     "except SystemExit:\n    pass\n"
+    "import os, pathlib\n"
+    "code = pathlib.Path(os.environ['WRITE_COST_CODE']).resolve()\n"
+    "assert code in pathlib.Path(sys.modules['searchengine'].__file__).resolve().parents, 'not the checkout asked for'\n"
     f"print(sorted(m for m in {HEAVY!r} if m in sys.modules), file=sys.stderr)\n"
 )
 
@@ -56,18 +59,23 @@ def main() -> None:
         envs = {system: system_env(system, args.baseline, shim) for system in SYSTEMS}
         index = work / "index"
         build = [sys.executable, "-m", "searchengine", "index", str(ROOT / "examples" / "corpus.txt"), "-d", str(index)]
-        subprocess.run(build, check=True, capture_output=True, env=envs["baseline"])
+        subprocess.run(build, check=True, capture_output=True, env=envs["baseline"], cwd=work)
         query = ["query", QUERY, "-d", str(index), "-k", "3"]
-        imported, answers = {}, {}
+        imported, answers = {}, {}  # each process runs in `work`: from the checkout, `python -m` would import it
         for system in SYSTEMS:  # warm-up (the ONNX export, the digests), the modules imported, the answer
-            listed = subprocess.run([sys.executable, "-c", LISTING, *query], capture_output=True, text=True, env=envs[system])
+            listing = [sys.executable, "-c", LISTING, *query]
+            listed = subprocess.run(listing, capture_output=True, text=True, env=envs[system], cwd=work)
+            if listed.returncode:
+                sys.exit(f"the {system} query failed:\n{listed.stderr[-3000:]}")
             imported[system] = json.loads(listed.stderr.strip().splitlines()[-1].replace("'", '"'))
             answers[system] = listed.stdout
         walls: dict[str, list[float]] = {system: [] for system in SYSTEMS}
         for run in range(args.runs):
             for system in SYSTEMS if run % 2 == 0 else reversed(SYSTEMS):
                 start = time.perf_counter()
-                done = subprocess.run([sys.executable, "-m", "searchengine", *query], capture_output=True, env=envs[system])
+                done = subprocess.run(
+                    [sys.executable, "-m", "searchengine", *query], capture_output=True, env=envs[system], cwd=work
+                )
                 walls[system].append(round(time.perf_counter() - start, 3))
                 if done.returncode:
                     sys.exit(f"the {system} query failed:\n{done.stderr.decode()[-3000:]}")

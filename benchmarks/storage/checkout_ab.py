@@ -98,7 +98,8 @@ def main() -> None:
                     sys.executable, "-c", WORKER, str(copy), str(queries), str(args.repeats),
                     str(round_number * (args.repeats + 1)), ",".join(MODES),
                 ]  # fmt: skip
-                done = subprocess.run(command, capture_output=True, text=True, env=system_env(system, args.baseline, shim))
+                env = system_env(system, args.baseline, shim)
+                done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=work)  # not the checkout's
                 if done.returncode:
                     sys.exit(f"the {system} process failed:\n{done.stderr[-3000:]}")
                 for operation, values in json.loads(done.stdout.strip().splitlines()[-1]).items():
@@ -131,7 +132,7 @@ def _build_nfcorpus(nfcorpus: Path, work: Path, env: dict[str, str]) -> Path:
             row = json.loads(line)
             out.write(json.dumps({"text": f"{row.get('title', '')} {row['text']}".strip()}) + "\n")
     command = [sys.executable, "-m", "searchengine", "index", str(corpus), "-d", str(built)]
-    subprocess.run(command, check=True, capture_output=True, env=env)
+    subprocess.run(command, check=True, capture_output=True, env=env, cwd=work)  # from the checkout, -m imports it
     return built
 
 
