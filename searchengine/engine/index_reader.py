@@ -29,6 +29,7 @@ from searchengine.engine.modes import DEFAULT_FUSION, DEFAULT_MODE, SearchMode
 from searchengine.engine.query_request import QueryRequest, SearchOptions
 from searchengine.engine.search import Hit, hits_of, one_thread, rerank_hits
 from searchengine.errors import SearchEngineError
+from searchengine.indexer.query.filter_sql import Filter
 from searchengine.indexer.tables.documents import Document
 
 if TYPE_CHECKING:  # the encoders (torch, transformers) are imported only when something encodes
@@ -100,7 +101,7 @@ class IndexReader(IndexSnapshot):
         queries = request.queries
         retrieval = self._checked_mode(request.mode)
         cross_encoder = None if request.rerank is None else self.cross_encoder(request.rerank)
-        results = self._retrieve(queries, request.depth, request.where, retrieval, request.fusion or DEFAULT_FUSION)
+        results = self._retrieve(queries, request.depth, request.conditions, retrieval, request.fusion or DEFAULT_FUSION)
         if request.min_score is not None:
             results = [[hit for hit in hits if hit.score >= request.min_score] for hits in results]
         if cross_encoder is not None:
@@ -110,13 +111,12 @@ class IndexReader(IndexSnapshot):
         return results
 
     def _retrieve(
-        self, queries: Sequence[str], k: int, where: Filters, mode: RetrievalMode, fusion: Fusion
+        self, queries: Sequence[str], k: int, conditions: list[Filter], mode: RetrievalMode, fusion: Fusion
     ) -> list[list[Hit]]:
-        """The k best documents per query by `mode`, among those `where` lets through, best first."""
+        """The k best documents per query by `mode`, among those meeting every one of `conditions`, best first."""
         if len(self) == 0:
             raise SearchEngineError(f"index {self.path} is empty: add documents with `searchengine add FILE`")
         k = min(k, len(self))  # no mode returns more documents than the index holds; SQLite's LIMIT is 64-bit
-        conditions = conditions_of(where)
         matching = self.store.filters.matching_ids(conditions) if conditions else None
         if not queries or (matching is not None and len(matching) == 0):
             return [[] for _ in queries]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
 
@@ -18,6 +18,7 @@ from searchengine.engine.mode_registry import mode_named
 from searchengine.engine.modes import SearchMode
 from searchengine.engine.queries import check_queries
 from searchengine.errors import SearchEngineError
+from searchengine.indexer.query.filter_sql import Filter
 
 if TYPE_CHECKING:  # the cross-encoder (torch, transformers) is imported only when something reranks
     from searchengine.encoding.cross_encoder import CrossEncoder
@@ -79,6 +80,8 @@ class QueryRequest:
     rerank_top: int | None = None
     min_score: float | None = None
     highlight: bool = False
+    conditions: list[Filter] = field(init=False, repr=False, compare=False)
+    """`where` read once, as the filters every one of them must meet (what the search runs on)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "k", count_argument("k", self.k))  # a NumPy integer as a Python one
@@ -93,7 +96,7 @@ class QueryRequest:
         if score is not None:
             if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):
                 raise SearchEngineError(f"min_score must be a number, such as 0.4, not {score!r}")
-        conditions_of(self.where)
+        object.__setattr__(self, "conditions", conditions_of(self.where))
 
     @classmethod
     def of(cls, queries: Sequence[str], k: int, where: Filters, options: SearchOptions) -> QueryRequest:
