@@ -40,7 +40,8 @@ class Condition:
     """A metadata filter such as year >= 2020: `field` is a column in COLUMN_TYPES or a metadata key.
 
     `value` is one plain value, or a tuple of them for `in`; `contains` looks inside list fields, `^=` is a
-    text prefix and `like` a SQL LIKE pattern (% any run, _ one character; ASCII case-insensitive)."""
+    text prefix and `like` a SQL LIKE pattern (% any run, _ one character; ASCII case-insensitive). On a metadata
+    key a number matches only numbers and text only text, whatever else the key holds in other documents."""
 
     field: str
     operator: str
@@ -116,15 +117,33 @@ def _condition_sql(condition: Condition, kinds_of: FieldKinds) -> tuple[str, lis
             raise UnknownFieldError(f"no document has a field {condition.field!r}; name a field the documents have")
         target, prefix = "json_extract(metadata, ?)", [path]
     _check_kinds(condition, values, kinds)
-    if operator == "in":
-        return f"{target} IN ({', '.join('?' * len(values))})", [*prefix, *values]
     if operator == "contains":
         return "EXISTS (SELECT 1 FROM json_each(metadata, ?) WHERE json_each.value = ?)", [*prefix, values[0]]
-    if operator == "^=":
-        return f"substr({target}, 1, ?) = ?", [*prefix, len(values[0]), values[0]]
-    if operator == "like":
-        return f"{target} LIKE ?", [*prefix, values[0]]
-    return f"{target} {operator} ?", [*prefix, values[0]]
+    if operator == "in":
+        sql, parameters = f"{target} IN ({', '.join('?' * len(values))})", [*prefix, *values]
+    elif operator == "^=":
+        sql, parameters = f"substr({target}, 1, ?) = ?", [*prefix, len(values[0]), values[0]]
+    elif operator == "like":
+        sql, parameters = f"{target} LIKE ?", [*prefix, values[0]]
+    else:
+        sql, parameters = f"{target} {operator} ?", [*prefix, values[0]]
+    types = None if not prefix else _same_kind_types(values)
+    if types is None:
+        return sql, parameters
+    return f"(json_type(metadata, ?) IN ({', '.join('?' * len(types))}) AND {sql})", [*prefix, *types, *parameters]
+
+
+def _same_kind_types(values: list[Value]) -> tuple[str, ...] | None:
+    """The JSON types a metadata value may have for a condition on `values` to hold: a number matches only numbers
+    and text only text (SQLite orders every text above every number, so `year >= 3000` held for year "unknown", and
+    reads true as 1). None (no restriction) where a value is true/false or null, which keep SQLite's meaning."""
+    types: set[str] = set()
+    for value in values:
+        kind = _kind(value)
+        if kind not in ("number", "text"):
+            return None
+        types.update(json_type for json_type, named in JSON_KINDS.items() if named == kind)
+    return tuple(sorted(types))
 
 
 def _checked_values(condition: Condition) -> list[Value]:

@@ -105,3 +105,43 @@ def test_more_conditions_than_sqlite_can_nest_are_refused_as_such(store: Documen
 def test_a_like_pattern_past_sqlites_limit_is_not_called_a_corrupt_store(store: DocumentStore) -> None:
     with pytest.raises(IndexerError, match=r"more than SQLite evaluates at once \(LIKE or GLOB pattern too complex"):
         ids(store, Condition("lang", "like", "a%" * 30_000))
+
+
+@pytest.fixture
+def mixed(tmp_path: Path):
+    """A field holding a number in one document, text in others (issue 43's hostile repro), and nothing in one."""
+    store = DocumentStore(tmp_path / "mixed.db", writable=True)
+    rows = [{"year": 2020}, {"year": "2021"}, {"year": "unknown"}, {}, {"year": 2022.5}, {"year": True}]
+    store.add([Document(f"{n} doc", "c.jsonl", n, metadata) for n, metadata in enumerate(rows)])
+    yield store
+    store.close()
+
+
+@pytest.mark.parametrize(
+    ("condition", "expected"),
+    [
+        (Condition("year", ">=", 3000), []),  # SQLite ranks every text above every number
+        (Condition("year", ">", 2019), [0, 4]),
+        (Condition("year", "!=", 2020), [4]),  # neither the texts nor the document without a year
+        (Condition("year", "<", 2020), []),
+        (Condition("year", "<=", 2022.5), [0, 4]),
+        (Condition("year", "=", 1), []),  # true is not the number 1
+        (Condition("year", "in", (2020, "2021")), [0, 1]),
+        (Condition("year", "in", (1, 2021)), []),
+        (Condition("year", ">", "2000"), [1, 2]),  # text with text only: no number is "above" it
+        (Condition("year", "<", "zzz"), [1, 2]),
+        (Condition("year", "!=", "2021"), [2]),
+        (Condition("year", "^=", "202"), [1]),  # a prefix is text: 2020 and 2022.5 are numbers
+        (Condition("year", "like", "%2%"), [1]),
+        (AnyOf((Condition("year", ">", 2021), Condition("year", "=", "unknown"))), [2, 4]),
+    ],
+)
+def test_a_number_matches_only_numbers_and_text_only_text(
+    mixed: DocumentStore, condition: Condition | AnyOf, expected: list[int]
+) -> None:
+    assert ids(mixed, condition) == expected
+    reader = DocumentStore(mixed.path)  # a read-only store answers from its number columns where it can
+    try:
+        assert reader.filters.matching_ids([condition]).tolist() == expected
+    finally:
+        reader.close()
