@@ -195,8 +195,8 @@ class IndexDirectory:
 
     def verify(self) -> list[FileCheck]:
         """Every file of the current index checked in full (checksums of all sizes), one result per file; for a
-        format-2 index every live segment too, the store by SQLite's own check, and the segments against the
-        store's counts."""
+        format-2 index every live segment too, the store by SQLite's own check, each document row against its checksum,
+        and the segments against the store's counts."""
         manifest = Manifest.read(self.path / MANIFEST) if self.exists() else self.read_manifest()
         if not manifest.segmented:
             return [
@@ -204,6 +204,7 @@ class IndexDirectory:
                 for role, stored in manifest.files.items()
             ]
         from searchengine.indexer.commit.index_state import with_store_state
+        from searchengine.indexer.commit.row_check import check_rows
         from searchengine.indexer.commit.store_check import check_store  # SQLite's checks: loaded to verify only
 
         self._verified.clear()
@@ -230,7 +231,7 @@ class IndexDirectory:
         ]
         if any(check.problem for check in checks):
             return checks
-        return check_store(self.path, manifest) + checks
+        return [*check_store(self.path, manifest), check_rows(self.path, manifest), *checks]
 
     def file(self, manifest: Manifest, role: str) -> Path | None:
         """The path of the current file for `role` ('vectors', 'documents', 'whitening'), if it has one."""

@@ -13,6 +13,7 @@ from searchengine.indexer.errors import UnknownDocumentError
 from searchengine.indexer.tables.counters import read_counter
 from searchengine.indexer.tables.documents import StoredDocument
 from searchengine.indexer.tables.keyword_table import enable_keyword_index
+from searchengine.indexer.tables.row_checksums import record_row_checksums
 from searchengine.indexer.tables.sql_chunks import in_chunks
 from searchengine.indexer.tables.store_table import StoreTable
 from searchengine.indexer.tables.stored_metadata import readable_metadata
@@ -142,14 +143,18 @@ class DocumentTable(StoreTable):
         return {row[0]: list(row[1:]) for row in rows}
 
     def insert(self, rows: Sequence[dict[str, Any]]) -> None:
-        """Store new rows (id, external_id, text, source, line, metadata, hash), inside the caller's transaction."""
+        """Store new rows (id, external_id, text, source, line, metadata, hash), inside the caller's transaction,
+        with their checksums."""
         self.db[TABLE].insert_all(rows, batch_size=1000)
+        record_row_checksums(self.db, [row["id"] for row in rows])
 
     def update_origins(self, updates: Sequence[tuple[str | None, int | None, str, str]]) -> None:
         """Give documents new (source, line, metadata), by external id (the last of each tuple)."""
         self.db.conn.executemany(
             f"UPDATE {TABLE} SET source = ?, line = ?, metadata = ? WHERE external_id = ?", updates
         )
+        changed = in_chunks(self.db, f"SELECT id FROM {TABLE} WHERE external_id IN", [update[3] for update in updates])
+        record_row_checksums(self.db, [row[0] for row in changed])
 
     def delete(self, ids: Sequence[int]) -> None:
         """Delete the rows `ids`, inside the caller's transaction (their passages are the store's to delete)."""

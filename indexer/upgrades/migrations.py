@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from searchengine.indexer.tables.counters import create_counters
+from searchengine.indexer.tables.row_checksums import create_row_checksums, record_missing_row_checksums
 from searchengine.indexer.tables.segment_table import create_tables
 from searchengine.indexer.tables.settings_table import create_table as create_settings
 
@@ -35,7 +36,14 @@ def _build_settings(db: sqlite_utils.Database) -> None:
     create_settings(db)
 
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_segments, _counters, _build_settings]
+def _row_checksums(db: sqlite_utils.Database) -> None:
+    """4 (step 6): a checksum of every document row (indexer/tables/row_checksums.py), so `verify` sees a letter
+    changed inside a stored text; the rows already stored are summed here, once (a full read of the table)."""
+    create_row_checksums(db)
+    record_missing_row_checksums(db)
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_segments, _counters, _build_settings, _row_checksums]
 """In order: migration n is MIGRATIONS[n - 1]."""
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -21,14 +22,16 @@ def unit_vectors(count: int, seed: int) -> np.ndarray:
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
-def build_small_index(path: Path, count: int, shards: int = 1) -> IndexDirectory:
-    """An index at `path` of `count` documents ("document <i>", ids 0..count-1) in one Flat segment, or in
-    `shards` of them (as `--shards` builds)."""
+def build_small_index(
+    path: Path, count: int, shards: int = 1, documents: Sequence[Document] = ()
+) -> IndexDirectory:
+    """An index at `path` of `count` documents ("document <i>", ids 0..count-1), then `documents`, in one Flat
+    segment, or in `shards` of them (as `--shards` builds)."""
     directory = IndexDirectory(path)
     with directory.writing() as generation:
         store = DocumentStore(generation.path("documents"), writable=True)
-        change = store.add([Document(f"document {i}") for i in range(count)])
+        change = store.add([*(Document(f"document {i}") for i in range(count)), *documents])
         vectors = create_vectors("Flat", DIMENSION, shards)
-        vectors.add(unit_vectors(count, 0), np.asarray(change.ids))
+        vectors.add(unit_vectors(len(change.ids), 0), np.asarray(change.ids))
         commit_generation(generation, directory, store, vectors, None, MODEL, {}, None, None)
     return directory

@@ -56,12 +56,14 @@ def test_verify_reports_each_file_ok(whitened_index: Path) -> None:
     assert [line.split()[:2] for line in lines] == [
         ["OK", "store"],
         ["OK", "segments"],
+        ["OK", "rows"],
         ["OK", "whitening"],
         ["OK", "segment.0"],
     ]
-    assert "quick_check finds every page intact; its counts agree" in lines[0]
+    assert "integrity_check finds every page and index intact; its counts agree" in lines[0]
     assert "one per searchable vector and tombstone" in lines[1]
-    assert all("sha256 match" in line for line in lines[2:])
+    assert "match the checksums written with them; the keyword index agrees with the texts" in lines[2]
+    assert all("sha256 match" in line for line in lines[3:])
 
 
 @pytest.mark.parametrize("role", ["segment", "whitening"])
