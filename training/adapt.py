@@ -1,24 +1,25 @@
 """Adapt an index's model to the index's own documents, then re-index them with it (`searchengine adapt`).
 
 1. The documents are read from the index's store (never from the corpus file), written to a scratch .jsonl
-   (text, and metadata such as a title), and given to an unsupervised method of the training registry
-   (training/registry.py: pseudo-queries, simcse, consert, promptbert), starting from the index's model.
+   (text, and metadata such as a title) in a hidden folder of the index directory under the adapt's claim (never
+   the system's temporary folder: a kill there left the index's texts for good), and given to an unsupervised
+   method of the training registry (training/registry.py: pseudo-queries, simcse, consert, promptbert), starting
+   from the index's model.
 2. The method saves the adapted model as a sentence-transformers directory inside the index directory,
    `adapted-<method>.<number>/`, the manifest names it (relative to the index: `./adapted-...`, so the index can be moved), and it loads like any model.
 3. Every stored document is embedded again with it (engine.reembedding.reembed_index): same ids, external ids,
    metadata and index type, whitening-k refitted where the index has it, committed in one manifest swap.
 
 A kill at any point leaves the old index usable: until the commit the manifest names the old model and vectors.
-What a killed run can leave is an `adapted-*` directory no manifest names; the next write (add, delete, compact,
-adapt) removes it. While an adapt runs it claims its directory (indexer/commit/model_folders.py), so a write meanwhile
-leaves it alone.
+What a killed run can leave is an `adapted-*` directory no manifest names, and the scratch folder with the
+documents' copy; the next write (add, delete, compact, adapt) removes both. While an adapt runs it claims its
+directory (indexer/commit/model_folders.py), so a write meanwhile leaves it alone.
 No labels are used: training sees only the documents."""
 
 from __future__ import annotations
 
 import json
 import shutil
-import tempfile
 import time
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -27,7 +28,7 @@ from typing import Any
 from searchengine.indexer.commit.crash_points import crash_point
 from searchengine.indexer.commit.index_directory import IndexDirectory
 from searchengine.indexer.commit.manifest import Manifest, model_location
-from searchengine.indexer.commit.model_folders import PREFIX, claim_model_folder
+from searchengine.indexer.commit.model_folders import PREFIX, claim_model_folder, scratch_folder
 from searchengine.indexer.tables.store import DocumentStore
 from searchengine.training.loop import TrainingReport
 from searchengine.training.registry import METHODS
@@ -77,11 +78,16 @@ def adapt_index(
         given["pooling"] = manifest.model.pooling  # train through the pooling the index uses
     model_dir = directory.path / f"{PREFIX}{method}.{time.time_ns()}"
     claim = claim_model_folder(model_dir)  # until the commit names it, a write's clean-up leaves it alone
+    scratch = scratch_folder(model_dir)  # the documents' copy: inside the index, under the claim
     try:
-        with tempfile.TemporaryDirectory(prefix="searchengine-adapt-") as scratch:
-            data = _write_documents(directory, manifest, Path(scratch) / "documents.jsonl")
+        try:
+            scratch.mkdir()
+            data = _write_documents(directory, manifest, scratch / "documents.jsonl")
+            crash_point("adapt-documents-written")
             base = model_location(manifest.model.spec, directory.path)
             training = method_class(base=base, data=data, out=model_dir, quiet=not progress, **given).run()
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
         if training.interrupted or not training.saved:
             shutil.rmtree(model_dir, ignore_errors=True)
             return AdaptationReport(method, model_dir, training, None)

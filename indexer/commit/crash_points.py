@@ -17,10 +17,12 @@ STEPS = (
     "merge-written",
     "merge-before-commit",
     "merge-after-commit",
+    "adapt-documents-written",
     "adapt-saved",
     "build-before-commit",
 )
-"""Every step a write, a merge, an adapt (its model saved, not yet committed) or a build (its rows stored and its
+"""Every step a write, a merge, an adapt (its copy of the documents written, before training; its model saved, not yet
+committed) or a build (its rows stored and its
 segments written, not yet committed) can be ended at, in the order they come within each."""
 
 

@@ -347,20 +347,33 @@ class IndexDirectory:
         """Remove the files no committed state names: those of replaced generations, segments merged away, orphans
         of interrupted writes, and adapted models no adapt in progress claims (indexer/commit/model_folders.py). Only
         under the writer lock, after a commit; never a file a commit names."""
+        models, files = self._unreferenced()
+        remove_entries(models)
+        for removed, entry in enumerate(files, start=1):
+            entry.unlink(missing_ok=True)
+            if removed == 1:
+                crash_point("cleanup")
+
+    def has_unreferenced(self) -> bool:
+        """Whether the directory holds anything `remove_unreferenced` would remove (a listing, nothing read)."""
+        models, files = self._unreferenced()
+        return bool(models or files)
+
+    def _unreferenced(self) -> tuple[list[Path], list[Path]]:
+        """The adapted-model entries and the generation files no committed state names, nor a live process claims."""
         keep = self.live_file_names()
+        models = []
         if self.exists():
             named = named_model_folder(Manifest.read(self.path / MANIFEST).model.spec, self.path)
-            remove_entries(unreferenced_model_entries(self.path, named))
-        removed = 0
+            models = unreferenced_model_entries(self.path, named)
+        files = []
         for entry in sorted(self.path.iterdir()):
             match = _GENERATION_FILE.match(entry.name)
             if match and match.group(1) not in keep or entry.name == f"{MANIFEST}.tmp":
                 if match and in_use(self.path / match.group(1)):  # a merge in another process is making it
                     continue
-                entry.unlink(missing_ok=True)
-                removed += 1
-                if removed == 1:
-                    crash_point("cleanup")
+                files.append(entry)
+        return models, files
 
 
 class Generation:

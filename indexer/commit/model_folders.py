@@ -1,6 +1,8 @@
 """Adapted models kept inside an index directory (`searchengine adapt`): `adapted-<method>.<number>/`, the hidden
-siblings a model is written through (`.adapted-....partial-<pid>`, `.old-<pid>`), and the claim file an adapt in
-progress holds (`.adapted-<method>.<number>.claim`).
+siblings a model is written through (`.adapted-....partial-<pid>`, `.old-<pid>`), the scratch folder an adapt
+keeps its copy of the documents in while it trains (`.adapted-....scratch-<pid>`: inside the index, under the
+same claim, never in the system's temporary folder, where a killed adapt left the index's texts and metadata for
+good), and the claim file an adapt in progress holds (`.adapted-<method>.<number>.claim`).
 
 An adapt claims its number before it trains, as a merge claims its segment file: the claim is created
 exclusively and share-locked (flock), so a writer's clean-up leaves a model being trained or about to be
@@ -10,6 +12,7 @@ commit leaves behind (tens of MB each)."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from pathlib import Path
@@ -18,13 +21,19 @@ from searchengine.indexer.commit.durable_files import ClaimedFile, in_use
 from searchengine.indexer.commit.manifest import INSIDE_INDEX, model_location
 
 PREFIX = "adapted-"
-_ENTRY = re.compile(r"^\.?(adapted-[a-z-]+\.\d+)(\.(partial|old)-\d+|\.claim)?$")
+_ENTRY = re.compile(r"^\.?(adapted-[a-z-]+\.\d+)(\.(partial|old|scratch)-\d+|\.claim)?$")
 """An adapted model's folder, a hidden sibling it is written through, or its claim: group 1 is the model's name."""
 
 
 def claim_model_folder(folder: Path) -> ClaimedFile:
     """Hold the name of the model folder `folder` (inside an index directory) for this process until released."""
     return ClaimedFile(_claim_path(folder.parent, folder.name))
+
+
+def scratch_folder(folder: Path) -> Path:
+    """Where the adapt that writes the model folder `folder` keeps its training data: a hidden sibling under the
+    folder's claim, which the next clean-up removes once that adapt's process has ended."""
+    return folder.parent / f".{folder.name}.scratch-{os.getpid()}"
 
 
 def named_model_folder(spec: str, index: Path) -> str | None:

@@ -129,8 +129,9 @@ def delete_from_index(directory: IndexDirectory, ids: list[int] | None, external
 
 
 def compact_index(directory: IndexDirectory) -> int:
-    """Merge every segment into one, without the vectors of deleted documents, and give the store's free pages
-    back (VACUUM); returns how many vectors were dropped.
+    """Merge every segment into one, without the vectors of deleted documents, give the store's free pages back
+    (VACUUM) and remove every file no commit names (orphans of killed writes, adapted models no adapt claims);
+    returns how many vectors were dropped.
     An index written by an older version is converted first (which gives a store written before keyword search
     its keyword index)."""
     upgrade_index(directory)
@@ -141,6 +142,7 @@ def compact_index(directory: IndexDirectory) -> int:
             store.reclaim_space()
         finally:
             store.close()
+        directory.remove_unreferenced()  # also when nothing was merged: what a killed write or adapt left
     return 0 if result is None else result.dropped
 
 

@@ -232,8 +232,11 @@ class SearchEngine:
         return self.writer.delete(ids, external_ids, merge=merge)
 
     def compact(self) -> int:
-        """Merge all segments into one without tombstones (and add a missing keyword index); returns vectors dropped."""
-        return 0 if self.reader.compacted() else self.writer.compact()
+        """Merge all segments into one without tombstones (and add a missing keyword index), and remove what killed
+        writes and adapts left; returns vectors dropped."""
+        if self.reader.compacted() and not self.writer.directory.has_unreferenced():
+            return 0
+        return self.writer.compact()
 
     def cluster(
         self,

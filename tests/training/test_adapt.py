@@ -172,3 +172,44 @@ def test_bad_requests_are_refused_before_training(titled_index: Path, method: st
     with pytest.raises(SearchEngineError, match=message):
         adapt_index(titled_index, method, options, progress=False)
     assert not [path for path in titled_index.iterdir() if path.is_dir()]
+
+
+def _killed_adapt(index: Path, step: str, system_temp: Path) -> None:
+    """Run an adapt in a process of its own that ends at `step` as kill -9 would, with `system_temp` as the
+    system's temporary folder."""
+    script = (
+        "import sys\nfrom searchengine.training.adapt import adapt_index\n"
+        f"adapt_index(sys.argv[1], 'simcse', {FAST!r}, progress=False)"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", script, str(index)],
+        env={**os.environ, CRASH_ENV: step, "TMPDIR": str(system_temp)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 75, run.stderr  # ended at that step
+
+
+def test_a_killed_adapt_leaves_the_documents_only_inside_the_index_and_compact_removes_what_it_left(
+    titled_index: Path, tmp_path: Path
+) -> None:
+    """Issue 43 (hostile finding 3): a kill while training left a full copy of the texts and metadata in the system's
+    temporary folder (searchengine-adapt-*), and `compact` removed no orphaned model (only the next add did)."""
+    system_temp = tmp_path / "system-temp"
+    system_temp.mkdir()
+    manifest_before = (titled_index / "manifest.json").read_text()
+    _killed_adapt(titled_index, "adapt-documents-written", system_temp)
+    assert list(system_temp.iterdir()) == []
+    (scratch,) = titled_index.glob(".adapted-simcse.*.scratch-*")
+    assert TITLED[0][1] in (scratch / "documents.jsonl").read_text(encoding="utf-8")
+    _killed_adapt(titled_index, "adapt-saved", system_temp)
+    (model,) = titled_index.glob("adapted-simcse.*")
+    assert len(list(titled_index.glob(".adapted-simcse.*.claim"))) == 2  # neither process lived to remove its claim
+    assert (titled_index / "manifest.json").read_text() == manifest_before
+    with SearchEngine.open(titled_index) as engine:
+        assert engine.compact() == 0  # nothing to merge: one segment, no deleted documents
+    assert not scratch.exists() and not model.exists()
+    assert [path.name for path in titled_index.iterdir() if "adapted" in path.name] == []
+    assert all(check.problem is None for check in IndexDirectory(titled_index).verify())
+    assert len(stored(titled_index)) == len(TITLED)
