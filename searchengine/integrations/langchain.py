@@ -12,7 +12,7 @@ several threads and from LangChain's async methods, and sees writes by other pro
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +24,7 @@ from searchengine.errors import SearchEngineError
 from searchengine.indexer.query.filter_sql import Condition
 from searchengine.indexer.tables.store import Document as StoredDocument
 from searchengine.integrations import MissingExtra, id_list
+from searchengine.integrations.operator_filters import operator_filters
 from searchengine.server.served_index import ServedIndex
 
 try:
@@ -64,8 +65,10 @@ class SearchEngineVectorStore(VectorStore):
     encoder: an already loaded Encoder (of the index's model) to share. speed: how a model loaded here runs.
     mode: how `similarity_search` ranks: "dense" (by the cosine of the vectors, the default: scores are cosines,
     and relevance scores (cosine + 1) / 2), "keyword" (BM25) or "hybrid" (both, fused; often the best ranking).
-    A call may pass `mode=` to override it, and `filter=` (or `where=`): metadata filters as the engine takes them,
-    `{"lang": "en"}` or `["year>=2020"]`. Call `close()` (or use it as a context manager) when done.
+    A call may pass `mode=` to override it, and `filter=` (or `where=`): metadata filters as the engine takes them
+    (`["year>=2020"]`), or a dict as chroma, PGVector and Pinecone take one: `{"lang": "en"}`, with the operators
+    $eq $ne $gt $gte $lt $lte $in $nin $and $or (`{"n": {"$in": [1, 2]}}`: searchengine.integrations.operator_filters).
+    Call `close()` (or use it as a context manager) when done.
     """
 
     def __init__(
@@ -222,11 +225,12 @@ def _lookup(engine: SearchEngine, external_ids: list[str]) -> list[StoredDocumen
 
 
 def _filters(options: dict[str, Any]) -> Filters:
-    """The `filter=` (LangChain's name) or `where=` (the engine's) of a search call; other options are refused."""
+    """The `filter=` (LangChain's name) or `where=` (the engine's) of a search call, a dict read with Mongo-style
+    operators; other options are refused."""
     where = options.pop("filter", None)
     where = options.pop("where", None) if where is None else where
     _no_other_options(options)
-    return where
+    return operator_filters(where) if isinstance(where, Mapping) else where
 
 
 def _no_other_options(options: dict[str, Any]) -> None:

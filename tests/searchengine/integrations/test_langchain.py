@@ -114,3 +114,44 @@ def test_a_text_that_is_not_a_str_is_refused_in_one_line_and_no_metadata_is_an_e
     store.add_texts(["a text without metadata"], [None], ids=["plain"])  # type: ignore[list-item]
     [document] = store.get_by_ids(["plain"])
     assert document.page_content == "a text without metadata" and document.metadata == {}
+
+
+def _found(store: SearchEngineVectorStore, where: dict) -> list[int]:
+    """The `n` of every document a filter lets through, in order."""
+    return sorted(document.metadata["n"] for document in store.similarity_search("x", k=len(SENTENCES), filter=where))
+
+
+def test_filters_take_the_operators_chroma_pgvector_and_pinecone_take(store: SearchEngineVectorStore) -> None:
+    """{"n": {"$in": [1, 2]}} raised: a filter dict was read as equality only."""
+    every = range(len(SENTENCES))
+    assert _found(store, {"n": {"$in": [1, 2]}}) == [1, 2]
+    assert _found(store, {"n": {"$nin": [1, 2]}}) == [n for n in every if n not in (1, 2)]
+    assert _found(store, {"n": {"$gte": 3, "$lt": 5}}) == [3, 4]
+    assert _found(store, {"n": {"$gt": 3, "$lte": 5}}) == [4, 5]
+    assert _found(store, {"n": {"$eq": 6}}) == [6] and _found(store, {"n": 6}) == [6]
+    assert _found(store, {"n": {"$ne": 0}}) == list(every)[1:]
+    assert _found(store, {"$and": [{"lang": "en"}, {"n": {"$lt": 4}}]}) == [1, 3]
+    assert _found(store, {"$or": [{"n": {"$lt": 2}}, {"n": 5}]}) == [0, 1, 5]
+    assert _found(store, {"lang": "de", "$or": [{"n": 0}, {"$or": [{"n": 2}, {"n": {"$in": [4, 5]}}]}]}) == [0, 2, 4]
+    retriever = store.as_retriever(search_kwargs={"k": 3, "filter": {"n": {"$in": [7, 8]}}})
+    assert sorted(document.metadata["n"] for document in retriever.invoke("cat")) == [7, 8]
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        ({"n": {"$regex": "1"}}, r"unknown filter operator '\$regex' on 'n'; use one of \$eq"),
+        ({"$not": {"n": 1}}, r"unknown filter operator '\$not' outside a field"),
+        ({"n": {"$in": 1}}, r"\$in on 'n' takes a list of values, not 1"),
+        ({"$or": {"n": 1}}, r"\$or takes a non-empty list of filter dicts"),
+        ({"$or": [{"n": 1, "lang": "en"}, {"n": 2}]}, r"each branch of \$or must be one condition, but .* holds 2"),
+        ({"n": {}}, r"the filter on 'n' is an empty dict"),
+        ({"n": {"$gt": "x"}}, r"compares text with the field 'n'"),
+    ],
+)
+def test_a_filter_it_cannot_read_is_refused_in_one_line(
+    store: SearchEngineVectorStore, where: dict, message: str
+) -> None:
+    with pytest.raises(SearchEngineError, match=message) as caught:
+        store.similarity_search("x", filter=where)
+    assert "\n" not in str(caught.value)
