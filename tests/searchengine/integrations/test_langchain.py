@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 from langchain_core.documents import Document
 from langchain_tests.integration_tests import VectorStoreIntegrationTests
+from typer.testing import CliRunner
 
+from searchengine.cli import app
 from searchengine.encoding.encoder import Encoder
 from searchengine.errors import SearchEngineError
 from searchengine.integrations.langchain import SearchEngineVectorStore
@@ -155,3 +157,23 @@ def test_a_filter_it_cannot_read_is_refused_in_one_line(
     with pytest.raises(SearchEngineError, match=message) as caught:
         store.similarity_search("x", filter=where)
     assert "\n" not in str(caught.value)
+
+
+def test_documents_indexed_by_the_cli_come_back_with_their_id_source_and_line(
+    tmp_path: Path, tiny_model: Path, tiny_encoder: Encoder
+) -> None:
+    """They came back with id=None and empty metadata: no external id, and their origin left out."""
+    corpus = tmp_path / "notes.txt"
+    corpus.write_text("\n".join(SENTENCES[:4]) + "\n", encoding="utf-8")
+    built = CliRunner().invoke(app, ["index", str(corpus), "-d", str(tmp_path / "i"), "--model", str(tiny_model), "-q"])
+    assert built.exit_code == 0, built.output
+    with SearchEngineVectorStore(tmp_path / "i", encoder=tiny_encoder) as store:
+        [found] = store.similarity_search(SENTENCES[2], k=1)
+        assert found.page_content == SENTENCES[2] and found.id is not None
+        assert found.metadata == {"source": str(corpus), "line": 3}
+        assert store.get_by_ids([found.id, "999"]) == [found]
+        store.add_texts(["own metadata wins"], [{"source": "mine"}], ids=["x"])
+        assert store.get_by_ids(["x"])[0].metadata == {"source": "mine"}
+        store.delete([found.id])
+        assert store.get_by_ids([found.id]) == []
+        assert SENTENCES[2] not in [document.page_content for document in store.similarity_search("x", k=10)]
