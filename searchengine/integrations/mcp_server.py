@@ -13,13 +13,15 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import asdict
 from typing import Annotated, Any
 
 from pydantic import Field, ValidationError
+from starlette.applications import Starlette
 from starlette.responses import JSONResponse
+from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from searchengine.engine.add_request import AddRequest
@@ -203,6 +205,30 @@ def _first_documents(engine: SearchEngine) -> list[Resource]:
         )
         for number, stored in sorted(store.get(ids.tolist()).items())
     ]
+
+
+MCP_ROUTE = "/mcp"
+"""Where MCP's streamable HTTP answers: on its own server (`searchengine mcp --http`) or beside the HTTP API
+(`searchengine serve --mcp`)."""
+
+
+def add_mcp_route(app: Starlette, index: ServedIndex, host: str = "127.0.0.1", api_key: str | None = None) -> None:
+    """Answer MCP over streamable HTTP at /mcp of `app`, the HTTP API's app (`searchengine serve --mcp`): the tools
+    use the app's own `index`, so the model loads once and one process serves both. The SDK's session manager runs
+    in `app`'s lifespan. host and api_key as for mcp_http_app: the tools can write, so the key guards /mcp whatever
+    the API key guards elsewhere."""
+    server = mcp_server(index)
+    [route] = [route for route in server.streamable_http_app(host=host).routes if route.path == MCP_ROUTE]
+    endpoint = route.endpoint if api_key is None else BearerKey(route.endpoint, api_key)
+    app.router.routes.append(Route(MCP_ROUTE, endpoint=endpoint))
+    outer = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(served: Starlette) -> AsyncIterator[Any]:
+        async with outer(served) as state, server.session_manager.run():
+            yield state
+
+    app.router.lifespan_context = lifespan
 
 
 def mcp_http_app(index: ServedIndex, host: str = "127.0.0.1", api_key: str | None = None) -> ASGIApp:

@@ -181,3 +181,34 @@ def test_host_and_port_without_http_are_refused(index_path: Path) -> None:
 
     result = CliRunner().invoke(app, ["mcp", "-d", str(index_path), "--port", "9000"])
     assert result.exit_code == 1 and "--host and --port are for --http" in result.output
+
+
+def test_serve_answers_mcp_beside_the_http_api_behind_its_key(index_path: Path, tiny_encoder: Encoder) -> None:
+    """`serve --mcp`: the SDK's streamable HTTP at /mcp of the HTTP API's app, on the same served index."""
+    import httpx
+
+    from searchengine.integrations.mcp_server import add_mcp_route
+    from searchengine.server.app import ServerSettings, create_app
+    from searchengine.server.served_index import ServedIndex
+    from tests.searchengine.server.conftest import running
+
+    served = ServedIndex(index_path, encoder=tiny_encoder)
+    try:
+        app = create_app(served, ServerSettings(api_key="sesame"))
+        add_mcp_route(app, served, api_key="sesame")
+        with running(app) as url:
+            assert asyncio.run(_http_search(url, "sesame"))[0] == SENTENCES[2]
+            assert httpx.post(f"{url}/mcp", json={}).status_code == 401  # the tools write: the key guards them
+            searched = httpx.get(f"{url}/search", params={"q": SENTENCES[2], "k": 1, "mode": "dense"})
+            assert searched.status_code == 200 and SENTENCES[2] in searched.text  # the HTTP API, without a key
+            assert httpx.get(f"{url}/nowhere").json()["error"].startswith("no such endpoint")
+    finally:
+        served.close()
+
+
+def test_the_serve_command_offers_mcp_on_its_own_route(index_path: Path, tmp_path: Path) -> None:
+    from tests.serving import serve_process
+
+    with serve_process(["-d", str(index_path), "--mcp", "--precision", "fp32"], tmp_path / "serve.log") as url:
+        assert asyncio.run(_http_search(url, None))[0] == SENTENCES[2]
+    assert f"MCP at {url}/mcp" in (tmp_path / "serve.log").read_text()
