@@ -53,6 +53,12 @@ def serve(
         help="Threads answering searches at once (each batches the queries waiting for it); "
         "one searches while another encodes.",
     ),
+    mcp: bool = typer.Option(
+        False,
+        "--mcp",
+        help="Also answer MCP clients over streamable HTTP at /mcp (tools search, add, delete, info; the 'mcp' "
+        "extra), from the same loaded model; --api-key, if given, guards it whatever --api-key-for says.",
+    ),
     access_log: bool = typer.Option(True, "--access-log/--no-access-log", help="Log one line per request."),
     precision: str = PrecisionOption,
     backend: str = BackendOption,
@@ -64,8 +70,9 @@ def serve(
 
     Endpoints: GET /health, GET /info, GET /search?q=...&k=10&where=..., POST /search {"queries": [...], "k": 10,
     "where": [...]}, POST /documents {"documents": [{"text": ...}, ...], "id_field": "id"}, DELETE
-    /documents/ID (?external=true for your own ids), POST /v1/embeddings (OpenAI's API: the index's model, and any --embedding-model). A write
-    by another process (`searchengine add`) is picked up without a restart. Listens on 127.0.0.1 unless --host says otherwise. Ctrl+C stops it.
+    /documents/ID (?external=true for your own ids), POST /v1/embeddings (OpenAI's API: the index's model, and any
+    --embedding-model), and with --mcp the MCP server at /mcp. A write by another process (`searchengine add`) is
+    picked up without a restart. Listens on 127.0.0.1 unless --host says otherwise. Ctrl+C stops it.
 
     Examples:
 
@@ -87,6 +94,8 @@ def serve(
                 "--api-key-for all guards searches with the API key, but none is given: add --api-key KEY (or set "
                 "$SEARCHENGINE_API_KEY)"
             )
+        if mcp:
+            from searchengine.integrations.mcp_server import add_mcp_route
         import uvicorn
 
         from searchengine.server.app import ServerSettings, create_app
@@ -108,10 +117,14 @@ def serve(
             raise
     try:
         app = create_app(index, ServerSettings(api_key=api_key, api_key_for=api_key_for))
+        if mcp:
+            add_mcp_route(app, index, host, api_key)
         address, bound_port = listener.getsockname()[:2]
         url = f"http://{'[' + address + ']' if ':' in address else address}:{bound_port}"
+        also = f", MCP at {url}/mcp" if mcp else ""
         typer.echo(
-            f"Serving {target} ({index.reader.run(len).result()} texts) at {url}/ (API docs at {url}/docs)", err=True
+            f"Serving {target} ({index.reader.run(len).result()} texts) at {url}/ (API docs at {url}/docs{also})",
+            err=True,
         )
         if not is_loopback(host) and api_key is None:
             typer.echo(

@@ -4,7 +4,9 @@ The index embeds with its own model: the one it was built with, whose vectors (w
 FAISS segments hold. So the store takes no outside `Embeddings` to embed with; a vector from another model would be
 compared with the index's in two different spaces. `store.embeddings` is the index's own encoder as a LangChain
 `Embeddings`, for code that asks a store for its embeddings. LangChain document ids are the index's own ids
-(external ids): adding an id again replaces that document, as `searchengine add --id-field` does.
+(external ids): adding an id again replaces that document, as `searchengine add --id-field` does. A document stored
+without one (a line of a file `searchengine index` read) has the index's own id, as text, and its source and line
+in its metadata.
 
 Reads and writes go through the server's reader and writer threads (ServedIndex), so the store is safe to use from
 several threads and from LangChain's async methods, and sees writes by other processes without reopening."""
@@ -12,7 +14,7 @@ several threads and from LangChain's async methods, and sees writes by other pro
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,6 +26,7 @@ from searchengine.errors import SearchEngineError
 from searchengine.indexer.query.filter_sql import Condition
 from searchengine.indexer.tables.store import Document as StoredDocument
 from searchengine.integrations import MissingExtra, id_list
+from searchengine.integrations.operator_filters import operator_filters
 from searchengine.server.served_index import ServedIndex
 
 try:
@@ -64,8 +67,10 @@ class SearchEngineVectorStore(VectorStore):
     encoder: an already loaded Encoder (of the index's model) to share. speed: how a model loaded here runs.
     mode: how `similarity_search` ranks: "dense" (by the cosine of the vectors, the default: scores are cosines,
     and relevance scores (cosine + 1) / 2), "keyword" (BM25) or "hybrid" (both, fused; often the best ranking).
-    A call may pass `mode=` to override it, and `filter=` (or `where=`): metadata filters as the engine takes them,
-    `{"lang": "en"}` or `["year>=2020"]`. Call `close()` (or use it as a context manager) when done.
+    A call may pass `mode=` to override it, and `filter=` (or `where=`): metadata filters as the engine takes them
+    (`["year>=2020"]`), or a dict as chroma, PGVector and Pinecone take one: `{"lang": "en"}`, with the operators
+    $eq $ne $gt $gte $lt $lte $in $nin $and $or (`{"n": {"$in": [1, 2]}}`: searchengine.integrations.operator_filters).
+    Call `close()` (or use it as a context manager) when done.
     """
 
     def __init__(
@@ -122,19 +127,22 @@ class SearchEngineVectorStore(VectorStore):
         wanted = [str(name) for name in id_list(ids)]
 
         def delete_present(engine: SearchEngine) -> None:
-            present = [document.external_id for document in _lookup(engine, wanted)]
-            if present:
-                engine.delete(external_ids=present, merge=False)
+            found = _lookup(engine, wanted)
+            present = [document.external_id for _name, document in found if document.external_id is not None]
+            numbers = [int(name) for name, document in found if document.external_id is None]
+            if present or numbers:
+                engine.delete(numbers, present, merge=False)
 
         if wanted:
             self._write(delete_present)
         return True
 
     def get_by_ids(self, ids: Sequence[str], /) -> list[Document]:
-        """The stored documents with these ids, in index order; unknown ids are left out."""
+        """The stored documents with these ids, in index order (then those found by the index's own id); unknown ids
+        are left out."""
         wanted = [str(name) for name in id_list(ids)]
         stored = self._index.reader.run(lambda engine: _lookup(engine, wanted)).result() if wanted else []
-        return [Document(page_content=d.text, metadata=d.metadata, id=d.external_id) for d in stored]
+        return [_document(document, name) for name, document in stored]
 
     def similarity_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:
         return [document for document, _score in self.similarity_search_with_score(query, k, **kwargs)]
@@ -150,7 +158,7 @@ class SearchEngineVectorStore(VectorStore):
             return engine.search(query, k, where, **options) if len(engine) else []
 
         hits = self._index.reader.run(search).result()
-        return [(Document(page_content=hit.text, metadata=hit.metadata, id=hit.external_id), hit.score) for hit in hits]
+        return [(_document(hit, hit.external_id or str(hit.id)), hit.score) for hit in hits]
 
     def similarity_search_by_vector(self, embedding: list[float], k: int = 4, **kwargs: Any) -> list[Document]:  # noqa: ARG002
         """Refused: the index searches by text, encoded with its own model (and keyword search needs the words)."""
@@ -213,20 +221,41 @@ class SearchEngineVectorStore(VectorStore):
         )  # the reader sees the write at its next turn
 
 
-def _lookup(engine: SearchEngine, external_ids: list[str]) -> list[StoredDocument]:
+def _lookup(engine: SearchEngine, ids: list[str]) -> list[tuple[str, StoredDocument]]:
+    """The stored documents with these LangChain ids, each with its id: its external id, or for a document stored
+    without one (as `searchengine index` stores the lines of a file) the index's own id as text."""
     found = []
-    for start in range(0, len(external_ids), LOOKUP_CHUNK):
-        chunk = tuple(dict.fromkeys(external_ids[start : start + LOOKUP_CHUNK]))
-        found += engine.documents([Condition("external_id", "in", chunk)])
+    for start in range(0, len(ids), LOOKUP_CHUNK):
+        chunk = tuple(dict.fromkeys(ids[start : start + LOOKUP_CHUNK]))
+        found += [
+            (document.external_id, document) for document in engine.documents([Condition("external_id", "in", chunk)])
+        ]
+    known = {name for name, _document in found}
+    for name in dict.fromkeys(ids):
+        if name not in known and name.isdecimal() and len(name) < OWN_ID_DIGITS:
+            own = engine.documents([Condition("id", "=", int(name))])
+            found += [(name, document) for document in own if document.external_id is None]
     return found
 
 
+OWN_ID_DIGITS = 19
+"""An id of fewer digits may be the index's own (a 64-bit integer); a longer one is only ever an external id."""
+
+
+def _document(stored: Any, name: str) -> Document:
+    """A stored document or a hit as LangChain's Document with id `name`: its metadata, and where it came from
+    (`source` and `line`, for a document read from a file) unless its metadata has fields of those names."""
+    origin = {field: value for field, value in (("source", stored.source), ("line", stored.line)) if value is not None}
+    return Document(page_content=stored.text, metadata={**origin, **stored.metadata}, id=name)
+
+
 def _filters(options: dict[str, Any]) -> Filters:
-    """The `filter=` (LangChain's name) or `where=` (the engine's) of a search call; other options are refused."""
+    """The `filter=` (LangChain's name) or `where=` (the engine's) of a search call, a dict read with Mongo-style
+    operators; other options are refused."""
     where = options.pop("filter", None)
     where = options.pop("where", None) if where is None else where
     _no_other_options(options)
-    return where
+    return operator_filters(where) if isinstance(where, Mapping) else where
 
 
 def _no_other_options(options: dict[str, Any]) -> None:

@@ -2,26 +2,34 @@
 (the client starts the command) or streamable HTTP (`--http`: a long-running server clients connect to at /mcp).
 
 Tools: search (dense, keyword or hybrid, k results, `where` filters), add, delete and info, the operations of
-`searchengine query`, `add`, `delete` and `info`. Built on the official MCP SDK's MCPServer (the FastMCP of SDK 1);
+`searchengine query`, `add`, `delete` and `info`. Resources: each stored document at searchengine://documents/{id}
+(the id search results give), the first MAX_LISTED_DOCUMENTS of them listed. Arguments are held to the schema the
+tools publish: `k: "3"` is refused as a string, not read as 3. Built on the official MCP SDK's MCPServer (the FastMCP of SDK 1);
 it reads through the server's batching reader and writes through its serial writer (ServedIndex), so the model
 loads once, a write is seen by the next search, and a writer in another process is picked up without a restart."""
 
 from __future__ import annotations
 
+import asyncio
 import hmac
-from collections.abc import Iterator
-from contextlib import contextmanager
+import json
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import asdict
 from typing import Annotated, Any
 
 from pydantic import Field, ValidationError
+from starlette.applications import Starlette
 from starlette.responses import JSONResponse
+from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from searchengine.engine.add_request import AddRequest
 from searchengine.engine.hit_records import result_record
 from searchengine.engine.query_request import QueryRequest
+from searchengine.engine.search_engine import SearchEngine
 from searchengine.errors import SearchEngineError
+from searchengine.indexer.query.filter_sql import Condition
 from searchengine.integrations import MissingExtra
 from searchengine.reading.corpus import JsonFields
 from searchengine.server.error_responses import validation_message
@@ -32,16 +40,23 @@ from searchengine.server.served_index import ServedIndex
 
 try:
     from mcp.server.mcpserver import MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
+    from mcp.types import Resource
 except ImportError as exc:
     raise MissingExtra("searchengine mcp", "mcp") from exc
+
+DOCUMENT_URI = "searchengine://documents/{document_id}"
+"""Where each stored document is an MCP resource, by the id search results give it."""
+MAX_LISTED_DOCUMENTS = 1000
+"""Documents a client's resource list names (the first, by id); every other one is read by its URI all the same."""
 
 
 def mcp_server(index: ServedIndex) -> MCPServer:
     """An MCP server whose tools search and change `index`; run it with `.run()` (stdio). The caller closes
     `index` after the server stops. A problem with a call (an unreadable filter, an unknown id) comes back to the
     client as a tool error of one line."""
-    server = _OneLineErrors(
+    server = _IndexMCPServer(
+        index,
         name="searchengine",
         instructions=f"Semantic search over the index at {index.path}: search it by meaning (dense), by words "
         "(keyword) or both (hybrid); add and delete documents; info says what it holds and which metadata it has.",
@@ -108,7 +123,37 @@ def mcp_server(index: ServedIndex) -> MCPServer:
         with _tool_errors():
             return index.reader.run(lambda engine: asdict(engine.info())).result()
 
+    @server.resource(
+        DOCUMENT_URI,
+        name="document",
+        mime_type="application/json",
+        description="A stored document by its id (as search results give it): its text, source, line, metadata and "
+        "external_id (your own id, when it has one).",
+    )
+    def document(document_id: str) -> str:
+        number = int(document_id) if document_id.isdecimal() and len(document_id) < 19 else None
+        found = (
+            index.reader.run(lambda engine: engine.reader.store.get([number])).result() if number is not None else {}
+        )
+        if number not in found:
+            raise ResourceNotFoundError(
+                f"no document has id {document_id!r}; ids are the numbers search results give as id"
+            )
+        return json.dumps(_document_record(number, found[number]), ensure_ascii=False)
+
     return server
+
+
+def _document_record(number: int, stored: Any) -> dict[str, Any]:
+    """A stored document as its resource holds it."""
+    return {
+        "id": number,
+        "external_id": stored.external_id,
+        "text": stored.text,
+        "source": stored.source,
+        "line": stored.line,
+        "metadata": stored.metadata,
+    }
 
 
 class _OneLineErrors(MCPServer):
@@ -123,12 +168,67 @@ class _OneLineErrors(MCPServer):
             unknown = [argument for argument in arguments if argument not in known]
             if unknown:
                 raise ToolError(f"unknown argument {unknown[0]!r}; {name} takes {', '.join(known) or 'none'}")
+            try:  # strictly, as the schema says: the SDK would read k "3" as 3 and where '["a=b"]' as a list
+                tool.fn_metadata.arg_model.model_validate(arguments, strict=True)
+            except ValidationError as exc:
+                raise ToolError(validation_message(exc.errors())) from None
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):
                 raise ToolError(validation_message(exc.__cause__.errors())) from None
             raise
+
+
+class _IndexMCPServer(_OneLineErrors):
+    """The server of one index, whose resource list names its documents (the SDK lists only fixed resources)."""
+
+    def __init__(self, index: ServedIndex, **settings: Any) -> None:
+        super().__init__(**settings)
+        self._index = index
+
+    async def list_resources(self) -> list[Resource]:
+        listed = await asyncio.wrap_future(self._index.reader.run(_first_documents))
+        return [*await super().list_resources(), *listed]
+
+
+def _first_documents(engine: SearchEngine) -> list[Resource]:
+    """The first MAX_LISTED_DOCUMENTS documents of the index, by id, as resources named by their own id or text."""
+    store = engine.reader.store
+    ids = store.filters.matching_ids([Condition("id", ">=", 0)])[:MAX_LISTED_DOCUMENTS]
+    return [
+        Resource(
+            uri=DOCUMENT_URI.format(document_id=number),
+            name=stored.external_id or " ".join(stored.text.split()[:8]),
+            mime_type="application/json",
+            description=f"{stored.source}:{stored.line}" if stored.source else None,
+        )
+        for number, stored in sorted(store.get(ids.tolist()).items())
+    ]
+
+
+MCP_ROUTE = "/mcp"
+"""Where MCP's streamable HTTP answers: on its own server (`searchengine mcp --http`) or beside the HTTP API
+(`searchengine serve --mcp`)."""
+
+
+def add_mcp_route(app: Starlette, index: ServedIndex, host: str = "127.0.0.1", api_key: str | None = None) -> None:
+    """Answer MCP over streamable HTTP at /mcp of `app`, the HTTP API's app (`searchengine serve --mcp`): the tools
+    use the app's own `index`, so the model loads once and one process serves both. The SDK's session manager runs
+    in `app`'s lifespan. host and api_key as for mcp_http_app: the tools can write, so the key guards /mcp whatever
+    the API key guards elsewhere."""
+    server = mcp_server(index)
+    [route] = [route for route in server.streamable_http_app(host=host).routes if route.path == MCP_ROUTE]
+    endpoint = route.endpoint if api_key is None else BearerKey(route.endpoint, api_key)
+    app.router.routes.append(Route(MCP_ROUTE, endpoint=endpoint))
+    outer = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(served: Starlette) -> AsyncIterator[Any]:
+        async with outer(served) as state, server.session_manager.run():
+            yield state
+
+    app.router.lifespan_context = lifespan
 
 
 def mcp_http_app(index: ServedIndex, host: str = "127.0.0.1", api_key: str | None = None) -> ASGIApp:

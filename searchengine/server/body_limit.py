@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from searchengine.server.error_responses import error_response
 
 
 class BodyLimit:
     """Reads each request body up to `max_bytes` and hands it on; a larger one (by its Content-Length, or as it
-    streams in) gets 413 and a one-line JSON error."""
+    streams in) gets 413 and a one-line JSON error (searchengine.server.error_responses)."""
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app = app
@@ -53,9 +54,6 @@ class BodyLimit:
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
         megabytes = self.max_bytes / (1024 * 1024)
-        response = JSONResponse(
-            {"error": f"the request body is larger than {megabytes:g} MiB; send fewer documents or queries at once"},
-            status_code=413,
-            headers={"Connection": "close"},
-        )
+        message = f"the request body is larger than {megabytes:g} MiB; send fewer documents or queries at once"
+        response = error_response(413, message, {"Connection": "close"}, scope["path"])
         await response(scope, receive, send)

@@ -1,4 +1,5 @@
-"""Every error the server answers is `{"error": "one line"}`: 400 for a bad request, 401 without the API key, 404
+"""Every error the server answers is `{"error": "one line"}` (under /v1/, OpenAI's shape: `{"error": {"message":
+"one line", "type", "param", "code"}}`, where OpenAI's clients read the reason): 400 for a bad request, 401 without the API key, 404
 for an unknown id or path, 409 while another process writes the index, 413 for an oversize body, 507 when the
 index's disk is full, 500 otherwise (a file of the index this server may not write among them)."""
 
@@ -32,33 +33,61 @@ STATUS_OF_ERROR = {
 the server may not write is the server's to fix, not the client's."""
 
 
-def error_response(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
-    """`{"error": message}` on one line, with `status`."""
-    return JSONResponse({"error": " ".join(str(message).split())}, status_code=status, headers=headers)
+OPENAI_PREFIX = "/v1/"
+"""The paths of the OpenAI-compatible API (searchengine.server.routes.embeddings), whose errors take OpenAI's shape."""
 
 
-def refusal(exc: StarletteHTTPException) -> JSONResponse:
-    """An HTTPException (a missing or wrong API key) as an error response."""
-    return error_response(exc.status_code, str(exc.detail), exc.headers)
+def error_response(
+    status: int,
+    message: str,
+    headers: dict[str, str] | None = None,
+    path: str = "",
+    param: str | None = None,
+    code: str | None = None,
+) -> JSONResponse:
+    """`{"error": message}` on one line, with `status`; for a request to `path` under /v1/, OpenAI's error object,
+    with the field at fault (`param`) and OpenAI's `code` when known."""
+    line = " ".join(str(message).split())
+    body: dict[str, Any] = {"error": line}
+    if path.startswith(OPENAI_PREFIX):
+        body = {
+            "error": {"message": line, "type": openai_type(status), "param": param, "code": code or CODES.get(status)}
+        }
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def openai_type(status: int) -> str:
+    """OpenAI's error type for a status: the server's fault or the request's."""
+    return "server_error" if status >= 500 else "invalid_request_error"
+
+
+CODES = {401: "invalid_api_key"}
+"""OpenAI's error code for a status that has one whatever the cause (OpenAI's own for a wrong key)."""
+
+
+def refusal(exc: StarletteHTTPException, path: str = "") -> JSONResponse:
+    """An HTTPException (a missing or wrong API key) to a request for `path` as an error response."""
+    return error_response(exc.status_code, str(exc.detail), exc.headers, path)
 
 
 def add_error_handlers(app: FastAPI) -> None:
     """Answer every error of `app` in one line."""
 
     @app.exception_handler(SearchEngineError)
-    async def user_error(_request: Request, exc: SearchEngineError) -> JSONResponse:
+    async def user_error(request: Request, exc: SearchEngineError) -> JSONResponse:
         status = next((code for kind, code in STATUS_OF_ERROR.items() if isinstance(exc, kind)), 400)
-        return error_response(status, str(exc))
+        return error_response(status, str(exc), path=request.url.path)
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        path = request.url.path
         if "json" not in request.headers.get("content-type", "") and any(
             tuple(error.get("loc", ())) == ("body",) for error in exc.errors()
         ):
             return error_response(
-                400, "the request body must be JSON sent with the header 'Content-Type: application/json'"
+                400, "the request body must be JSON sent with the header 'Content-Type: application/json'", path=path
             )
-        return error_response(400, _validation_message(exc))
+        return error_response(400, _validation_message(exc), path=path, param=_field(exc))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -69,11 +98,12 @@ def add_error_handlers(app: FastAPI) -> None:
             message = f"no such endpoint: {request.method} {request.url.path}; the API is described at /docs"
         elif exc.status_code == 405:
             message = f"{request.method} is not allowed on {request.url.path}; the API is described at /docs"
-        return error_response(exc.status_code, message, getattr(exc, "headers", None))
+        return error_response(exc.status_code, message, getattr(exc, "headers", None), request.url.path)
 
     @app.exception_handler(Exception)
-    async def internal_error(_request: Request, exc: Exception) -> JSONResponse:
-        return error_response(500, f"internal error ({type(exc).__name__}: {exc}); see the server's log")
+    async def internal_error(request: Request, exc: Exception) -> JSONResponse:
+        message = f"internal error ({type(exc).__name__}: {exc}); see the server's log"
+        return error_response(500, message, path=request.url.path)
 
 
 FASTAPI_BODY_ERROR = "There was an error parsing the body"
@@ -107,6 +137,12 @@ def _validation_message(exc: RequestValidationError) -> str:
     if first.get("type") == "json_invalid":
         return f"the request body is not valid JSON ({first.get('ctx', {}).get('error', first['msg'])})"
     return validation_message(errors, REQUEST_PARTS)
+
+
+def _field(exc: RequestValidationError) -> str | None:
+    """The field of the first problem (`input`, `encoding_format`), OpenAI's `param`; None for the body as a whole."""
+    location = [part for part in exc.errors()[0].get("loc", ()) if part not in REQUEST_PARTS]
+    return str(location[0]) if location else None
 
 
 REQUEST_PARTS = ("body", "query", "path", "header")

@@ -18,14 +18,14 @@ BODILESS = ("GET", "HEAD", "OPTIONS")
 
 class KeyFirst:
     """Runs `check_for(method, path)` (the key check a request to that path needs, None for none) on the
-    Authorization header of every request that may carry a body, and answers a refusal with `refuse(exc)`. The
+    Authorization header of every request that may carry a body, and answers a refusal with `refuse(exc, path)`. The
     routes keep their own key dependency, which also guards the requests without a body."""
 
     def __init__(
         self,
         app: ASGIApp,
         check_for: Callable[[str, str], KeyCheck | None],
-        refuse: Callable[[HTTPException], Response],
+        refuse: Callable[[HTTPException, str], Response],
     ) -> None:
         self.app = app
         self.check_for = check_for
@@ -39,6 +39,6 @@ class KeyFirst:
                 try:
                     await check(authorization=None if header is None else header.decode("latin-1"))
                 except HTTPException as exc:
-                    await self.refuse(exc)(scope, receive, send)
+                    await self.refuse(exc, scope["path"])(scope, receive, send)
                     return
         await self.app(scope, receive, send)

@@ -1,5 +1,6 @@
 """POST /v1/embeddings: OpenAI's embeddings API, answered with the served index's own encoder, or with a model named
-at start (`serve --embedding-model NAME`); GET /v1/models lists them, for clients that look a model up first.
+at start (`serve --embedding-model NAME`); GET /v1/models lists them and GET /v1/models/{id} answers for one, for
+clients that look a model up first.
 
 The vectors are the ones the index stores and searches with: the encoder's output, whitened when the index was
 built with whitening, L2-normalised (SearchEngine.encode). An OpenAI client (or any tool that speaks its API)
@@ -16,7 +17,8 @@ from pathlib import PurePath
 from typing import Any, Literal
 
 import numpy as np
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from searchengine.encoding.encoder import Encoder
@@ -24,6 +26,7 @@ from searchengine.engine.embedding import to_index_vectors
 from searchengine.engine.search_engine import SearchEngine
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.tables.store import lone_surrogate
+from searchengine.server.error_responses import error_response
 from searchengine.server.limits import MAX_EMBEDDING_INPUTS
 from searchengine.server.state import Index, answer, check_reads
 
@@ -80,7 +83,24 @@ class ModelsOut(BaseModel):
     data: list[ModelOut]
 
 
-router = APIRouter(tags=["embeddings"], dependencies=[Depends(check_reads)])
+class OpenAIErrorDetail(BaseModel):
+    message: str = Field(description="One line: what is wrong and how to fix it.")
+    type: str = Field(description="invalid_request_error (the request's fault) or server_error.")
+    param: str | None = Field(description="The field at fault, when one is.")
+    code: str | None = Field(description="OpenAI's code, when one fits: invalid_api_key, model_not_found.")
+
+
+class OpenAIErrorOut(BaseModel):
+    """An error of /v1/*, in OpenAI's shape (searchengine.server.error_responses), where its clients read it."""
+
+    error: OpenAIErrorDetail
+
+
+router = APIRouter(
+    tags=["embeddings"],
+    dependencies=[Depends(check_reads)],
+    responses={status: {"model": OpenAIErrorOut} for status in (400, 401, 404, 413)},
+)
 """/v1/embeddings and /v1/models, with the API key of searches."""
 
 
@@ -161,6 +181,19 @@ async def list_models(index: Index) -> dict[str, Any]:
     return {"object": "list", "data": [own, *served]}
 
 
+@router.get("/v1/models/{model:path}", response_model=ModelOut)
+async def retrieve_model(index: Index, model: str, request: Request) -> dict[str, Any] | JSONResponse:
+    """One model /v1/embeddings answers with, by its id as GET /v1/models lists it or its last part
+    (OpenAI-compatible); 404 with OpenAI's code model_not_found for any other."""
+    models = (await list_models(index))["data"]
+    found = next((entry for entry in models if _names(model, entry["id"])), None)
+    if found is not None:
+        return found
+    offered = ", ".join(repr(entry["id"]) for entry in models)
+    message = f"this server embeds with {offered}, not {model!r}; GET /v1/models lists them"
+    return error_response(404, message, path=request.url.path, param="model", code="model_not_found")
+
+
 def _texts(given: str | list[Any]) -> list[str]:
     """The texts of a request, each checked: not empty, valid Unicode, and text rather than token ids."""
     texts = [given] if isinstance(given, str) else given
@@ -170,18 +203,30 @@ def _texts(given: str | list[Any]) -> list[str]:
         raise SearchEngineError(
             f"input holds {len(texts)} texts, more than {MAX_EMBEDDING_INPUTS} in one request; send them in parts"
         )
+    if _token_ids(texts):
+        raise SearchEngineError(
+            "input holds token ids; this server tokenizes with the index's own model, so send the texts"
+        )
     for number, text in enumerate(texts):
-        if isinstance(text, int) or (isinstance(text, list) and all(isinstance(item, int) for item in text)):
-            raise SearchEngineError(
-                "input holds token ids; this server tokenizes with the index's own model, so send the texts"
-            )
         if not isinstance(text, str):
-            raise SearchEngineError(f"input {number} is a {type(text).__name__}, not a text; send strings")
+            kind = type(text).__name__
+            article = "an" if kind[0] in "aeiou" else "a"
+            raise SearchEngineError(f"input {number} is {article} {kind}, not a text; send strings")
         if not text.strip():
             raise SearchEngineError(f"input {number} is empty; send text to embed")
         if lone_surrogate(text) is not None:
             raise SearchEngineError(f"input {number} holds a lone surrogate, half of a character; send valid Unicode")
     return texts
+
+
+def _token_ids(given: list[Any]) -> bool:
+    """Whether `given` is one of OpenAI's token-id inputs: a list of integers, or a list of lists of integers (a
+    mixed list such as ["a", 1] is neither: it is a list of texts with a wrong one)."""
+
+    def ids(items: object) -> bool:
+        return isinstance(items, list) and bool(items) and all(type(item) is int for item in items)
+
+    return ids(given) or all(ids(item) for item in given)
 
 
 def _unix_time(stamp: str) -> int:

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 from langchain_core.documents import Document
 from langchain_tests.integration_tests import VectorStoreIntegrationTests
+from typer.testing import CliRunner
 
+from searchengine.cli import app
 from searchengine.encoding.encoder import Encoder
 from searchengine.errors import SearchEngineError
 from searchengine.integrations.langchain import SearchEngineVectorStore
@@ -114,3 +116,64 @@ def test_a_text_that_is_not_a_str_is_refused_in_one_line_and_no_metadata_is_an_e
     store.add_texts(["a text without metadata"], [None], ids=["plain"])  # type: ignore[list-item]
     [document] = store.get_by_ids(["plain"])
     assert document.page_content == "a text without metadata" and document.metadata == {}
+
+
+def _found(store: SearchEngineVectorStore, where: dict) -> list[int]:
+    """The `n` of every document a filter lets through, in order."""
+    return sorted(document.metadata["n"] for document in store.similarity_search("x", k=len(SENTENCES), filter=where))
+
+
+def test_filters_take_the_operators_chroma_pgvector_and_pinecone_take(store: SearchEngineVectorStore) -> None:
+    """{"n": {"$in": [1, 2]}} raised: a filter dict was read as equality only."""
+    every = range(len(SENTENCES))
+    assert _found(store, {"n": {"$in": [1, 2]}}) == [1, 2]
+    assert _found(store, {"n": {"$nin": [1, 2]}}) == [n for n in every if n not in (1, 2)]
+    assert _found(store, {"n": {"$gte": 3, "$lt": 5}}) == [3, 4]
+    assert _found(store, {"n": {"$gt": 3, "$lte": 5}}) == [4, 5]
+    assert _found(store, {"n": {"$eq": 6}}) == [6] and _found(store, {"n": 6}) == [6]
+    assert _found(store, {"n": {"$ne": 0}}) == list(every)[1:]
+    assert _found(store, {"$and": [{"lang": "en"}, {"n": {"$lt": 4}}]}) == [1, 3]
+    assert _found(store, {"$or": [{"n": {"$lt": 2}}, {"n": 5}]}) == [0, 1, 5]
+    assert _found(store, {"lang": "de", "$or": [{"n": 0}, {"$or": [{"n": 2}, {"n": {"$in": [4, 5]}}]}]}) == [0, 2, 4]
+    retriever = store.as_retriever(search_kwargs={"k": 3, "filter": {"n": {"$in": [7, 8]}}})
+    assert sorted(document.metadata["n"] for document in retriever.invoke("cat")) == [7, 8]
+
+
+@pytest.mark.parametrize(
+    ("where", "message"),
+    [
+        ({"n": {"$regex": "1"}}, r"unknown filter operator '\$regex' on 'n'; use one of \$eq"),
+        ({"$not": {"n": 1}}, r"unknown filter operator '\$not' outside a field"),
+        ({"n": {"$in": 1}}, r"\$in on 'n' takes a list of values, not 1"),
+        ({"$or": {"n": 1}}, r"\$or takes a non-empty list of filter dicts"),
+        ({"$or": [{"n": 1, "lang": "en"}, {"n": 2}]}, r"each branch of \$or must be one condition, but .* holds 2"),
+        ({"n": {}}, r"the filter on 'n' is an empty dict"),
+        ({"n": {"$gt": "x"}}, r"compares text with the field 'n'"),
+    ],
+)
+def test_a_filter_it_cannot_read_is_refused_in_one_line(
+    store: SearchEngineVectorStore, where: dict, message: str
+) -> None:
+    with pytest.raises(SearchEngineError, match=message) as caught:
+        store.similarity_search("x", filter=where)
+    assert "\n" not in str(caught.value)
+
+
+def test_documents_indexed_by_the_cli_come_back_with_their_id_source_and_line(
+    tmp_path: Path, tiny_model: Path, tiny_encoder: Encoder
+) -> None:
+    """They came back with id=None and empty metadata: no external id, and their origin left out."""
+    corpus = tmp_path / "notes.txt"
+    corpus.write_text("\n".join(SENTENCES[:4]) + "\n", encoding="utf-8")
+    built = CliRunner().invoke(app, ["index", str(corpus), "-d", str(tmp_path / "i"), "--model", str(tiny_model), "-q"])
+    assert built.exit_code == 0, built.output
+    with SearchEngineVectorStore(tmp_path / "i", encoder=tiny_encoder) as store:
+        [found] = store.similarity_search(SENTENCES[2], k=1)
+        assert found.page_content == SENTENCES[2] and found.id is not None
+        assert found.metadata == {"source": str(corpus), "line": 3}
+        assert store.get_by_ids([found.id, "999"]) == [found]
+        store.add_texts(["own metadata wins"], [{"source": "mine"}], ids=["x"])
+        assert store.get_by_ids(["x"])[0].metadata == {"source": "mine"}
+        store.delete([found.id])
+        assert store.get_by_ids([found.id]) == []
+        assert SENTENCES[2] not in [document.page_content for document in store.similarity_search("x", k=10)]

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from mcp import ClientSession
+from mcp import ClientSession, MCPError
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from searchengine.encoding.encoder import Encoder
@@ -50,6 +50,20 @@ async def _session_calls(index_path: Path) -> dict:
         answers["no_query"] = await session.call_tool("search", {"k": 0})
         answers["misnamed"] = await session.call_tool("search", {"query": "cat", "filters": ["lang=de"]})
         answers["blank"] = await session.call_tool("search", {"query": "  ", "where": ["lang"]})  # QueryRequest's
+        answers["k_as_text"] = await session.call_tool("search", {"query": "cat", "k": "3"})
+        answers["where_as_text"] = await session.call_tool("search", {"query": "cat", "where": '["lang=en"]'})
+        answers["resources"] = (await session.list_resources()).resources
+        answers["templates"] = (await session.list_resource_templates()).resource_templates
+        hit = _data(answers["search"])["hits"][0]
+        answers["read"] = (await session.read_resource(f"searchengine://documents/{hit['id']}")).contents
+        for name, uri in (
+            ("unknown_resource", "searchengine://documents/999999"),
+            ("odd", "searchengine://documents/x"),
+        ):
+            try:
+                await session.read_resource(uri)
+            except MCPError as exc:
+                answers[name] = str(exc)
     return answers
 
 
@@ -60,8 +74,15 @@ def _data(result) -> dict:
     return result.structured_content
 
 
-def test_an_mcp_client_searches_adds_and_deletes(index_path: Path) -> None:
-    answers = asyncio.run(_session_calls(index_path))
+@pytest.fixture(scope="module")
+def answers(tmp_path_factory: pytest.TempPathFactory, tiny_encoder: Encoder) -> dict:
+    """One stdio session's answers (starting the server takes seconds), for the tests that read them."""
+    path = tmp_path_factory.mktemp("mcp") / "index"
+    SearchEngine.build(documents(), path, encoder=tiny_encoder).close()
+    return asyncio.run(_session_calls(path))
+
+
+def test_an_mcp_client_searches_adds_and_deletes(answers: dict) -> None:
     assert answers["tools"] == ["add", "delete", "info", "search"]
     hits = _data(answers["search"])["hits"]
     assert hits[0]["text"] == SENTENCES[1] and len(hits) == 3 and hits[0]["found_by"] == ["dense"]
@@ -81,6 +102,23 @@ def test_an_mcp_client_searches_adds_and_deletes(index_path: Path) -> None:
     assert "year>>2" in answers["bad"].content[0].text
     assert "never-added" in answers["unknown"].content[0].text
     assert answers["blank"].content[0].text.endswith(": the query is empty; say what to search for")
+
+
+def test_arguments_are_held_to_the_schema_and_documents_are_resources(answers: dict) -> None:
+    """k "3" was read as 3 although the schema says integer; the documents were not offered as resources."""
+    for refused, message in (("k_as_text", "k: Input should be a valid integer"), ("where_as_text", "where: Input")):
+        assert answers[refused].is_error and answers[refused].content[0].text.startswith(message), answers[refused]
+    listed = {resource.uri: resource for resource in answers["resources"]}
+    assert len(listed) == len(SENTENCES) and {resource.name for resource in listed.values()} == {
+        f"doc-{n}" for n in range(len(SENTENCES))
+    }
+    assert [template.uri_template for template in answers["templates"]] == ["searchengine://documents/{document_id}"]
+    [content] = answers["read"]
+    record = json.loads(content.text)
+    assert content.mime_type == "application/json" and record["text"] == SENTENCES[1]
+    assert record["external_id"] == "doc-1" and record["metadata"] == {"lang": "en", "year": 2001}
+    assert listed[str(content.uri)].name == "doc-1" and record["source"] == "fixture.jsonl" and record["line"] == 2
+    assert "no document has id '999999'" in answers["unknown_resource"] and "'x'" in answers["odd"]
 
 
 def test_without_the_sdk_the_command_names_the_extra(index_path: Path) -> None:
@@ -143,3 +181,34 @@ def test_host_and_port_without_http_are_refused(index_path: Path) -> None:
 
     result = CliRunner().invoke(app, ["mcp", "-d", str(index_path), "--port", "9000"])
     assert result.exit_code == 1 and "--host and --port are for --http" in result.output
+
+
+def test_serve_answers_mcp_beside_the_http_api_behind_its_key(index_path: Path, tiny_encoder: Encoder) -> None:
+    """`serve --mcp`: the SDK's streamable HTTP at /mcp of the HTTP API's app, on the same served index."""
+    import httpx
+
+    from searchengine.integrations.mcp_server import add_mcp_route
+    from searchengine.server.app import ServerSettings, create_app
+    from searchengine.server.served_index import ServedIndex
+    from tests.searchengine.server.conftest import running
+
+    served = ServedIndex(index_path, encoder=tiny_encoder)
+    try:
+        app = create_app(served, ServerSettings(api_key="sesame"))
+        add_mcp_route(app, served, api_key="sesame")
+        with running(app) as url:
+            assert asyncio.run(_http_search(url, "sesame"))[0] == SENTENCES[2]
+            assert httpx.post(f"{url}/mcp", json={}).status_code == 401  # the tools write: the key guards them
+            searched = httpx.get(f"{url}/search", params={"q": SENTENCES[2], "k": 1, "mode": "dense"})
+            assert searched.status_code == 200 and SENTENCES[2] in searched.text  # the HTTP API, without a key
+            assert httpx.get(f"{url}/nowhere").json()["error"].startswith("no such endpoint")
+    finally:
+        served.close()
+
+
+def test_the_serve_command_offers_mcp_on_its_own_route(index_path: Path, tmp_path: Path) -> None:
+    from tests.serving import serve_process
+
+    with serve_process(["-d", str(index_path), "--mcp", "--precision", "fp32"], tmp_path / "serve.log") as url:
+        assert asyncio.run(_http_search(url, None))[0] == SENTENCES[2]
+    assert f"MCP at {url}/mcp" in (tmp_path / "serve.log").read_text()
