@@ -22,7 +22,8 @@ router = APIRouter(dependencies=[Depends(check_writes)])
 @router.post("/documents", response_model=AddedOut)
 async def add_documents(index: Index, request: DocumentsRequest) -> dict[str, Any]:
     """Add documents, or replace those whose `id_field` id is already stored (`searchengine add`)."""
-    adding = AddRequest(request.documents, JsonFields(request.text_field, request.title_field, request.id_field))
+    fields = JsonFields(request.text_field, request.title_field, request.id_field)
+    adding = AddRequest(request.documents, fields, request.embeddings)
     return await _write_then_merge(index, adding.run)
 
 
