@@ -34,7 +34,7 @@ def column_documents(
             raise SearchEngineError(f"id {number} is {name!r}, not a str: ids are text, e.g. '{name}'")
         if metadata is not None and not isinstance(metadata, Mapping):
             raise SearchEngineError(f"metadata {number} is a {type(metadata).__name__}, not a dict")
-        made.append(Document(text, metadata=dict(metadata or {}), external_id=name))
+        made.append(Document(text.strip(), metadata=dict(metadata or {}), external_id=name))
     return made
 
 

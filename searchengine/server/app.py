@@ -13,12 +13,12 @@ from searchengine.server.body_limit import BodyLimit
 from searchengine.server.error_responses import add_error_handlers, refusal
 from searchengine.server.key_first import KeyCheck, KeyFirst
 from searchengine.server.models import ErrorOut
-from searchengine.server.routes import documents, embeddings, info, page, search
+from searchengine.server.routes import document_lookup, documents, embeddings, info, page, search
 from searchengine.server.served_index import ServedIndex
 from searchengine.server.settings import ServerSettings
 from searchengine.server.state import require_key
 
-ROUTERS = (page.router, info.router, search.router, documents.router, embeddings.router)
+ROUTERS = (page.router, info.router, search.router, documents.router, document_lookup.router, embeddings.router)
 
 
 def create_app(index: ServedIndex, settings: ServerSettings = ServerSettings()) -> FastAPI:

@@ -32,6 +32,10 @@ STATUS_OF_ERROR = {
 the server may not write is the server's to fix, not the client's."""
 
 
+ERROR_CLASS_HEADER = "X-SearchEngine-Error"
+"""The header naming the class of a SearchEngineError the server answered with (IndexLockedError, ...)."""
+
+
 def error_response(status: int, message: str, headers: dict[str, str] | None = None) -> JSONResponse:
     """`{"error": message}` on one line, with `status`."""
     return JSONResponse({"error": " ".join(str(message).split())}, status_code=status, headers=headers)
@@ -48,7 +52,9 @@ def add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(SearchEngineError)
     async def user_error(_request: Request, exc: SearchEngineError) -> JSONResponse:
         status = next((code for kind, code in STATUS_OF_ERROR.items() if isinstance(exc, kind)), 400)
-        return error_response(status, str(exc))
+        response = error_response(status, str(exc))
+        response.headers[ERROR_CLASS_HEADER] = type(exc).__name__  # searchengine.Client raises the same class
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:

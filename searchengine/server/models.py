@@ -164,6 +164,27 @@ class AddedOut(BaseModel):
     index_size: int
 
 
+class DeleteRequest(BaseModel):
+    """POST /documents/delete: documents by the index's ids and/or their own ids, all or none."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ids: list[int] = Field(default_factory=list, max_length=MAX_DOCUMENTS, description="The index's ids.")
+    external_ids: list[str] = Field(default_factory=list, max_length=MAX_DOCUMENTS, description="Their own ids.")
+
+
+class StoredDocumentOut(BaseModel):
+    id: str | None = Field(description="The document's own id (null when none).")
+    text: str
+    source: str | None
+    line: int | None
+    metadata: dict[str, Any]
+
+
+class StoredDocumentsOut(BaseModel):
+    documents: list[StoredDocumentOut]
+
+
 class DeletedOut(BaseModel):
     deleted: list[int]
     index_size: int
