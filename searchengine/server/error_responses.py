@@ -14,7 +14,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from searchengine.errors import SearchEngineError
+from searchengine.errors import SearchEngineError, UnknownCollectionError
 from searchengine.indexer.errors import (
     IndexLockedError,
     StorageFullError,
@@ -24,6 +24,7 @@ from searchengine.indexer.errors import (
 
 STATUS_OF_ERROR = {
     UnknownDocumentError: 404,
+    UnknownCollectionError: 404,
     IndexLockedError: 409,
     StorageFullError: 507,
     StoragePermissionError: 500,
