@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 _PUBLIC = {
     "BuildSettings": "searchengine.engine.build_settings",
+    "Client": "searchengine.server.client",
     "Cluster": "searchengine.analysis.clustering",
     "CrossEncoder": "searchengine.encoding.cross_encoder",
     "Document": "searchengine.indexer.tables.store",
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from searchengine.engine.search_engine import SearchEngine
     from searchengine.errors import SearchEngineError
     from searchengine.indexer.tables.store import Document
+    from searchengine.server.client import Client
 
 
 def __getattr__(name: str) -> Any:

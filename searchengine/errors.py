@@ -5,3 +5,7 @@ Messages name the problem and the fix in the library's words; the command line a
 
 class SearchEngineError(Exception):
     """A problem the user can fix; the message names the problem and the fix."""
+
+
+class UnknownCollectionError(SearchEngineError):
+    """A server of collections holds none of that name (HTTP 404)."""

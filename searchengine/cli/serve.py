@@ -17,7 +17,7 @@ from searchengine.cli.options import (
     threads_option,
 )
 from searchengine.errors import SearchEngineError
-from searchengine.server.limits import MAX_READERS
+from searchengine.server.limits import IDLE_CLOSE_S, MAX_READERS
 
 
 def serve(
@@ -60,6 +60,26 @@ def serve(
         "extra), from the same loaded model; --api-key, if given, guards it whatever --api-key-for says.",
     ),
     access_log: bool = typer.Option(True, "--access-log/--no-access-log", help="Log one line per request."),
+    collections: Path | None = typer.Option(
+        None,
+        "--collections",
+        help="Serve every index directory directly under this folder as a collection named by its folder, at "
+        "/collections/NAME/search, /documents and /info (GET and POST /collections, DELETE /collections/NAME); "
+        "instead of -d.",
+    ),
+    idle_close: float = typer.Option(
+        IDLE_CLOSE_S,
+        "--idle-close",
+        min=0,
+        help="With --collections: seconds after its last request that a collection is closed (memory follows the "
+        "collections in use); it opens again when asked.",
+    ),
+    collection_keys: Path | None = typer.Option(
+        None,
+        "--collection-keys",
+        help='With --collections: a JSON file of keys per collection, {"NAME": {"read": [KEY], "read-write": '
+        "[KEY]}}, each valid on its collection only, beside --api-key.",
+    ),
     precision: str = PrecisionOption,
     backend: str = BackendOption,
     threads: int = threads_option(
@@ -83,6 +103,27 @@ def serve(
     from searchengine.encoding.speed import EncoderSpeed
     from searchengine.engine.search_engine import default_index_dir
 
+    if collections is not None:
+        with user_errors(collections):
+            if index_dir is not None:
+                raise SearchEngineError("--collections serves the indexes under a folder; drop -d (--index-dir)")
+            if embedding_models:
+                raise SearchEngineError("--embedding-model is offered with one index, not with --collections")
+        _serve_collections(
+            collections,
+            host,
+            port,
+            api_key,
+            api_key_for,
+            collection_keys,
+            idle_close,
+            EncoderSpeed(precision, backend, threads),
+            rerank,
+            max_batch,
+            readers,
+            access_log,
+        )
+        return
     target = index_dir or default_index_dir()
     with user_errors(target):
         if api_key_for not in ("writes", "all"):
@@ -137,4 +178,59 @@ def serve(
             typer.echo("Stopped.", err=True)
     finally:
         index.close()
+        listener.close()
+
+
+def _serve_collections(
+    folder: Path,
+    host: str,
+    port: int,
+    api_key: str | None,
+    api_key_for: str,
+    keys_file: Path | None,
+    idle_close: float,
+    speed: object,
+    rerank: list[str],
+    max_batch: int,
+    readers: int,
+    access_log: bool,
+) -> None:
+    """`serve --collections FOLDER`: the collections under FOLDER, each opened on its first request."""
+    with user_errors(folder):
+        import uvicorn
+
+        from searchengine.server.app import ServerSettings, create_app
+        from searchengine.server.collection_keys import read_collection_keys
+        from searchengine.server.collections import served_collections
+        from searchengine.server.listener import is_loopback, listening_socket
+
+        keys = read_collection_keys(keys_file) if keys_file is not None else {}
+        settings = ServerSettings(api_key=api_key, api_key_for=api_key_for, collection_keys=keys)  # type: ignore[arg-type]
+        held = served_collections(
+            folder, speed=speed, rerank=rerank, max_batch=max_batch, readers=readers, idle_close_s=idle_close  # type: ignore[arg-type]
+        )
+        listener = listening_socket(host, port)
+    try:
+        app = create_app(None, settings, held)
+        address, bound_port = listener.getsockname()[:2]
+        url = f"http://{'[' + address + ']' if ':' in address else address}:{bound_port}"
+        names = held.names()
+        typer.echo(
+            f"Serving {len(names)} collections of {folder} ({', '.join(names) or 'none yet'}) at {url}/ "
+            f"(API docs at {url}/docs; idle ones close after {idle_close:g} s)",
+            err=True,
+        )
+        if not is_loopback(host) and api_key is None:
+            typer.echo(
+                f"Warning: listening on {host} without --api-key: anyone who reaches it can make and delete "
+                "collections.",
+                err=True,
+            )
+        config = uvicorn.Config(app, log_level="info", access_log=access_log, timeout_graceful_shutdown=5)
+        try:
+            uvicorn.Server(config).run(sockets=[listener])
+        except KeyboardInterrupt:
+            typer.echo("Stopped.", err=True)
+    finally:
+        held.close()
         listener.close()

@@ -22,6 +22,8 @@ class AddRequest:
 
     records: Sequence[object]
     fields: JsonFields = JsonFields()
+    embeddings: object = None
+    """A vector per record, stored instead of embedding its text (SearchEngine.add's `embeddings`)."""
     documents: list[Document] = field(init=False, repr=False)
     """The records read as documents (SearchEngineError naming the first one that is not a document)."""
 
@@ -35,5 +37,5 @@ class AddRequest:
     def run(self, engine: SearchEngine) -> dict[str, Any]:
         """Add the documents to `engine`'s index without merging (the caller merges later, off its request path):
         the add's report (IndexingReport) and the index's size after it."""
-        report = engine.add(self.documents, merge=False)
+        report = engine.add(self.documents, merge=False, embeddings=self.embeddings)
         return {**asdict(report), "index_size": len(engine)}

@@ -29,12 +29,12 @@ def hit_record(hit: Hit, max_chars: int = DEFAULT_SNIPPET_CHARS) -> dict[str, An
 
 
 def result_record(
-    query: str,
+    query: str | None,
     mode: str,
     hits: list[Hit],
     rerank: dict[str, Any] | None = None,
     max_chars: int = DEFAULT_SNIPPET_CHARS,
 ) -> dict[str, Any]:
-    """One query's results as a JSON object: the query, the mode that answered, `rerank` (the cross-encoder and
+    """One query's results as a JSON object: the query (None for a search by vector), the mode that answered, `rerank` (the cross-encoder and
     how many candidates it rescored, null when not reranked) and its hits (`hit_record`), best first."""
     return {"query": query, "mode": mode, "rerank": rerank, "hits": [hit_record(hit, max_chars) for hit in hits]}

@@ -16,9 +16,12 @@ from searchengine.analysis.clustering import Clustering, read_clustering
 from searchengine.analysis.mining_request import MiningMethod
 from searchengine.analysis.paraphrase_mining import Pair, mine_documents
 from searchengine.encoding.encoder_choice import CrossEncoders, EncoderChoice
+from searchengine.engine.count_argument import count_argument
+from searchengine.engine.document_lookup import documents_of
 from searchengine.engine.embedding import to_index_vectors
 from searchengine.engine.filters import Filters, conditions_of
 from searchengine.engine.fusion import Fusion
+from searchengine.engine.given_vectors import given_vector
 from searchengine.engine.highlight import SENTENCE_BATCH, with_highlights
 from searchengine.engine.index_info import IndexInfo, index_info
 from searchengine.engine.index_snapshot import IndexSnapshot, LoadedSegments
@@ -110,10 +113,28 @@ class IndexReader(IndexSnapshot):
             results = with_highlights(queries, results, retrieval.sides, self._embed_sentences)
         return results
 
+    def search_by_vector(self, vector: object, k: int = 10, where: Filters = None) -> list[Hit]:
+        """The k documents whose vectors are nearest to `vector` by cosine, best first, among those meeting `where`:
+        dense search without encoding (the vector is in the index's space: engine/given_vectors.py)."""
+        k, conditions = count_argument("k", k), conditions_of(where)
+        rows = given_vector(vector, self.manifest.index.dimension)
+        return self._retrieve([""], k, conditions, mode_named("dense"), DEFAULT_FUSION, rows)[0]
+
+    def get(self, ids: Sequence[str] | None = None, where: Filters = None) -> list[Document]:
+        """The stored documents with these external ids (in their order) and/or meeting `where` (document_lookup)."""
+        return documents_of(self.store, ids, where)
+
     def _retrieve(
-        self, queries: Sequence[str], k: int, conditions: list[Filter], mode: RetrievalMode, fusion: Fusion
+        self,
+        queries: Sequence[str],
+        k: int,
+        conditions: list[Filter],
+        mode: RetrievalMode,
+        fusion: Fusion,
+        given: np.ndarray | None = None,
     ) -> list[list[Hit]]:
-        """The k best documents per query by `mode`, among those meeting every one of `conditions`, best first."""
+        """The k best documents per query by `mode`, among those meeting every one of `conditions`, best first;
+        `given`: the queries' vectors, given instead of encoding the queries (dense mode)."""
         if len(self) == 0:
             raise SearchEngineError(f"index {self.path} is empty: add documents with `searchengine add FILE`")
         k = min(k, len(self))  # no mode returns more documents than the index holds; SQLite's LIMIT is 64-bit
@@ -125,14 +146,14 @@ class IndexReader(IndexSnapshot):
         if dense and matching is not None:
             passages = self.store.filters.passage_ids_matching(conditions)
             allowed = np.union1d(matching, passages) if len(passages) else matching  # no sort where none is split
-        encoder = self.encoders.for_queries() if dense else None  # loaded before one_thread, which sets its threads
+        encoder = self.encoders.for_queries() if dense and given is None else None  # loaded before one_thread
         with one_thread() if len(queries) == 1 else contextlib.nullcontext():
             request = RankRequest(
                 texts=queries,
                 k=k,
                 store=self.store,
                 vectors=self.vectors,
-                query_vectors=None if encoder is None else self.query_vectors(encoder, queries),
+                query_vectors=given if encoder is None else self.query_vectors(encoder, queries),
                 searchable=len(self) if matching is None else len(matching),
                 allowed=allowed,
                 matching=matching,

@@ -21,6 +21,7 @@ from searchengine.encoding.precision import BULK_TEXTS
 from searchengine.engine.build_settings import BuildSettings
 from searchengine.engine.corpus_input import Corpus, corpus_count, corpus_documents
 from searchengine.engine.corpus_record import fields_record
+from searchengine.engine.given_vectors import given_vectors
 from searchengine.engine.index_snapshot import IndexSnapshot
 from searchengine.engine.indexing import IndexSettings, append_to_index, build_index, document_chunks, drop_vectors
 from searchengine.engine.indexing_report import IndexingReport
@@ -204,13 +205,21 @@ class IndexWriter:
         *,
         merge: bool = True,
         reading: dict[str, Any] | None = None,
+        embeddings: object = None,
     ) -> IndexingReport:
         """Append documents (a file path, texts or Documents), each its own document even when its text repeats
         an indexed one (the report counts those). A document whose external id (`fields.id` of a .jsonl file, or
         Document.external_id) is already stored replaces the old one (upsert). The new vectors are a new segment;
         `merge` then runs the merges the policy asks for (False: leave them to a later `merge()`, as the server does
         off its request path). `reading` replaces the record of how the index reads its input (as in
-        BuildSettings) in the same commit."""
+        BuildSettings) in the same commit. `embeddings`: one vector per document, in the index's space
+        (engine/given_vectors.py), stored instead of embedding the texts (which are still stored and searched by
+        keyword); then no model is loaded."""
+        if embeddings is not None:
+            report = self._add_embedded(corpus, fields, embeddings, reading)
+            if merge:
+                self.merge()
+            return report
         count = corpus_count(corpus, jsonl, fields)
         documents: Iterable[Document] = corpus_documents(corpus, jsonl, fields)
         small_add = list(documents) if count is not None and count < BULK_TEXTS else None
@@ -223,6 +232,20 @@ class IndexWriter:
         if merge:
             self.merge()
         return report
+
+    def _add_embedded(
+        self, corpus: Corpus, fields: JsonFields, embeddings: object, reading: dict[str, Any] | None
+    ) -> IndexingReport:
+        """Add the documents of a list with their own vectors (IndexWriter.add's `embeddings`)."""
+        if isinstance(corpus, (str, Path)) or not isinstance(corpus, Sequence):
+            raise SearchEngineError("embeddings go with documents given as a list (texts or Documents), not a file")
+        documents = list(corpus_documents(corpus, False, fields))
+        if len(documents) != len(corpus):
+            raise SearchEngineError("a document given with embeddings has a blank text: every document needs one")
+        manifest = self.snapshot.manifest if self.snapshot is not None else self.directory.read_manifest()
+        vectors = given_vectors(embeddings, manifest.index.dimension, len(documents))
+        with self._writing():
+            return append_to_index(self.directory, documents, None, len(documents), reading=reading, vectors=vectors)
 
     def merge(self) -> list[MergeResult]:
         """Merge vector segments as the merge policy asks (indexer/commit/merge_policy.py); searches in other threads and

@@ -211,21 +211,31 @@ def build_index(
     return report
 
 
+def embedded_chunks(documents: list[Document], vectors: np.ndarray) -> Iterator[Chunk]:
+    """`documents` in chunks, each with its rows of `vectors` (row i is document i's vector)."""
+    for start in range(0, len(documents), CHUNK):
+        yield Chunk(documents[start : start + CHUNK], vectors[start : start + CHUNK])
+
+
 def append_to_index(
     directory: IndexDirectory,
     documents: Iterable[Document],
-    encoder: Encoder,
+    encoder: Encoder | None,
     total: int | None = None,
     progress: bool = False,
     reading: dict[str, Any] | None = None,
+    vectors: np.ndarray | None = None,
 ) -> IndexingReport:
-    """Add `documents` to the existing index in `directory`, applying its fitted whitening; `reading`, when
-    given, replaces the record of how the index reads its input (IndexSettings.reading) in the same commit."""
+    """Add `documents` to the existing index in `directory`, embedded by `encoder` and whitened by the index's
+    fitted whitening, or, with `vectors` (one row per document, in the index's space: engine/given_vectors.py),
+    stored with those, one vector per document, and no encoder; `reading`, when given, replaces the record of how
+    the index reads its input (IndexSettings.reading) in the same commit."""
     if total == 0:
         raise SearchEngineError(NO_TEXT)
     report = IndexingReport()
     started = time.perf_counter()
-    truncated_before = encoder.truncated
+    truncated_before = 0 if encoder is None else encoder.truncated
+    chunks = document_chunks(documents) if vectors is None else embedded_chunks(list(documents), vectors)
     with writing_in_place(directory, library_versions()) as write:
         report.index_type = write.manifest.index.type
         report.upgraded = write.upgraded
@@ -233,8 +243,8 @@ def append_to_index(
             write.store,
             write.vectors,
             encoder,
-            _timed_reading(document_chunks(documents), report),
-            write.whitening,
+            _timed_reading(chunks, report),
+            write.whitening if vectors is None else None,  # given vectors are in the index's space already
             write.manifest.passages,
             report,
             total,
@@ -244,7 +254,7 @@ def append_to_index(
             raise SearchEngineError(NO_TEXT)
         if reading is not None:
             write.store.settings.set(READING, reading)
-        report.truncated = encoder.truncated - truncated_before
+        report.truncated = 0 if encoder is None else encoder.truncated - truncated_before
         commit_started = time.perf_counter()
     report.stages["commit"] = time.perf_counter() - commit_started
     report.seconds = time.perf_counter() - started
@@ -253,7 +263,7 @@ def append_to_index(
 
 def _store_and_encode(
     store: DocumentStore,
-    encoder: Encoder,
+    encoder: Encoder | None,
     chunk: Chunk,
     passages: PassageSplitting | None,
     report: IndexingReport,
@@ -268,6 +278,8 @@ def _store_and_encode(
         embeddings = chunk.vectors[np.asarray(change.positions, dtype=np.int64)]
         first_seen = ~np.asarray(change.repeated, dtype=bool)
         return np.asarray(change.ids, dtype=np.int64), embeddings, change.removed_vectors, first_seen
+    if encoder is None:
+        raise SearchEngineError("documents without vectors need the index's encoder to embed them")
     with report.timing("encoding"):
         ids, texts, first_seen = passage_texts(
             store,
@@ -338,7 +350,7 @@ def drop_vectors(
 def _stream_and_add(
     store: DocumentStore,
     vectors: Vectors | NewVectors,
-    encoder: Encoder,
+    encoder: Encoder | None,
     chunks: Iterable[Chunk],
     whitening: Whitening | None,
     passages: PassageSplitting | None,

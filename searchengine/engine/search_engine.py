@@ -17,6 +17,7 @@ from searchengine.analysis.paraphrase_mining import Pair, with_texts
 from searchengine.encoding.passages import PASSAGE_HEADINGS_BY_DEFAULT, PASSAGES_BY_DEFAULT
 from searchengine.engine.build_settings import BuildSettings
 from searchengine.engine.corpus_input import Corpus
+from searchengine.engine.document_columns import added_corpus
 from searchengine.engine.filters import Filters
 from searchengine.engine.index_info import IndexInfo
 from searchengine.engine.index_reader import IndexReader, SharedLoads
@@ -26,6 +27,7 @@ from searchengine.engine.model_check import check_expected
 from searchengine.engine.modes import SearchMode
 from searchengine.engine.query_request import QueryRequest, SearchOptions
 from searchengine.engine.search import Hit
+from searchengine.errors import SearchEngineError
 from searchengine.indexer.commit.index_directory import IndexDirectory
 from searchengine.indexer.commit.manifest import Manifest
 from searchengine.indexer.commit.merge_policy import MergeResult
@@ -206,7 +208,7 @@ class SearchEngine:
 
     def add(
         self,
-        corpus: Corpus,
+        corpus: Corpus | None = None,
         jsonl: bool | None = None,
         id_field: str | None = None,
         progress: bool = False,
@@ -215,12 +217,41 @@ class SearchEngine:
         title_field: str | None = None,
         merge: bool = True,
         reading: dict[str, Any] | None = None,
+        ids: Sequence[str] | None = None,
+        documents: Sequence[str] | None = None,
+        metadatas: Sequence[dict[str, Any] | None] | None = None,
+        embeddings: Any = None,  # noqa: ANN401 (an array, or lists of numbers)
     ) -> IndexingReport:
-        """Append documents (a file path, texts or Documents), each its own document; one whose external id is stored
-        replaces that one (upsert). `merge` and `reading` as IndexWriter.add says."""
+        """Append documents (a file path, texts or Documents; or, chroma-style, the texts as `documents` with their
+        `ids` and `metadatas`), each its own document; one whose external id is stored replaces that one (upsert).
+        `embeddings`: a vector per document in the index's space (engine/given_vectors.py), stored instead of
+        embedding the texts, which are still stored for keyword search and snippets. `merge` and `reading` as
+        IndexWriter.add says."""
+        corpus = added_corpus(corpus, ids, documents, metadatas)
         fields = JsonFields(text_field, title_field, id_field)
-        self.last_report = self.writer.add(corpus, fields, jsonl, progress, merge=merge, reading=reading)
-        return self.last_report
+        report = self.writer.add(corpus, fields, jsonl, progress, merge=merge, reading=reading, embeddings=embeddings)
+        self.last_report = report
+        return report
+
+    def upsert(
+        self,
+        ids: Sequence[str],
+        documents: Sequence[str],
+        metadatas: Sequence[dict[str, Any] | None] | None = None,
+        embeddings: Any = None,  # noqa: ANN401 (an array, or lists of numbers)
+    ) -> IndexingReport:
+        """Add these documents, replacing the stored ones with the same ids (`add` with ids, which are required)."""
+        if ids is None:
+            raise SearchEngineError("upsert replaces documents by id: give ids=['a', ...], one per document")
+        return self.add(ids=ids, documents=documents, metadatas=metadatas, embeddings=embeddings)
+
+    def get(self, ids: Sequence[str] | None = None, where: Filters = None) -> list[Document]:
+        """The stored documents with these ids (in their order; unknown ones left out) and/or meeting `where`."""
+        return self.reader.get(ids, where)
+
+    def search_by_vector(self, vector: Any, k: int = 10, where: Filters = None) -> list[Hit]:  # noqa: ANN401
+        """The k documents nearest to `vector` (in the index's space: engine/given_vectors.py), best first."""
+        return self.reader.search_by_vector(vector, k, where)
 
     def merge(self) -> list[MergeResult]:
         """Merge vector segments as the merge policy asks (IndexWriter.merge); returns the merges made."""

@@ -3,10 +3,10 @@
 The index embeds with its own model: the one it was built with, whose vectors (whitened when the index was) its
 FAISS segments hold. So the store takes no outside `Embeddings` to embed with; a vector from another model would be
 compared with the index's in two different spaces. `store.embeddings` is the index's own encoder as a LangChain
-`Embeddings`, for code that asks a store for its embeddings. LangChain document ids are the index's own ids
-(external ids): adding an id again replaces that document, as `searchengine add --id-field` does. A document stored
-without one (a line of a file `searchengine index` read) has the index's own id, as text, and its source and line
-in its metadata.
+`Embeddings`, for code that asks a store for its embeddings; its vectors are what `similarity_search_by_vector`
+takes. LangChain document ids are the index's own ids (external ids): adding an id again replaces that document, as
+`searchengine add --id-field` does. A document stored without one (a line of a file `searchengine index` read) has
+the index's own id, as text, and its source and line in its metadata.
 
 Reads and writes go through the server's reader and writer threads (ServedIndex), so the store is safe to use from
 several threads and from LangChain's async methods, and sees writes by other processes without reopening."""
@@ -160,11 +160,16 @@ class SearchEngineVectorStore(VectorStore):
         hits = self._index.reader.run(search).result()
         return [(_document(hit, hit.external_id or str(hit.id)), hit.score) for hit in hits]
 
-    def similarity_search_by_vector(self, embedding: list[float], k: int = 4, **kwargs: Any) -> list[Document]:  # noqa: ARG002
-        """Refused: the index searches by text, encoded with its own model (and keyword search needs the words)."""
-        raise SearchEngineError(
-            "this store searches by text with the index's model, not by a vector: use similarity_search"
-        )
+    def similarity_search_by_vector(self, embedding: list[float], k: int = 4, **kwargs: Any) -> list[Document]:
+        """The k documents nearest to `embedding` by cosine, best first: a vector in the index's space, as
+        `store.embeddings` gives it (searchengine.engine.given_vectors); `filter=` as in `similarity_search`."""
+        where = _filters(kwargs)
+
+        def search(engine: SearchEngine) -> list:
+            return engine.search_by_vector(embedding, k, where) if len(engine) else []
+
+        hits = self._index.reader.run(search).result()
+        return [_document(hit, hit.external_id or str(hit.id)) for hit in hits]
 
     def max_marginal_relevance_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:  # noqa: ARG002
         """Refused: maximal marginal relevance is not offered; `similarity_search` ranks by relevance alone."""

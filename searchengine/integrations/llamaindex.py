@@ -1,11 +1,12 @@
 """A LlamaIndex vector store over an index directory, for a `VectorStoreIndex` and its query engines.
 
 The store searches by the query's text (`is_embedding_query = False`): the index encodes it with its own model, the
-one its vectors come from, and runs dense, keyword or hybrid search with the metadata filters translated to its own.
-It stores each node's text, its metadata (filterable) and the node itself (LlamaIndex's `_node_content`), with the
-node id as the document's own id, and embeds the text with the index's model. A VectorStoreIndex embeds nodes with
-its `embed_model` before it hands them over; give it `store.embed_model` (the index's encoder, so the vectors agree
-with the store's) or any local model: the store does not use those vectors.
+one its vectors come from, and runs dense, keyword or hybrid search with the metadata filters translated to its own;
+a query with only a `query_embedding` is searched by that vector (dense). It stores each node's text, its metadata
+(filterable) and the node itself (LlamaIndex's `_node_content`), with the node id as the document's own id. A
+VectorStoreIndex embeds nodes with its `embed_model` before it hands them over: give it `store.embed_model` (the
+index's encoder) and the store keeps those vectors, embedding nothing twice; nodes embedded by another model (or not
+at all) are embedded with the index's model, since their vectors are in another space.
 
 Reads and writes go through the server's reader and writer threads (ServedIndex), as in the LangChain store."""
 
@@ -14,6 +15,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from searchengine.engine.index_writer import ensure_index
 from searchengine.engine.modes import SearchMode
@@ -57,6 +60,9 @@ OPERATORS = {
     FilterOperator.CONTAINS: "contains",
 }
 """LlamaIndex's filter operators that the engine's filters have (searchengine.indexer.query.filter_sql)."""
+SAME_MODEL_COSINE = 0.99
+"""How close a node's vector must be to the index's own vector of its text for the store to take the node's vectors
+as the index's (the same model gives about 1.0; another model's vectors, in another space, far less)."""
 QUERY_MODES: dict[VectorStoreQueryMode, SearchMode] = {
     VectorStoreQueryMode.HYBRID: "hybrid",
     VectorStoreQueryMode.TEXT_SEARCH: "keyword",
@@ -138,8 +144,23 @@ class SearchEngineVectorStore(BasePydanticVectorStore):
             for node in nodes
         ]
         if documents:
-            self._write(lambda engine: engine.add(documents, merge=False))
+            embeddings = self._own_embeddings(nodes)
+            self._write(lambda engine: engine.add(documents, merge=False, embeddings=embeddings))
         return [node.node_id for node in nodes]
+
+    def _own_embeddings(self, nodes: Sequence[BaseNode]) -> list[list[float]] | None:
+        """The nodes' embeddings, to store as they are, when every node arrives with one from the index's own model
+        (`embed_model`): checked on the first node, whose vector must be the one the index gives its text (cosine
+        at least SAME_MODEL_COSINE). None otherwise (no embeddings, or another model's): the index embeds the texts."""
+        embeddings = [node.embedding for node in nodes]
+        if any(embedding is None for embedding in embeddings):
+            return None
+        text = nodes[0].get_content(metadata_mode=MetadataMode.EMBED)  # what LlamaIndex embedded
+        own = self._index.reader.run(lambda engine: engine.encode([text])[0]).result()
+        given = np.asarray(embeddings[0], dtype=np.float32)
+        if given.shape != own.shape or not np.linalg.norm(given):
+            return None
+        return embeddings if float(given @ own) / float(np.linalg.norm(given)) >= SAME_MODEL_COSINE else None
 
     def delete(self, ref_doc_id: str, **delete_kwargs: Any) -> None:
         """Delete the nodes of the source document `ref_doc_id` (none stored: nothing happens)."""
@@ -167,10 +188,9 @@ class SearchEngineVectorStore(BasePydanticVectorStore):
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         """The `similarity_top_k` best nodes for the query's text, best first, with their scores."""
         _no_other_options(kwargs)
-        if query.query_str is None or not query.query_str.strip():
-            raise SearchEngineError(
-                "this store searches by the query's text with the index's model; give query_str, not only an embedding"
-            )
+        by_vector = (query.query_str is None or not query.query_str.strip()) and query.query_embedding is not None
+        if not by_vector and (query.query_str is None or not query.query_str.strip()):
+            raise SearchEngineError("give query_str (the query's text) or query_embedding (a vector of embed_model)")
         if query.mode != VectorStoreQueryMode.DEFAULT and query.mode not in QUERY_MODES:
             raise SearchEngineError(
                 f"query mode {query.mode.value} is not offered; use default ({self.mode}), hybrid or text_search"
@@ -184,6 +204,8 @@ class SearchEngineVectorStore(BasePydanticVectorStore):
         def search(engine: SearchEngine) -> list:
             if not len(engine):
                 return []
+            if by_vector:
+                return engine.search_by_vector(query.query_embedding, query.similarity_top_k, where or None)
             return engine.search(query.query_str, query.similarity_top_k, where or None, mode=mode)
 
         hits = self._index.reader.run(search).result()

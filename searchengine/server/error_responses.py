@@ -15,7 +15,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from searchengine.errors import SearchEngineError
+from searchengine.errors import SearchEngineError, UnknownCollectionError
 from searchengine.indexer.errors import (
     IndexLockedError,
     StorageFullError,
@@ -25,6 +25,7 @@ from searchengine.indexer.errors import (
 
 STATUS_OF_ERROR = {
     UnknownDocumentError: 404,
+    UnknownCollectionError: 404,
     IndexLockedError: 409,
     StorageFullError: 507,
     StoragePermissionError: 500,
@@ -35,6 +36,10 @@ the server may not write is the server's to fix, not the client's."""
 
 OPENAI_PREFIX = "/v1/"
 """The paths of the OpenAI-compatible API (searchengine.server.routes.embeddings), whose errors take OpenAI's shape."""
+
+
+ERROR_CLASS_HEADER = "X-SearchEngine-Error"
+"""The header naming the class of a SearchEngineError the server answered with (IndexLockedError, ...)."""
 
 
 def error_response(
@@ -76,7 +81,9 @@ def add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(SearchEngineError)
     async def user_error(request: Request, exc: SearchEngineError) -> JSONResponse:
         status = next((code for kind, code in STATUS_OF_ERROR.items() if isinstance(exc, kind)), 400)
-        return error_response(status, str(exc), path=request.url.path)
+        response = error_response(status, str(exc), path=request.url.path)
+        response.headers[ERROR_CLASS_HEADER] = type(exc).__name__  # searchengine.Client raises the same class
+        return response
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:

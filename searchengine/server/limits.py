@@ -15,3 +15,5 @@ MAX_EMBEDDING_INPUTS = MAX_QUERIES
 MAX_READERS = 64
 """Reader threads of one server (`serve --readers`): each holds a SQLite connection and takes turns at the cores,
 so past their number more only wait; the bound turns a mistyped count into an error, not thousands of threads."""
+IDLE_CLOSE_S = 600.0
+"""Seconds a collection of `serve --collections` stays open after its last request, unless --idle-close says."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
 from searchengine.engine.highlight import MAX_EMBEDDED_SENTENCES
@@ -41,12 +41,22 @@ MODE_FIELD_HELP = (
 )
 
 
+VECTOR_HELP = (
+    "Search by this vector instead of queries (dense, nothing encoded): the index's own space, as /v1/embeddings "
+    "and SearchEngine.encode give it (whitened where the index is); with k, where and min_score only."
+)
+
+
 class SearchRequest(BaseModel):
-    """POST /search: several queries answered as one batch, with the options of `searchengine query`."""
+    """POST /search: several queries answered as one batch, with the options of `searchengine query`; or one
+    `vector` to search by."""
 
     model_config = ConfigDict(extra="forbid")
 
-    queries: list[str] = Field(min_length=1, max_length=MAX_QUERIES, description="What to search for.")
+    queries: list[str] | None = Field(
+        None, min_length=1, max_length=MAX_QUERIES, description="What to search for (or give a vector)."
+    )
+    vector: list[float] | None = Field(None, max_length=65_536, description=VECTOR_HELP)
     k: int = Field(10, ge=1, le=MAX_K, description="Results per query.")
     where: list[str] = Field(
         default_factory=list,
@@ -58,6 +68,18 @@ class SearchRequest(BaseModel):
     rerank_top: int | None = Field(None, ge=1, le=MAX_K, description="Candidates the cross-encoder rescores.")
     min_score: float | None = Field(None, allow_inf_nan=False, description=MIN_SCORE_HELP)
     highlight: bool = Field(False, description=HIGHLIGHT_HELP)
+
+    @model_validator(mode="after")
+    def _queries_or_vector(self) -> SearchRequest:
+        """Refused unless it gives queries or a vector (not both), and a vector only with k, where and min_score."""
+        if self.vector is None:
+            if self.queries is None:
+                raise ValueError("give queries (at least one) or a vector to search by")
+        elif self.queries is not None:
+            raise ValueError("give queries or a vector, not both")
+        elif self.mode not in (None, "dense") or self.rerank is not None or self.rerank_top is not None or self.highlight:
+            raise ValueError("a search by vector is dense and takes k, where and min_score only (no mode, rerank, highlight)")
+        return self
 
 
 class HighlightOut(BaseModel):
@@ -95,7 +117,7 @@ class RerankOut(BaseModel):
 
 
 class QueryResult(BaseModel):
-    query: str
+    query: str | None = Field(description="The query; null for a search by vector.")
     mode: str = Field(description="The mode that answered: the one asked for, or the server's default.")
     rerank: RerankOut | None = Field(None, description="The cross-encoder and candidate count, when reranked.")
     hits: list[HitOut]
@@ -111,6 +133,11 @@ class DocumentsRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     documents: list[dict[str, Any]] = Field(min_length=1, max_length=MAX_DOCUMENTS)
+    embeddings: list[list[float]] | None = Field(
+        None,
+        description="One vector per document, stored instead of embedding its text (still stored for keyword search "
+        "and snippets), in the index's own space as /v1/embeddings gives it (whitened where the index is).",
+    )
     id_field: str | None = Field(
         None, description="A field holding each document's own id: adding that id again replaces it (upsert)."
     )
@@ -135,6 +162,27 @@ class AddedOut(BaseModel):
     truncated: int
     seconds: float
     index_size: int
+
+
+class DeleteRequest(BaseModel):
+    """POST /documents/delete: documents by the index's ids and/or their own ids, all or none."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    ids: list[int] = Field(default_factory=list, max_length=MAX_DOCUMENTS, description="The index's ids.")
+    external_ids: list[str] = Field(default_factory=list, max_length=MAX_DOCUMENTS, description="Their own ids.")
+
+
+class StoredDocumentOut(BaseModel):
+    id: str | None = Field(description="The document's own id (null when none).")
+    text: str
+    source: str | None
+    line: int | None
+    metadata: dict[str, Any]
+
+
+class StoredDocumentsOut(BaseModel):
+    documents: list[StoredDocumentOut]
 
 
 class DeletedOut(BaseModel):

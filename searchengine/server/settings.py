@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from searchengine.errors import SearchEngineError
+from searchengine.server.collection_keys import CollectionKeys
 from searchengine.server.limits import MAX_BODY_BYTES
 
 API_KEY_SCOPES = ("writes", "all")
@@ -18,6 +19,8 @@ class ServerSettings:
     api_key_for: Literal["writes", "all"] = "writes"
     """"writes": POST /documents and DELETE; "all": every endpoint but /health and the static page and docs."""
     max_body_bytes: int = MAX_BODY_BYTES
+    collection_keys: CollectionKeys = field(default_factory=dict)
+    """Keys of single collections, read-only or read-write (searchengine.server.collection_keys)."""
 
     def __post_init__(self) -> None:
         if self.api_key_for not in API_KEY_SCOPES:

@@ -5,17 +5,30 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+from collections.abc import Iterator
 from typing import Annotated, Any
 
 from fastapi import Depends, Header, HTTPException, Request
 
+from searchengine.errors import UnknownCollectionError
 from searchengine.server.served_index import ServedIndex
 from searchengine.server.settings import ServerSettings
 
 
-def served_index(request: Request) -> ServedIndex:
-    """The index this app answers for."""
-    return request.app.state.index
+def served_index(request: Request) -> Iterator[ServedIndex]:
+    """The index a request is for: the collection its path names (/collections/NAME/...), kept open while it is
+    answered, else the one index this app answers for."""
+    name = request.path_params.get("collection")
+    if name is None:
+        index = request.app.state.index
+        if index is None:
+            raise UnknownCollectionError(
+                "this server holds collections: name one, as in /collections/NAME/search (GET /collections lists them)"
+            )
+        yield index
+        return
+    with request.app.state.collections.opened(name) as index:
+        yield index
 
 
 def server_settings(request: Request) -> ServerSettings:
@@ -44,14 +57,46 @@ async def require_key(key: str | None, guarded: str, authorization: str | None =
     )
 
 
-async def check_reads(settings: Settings, authorization: Annotated[str | None, Header()] = None) -> None:
-    """The key check of searches, /info and the embeddings (a key only when it guards all)."""
-    await require_key(settings.read_key, "searches", authorization)
+async def check_reads(
+    request: Request, settings: Settings, authorization: Annotated[str | None, Header()] = None
+) -> None:
+    """The key check of searches, /info and the embeddings (a key only when it guards all, or the collection has
+    keys)."""
+    await require_access(settings, request.path_params.get("collection"), False, authorization)
 
 
-async def check_writes(settings: Settings, authorization: Annotated[str | None, Header()] = None) -> None:
+async def check_writes(
+    request: Request, settings: Settings, authorization: Annotated[str | None, Header()] = None
+) -> None:
     """The key check of adds and deletes."""
-    await require_key(settings.api_key, "writes", authorization)
+    await require_access(settings, request.path_params.get("collection"), True, authorization)
+
+
+async def require_access(settings: ServerSettings, collection: str | None, writes: bool, authorization: str | None) -> None:
+    """Let a request through to `collection` (None: the server's one index, or the server as a whole) with the
+    server-wide key its use needs, or, for a collection with keys of its own, one of them (a read-write one to
+    write); else HTTPException(401). A collection's key opens no other collection."""
+    server_key, guarded = (settings.api_key, "writes") if writes else (settings.read_key, "searches")
+    own = settings.collection_keys.get(collection, {}) if collection is not None else {}
+    if not own:
+        await require_key(server_key, guarded, authorization)
+        return
+    scheme, _, given = (authorization or "").partition(" ")
+    given = given.strip() if scheme.lower() == "bearer" else ""
+    admin = settings.api_key  # the server-wide key opens every collection, for reads too
+    if given and admin is not None and hmac.compare_digest(given.encode(), admin.encode()):
+        return
+    for key, may_write in own.items():
+        if given and hmac.compare_digest(given.encode(), key.encode()):
+            if may_write or not writes:
+                return
+            problem = f"this key of collection {collection!r} is read-only"
+            break
+    else:
+        problem = f"collection {collection!r} needs one of its API keys" if not given else "the API key is wrong"
+    raise HTTPException(
+        401, f"{problem}: send the header 'Authorization: Bearer KEY'", headers={"WWW-Authenticate": "Bearer"}
+    )
 
 
 async def answer(future: Any) -> Any:  # noqa: ANN401 (a concurrent.futures.Future of any result)

@@ -12,7 +12,7 @@ from searchengine.engine.add_request import AddRequest
 from searchengine.engine.document_ids import document_id as parse_document_id
 from searchengine.engine.search_engine import SearchEngine
 from searchengine.reading.corpus import JsonFields
-from searchengine.server.models import AddedOut, DeletedOut, DocumentsRequest
+from searchengine.server.models import AddedOut, DeletedOut, DeleteRequest, DocumentsRequest
 from searchengine.server.served_index import ServedIndex
 from searchengine.server.state import Index, answer, check_writes
 
@@ -22,8 +22,20 @@ router = APIRouter(dependencies=[Depends(check_writes)])
 @router.post("/documents", response_model=AddedOut)
 async def add_documents(index: Index, request: DocumentsRequest) -> dict[str, Any]:
     """Add documents, or replace those whose `id_field` id is already stored (`searchengine add`)."""
-    adding = AddRequest(request.documents, JsonFields(request.text_field, request.title_field, request.id_field))
+    fields = JsonFields(request.text_field, request.title_field, request.id_field)
+    adding = AddRequest(request.documents, fields, request.embeddings)
     return await _write_then_merge(index, adding.run)
+
+
+@router.post("/documents/delete", response_model=DeletedOut)
+async def delete_documents(index: Index, request: DeleteRequest) -> dict[str, Any]:
+    """Delete documents by id and/or by their own ids, all or none (an unknown one deletes nothing: 404)."""
+
+    def delete(engine: SearchEngine) -> dict[str, Any]:
+        deleted = engine.delete(ids=request.ids, external_ids=request.external_ids, merge=False)
+        return {"deleted": deleted, "index_size": len(engine)}
+
+    return await _write_then_merge(index, delete)
 
 
 @router.delete("/documents/{document_id:path}", response_model=DeletedOut)  # a file's id is its path: a/b.md#2

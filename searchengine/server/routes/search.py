@@ -8,6 +8,8 @@ from fastapi import APIRouter, Depends, Query
 
 from searchengine.engine.hit_records import result_record
 from searchengine.engine.query_request import QueryRequest
+from searchengine.engine.search import Hit
+from searchengine.engine.search_engine import SearchEngine
 from searchengine.errors import SearchEngineError
 from searchengine.server.limits import MAX_FILTERS, MAX_K
 from searchengine.server.models import (
@@ -54,8 +56,22 @@ async def search(
 
 @router.post("/search", response_model=SearchResults)
 async def search_many(index: Index, request: SearchRequest) -> dict[str, Any]:
-    """Several queries with the same options, answered as one batch (`searchengine query --file --json`)."""
+    """Several queries with the same options, answered as one batch (`searchengine query --file --json`); or a
+    search by `vector` (SearchEngine.search_by_vector)."""
+    if request.vector is not None:
+        return {"results": [await _search_by_vector(index, request)]}
     return {"results": await _search(index, request)}
+
+
+async def _search_by_vector(index: ServedIndex, request: SearchRequest) -> dict[str, Any]:
+    """The k documents nearest to `request.vector`, on a reader thread (read as any other read, not batched)."""
+    vector, k, where, floor = request.vector, request.k, list(request.where), request.min_score
+
+    def search(engine: SearchEngine) -> list[Hit]:
+        hits = engine.search_by_vector(vector, k, where)
+        return hits if floor is None else [hit for hit in hits if hit.score >= floor]
+
+    return result_record(None, "dense", await answer(index.reader.run(search)))
 
 
 async def _search(index: ServedIndex, request: SearchRequest) -> list[dict[str, Any]]:

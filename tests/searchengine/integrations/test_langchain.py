@@ -86,8 +86,10 @@ def test_from_texts_and_documents_keep_ids_and_metadata(tmp_path: Path, tiny_enc
 def test_searches_it_does_not_offer_are_refused_in_one_line(store: SearchEngineVectorStore) -> None:
     with pytest.raises(SearchEngineError, match="maximal marginal relevance is not offered"):
         store.as_retriever(search_type="mmr").invoke("cat")
-    with pytest.raises(SearchEngineError, match="not by a vector"):
+    with pytest.raises(SearchEngineError, match="vector of zeros"):
         store.similarity_search_by_vector([0.0] * 32)
+    with pytest.raises(SearchEngineError, match="have 8 numbers each, but this index's vectors have 32"):
+        store.similarity_search_by_vector([0.5] * 8)
     with pytest.raises(SearchEngineError, match="unknown option colour"):
         store.similarity_search("cat", colour="red")
     store.mode = "hybrid"
@@ -177,3 +179,13 @@ def test_documents_indexed_by_the_cli_come_back_with_their_id_source_and_line(
         store.delete([found.id])
         assert store.get_by_ids([found.id]) == []
         assert SENTENCES[2] not in [document.page_content for document in store.similarity_search("x", k=10)]
+
+
+def test_similarity_search_by_vector_takes_the_vectors_of_its_embeddings(store: SearchEngineVectorStore) -> None:
+    store.add_texts(SENTENCES, [{"n": n} for n in range(len(SENTENCES))], ids=[f"s{n}" for n in range(len(SENTENCES))])
+    vector = store.embeddings.embed_query("the cat sat on the mat")
+    by_vector = store.similarity_search_by_vector(vector, k=3)
+    assert [d.id for d in by_vector] == [d.id for d in store.similarity_search("the cat sat on the mat", k=3)]
+    assert by_vector[0].page_content == "the cat sat on the mat"
+    filtered = store.similarity_search_by_vector(vector, k=2, filter=["n>=5"])
+    assert len(filtered) == 2 and all(d.metadata["n"] >= 5 for d in filtered)

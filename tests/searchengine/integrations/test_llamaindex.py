@@ -6,8 +6,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from llama_index.core import Document, MockEmbedding, StorageContext, VectorStoreIndex
+from llama_index.core.schema import MetadataMode
 from llama_index.core.vector_stores.types import (
     FilterCondition,
     FilterOperator,
@@ -46,7 +48,11 @@ def test_a_vector_store_index_over_it_retrieves_by_meaning(store: SearchEngineVe
     index = _index(store, store.embed_model)
     found = index.as_retriever(similarity_top_k=3).retrieve("the cat sat on the mat")
     assert [hit.node.get_content() for hit in found][0] == "the cat sat on the mat" and len(found) == 3
-    assert found[0].score == pytest.approx(1.0, abs=1e-5) and found[0].node.ref_doc_id == "doc-1"
+    assert found[0].node.ref_doc_id == "doc-1"
+    # the node's vector as LlamaIndex embedded it (its text after its metadata) is the one stored and searched
+    embedded = store.embed_model.get_text_embedding(found[0].node.get_content(metadata_mode=MetadataMode.EMBED))
+    query = store.embed_model.get_query_embedding("the cat sat on the mat")
+    assert found[0].score == pytest.approx(float(np.dot(embedded, query)), abs=1e-5)
     assert found[0].node.metadata == {"lang": "en", "year": 2001}
 
 
@@ -89,6 +95,8 @@ def test_filters_modes_and_deleting_a_source_document(store: SearchEngineVectorS
 def test_what_it_cannot_do_is_refused_in_one_line(store: SearchEngineVectorStore) -> None:
     _index(store, store.embed_model)
     with pytest.raises(SearchEngineError, match="give query_str"):
+        store.query(VectorStoreQuery(similarity_top_k=1))
+    with pytest.raises(SearchEngineError, match="vector of zeros"):
         store.query(VectorStoreQuery(query_embedding=[0.0] * 32, similarity_top_k=1))
     with pytest.raises(SearchEngineError, match="filter operator text_match is not offered"):
         store.query(
@@ -139,3 +147,28 @@ def test_node_ids_given_as_one_string_are_refused_not_read_letter_by_letter(stor
         with pytest.raises(SearchEngineError, match=r"give a list of ids, not the string 'abc'; write \['abc'\]"):
             call()
     assert [node.node_id for node in store.get_nodes(node_ids=["a", "b", "abc"])] == ["a", "b", "abc"]
+
+
+def _last_add(store: SearchEngineVectorStore) -> object:
+    """The report of the store's last add (the writer thread's engine keeps it)."""
+    return store.client.writer.submit(lambda engine: engine.last_report).result()
+
+
+def test_nodes_embedded_by_its_embed_model_are_not_embedded_again(store: SearchEngineVectorStore) -> None:
+    index = _index(store, store.embed_model)
+    report = _last_add(store)
+    assert report.vectors == len(SENTENCES) and "encoding" not in report.stages  # stored as they came
+    found = index.as_retriever(similarity_top_k=1).retrieve("the cat sat on the mat")
+    assert found[0].node.get_content() == "the cat sat on the mat"
+    vector = store.embed_model.get_query_embedding("the cat sat on the mat")
+    by_vector = store.query(VectorStoreQuery(query_embedding=vector, similarity_top_k=2))
+    assert by_vector.nodes[0].get_content() == "the cat sat on the mat" and len(by_vector.nodes) == 2
+
+
+def test_nodes_embedded_by_another_model_are_embedded_with_the_index_model(store: SearchEngineVectorStore) -> None:
+    index = _index(store, MockEmbedding(embed_dim=32))  # the index's size, another space: its vectors are not kept
+    report = _last_add(store)
+    assert report.vectors == len(SENTENCES) and "encoding" in report.stages
+    found = store.query(VectorStoreQuery(query_str="the cat sat on the mat", similarity_top_k=1))
+    assert found.nodes[0].get_content() == "the cat sat on the mat" and found.similarities[0] == pytest.approx(1, abs=1e-5)
+    assert index is not None

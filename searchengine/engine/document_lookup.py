@@ -1,0 +1,38 @@
+"""Stored documents read back by their own ids and/or metadata filters, without a query: chroma's `get(ids=,
+where=)`, the LangChain store's `get_by_ids` and the client's `get`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from searchengine.engine.filters import Filters, conditions_of
+from searchengine.errors import SearchEngineError
+from searchengine.indexer.query.filter_sql import Condition
+from searchengine.indexer.tables.documents import Document
+from searchengine.indexer.tables.store import DocumentStore
+
+LOOKUP_CHUNK = 500
+"""Ids looked up per filter: well under SQLite's limit on the values of one statement."""
+
+
+def documents_of(store: DocumentStore, ids: Sequence[str] | None, where: Filters) -> list[Document]:
+    """The stored documents whose external id is one of `ids` (in the order of `ids`; unknown ones left out) and
+    that meet every filter of `where`; with `where` alone, every document meeting it, in index order."""
+    conditions = conditions_of(where)
+    if ids is None:
+        if not conditions:
+            raise SearchEngineError("say which documents to get: give ids=['a', ...] and/or where={'field': value}")
+        return _read(store, conditions)
+    if isinstance(ids, (str, bytes)):
+        raise SearchEngineError(f"give a list of ids, not the string {ids!r}; write [{ids!r}]")
+    wanted = [str(name) for name in dict.fromkeys(ids)]
+    found: dict[str | None, Document] = {}
+    for start in range(0, len(wanted), LOOKUP_CHUNK):
+        chunk = Condition("external_id", "in", tuple(wanted[start : start + LOOKUP_CHUNK]))
+        found.update((document.external_id, document) for document in _read(store, [*conditions, chunk]))
+    return [found[name] for name in wanted if name in found]
+
+
+def _read(store: DocumentStore, conditions: list) -> list[Document]:
+    stored = store.get(store.filters.matching_ids(conditions))
+    return [Document(d.text, d.source, d.line, d.metadata, d.external_id) for _, d in sorted(stored.items())]

@@ -1,0 +1,51 @@
+"""Vectors a caller brings: the embeddings of an add (`SearchEngine.add(embeddings=...)`, POST /documents, the
+LangChain and LlamaIndex stores) and the vector of a search by vector, checked against the index and put in its
+space.
+
+A vector given to the index, like one taken out of it (`SearchEngine.encode`, `stored_vectors`), is in the index's
+own space: the model's output, whitened when the index fitted a transform (whitening-k), then L2-normalised. On an
+index without whitening that is the model's output itself, so vectors of the index's model (or of `encode`) work as
+they are; on a whitened index, make them with `encode` (its dimension is the index's, k, not the model's). A given
+vector is never whitened again; it is normalised, so the search scores stay cosines."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from searchengine.engine.embedding import to_index_vectors
+from searchengine.errors import SearchEngineError
+
+
+def given_vectors(vectors: object, dimension: int, count: int | None = None, what: str = "embeddings") -> np.ndarray:
+    """`vectors` (a 2-D array or a list of lists of numbers) as the index stores them: checked to be `count` rows
+    (when given) of `dimension` finite numbers, none all zeros, then L2-normalised; else one SearchEngineError
+    naming the problem."""
+    try:
+        array = np.asarray(vectors, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise SearchEngineError(f"{what} must be lists of numbers of the same length ({dimension} each)") from None
+    if array.ndim != 2:
+        raise SearchEngineError(f"{what} must be a list of vectors (2-D), each of {dimension} numbers; got {array.ndim}-D")
+    if count is not None and len(array) != count:
+        raise SearchEngineError(f"{len(array)} {what} for {count} documents: give one vector per document")
+    if array.shape[1] != dimension:
+        raise SearchEngineError(
+            f"{what} have {array.shape[1]} numbers each, but this index's vectors have {dimension}: make them with "
+            "the index's model (SearchEngine.encode gives them as the index stores them)"
+        )
+    if not np.isfinite(array).all():
+        raise SearchEngineError(f"{what} hold a NaN or an infinity: every number must be finite")
+    if len(array) and not np.linalg.norm(array, axis=1).all():
+        raise SearchEngineError(f"{what} hold a vector of zeros, which has no direction to compare by cosine")
+    return to_index_vectors(array, None)
+
+
+def given_vector(vector: object, dimension: int) -> np.ndarray:
+    """One search vector as a 1 x `dimension` row in the index's space (given_vectors says what is refused)."""
+    try:
+        array = np.asarray(vector, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise SearchEngineError(f"the vector must be a list of {dimension} numbers") from None
+    if array.ndim != 1:
+        raise SearchEngineError(f"the vector must be one list of {dimension} numbers, not {array.ndim}-D")
+    return given_vectors(array[None, :], dimension, 1, "the vector")

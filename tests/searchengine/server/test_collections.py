@@ -1,0 +1,142 @@
+"""A server of many collections (`searchengine serve --collections FOLDER`), on a real uvicorn and as a real
+`serve` process: listing, creating and deleting collections, each searched and written under its name, a model
+shared by two loaded once, idle ones closed, and keys of one collection refused on another."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from searchengine.indexer.tables.store import Document
+
+from searchengine import Client, SearchEngine, SearchEngineError
+from searchengine.encoding.encoder import Encoder
+from searchengine.errors import UnknownCollectionError
+from searchengine.server.app import ServerSettings, create_app
+from searchengine.server.collection_keys import collection_keys
+from searchengine.server.collections import Collections, served_collections
+from tests.conftest import SENTENCES
+from tests.searchengine.server.conftest import running
+from tests.serving import serve_process
+
+
+@pytest.fixture
+def folder(tmp_path: Path, tiny_encoder: Encoder, other_tiny_model: Path) -> Path:
+    """Three collections: "animals" and "plants" on the tiny model, "other" on another; and a folder that is no
+    index."""
+    root = tmp_path / "collections"
+    animals = [Document(text, metadata={"n": n}, external_id=f"a{n}") for n, text in enumerate(SENTENCES[:6])]
+    SearchEngine.build(animals, root / "animals", encoder=tiny_encoder).close()
+    SearchEngine.build(SENTENCES[6:], root / "plants", encoder=tiny_encoder).close()
+    SearchEngine.build(["a note on another model"], root / "other", encoder=Encoder(other_tiny_model)).close()
+    (root / "not-an-index").mkdir()
+    return root
+
+
+@pytest.fixture
+def held(folder: Path) -> Iterator[Collections]:
+    collections = served_collections(folder, idle_close_s=None)
+    yield collections
+    collections.close()
+
+
+def test_each_collection_answers_under_its_name(held: Collections, tiny_model: Path) -> None:
+    with running(create_app(None, ServerSettings(), held)) as url:
+        client = Client(url)
+        assert client.collections() == [
+            {"name": "animals", "documents": 6},
+            {"name": "other", "documents": 1},
+            {"name": "plants", "documents": 6},
+        ]
+        animals, plants = client.collection("animals"), client.collection("plants")
+        assert animals.search("the cat sat on the mat", k=1)[0].external_id == "a1"
+        assert {hit.text for hit in plants.search("cat", k=10)} == set(SENTENCES[6:])
+        assert len(animals) == 6 and animals.info().documents == 6
+        assert [d.external_id for d in animals.get(where=["n>=4"])] == ["a4", "a5"]
+        animals.add(ids=["owl"], documents=["an owl hoots at night"])
+        assert animals.search("owl", k=1, mode="keyword")[0].external_id == "owl" and len(plants) == 6
+        get = httpx.get(f"{url}/collections/plants/search", params={"q": "piano", "k": 1}, timeout=60)
+        assert get.status_code == 200 and get.json()["hits"][0]["text"] == SENTENCES[9]
+        # a server of collections has no one index: today's routes say where to go
+        plain = httpx.get(f"{url}/search", params={"q": "cat"}, timeout=60)
+        assert plain.status_code == 404 and "/collections/NAME/search" in plain.json()["error"]
+        with pytest.raises(UnknownCollectionError, match="no collection named 'nope'"):
+            client.collection("nope").search("cat")
+        with pytest.raises(SearchEngineError, match="cannot name a collection"):
+            httpx_error(httpx.get(f"{url}/collections/.hidden/search", params={"q": "cat"}, timeout=60))
+        # create, fill, search and delete one
+        made = httpx.post(f"{url}/collections", json={"name": "fresh", "model": str(tiny_model)}, timeout=60)
+        assert made.status_code == 201, made.text
+        fresh = client.collection("fresh")
+        fresh.add(documents=["bright stars at night", "a quiet library"])
+        assert fresh.search("library", k=1, mode="keyword")[0].text == "a quiet library"
+        again = httpx.post(f"{url}/collections", json={"name": "fresh"}, timeout=60)
+        assert again.status_code == 400 and "exists already" in again.json()["error"]
+        assert httpx.delete(f"{url}/collections/fresh", timeout=60).json() == {"deleted": "fresh"}
+        assert not (held.folder / "fresh").exists() and "fresh" not in [c["name"] for c in client.collections()]
+        with pytest.raises(UnknownCollectionError):
+            fresh.search("library")
+
+
+def httpx_error(response: httpx.Response) -> None:
+    """Raise the one-line error a refused response carries."""
+    raise SearchEngineError(response.json()["error"])
+
+
+def test_a_model_two_collections_share_is_loaded_once(held: Collections) -> None:
+    with held.opened("animals") as animals, held.opened("plants") as plants, held.opened("other") as other:
+        assert animals.encoder is plants.encoder
+        assert other.encoder is not animals.encoder
+
+
+def test_idle_collections_close_and_open_again(folder: Path) -> None:
+    collections = served_collections(folder, idle_close_s=0.2)
+    try:
+        with collections.opened("animals") as index:
+            assert index.reader.run(len).result() == 6
+            time.sleep(0.5)
+            assert collections.open_names == ["animals"]  # in use: never closed under a request
+        deadline = time.monotonic() + 10
+        while collections.open_names and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert collections.open_names == []
+        with collections.opened("animals") as index:
+            assert index.reader.run(len).result() == 6
+    finally:
+        collections.close()
+
+
+def test_a_key_of_one_collection_cannot_read_or_write_another(held: Collections) -> None:
+    keys = collection_keys({"animals": {"read": ["ra"], "read-write": ["wa"]}, "plants": {"read-write": ["wp"]}})
+    settings = ServerSettings(api_key="admin", collection_keys=keys)
+    with running(create_app(None, settings, held)) as url:
+        def on(key: str | None, name: str) -> Client:
+            return Client(url, api_key=key or "").collection(name)
+
+        assert on("ra", "animals").search("cat", k=1) and on("wa", "animals").get(ids=["a1"])
+        on("wa", "animals").add(ids=["new"], documents=["a new animal"])
+        with pytest.raises(SearchEngineError, match="read-only"):
+            on("ra", "animals").add(documents=["refused"])
+        for key, name in (("wa", "plants"), ("ra", "plants"), ("wp", "animals"), (None, "animals"), ("x", "plants")):
+            with pytest.raises(SearchEngineError, match="API key"):
+                on(key, name).search("cat")
+            with pytest.raises(SearchEngineError, match="API key"):
+                on(key, name).add(documents=["refused"])
+        assert on("admin", "plants").search("cat", k=1) and on("admin", "animals").get(ids=["new"])
+        assert on(None, "other").search("note", k=1)  # no keys of its own: reads open, as the server's key says
+        with pytest.raises(SearchEngineError, match="API key"):
+            on(None, "other").add(documents=["refused"])
+        refused = httpx.post(f"{url}/collections", json={"name": "mine"}, headers={"Authorization": "Bearer wa"})
+        assert refused.status_code == 401 and not (held.folder / "mine").exists()
+        assert len(on("admin", "animals")) == 7
+
+
+def test_serve_collections_as_a_real_process(folder: Path, tmp_path: Path) -> None:
+    with serve_process(["--collections", str(folder), "--idle-close", "30"], tmp_path / "serve.log") as url:
+        client = Client(url)
+        assert [c["name"] for c in client.collections()] == ["animals", "other", "plants"]
+        assert client.collection("plants").search("piano song", k=1)[0].text == SENTENCES[9]
+    assert "Serving 3 collections" in (tmp_path / "serve.log").read_text()
