@@ -2,7 +2,9 @@
 
 Each fenced block is one `Block`. A comment on the line before its fence says what the docs test does with it:
 `<!-- docs-test: run -->` runs it for real, `<!-- docs-test: serve -->` runs it while `searchengine serve`
-answers on the address it names. Without one, nothing runs: every `searchengine` command line of a shell block is
+answers on the address it names, and `<!-- docs-test: fragment: REASON -->` says why it cannot run as it is (it
+needs a second server, the downloaded data, minutes of training): a Python block must carry one of the three.
+Without one, and for a fragment, nothing runs: every `searchengine` command line of a shell block is
 parsed against the real command line (its command, options, their values and arguments), every
 `python benchmarks/AREA/SCRIPT.py` line may pass only options the script declares, Python compiles and JSON loads.
 """
@@ -17,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
 SHELL = ("bash", "console", "sh", "shell")
-MARKER = re.compile(r"<!--\s*docs-test:\s*(run|serve)\s*-->")
+MARKER = re.compile(r"<!--\s*docs-test:\s*(run|serve|fragment)(?::\s*(.*?))?\s*-->")
 FENCE = re.compile(r"^(\s*)(```+)\s*([\w-]*)\s*$")
 SEPARATORS = {"&&", "||", ";", "|", "&", "(", ")"}
 REDIRECTS = {">", ">>", "<", "2>", "2>&1", ">&"}
@@ -31,7 +33,8 @@ class Block:
     line: int
     language: str
     text: str
-    action: str  # "parse", "run" or "serve"
+    action: str  # "parse", "run", "serve" or "fragment"
+    reason: str = ""  # why a fragment cannot run
 
     @property
     def name(self) -> str:
@@ -55,7 +58,8 @@ def blocks(path: Path) -> list[Block]:
         body = "\n".join(line[len(indent) :] if line.startswith(indent) else line for line in lines[index + 1 : end])
         previous = next((lines[i] for i in range(index - 1, -1, -1) if lines[i].strip()), "")
         marker = MARKER.search(previous)
-        found.append(Block(path, index + 1, language.lower(), body + "\n", marker.group(1) if marker else "parse"))
+        action, reason = (marker.group(1), marker.group(2) or "") if marker else ("parse", "")
+        found.append(Block(path, index + 1, language.lower(), body + "\n", action, reason.strip()))
         index = end + 1
     return found
 

@@ -59,7 +59,8 @@ OPERATORS = {
     FilterOperator.IN: "in",
     FilterOperator.CONTAINS: "contains",
 }
-"""LlamaIndex's filter operators that the engine's filters have (searchengine.indexer.query.filter_sql)."""
+"""LlamaIndex's filter operators that the engine's filters have (searchengine.indexer.query.filter_sql); nin is one
+!= per value (_condition)."""
 SAME_MODEL_COSINE = 0.99
 """How close a node's vector must be to the index's own vector of its text for the store to take the node's vectors
 as the index's (the same model gives about 1.0; another model's vectors, in another space, far less)."""
@@ -215,6 +216,16 @@ class SearchEngineVectorStore(BasePydanticVectorStore):
             ids=[hit.external_id or str(hit.id) for hit in hits],
         )
 
+    def clear(self) -> None:
+        """Delete every node, and every other document of the index: an empty store, as LlamaIndex's clear()."""
+
+        def delete_all(engine: SearchEngine) -> None:
+            ids = engine.reader.store.filters.matching_ids([Condition("id", ">=", 0)])
+            if len(ids):
+                engine.delete(ids.tolist(), merge=False)
+
+        self._write(delete_all)
+
     def close(self) -> None:
         """Stop the reader and writer threads and close the index."""
         self._index.close()
@@ -256,22 +267,29 @@ def _conditions(filters: MetadataFilters | None) -> list[Condition | AnyOf]:
     if filters.condition == FilterCondition.OR:
         if not all(isinstance(item, MetadataFilter) for item in filters.filters):
             raise SearchEngineError("an OR of filters holds plain filters only here, not nested groups")
-        return [AnyOf(tuple(_condition(item) for item in filters.filters))]
+        either = [_condition(item) for item in filters.filters]
+        if any(len(conditions) != 1 for conditions in either):
+            raise SearchEngineError("an OR of filters holds single conditions here: nin of several values is not one")
+        return [AnyOf(tuple(conditions[0] for conditions in either))]
     if filters.condition not in (None, FilterCondition.AND):
         raise SearchEngineError(f"filter condition {filters.condition.value} is not offered; use and or or")
     conditions: list[Condition | AnyOf] = []
     for item in filters.filters:
-        conditions += _conditions(item) if isinstance(item, MetadataFilters) else [_condition(item)]
+        conditions += _conditions(item) if isinstance(item, MetadataFilters) else _condition(item)
     return conditions
 
 
-def _condition(item: MetadataFilter) -> Condition:
+def _condition(item: MetadataFilter) -> list[Condition]:
+    """The engine's conditions (all must hold) for one filter: one, or for nin one `!=` per value."""
+    if FilterOperator(item.operator) == FilterOperator.NIN:
+        values = item.value if isinstance(item.value, list) else [item.value]
+        return [Condition(item.key, "!=", value) for value in values]
     operator = OPERATORS.get(FilterOperator(item.operator))
     if operator is None:
-        offered = ", ".join(op.value for op in OPERATORS)
+        offered = ", ".join(op.value for op in [*OPERATORS, FilterOperator.NIN])
         raise SearchEngineError(f"filter operator {item.operator.value} is not offered; use one of {offered}")
     value = tuple(item.value) if operator == "in" else item.value
-    return Condition(item.key, operator, value)
+    return [Condition(item.key, operator, value)]
 
 
 def _no_other_options(options: dict[str, Any]) -> None:

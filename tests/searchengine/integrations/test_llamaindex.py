@@ -172,3 +172,29 @@ def test_nodes_embedded_by_another_model_are_embedded_with_the_index_model(store
     found = store.query(VectorStoreQuery(query_str="the cat sat on the mat", similarity_top_k=1))
     assert found.nodes[0].get_content() == "the cat sat on the mat" and found.similarities[0] == pytest.approx(1, abs=1e-5)
     assert index is not None
+
+
+def test_nin_filters_and_clear(store: SearchEngineVectorStore) -> None:
+    """nin raised 'not offered', and clear() (LlamaIndex's: an empty store) was not implemented."""
+    index = _index(store, store.embed_model)
+    outside = MetadataFilters(
+        filters=[MetadataFilter(key="year", value=[2000, 2001, 2002], operator=FilterOperator.NIN)]
+    )
+    found = index.as_retriever(similarity_top_k=len(SENTENCES), filters=outside).retrieve("x")
+    assert sorted(h.node.metadata["year"] for h in found) == [2000 + n for n in range(3, len(SENTENCES))]
+    either = MetadataFilters(
+        filters=[
+            MetadataFilter(key="year", value=[2003], operator=FilterOperator.NIN),
+            MetadataFilter(key="lang", value="de"),
+        ],
+        condition=FilterCondition.OR,
+    )
+    found = index.as_retriever(similarity_top_k=len(SENTENCES), filters=either).retrieve("x")
+    assert sorted(h.node.metadata["year"] for h in found) == [2000 + n for n in range(len(SENTENCES)) if n != 3]
+    store.clear()
+    assert store.query(VectorStoreQuery(query_str="the cat sat on the mat", similarity_top_k=3)).nodes == []
+    assert store.client.reader.run(len).result() == 0
+    index.insert(Document(text="a new start", doc_id="fresh"))
+    assert [hit.node.get_content() for hit in index.as_retriever(similarity_top_k=3).retrieve("a new start")] == [
+        "a new start"
+    ]

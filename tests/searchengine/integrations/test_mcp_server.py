@@ -121,10 +121,11 @@ def test_arguments_are_held_to_the_schema_and_documents_are_resources(answers: d
     assert "no document has id '999999'" in answers["unknown_resource"] and "'x'" in answers["odd"]
 
 
-def test_without_the_sdk_the_command_names_the_extra(index_path: Path) -> None:
+@pytest.mark.parametrize("command", [["mcp"], ["serve", "--mcp"]])
+def test_without_the_sdk_the_command_names_the_extra(index_path: Path, command: list[str]) -> None:
     hide_sdk = "import sys; sys.modules['mcp'] = None; from searchengine.cli import app; app()"
     result = subprocess.run(
-        [sys.executable, "-c", hide_sdk, "mcp", "-d", str(index_path)], capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", hide_sdk, *command, "-d", str(index_path)], capture_output=True, text=True, timeout=120
     )
     assert result.returncode == 1 and result.stdout == ""
     assert result.stderr.strip().splitlines() == [
