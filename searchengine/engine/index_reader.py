@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -104,7 +104,8 @@ class IndexReader(IndexSnapshot):
         queries = request.queries
         retrieval = self._checked_mode(request.mode)
         cross_encoder = None if request.rerank is None else self.cross_encoder(request.rerank)
-        results = self._retrieve(queries, request.depth, request.conditions, retrieval, request.fusion or DEFAULT_FUSION)
+        fusion = request.fusion or DEFAULT_FUSION
+        results = self._retrieve(queries, request.depth, request.conditions, retrieval, fusion, None, request.mode_options)
         if request.min_score is not None:
             results = [[hit for hit in hits if hit.score >= request.min_score] for hits in results]
         if cross_encoder is not None:
@@ -132,6 +133,7 @@ class IndexReader(IndexSnapshot):
         mode: RetrievalMode,
         fusion: Fusion,
         given: np.ndarray | None = None,
+        options: Mapping[str, Any] | None = None,
     ) -> list[list[Hit]]:
         """The k best documents per query by `mode`, among those meeting every one of `conditions`, best first;
         `given`: the queries' vectors, given instead of encoding the queries (dense mode)."""
@@ -159,6 +161,7 @@ class IndexReader(IndexSnapshot):
                 matching=matching,
                 excluded=self.tombstones if len(self.tombstones) else None,
                 fusion=fusion,
+                options=options or {},
             )
             return hits_of(self.store, mode.rank(request))
 

@@ -5,9 +5,9 @@ one `register_mode` call (the built-in ones are in searchengine.engine.modes).""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Literal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from searchengine.errors import SearchEngineError
 
@@ -44,6 +44,8 @@ class RankRequest:
     """Vector ids of deleted documents still in the vector index (tombstones); None: none."""
     fusion: Fusion
     """How a mode with two sides fuses them."""
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """The mode's own options (QueryRequest.mode_options), checked by its `check_options`."""
 
 
 class RetrievalMode(ABC):
@@ -69,6 +71,11 @@ class RetrievalMode(ABC):
     def fuses(self) -> bool:
         """Whether it fuses two sides' rankings (RankRequest.fusion says how), so a fusion applies to it."""
         return len(self.sides) > 1
+
+    def check_options(self, options: Mapping[str, Any]) -> None:
+        """Refuse options this mode does not take (SearchEngineError); a mode with options of its own overrides it."""
+        if options:
+            raise SearchEngineError(f"mode {self.name} takes no options, not {', '.join(sorted(options))}")
 
     @abstractmethod
     def rank(self, request: RankRequest) -> list[list[Scored]]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from searchengine.engine.fusion import Fusion
+from searchengine.engine.mmr import MaximalMarginalRelevance
 from searchengine.engine.mode_registry import MODES, RankRequest, RetrievalMode, register_mode
 
 if TYPE_CHECKING:  # each mode imports its search when it ranks: listing the modes (the CLI's help) stays light
@@ -93,7 +94,7 @@ class HybridMode(RetrievalMode):
         )
 
 
-for _mode in (DenseMode(), KeywordMode(), HybridMode()):
+for _mode in (DenseMode(), KeywordMode(), HybridMode(), MaximalMarginalRelevance()):
     register_mode(_mode)
 
 MODE_HELP = "; ".join(f"{mode.name}: {mode.description}" for mode in MODES.values()) + "."

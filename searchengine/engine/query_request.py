@@ -6,10 +6,10 @@ the index (a mode that needs its keyword index, a cross-encoder it may load) is 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from searchengine.engine.count_argument import count_argument
 from searchengine.engine.filters import Filters, conditions_of
@@ -40,6 +40,7 @@ class SearchOptions(TypedDict, total=False):
     rerank_top: int
     min_score: float | None
     highlight: bool
+    mode_options: Mapping[str, Any] | None
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,8 @@ class QueryRequest:
     rerank_top: int | None = None
     min_score: float | None = None
     highlight: bool = False
+    mode_options: Mapping[str, Any] | None = None
+    """Options of the mode itself, such as mmr's {"fetch_k": 20, "lambda_mult": 0.5}; refused by a mode without."""
     conditions: list[Filter] = field(init=False, repr=False, compare=False)
     """`where` read once, as the filters every one of them must meet (what the search runs on)."""
 
@@ -91,7 +94,9 @@ class QueryRequest:
                 raise SearchEngineError(RERANK_TOP_ALONE)
         check_queries(self.queries)
         if self.mode is not None:
-            mode_named(self.mode)
+            mode_named(self.mode).check_options(self.mode_options or {})
+        elif self.mode_options:
+            raise SearchEngineError("mode_options go with the mode they are for: add mode=NAME, e.g. mode='mmr'")
         score = self.min_score
         if score is not None:
             if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):

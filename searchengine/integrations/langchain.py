@@ -171,11 +171,19 @@ class SearchEngineVectorStore(VectorStore):
         hits = self._index.reader.run(search).result()
         return [_document(hit, hit.external_id or str(hit.id)) for hit in hits]
 
-    def max_marginal_relevance_search(self, query: str, k: int = 4, **kwargs: Any) -> list[Document]:  # noqa: ARG002
-        """Refused: maximal marginal relevance is not offered; `similarity_search` ranks by relevance alone."""
-        raise SearchEngineError(
-            "maximal marginal relevance is not offered by this store: use search_type='similarity' (or hybrid mode)"
-        )
+    def max_marginal_relevance_search(
+        self, query: str, k: int = 4, fetch_k: int = 20, lambda_mult: float = 0.5, **kwargs: Any
+    ) -> list[Document]:
+        """The k documents among the `fetch_k` nearest to `query` that are near it and unlike each other (maximal
+        marginal relevance over the stored vectors, the engine's "mmr" mode); `filter=` as in similarity_search."""
+        where = _filters(kwargs)
+        options = {"mode": "mmr", "mode_options": {"fetch_k": fetch_k, "lambda_mult": lambda_mult}}
+
+        def search(engine: SearchEngine) -> list:
+            return engine.search(query, k, where, **options) if len(engine) else []
+
+        hits = self._index.reader.run(search).result()
+        return [Document(page_content=hit.text, metadata=hit.metadata, id=hit.external_id) for hit in hits]
 
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
         if self.mode != "dense":

@@ -68,6 +68,7 @@ QUERY_MODES: dict[VectorStoreQueryMode, SearchMode] = {
     VectorStoreQueryMode.HYBRID: "hybrid",
     VectorStoreQueryMode.TEXT_SEARCH: "keyword",
     VectorStoreQueryMode.SPARSE: "keyword",
+    VectorStoreQueryMode.MMR: "mmr",
 }
 """LlamaIndex's query modes that map to one of the engine's; DEFAULT is the store's own `mode`."""
 
@@ -188,6 +189,7 @@ class SearchEngineVectorStore(BasePydanticVectorStore):
 
     def query(self, query: VectorStoreQuery, **kwargs: Any) -> VectorStoreQueryResult:
         """The `similarity_top_k` best nodes for the query's text, best first, with their scores."""
+        mode_options = _mmr_options(query, kwargs) if query.mode == VectorStoreQueryMode.MMR else None
         _no_other_options(kwargs)
         by_vector = (query.query_str is None or not query.query_str.strip()) and query.query_embedding is not None
         if not by_vector and (query.query_str is None or not query.query_str.strip()):
@@ -207,7 +209,9 @@ class SearchEngineVectorStore(BasePydanticVectorStore):
                 return []
             if by_vector:
                 return engine.search_by_vector(query.query_embedding, query.similarity_top_k, where or None)
-            return engine.search(query.query_str, query.similarity_top_k, where or None, mode=mode)
+            return engine.search(
+                query.query_str, query.similarity_top_k, where or None, mode=mode, mode_options=mode_options
+            )
 
         hits = self._index.reader.run(search).result()
         return VectorStoreQueryResult(
@@ -290,6 +294,17 @@ def _condition(item: MetadataFilter) -> list[Condition]:
         raise SearchEngineError(f"filter operator {item.operator.value} is not offered; use one of {offered}")
     value = tuple(item.value) if operator == "in" else item.value
     return [Condition(item.key, operator, value)]
+
+
+def _mmr_options(query: VectorStoreQuery, options: dict[str, Any]) -> dict[str, Any]:
+    """The engine's mmr options for LlamaIndex's MMR query: `mmr_threshold` as lambda_mult (0.5 when None), and
+    the candidates as `mmr_prefetch_k`, or `mmr_prefetch_factor` times k (LlamaIndex's names; 20 when neither)."""
+    lambda_mult = 0.5 if query.mmr_threshold is None else query.mmr_threshold
+    factor = options.pop("mmr_prefetch_factor", None)
+    fetch_k = options.pop("mmr_prefetch_k", None)
+    if fetch_k is None and factor is not None:
+        fetch_k = int(factor * query.similarity_top_k)
+    return {"lambda_mult": lambda_mult, "fetch_k": 20 if fetch_k is None else fetch_k}
 
 
 def _no_other_options(options: dict[str, Any]) -> None:

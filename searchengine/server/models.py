@@ -68,6 +68,9 @@ class SearchRequest(BaseModel):
     rerank_top: int | None = Field(None, ge=1, le=MAX_K, description="Candidates the cross-encoder rescores.")
     min_score: float | None = Field(None, allow_inf_nan=False, description=MIN_SCORE_HELP)
     highlight: bool = Field(False, description=HIGHLIGHT_HELP)
+    mode_options: dict[str, int | float] | None = Field(
+        None, description='Options of the mode itself: mmr takes {"fetch_k": 20, "lambda_mult": 0.5}.'
+    )
 
     @model_validator(mode="after")
     def _queries_or_vector(self) -> SearchRequest:

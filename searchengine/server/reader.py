@@ -52,6 +52,8 @@ class SearchOptions:
     """Hits scored below it are left out (SearchEngine.search's min_score)."""
     highlight: bool = False
     """Give each hit its highlight (SearchEngine.search's highlight)."""
+    mode_options: tuple[tuple[str, Any], ...] = ()
+    """The mode's own options (QueryRequest.mode_options), as pairs so that equal ones group."""
 
 
 @dataclass
@@ -246,6 +248,7 @@ class BatchingReader:
                     options.rerank_top,
                     options.min_score,
                     options.highlight,
+                    dict(options.mode_options) or None,
                 )
                 results = engine.answer(request)
             except Exception as exc:  # noqa: BLE001 (each query of the group gets the error, in its caller)

@@ -5,18 +5,30 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 
 from searchengine.engine.mode_registry import MODES, RetrievalMode
 from searchengine.server.limits import MAX_DOCUMENTS, MAX_EMBEDDING_INPUTS, MAX_FILTERS, MAX_K, MAX_QUERIES
+from searchengine.server.served_index import ServedIndex
 from searchengine.server.state import Index, Settings, answer, check_reads
 
 router = APIRouter()
 
 
 @router.get("/health")
-async def health(index: Index) -> dict[str, Any]:
-    """ "ok", or "stale" with the reason when a newer generation of the index could not be opened."""
+def health(request: Request) -> dict[str, Any]:
+    """ "ok", or "stale" with the reason when a newer generation of the index could not be opened; on a server of
+    collections, that of the collection the path names (/collections/NAME/health), or "ok" for the server."""
+    name = request.path_params.get("collection")
+    if name is None and request.app.state.index is None:
+        return {"status": "ok"}
+    if name is None:
+        return _health(request.app.state.index)
+    with request.app.state.collections.opened(name) as index:
+        return _health(index)
+
+
+def _health(index: ServedIndex) -> dict[str, Any]:
     problem = index.reader.problem
     return {"status": "stale", "problem": problem} if problem else {"status": "ok"}
 

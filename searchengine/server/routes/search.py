@@ -79,7 +79,7 @@ async def _search(index: ServedIndex, request: SearchRequest) -> list[dict[str, 
     where a bad query would fail the other clients' queries batched with it."""
     asked = QueryRequest(
         request.queries, request.k, tuple(request.where), request.mode, None, request.rerank, request.rerank_top,
-        request.min_score, request.highlight
+        request.min_score, request.highlight, request.mode_options
     )
     rerank = asked.rerank
     if rerank is not None and rerank not in index.rerank:
@@ -89,7 +89,9 @@ async def _search(index: ServedIndex, request: SearchRequest) -> list[dict[str, 
         )
     top = asked.depth if rerank else None
     mode = asked.mode or index.reader.default_mode
-    options = SearchOptions(asked.k, asked.where, mode, rerank, top, asked.min_score, asked.highlight)
+    chosen = tuple(sorted((asked.mode_options or {}).items()))
+    options = SearchOptions(asked.k, asked.where, mode, rerank, top, asked.min_score, asked.highlight, chosen)
     results = await answer(index.reader.search(request.queries, options))
     reranked = {"model": rerank, "top": top} if rerank else None
     return [result_record(query, mode, hits, reranked) for query, hits in zip(request.queries, results)]
+

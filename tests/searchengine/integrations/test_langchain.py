@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from langchain_core.documents import Document
 from langchain_tests.integration_tests import VectorStoreIntegrationTests
@@ -84,8 +85,8 @@ def test_from_texts_and_documents_keep_ids_and_metadata(tmp_path: Path, tiny_enc
 
 
 def test_searches_it_does_not_offer_are_refused_in_one_line(store: SearchEngineVectorStore) -> None:
-    with pytest.raises(SearchEngineError, match="maximal marginal relevance is not offered"):
-        store.as_retriever(search_type="mmr").invoke("cat")
+    with pytest.raises(SearchEngineError, match="lambda_mult must be a number from 0 to 1"):
+        store.max_marginal_relevance_search("cat", lambda_mult=2)
     with pytest.raises(SearchEngineError, match="vector of zeros"):
         store.similarity_search_by_vector([0.0] * 32)
     with pytest.raises(SearchEngineError, match="have 8 numbers each, but this index's vectors have 32"):
@@ -189,3 +190,22 @@ def test_similarity_search_by_vector_takes_the_vectors_of_its_embeddings(store: 
     assert by_vector[0].page_content == "the cat sat on the mat"
     filtered = store.similarity_search_by_vector(vector, k=2, filter=["n>=5"])
     assert len(filtered) == 2 and all(d.metadata["n"] >= 5 for d in filtered)
+
+
+def test_max_marginal_relevance_picks_near_and_unlike_documents(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    from langchain_core.vectorstores.utils import maximal_marginal_relevance
+
+    texts = [*SENTENCES, "the cat sat on the mat.", "the cat sat on a mat", "a cat sat on the mat"]
+    with SearchEngineVectorStore(tmp_path / "mmr", encoder=tiny_encoder) as store:
+        store.add_texts(texts, ids=[f"t{n}" for n in range(len(texts))])
+        query = "the cat sat on the mat"
+        plain = store.similarity_search(query, k=4)
+        diverse = store.max_marginal_relevance_search(query, k=4, fetch_k=10, lambda_mult=0.3)
+        # LangChain's own MMR over the same ten candidates and their vectors picks the same documents
+        candidates = store.similarity_search(query, k=10)
+        vectors = store.embeddings.embed_documents([d.page_content for d in candidates])
+        picks = maximal_marginal_relevance(np.asarray(store.embeddings.embed_query(query)), vectors, 0.3, 4)
+        assert [d.id for d in diverse] == [candidates[i].id for i in picks]
+        assert [d.id for d in store.as_retriever(search_type="mmr", search_kwargs={"k": 2}).invoke(query)][:1] == [
+            plain[0].id
+        ]

@@ -105,8 +105,8 @@ def test_what_it_cannot_do_is_refused_in_one_line(store: SearchEngineVectorStore
                 filters=MetadataFilters(filters=[MetadataFilter(key="lang", value="e", operator="text_match")]),
             )
         )
-    with pytest.raises(SearchEngineError, match="query mode mmr is not offered"):
-        store.query(VectorStoreQuery(query_str="x", mode=VectorStoreQueryMode.MMR))
+    with pytest.raises(SearchEngineError, match="query mode svm is not offered"):
+        store.query(VectorStoreQuery(query_str="x", mode=VectorStoreQueryMode.SVM))
 
 
 def test_an_empty_store_answers_nothing_and_nodes_read_back(store: SearchEngineVectorStore) -> None:
@@ -198,3 +198,13 @@ def test_nin_filters_and_clear(store: SearchEngineVectorStore) -> None:
     assert [hit.node.get_content() for hit in index.as_retriever(similarity_top_k=3).retrieve("a new start")] == [
         "a new start"
     ]
+
+
+def test_the_mmr_query_mode_diversifies(store: SearchEngineVectorStore) -> None:
+    _index(store, store.embed_model)
+    plain = store.query(VectorStoreQuery(query_str="the cat sat on the mat", similarity_top_k=3))
+    query = VectorStoreQuery(query_str="the cat sat on the mat", similarity_top_k=3, mode=VectorStoreQueryMode.MMR)
+    alike = store.query(query, mmr_prefetch_k=3)  # the three nearest: the same documents, relevance first
+    assert alike.ids[0] == plain.ids[0] and set(alike.ids) == set(plain.ids)
+    query.mmr_threshold = 1.0  # relevance alone: the plain order
+    assert store.query(query, mmr_prefetch_factor=4).ids == plain.ids

@@ -45,7 +45,7 @@ def test_health_and_info(client: TestClient) -> None:
     assert client.get("/health").json() == {"status": "ok"}
     info = client.get("/info").json()
     assert info["vectors"] == len(SENTENCES) and info["index_type"] == "Flat"
-    assert info["server"]["modes"] == ["dense", "keyword", "hybrid"] and info["server"]["default_mode"] == "hybrid"
+    assert info["server"]["modes"] == ["dense", "keyword", "hybrid", "mmr"] and info["server"]["default_mode"] == "hybrid"
     assert info["keyword_index"] is True and info["server"]["limits"]["k"] == MAX_K
 
 
@@ -167,7 +167,7 @@ def test_an_id_repeated_in_one_request_is_one_document_and_the_answer_says_so(cl
         ({"q": "cat", "where": "colour=red"}, "no document has a field 'colour'"),
         ({"q": "cat", "rerank": "some-model"}, "this server reranks with no cross-encoder"),
         ({"q": "cat", "rerank_top": 5}, "add rerank=MODEL"),
-        ({"q": "cat", "mode": "sparse"}, "mode: Input should be 'dense', 'keyword' or 'hybrid'"),
+        ({"q": "cat", "mode": "sparse"}, "mode: Input should be 'dense', 'keyword', 'hybrid' or 'mmr'"),
     ],
 )
 def test_bad_searches_get_400_and_one_line(client: TestClient, params: dict, message: str) -> None:
@@ -182,7 +182,7 @@ def test_bad_searches_get_400_and_one_line(client: TestClient, params: dict, mes
         ({"queries": ["cat"], "k": -1}, "k: Input should be greater than or equal to 1"),
         ({"queries": ["cat"], "colour": 1}, "colour: Extra inputs are not permitted"),
         ({"queries": "cat"}, "queries: Input should be a valid list"),
-        ({"queries": ["cat"], "mode": "bm25"}, "mode: Input should be 'dense', 'keyword' or 'hybrid'"),
+        ({"queries": ["cat"], "mode": "bm25"}, "mode: Input should be 'dense', 'keyword', 'hybrid' or 'mmr'"),
     ],
 )
 def test_bad_batch_searches_get_400_and_one_line(client: TestClient, body: dict, message: str) -> None:

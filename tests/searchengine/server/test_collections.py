@@ -60,6 +60,8 @@ def test_each_collection_answers_under_its_name(held: Collections, tiny_model: P
         assert animals.search("owl", k=1, mode="keyword")[0].external_id == "owl" and len(plants) == 6
         get = httpx.get(f"{url}/collections/plants/search", params={"q": "piano", "k": 1}, timeout=60)
         assert get.status_code == 200 and get.json()["hits"][0]["text"] == SENTENCES[9]
+        assert httpx.get(f"{url}/health", timeout=60).json() == {"status": "ok"}
+        assert httpx.get(f"{url}/collections/plants/health", timeout=60).json() == {"status": "ok"}
         # a server of collections has no one index: today's routes say where to go
         plain = httpx.get(f"{url}/search", params={"q": "cat"}, timeout=60)
         assert plain.status_code == 404 and "/collections/NAME/search" in plain.json()["error"]

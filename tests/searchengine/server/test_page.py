@@ -50,6 +50,7 @@ def test_the_mode_menu_offers_each_mode_and_keyword_finds_only_the_word(page) ->
         "dense (cosine)",
         "keyword (BM25)",
         "hybrid (dense + keyword)",
+        "mmr (diverse cosine)",
     ]
     assert page.input_value("#mode") == "hybrid"
     page.select_option("#mode", "keyword")

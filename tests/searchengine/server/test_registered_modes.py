@@ -49,7 +49,7 @@ def toy() -> Iterator[RetrievalMode]:
 def test_a_registered_mode_is_offered_and_searched_by_the_server(toy: RetrievalMode, served: ServedIndex) -> None:
     with TestClient(create_app(served)) as client:
         server = client.get("/info").json()["server"]
-        assert server["modes"] == ["dense", "keyword", "hybrid", "toy"]
+        assert server["modes"] == ["dense", "keyword", "hybrid", "mmr", "toy"]
         assert server["mode_details"]["toy"] == {
             "label": "toy (weakest words first)",
             "score_name": "toy score",

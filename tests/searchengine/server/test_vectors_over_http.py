@@ -60,3 +60,16 @@ def test_embeddings_of_the_wrong_size_write_nothing(live_url: str) -> None:
         assert response.status_code == 400
         assert "have 8 numbers each, but this index's vectors have 32" in response.json()["error"]
         assert client.get("/info").json()["documents"] == before
+
+
+def test_mmr_over_http_takes_its_options(live_url: str, served: ServedIndex) -> None:
+    body = {"queries": ["the cat sat on the mat"], "k": 3, "mode": "mmr", "mode_options": {"fetch_k": 6, "lambda_mult": 0.3}}
+    response = httpx.post(f"{live_url}/search", json=body, timeout=60)
+    assert response.status_code == 200, response.text
+    expected = served.reader.run(
+        lambda engine: engine.search("the cat sat on the mat", 3, mode="mmr", mode_options={"fetch_k": 6, "lambda_mult": 0.3})
+    ).result()
+    assert [hit["id"] for hit in response.json()["results"][0]["hits"]] == [hit.id for hit in expected]
+    body["mode_options"] = {"fetch_k": 6.5}
+    refused = httpx.post(f"{live_url}/search", json=body, timeout=60)
+    assert refused.status_code == 400 and "fetch_k must be a whole number" in refused.json()["error"]

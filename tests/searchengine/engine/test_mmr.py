@@ -1,0 +1,48 @@
+"""The mmr retrieval mode (searchengine.engine.mmr): maximal marginal relevance over the stored vectors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from searchengine import SearchEngine, SearchEngineError
+from searchengine.encoding.encoder import Encoder
+from tests.conftest import SENTENCES
+
+
+def test_mmr_picks_as_its_formula_says_and_takes_only_its_options(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    texts = [*SENTENCES, "the cat sat on the mat.", "a cat sat on the mat"]
+    with SearchEngine.build(texts, tmp_path / "i", encoder=tiny_encoder) as engine:
+        query = "the cat sat on a mat"
+        dense = engine.search(query, k=8, mode="dense")
+        assert [h.id for h in engine.search(query, k=8, mode="mmr", mode_options={"lambda_mult": 1})] == [
+            h.id for h in dense
+        ]
+        picked = engine.search(query, k=4, mode="mmr", mode_options={"fetch_k": 8, "lambda_mult": 0.2})
+        # the formula, step by step, over the 8 candidates' stored vectors
+        ids, stored = next(engine.stored_vectors())
+        vector = dict(zip(ids.tolist(), stored))
+        q = engine.encode([query])[0]
+        chosen: list[int] = []
+        candidates = [h.id for h in dense]
+        while len(chosen) < 4:
+            def value(i: int) -> float:
+                unlike = max((float(vector[i] @ vector[j]) for j in chosen), default=0.0)
+                return 0.2 * float(vector[i] @ q) - 0.8 * unlike if chosen else float(vector[i] @ q)
+
+            chosen.append(max((i for i in candidates if i not in chosen), key=value))
+        assert [h.id for h in picked] == chosen
+        assert all(h.score == pytest.approx(float(vector[h.id] @ q), abs=1e-5) for h in picked)
+        assert len(engine.search(query, k=3, mode="mmr", where=["line>=10"])) == 3
+        for options, message in (
+            ({"fetch_k": 0}, "fetch_k must be a whole number"),
+            ({"lambda_mult": 1.5}, "lambda_mult must be a number from 0 to 1"),
+            ({"depth": 3}, "mode mmr takes fetch_k and lambda_mult, not depth"),
+        ):
+            with pytest.raises(SearchEngineError, match=message):
+                engine.search(query, mode="mmr", mode_options=options)
+        with pytest.raises(SearchEngineError, match="mode dense takes no options"):
+            engine.search(query, mode="dense", mode_options={"fetch_k": 3})
+        with pytest.raises(SearchEngineError, match="add mode=NAME"):
+            engine.search(query, mode_options={"fetch_k": 3})
