@@ -78,6 +78,4 @@ def rows_with_checksums(db: sqlite_utils.Database) -> Iterator[tuple[tuple, byte
 
 def orphan_checksums(db: sqlite_utils.Database) -> int:
     """Checksums kept for rows the documents table does not hold."""
-    return int(
-        db.execute(f"SELECT count(*) FROM {TABLE} WHERE id NOT IN (SELECT id FROM {DOCUMENTS})").fetchone()[0]
-    )
+    return int(db.execute(f"SELECT count(*) FROM {TABLE} WHERE id NOT IN (SELECT id FROM {DOCUMENTS})").fetchone()[0])
