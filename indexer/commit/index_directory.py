@@ -204,6 +204,7 @@ class IndexDirectory:
                 for role, stored in manifest.files.items()
             ]
         from searchengine.indexer.commit.index_state import with_store_state
+        from searchengine.indexer.commit.manifest_check import check_manifest
         from searchengine.indexer.commit.row_check import check_rows
         from searchengine.indexer.commit.store_check import check_store  # SQLite's checks: loaded to verify only
 
@@ -231,7 +232,12 @@ class IndexDirectory:
         ]
         if any(check.problem for check in checks):
             return checks
-        return [*check_store(self.path, manifest), check_rows(self.path, manifest), *checks]
+        return [
+            *check_store(self.path, manifest),
+            check_rows(self.path, manifest),
+            check_manifest(self.path, manifest),
+            *checks,
+        ]
 
     def file(self, manifest: Manifest, role: str) -> Path | None:
         """The path of the current file for `role` ('vectors', 'documents', 'whitening'), if it has one."""

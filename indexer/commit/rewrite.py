@@ -23,6 +23,7 @@ from searchengine.indexer.commit.manifest import (
     VectorIndexSpec,
     WhiteningFit,
 )
+from searchengine.indexer.commit.manifest_check import BUILT_AS, METRIC, built_as
 from searchengine.indexer.commit.merge_policy import MERGE_LIMIT, build_merge_limit
 from searchengine.indexer.tables.store import DocumentStore
 from searchengine.indexer.upgrades.format_one import add_to_format_one, format_one_segments
@@ -146,11 +147,6 @@ def commit_generation(
     how documents are split into `passages` (None: not split). A rewrite (`previous` given) keeps the previous
     whitening file unless `keep_whitening` is False."""
     records = save_segments(vectors, generation)
-    with store.db.atomic():
-        store.segments.clear()
-        store.segments.add(records)
-        store.segments.stamp(versions, store.next_id())
-        store.settings.set(MERGE_LIMIT, build_merge_limit(records))
     if previous is not None and keep_whitening:
         whitening_path = directory.file(previous, "whitening")
     elif whitening is not None:
@@ -162,13 +158,19 @@ def commit_generation(
     manifest = Manifest(
         model=model,
         whitening=None if whitening is None else WhiteningFit(k=whitening.k, fit_count=whitening.fit_count),
-        index=VectorIndexSpec(type=vectors.factory, metric="inner_product", dimension=vectors.dimension),
+        index=VectorIndexSpec(type=vectors.factory, metric=METRIC, dimension=vectors.dimension),
         count=Counts(0, 0),
         created_at=previous.created_at if previous else now,
         updated_at=now,
         versions=versions,
         passages=passages,
     )
+    with store.db.atomic():
+        store.segments.clear()
+        store.segments.add(records)
+        store.segments.stamp(versions, store.next_id())
+        store.settings.set(MERGE_LIMIT, build_merge_limit(records))
+        store.settings.set(BUILT_AS, built_as(manifest))  # what verify compares the manifest with
     store.close()
     generation.commit(manifest, {"documents": store.path, "whitening": whitening_path})
 

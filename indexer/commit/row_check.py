@@ -44,6 +44,7 @@ def rows_problem(store: DocumentStore) -> tuple[str | None, str]:
         "absent": "no keyword index",
         "read-only": "the keyword index is checked only where this user may write the store (FTS5 runs its check "
         "as a write)",
+        "busy": "the keyword index was not checked: a writer held the store throughout; run verify again",
     }[keyword_checked]
     if not has_row_checksums(store.db):
         checked = (
@@ -76,7 +77,7 @@ def rows_problem(store: DocumentStore) -> tuple[str | None, str]:
 
 
 def _keyword_problem(store: DocumentStore) -> tuple[str, str | None]:
-    """Whether the keyword index was checked ('checked', 'absent', 'read-only') and what FTS5's integrity-check
+    """Whether the keyword index was checked ('checked', 'absent', 'read-only', 'busy') and what FTS5's integrity-check
     finds wrong between it and the texts, or None. SQLite runs that check as an INSERT (which writes nothing), so
     on a connection that may write: a store this user may not write is left to the row checksums."""
     if not store.keyword.exists():
@@ -88,6 +89,8 @@ def _keyword_problem(store: DocumentStore) -> tuple[str, str | None]:
         connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         connection.execute(f"INSERT INTO {KEYWORD_TABLE} ({KEYWORD_TABLE}) VALUES ('integrity-check')")
     except sqlite3.DatabaseError as exc:
+        if getattr(exc, "sqlite_errorname", "").startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+            return "busy", None  # a write in progress the whole wait: not damage
         return "checked", f"the keyword index disagrees with the stored texts ({exc})"
     finally:
         connection.rollback()

@@ -52,17 +52,20 @@ def record_row_checksums(db: sqlite_utils.Database, ids: Sequence[int]) -> None:
 
 
 def record_missing_row_checksums(db: sqlite_utils.Database, batch: int = 10_000) -> int:
-    """Write the checksum of every row that has none (a store from before migration 4); returns how many."""
-    written = 0
+    """Write the checksum of every row that has none (a store from before migration 4); returns how many. One pass
+    in id order (each batch starts after the last one's ids, so no batch rescans the rows summed before it)."""
+    written, after = 0, None
     while ids := [
         row[0]
         for row in db.execute(
-            f"SELECT d.id FROM {DOCUMENTS} AS d LEFT JOIN {TABLE} AS c ON c.id = d.id WHERE c.id IS NULL LIMIT ?",
-            [batch],
+            f"SELECT d.id FROM {DOCUMENTS} AS d LEFT JOIN {TABLE} AS c ON c.id = d.id "
+            "WHERE c.id IS NULL AND (? IS NULL OR d.id > ?) ORDER BY d.id LIMIT ?",
+            [after, after, batch],
         ).fetchall()
     ]:
         record_row_checksums(db, ids)
         written += len(ids)
+        after = ids[-1]
     return written
 
 
@@ -78,6 +81,4 @@ def rows_with_checksums(db: sqlite_utils.Database) -> Iterator[tuple[tuple, byte
 
 def orphan_checksums(db: sqlite_utils.Database) -> int:
     """Checksums kept for rows the documents table does not hold."""
-    return int(
-        db.execute(f"SELECT count(*) FROM {TABLE} WHERE id NOT IN (SELECT id FROM {DOCUMENTS})").fetchone()[0]
-    )
+    return int(db.execute(f"SELECT count(*) FROM {TABLE} WHERE id NOT IN (SELECT id FROM {DOCUMENTS})").fetchone()[0])

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
-from searchengine.indexer.commit.manifest import Manifest, PassageSplitting
+from searchengine.indexer.commit.manifest import INSIDE_INDEX, Manifest, PassageSplitting, model_location
 from searchengine.indexer.tables.store import ClusteringRecord, DocumentStore
 
 
@@ -50,7 +51,7 @@ def index_info(path: str, manifest: Manifest, store: DocumentStore, keyword_inde
         path=path,
         documents=manifest.count.documents,
         vectors=manifest.count.vectors,
-        model=manifest.model.name,
+        model=_model_name(manifest, path),
         model_fingerprint=manifest.model.fingerprint,
         pooling=manifest.model.pooling,
         dimension=manifest.index.dimension,
@@ -68,3 +69,11 @@ def index_info(path: str, manifest: Manifest, store: DocumentStore, keyword_inde
         passages=manifest.passages,
         shards=len(manifest.segment_files) if manifest.segmented else manifest.index.shards,
     )
+
+
+def _model_name(manifest: Manifest, path: str) -> str:
+    """The model as the index loads it now: a model kept inside the index (an adapted one) by its place in the
+    index directory where it is now (the recorded name is the folder it was trained in, before any move); any
+    other by its recorded name."""
+    spec = manifest.model.spec
+    return model_location(spec, Path(path).resolve()) if spec.startswith(INSIDE_INDEX) else manifest.model.name

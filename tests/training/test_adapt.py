@@ -93,6 +93,7 @@ def test_an_adapted_index_can_be_moved_and_copied(titled_index: Path, tmp_path: 
     with SearchEngine.open(copy) as engine:
         assert [(hit.id, round(hit.score, 4)) for hit in engine.search(TITLED[1][0], k=3, mode="dense")] == expected
         assert Path(engine.encoder.source.spec).resolve().parent == copy.resolve()
+        assert Path(engine.info().model).parent == copy.resolve()  # not the folder it was trained in
     assert all(check.problem is None for check in IndexDirectory(copy).verify())
 
 

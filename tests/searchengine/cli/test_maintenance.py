@@ -57,13 +57,15 @@ def test_verify_reports_each_file_ok(whitened_index: Path) -> None:
         ["OK", "store"],
         ["OK", "segments"],
         ["OK", "rows"],
+        ["OK", "manifest"],
         ["OK", "whitening"],
         ["OK", "segment.0"],
     ]
     assert "integrity_check finds every page and index intact; its counts agree" in lines[0]
     assert "one per searchable vector and tombstone" in lines[1]
     assert "match the checksums written with them; the keyword index agrees with the texts" in lines[2]
-    assert all("sha256 match" in line for line in lines[3:])
+    assert "model and whitening agree with the store's record of the build" in lines[3]
+    assert all("sha256 match" in line for line in lines[4:])
 
 
 @pytest.mark.parametrize("role", ["segment", "whitening"])
