@@ -127,7 +127,8 @@ def _condition_sql(condition: Condition, kinds_of: FieldKinds) -> tuple[str, lis
         sql, parameters = f"{target} LIKE ?", [*prefix, values[0]]
     else:
         sql, parameters = f"{target} {operator} ?", [*prefix, values[0]]
-    types = None if not prefix else _same_kind_types(values)
+    mixed = len(kinds - {"null"}) > 1  # a key of one kind needs no guard: _check_kinds refused other values
+    types = _same_kind_types(values) if prefix and mixed else None
     if types is None:
         return sql, parameters
     return f"(json_type(metadata, ?) IN ({', '.join('?' * len(types))}) AND {sql})", [*prefix, *types, *parameters]

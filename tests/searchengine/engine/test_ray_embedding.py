@@ -290,6 +290,8 @@ def test_the_command_line_indexes_through_a_running_cluster(
     assert verify.exit_code == 0 and [line.split()[1] for line in verify.output.splitlines()] == [
         "store",
         "segments",
+        "rows",
+        "manifest",
         "segment.0",
         "segment.1",
     ]
