@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
+from concurrent.futures import Future
 from pathlib import Path
 
 from searchengine.encoding.encoder import Encoder, EncoderSpeed
@@ -12,6 +13,7 @@ from searchengine.engine.search_engine import SearchEngine
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.commit.index_directory import IndexDirectory
 from searchengine.indexer.tables.wal_upkeep import empty_log
+from searchengine.server.metrics import IndexGauges
 from searchengine.server.reader import BatchingReader
 from searchengine.server.writer import SerialWriter
 
@@ -53,6 +55,15 @@ class ServedIndex:
         self.reader.start()
         self.path, self.encoder = self.reader.run(lambda engine: (engine.path, engine.encoder)).result()
         self.writer = SerialWriter(lambda: SearchEngine(self.path, self.encoder))
+
+    def gauges(self) -> Future[IndexGauges]:
+        """What the index holds as of the reader's generation, and the writes and searches queued now."""
+
+        def read(engine: SearchEngine) -> IndexGauges:
+            info = engine.info()
+            return IndexGauges(info.documents, info.vectors, info.shards, self.writer.queued, self.reader.queued)
+
+        return self.reader.run(read)
 
     def close(self) -> None:
         """Stop the writer and the readers, then fold SQLite's log into the store (indexer/tables/wal_upkeep.py)."""

@@ -12,23 +12,25 @@ from searchengine.engine.add_request import AddRequest
 from searchengine.engine.document_ids import document_id as parse_document_id
 from searchengine.engine.search_engine import SearchEngine
 from searchengine.reading.corpus import JsonFields
+from searchengine.server.metrics import ServerMetrics
 from searchengine.server.models import AddedOut, DeletedOut, DocumentsRequest
 from searchengine.server.served_index import ServedIndex
-from searchengine.server.state import Index, answer, check_writes
+from searchengine.server.state import Index, Metrics, answer, check_writes
 
 router = APIRouter(dependencies=[Depends(check_writes)])
 
 
 @router.post("/documents", response_model=AddedOut)
-async def add_documents(index: Index, request: DocumentsRequest) -> dict[str, Any]:
+async def add_documents(index: Index, metrics: Metrics, request: DocumentsRequest) -> dict[str, Any]:
     """Add documents, or replace those whose `id_field` id is already stored (`searchengine add`)."""
     adding = AddRequest(request.documents, JsonFields(request.text_field, request.title_field, request.id_field))
-    return await _write_then_merge(index, adding.run)
+    return await _write_then_merge(index, metrics, adding.run)
 
 
 @router.delete("/documents/{document_id:path}", response_model=DeletedOut)  # a file's id is its path: a/b.md#2
 async def delete_document(
     index: Index,
+    metrics: Metrics,
     document_id: str,
     external: Annotated[bool, Query(description="The id is one given with id_field, not a number.")] = False,
 ) -> dict[str, Any]:
@@ -39,11 +41,13 @@ async def delete_document(
         deleted = engine.delete(ids=ids, external_ids=[document_id] if external else [], merge=False)
         return {"deleted": deleted, "index_size": len(engine)}
 
-    return await _write_then_merge(index, delete)
+    return await _write_then_merge(index, metrics, delete)
 
 
-async def _write_then_merge(index: ServedIndex, write: Callable[[SearchEngine], dict[str, Any]]) -> dict[str, Any]:
+async def _write_then_merge(
+    index: ServedIndex, metrics: ServerMetrics, write: Callable[[SearchEngine], dict[str, Any]]
+) -> dict[str, Any]:
     """`write(engine)` on the writer thread, answered when it commits; the merges it calls for run after it."""
     result = await answer(index.writer.submit(write))
-    index.writer.submit_background(lambda engine: engine.merge())
+    index.writer.submit_background(lambda engine: metrics.merges.inc(len(engine.merge())))
     return result

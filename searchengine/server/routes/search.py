@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
@@ -10,6 +11,7 @@ from searchengine.engine.hit_records import result_record
 from searchengine.engine.query_request import QueryRequest
 from searchengine.errors import SearchEngineError
 from searchengine.server.limits import MAX_FILTERS, MAX_K
+from searchengine.server.metrics import ServerMetrics
 from searchengine.server.models import (
     HIGHLIGHT_HELP,
     MIN_SCORE_HELP,
@@ -21,7 +23,7 @@ from searchengine.server.models import (
 )
 from searchengine.server.reader import SearchOptions
 from searchengine.server.served_index import ServedIndex
-from searchengine.server.state import Index, answer, check_reads
+from searchengine.server.state import Index, Metrics, answer, check_reads
 
 router = APIRouter(dependencies=[Depends(check_reads)])
 
@@ -29,6 +31,7 @@ router = APIRouter(dependencies=[Depends(check_reads)])
 @router.get("/search", response_model=QueryResult)
 async def search(
     index: Index,
+    metrics: Metrics,
     q: Annotated[str, Query(description="What to search for.")],
     k: Annotated[int, Query(ge=1, le=MAX_K, description="Number of results.")] = 10,
     where: Annotated[list[str], Query(max_length=MAX_FILTERS, description="Filters FIELD OP VALUE.")] = [],  # noqa: B006
@@ -49,16 +52,16 @@ async def search(
         min_score=min_score,
         highlight=highlight,
     )
-    return (await _search(index, request))[0]
+    return (await _search(index, metrics, request))[0]
 
 
 @router.post("/search", response_model=SearchResults)
-async def search_many(index: Index, request: SearchRequest) -> dict[str, Any]:
+async def search_many(index: Index, metrics: Metrics, request: SearchRequest) -> dict[str, Any]:
     """Several queries with the same options, answered as one batch (`searchengine query --file --json`)."""
-    return {"results": await _search(index, request)}
+    return {"results": await _search(index, metrics, request)}
 
 
-async def _search(index: ServedIndex, request: SearchRequest) -> list[dict[str, Any]]:
+async def _search(index: ServedIndex, metrics: ServerMetrics, request: SearchRequest) -> list[dict[str, Any]]:
     """The results of `request`'s queries; what can be refused is refused before they wait in the reader's queue,
     where a bad query would fail the other clients' queries batched with it."""
     asked = QueryRequest(
@@ -74,6 +77,8 @@ async def _search(index: ServedIndex, request: SearchRequest) -> list[dict[str, 
     top = asked.depth if rerank else None
     mode = asked.mode or index.reader.default_mode
     options = SearchOptions(asked.k, asked.where, mode, rerank, top, asked.min_score, asked.highlight)
+    start = time.perf_counter()
     results = await answer(index.reader.search(request.queries, options))
+    metrics.observe_search(mode, len(request.queries), time.perf_counter() - start)
     reranked = {"model": rerank, "top": top} if rerank else None
     return [result_record(query, mode, hits, reranked) for query, hits in zip(request.queries, results)]
