@@ -94,11 +94,18 @@ class RerankOut(BaseModel):
     top: int
 
 
+class ShardsOut(BaseModel):
+    asked: int = Field(description="The index's shards: 1 on one machine, N for a cluster index.")
+    answered: int = Field(description="Shards that answered: fewer than asked when a shard had no live copy.")
+    partial: bool = Field(description="Whether some shard did not answer, so better hits may be missing.")
+
+
 class QueryResult(BaseModel):
     query: str
     mode: str = Field(description="The mode that answered: the one asked for, or the server's default.")
     rerank: RerankOut | None = Field(None, description="The cross-encoder and candidate count, when reranked.")
     hits: list[HitOut]
+    shards: ShardsOut = Field(description="How many of the index's shards answered.")
 
 
 class SearchResults(BaseModel):

@@ -23,6 +23,7 @@ from searchengine.server.models import (
 )
 from searchengine.server.reader import SearchOptions
 from searchengine.server.served_index import ServedIndex
+from searchengine.server.shard_answers import shards_record
 from searchengine.server.state import Index, Metrics, answer, check_reads
 
 router = APIRouter(dependencies=[Depends(check_reads)])
@@ -81,4 +82,7 @@ async def _search(index: ServedIndex, metrics: ServerMetrics, request: SearchReq
     results = await answer(index.reader.search(request.queries, options))
     metrics.observe_search(mode, len(request.queries), time.perf_counter() - start)
     reranked = {"model": rerank, "top": top} if rerank else None
-    return [result_record(query, mode, hits, reranked) for query, hits in zip(request.queries, results)]
+    return [
+        {**result_record(query, mode, hits, reranked), "shards": shards_record(hits)}
+        for query, hits in zip(request.queries, results)
+    ]
