@@ -11,6 +11,7 @@ import asyncio
 import hashlib
 import logging
 import time
+import weakref
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -24,6 +25,10 @@ SHARD_SECONDS_BOUNDARIES = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 
 """Seconds: a shard's term statistics take about a millisecond, a batch's candidates tens, a write seconds."""
 COPY_APP_PREFIX = "searchengine-copy-"
 """The name of every copy's Serve application begins so (`searchengine cluster-index status` finds them)."""
+SEARCH_CALLS = frozenset({"statistics", "candidates", "hits", "described", "ids_of"})
+"""The calls of a search (and of /info), which another copy of the shard can answer instead."""
+SEARCH_TIMEOUT_S = 10.0
+"""Seconds a search's call to one copy may take before the shard's next copy is asked."""
 NODE_SHARE = 0.001
 """How much of its node's name resource a copy takes: any number of copies fit, and only on that node."""
 
@@ -75,12 +80,24 @@ class CopyDeployment:
 
 
 class ServeCalls:
-    """The cluster's CopyCalls (searchengine.cluster.copy_calls) over Serve deployment handles."""
+    """The cluster's CopyCalls (searchengine.cluster.copy_calls) over Serve deployment handles.
+
+    A call to a replica whose node was just lost waits until Ray declares the node dead; a search's calls wait at
+    most `search_timeout_s`, after which the copy counts as failed and the shard's next copy is asked, so a lost
+    node costs the searches in flight seconds, not a failure."""
+
+    def __init__(self, search_timeout_s: float = SEARCH_TIMEOUT_S) -> None:
+        self.search_timeout_s = search_timeout_s
+        self._methods: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 
     def start(self, handle: Any, method: str, *args: Any) -> Any:  # noqa: ANN401 (a handle, a DeploymentResponse)
-        return handle.call.remote(method, *args)
+        pending = handle.call.remote(method, *args)
+        self._methods[pending] = method
+        return pending
 
     def finish(self, pending: Any, timeout: float = CALL_TIMEOUT) -> Any:  # noqa: ANN401
+        if self._methods.get(pending) in SEARCH_CALLS:
+            timeout = min(timeout, self.search_timeout_s)
         try:
             return pending.result(timeout_s=timeout)
         except Exception as error:

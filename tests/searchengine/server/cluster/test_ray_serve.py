@@ -1,4 +1,4 @@
-"""A cluster index served by Ray Serve on a simulated three-node Ray cluster (ray.cluster_utils.Cluster): one
+"""A cluster index served by Ray Serve on a simulated two-node Ray cluster (ray.cluster_utils.Cluster): one
 deployment per shard copy pinned to its node, the ingress serving the HTTP API of `searchengine serve`, checked
 against one ordinary index of the same documents, through HTTP and the CLI's `query --server`. One cluster and one
 Serve app for the module (Serve starts slowly); the tests run in order, the node's loss last."""
@@ -22,6 +22,8 @@ from tests.conftest import WORDS
 ray = pytest.importorskip("ray")
 
 SHARDS = 2
+FAST_NODE_DEATH = {"health_check_period_ms": 1000, "health_check_failure_threshold": 3}
+"""Ray declares a lost node dead after about 3 s (its default takes about 15 s)."""
 QUERIES = ["the cat sat on the mat", "stock market price fell", "rain and snow in the cold city"]
 
 
@@ -63,8 +65,8 @@ def send(url: str, body: Any, method: str = "POST") -> Any:  # noqa: ANN401
 
 @pytest.fixture(scope="module")
 def served(tiny_model: Path, tiny_encoder: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:  # noqa: ANN401
-    """The cluster (head, a, b: one CPU each), a cluster index of 2 shards x 2 copies built on it, served; and one
-    index of the same 200 documents."""
+    """The cluster (head and a: one CPU each), a cluster index of 2 shards x 2 copies built on it (a copy of each
+    shard on each node), served; and one index of the same 200 documents."""
     from ray import serve
     from ray.cluster_utils import Cluster
     from searchengine.indexer.commit.index_directory import IndexDirectory
@@ -75,16 +77,19 @@ def served(tiny_model: Path, tiny_encoder: Any, tmp_path_factory: pytest.TempPat
 
     cluster = Cluster(
         initialize_head=True,
-        head_node_args={"num_cpus": 1, "resources": {"searchengine_node_head": 1}, "include_dashboard": False},
-    )
-    nodes = {name: cluster.add_node(num_cpus=1, resources={f"searchengine_node_{name}": 1}) for name in ("a", "b")}
+        head_node_args={
+            "num_cpus": 1, "resources": {"searchengine_node_head": 1}, "include_dashboard": False,
+            "_system_config": FAST_NODE_DEATH,
+        },
+    )  # fmt: skip
+    nodes = {"a": cluster.add_node(num_cpus=1, resources={"searchengine_node_a": 1})}
     ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
     cluster.wait_for_nodes()
     folder = tmp_path_factory.mktemp("served-cluster")
     documents = corpus(200)
     settings = ClusterBuildSettings(
         shards=SHARDS, copies=2, model=str(tiny_model), local_root=str(folder / "nodes"),
-        encoder_options={"precision": "fp32"}, batch_size=64, nodes=["head", "a", "b"],
+        encoder_options={"precision": "fp32"}, batch_size=64, nodes=["head", "a"],
     )  # fmt: skip
     built, report = build_cluster(folder / "cluster.json", documents, settings)
     for states in built.copies:  # the build's actors go: the Serve deployments open the copies from here on
