@@ -1,5 +1,6 @@
-"""How many shards answered a query: one index is one shard that always answers; a cluster index's ingress
-(searchengine.server.cluster) answers with ShardedHits, and /search says so in every result."""
+"""How many shards answered a query: a cluster index's ingress (searchengine.server.cluster) answers with
+ShardedHits, and /search says so in each of its results; one index's answers say nothing (they are always whole,
+and keep the keys of `searchengine query --json`)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ class ShardedHits(list[Hit]):
 
 
 def shards_record(hits: list[Hit]) -> dict[str, Any]:
-    """{"asked", "answered", "partial"} of a query's hits: 1 of 1 unless they are ShardedHits."""
-    asked, answered = (hits.shards, hits.answered) if isinstance(hits, ShardedHits) else (1, 1)
-    return {"asked": asked, "answered": answered, "partial": answered < asked}
+    """{"shards": {"asked", "answered", "partial"}} for ShardedHits, {} for one index's hits."""
+    if not isinstance(hits, ShardedHits):
+        return {}
+    return {"shards": {"asked": hits.shards, "answered": hits.answered, "partial": hits.answered < hits.shards}}

@@ -83,6 +83,6 @@ async def _search(index: ServedIndex, metrics: ServerMetrics, request: SearchReq
     metrics.observe_search(mode, len(request.queries), time.perf_counter() - start)
     reranked = {"model": rerank, "top": top} if rerank else None
     return [
-        {**result_record(query, mode, hits, reranked), "shards": shards_record(hits)}
+        {**result_record(query, mode, hits, reranked), **shards_record(hits)}
         for query, hits in zip(request.queries, results)
     ]
