@@ -168,7 +168,17 @@ def under_load(url: str, queries: list[str], seconds: float, lose: Any, clients:
     stop = threading.Event()
     counts = {"searches": 0, "failed": 0, "partial": 0, "writes": 0, "write_failed": 0}
     acknowledged: list[tuple[str, str]] = []
+    errors: list[str] = []
     lock = threading.Lock()
+
+    def noted(error: Exception) -> None:
+        """Keep the first few distinct errors (an HTTP error's one-line body), to say why a request failed."""
+        text = f"{type(error).__name__}: {error}"
+        if isinstance(error, urllib.error.HTTPError):
+            text += " " + error.read().decode("utf-8", "replace")[:300]
+        with lock:
+            if text not in errors and len(errors) < 5:
+                errors.append(text)
 
     def searcher(offset: int) -> None:
         turn = offset
@@ -181,7 +191,8 @@ def under_load(url: str, queries: list[str], seconds: float, lose: Any, clients:
                 with lock:
                     counts["searches"] += 1
                     counts["partial"] += partial
-            except (urllib.error.URLError, OSError, KeyError, ValueError):
+            except (urllib.error.URLError, OSError, KeyError, ValueError) as error:
+                noted(error)
                 with lock:
                     counts["failed"] += 1
 
@@ -191,10 +202,11 @@ def under_load(url: str, queries: list[str], seconds: float, lose: Any, clients:
             marker = f"ackmarker{number}x"
             body = {"documents": [{"id": f"ack-{number}", "text": f"an acknowledged write {marker}"}], "id_field": "id"}
             try:
-                post(url + "/documents", body, timeout=60)
+                post(url + "/documents", body, timeout=120)
                 acknowledged.append((f"ack-{number}", marker))
                 counts["writes"] += 1
-            except (urllib.error.URLError, OSError, ValueError):
+            except (urllib.error.URLError, OSError, ValueError) as error:
+                noted(error)
                 counts["write_failed"] += 1
             number += 1
 
@@ -208,7 +220,7 @@ def under_load(url: str, queries: list[str], seconds: float, lose: Any, clients:
     stop.set()
     for thread in threads:
         thread.join()
-    return {**counts, "acknowledged": acknowledged}
+    return {**counts, "acknowledged": acknowledged, "errors": errors}
 
 
 def lost_writes(url: str, acknowledged: list[tuple[str, str]]) -> int:
@@ -361,6 +373,7 @@ def main(argv: list[str] | None = None) -> None:
             record["partial_during_loss"] = load["partial"]
             record["acknowledged_writes"] = load["writes"]
             record["writes_refused"] = load["write_failed"]
+            record["errors_during_loss"] = load["errors"]
             record["acknowledged_writes_lost"] = lost_writes(url, load["acknowledged"])
             serve.shutdown()
             subset = documents[: min(len(documents), 400)]

@@ -29,6 +29,9 @@ SEARCH_CALLS = frozenset({"statistics", "candidates", "hits", "described", "ids_
 """The calls of a search (and of /info), which another copy of the shard can answer instead."""
 SEARCH_TIMEOUT_S = 10.0
 """Seconds a search's call to one copy may take before the shard's next copy is asked."""
+WRITE_TIMEOUT_S = 30.0
+"""Seconds a write may take on one copy before that copy counts as failed (heal catches it up): a write reaches its
+copies already embedded, so storing even the most documents one request may send takes far less."""
 NODE_SHARE = 0.001
 """How much of its node's name resource a copy takes: any number of copies fit, and only on that node."""
 
@@ -82,12 +85,14 @@ class CopyDeployment:
 class ServeCalls:
     """The cluster's CopyCalls (searchengine.cluster.copy_calls) over Serve deployment handles.
 
-    A call to a replica whose node was just lost waits until Ray declares the node dead; a search's calls wait at
-    most `search_timeout_s`, after which the copy counts as failed and the shard's next copy is asked, so a lost
-    node costs the searches in flight seconds, not a failure."""
+    A call to a replica whose node was lost waits for a replica Serve cannot start (the node's resource is gone),
+    so a search's calls wait at most `search_timeout_s`, after which the copy counts as failed and the shard's next
+    copy is asked, and a write's at most `write_timeout_s`: a lost node costs the requests in flight seconds, not a
+    failure."""
 
-    def __init__(self, search_timeout_s: float = SEARCH_TIMEOUT_S) -> None:
+    def __init__(self, search_timeout_s: float = SEARCH_TIMEOUT_S, write_timeout_s: float = WRITE_TIMEOUT_S) -> None:
         self.search_timeout_s = search_timeout_s
+        self.write_timeout_s = write_timeout_s
         self._methods: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
 
     def start(self, handle: Any, method: str, *args: Any) -> Any:  # noqa: ANN401 (a handle, a DeploymentResponse)
@@ -96,8 +101,11 @@ class ServeCalls:
         return pending
 
     def finish(self, pending: Any, timeout: float = CALL_TIMEOUT) -> Any:  # noqa: ANN401
-        if self._methods.get(pending) in SEARCH_CALLS:
+        method = self._methods.get(pending)
+        if method in SEARCH_CALLS:
             timeout = min(timeout, self.search_timeout_s)
+        elif method == "apply":
+            timeout = min(timeout, self.write_timeout_s)
         try:
             return pending.result(timeout_s=timeout)
         except Exception as error:

@@ -61,7 +61,9 @@ def serve_cluster(
 
     path = Path(manifest_path).resolve()
     manifest = read_manifest(path)
-    serve.start(http_options={"host": host, "port": port})
+    # One HTTP proxy, on the head: the address returned is the head's (a proxy on every node wants a load balancer
+    # in front, and on one machine's simulated cluster they would share the port and die with their node).
+    serve.start(proxy_location="HeadOnly", http_options={"host": host, "port": port})
     nodes = live_nodes()
     copies = [(place, shard) for shard, places in enumerate(manifest.placement) for place in places]
     start_copy_deployments([(place, shard) for place, shard in copies if place.node in nodes], manifest.local_root)
