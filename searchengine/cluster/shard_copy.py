@@ -7,6 +7,7 @@ so applying one again changes nothing."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import shutil
@@ -134,10 +135,9 @@ class ShardCopy:
                 "it missed writes; catch it up from a live copy (ClusterIndex.heal)"
             )
         with reader.writing(), writing_in_place(reader.directory) as write:
-            if deleted:
-                drop_vectors(
-                    write.store, write.vectors, write.store.delete(write.store.documents.ids_for_external(deleted))
-                )
+            if deleted:  # an id no document has changes nothing, so a delete can be sent again
+                known = [row_id for row_id, _ in write.store.documents.by_external_id(set(deleted)).values()]
+                drop_vectors(write.store, write.vectors, write.store.delete(sorted(known)))
             if documents:
                 _add_embedded(write, documents, np.asarray(vectors, dtype=np.float32))
             write.store.settings.set(SEQUENCE, sequence)
@@ -195,6 +195,8 @@ class ShardCopy:
             self.reader.close()
             self.reader = None
         shutil.rmtree(self.folder, ignore_errors=True)
+        with contextlib.suppress(OSError):  # the build's folder on this node, once it holds no other copy
+            self.folder.parent.rmdir()
 
     def _reader(self) -> IndexReader:
         if self.reader is None:

@@ -1,0 +1,223 @@
+"""A cluster index on a simulated three-node Ray cluster (ray.cluster_utils.Cluster), against one ordinary index of
+the same documents: the build (each copy writes its own rows), search in every mode (same ids and scores), routed
+writes committed on every copy, and the faults: a copy that was away, a shard with no live copy, a build that dies,
+a node removed. The tests run in order on one cluster and one cluster index, each leaving it whole for the next."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import pytest
+from searchengine.indexer.tables.documents import Document
+
+from searchengine.cluster import (
+    ClusterBuildSettings,
+    ClusterError,
+    ClusterIndex,
+    CopyFolderError,
+    ShardCopy,
+    ShardsUnavailableError,
+    build_cluster,
+)
+from searchengine.cluster.manifest import read_manifest
+from searchengine.cluster.routing import shard_of
+from searchengine.engine.index_reader import IndexReader
+from searchengine.engine.index_writer import IndexWriter
+from tests.searchengine.cluster.conftest import corpus, one_index
+
+ray = pytest.importorskip("ray")
+
+SHARDS = 3
+QUERIES = ["the cat sat on the mat", "stock market price fell", "rain and snow in the cold city", "python code bug"]
+
+
+@pytest.fixture(scope="module")
+def built(ray_cluster: Any, tiny_model: Path, tiny_encoder: Any, tmp_path_factory: pytest.TempPathFactory) -> dict:  # noqa: ANN401
+    """A cluster index of 3 shards, 2 copies each, and one index of the same 240 documents."""
+    folder = tmp_path_factory.mktemp("cluster")
+    documents = corpus(240)
+    settings = ClusterBuildSettings(
+        shards=SHARDS,
+        copies=2,
+        model=str(tiny_model),
+        local_root=str(folder / "nodes"),
+        encoder_options={"precision": "fp32"},
+        batch_size=64,
+    )
+    index, report = build_cluster(folder / "cluster.json", documents, settings)
+    index._encoder = tiny_encoder  # the same model, already loaded: queries encode as the reference's do
+    reference = one_index(folder / "one", documents, tiny_encoder)
+    return {"index": index, "report": report, "folder": folder, "reference": reference, "settings": settings}
+
+
+def _reference(built: dict, tiny_encoder: Any) -> IndexReader:  # noqa: ANN401
+    return IndexReader(built["reference"], tiny_encoder)
+
+
+def assert_same_hits(cluster_hits: list, one_hits: list) -> None:
+    """The same scores rank by rank (within 1e-5) and the same documents, but for the order of tied scores."""
+    assert len(cluster_hits) == len(one_hits)
+    for mine, theirs in zip(cluster_hits, one_hits):
+        assert mine.score == pytest.approx(theirs.score, abs=1e-5)
+        for side in ("dense_score", "keyword_score"):
+            if getattr(theirs, side) is not None and mine.external_id == theirs.external_id:
+                assert getattr(mine, side) == pytest.approx(getattr(theirs, side), abs=1e-5)
+        assert mine.found_by == theirs.found_by or mine.external_id != theirs.external_id
+    if one_hits:  # tied scores may come in either order, and the tie at the k-th place may be cut either way
+        last = one_hits[-1].score
+        above = lambda hits: sorted((-round(h.score, 5), h.external_id) for h in hits if h.score > last + 1e-5)  # noqa: E731
+        assert above(cluster_hits) == above(one_hits)
+
+
+def assert_same_as_one_index(index: ClusterIndex, reference: IndexReader, where: Any = None, k: int = 10) -> None:  # noqa: ANN401
+    for mode in ("dense", "keyword", "hybrid"):
+        answer = index.search_batch(QUERIES, k, where, mode=mode)
+        assert (answer.answered, answer.partial) == (SHARDS, False)
+        for cluster_hits, one_hits in zip(answer.hits, reference.search_batch(QUERIES, k, where, mode=mode)):
+            assert_same_hits(cluster_hits, one_hits)
+
+
+def test_build_writes_each_shard_on_its_own_nodes(built: dict) -> None:
+    index, report = built["index"], built["report"]
+    assert report.driver_rows_written == 0
+    assert report.documents == 240 and sum(report.shard_documents) == 240
+    status = index.status()
+    assert status["documents"] == 240
+    assert [shard["documents"] for shard in status["shards"]] == report.shard_documents
+    local_root = Path(built["settings"].local_root)
+    for shard in status["shards"]:
+        nodes = [copy["node"] for copy in shard["copies"]]
+        assert len(set(nodes)) == 2, "a shard's two copies sit on two nodes"
+        for copy in shard["copies"]:
+            assert Path(copy["folder"]).is_relative_to(local_root / copy["node"])
+            assert copy["serving"] and copy["lag"] == 0
+    assert read_manifest(built["folder"] / "cluster.json").placement == index.manifest.placement
+
+
+def test_search_equals_one_index(built: dict, tiny_encoder: Any) -> None:  # noqa: ANN401
+    reference = _reference(built, tiny_encoder)
+    assert_same_as_one_index(built["index"], reference)
+    assert_same_as_one_index(built["index"], reference, where=["lang=fr"], k=7)
+    assert_same_as_one_index(built["index"], reference, k=300)  # more than there are documents
+
+
+def test_a_copy_never_opens_another_nodes_folder(built: dict) -> None:
+    index = built["index"]
+    place = index.manifest.placement[0][0]
+    other = next(p for shard in index.manifest.placement for p in shard if p.node != place.node)
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from searchengine.cluster.placement import live_nodes
+
+    strategy = NodeAffinitySchedulingStrategy(live_nodes()[place.node], soft=False)
+    actor = ray.remote(ShardCopy).options(num_cpus=0, scheduling_strategy=strategy)
+    wrong = actor.remote(other.folder, 0, index.manifest.local_root)
+    with pytest.raises(ray.exceptions.ActorDiedError, match=f"{CopyFolderError.__name__}: .* is not under"):
+        ray.get(wrong.status.remote(), timeout=60)  # the actor refused in its creation, so it never opened it
+
+
+def _ids_in_shard(shard: int, count: int, prefix: str) -> list[str]:
+    return list(
+        itertools.islice(
+            (f"{prefix}-{i}" for i in itertools.count() if shard_of(f"{prefix}-{i}", SHARDS) == shard), count
+        )
+    )
+
+
+def test_routed_writes_commit_on_every_copy(built: dict, tiny_encoder: Any) -> None:  # noqa: ANN401
+    index = built["index"]
+    writer = IndexWriter(built["reference"], tiny_encoder)
+    added = [
+        Document(f"the cat and the dog play in the garden {i}", metadata={"lang": "en"}, external_id=f"new-{i}")
+        for i in range(6)
+    ]
+    upserted = [Document("a storm of snow over the moon", metadata={"lang": "fr"}, external_id="doc-3")]
+    for documents in (added, upserted):
+        receipt = index.add(documents)
+        writer.add(documents)
+        assert all(count == 2 for count in receipt.copies.values())
+    receipt = index.delete(["doc-5", "doc-8", "no-such-document"])
+    writer.delete(external_ids=["doc-5", "doc-8"])
+    assert_same_as_one_index(index, _reference(built, tiny_encoder))
+    for shard in index.status()["shards"]:
+        assert {copy["sequence"] for copy in shard["copies"]} == {shard["sequence"]}
+        assert all(copy["lag"] == 0 for copy in shard["copies"])
+    with pytest.raises(ClusterError, match="no external id"):
+        index.add([Document("no id")])
+
+
+def test_a_copy_that_was_away_catches_up(built: dict) -> None:
+    index = built["index"]
+    away, other = index.copies[1]
+    ray.kill(away.handle)
+    ids = _ids_in_shard(1, 3, "while-away")
+    receipt = index.add([Document(f"written while a copy was away {i}", external_id=i) for i in ids])
+    assert receipt.copies == {1: 1}
+    assert not index.search("written while a copy was away", 5, mode="keyword").partial
+    done = index.heal()
+    assert any("caught up" in line for line in done)
+    assert away.serving and away.sequence == other.sequence == index.sequences[1]
+    ray.kill(other.handle)  # now only the copy that was away holds shard 1: the writes must be in it
+    answer = index.search("written while a copy was away", 20, mode="keyword")
+    assert not answer.partial
+    assert set(ids) <= {hit.external_id for hit in answer.hits[0]}
+    index.heal()
+    assert all(copy["serving"] for shard in index.status()["shards"] for copy in shard["copies"])
+
+
+def test_a_shard_without_a_live_copy_gives_a_flagged_partial_answer(built: dict) -> None:
+    index = built["index"]
+    for state in index.copies[0]:
+        ray.kill(state.handle)
+    answer = index.search("the cat sat on the mat", 10, mode="hybrid")
+    assert answer.partial and answer.missing == (0,) and answer.answered == SHARDS - 1
+    assert answer.hits[0] and all(shard_of(hit.external_id, SHARDS) != 0 for hit in answer.hits[0])
+    with pytest.raises(ShardsUnavailableError, match="shard 0"):
+        index.search("the cat sat on the mat", 10, mode="dense", all_shards=True)
+    with pytest.raises(ClusterError, match="no live copy"):
+        index.add([Document("refused", external_id=_ids_in_shard(0, 1, "refused")[0])])
+    index.heal()  # the copies' nodes are live: each starts again over its own folder
+    assert not index.search("the cat sat on the mat", 10, mode="dense", all_shards=True).partial
+
+
+def test_a_build_that_dies_leaves_the_cluster_as_it_was(built: dict, tiny_model: Path) -> None:
+    path = built["folder"] / "cluster.json"
+    before = read_manifest(path)
+    builds = lambda: {p.name for p in Path(built["settings"].local_root).glob("*/index/*")}  # noqa: E731
+    folders = builds()
+
+    def dying() -> Any:  # noqa: ANN401
+        yield from corpus(100)
+        raise OSError("the corpus's disk went away")
+
+    with pytest.raises(OSError, match="went away"):
+        build_cluster(path, dying(), built["settings"])
+    assert read_manifest(path) == before
+    assert builds() == folders, "the dead build's folders were removed"
+
+
+def test_a_removed_node_loses_no_search_and_no_acknowledged_write(built: dict, ray_cluster: Any) -> None:  # noqa: ANN401
+    cluster, nodes = ray_cluster
+    index = built["index"]
+    nodes["c"] = cluster.add_node(num_cpus=1, resources={"searchengine_node_c": 1})
+    cluster.wait_for_nodes()
+    acknowledged = []
+    cluster.remove_node(nodes.pop("b"))
+    for i, query in enumerate(QUERIES * 2):
+        answer = index.search(query, 10, mode="hybrid")
+        assert not answer.partial, "every shard keeps a copy on another node"
+        document = Document(f"acknowledged after the loss {i}", external_id=f"after-{i}")
+        index.add([document])
+        acknowledged.append(document.external_id)
+    done = index.heal()
+    assert sum("rebuilt on c" in line for line in done) == 2
+    reopened = ClusterIndex.open(built["folder"] / "cluster.json")
+    status = reopened.status()
+    assert {copy["node"] for shard in status["shards"] for copy in shard["copies"]} == {"head", "a", "c"}
+    assert all(copy["serving"] and copy["lag"] == 0 for shard in status["shards"] for copy in shard["copies"])
+    found = reopened.search_batch(
+        [f"acknowledged after the loss {i}" for i in range(len(acknowledged))], 1, mode="keyword"
+    )
+    assert [hits[0].external_id for hits in found.hits] == acknowledged
