@@ -6,7 +6,9 @@ code drives Ray actors or Serve deployments."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -456,6 +458,50 @@ class ClusterIndex:
         if moved:
             self._save_placement()
         return done
+
+    def rebalance(self) -> list[str]:
+        """Move copies from the nodes that hold most to those that hold fewest (a node just added), until no node
+        holds two more than another, never a second copy of a shard onto one node. Each move starts the copy on
+        its new node, installs a live copy's committed files there (sent through Ray) under the shard's write lock,
+        rewrites the manifest, and only then removes the old copy. Returns the moves, one line each."""
+        done: list[str] = []
+        nodes = set(live_nodes())
+        while True:
+            load = Counter({node: 0 for node in nodes})
+            load.update(state.place.node for states in self.copies for state in states if state.place.node in nodes)
+            busiest = max(sorted(load), key=lambda node: load[node])
+            idlest = min(sorted(load), key=lambda node: load[node])
+            if load[busiest] - load[idlest] <= 1:
+                return done
+            moving = next(
+                (
+                    state
+                    for states in self.copies
+                    for state in states
+                    if state.place.node == busiest and state.serving and idlest not in {s.place.node for s in states}
+                ),
+                None,
+            )
+            if moving is None:
+                return done
+            self._move(moving, idlest)
+            done.append(f"shard {moving.shard}: copy moved from {busiest} to {idlest}")
+
+    def _move(self, state: CopyState, node: str) -> None:
+        """Put `state`'s copy on `node`: started there, filled from the copy's committed files, then swapped in."""
+        shard = state.shard
+        with self._locks[shard]:
+            manifest = self.manifest
+            place = CopyPlace(node, copy_folder(manifest.local_root, node, manifest.name, manifest.build, shard))
+            handle = self.starter(place, shard, manifest.local_root)
+            files = self.calls.start(state.handle, "committed_files")
+            sequence = self.calls.finish(self.calls.start(handle, "install_files", files))
+            old = state.handle
+            state.place, state.handle, state.sequence = place, handle, sequence
+            state.serving = sequence == self.sequences[shard]
+            self._save_placement()
+        with contextlib.suppress(Exception):  # the old copy's folder goes; a failure leaves only an unnamed folder
+            self.calls.finish(self.calls.start(old, "remove"))
 
     def _live_source(self, states: list[CopyState]) -> CopyState | None:
         """A serving copy that answers (the one others catch up from), or None."""

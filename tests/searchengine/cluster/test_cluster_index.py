@@ -13,6 +13,7 @@ import pytest
 from searchengine.indexer.tables.documents import Document
 
 from searchengine.cluster import (
+    ActorCalls,
     ClusterBuildSettings,
     ClusterError,
     ClusterIndex,
@@ -198,6 +199,84 @@ def test_a_build_that_dies_leaves_the_cluster_as_it_was(built: dict, tiny_model:
     assert builds() == folders, "the dead build's folders were removed"
 
 
+class CallsThatKill(ActorCalls):
+    """Ray actor calls that kill a copy just before a chosen call is sent: a copy lost at a precise step of a
+    query or a write (the kill and the call are real; nothing is simulated)."""
+
+    def __init__(self, method: str, victim: Any) -> None:  # noqa: ANN401
+        self.method, self.victim = method, victim
+
+    def start(self, handle: Any, method: str, *args: Any) -> Any:  # noqa: ANN401
+        if method == self.method and self.victim is not None:
+            ray.kill(self.victim)
+            self.victim = None
+        return super().start(handle, method, *args)
+
+
+@pytest.mark.parametrize("step", ["statistics", "candidates", "hits"])
+def test_a_copy_lost_at_each_step_of_a_query_is_replaced_by_its_other_copy(built: dict, step: str) -> None:
+    index = built["index"]
+    expected = index.search_batch(QUERIES, 10, mode="hybrid")
+    order = index._copy_order()  # the copy the next search asks first, for each shard
+    index._turn -= 1
+    index.calls = CallsThatKill(step, order[2][0].handle)
+    try:
+        answer = index.search_batch(QUERIES, 10, mode="hybrid")
+    finally:
+        index.calls = ActorCalls()
+    assert not answer.partial
+    assert [[h.external_id for h in hits] for hits in answer.hits] == [
+        [h.external_id for h in hits] for hits in expected.hits
+    ]
+    assert [state.serving for state in index.copies[2]].count(False) == 1
+    index.heal()
+
+
+@pytest.mark.parametrize("step", ["before-commit", "after-commit"])
+def test_a_copy_that_dies_inside_a_write_loses_no_acknowledged_write(built: dict, step: str) -> None:
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from searchengine.cluster.placement import live_nodes
+
+    index = built["index"]
+    dying, survivor = index.copies[2]
+    ray.kill(dying.handle)
+    strategy = NodeAffinitySchedulingStrategy(live_nodes()[dying.place.node], soft=False)
+    crashing = ray.remote(ShardCopy).options(
+        num_cpus=0, scheduling_strategy=strategy, runtime_env={"env_vars": {"SEARCHENGINE_CRASH_AT": step}}
+    )
+    dying.handle = crashing.remote(dying.place.folder, 2, index.manifest.local_root)
+    ids = _ids_in_shard(2, 2, f"crash-{step}")
+    receipt = index.add([Document(f"written as a copy crashed {step} {i}", external_id=i) for i in ids])
+    assert receipt.copies == {2: 1}, "acknowledged by the copy that survived"
+    index.heal()  # started again on its node, without the crash: it holds the write (after) or catches up (before)
+    assert dying.serving and dying.sequence == survivor.sequence == index.sequences[2]
+    ray.kill(survivor.handle)
+    found = index.search(f"written as a copy crashed {step}", 10, mode="keyword")
+    assert set(ids) <= {hit.external_id for hit in found.hits[0]}
+    index.heal()
+
+
+def test_a_write_the_driver_sent_to_one_copy_only_is_caught_up_on_open(built: dict) -> None:
+    """The driver (or an ingress) dies between two copies of a write: nothing was acknowledged, one copy holds
+    the write and the other not. Opened again, the cluster serves only the copy that holds it until heal."""
+    index = built["index"]
+    first, second = index.copies[0]
+    sequence = index.sequences[0] + 1
+    ids = _ids_in_shard(0, 1, "half-sent")
+    document = Document("sent to one copy before the driver died", external_id=ids[0])
+    vectors = index.encoder.encode([document.text])
+    assert ray.get(first.handle.apply.remote(sequence, [document], vectors, []), timeout=60) == sequence
+    reopened = ClusterIndex.open(built["folder"] / "cluster.json")
+    lag = {copy["folder"]: copy["lag"] for copy in reopened.status()["shards"][0]["copies"]}
+    assert lag == {first.place.folder: 0, second.place.folder: 1}
+    assert any("caught up" in line for line in reopened.heal())
+    assert all(copy["lag"] == 0 and copy["serving"] for copy in reopened.status()["shards"][0]["copies"])
+    del reopened
+    index.heal()  # the first index's own copies: the second one is behind its shard now
+    assert index._read_sequences() is None and index.sequences[0] == sequence
+
+
 def test_a_removed_node_loses_no_search_and_no_acknowledged_write(built: dict, ray_cluster: Any) -> None:  # noqa: ANN401
     cluster, nodes = ray_cluster
     index = built["index"]
@@ -213,11 +292,35 @@ def test_a_removed_node_loses_no_search_and_no_acknowledged_write(built: dict, r
         acknowledged.append(document.external_id)
     done = index.heal()
     assert sum("rebuilt on c" in line for line in done) == 2
-    reopened = ClusterIndex.open(built["folder"] / "cluster.json")
-    status = reopened.status()
+    assert read_manifest(built["folder"] / "cluster.json").placement == index.manifest.placement
+    status = index.status()
     assert {copy["node"] for shard in status["shards"] for copy in shard["copies"]} == {"head", "a", "c"}
     assert all(copy["serving"] and copy["lag"] == 0 for shard in status["shards"] for copy in shard["copies"])
-    found = reopened.search_batch(
-        [f"acknowledged after the loss {i}" for i in range(len(acknowledged))], 1, mode="keyword"
-    )
+    for shard in index.copies:  # where a copy was rebuilt, only it answers now: the writes must be in it too
+        rebuilt = any(state.place.node == "c" for state in shard)
+        for state in shard:
+            if rebuilt and state.place.node != "c":
+                ray.kill(state.handle)
+    texts = [f"acknowledged after the loss {i}" for i in range(len(acknowledged))]
+    found = index.search_batch(texts, 1, mode="keyword")
+    assert not found.partial
     assert [hits[0].external_id for hits in found.hits] == acknowledged
+    index.heal()
+
+
+def test_a_node_added_takes_copies(built: dict, ray_cluster: Any, tiny_encoder: Any) -> None:  # noqa: ANN401
+    cluster, nodes = ray_cluster
+    index = built["index"]
+    nodes["d"] = cluster.add_node(num_cpus=1, resources={"searchengine_node_d": 1})
+    cluster.wait_for_nodes()
+    before = index.search_batch(QUERIES, 10, mode="hybrid")
+    moves = index.rebalance()
+    assert moves and all("to d" in line for line in moves)
+    placed = [copy["node"] for shard in index.status()["shards"] for copy in shard["copies"]]
+    assert max(placed.count(node) for node in set(placed)) - placed.count("d") <= 1
+    assert read_manifest(built["folder"] / "cluster.json").placement == index.manifest.placement
+    after = index.search_batch(QUERIES, 10, mode="hybrid")
+    assert not after.partial
+    assert [[(h.external_id, h.score) for h in hits] for hits in after.hits] == [
+        [(h.external_id, h.score) for h in hits] for hits in before.hits
+    ]
