@@ -290,6 +290,16 @@ class ClusterIndex:
                     pending[shard] = (position + 1, start(order[shard][position + 1], shard))
         return results
 
+    def documents(self, where: Filters, *, all_shards: bool = False) -> tuple[list[Document], ClusterAnswer]:
+        """The stored documents that meet every filter, shard by shard (each in its index order), without a query,
+        e.g. a lookup by external ids; with an answer that says which shards answered (no hits)."""
+        found = self._round(self._copy_order(), "documents", where)
+        missing = tuple(shard for shard in range(self.shards) if shard not in found)
+        if missing and all_shards:
+            raise ShardsUnavailableError(list(missing), self.shards)
+        documents = [document for shard in sorted(found) for document in found[shard][1]]
+        return documents, ClusterAnswer([], self.shards, self.shards - len(missing), missing)
+
     # writing ----------------------------------------------------------------------------------------------------
     def add(self, documents: Sequence[Document]) -> WriteReceipt:
         """Add or replace (upsert, by external id) `documents`, each in the shard its external id hashes to, and

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from searchengine.indexer.query.filter_sql import Condition
 from searchengine.indexer.tables.documents import Document
 
 from searchengine.cluster import (
@@ -147,6 +148,12 @@ def test_routed_writes_commit_on_every_copy(built: dict, tiny_encoder: Any) -> N
         assert all(copy["lag"] == 0 for copy in shard["copies"])
     with pytest.raises(ClusterError, match="no external id"):
         index.add([Document("no id")])
+    looked_up, answer = index.documents([Condition("external_id", "in", ("new-1", "doc-3", "doc-5"))])
+    assert not answer.partial
+    assert {(d.external_id, d.text) for d in looked_up} == {
+        ("new-1", "the cat and the dog play in the garden 1"),
+        ("doc-3", "a storm of snow over the moon"),
+    }
 
 
 def test_a_copy_that_was_away_catches_up(built: dict) -> None:
