@@ -237,6 +237,16 @@ class ClusterIndex:
             results.append(hits)
         return results
 
+    def ask_shards(
+        self, method: str, *args: Any, shards: Sequence[int] | None = None, per_shard: dict[int, Any] | None = None
+    ) -> dict[int, tuple[CopyState, Any]]:
+        """Ask one serving copy of every shard (of `shards`, or of `per_shard`'s, when given) `method(*args)`, or
+        `method(per_shard[shard])`, failing over to the shard's next copy: (copy, result) by shard, for the shards
+        that answered. What a front end calls for what ClusterIndex has no method of its own for."""
+        wanted = set(per_shard if per_shard is not None else range(self.shards) if shards is None else shards)
+        order = {shard: copies for shard, copies in self._copy_order().items() if shard in wanted}
+        return self._round(order, method, *args, per_shard=per_shard)
+
     def _copy_order(self) -> dict[int, list[CopyState]]:
         """Each shard's serving copies in the order to ask them: turn by turn, so searches spread over copies."""
         self._turn += 1

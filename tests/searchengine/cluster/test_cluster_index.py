@@ -143,6 +143,8 @@ def test_routed_writes_commit_on_every_copy(built: dict, tiny_encoder: Any) -> N
     receipt = index.delete(["doc-5", "doc-8", "no-such-document"])
     writer.delete(external_ids=["doc-5", "doc-8"])
     assert_same_as_one_index(index, _reference(built, tiny_encoder))
+    sequences = index.ask_shards("sequence")
+    assert {shard: result for shard, (_, result) in sequences.items()} == dict(enumerate(index.sequences))
     for shard in index.status()["shards"]:
         assert {copy["sequence"] for copy in shard["copies"]} == {shard["sequence"]}
         assert all(copy["lag"] == 0 for copy in shard["copies"])
