@@ -7,7 +7,6 @@ from __future__ import annotations
 import random
 
 import sqlite_utils
-
 from searchengine.indexer.query.global_bm25 import TermStatistics, bm25_scores, term_statistics
 from searchengine.indexer.query.keyword_query import keyword_terms, match_expression, select_terms
 
