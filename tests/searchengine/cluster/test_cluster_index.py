@@ -23,6 +23,7 @@ from searchengine.cluster import (
     ShardsUnavailableError,
     build_cluster,
 )
+from searchengine.cluster.cluster_build import remove_build
 from searchengine.cluster.manifest import read_manifest
 from searchengine.cluster.routing import shard_of
 from searchengine.engine.index_reader import IndexReader
@@ -333,3 +334,16 @@ def test_a_node_added_takes_copies(built: dict, ray_cluster: Any, tiny_encoder: 
     assert [[(h.external_id, h.score) for h in hits] for hits in after.hits] == [
         [(h.external_id, h.score) for h in hits] for hits in before.hits
     ]
+
+
+def test_removing_a_build_frees_its_folders_on_every_live_node(built: dict) -> None:
+    index = built["index"]
+    folders = [place.folder for places in index.manifest.placement for place in places]
+    assert all(Path(folder).is_dir() for folder in folders)
+    assert sorted(remove_build(index.manifest)) == sorted(folders)
+    assert not any(Path(folder).exists() for folder in folders)
+    root, build = Path(built["settings"].local_root), index.manifest.build
+    assert not any(
+        (root / place.node / "index" / build).exists() for places in index.manifest.placement for place in places
+    )
+    assert (root / "b" / "index" / build).is_dir(), "the lost node's disk is out of reach: its folders stay"
