@@ -174,14 +174,15 @@ def build_cluster(
         here = (os.getpid(), current_node())
         report.driver_rows_written = sum(done["rows"] for done in written if (done["pid"], done["node"]) == here)
     except BaseException:
+        for embedder in embedders:  # first: a copy still waiting for the model's identity then stops waiting
+            ray.kill(embedder)
         for states in copies:  # an uncommitted build: its folders go, the previous cluster stays as it was
             for state in states:
                 with contextlib.suppress(Exception):
                     calls.finish(calls.start(state.handle, "remove"), timeout=30.0)
         raise
-    finally:
-        for embedder in embedders:
-            ray.kill(embedder)
+    for embedder in embedders:
+        ray.kill(embedder)
     manifest = ClusterManifest(
         name=settings.name,
         shards=settings.shards,
