@@ -198,10 +198,10 @@ class ClusterIndex:
             )
             for position in range(len(texts))
         ]
-        hits = self._hits(self._prefer(order, answers), rankings, answers.keys())
+        hits, unread = self._hits(self._prefer(order, answers), rankings, answers.keys())
         if request.min_score is not None:
             hits = [[hit for hit in found if hit.score >= request.min_score] for found in hits]
-        missing = tuple(shard for shard in range(self.shards) if shard not in answers)
+        missing = tuple(shard for shard in range(self.shards) if shard not in answers or shard in unread)
         if missing and all_shards:
             raise ShardsUnavailableError(list(missing), self.shards)
         return ClusterAnswer(hits, self.shards, self.shards - len(missing), missing)
@@ -217,8 +217,9 @@ class ClusterIndex:
         order: dict[int, list[CopyState]],
         rankings: list[list[tuple[int, Any]]],
         answered: Any,  # noqa: ANN401
-    ) -> list[list[Hit]]:
-        """The documents of each query's ranking, read from their shards (the last round)."""
+    ) -> tuple[list[list[Hit]], set[int]]:
+        """The documents of each query's ranking, read from their shards (the last round), and the shards whose
+        documents could not be read (every copy failed since it answered): their hits are left out."""
         wanted = {shard: [[s for owner, s in ranking if owner == shard] for ranking in rankings] for shard in answered}
         wanted = {shard: lists for shard, lists in wanted.items() if any(lists)}
         found = self._round({shard: order[shard] for shard in wanted if shard in order}, "hits", per_shard=wanted)
@@ -235,7 +236,7 @@ class ClusterIndex:
                 if hit is not None:
                     hits.append(replace(hit, id=global_id(hit.id, shard, self.shards)))
             results.append(hits)
-        return results
+        return results, set(wanted) - set(found)
 
     def ask_shards(
         self, method: str, *args: Any, shards: Sequence[int] | None = None, per_shard: dict[int, Any] | None = None

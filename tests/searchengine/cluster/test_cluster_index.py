@@ -239,6 +239,13 @@ def test_a_copy_lost_at_each_step_of_a_query_is_replaced_by_its_other_copy(built
         [h.external_id for h in hits] for hits in expected.hits
     ]
     assert [state.serving for state in index.copies[2]].count(False) == 1
+    index.calls = CallsThatKill(step, index._copy_order()[2][0].handle)  # now shard 2's last copy too
+    try:
+        partial = index.search_batch(QUERIES, 10, mode="hybrid")
+    finally:
+        index.calls = ActorCalls()
+    assert partial.missing == (2,) and partial.answered == SHARDS - 1
+    assert all(shard_of(hit.external_id, SHARDS) != 2 for hits in partial.hits for hit in hits)
     index.heal()
 
 
