@@ -343,6 +343,34 @@ def test_a_node_added_takes_copies(built: dict, ray_cluster: Any, tiny_encoder: 
     ]
 
 
+def test_a_node_that_comes_back_under_its_name_serves_its_copies_again(built: dict, ray_cluster: Any) -> None:  # noqa: ANN401
+    """A node named by its resource keeps its folders: back under the same name (a new Ray node id), its copy is
+    started again over its own folder and catches up with the writes made while it was away."""
+    cluster, nodes = ray_cluster
+    index = built["index"]
+    shard, away = next(
+        (s, state) for s, states in enumerate(index.copies) for state in states if state.place.node == "d"
+    )
+    cluster.remove_node(nodes.pop("d"))
+    ids = _ids_in_shard(shard, 2, "node-away")
+    receipt = index.add([Document(f"written while node d was away {i}", external_id=i) for i in ids])
+    assert receipt.copies == {shard: 1}
+    nodes["d"] = cluster.add_node(num_cpus=1, resources={"searchengine_node_d": 1})
+    cluster.wait_for_nodes()
+    placement = index.manifest.placement
+    done = index.heal()
+    assert any(f"shard {shard}: copy on d caught up" in line for line in done) and not any(
+        "rebuilt" in line for line in done
+    )
+    assert index.manifest.placement == placement, "the copy came back where it was"
+    for state in index.copies[shard]:
+        if state is not away:
+            ray.kill(state.handle)
+    found = index.search("written while node d was away", 10, mode="keyword", all_shards=False)
+    assert set(ids) <= {hit.external_id for hit in found.hits[0]}
+    index.heal()
+
+
 def test_removing_a_build_frees_its_folders_on_every_live_node(built: dict) -> None:
     index = built["index"]
     folders = [place.folder for places in index.manifest.placement for place in places]
