@@ -447,7 +447,6 @@ class ClusterIndex:
         through Ray. The manifest is rewritten when a copy moved. Returns what was done, one line each."""
         done: list[str] = []
         nodes = live_nodes()
-        placement = [list(states) for states in self.copies]
         moved = False
         for shard, states in enumerate(self.copies):
             with self._locks[shard]:
@@ -459,7 +458,7 @@ class ClusterIndex:
                         if source is None:
                             continue
                         others = [s.place.node for s in states if s is not state]
-                        placed = [s.place.node for shard_states in placement for s in shard_states]
+                        placed = [s.place.node for shard_states in self.copies for s in shard_states]
                         node = least_loaded(nodes, placed, others)
                         if node is None:
                             continue
