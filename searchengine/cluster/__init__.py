@@ -20,6 +20,9 @@ The interface (names kept stable for the Ray Serve front end):
   (routing.global_id).
 - `ClusterIndex.add(documents)` (upserts by external id) and `delete(external_ids)` -> WriteReceipt: committed on
   every live copy of the owning shard, with the shard's next sequence number, before they return.
+- `ClusterIndex.documents(where)`: stored documents meeting filters, over every shard (a lookup by external ids).
+- `ClusterIndex.ask_shards(method, *args, shards=, per_shard=)`: any ShardCopy method on one serving copy of each
+  shard, with fail-over; (copy, result) by shard.
 - `ClusterIndex.status()` (shards, copies, nodes, documents, lag), `heal()` (restart, rebuild or catch up copies
   from a live one's committed files, sent through Ray) and `rebalance()` (move copies to nodes that hold fewer).
 

@@ -2,7 +2,8 @@
 workers (Ray actors) embed each batch, and the batch's vectors go from the worker to every copy of the shard as a
 Ray object the driver only names (it receives no vector); each copy, on its own node, stores its shard's rows and
 segments (the driver writes no row). The copies build in new folders; the cluster manifest, written last and whole,
-is the build's one commit: a build that dies leaves the previous cluster (or none) as it was."""
+is the build's one commit: a build that dies leaves the previous cluster (or none) as it was, and once it is
+written the previous build's folders are removed (remove_build)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,14 @@ from searchengine.cluster.copy_actors import CopyStarter, start_copy_actor
 from searchengine.cluster.copy_calls import ActorCalls, CopyCalls
 from searchengine.cluster.embedded_model import EmbeddedModel
 from searchengine.cluster.errors import ClusterError
-from searchengine.cluster.manifest import ClusterManifest, CopyPlace, copy_folder, new_build_id, write_manifest
+from searchengine.cluster.manifest import (
+    ClusterManifest,
+    CopyPlace,
+    copy_folder,
+    new_build_id,
+    read_manifest,
+    write_manifest,
+)
 from searchengine.cluster.placement import initial_placement, live_nodes
 from searchengine.cluster.routing import shard_of
 from searchengine.cluster.shard_copy import current_node
@@ -166,14 +174,15 @@ def build_cluster(
         here = (os.getpid(), current_node())
         report.driver_rows_written = sum(done["rows"] for done in written if (done["pid"], done["node"]) == here)
     except BaseException:
+        for embedder in embedders:  # first: a copy still waiting for the model's identity then stops waiting
+            ray.kill(embedder)
         for states in copies:  # an uncommitted build: its folders go, the previous cluster stays as it was
             for state in states:
                 with contextlib.suppress(Exception):
                     calls.finish(calls.start(state.handle, "remove"), timeout=30.0)
         raise
-    finally:
-        for embedder in embedders:
-            ray.kill(embedder)
+    for embedder in embedders:
+        ray.kill(embedder)
     manifest = ClusterManifest(
         name=settings.name,
         shards=settings.shards,
@@ -188,6 +197,41 @@ def build_cluster(
     for states in copies:
         for state in states:
             state.serving = True
+    previous = _previous(manifest_path)
     write_manifest(manifest_path, manifest)
+    if previous is not None and previous.build != build:
+        with contextlib.suppress(Exception):  # left behind, the old folders take space but no manifest names them
+            remove_build(previous, calls=calls, starter=starter)
     report.seconds = time.perf_counter() - started
     return ClusterIndex(manifest_path, manifest, copies, calls=calls, starter=starter), report
+
+
+def _previous(path: Path) -> ClusterManifest | None:
+    """The manifest a new build replaces, if there is a readable one."""
+    if not path.exists():
+        return None
+    try:
+        return read_manifest(path)
+    except ClusterError:
+        return None
+
+
+def remove_build(
+    manifest: ClusterManifest, *, calls: CopyCalls | None = None, starter: CopyStarter = start_copy_actor
+) -> list[str]:
+    """Remove the folders of `manifest`'s copies (a build a new one replaced, or a cluster index no longer wanted),
+    each by a copy started on its own node; returns the folders removed. A copy whose node is not live keeps its
+    folder: nothing else reaches that node's disk."""
+    calls = calls or ActorCalls()
+    nodes = live_nodes()
+    started = [
+        (place, calls.start(starter(place, shard, manifest.local_root), "remove"))
+        for shard, places in enumerate(manifest.placement)
+        for place in places
+        if place.node in nodes
+    ]
+    removed = []
+    for place, call in started:
+        calls.finish(call)
+        removed.append(place.folder)
+    return removed

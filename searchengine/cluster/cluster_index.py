@@ -6,7 +6,9 @@ code drives Ray actors or Serve deployments."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -196,10 +198,10 @@ class ClusterIndex:
             )
             for position in range(len(texts))
         ]
-        hits = self._hits(self._prefer(order, answers), rankings, answers.keys())
+        hits, unread = self._hits(self._prefer(order, answers), rankings, answers.keys())
         if request.min_score is not None:
             hits = [[hit for hit in found if hit.score >= request.min_score] for found in hits]
-        missing = tuple(shard for shard in range(self.shards) if shard not in answers)
+        missing = tuple(shard for shard in range(self.shards) if shard not in answers or shard in unread)
         if missing and all_shards:
             raise ShardsUnavailableError(list(missing), self.shards)
         return ClusterAnswer(hits, self.shards, self.shards - len(missing), missing)
@@ -215,8 +217,9 @@ class ClusterIndex:
         order: dict[int, list[CopyState]],
         rankings: list[list[tuple[int, Any]]],
         answered: Any,  # noqa: ANN401
-    ) -> list[list[Hit]]:
-        """The documents of each query's ranking, read from their shards (the last round)."""
+    ) -> tuple[list[list[Hit]], set[int]]:
+        """The documents of each query's ranking, read from their shards (the last round), and the shards whose
+        documents could not be read (every copy failed since it answered): their hits are left out."""
         wanted = {shard: [[s for owner, s in ranking if owner == shard] for ranking in rankings] for shard in answered}
         wanted = {shard: lists for shard, lists in wanted.items() if any(lists)}
         found = self._round({shard: order[shard] for shard in wanted if shard in order}, "hits", per_shard=wanted)
@@ -233,7 +236,17 @@ class ClusterIndex:
                 if hit is not None:
                     hits.append(replace(hit, id=global_id(hit.id, shard, self.shards)))
             results.append(hits)
-        return results
+        return results, set(wanted) - set(found)
+
+    def ask_shards(
+        self, method: str, *args: Any, shards: Sequence[int] | None = None, per_shard: dict[int, Any] | None = None
+    ) -> dict[int, tuple[CopyState, Any]]:
+        """Ask one serving copy of every shard (of `shards`, or of `per_shard`'s, when given) `method(*args)`, or
+        `method(per_shard[shard])`, failing over to the shard's next copy: (copy, result) by shard, for the shards
+        that answered. What a front end calls for what ClusterIndex has no method of its own for."""
+        wanted = set(per_shard if per_shard is not None else range(self.shards) if shards is None else shards)
+        order = {shard: copies for shard, copies in self._copy_order().items() if shard in wanted}
+        return self._round(order, method, *args, per_shard=per_shard)
 
     def _copy_order(self) -> dict[int, list[CopyState]]:
         """Each shard's serving copies in the order to ask them: turn by turn, so searches spread over copies."""
@@ -287,6 +300,16 @@ class ClusterIndex:
                 if position + 1 < len(order[shard]):
                     pending[shard] = (position + 1, start(order[shard][position + 1], shard))
         return results
+
+    def documents(self, where: Filters, *, all_shards: bool = False) -> tuple[list[Document], ClusterAnswer]:
+        """The stored documents that meet every filter, shard by shard (each in its index order), without a query,
+        e.g. a lookup by external ids; with an answer that says which shards answered (no hits)."""
+        found = self._round(self._copy_order(), "documents", where)
+        missing = tuple(shard for shard in range(self.shards) if shard not in found)
+        if missing and all_shards:
+            raise ShardsUnavailableError(list(missing), self.shards)
+        documents = [document for shard in sorted(found) for document in found[shard][1]]
+        return documents, ClusterAnswer([], self.shards, self.shards - len(missing), missing)
 
     # writing ----------------------------------------------------------------------------------------------------
     def add(self, documents: Sequence[Document]) -> WriteReceipt:
@@ -424,7 +447,6 @@ class ClusterIndex:
         through Ray. The manifest is rewritten when a copy moved. Returns what was done, one line each."""
         done: list[str] = []
         nodes = live_nodes()
-        placement = [list(states) for states in self.copies]
         moved = False
         for shard, states in enumerate(self.copies):
             with self._locks[shard]:
@@ -436,7 +458,7 @@ class ClusterIndex:
                         if source is None:
                             continue
                         others = [s.place.node for s in states if s is not state]
-                        placed = [s.place.node for shard_states in placement for s in shard_states]
+                        placed = [s.place.node for shard_states in self.copies for s in shard_states]
                         node = least_loaded(nodes, placed, others)
                         if node is None:
                             continue
@@ -456,6 +478,50 @@ class ClusterIndex:
         if moved:
             self._save_placement()
         return done
+
+    def rebalance(self) -> list[str]:
+        """Move copies from the nodes that hold most to those that hold fewest (a node just added), until no node
+        holds two more than another, never a second copy of a shard onto one node. Each move starts the copy on
+        its new node, installs a live copy's committed files there (sent through Ray) under the shard's write lock,
+        rewrites the manifest, and only then removes the old copy. Returns the moves, one line each."""
+        done: list[str] = []
+        nodes = set(live_nodes())
+        while True:
+            load = Counter({node: 0 for node in nodes})
+            load.update(state.place.node for states in self.copies for state in states if state.place.node in nodes)
+            busiest = max(sorted(load), key=lambda node: load[node])
+            idlest = min(sorted(load), key=lambda node: load[node])
+            if load[busiest] - load[idlest] <= 1:
+                return done
+            moving = next(
+                (
+                    state
+                    for states in self.copies
+                    for state in states
+                    if state.place.node == busiest and state.serving and idlest not in {s.place.node for s in states}
+                ),
+                None,
+            )
+            if moving is None:
+                return done
+            self._move(moving, idlest)
+            done.append(f"shard {moving.shard}: copy moved from {busiest} to {idlest}")
+
+    def _move(self, state: CopyState, node: str) -> None:
+        """Put `state`'s copy on `node`: started there, filled from the copy's committed files, then swapped in."""
+        shard = state.shard
+        with self._locks[shard]:
+            manifest = self.manifest
+            place = CopyPlace(node, copy_folder(manifest.local_root, node, manifest.name, manifest.build, shard))
+            handle = self.starter(place, shard, manifest.local_root)
+            files = self.calls.start(state.handle, "committed_files")
+            sequence = self.calls.finish(self.calls.start(handle, "install_files", files))
+            old = state.handle
+            state.place, state.handle, state.sequence = place, handle, sequence
+            state.serving = sequence == self.sequences[shard]
+            self._save_placement()
+        with contextlib.suppress(Exception):  # the old copy's folder goes; a failure leaves only an unnamed folder
+            self.calls.finish(self.calls.start(old, "remove"))
 
     def _live_source(self, states: list[CopyState]) -> CopyState | None:
         """A serving copy that answers (the one others catch up from), or None."""

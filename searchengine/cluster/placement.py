@@ -38,6 +38,12 @@ def _name(node: dict) -> str:
     return named[0] if named else node["NodeID"]
 
 
+def node_resource(name: str) -> dict[str, float]:
+    """The resource that pins an actor or a Serve replica to the node called `name` (as ray_actor_options'
+    `resources`); a node named by its Ray id is pinned by NodeAffinitySchedulingStrategy instead."""
+    return {f"{NODE_RESOURCE}{name}": 0.001}
+
+
 def initial_placement(nodes: list[str], shards: int, copies: int) -> list[list[str]]:
     """Each shard's copies' nodes: copy c of shard s on node (s + c) mod n, so a shard's copies sit on different
     nodes wherever there are enough, and each node holds about as many copies as the others."""

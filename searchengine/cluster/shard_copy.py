@@ -7,13 +7,15 @@ so applying one again changes nothing."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import queue
 import shutil
 import sqlite3
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +26,7 @@ from searchengine.cluster.errors import ClusterError, CopyBehindError, CopyFolde
 from searchengine.cluster.manifest import node_root
 from searchengine.cluster.placement import node_name
 from searchengine.cluster.shard_search import ShardCandidates, ShardQuery, shard_candidates, shard_statistics
+from searchengine.engine.filters import Filters
 from searchengine.engine.index_reader import IndexReader
 from searchengine.engine.indexing import Chunk, IndexSettings, build_index, drop_vectors
 from searchengine.engine.search import Hit, Scored, hits_of
@@ -45,6 +48,17 @@ def current_node() -> str:
     return node_name(ray.get_runtime_context().get_node_id())
 
 
+def _one_at_a_time(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A ShardCopy method that runs alone: an actor calls them one at a time anyway, a Serve replica may not."""
+
+    @functools.wraps(method)
+    def alone(self: ShardCopy, *args: Any, **options: Any) -> Any:  # noqa: ANN401
+        with self._lock:
+            return method(self, *args, **options)
+
+    return alone
+
+
 class ShardCopy:
     """Copy `shard` of a cluster index, in `folder` under `local_root`'s subfolder of the node it runs on. Refused
     (CopyFolderError) when `folder` belongs to another node: nothing assumes a shared file system."""
@@ -59,12 +73,14 @@ class ShardCopy:
                 "opens only its own node's disk; place the copy on the node whose folder it is"
             )
         self.folder, self.shard = path, shard
+        self._lock = threading.RLock()
         self.reader: IndexReader | None = None
         self._build: _Build | None = None
         if IndexDirectory(path).exists():
             self.reader = IndexReader(path)
 
     # the build --------------------------------------------------------------------------------------------------
+    @_one_at_a_time
     def begin_build(self, model: EmbeddedModel, index_type: str) -> None:
         """Start building this copy's index from the batches `write_batch` gives (in a thread of this process,
         so the batches stream into one build)."""
@@ -72,6 +88,7 @@ class ShardCopy:
             raise ClusterError(f"shard copy {self.folder} already holds an index: a build writes a new folder")
         self._build = _Build(self.folder, model, index_type)
 
+    @_one_at_a_time
     def write_batch(self, documents: list[Document], vectors: np.ndarray) -> int:
         """Store `documents` with their `vectors` (embedded by a worker) in the build; returns how many."""
         if self._build is None:
@@ -79,6 +96,7 @@ class ShardCopy:
         self._build.put(Chunk(documents, np.asarray(vectors, dtype=np.float32)))
         return len(documents)
 
+    @_one_at_a_time
     def finish_build(self) -> dict[str, Any]:
         """Commit the build in this copy's folder and open it; returns what was written, where, and by which
         process (so a caller can count that it wrote none of it)."""
@@ -90,18 +108,27 @@ class ShardCopy:
         return {"documents": documents, "rows": len(self.reader), "pid": os.getpid(), "node": self.node}
 
     # reading ----------------------------------------------------------------------------------------------------
+    @_one_at_a_time
     def statistics(self, texts: list[str]) -> TermStatistics:
         """This shard's term statistics for the words of `texts` (the first round of a keyword or hybrid search)."""
         return shard_statistics(self._reader(), texts)
 
+    @_one_at_a_time
     def candidates(self, query: ShardQuery, queries: int) -> tuple[list[ShardCandidates], int]:
         """This shard's candidates for a search (the second round; shard_search.shard_candidates)."""
         return shard_candidates(self._reader(), query, queries)
 
+    @_one_at_a_time
     def hits(self, rankings: list[list[Scored]]) -> list[list[Hit]]:
         """The documents of the chosen candidates, in order, as hits with this shard's ids (the last round)."""
         return hits_of(self._reader().store, rankings)
 
+    @_one_at_a_time
+    def documents(self, where: Filters) -> list[Document]:
+        """This shard's documents that meet every filter (IndexReader.documents)."""
+        return self._reader().documents(where)
+
+    @_one_at_a_time
     def status(self) -> dict[str, Any]:
         """This copy's node, folder, documents, segments and sequence number."""
         reader = self._reader()
@@ -114,11 +141,13 @@ class ShardCopy:
             "sequence": self.sequence(),
         }
 
+    @_one_at_a_time
     def sequence(self) -> int:
         """The shard's last write this copy committed (0: none since the build)."""
         return int(self._reader().store.settings.get(SEQUENCE) or 0)
 
     # writing ----------------------------------------------------------------------------------------------------
+    @_one_at_a_time
     def apply(self, sequence: int, documents: list[Document], vectors: np.ndarray | None, deleted: list[str]) -> int:
         """Write number `sequence` of the shard: upsert `documents` (with their `vectors`) and delete the documents
         with the external ids `deleted`, in one commit that also stores `sequence`. A write this copy holds already
@@ -134,16 +163,16 @@ class ShardCopy:
                 "it missed writes; catch it up from a live copy (ClusterIndex.heal)"
             )
         with reader.writing(), writing_in_place(reader.directory) as write:
-            if deleted:
-                drop_vectors(
-                    write.store, write.vectors, write.store.delete(write.store.documents.ids_for_external(deleted))
-                )
+            if deleted:  # an id no document has changes nothing, so a delete can be sent again
+                known = [row_id for row_id, _ in write.store.documents.by_external_id(set(deleted)).values()]
+                drop_vectors(write.store, write.vectors, write.store.delete(sorted(known)))
             if documents:
                 _add_embedded(write, documents, np.asarray(vectors, dtype=np.float32))
             write.store.settings.set(SEQUENCE, sequence)
         return sequence
 
     # copying ----------------------------------------------------------------------------------------------------
+    @_one_at_a_time
     def committed_files(self) -> dict[str, bytes]:
         """This copy's last commit as files (name: bytes): the store through SQLite's backup (a consistent copy,
         whatever the write-ahead log holds), the manifest and the files it names. What another copy installs to
@@ -166,6 +195,7 @@ class ShardCopy:
                 files[entry.name] = entry.read_bytes()
         return files
 
+    @_one_at_a_time
     def install_files(self, files: dict[str, bytes]) -> int:
         """Replace this copy's index with `files` (another copy's `committed_files`): written beside it, then
         swapped in by renames, so a crash leaves the old index or the new one. Returns the sequence number."""
@@ -186,6 +216,7 @@ class ShardCopy:
         self.reader = IndexReader(self.folder)
         return self.sequence()
 
+    @_one_at_a_time
     def remove(self) -> None:
         """Delete this copy's folder (a copy moved elsewhere, an old build's, or a build that did not commit)."""
         if self._build is not None:
@@ -195,6 +226,8 @@ class ShardCopy:
             self.reader.close()
             self.reader = None
         shutil.rmtree(self.folder, ignore_errors=True)
+        with contextlib.suppress(OSError):  # the build's folder on this node, once it holds no other copy
+            self.folder.parent.rmdir()
 
     def _reader(self) -> IndexReader:
         if self.reader is None:

@@ -77,6 +77,7 @@ def shard_candidates(reader: IndexReader, query: ShardQuery, queries: int) -> tu
     for position in range(queries):
         dense = [(scored.id, scored.score) for scored in dense_sides[position]]
         keyword: list[tuple[int, float]] = []
+        scores: dict[int, float] = {}
         if "keyword" in query.sides and query.phrases is not None:
             scores = _bm25(reader, query.phrases[position], query.average_length, matching)
             keyword = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[: query.depth]
@@ -86,26 +87,16 @@ def shard_candidates(reader: IndexReader, query: ShardQuery, queries: int) -> tu
         if len(query.sides) > 1 and candidates:
             vectors = reader.vectors.reconstruct(np.asarray(candidates, dtype=np.int64))
             cosines = dict(zip(candidates, map(float, vectors @ query.query_vectors[position])))
-            found = _bm25(reader, query.phrases[position], query.average_length, None, candidates)
-            bm25 = {doc: found.get(doc, 0.0) for doc in candidates}
+            bm25 = {doc: scores.get(doc, 0.0) for doc in candidates}  # every candidate meets the filters
         spans = {scored.id: scored.span for scored in dense_sides[position]}
         results.append(ShardCandidates(dense, keyword, spans, cosines, bm25))
     return results, searchable
 
 
 def _bm25(
-    reader: IndexReader,
-    phrases: Phrases,
-    average_length: float,
-    matching: np.ndarray | None,
-    ids: list[int] | None = None,
+    reader: IndexReader, phrases: Phrases, average_length: float, matching: np.ndarray | None
 ) -> dict[int, float]:
-    """BM25 with the global statistics of every document holding a phrase, among `matching` and `ids` (all when
-    None)."""
+    """BM25 with the global statistics of every document holding a phrase, among `matching` (all when None)."""
     if not phrases:
         return {}
-    if matching is None:
-        wanted = ids
-    else:
-        wanted = matching.tolist() if ids is None else sorted(set(ids) & set(matching.tolist()))
-    return reader.store.keyword.scores_with(phrases, average_length, wanted)
+    return reader.store.keyword.scores_with(phrases, average_length, None if matching is None else matching.tolist())
