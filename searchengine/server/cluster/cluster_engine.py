@@ -102,7 +102,7 @@ class ClusterEngine:
     def shard_states(self) -> dict[int, dict[str, Any]]:
         """Each answering shard's documents, segments and bytes, from one serving copy of it (CopyDeployment's
         `described`); a shard with no live copy is left out."""
-        found = self.cluster._round(self.cluster._copy_order(), "described")  # noqa: SLF001 (one copy per shard)
+        found = self.cluster.ask_shards("described")
         return {shard: described for shard, (_, described) in found.items()}
 
     def info(self) -> IndexInfo:
@@ -157,8 +157,7 @@ class ClusterEngine:
         wanted: dict[int, list[str]] = {}
         for external_id in external_ids:
             wanted.setdefault(shard_of(str(external_id), shards), []).append(str(external_id))
-        order = {shard: copies for shard, copies in self.cluster._copy_order().items() if shard in wanted}  # noqa: SLF001
-        found = self.cluster._round(order, "ids_of", per_shard=wanted)  # noqa: SLF001 (one copy per shard)
+        found = self.cluster.ask_shards("ids_of", per_shard=wanted)
         self.cluster.delete(list(external_ids))
         return sorted(global_id(local, shard, shards) for shard, (_, ids) in found.items() for local in ids)
 

@@ -1,5 +1,5 @@
 """Shard copies as Ray Serve deployments: one application per copy (a deployment of one replica), pinned to the
-copy's node by a sliver of that node's `searchengine_node_<name>` resource, so Serve restarts a failed replica on
+copy's node by a sliver of that node's (placement.node_resource) `searchengine_node_<name>` resource, so Serve restarts a failed replica on
 the same node, whose disk holds the copy's folder. A copy's calls run one at a time on one thread of the replica,
 as on a Ray actor (its SQLite connections belong to the thread that opened them), and each is timed with Ray's own
 metrics (ray.util.metrics): `searchengine_shard_seconds` by shard, node and call, exported by each node's metrics
@@ -18,7 +18,7 @@ from typing import Any
 from searchengine.cluster.copy_calls import CALL_TIMEOUT, copy_failed
 from searchengine.cluster.errors import ClusterError
 from searchengine.cluster.manifest import CopyPlace
-from searchengine.cluster.placement import NODE_RESOURCE, live_nodes
+from searchengine.cluster.placement import NODE_RESOURCE, live_nodes, node_resource
 
 log = logging.getLogger("searchengine.server")
 SHARD_SECONDS_BOUNDARIES = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0]
@@ -32,8 +32,6 @@ SEARCH_TIMEOUT_S = 10.0
 WRITE_TIMEOUT_S = 30.0
 """Seconds a write may take on one copy before that copy counts as failed (heal catches it up): a write reaches its
 copies already embedded, so storing even the most documents one request may send takes far less."""
-NODE_SHARE = 0.001
-"""How much of its node's name resource a copy takes: any number of copies fit, and only on that node."""
 
 
 class CopyDeployment:
@@ -151,7 +149,7 @@ def start_copy_deployments(copies: list[tuple[CopyPlace, int]], local_root: str)
             name="copy",
             num_replicas=1,
             max_ongoing_requests=64,
-            ray_actor_options={"num_cpus": 0, "resources": {f"{NODE_RESOURCE}{place.node}": NODE_SHARE}},
+            ray_actor_options={"num_cpus": 0, "resources": node_resource(place.node)},
         )
         targets.append(RunTarget(deployment.bind(place.folder, shard, local_root), name=name, route_prefix=None))
     if targets:

@@ -55,8 +55,8 @@ def serve_cluster(
     from ray import serve
 
     from searchengine.cluster.manifest import read_manifest
-    from searchengine.cluster.placement import NODE_RESOURCE, live_nodes
-    from searchengine.server.cluster.copy_deployments import NODE_SHARE, start_copy_deployments
+    from searchengine.cluster.placement import live_nodes, node_resource
+    from searchengine.server.cluster.copy_deployments import start_copy_deployments
     from searchengine.server.cluster.ingress import HEAL_EVERY_S, ClusterIngress
 
     path = Path(manifest_path).resolve()
@@ -72,7 +72,7 @@ def serve_cluster(
     if node is not None:
         if node not in nodes:
             raise ClusterError(f"node {node} is not in the Ray cluster: name a live node for the ingress")
-        options["resources"] = {f"{NODE_RESOURCE}{node}": NODE_SHARE}
+        options["resources"] = node_resource(node)
     ingress = serve.deployment(
         ClusterIngress, name="ingress", num_replicas=1, max_ongoing_requests=256, ray_actor_options=options
     )
