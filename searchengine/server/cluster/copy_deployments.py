@@ -157,15 +157,6 @@ def start_copy_deployments(copies: list[tuple[CopyPlace, int]], local_root: str)
     return [serve.get_deployment_handle("copy", app_name=copy_app_name(place, shard)) for place, shard in copies]
 
 
-def stop_copy_deployment(place: CopyPlace, shard: int) -> None:
-    """Remove the copy at `place`'s application (a copy moved to another node, its old node gone)."""
-    from ray import serve
-
-    name = copy_app_name(place, shard)
-    if name in _running_apps():
-        serve.delete(name, _blocking=False)
-
-
 def _running_apps() -> set[str]:
     from ray import serve
 
