@@ -24,7 +24,7 @@ log = logging.getLogger("searchengine.server")
 SHARD_SECONDS_BOUNDARIES = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0]
 """Seconds: a shard's term statistics take about a millisecond, a batch's candidates tens, a write seconds."""
 COPY_APP_PREFIX = "searchengine-copy-"
-"""The name of every copy's Serve application begins so (`searchengine cluster-index status` finds them)."""
+"""The name of every copy's Serve application begins so (`serve status` lists them together)."""
 SEARCH_CALLS = frozenset({"statistics", "candidates", "hits", "described", "ids_of"})
 """The calls of a search (and of /info), which another copy of the shard can answer instead."""
 SEARCH_TIMEOUT_S = 10.0
