@@ -23,12 +23,13 @@ ALLOWED: dict[str, set[str]] = {
     "analysis": {"errors", "indexer"},
     "reading": {"errors", "indexer"},
     "engine": {"errors", "indexer", "encoding", "analysis", "reading"},
-    "server": {"errors", "indexer", "encoding", "analysis", "engine", "reading"},
+    "cluster": {"errors", "indexer", "encoding", "analysis", "engine", "reading"},
+    "server": {"errors", "indexer", "encoding", "analysis", "engine", "reading", "cluster"},
     "training": {"errors", "indexer", "encoding", "evaluation", "engine", "reading"},
     "integrations": {"errors", "indexer", "encoding", "analysis", "engine", "server", "reading"},
     "cli": {
         "errors", "indexer", "encoding", "evaluation", "analysis", "engine", "server", "training", "integrations",
-        "reading",
+        "reading", "cluster",
     },  # fmt: skip
 }
 """Each layer and the layers it may import. `searchengine/__init__.py` (lazy public names) and `__main__.py`

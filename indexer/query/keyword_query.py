@@ -159,6 +159,16 @@ def searched_terms(
     if not words:
         return []
     held = _documents_holding(connection, words, index_table, tokenizer, {} if holding is None else holding)
+    return select_terms(counts, held, documents, max_phrases=max_phrases)
+
+
+def select_terms(
+    counts: Counter[str], held: list[int], documents: int, *, max_phrases: int = MAX_REPEATED_PHRASES
+) -> list[SearchedTerm]:
+    """The cuts of the module's docstring over a query's words (`counts`, from keyword_terms) given how many of the
+    index's `documents` hold each (`held`, in the same order): what `searched_terms` looks up in one store, and a
+    cluster sums over its shards first (searchengine.cluster)."""
+    words = list(counts)
     share = LONG_QUERY_COMMON_WORD_SHARE if len(words) > LONG_QUERY_WORDS else COMMON_WORD_SHARE
     kept_words = [
         (count, position)

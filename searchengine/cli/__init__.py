@@ -10,6 +10,7 @@ import typer
 from searchengine.cli import (
     adapt,
     analysis,
+    cluster_index,
     evaluation,
     files,
     index,
@@ -63,6 +64,7 @@ for command in (
     app.command()(command)
 app.add_typer(train.train_app, name="train")
 app.add_typer(evaluation.eval_app, name="eval")
+app.add_typer(cluster_index.cluster_index_app, name="cluster-index")
 
 
 def flowing(text: str) -> str:

@@ -1,6 +1,6 @@
 """The FastAPI app over a ServedIndex: one router per resource (searchengine.server.routes: search, documents, info,
-embeddings and the search page), sharing the index, the settings and the API-key checks as dependencies
-(searchengine.server.state), with every error in one line (searchengine.server.error_responses)."""
+embeddings, metrics and the search page), sharing the index, the settings, the metrics and the API-key checks as
+dependencies (searchengine.server.state), with every error in one line (searchengine.server.error_responses)."""
 
 from __future__ import annotations
 
@@ -14,15 +14,24 @@ from searchengine.server.body_limit import BodyLimit
 from searchengine.server.collections import Collections
 from searchengine.server.error_responses import add_error_handlers, refusal
 from searchengine.server.key_first import KeyCheck, KeyFirst
+from searchengine.server.metrics import RequestMetrics, ServerMetrics
 from searchengine.server.models import ErrorOut
 from searchengine.server.routes import collections as collections_routes
-from searchengine.server.routes import document_lookup, documents, embeddings, info, page, search
+from searchengine.server.routes import document_lookup, documents, embeddings, info, metrics, page, search
 from searchengine.server.served_index import ServedIndex
 from searchengine.server.settings import ServerSettings
 from searchengine.server.state import require_access, require_key
 
-ROUTERS = (page.router, info.router, search.router, documents.router, document_lookup.router, embeddings.router)
-COLLECTION_ROUTERS = (info.router, search.router, documents.router, document_lookup.router)
+ROUTERS = (
+    page.router,
+    info.router,
+    search.router,
+    documents.router,
+    document_lookup.router,
+    embeddings.router,
+    metrics.router,
+)
+COLLECTION_ROUTERS = (info.router, search.router, documents.router, document_lookup.router, metrics.router)
 """The one-index routes each collection answers under /collections/NAME."""
 COLLECTION_PATH = re.compile(r"/collections/(?P<collection>[^/]+)(?P<rest>/.*)")
 
@@ -40,10 +49,12 @@ def create_app(
     app.state.index = index
     app.state.settings = settings
     app.state.collections = collections
+    app.state.metrics = ServerMetrics()
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     add_error_handlers(app)
     # Added last, so it runs first: the key is checked before BodyLimit reads a body and FastAPI parses it.
     app.add_middleware(KeyFirst, check_for=partial(_key_check_for, settings), refuse=refusal)
+    app.add_middleware(RequestMetrics, metrics=app.state.metrics)  # outermost: refusals are counted too
     for router in ROUTERS:
         app.include_router(router)
     app.include_router(collections_routes.router)

@@ -119,11 +119,23 @@ class RerankOut(BaseModel):
     top: int
 
 
+class ShardsOut(BaseModel):
+    asked: int = Field(description="The cluster index's shards.")
+    answered: int = Field(description="Shards that answered: fewer than asked when a shard had no live copy.")
+    partial: bool = Field(description="Whether some shard did not answer, so better hits may be missing.")
+
+
 class QueryResult(BaseModel):
     query: str | None = Field(description="The query; null for a search by vector.")
     mode: str = Field(description="The mode that answered: the one asked for, or the server's default.")
     rerank: RerankOut | None = Field(None, description="The cross-encoder and candidate count, when reranked.")
     hits: list[HitOut]
+    shards: ShardsOut | None = Field(
+        None,
+        exclude_if=lambda shards: shards is None,
+        description="How many of the index's shards answered: given by a cluster index's server (`searchengine "
+        "cluster-index serve`); left out by `searchengine serve`, whose one index always answers whole.",
+    )
 
 
 class SearchResults(BaseModel):

@@ -121,6 +121,11 @@ class BatchingReader:
         return stale[0] if len(self._problems) == 1 else f"{stale[0]} ({len(stale)} of {len(self._problems)} readers)"
 
     @property
+    def queued(self) -> int:
+        """Searches and reads waiting for a reader thread's next turn."""
+        return self._queue.qsize()
+
+    @property
     def readers(self) -> int:
         """Reader threads answering queries."""
         return len(self._threads)

@@ -1,5 +1,5 @@
-"""What every route shares, as FastAPI dependencies: the served index and the server's settings (kept on
-`app.state` by create_app), the API-key checks, and awaiting the reader's and writer's futures."""
+"""What every route shares, as FastAPI dependencies: the served index, the server's settings and its metrics (kept
+on `app.state` by create_app), the API-key checks, and awaiting the reader's and writer's futures."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Annotated, Any
 from fastapi import Depends, Header, HTTPException, Request
 
 from searchengine.errors import UnknownCollectionError
+from searchengine.server.metrics import ServerMetrics
 from searchengine.server.served_index import ServedIndex
 from searchengine.server.settings import ServerSettings
 
@@ -36,8 +37,14 @@ def server_settings(request: Request) -> ServerSettings:
     return request.app.state.settings
 
 
+def server_metrics(request: Request) -> ServerMetrics:
+    """The app's counters and histograms (GET /metrics shows them)."""
+    return request.app.state.metrics
+
+
 Index = Annotated[ServedIndex, Depends(served_index)]
 Settings = Annotated[ServerSettings, Depends(server_settings)]
+Metrics = Annotated[ServerMetrics, Depends(server_metrics)]
 
 
 async def require_key(key: str | None, guarded: str, authorization: str | None = None) -> None:

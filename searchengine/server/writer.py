@@ -7,6 +7,7 @@ until the write commits; the reader thread then notices the new manifest and reo
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TypeVar
@@ -27,12 +28,27 @@ class SerialWriter:
         self._engine: SearchEngine | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="searchengine-writer")
         self._closed = False
+        self._pending = 0
+        self._counting = threading.Lock()
+
+    @property
+    def queued(self) -> int:
+        """Writes (and background work) submitted and not yet finished, the one running included."""
+        return self._pending
 
     def submit(self, function: Callable[[SearchEngine], T]) -> Future[T]:
         """`function(engine)` on the writer thread, after the writes submitted before it."""
         if self._closed:
             raise SearchEngineError(CLOSED)
-        return self._executor.submit(self._write, function)
+        with self._counting:
+            self._pending += 1
+        future = self._executor.submit(self._write, function)
+        future.add_done_callback(self._finished)
+        return future
+
+    def _finished(self, _future: Future) -> None:
+        with self._counting:
+            self._pending -= 1
 
     def submit_background(self, function: Callable[[SearchEngine], object]) -> None:
         """`function(engine)` on the writer thread after the writes before it, answering nobody: a failure is

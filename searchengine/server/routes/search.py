@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
@@ -12,6 +13,7 @@ from searchengine.engine.search import Hit
 from searchengine.engine.search_engine import SearchEngine
 from searchengine.errors import SearchEngineError
 from searchengine.server.limits import MAX_FILTERS, MAX_K
+from searchengine.server.metrics import ServerMetrics
 from searchengine.server.models import (
     HIGHLIGHT_HELP,
     MIN_SCORE_HELP,
@@ -23,7 +25,8 @@ from searchengine.server.models import (
 )
 from searchengine.server.reader import SearchOptions
 from searchengine.server.served_index import ServedIndex
-from searchengine.server.state import Index, answer, check_reads
+from searchengine.server.shard_answers import shards_record
+from searchengine.server.state import Index, Metrics, answer, check_reads
 
 router = APIRouter(dependencies=[Depends(check_reads)])
 
@@ -31,6 +34,7 @@ router = APIRouter(dependencies=[Depends(check_reads)])
 @router.get("/search", response_model=QueryResult)
 async def search(
     index: Index,
+    metrics: Metrics,
     q: Annotated[str, Query(description="What to search for.")],
     k: Annotated[int, Query(ge=1, le=MAX_K, description="Number of results.")] = 10,
     where: Annotated[list[str], Query(max_length=MAX_FILTERS, description="Filters FIELD OP VALUE.")] = [],  # noqa: B006
@@ -51,16 +55,16 @@ async def search(
         min_score=min_score,
         highlight=highlight,
     )
-    return (await _search(index, request))[0]
+    return (await _search(index, metrics, request))[0]
 
 
 @router.post("/search", response_model=SearchResults)
-async def search_many(index: Index, request: SearchRequest) -> dict[str, Any]:
+async def search_many(index: Index, metrics: Metrics, request: SearchRequest) -> dict[str, Any]:
     """Several queries with the same options, answered as one batch (`searchengine query --file --json`); or a
     search by `vector` (SearchEngine.search_by_vector)."""
     if request.vector is not None:
         return {"results": [await _search_by_vector(index, request)]}
-    return {"results": await _search(index, request)}
+    return {"results": await _search(index, metrics, request)}
 
 
 async def _search_by_vector(index: ServedIndex, request: SearchRequest) -> dict[str, Any]:
@@ -74,7 +78,7 @@ async def _search_by_vector(index: ServedIndex, request: SearchRequest) -> dict[
     return result_record(None, "dense", await answer(index.reader.run(search)))
 
 
-async def _search(index: ServedIndex, request: SearchRequest) -> list[dict[str, Any]]:
+async def _search(index: ServedIndex, metrics: ServerMetrics, request: SearchRequest) -> list[dict[str, Any]]:
     """The results of `request`'s queries; what can be refused is refused before they wait in the reader's queue,
     where a bad query would fail the other clients' queries batched with it."""
     asked = QueryRequest(
@@ -91,7 +95,11 @@ async def _search(index: ServedIndex, request: SearchRequest) -> list[dict[str, 
     mode = asked.mode or index.reader.default_mode
     chosen = tuple(sorted((asked.mode_options or {}).items()))
     options = SearchOptions(asked.k, asked.where, mode, rerank, top, asked.min_score, asked.highlight, chosen)
+    start = time.perf_counter()
     results = await answer(index.reader.search(request.queries, options))
+    metrics.observe_search(mode, len(request.queries), time.perf_counter() - start)
     reranked = {"model": rerank, "top": top} if rerank else None
-    return [result_record(query, mode, hits, reranked) for query, hits in zip(request.queries, results)]
-
+    return [
+        {**result_record(query, mode, hits, reranked), **shards_record(hits)}
+        for query, hits in zip(request.queries, results)
+    ]

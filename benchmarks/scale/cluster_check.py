@@ -1,0 +1,394 @@
+"""The quick check of a cluster index (issue 41), the whole story small: a simulated multi-node Ray cluster
+(ray.cluster_utils.Cluster, one CPU per node, each node named by its own `searchengine_node_<name>` resource and
+keeping its shard copies in its own folder), a build, Ray Serve, searches in every mode against one index of the
+same documents (served by `searchengine serve`'s app in this process, over HTTP too), routed writes, and a node
+removed under search and write load (Ray declares a lost node dead after about 3 s here); then, with one copy per shard, a node lost (answers flagged partial) and
+brought back (answers whole again).
+
+The documents are real: NFCorpus's corpus (its judged test queries give nDCG@10), then ArguAna's, then Wikipedia
+sentences, up to --documents; each keeps its own id, which picks its shard. Every simulated node shares this
+machine's cores, so the latencies compare the cluster with one index on the same machine in the same run.
+
+The last line on stdout is one JSON object: same_top10 (exact dense search: the fraction of queries whose top 10
+equals one index's, ids and scores within 1e-5), keyword_ndcg_diff and hybrid_ndcg_diff (absolute, against one
+index), p50_ratio (a hybrid query's median time through the cluster's ingress over one index's server),
+failed_searches (during the node's loss), acknowledged_writes_lost, partial_flagged (one copy per shard, its node
+lost: answers flagged partial, none failed), partial_recovered (the node back: answers whole) and
+driver_rows_written (0: each copy wrote its own rows); with the timings behind them. The same record goes to --out.
+
+Usage: .venv/bin/python benchmarks/scale/cluster_check.py --documents 20000 --shards 4 --nodes 3 --copies 2
+       [--model default] [--queries 200] [--load-seconds 20] [--out benchmarks/scale/results/cluster_check.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import socket
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
+from benchmarks.datasets.data_folder import DATA
+from benchmarks.harness.machine import run_record
+from benchmarks.harness.results import write_results
+
+ROOT = Path(__file__).resolve().parents[2]
+OUT = ROOT / "benchmarks" / "scale" / "results" / "cluster_check.json"
+K = 10
+
+
+def read_jsonl(path: Path) -> Iterator[dict]:
+    with path.open(encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                yield json.loads(line)
+
+
+def corpus(count: int, data: Path) -> tuple[list[Any], dict[str, str], dict[str, dict[str, int]]]:
+    """`count` documents (NFCorpus, then ArguAna, then Wikipedia sentences), NFCorpus's judged test queries whose
+    judged documents are among them, and their judgements."""
+    from searchengine.indexer.tables.documents import Document
+
+    documents: list[Document] = []
+    for name in ("nfcorpus", "arguana"):
+        for row in read_jsonl(data / "retrieval" / name / "corpus.jsonl"):
+            if len(documents) == count:
+                break
+            text = f"{row.get('title', '')}. {row['text']}".strip(". ") if row.get("title") else row["text"]
+            documents.append(Document(text, metadata={"source": name}, external_id=f"{name}:{row['_id']}"))
+    if len(documents) < count:
+        with gzip.open(data / "unsup" / "wiki_sentences.txt.gz", "rt", encoding="utf-8") as handle:
+            for number, line in enumerate(islice(handle, count - len(documents))):
+                documents.append(Document(line.strip(), metadata={"source": "wiki"}, external_id=f"wiki:{number}"))
+    held = {document.external_id for document in documents}
+    qrels: dict[str, dict[str, int]] = {}
+    with (data / "retrieval" / "nfcorpus" / "qrels_test.tsv").open(encoding="utf-8") as handle:
+        next(handle)
+        for line in handle:
+            query, document, grade = line.rstrip("\n").split("\t")
+            if f"nfcorpus:{document}" in held:
+                qrels.setdefault(query, {})[f"nfcorpus:{document}"] = int(grade)
+    queries = {
+        row["_id"]: row["text"]
+        for row in read_jsonl(data / "retrieval" / "nfcorpus" / "queries.jsonl")
+        if any(grade > 0 for grade in qrels.get(row["_id"], {}).values())
+    }
+    return documents, queries, qrels
+
+
+def post(url: str, body: Any, method: str = "POST", timeout: float = 120.0) -> Any:  # noqa: ANN401
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data, {"Content-Type": "application/json"}, method=method)
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        return json.loads(response.read())
+
+
+def search(url: str, queries: list[str], mode: str, k: int = K) -> list[dict]:
+    results = []
+    for start in range(0, len(queries), 32):
+        results += post(url + "/search", {"queries": queries[start : start + 32], "k": k, "mode": mode})["results"]
+    return results
+
+
+def same_top(mine: dict, theirs: dict) -> bool:
+    """The same documents with the same scores rank by rank (within 1e-5); tied scores may swap places."""
+    if len(mine["hits"]) != len(theirs["hits"]):
+        return False
+    scores = all(abs(a["score"] - b["score"]) <= 1e-5 for a, b in zip(mine["hits"], theirs["hits"]))
+    return scores and {h["external_id"] for h in mine["hits"]} == {h["external_id"] for h in theirs["hits"]}
+
+
+def mean_ndcg(results: list[dict], query_ids: list[str], qrels: dict[str, dict[str, int]]) -> float:
+    from searchengine.evaluation.retrieval import query_metrics
+
+    return statistics.mean(
+        query_metrics([hit["external_id"] for hit in result["hits"]], qrels[query])["ndcg@10"]
+        for query, result in zip(query_ids, results)
+    )
+
+
+def p50_ms(url: str, queries: list[str], mode: str = "hybrid") -> float:
+    times = []
+    for query in queries:
+        started = time.perf_counter()
+        post(url + "/search", {"queries": [query], "k": K, "mode": mode})
+        times.append(time.perf_counter() - started)
+    return 1000 * statistics.median(times)
+
+
+@contextmanager
+def one_index_server(path: Path, encoder: Any) -> Iterator[str]:  # noqa: ANN401
+    """`searchengine serve`'s app over the one index, on a free 127.0.0.1 port in a thread of this process."""
+    import uvicorn
+
+    from searchengine.server.app import create_app
+    from searchengine.server.listener import listening_socket
+    from searchengine.server.served_index import ServedIndex
+
+    index = ServedIndex(path, encoder=encoder, readers=2)
+    listener = listening_socket("127.0.0.1", 0)
+    server = uvicorn.Server(uvicorn.Config(create_app(index), log_level="warning", access_log=False))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listener]}, daemon=True)
+    thread.start()
+    while not server.started:
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+        listener.close()
+        index.close()
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def under_load(url: str, queries: list[str], seconds: float, lose: Any, clients: int = 4) -> dict:  # noqa: ANN401
+    """`clients` threads searching and one writing (one document a request, each with a word of its own) for
+    `seconds`; `lose()` runs a third of the way in. Returns the searches, the failed and partial ones, and the ids
+    of the acknowledged writes."""
+    stop = threading.Event()
+    counts = {"searches": 0, "failed": 0, "partial": 0, "writes": 0, "write_failed": 0}
+    acknowledged: list[tuple[str, str]] = []
+    errors: list[str] = []
+    lock = threading.Lock()
+
+    def noted(error: Exception) -> None:
+        """Keep the first few distinct errors (an HTTP error's one-line body), to say why a request failed."""
+        text = f"{type(error).__name__}: {error}"
+        if isinstance(error, urllib.error.HTTPError):
+            text += " " + error.read().decode("utf-8", "replace")[:300]
+        with lock:
+            if text not in errors and len(errors) < 5:
+                errors.append(text)
+
+    def searcher(offset: int) -> None:
+        turn = offset
+        while not stop.is_set():
+            query = queries[turn % len(queries)]
+            turn += clients
+            try:
+                result = post(url + "/search", {"queries": [query], "k": K, "mode": "hybrid"}, timeout=60)["results"]
+                partial = result[0]["shards"]["partial"]
+                with lock:
+                    counts["searches"] += 1
+                    counts["partial"] += partial
+            except (urllib.error.URLError, OSError, KeyError, ValueError) as error:
+                noted(error)
+                with lock:
+                    counts["failed"] += 1
+
+    def writer() -> None:
+        number = 0
+        while not stop.is_set():
+            marker = f"ackmarker{number}x"
+            body = {"documents": [{"id": f"ack-{number}", "text": f"an acknowledged write {marker}"}], "id_field": "id"}
+            try:
+                post(url + "/documents", body, timeout=120)
+                acknowledged.append((f"ack-{number}", marker))
+                counts["writes"] += 1
+            except (urllib.error.URLError, OSError, ValueError) as error:
+                noted(error)
+                counts["write_failed"] += 1
+            number += 1
+
+    threads = [threading.Thread(target=searcher, args=(n,)) for n in range(clients)] + [threading.Thread(target=writer)]
+    for thread in threads:
+        thread.start()
+    time.sleep(seconds / 3)
+    lost_at = time.perf_counter()
+    lose()
+    time.sleep(max(0.0, seconds * 2 / 3 - (time.perf_counter() - lost_at)))
+    stop.set()
+    for thread in threads:
+        thread.join()
+    return {**counts, "acknowledged": acknowledged, "errors": errors}
+
+
+def lost_writes(url: str, acknowledged: list[tuple[str, str]]) -> int:
+    """Acknowledged writes a keyword search for their own word does not find."""
+    lost = 0
+    for external_id, marker in acknowledged:
+        hits = post(url + "/search", {"queries": [marker], "k": 3, "mode": "keyword"})["results"][0]["hits"]
+        lost += external_id not in {hit["external_id"] for hit in hits}
+    return lost
+
+
+def one_copy_loss(cluster: Any, folder: Path, documents: list[Any], model: str, options: dict, shards: int) -> dict:  # noqa: ANN401
+    """R = 1 on nodes "head" and a spare one: the spare lost (answers partial and flagged, none failing), then
+    back under the same name (heal starts its copies from its own folder: answers whole)."""
+    import ray
+
+    from searchengine.cluster import ClusterBuildSettings, build_cluster
+
+    spare = cluster.add_node(num_cpus=1, resources={"searchengine_node_spare": 1})
+    cluster.wait_for_nodes()
+    settings = ClusterBuildSettings(
+        shards=shards, copies=1, model=model, local_root=str(folder / "nodes"), name="one-copy",
+        encoder_options=options, nodes=["head", "spare"],
+    )  # fmt: skip
+    index, _ = build_cluster(folder / "one-copy.json", documents, settings)
+    queries = [document.text[:80] for document in documents[:20]]
+    whole = index.search_batch(queries, K, mode="hybrid")
+    cluster.remove_node(spare)
+    time.sleep(2)
+    failed = 0
+    try:
+        lost = index.search_batch(queries, K, mode="hybrid")
+    except Exception:  # noqa: BLE001 (counted: a lost shard must give a partial answer, not an error)
+        failed, lost = 1, None
+    cluster.add_node(num_cpus=1, resources={"searchengine_node_spare": 1})
+    cluster.wait_for_nodes()
+    healed = index.heal()
+    back = index.search_batch(queries, K, mode="hybrid")
+    for states in index.copies:
+        for state in states:
+            if state.handle is not None:
+                ray.kill(state.handle)
+    return {
+        "partial_flagged": bool(lost is not None and lost.partial and not whole.partial and failed == 0),
+        "partial_answered": None if lost is None else f"{lost.answered} of {lost.shards}",
+        "partial_recovered": bool(not back.partial and back.hits == whole.hits),
+        "healed": healed,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--documents", type=int, default=20000)
+    parser.add_argument("--shards", type=int, default=4)
+    parser.add_argument("--nodes", type=int, default=3)
+    parser.add_argument("--copies", type=int, default=2)
+    parser.add_argument("--model", default="default", help="The model (default: the bundled all-MiniLM-L6-v2).")
+    parser.add_argument("--queries", type=int, default=200, help="Queries compared in each mode.")
+    parser.add_argument("--latency-queries", type=int, default=100)
+    parser.add_argument("--load-seconds", type=float, default=20.0)
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--out", type=Path, default=OUT, help="Where the JSON record goes ('-': nowhere).")
+    args = parser.parse_args(argv)
+    if args.nodes < 2:
+        parser.error("--nodes must be at least 2: one is removed while the cluster is under load")
+    load_before = os.getloadavg()
+    started = time.perf_counter()
+
+    import ray
+    from ray import serve
+    from ray.cluster_utils import Cluster
+    from searchengine.indexer.commit.index_directory import IndexDirectory
+
+    from searchengine.cluster import ClusterBuildSettings, build_cluster
+    from searchengine.encoding.encoder import Encoder
+    from searchengine.engine.indexing import IndexSettings, build_index, document_chunks
+    from searchengine.server.cluster.serve_app import serve_cluster
+
+    documents, queries, qrels = corpus(args.documents, args.data)
+    texts = [query for query in queries.values()]
+    dense_queries = (texts + [document.text[:200] for document in documents])[: args.queries]
+    judged_ids = list(queries)[: args.queries]
+    judged = [queries[query] for query in judged_ids]
+    options = {"precision": "fp32"}  # exact vectors on every CPU, the same in the workers and here
+    names = ["head", *(f"n{number}" for number in range(1, args.nodes))]
+    record: dict[str, Any] = {"documents": len(documents), "shards": args.shards, "nodes": args.nodes,
+                              "copies": args.copies, "judged_queries": len(judged)}  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="cluster-check-") as scratch:
+        folder = Path(scratch)
+        cluster = Cluster(
+            initialize_head=True,
+            head_node_args={
+                "num_cpus": 1, "resources": {"searchengine_node_head": 1}, "include_dashboard": False,
+                "_system_config": {"health_check_period_ms": 1000, "health_check_failure_threshold": 3},
+            },
+        )  # fmt: skip
+        nodes = {name: cluster.add_node(num_cpus=1, resources={f"searchengine_node_{name}": 1}) for name in names[1:]}
+        ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
+        cluster.wait_for_nodes()
+        record["cluster_start_s"] = round(time.perf_counter() - started, 1)
+        try:
+            settings = ClusterBuildSettings(
+                shards=args.shards, copies=args.copies, model=args.model, local_root=str(folder / "nodes"),
+                encoder_options=options, nodes=names, workers=1,
+            )  # fmt: skip
+            index, report = build_cluster(folder / "cluster.json", documents, settings)
+            for states in index.copies:  # the build's actors go: the Serve deployments open the copies
+                for state in states:
+                    ray.kill(state.handle)
+            record["cluster_build_s"] = round(report.seconds, 1)
+            record["driver_rows_written"] = report.driver_rows_written
+            record["shard_documents"] = report.shard_documents
+            encoder = Encoder(args.model, **options)
+            clock = time.perf_counter()
+            build_index(
+                IndexDirectory(folder / "one"), document_chunks(documents), encoder,
+                IndexSettings(index_type="Flat", passages=False), total=len(documents),
+            )  # fmt: skip
+            record["one_index_build_s"] = round(time.perf_counter() - clock, 1)
+            clock = time.perf_counter()
+            url = serve_cluster(folder / "cluster.json", port=free_port(), heal_every_s=2.0)
+            record["serve_start_s"] = round(time.perf_counter() - clock, 1)
+            with one_index_server(folder / "one", encoder) as one:
+                cluster_dense, one_dense = search(url, dense_queries, "dense"), search(one, dense_queries, "dense")
+                record["same_top10"] = sum(map(same_top, cluster_dense, one_dense)) / len(dense_queries)
+                for mode in ("keyword", "hybrid"):
+                    mine, theirs = mean_ndcg(search(url, judged, mode), judged_ids, qrels), mean_ndcg(
+                        search(one, judged, mode), judged_ids, qrels
+                    )
+                    record[f"{mode}_ndcg"] = {"cluster": round(mine, 4), "one_index": round(theirs, 4)}
+                    record[f"{mode}_ndcg_diff"] = round(abs(mine - theirs), 6)
+                latency = (texts + dense_queries)[: args.latency_queries]
+                p50_ms(url, latency[:10]), p50_ms(one, latency[:10])  # warm both
+                cluster_ms, one_ms = p50_ms(url, latency), p50_ms(one, latency)
+                record["p50_ms"] = {"cluster": round(cluster_ms, 2), "one_index": round(one_ms, 2)}
+                record["p50_ratio"] = round(cluster_ms / one_ms, 3)
+                batch = [{"id": f"routed-{n}", "text": f"a routed write number {n} about {texts[n % len(texts)]}"}
+                         for n in range(10)]  # fmt: skip
+                clock = time.perf_counter()
+                post(url + "/documents", {"documents": batch, "id_field": "id"})
+                routed_s = time.perf_counter() - clock
+                clock = time.perf_counter()
+                post(one + "/documents", {"documents": batch, "id_field": "id"})
+                record["add10_s"] = {"cluster": round(routed_s, 3), "one_index": round(time.perf_counter() - clock, 3)}
+            victim = names[-1]
+            load = under_load(url, texts or dense_queries, args.load_seconds, lambda: cluster.remove_node(nodes[victim]))
+            record["node_removed"] = victim
+            record["failed_searches"] = load["failed"]
+            record["searches_during_loss"] = load["searches"]
+            record["partial_during_loss"] = load["partial"]
+            record["acknowledged_writes"] = load["writes"]
+            record["writes_refused"] = load["write_failed"]
+            record["errors_during_loss"] = load["errors"]
+            record["acknowledged_writes_lost"] = lost_writes(url, load["acknowledged"])
+            serve.shutdown()
+            subset = documents[: min(len(documents), 400)]
+            record.update(one_copy_loss(cluster, folder, subset, args.model, options, args.shards))
+        finally:
+            ray.shutdown()
+            cluster.shutdown()
+    record["total_s"] = round(time.perf_counter() - started, 1)
+    record.update(run_record(load_before))
+    if str(args.out) != "-":
+        write_results(args.out, record)
+    keys = ("same_top10", "keyword_ndcg_diff", "hybrid_ndcg_diff", "p50_ratio", "failed_searches",
+            "acknowledged_writes_lost", "partial_flagged", "driver_rows_written")  # fmt: skip
+    print(json.dumps({**{key: record[key] for key in keys}, **{k: v for k, v in record.items() if k not in keys}}))
+
+
+if __name__ == "__main__":
+    main()

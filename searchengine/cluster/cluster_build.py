@@ -1,0 +1,237 @@
+"""A cluster index built on Ray: the driver reads the documents and routes each to its shard by its id; embedding
+workers (Ray actors) embed each batch, and the batch's vectors go from the worker to every copy of the shard as a
+Ray object the driver only names (it receives no vector); each copy, on its own node, stores its shard's rows and
+segments (the driver writes no row). The copies build in new folders; the cluster manifest, written last and whole,
+is the build's one commit: a build that dies leaves the previous cluster (or none) as it was, and once it is
+written the previous build's folders are removed (remove_build)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from searchengine.cluster.cluster_index import ClusterIndex, CopyState
+from searchengine.cluster.copy_actors import CopyStarter, start_copy_actor
+from searchengine.cluster.copy_calls import ActorCalls, CopyCalls
+from searchengine.cluster.embedded_model import EmbeddedModel
+from searchengine.cluster.errors import ClusterError
+from searchengine.cluster.manifest import (
+    ClusterManifest,
+    CopyPlace,
+    copy_folder,
+    new_build_id,
+    read_manifest,
+    write_manifest,
+)
+from searchengine.cluster.placement import initial_placement, live_nodes
+from searchengine.cluster.routing import shard_of
+from searchengine.cluster.shard_copy import current_node
+from searchengine.indexer.tables.documents import Document
+
+BATCH = 256
+"""Documents a worker embeds and a copy stores together."""
+IN_FLIGHT = 8
+"""Batches sent on before the driver waits for the oldest: bounds what waits in Ray's object store."""
+
+
+@dataclass(frozen=True)
+class ClusterBuildSettings:
+    """What a cluster index is built with."""
+
+    shards: int
+    copies: int = 1
+    model: str | None = None
+    local_root: str = ""
+    """The folder every node keeps its copies under, on its own disk (each node in its own subfolder)."""
+    name: str = "index"
+    encoder_options: dict[str, Any] = field(default_factory=dict)
+    index_type: str = "Flat"
+    workers: int = 1
+    """Embedding workers (Ray actors, one CPU each)."""
+    nodes: list[str] | None = None
+    """The nodes to place copies on (placement.live_nodes names); None: every live node."""
+    batch_size: int = BATCH
+
+    def __post_init__(self) -> None:
+        for name in ("shards", "copies", "workers", "batch_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ClusterError(f"{name} must be a whole number of at least 1, not {value!r}")
+        if not self.local_root:
+            raise ClusterError("give local_root: the folder each node keeps its shard copies under, on its own disk")
+
+
+@dataclass
+class ClusterBuildReport:
+    """What a cluster build did: documents per shard, and the rows the driver itself wrote (0: each copy wrote its
+    own, in its own process, counted by the pid and node each copy reports)."""
+
+    documents: int = 0
+    shard_documents: list[int] = field(default_factory=list)
+    driver_rows_written: int = 0
+    seconds: float = 0.0
+
+
+class Embedder:
+    """An embedding worker: the cluster's model, loaded once per worker process."""
+
+    def __init__(self, model: str, options: dict[str, Any]) -> None:
+        from searchengine.encoding.encoder import Encoder
+
+        self.encoder = Encoder(model, **options)
+
+    def model(self) -> EmbeddedModel:
+        """The model's identity, as the copies' manifests record it."""
+        return EmbeddedModel.of(self.encoder)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """The encoder's output for `texts` (a shard copy applies the index's normalisation when it stores it)."""
+        return np.asarray(self.encoder.encode(texts), dtype=np.float32)
+
+
+def build_cluster(
+    manifest_path: str | Path,
+    documents: Iterable[Document],
+    settings: ClusterBuildSettings,
+    *,
+    calls: CopyCalls | None = None,
+    starter: CopyStarter = start_copy_actor,
+) -> tuple[ClusterIndex, ClusterBuildReport]:
+    """Build a cluster index of `documents` (each with an external id: it picks the shard) on the Ray cluster this
+    process is connected to, and commit it by writing its manifest at `manifest_path`. Returns the opened index and
+    what the build did."""
+    import ray
+
+    if settings.model is None:
+        raise ClusterError("give the model the cluster embeds with (settings.model)")
+    started = time.perf_counter()
+    calls = calls or ActorCalls()
+    nodes = settings.nodes or sorted(live_nodes())
+    build = new_build_id()
+    manifest_path = Path(manifest_path)
+    placement = initial_placement(nodes, settings.shards, settings.copies)
+    copies = [
+        [
+            CopyState(shard, CopyPlace(node, copy_folder(settings.local_root, node, settings.name, build, shard)))
+            for node in nodes_of_shard
+        ]
+        for shard, nodes_of_shard in enumerate(placement)
+    ]
+    for states in copies:
+        for state in states:
+            state.handle = starter(state.place, state.shard, settings.local_root)
+    worker = ray.remote(Embedder).options(num_cpus=1)
+    embedders: list[Any] = []
+    try:
+        embedders += [worker.remote(settings.model, settings.encoder_options) for _ in range(settings.workers)]
+        model = embedders[0].model.remote()  # passed on unresolved: the copies name the model without loading it
+        begun = [
+            calls.start(state.handle, "begin_build", model, settings.index_type)
+            for states in copies
+            for state in states
+        ]
+        for call in begun:
+            calls.finish(call, timeout=600.0)
+        report = ClusterBuildReport(shard_documents=[0] * settings.shards)
+        in_flight: list[Any] = []
+        batches: dict[int, list[Document]] = {}
+        turn = 0
+
+        def send(shard: int) -> None:
+            nonlocal turn
+            batch = batches.pop(shard)
+            vectors = embedders[turn % len(embedders)].embed.remote([document.text for document in batch])
+            turn += 1
+            in_flight.extend(calls.start(state.handle, "write_batch", batch, vectors) for state in copies[shard])
+            while len(in_flight) > IN_FLIGHT * settings.copies:
+                calls.finish(in_flight.pop(0), timeout=600.0)
+
+        for position, document in enumerate(documents):
+            if not document.external_id:
+                raise ClusterError(
+                    f"document {position} has no external id: a cluster routes each document by its id, so give every "
+                    "document one (Document.external_id, or --id-field)"
+                )
+            shard = shard_of(document.external_id, settings.shards)
+            batches.setdefault(shard, []).append(document)
+            report.documents += 1
+            report.shard_documents[shard] += 1
+            if len(batches[shard]) >= settings.batch_size:
+                send(shard)
+        for shard in list(batches):
+            send(shard)
+        for call in in_flight:
+            calls.finish(call, timeout=600.0)
+        finished = [calls.start(state.handle, "finish_build") for states in copies for state in states]
+        written = [calls.finish(call, timeout=600.0) for call in finished]
+        here = (os.getpid(), current_node())
+        report.driver_rows_written = sum(done["rows"] for done in written if (done["pid"], done["node"]) == here)
+    except BaseException:
+        for embedder in embedders:  # first: a copy still waiting for the model's identity then stops waiting
+            ray.kill(embedder)
+        for states in copies:  # an uncommitted build: its folders go, the previous cluster stays as it was
+            for state in states:
+                with contextlib.suppress(Exception):
+                    calls.finish(calls.start(state.handle, "remove"), timeout=30.0)
+        raise
+    for embedder in embedders:
+        ray.kill(embedder)
+    manifest = ClusterManifest(
+        name=settings.name,
+        shards=settings.shards,
+        copies=settings.copies,
+        local_root=settings.local_root,
+        model=str(settings.model),
+        build=build,
+        placement=tuple(tuple(state.place for state in states) for states in copies),
+        encoder_options=dict(settings.encoder_options),
+        settings={"index_type": settings.index_type},
+    )
+    for states in copies:
+        for state in states:
+            state.serving = True
+    previous = _previous(manifest_path)
+    write_manifest(manifest_path, manifest)
+    if previous is not None and previous.build != build:
+        with contextlib.suppress(Exception):  # left behind, the old folders take space but no manifest names them
+            remove_build(previous, calls=calls, starter=starter)
+    report.seconds = time.perf_counter() - started
+    return ClusterIndex(manifest_path, manifest, copies, calls=calls, starter=starter), report
+
+
+def _previous(path: Path) -> ClusterManifest | None:
+    """The manifest a new build replaces, if there is a readable one."""
+    if not path.exists():
+        return None
+    try:
+        return read_manifest(path)
+    except ClusterError:
+        return None
+
+
+def remove_build(
+    manifest: ClusterManifest, *, calls: CopyCalls | None = None, starter: CopyStarter = start_copy_actor
+) -> list[str]:
+    """Remove the folders of `manifest`'s copies (a build a new one replaced, or a cluster index no longer wanted),
+    each by a copy started on its own node; returns the folders removed. A copy whose node is not live keeps its
+    folder: nothing else reaches that node's disk."""
+    calls = calls or ActorCalls()
+    nodes = live_nodes()
+    started = [
+        (place, calls.start(starter(place, shard, manifest.local_root), "remove"))
+        for shard, places in enumerate(manifest.placement)
+        for place in places
+        if place.node in nodes
+    ]
+    removed = []
+    for place, call in started:
+        calls.finish(call)
+        removed.append(place.folder)
+    return removed

@@ -1,0 +1,557 @@
+"""ClusterIndex: a cluster index as the driver (or a Ray Serve ingress) sees it: search over every shard, merged as
+one index of the same documents ranks them; writes routed to the owning shard and committed on every live copy in
+order before they are acknowledged; the cluster's status; and the repair of copies that were lost or fell behind.
+Copies are called through a CopyCalls (copy_calls.py) and started by a CopyStarter (copy_actors.py), so the same
+code drives Ray actors or Serve deployments."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from searchengine.cluster.copy_actors import CopyStarter, start_copy_actor
+from searchengine.cluster.copy_calls import ActorCalls, CopyCalls, copy_failed
+from searchengine.cluster.errors import ClusterError, CopyBehindError, ShardsUnavailableError
+from searchengine.cluster.manifest import ClusterManifest, CopyPlace, copy_folder, read_manifest, write_manifest
+from searchengine.cluster.merge import KeywordPlan, keyword_plan, merged_ranking, summed
+from searchengine.cluster.placement import least_loaded, live_nodes
+from searchengine.cluster.routing import global_id, shard_of
+from searchengine.cluster.shard_search import ShardQuery
+from searchengine.engine.filters import Filters
+from searchengine.engine.fusion import Fusion
+from searchengine.engine.mode_registry import mode_named
+from searchengine.engine.modes import DEFAULT_FUSION, DEFAULT_MODE
+from searchengine.engine.query_request import QueryRequest
+from searchengine.engine.search import Hit
+from searchengine.indexer.tables.documents import Document
+
+if TYPE_CHECKING:
+    from searchengine.encoding.encoder import Encoder
+
+BUILT_IN_MODES = ("dense", "keyword", "hybrid")
+"""The modes a cluster search merges (a registered mode of one's own ranks inside one index only)."""
+
+
+@dataclass
+class CopyState:
+    """One copy as the driver knows it: where it is, its handle, whether it answers searches (it is live and holds
+    every acknowledged write of its shard), and the shard's last write it holds."""
+
+    shard: int
+    place: CopyPlace
+    handle: Any = None
+    serving: bool = False
+    sequence: int = 0
+
+
+@dataclass(frozen=True)
+class ClusterAnswer:
+    """The hits of each query, best first, and how many shards answered: an answer without every shard is
+    `partial` (a shard had no live copy), never an error unless the search asked for all shards."""
+
+    hits: list[list[Hit]]
+    shards: int
+    answered: int
+    missing: tuple[int, ...] = ()
+
+    @property
+    def partial(self) -> bool:
+        return self.answered < self.shards
+
+
+@dataclass(frozen=True)
+class WriteReceipt:
+    """An acknowledged write: each shard it touched and the write's sequence number there, and how many copies
+    committed it (every live copy of the shard)."""
+
+    sequences: dict[int, int] = field(default_factory=dict)
+    copies: dict[int, int] = field(default_factory=dict)
+
+
+class ClusterIndex:
+    """The cluster index of `manifest` (read from `path`), its copies `copies[shard]` called through `calls`."""
+
+    def __init__(
+        self,
+        path: Path,
+        manifest: ClusterManifest,
+        copies: list[list[CopyState]],
+        *,
+        calls: CopyCalls | None = None,
+        starter: CopyStarter = start_copy_actor,
+        encoder: Encoder | None = None,
+    ) -> None:
+        self.path, self.manifest, self.copies = Path(path), manifest, copies
+        self.calls = calls or ActorCalls()
+        self.starter = starter
+        self._encoder = encoder
+        self._locks = [threading.Lock() for _ in range(manifest.shards)]
+        self._turn = 0
+        self.sequences = [max((c.sequence for c in shard if c.serving), default=0) for shard in copies]
+        for shard, states in enumerate(copies):
+            for state in states:
+                state.serving = state.serving and state.sequence == self.sequences[shard]
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Path,
+        *,
+        calls: CopyCalls | None = None,
+        starter: CopyStarter = start_copy_actor,
+        encoder: Encoder | None = None,
+    ) -> ClusterIndex:
+        """Open the cluster index whose manifest is at `path`: start each copy on its node (a copy whose node is
+        not live is left out until `heal`) and read which writes each holds."""
+        manifest = read_manifest(Path(path))
+        calls = calls or ActorCalls()
+        nodes = live_nodes()
+        copies = []
+        for shard, places in enumerate(manifest.placement):
+            states = []
+            for place in places:
+                state = CopyState(shard, place)
+                if place.node in nodes:
+                    state.handle = starter(place, shard, manifest.local_root)
+                states.append(state)
+            copies.append(states)
+        index = cls(Path(path), manifest, copies, calls=calls, starter=starter, encoder=encoder)
+        index._read_sequences()
+        return index
+
+    @property
+    def shards(self) -> int:
+        return self.manifest.shards
+
+    @property
+    def encoder(self) -> Encoder:
+        """The model the cluster was built with, loaded here on first use: it encodes each query once."""
+        if self._encoder is None:
+            from searchengine.encoding.encoder import Encoder
+
+            self._encoder = Encoder(self.manifest.model, **self.manifest.encoder_options)
+        return self._encoder
+
+    # searching --------------------------------------------------------------------------------------------------
+    def search(self, query: str, k: int = 10, where: Filters = None, **options: Any) -> ClusterAnswer:  # noqa: ANN401
+        """`search_batch` of one query."""
+        return self.search_batch([query], k, where, **options)
+
+    def search_batch(
+        self,
+        queries: Sequence[str],
+        k: int = 10,
+        where: Filters = None,
+        *,
+        mode: str | None = None,
+        fusion: Fusion | None = None,
+        min_score: float | None = None,
+        all_shards: bool = False,
+    ) -> ClusterAnswer:
+        """The k best documents of the whole cluster for each query, ranked and scored as one index of the same
+        documents ranks them (QueryRequest says what the options do; reranking and highlights are not offered
+        here). The query is encoded once, here; keyword and hybrid searches first sum every shard's term
+        statistics. A shard with no live copy leaves the answer partial (ClusterAnswer.partial), or, with
+        `all_shards`, raises ShardsUnavailableError."""
+        request = QueryRequest(list(queries), k, where, mode=mode, fusion=fusion, min_score=min_score)
+        retrieval = mode_named(request.mode or DEFAULT_MODE)
+        if retrieval.name not in BUILT_IN_MODES:
+            raise ClusterError(f"a cluster searches in modes {', '.join(BUILT_IN_MODES)}, not {retrieval.name!r}")
+        sides, fusion = retrieval.sides, request.fusion or DEFAULT_FUSION
+        texts = list(request.queries)
+        order = self._copy_order()
+        plans: list[KeywordPlan] | None = None
+        average_length = 0.0
+        if "keyword" in sides:
+            statistics = self._round(order, "statistics", texts)
+            total = summed([result for _, result in statistics.values()])
+            plans = [keyword_plan(total, text) for text in texts]
+            average_length = total.average_length
+            order = self._prefer(order, statistics)
+        depth = max(request.k, fusion.depth) if len(sides) > 1 else request.k
+        query = ShardQuery(
+            sides,
+            depth,
+            request.conditions,
+            self.query_vectors(texts) if "dense" in sides else None,
+            None if plans is None else [plan.phrases for plan in plans],
+            average_length,
+        )
+        answers = self._round(order, "candidates", query, len(texts))
+        searchable = sum(result[1] for _, result in answers.values())
+        rankings = [
+            merged_ranking(
+                sides,
+                {shard: result[0][position] for shard, (_, result) in answers.items()},
+                self.shards,
+                request.k,
+                fusion,
+                None if plans is None else plans[position],
+                searchable,
+            )
+            for position in range(len(texts))
+        ]
+        hits, unread = self._hits(self._prefer(order, answers), rankings, answers.keys())
+        if request.min_score is not None:
+            hits = [[hit for hit in found if hit.score >= request.min_score] for found in hits]
+        missing = tuple(shard for shard in range(self.shards) if shard not in answers or shard in unread)
+        if missing and all_shards:
+            raise ShardsUnavailableError(list(missing), self.shards)
+        return ClusterAnswer(hits, self.shards, self.shards - len(missing), missing)
+
+    def query_vectors(self, texts: list[str]) -> np.ndarray:
+        """The queries as the shards' vectors of queries (the cluster is built without whitening)."""
+        from searchengine.engine.embedding import to_index_vectors
+
+        return to_index_vectors(self.encoder.encode_queries(texts), None)
+
+    def _hits(
+        self,
+        order: dict[int, list[CopyState]],
+        rankings: list[list[tuple[int, Any]]],
+        answered: Any,  # noqa: ANN401
+    ) -> tuple[list[list[Hit]], set[int]]:
+        """The documents of each query's ranking, read from their shards (the last round), and the shards whose
+        documents could not be read (every copy failed since it answered): their hits are left out."""
+        wanted = {shard: [[s for owner, s in ranking if owner == shard] for ranking in rankings] for shard in answered}
+        wanted = {shard: lists for shard, lists in wanted.items() if any(lists)}
+        found = self._round({shard: order[shard] for shard in wanted if shard in order}, "hits", per_shard=wanted)
+        by_id = {
+            (shard, position): {hit.id: hit for hit in hits[position]}
+            for shard, (_, hits) in found.items()
+            for position in range(len(rankings))
+        }
+        results = []
+        for position, ranking in enumerate(rankings):
+            hits = []
+            for shard, scored in ranking:
+                hit = by_id.get((shard, position), {}).get(scored.id)
+                if hit is not None:
+                    hits.append(replace(hit, id=global_id(hit.id, shard, self.shards)))
+            results.append(hits)
+        return results, set(wanted) - set(found)
+
+    def ask_shards(
+        self, method: str, *args: Any, shards: Sequence[int] | None = None, per_shard: dict[int, Any] | None = None
+    ) -> dict[int, tuple[CopyState, Any]]:
+        """Ask one serving copy of every shard (of `shards`, or of `per_shard`'s, when given) `method(*args)`, or
+        `method(per_shard[shard])`, failing over to the shard's next copy: (copy, result) by shard, for the shards
+        that answered. What a front end calls for what ClusterIndex has no method of its own for."""
+        wanted = set(per_shard if per_shard is not None else range(self.shards) if shards is None else shards)
+        order = {shard: copies for shard, copies in self._copy_order().items() if shard in wanted}
+        return self._round(order, method, *args, per_shard=per_shard)
+
+    def _copy_order(self) -> dict[int, list[CopyState]]:
+        """Each shard's serving copies in the order to ask them: turn by turn, so searches spread over copies."""
+        self._turn += 1
+        order = {}
+        for shard, states in enumerate(self.copies):
+            serving = [state for state in states if state.serving and state.handle is not None]
+            if serving:
+                turn = self._turn % len(serving)
+                order[shard] = serving[turn:] + serving[:turn]
+        return order
+
+    @staticmethod
+    def _prefer(
+        order: dict[int, list[CopyState]], answered: dict[int, tuple[CopyState, Any]]
+    ) -> dict[int, list[CopyState]]:
+        """`order` with the copy that answered the last round first, so one search reads one snapshot per shard
+        where it can."""
+        preferred = {}
+        for shard, states in order.items():
+            if shard in answered:
+                first = answered[shard][0]
+                preferred[shard] = [first] + [state for state in states if state is not first]
+        return preferred
+
+    def _round(
+        self,
+        order: dict[int, list[CopyState]],
+        method: str,
+        *args: Any,  # noqa: ANN401
+        per_shard: dict[int, Any] | None = None,
+    ) -> dict[int, tuple[CopyState, Any]]:
+        """Ask one copy of every shard in `order` `method(*args)` (or `method(per_shard[shard])`), all at once; a
+        copy that fails is marked not serving and the shard's next copy is asked. Returns (copy, result) by shard,
+        for the shards that answered."""
+
+        def start(state: CopyState, shard: int) -> Any:  # noqa: ANN401
+            return self.calls.start(state.handle, method, *(args if per_shard is None else (per_shard[shard],)))
+
+        pending = {shard: (0, start(states[0], shard)) for shard, states in order.items() if states}
+        results: dict[int, tuple[CopyState, Any]] = {}
+        while pending:
+            shard, (position, call) = pending.popitem()
+            state = order[shard][position]
+            try:
+                results[shard] = (state, self.calls.finish(call))
+            except Exception as error:
+                if not copy_failed(error):
+                    raise
+                state.serving = False
+                if position + 1 < len(order[shard]):
+                    pending[shard] = (position + 1, start(order[shard][position + 1], shard))
+        return results
+
+    def documents(self, where: Filters, *, all_shards: bool = False) -> tuple[list[Document], ClusterAnswer]:
+        """The stored documents that meet every filter, shard by shard (each in its index order), without a query,
+        e.g. a lookup by external ids; with an answer that says which shards answered (no hits)."""
+        found = self._round(self._copy_order(), "documents", where)
+        missing = tuple(shard for shard in range(self.shards) if shard not in found)
+        if missing and all_shards:
+            raise ShardsUnavailableError(list(missing), self.shards)
+        documents = [document for shard in sorted(found) for document in found[shard][1]]
+        return documents, ClusterAnswer([], self.shards, self.shards - len(missing), missing)
+
+    # writing ----------------------------------------------------------------------------------------------------
+    def add(self, documents: Sequence[Document]) -> WriteReceipt:
+        """Add or replace (upsert, by external id) `documents`, each in the shard its external id hashes to, and
+        commit them on every live copy of those shards before returning. The documents are encoded here once.
+        Refused when a document has no external id, or when a shard it goes to has no live copy (nothing is
+        acknowledged then: retry once `heal` has a copy serving)."""
+        documents = list(documents)
+        if not documents:
+            raise ClusterError("give documents to add")
+        missing = [position for position, document in enumerate(documents) if not document.external_id]
+        if missing:
+            raise ClusterError(
+                f"document {missing[0]} has no external id: a cluster routes each document by its id, so give every "
+                "document one (Document.external_id, or --id-field)"
+            )
+        vectors = self.encoder.encode([document.text for document in documents])
+        receipt = WriteReceipt()
+        for shard, rows in self._by_shard([document.external_id for document in documents]).items():
+            sequence, copies = self._write(shard, [documents[row] for row in rows], vectors[rows], [])
+            receipt.sequences[shard], receipt.copies[shard] = sequence, copies
+        return receipt
+
+    def delete(self, external_ids: Sequence[str]) -> WriteReceipt:
+        """Delete the documents with `external_ids` from their shards, committed on every live copy before
+        returning (an id no document has changes nothing)."""
+        if not external_ids:
+            raise ClusterError("say which documents to delete: give their external ids")
+        receipt = WriteReceipt()
+        for shard, rows in self._by_shard(list(external_ids)).items():
+            sequence, copies = self._write(shard, [], None, [external_ids[row] for row in rows])
+            receipt.sequences[shard], receipt.copies[shard] = sequence, copies
+        return receipt
+
+    def _by_shard(self, external_ids: list[str]) -> dict[int, list[int]]:
+        groups: dict[int, list[int]] = {}
+        for row, external_id in enumerate(external_ids):
+            groups.setdefault(shard_of(str(external_id), self.shards), []).append(row)
+        return groups
+
+    def _write(
+        self, shard: int, documents: list[Document], vectors: np.ndarray | None, deleted: list[str]
+    ) -> tuple[int, int]:
+        """Write the shard's next sequence number on every serving copy; returns it and how many copies committed
+        it. A copy that fails or has missed writes stops serving (heal brings it back)."""
+        with self._locks[shard]:
+            serving = [state for state in self.copies[shard] if state.serving and state.handle is not None]
+            if not serving:
+                raise ClusterError(
+                    f"shard {shard} has no live copy, so the write was not applied: bring its node back or rebuild "
+                    "its copies (ClusterIndex.heal), then write again"
+                )
+            sequence = self.sequences[shard] + 1
+            pending = [
+                (state, self.calls.start(state.handle, "apply", sequence, documents, vectors, deleted))
+                for state in serving
+            ]
+            committed, refusing = 0, []
+            for state, call in pending:
+                try:
+                    state.sequence = self.calls.finish(call)
+                    committed += 1
+                except CopyBehindError:
+                    state.serving = False  # it missed writes: heal catches it up
+                except Exception as error:  # noqa: BLE001 (sorted below: a failed copy or a bad request)
+                    if copy_failed(error):
+                        state.serving = False  # its process or node failed: heal restarts or rebuilds it
+                    else:
+                        refusing.append((state, error))
+            if refusing and not committed:
+                raise refusing[0][1]  # the request itself is wrong: every copy rolled it back
+            for state, _ in refusing:
+                state.serving = False
+            if not committed:
+                raise ClusterError(
+                    f"no copy of shard {shard} committed the write (their nodes failed during it), so it is not "
+                    "acknowledged: write again once ClusterIndex.heal has a copy serving"
+                )
+            self.sequences[shard] = sequence
+            return sequence, committed
+
+    # the cluster's state ----------------------------------------------------------------------------------------
+    def _read_sequences(self) -> None:
+        """Ask every started copy which writes it holds; the shard's newest is the one every copy must hold to
+        serve."""
+        for shard, states in enumerate(self.copies):
+            for state in states:
+                if state.handle is None:
+                    continue
+                try:
+                    state.sequence = self.calls.finish(self.calls.start(state.handle, "sequence"))
+                    state.serving = True
+                except Exception as error:
+                    if not copy_failed(error) and not isinstance(error, ClusterError):
+                        raise
+                    state.serving = False
+            self.sequences[shard] = max((s.sequence for s in states if s.serving), default=0)
+            for state in states:
+                state.serving = state.serving and state.sequence == self.sequences[shard]
+
+    def status(self) -> dict[str, Any]:
+        """Shards, their copies (node, folder, serving, documents, the writes they lack: `lag`), the live nodes
+        with their copies, and the documents of the cluster (each shard counted from one serving copy)."""
+        nodes = live_nodes()
+        shards, documents = [], 0
+        for shard, states in enumerate(self.copies):
+            copies = []
+            for state in states:
+                entry: dict[str, Any] = {"node": state.place.node, "folder": state.place.folder, "live": False}
+                if state.handle is not None:
+                    try:
+                        entry.update(self.calls.finish(self.calls.start(state.handle, "status"), timeout=10.0))
+                        entry["live"] = True
+                    except Exception:  # noqa: BLE001 (a copy that does not answer is reported as not live)
+                        state.serving = False
+                entry["serving"] = state.serving
+                entry["lag"] = self.sequences[shard] - entry.get("sequence", state.sequence)
+                copies.append(entry)
+            counted = next((c["documents"] for c in copies if c["serving"] and "documents" in c), None)
+            documents += counted or 0
+            shards.append({"shard": shard, "sequence": self.sequences[shard], "documents": counted, "copies": copies})
+        placed = [state.place.node for states in self.copies for state in states]
+        return {
+            "name": self.manifest.name,
+            "version": self.manifest.version,
+            "documents": documents,
+            "shards": shards,
+            "nodes": [{"node": node, "copies": placed.count(node)} for node in sorted(nodes)],
+        }
+
+    def heal(self) -> list[str]:
+        """Bring every shard back to its copies, each serving: a copy whose process failed is started again on its
+        node; one whose node is gone is rebuilt on the live node with fewest copies (not one holding the shard
+        already, where there is another); a copy behind its shard installs a live copy's committed files, sent
+        through Ray. The manifest is rewritten when a copy moved. Returns what was done, one line each."""
+        done: list[str] = []
+        nodes = live_nodes()
+        moved = False
+        for shard, states in enumerate(self.copies):
+            with self._locks[shard]:
+                source = self._live_source(states)
+                for state in states:
+                    if state.serving and self._answers(state):
+                        continue
+                    if state.place.node not in nodes:
+                        if source is None:
+                            continue
+                        others = [s.place.node for s in states if s is not state]
+                        placed = [s.place.node for shard_states in self.copies for s in shard_states]
+                        node = least_loaded(nodes, placed, others)
+                        if node is None:
+                            continue
+                        old = state.place
+                        state.place = CopyPlace(
+                            node,
+                            copy_folder(self.manifest.local_root, node, self.manifest.name, self.manifest.build, shard),
+                        )
+                        state.handle, moved = None, True
+                        done.append(f"shard {shard}: copy on lost node {old.node} rebuilt on {node}")
+                    if not self._answers(state):
+                        state.handle = self.starter(state.place, shard, self.manifest.local_root)
+                    state.sequence = self._caught_up(state, source, shard, done)
+                    state.serving = state.sequence >= self.sequences[shard] or source is None
+                    if source is None:
+                        self.sequences[shard] = max(self.sequences[shard], state.sequence)
+        if moved:
+            self._save_placement()
+        return done
+
+    def rebalance(self) -> list[str]:
+        """Move copies from the nodes that hold most to those that hold fewest (a node just added), until no node
+        holds two more than another, never a second copy of a shard onto one node. Each move starts the copy on
+        its new node, installs a live copy's committed files there (sent through Ray) under the shard's write lock,
+        rewrites the manifest, and only then removes the old copy. Returns the moves, one line each."""
+        done: list[str] = []
+        nodes = set(live_nodes())
+        while True:
+            load = Counter({node: 0 for node in nodes})
+            load.update(state.place.node for states in self.copies for state in states if state.place.node in nodes)
+            busiest = max(sorted(load), key=lambda node: load[node])
+            idlest = min(sorted(load), key=lambda node: load[node])
+            if load[busiest] - load[idlest] <= 1:
+                return done
+            moving = next(
+                (
+                    state
+                    for states in self.copies
+                    for state in states
+                    if state.place.node == busiest and state.serving and idlest not in {s.place.node for s in states}
+                ),
+                None,
+            )
+            if moving is None:
+                return done
+            self._move(moving, idlest)
+            done.append(f"shard {moving.shard}: copy moved from {busiest} to {idlest}")
+
+    def _move(self, state: CopyState, node: str) -> None:
+        """Put `state`'s copy on `node`: started there, filled from the copy's committed files, then swapped in."""
+        shard = state.shard
+        with self._locks[shard]:
+            manifest = self.manifest
+            place = CopyPlace(node, copy_folder(manifest.local_root, node, manifest.name, manifest.build, shard))
+            handle = self.starter(place, shard, manifest.local_root)
+            files = self.calls.start(state.handle, "committed_files")
+            sequence = self.calls.finish(self.calls.start(handle, "install_files", files))
+            old = state.handle
+            state.place, state.handle, state.sequence = place, handle, sequence
+            state.serving = sequence == self.sequences[shard]
+            self._save_placement()
+        with contextlib.suppress(Exception):  # the old copy's folder goes; a failure leaves only an unnamed folder
+            self.calls.finish(self.calls.start(old, "remove"))
+
+    def _live_source(self, states: list[CopyState]) -> CopyState | None:
+        """A serving copy that answers (the one others catch up from), or None."""
+        return next((state for state in states if state.serving and self._answers(state)), None)
+
+    def _answers(self, state: CopyState) -> bool:
+        if state.handle is None:
+            return False
+        try:
+            state.sequence = self.calls.finish(self.calls.start(state.handle, "sequence"), timeout=10.0)
+            return True
+        except ClusterError:  # started, but holds no index yet
+            return True
+        except Exception:  # noqa: BLE001 (a copy that does not answer is one to restart)
+            return False
+
+    def _caught_up(self, state: CopyState, source: CopyState | None, shard: int, done: list[str]) -> int:
+        """`state`'s sequence number after it installed `source`'s committed files, where it lacked writes."""
+        try:
+            held = self.calls.finish(self.calls.start(state.handle, "sequence"))
+        except ClusterError:
+            held = -1  # a new copy: no index yet
+        if source is None or held >= self.sequences[shard]:
+            return max(held, 0)
+        files = self.calls.start(source.handle, "committed_files")
+        held = self.calls.finish(self.calls.start(state.handle, "install_files", files))
+        done.append(f"shard {shard}: copy on {state.place.node} caught up to write {held} from {source.place.node}")
+        return held
+
+    def _save_placement(self) -> None:
+        placement = tuple(tuple(state.place for state in states) for states in self.copies)
+        self.manifest = self.manifest.with_placement(placement)
+        write_manifest(self.path, self.manifest)

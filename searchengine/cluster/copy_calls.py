@@ -1,0 +1,41 @@
+"""How the driver (or an ingress) calls shard copies: one small layer, so the same cluster code talks to Ray actors
+(ActorCalls) or to Ray Serve deployment handles (whose `.remote()` gives a DeploymentResponse: a class with the
+same two methods). A call's result may be passed, unresolved, as an argument of another call: the data then goes
+from copy to copy without passing through the caller."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from searchengine.errors import SearchEngineError
+
+CALL_TIMEOUT = 60.0
+"""Seconds a call to a copy may take before the copy counts as unavailable."""
+
+
+class CopyCalls(Protocol):
+    """Starts calls on copy handles and waits for their results."""
+
+    def start(self, handle: Any, method: str, *args: Any) -> Any:  # noqa: ANN401 (a handle, a pending result)
+        """Start `method(*args)` on the copy behind `handle`; returns the pending result."""
+
+    def finish(self, pending: Any, timeout: float = CALL_TIMEOUT) -> Any:  # noqa: ANN401
+        """The result of a started call; raises what the copy raised, or the transport's error."""
+
+
+class ActorCalls:
+    """CopyCalls over Ray actor handles."""
+
+    def start(self, handle: Any, method: str, *args: Any) -> Any:  # noqa: ANN401
+        return getattr(handle, method).remote(*args)
+
+    def finish(self, pending: Any, timeout: float = CALL_TIMEOUT) -> Any:  # noqa: ANN401
+        import ray
+
+        return ray.get(pending, timeout=timeout)
+
+
+def copy_failed(error: BaseException) -> bool:
+    """Whether `error` from a call means the copy is unavailable (its process, node or network failed, or it
+    timed out), rather than a problem of the request itself, which is raised to the caller."""
+    return not isinstance(error, SearchEngineError)

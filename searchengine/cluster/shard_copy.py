@@ -1,0 +1,308 @@
+"""ShardCopy: one copy of one shard of a cluster index, an ordinary index directory on the local disk of the node
+it runs on, read by an IndexReader and written under the index's own commit protocol. A plain class: the cluster
+runs it as a Ray actor (`ray.remote(ShardCopy)`, pinned to its node), and it can be the body of a Ray Serve
+deployment as it is. Every write carries the shard's sequence number, stored in the same SQLite transaction as
+the write, so a copy knows exactly which writes it holds; cluster writes are upserts and deletes by external id,
+so applying one again changes nothing."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import queue
+import shutil
+import sqlite3
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from searchengine.cluster.embedded_model import EmbeddedModel
+from searchengine.cluster.errors import ClusterError, CopyBehindError, CopyFolderError
+from searchengine.cluster.manifest import node_root
+from searchengine.cluster.placement import node_name
+from searchengine.cluster.shard_search import ShardCandidates, ShardQuery, shard_candidates, shard_statistics
+from searchengine.engine.filters import Filters
+from searchengine.engine.index_reader import IndexReader
+from searchengine.engine.indexing import Chunk, IndexSettings, build_index, drop_vectors
+from searchengine.engine.search import Hit, Scored, hits_of
+from searchengine.indexer.commit.index_directory import IndexDirectory
+from searchengine.indexer.commit.live_write import writing_in_place
+from searchengine.indexer.query.global_bm25 import TermStatistics
+from searchengine.indexer.tables.documents import Document
+
+SEQUENCE = "cluster_sequence"
+"""The store setting that holds the last write of the shard this copy committed (0: the build)."""
+_END = object()
+_ABORT = object()
+
+
+def current_node() -> str:
+    """The name of the Ray node this process runs on (searchengine.cluster.placement)."""
+    import ray
+
+    return node_name(ray.get_runtime_context().get_node_id())
+
+
+def _one_at_a_time(method: Callable[..., Any]) -> Callable[..., Any]:
+    """A ShardCopy method that runs alone: an actor calls them one at a time anyway, a Serve replica may not."""
+
+    @functools.wraps(method)
+    def alone(self: ShardCopy, *args: Any, **options: Any) -> Any:  # noqa: ANN401
+        with self._lock:
+            return method(self, *args, **options)
+
+    return alone
+
+
+class ShardCopy:
+    """Copy `shard` of a cluster index, in `folder` under `local_root`'s subfolder of the node it runs on. Refused
+    (CopyFolderError) when `folder` belongs to another node: nothing assumes a shared file system."""
+
+    def __init__(self, folder: str, shard: int, local_root: str, node: str | None = None) -> None:
+        self.node = node or current_node()
+        own = node_root(local_root, self.node).resolve()
+        path = Path(folder).resolve()
+        if own not in path.parents:
+            raise CopyFolderError(
+                f"shard copy folder {folder} is not under {own}, the folder of node {self.node} it runs on: a copy "
+                "opens only its own node's disk; place the copy on the node whose folder it is"
+            )
+        self.folder, self.shard = path, shard
+        self._lock = threading.RLock()
+        self.reader: IndexReader | None = None
+        self._build: _Build | None = None
+        if IndexDirectory(path).exists():
+            self.reader = IndexReader(path)
+
+    # the build --------------------------------------------------------------------------------------------------
+    @_one_at_a_time
+    def begin_build(self, model: EmbeddedModel, index_type: str) -> None:
+        """Start building this copy's index from the batches `write_batch` gives (in a thread of this process,
+        so the batches stream into one build)."""
+        if self.reader is not None or self._build is not None:
+            raise ClusterError(f"shard copy {self.folder} already holds an index: a build writes a new folder")
+        self._build = _Build(self.folder, model, index_type)
+
+    @_one_at_a_time
+    def write_batch(self, documents: list[Document], vectors: np.ndarray) -> int:
+        """Store `documents` with their `vectors` (embedded by a worker) in the build; returns how many."""
+        if self._build is None:
+            raise ClusterError("write_batch before begin_build: start the build first")
+        self._build.put(Chunk(documents, np.asarray(vectors, dtype=np.float32)))
+        return len(documents)
+
+    @_one_at_a_time
+    def finish_build(self) -> dict[str, Any]:
+        """Commit the build in this copy's folder and open it; returns what was written, where, and by which
+        process (so a caller can count that it wrote none of it)."""
+        if self._build is None:
+            raise ClusterError("finish_build before begin_build: start the build first")
+        build, self._build = self._build, None
+        documents = build.finish()
+        self.reader = IndexReader(self.folder)
+        return {"documents": documents, "rows": len(self.reader), "pid": os.getpid(), "node": self.node}
+
+    # reading ----------------------------------------------------------------------------------------------------
+    @_one_at_a_time
+    def statistics(self, texts: list[str]) -> TermStatistics:
+        """This shard's term statistics for the words of `texts` (the first round of a keyword or hybrid search)."""
+        return shard_statistics(self._reader(), texts)
+
+    @_one_at_a_time
+    def candidates(self, query: ShardQuery, queries: int) -> tuple[list[ShardCandidates], int]:
+        """This shard's candidates for a search (the second round; shard_search.shard_candidates)."""
+        return shard_candidates(self._reader(), query, queries)
+
+    @_one_at_a_time
+    def hits(self, rankings: list[list[Scored]]) -> list[list[Hit]]:
+        """The documents of the chosen candidates, in order, as hits with this shard's ids (the last round)."""
+        return hits_of(self._reader().store, rankings)
+
+    @_one_at_a_time
+    def documents(self, where: Filters) -> list[Document]:
+        """This shard's documents that meet every filter (IndexReader.documents)."""
+        return self._reader().documents(where)
+
+    @_one_at_a_time
+    def status(self) -> dict[str, Any]:
+        """This copy's node, folder, documents, segments and sequence number."""
+        reader = self._reader()
+        return {
+            "shard": self.shard,
+            "node": self.node,
+            "folder": str(self.folder),
+            "documents": len(reader),
+            "segments": len(reader.vectors.segments),
+            "sequence": self.sequence(),
+        }
+
+    @_one_at_a_time
+    def sequence(self) -> int:
+        """The shard's last write this copy committed (0: none since the build)."""
+        return int(self._reader().store.settings.get(SEQUENCE) or 0)
+
+    # writing ----------------------------------------------------------------------------------------------------
+    @_one_at_a_time
+    def apply(self, sequence: int, documents: list[Document], vectors: np.ndarray | None, deleted: list[str]) -> int:
+        """Write number `sequence` of the shard: upsert `documents` (with their `vectors`) and delete the documents
+        with the external ids `deleted`, in one commit that also stores `sequence`. A write this copy holds already
+        changes nothing; one that skips a write it lacks is refused (it must catch up first). Returns the copy's
+        sequence number after it."""
+        reader = self._reader()
+        held = self.sequence()
+        if sequence <= held:
+            return held
+        if sequence != held + 1:
+            raise CopyBehindError(
+                f"shard {self.shard} copy at {self.folder} holds writes up to {held} and was sent write {sequence}: "
+                "it missed writes; catch it up from a live copy (ClusterIndex.heal)"
+            )
+        with reader.writing(), writing_in_place(reader.directory) as write:
+            if deleted:  # an id no document has changes nothing, so a delete can be sent again
+                known = [row_id for row_id, _ in write.store.documents.by_external_id(set(deleted)).values()]
+                drop_vectors(write.store, write.vectors, write.store.delete(sorted(known)))
+            if documents:
+                _add_embedded(write, documents, np.asarray(vectors, dtype=np.float32))
+            write.store.settings.set(SEQUENCE, sequence)
+        return sequence
+
+    # copying ----------------------------------------------------------------------------------------------------
+    @_one_at_a_time
+    def committed_files(self) -> dict[str, bytes]:
+        """This copy's last commit as files (name: bytes): the store through SQLite's backup (a consistent copy,
+        whatever the write-ahead log holds), the manifest and the files it names. What another copy installs to
+        catch up, sent through Ray (no shared file system)."""
+        reader = self._reader()
+        store_name = Path(reader.store.path).name
+        files: dict[str, bytes] = {}
+        with tempfile.TemporaryDirectory() as scratch:
+            copied = Path(scratch) / store_name
+            source = sqlite3.connect(reader.store.path)
+            target = sqlite3.connect(copied)
+            try:
+                source.backup(target)
+            finally:
+                target.close()
+                source.close()
+            files[store_name] = copied.read_bytes()
+        for entry in sorted(self.folder.iterdir()):
+            if entry.is_file() and not entry.name.startswith((store_name, ".")):
+                files[entry.name] = entry.read_bytes()
+        return files
+
+    @_one_at_a_time
+    def install_files(self, files: dict[str, bytes]) -> int:
+        """Replace this copy's index with `files` (another copy's `committed_files`): written beside it, then
+        swapped in by renames, so a crash leaves the old index or the new one. Returns the sequence number."""
+        staging = self.folder.with_name(self.folder.name + ".incoming")
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        for name, data in files.items():
+            (staging / Path(name).name).write_bytes(data)
+        if self.reader is not None:
+            self.reader.close()
+            self.reader = None
+        old = self.folder.with_name(self.folder.name + ".old")
+        shutil.rmtree(old, ignore_errors=True)
+        if self.folder.exists():
+            self.folder.rename(old)
+        staging.rename(self.folder)
+        shutil.rmtree(old, ignore_errors=True)
+        self.reader = IndexReader(self.folder)
+        return self.sequence()
+
+    @_one_at_a_time
+    def remove(self) -> None:
+        """Delete this copy's folder (a copy moved elsewhere, an old build's, or a build that did not commit)."""
+        if self._build is not None:
+            self._build.abort()
+            self._build = None
+        if self.reader is not None:
+            self.reader.close()
+            self.reader = None
+        shutil.rmtree(self.folder, ignore_errors=True)
+        with contextlib.suppress(OSError):  # the build's folder on this node, once it holds no other copy
+            self.folder.parent.rmdir()
+
+    def _reader(self) -> IndexReader:
+        if self.reader is None:
+            raise ClusterError(f"shard copy {self.folder} holds no index yet: build the cluster first")
+        self.reader.refresh()
+        return self.reader
+
+
+def _add_embedded(write: Any, documents: list[Document], vectors: np.ndarray) -> None:  # noqa: ANN401 (IndexWrite)
+    """Upsert `documents` with the encoder's output `vectors` (one per document) into an open write."""
+    from searchengine.engine.embedding import to_index_vectors
+
+    change = write.store.add(documents)
+    drop_vectors(write.store, write.vectors, change.removed_vectors)
+    if change.ids:
+        rows = np.asarray(change.positions, dtype=np.int64)
+        write.vectors.add(to_index_vectors(vectors[rows], write.whitening), np.asarray(change.ids, dtype=np.int64))
+
+
+class _Build:
+    """A build of one copy's index in a thread, fed chunk by chunk."""
+
+    def __init__(self, folder: Path, model: EmbeddedModel, index_type: str) -> None:
+        self.chunks: queue.Queue[Any] = queue.Queue(maxsize=4)
+        self.documents = 0
+        self.ended = False
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=(folder, model, index_type))
+        self.thread.start()
+
+    def put(self, chunk: Chunk) -> None:
+        while self.thread.is_alive():
+            try:
+                self.chunks.put(chunk, timeout=0.5)
+                return
+            except queue.Full:
+                continue
+        self._raise()
+
+    def finish(self) -> int:
+        if self.thread.is_alive():
+            self.chunks.put(_END)
+        self.thread.join()
+        self._raise()
+        return self.documents
+
+    def abort(self) -> None:
+        """Stop the build without committing it (the index directory's writing() rolls it back)."""
+        if self.thread.is_alive():
+            self.chunks.put(_ABORT)
+        self.thread.join()
+
+    def _raise(self) -> None:
+        if self.error is not None:
+            raise self.error
+        if not self.thread.is_alive() and self.chunks.qsize():
+            raise ClusterError("the copy's build stopped before its last batch")
+
+    def _chunks(self) -> Iterator[Chunk]:
+        while (chunk := self.chunks.get()) is not _END:
+            if chunk is _ABORT:
+                self.ended = True
+                raise ClusterError("the cluster build stopped before its commit")
+            self.documents += len(chunk.documents)
+            yield chunk
+        self.ended = True
+
+    def _run(self, folder: Path, model: EmbeddedModel, index_type: str) -> None:
+        try:
+            settings = IndexSettings(index_type=index_type, passages=False)
+            build_index(IndexDirectory(folder), self._chunks(), model, settings, allow_empty=True)  # type: ignore[arg-type]
+        except BaseException as error:  # noqa: BLE001 (raised in the actor's thread by finish)
+            self.error = error
+            while not self.ended and self.chunks.get() not in (
+                _END,
+                _ABORT,
+            ):  # let the caller's puts through until it ends
+                pass

@@ -1,0 +1,102 @@
+"""One shard's part of a cluster search: its candidates for the merge (searchengine.cluster.merge), scored as one
+index of every shard's documents would score them. Dense scores need nothing from outside (the cosine to the
+query vector, encoded once by the caller); keyword scores use the term statistics summed over the shards, given in
+the query (ShardQuery.phrases and .average_length), so BM25 is computed here as FTS5 computes it
+(searchengine.indexer.query.global_bm25)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from searchengine.engine.index_reader import IndexReader
+from searchengine.engine.search import Scored, dense_rankings
+from searchengine.indexer.query.filter_sql import Filter
+from searchengine.indexer.query.global_bm25 import TermStatistics
+from searchengine.indexer.query.keyword_query import keyword_terms
+
+Phrases = list[tuple[tuple[str, ...], float]]
+"""A keyword query as BM25 scores it: (tokens, IDF) per phrase of its MATCH expression, in order."""
+
+
+@dataclass(frozen=True)
+class ShardQuery:
+    """What every shard is asked, for a batch of queries: the sides to rank (`sides`), how many candidates per
+    side (`depth`), the filters, the query vectors (dense side) and the phrases with their global IDFs (keyword
+    side), one entry per query."""
+
+    sides: tuple[str, ...]
+    depth: int
+    conditions: list[Filter] = field(default_factory=list)
+    query_vectors: np.ndarray | None = None
+    phrases: list[Phrases] | None = None
+    average_length: float = 0.0
+
+
+@dataclass(frozen=True)
+class ShardCandidates:
+    """One shard's candidates for one query, with local ids: each side's best `depth` as (id, score) best first
+    (a dense one's best passage `spans`), and both scores of every candidate of either side (`cosines`: the cosine
+    of its first vector; `bm25`: 0 when it holds none of the words), which the merge needs when the other side
+    did not find it."""
+
+    dense: list[tuple[int, float]]
+    keyword: list[tuple[int, float]]
+    spans: dict[int, tuple[int, int] | None]
+    cosines: dict[int, float]
+    bm25: dict[int, float]
+
+
+def shard_statistics(reader: IndexReader, texts: list[str]) -> TermStatistics:
+    """This shard's term statistics for the words of `texts` (what the caller sums over the shards)."""
+    return reader.store.keyword.statistics([word for text in texts for word in keyword_terms(text)])
+
+
+def shard_candidates(reader: IndexReader, query: ShardQuery, queries: int) -> tuple[list[ShardCandidates], int]:
+    """This shard's candidates for each of `queries` queries, and how many of its documents meet the filters (the
+    dense side's `searchable`)."""
+    empty = ShardCandidates([], [], {}, {}, {})
+    if len(reader) == 0:
+        return [empty] * queries, 0
+    store = reader.store
+    matching = store.filters.matching_ids(query.conditions) if query.conditions else None
+    searchable = len(reader) if matching is None else len(matching)
+    if matching is not None and len(matching) == 0:
+        return [empty] * queries, 0
+    dense_sides: list[list[Scored]] = [[] for _ in range(queries)]
+    if "dense" in query.sides:
+        allowed = None
+        if matching is not None:
+            passages = store.filters.passage_ids_matching(query.conditions)
+            allowed = np.union1d(matching, passages) if len(passages) else matching
+        excluded = reader.tombstones if len(reader.tombstones) else None
+        depth = min(query.depth, searchable)
+        dense_sides = dense_rankings(reader.vectors, store, query.query_vectors, depth, allowed, excluded)
+    results = []
+    for position in range(queries):
+        dense = [(scored.id, scored.score) for scored in dense_sides[position]]
+        keyword: list[tuple[int, float]] = []
+        scores: dict[int, float] = {}
+        if "keyword" in query.sides and query.phrases is not None:
+            scores = _bm25(reader, query.phrases[position], query.average_length, matching)
+            keyword = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[: query.depth]
+        candidates = sorted({doc for doc, _ in dense} | {doc for doc, _ in keyword})
+        cosines: dict[int, float] = {}
+        bm25: dict[int, float] = {}
+        if len(query.sides) > 1 and candidates:
+            vectors = reader.vectors.reconstruct(np.asarray(candidates, dtype=np.int64))
+            cosines = dict(zip(candidates, map(float, vectors @ query.query_vectors[position])))
+            bm25 = {doc: scores.get(doc, 0.0) for doc in candidates}  # every candidate meets the filters
+        spans = {scored.id: scored.span for scored in dense_sides[position]}
+        results.append(ShardCandidates(dense, keyword, spans, cosines, bm25))
+    return results, searchable
+
+
+def _bm25(
+    reader: IndexReader, phrases: Phrases, average_length: float, matching: np.ndarray | None
+) -> dict[int, float]:
+    """BM25 with the global statistics of every document holding a phrase, among `matching` (all when None)."""
+    if not phrases:
+        return {}
+    return reader.store.keyword.scores_with(phrases, average_length, None if matching is None else matching.tolist())

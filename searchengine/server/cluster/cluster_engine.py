@@ -1,0 +1,181 @@
+"""ClusterEngine: the methods of SearchEngine that the server's reader and writer threads call (answer, add,
+delete, info, encode, len...), answered by a ClusterIndex, so the routers of searchengine.server serve a cluster
+index unchanged: the reader threads batch the queries of concurrent clients into one `search_batch` (one encoder
+call for all), and the writer thread routes each write to its shard.
+
+What a cluster does not offer is refused in one line: reranking (the ingress loads no cross-encoder), deleting by
+the cluster's numeric id (a cluster deletes by external id: ?external=true), and documents without an id."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from searchengine.cluster.cluster_index import ClusterIndex
+from searchengine.cluster.errors import ClusterError
+from searchengine.cluster.routing import global_id, shard_of, shard_of_id
+from searchengine.encoding.encoder import Encoder
+from searchengine.engine.index_info import IndexInfo
+from searchengine.engine.indexing_report import IndexingReport
+from searchengine.engine.modes import DEFAULT_MODE
+from searchengine.engine.query_request import QueryRequest
+from searchengine.engine.search import Hit
+from searchengine.indexer.tables.documents import Document
+from searchengine.server.shard_answers import ShardedHits
+
+
+@dataclass(frozen=True)
+class ModelName:
+    name: str
+
+
+@dataclass(frozen=True)
+class VectorShape:
+    dimension: int
+
+
+@dataclass(frozen=True)
+class ClusterModelRecord:
+    """What the server reads of an index's manifest (the embeddings route): the model's name, the vectors'
+    dimension and when the index was made (unknown for a cluster: its manifest keeps no time)."""
+
+    model: ModelName
+    index: VectorShape
+    created_at: str = ""
+
+
+class ClusterEngine:
+    """A ClusterIndex behind the SearchEngine methods the server uses. One instance serves every reader and the
+    writer thread: the ClusterIndex takes a lock per shard around each write, and a search reads no shared state
+    it changes."""
+
+    keyword_index = True
+    """Every shard copy is built with its keyword index."""
+
+    def __init__(self, cluster: ClusterIndex) -> None:
+        self.cluster = cluster
+        self.path = Path(cluster.path)
+        self.default_mode = DEFAULT_MODE
+
+    @property
+    def encoder(self) -> Encoder:
+        """The cluster's model, loaded once here: every query and every written document is encoded here, once."""
+        return self.cluster.encoder
+
+    @property
+    def manifest(self) -> ClusterModelRecord:
+        return ClusterModelRecord(ModelName(self.cluster.manifest.model), VectorShape(self.encoder.dimension))
+
+    # reading ----------------------------------------------------------------------------------------------------
+    def answer(self, request: QueryRequest) -> list[list[Hit]]:
+        """Each query's hits over the whole cluster (ClusterIndex.search_batch), each list a ShardedHits saying how
+        many shards answered."""
+        if request.rerank is not None:
+            raise ClusterError("a cluster index does not rerank: leave out rerank (and rerank_top)")
+        found = self.cluster.search_batch(
+            request.queries,
+            request.k,
+            request.where,
+            mode=request.mode,
+            fusion=request.fusion,
+            min_score=request.min_score,
+        )
+        results: list[list[Hit]] = found.hits
+        if request.highlight:
+            from searchengine.engine.highlight import with_highlights
+            from searchengine.engine.mode_registry import mode_named
+
+            sides = mode_named(request.mode or self.default_mode).sides
+            results = with_highlights(request.queries, results, sides, self.cluster.query_vectors)
+        return [ShardedHits(hits, shards=found.shards, answered=found.answered) for hits in results]
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        """Vectors as the shards store them: the encoder's output, L2-normalised (a cluster has no whitening)."""
+        from searchengine.engine.embedding import to_index_vectors
+
+        return to_index_vectors(self.encoder.encode(list(texts)), None)
+
+    def shard_states(self) -> dict[int, dict[str, Any]]:
+        """Each answering shard's documents, segments and bytes, from one serving copy of it (CopyDeployment's
+        `described`); a shard with no live copy is left out."""
+        found = self.cluster.ask_shards("described")
+        return {shard: described for shard, (_, described) in found.items()}
+
+    def info(self) -> IndexInfo:
+        """What the cluster holds, as `searchengine info` shows an index: documents, segments (`shards`) and bytes
+        summed over the shards that answer (one serving copy of each), the model and the build's index type."""
+        states = list(self.shard_states().values())
+        documents = sum(state["documents"] for state in states)
+        encoder = self.encoder
+        manifest = self.cluster.manifest
+        return IndexInfo(
+            path=str(self.path),
+            documents=documents,
+            vectors=documents,
+            model=manifest.model,
+            model_fingerprint=encoder.fingerprint,
+            pooling=encoder.pooling,
+            dimension=encoder.dimension,
+            model_dimension=encoder.dimension,
+            whitening=None,
+            index_type=str(manifest.settings.get("index_type", "Flat")),
+            size_bytes=sum(state["size_bytes"] for state in states),
+            created_at="",
+            updated_at="",
+            versions={"cluster_manifest": str(manifest.version)},
+            keyword_index=True,
+            shards=sum(state["segments"] for state in states),
+        )
+
+    def __len__(self) -> int:
+        return sum(state["documents"] for state in self.shard_states().values())
+
+    # writing ----------------------------------------------------------------------------------------------------
+    def add(self, corpus: Sequence[Document], *, merge: bool = True, **_options: Any) -> IndexingReport:  # noqa: ANN401
+        """Upsert `corpus` (Documents, each with an external id: it picks the shard), committed on every live copy
+        of each shard it touches before this returns (ClusterIndex.add)."""
+        del merge  # each copy merges its own segments as it commits
+        documents = list(corpus)
+        self.cluster.add(documents)
+        return IndexingReport(documents=len(documents), added=len(documents), vectors=len(documents))
+
+    def delete(self, ids: Sequence[int] = (), external_ids: Sequence[str] = (), *, merge: bool = True) -> list[int]:
+        """Delete the documents with `external_ids` from their shards (ClusterIndex.delete); returns their cluster
+        ids as they were found just before. A cluster deletes by external id only."""
+        del merge
+        if ids:
+            shard, local = shard_of_id(int(ids[0]), self.cluster.shards)
+            raise ClusterError(
+                f"a cluster index deletes by your own ids (external ids), not by its numeric ids ({ids[0]} is "
+                f"document {local} of shard {shard}): send the document's id with ?external=true"
+            )
+        shards = self.cluster.shards
+        wanted: dict[int, list[str]] = {}
+        for external_id in external_ids:
+            wanted.setdefault(shard_of(str(external_id), shards), []).append(str(external_id))
+        found = self.cluster.ask_shards("ids_of", per_shard=wanted)
+        self.cluster.delete(list(external_ids))
+        return sorted(global_id(local, shard, shards) for shard, (_, ids) in found.items() for local in ids)
+
+    def merge(self) -> list[Any]:
+        """Nothing to do here: each shard copy merges its own segments as its writes commit."""
+        return []
+
+    # the life of a SearchEngine, as the server's threads drive it -----------------------------------------------
+    def refresh(self) -> bool:
+        """Always current: each copy refreshes itself before it answers."""
+        return False
+
+    def release_snapshot(self) -> None:
+        """Holds none: the copies hold theirs."""
+
+    def sibling(self) -> ClusterEngine:
+        """The same engine: it is shared by every reader thread."""
+        return self
+
+    def close(self) -> None:
+        """Leaves the cluster running: its copies are Serve deployments of their own."""

@@ -1,0 +1,163 @@
+"""Shard copies as Ray Serve deployments: one application per copy (a deployment of one replica), pinned to the
+copy's node by a sliver of that node's (placement.node_resource) `searchengine_node_<name>` resource, so Serve restarts a failed replica on
+the same node, whose disk holds the copy's folder. A copy's calls run one at a time on one thread of the replica,
+as on a Ray actor (its SQLite connections belong to the thread that opened them), and each is timed with Ray's own
+metrics (ray.util.metrics): `searchengine_shard_seconds` by shard, node and call, exported by each node's metrics
+agent (`ray metrics launch-prometheus`, or the dashboard's Grafana)."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import time
+import weakref
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from searchengine.cluster.copy_calls import CALL_TIMEOUT, copy_failed
+from searchengine.cluster.errors import ClusterError
+from searchengine.cluster.manifest import CopyPlace
+from searchengine.cluster.placement import NODE_RESOURCE, live_nodes, node_resource
+
+log = logging.getLogger("searchengine.server")
+SHARD_SECONDS_BOUNDARIES = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0]
+"""Seconds: a shard's term statistics take about a millisecond, a batch's candidates tens, a write seconds."""
+COPY_APP_PREFIX = "searchengine-copy-"
+"""The name of every copy's Serve application begins so (`serve status` lists them together)."""
+SEARCH_CALLS = frozenset({"statistics", "candidates", "hits", "described", "ids_of"})
+"""The calls of a search (and of /info), which another copy of the shard can answer instead."""
+SEARCH_TIMEOUT_S = 10.0
+"""Seconds a search's call to one copy may take before the shard's next copy is asked."""
+WRITE_TIMEOUT_S = 30.0
+"""Seconds a write may take on one copy before that copy counts as failed (heal catches it up): a write reaches its
+copies already embedded, so storing even the most documents one request may send takes far less."""
+
+
+class CopyDeployment:
+    """The body of a copy's deployment: a ShardCopy (searchengine.cluster.shard_copy) opened and called on one
+    thread of its own, each call timed."""
+
+    def __init__(self, folder: str, shard: int, local_root: str) -> None:
+        from ray.util.metrics import Histogram
+
+        from searchengine.cluster.shard_copy import ShardCopy
+
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"shard-{shard}")
+        self.copy = self._thread.submit(ShardCopy, folder, shard, local_root).result()
+        self.shard = shard
+        self._seconds = Histogram(
+            "searchengine_shard_seconds",
+            description="Time a shard copy took to answer a call (statistics, candidates, hits, apply...).",
+            boundaries=SHARD_SECONDS_BOUNDARIES,
+            tag_keys=("shard", "node", "call"),
+        )
+
+    async def call(self, method: str, *args: Any) -> Any:  # noqa: ANN401 (what the ShardCopy method returns)
+        """`method(*args)` of the ShardCopy (or `ids_of`, `described` here), after the calls before it, timed by
+        shard, node and call."""
+        target = self if method in ("ids_of", "described") else self.copy
+        if method.startswith("_") or not callable(getattr(target, method, None)):
+            raise ClusterError(f"a shard copy has no call {method!r}")
+        start = time.perf_counter()
+        try:
+            return await asyncio.wrap_future(self._thread.submit(getattr(target, method), *args))
+        finally:
+            tags = {"shard": str(self.shard), "node": self.copy.node, "call": method}
+            self._seconds.observe(time.perf_counter() - start, tags=tags)
+
+
+    def ids_of(self, external_ids: list[str]) -> list[int]:
+        """This shard's ids of the stored documents with `external_ids` (those a delete of them removes)."""
+        self.copy.sequence()  # refreshes the copy's reader to its last commit
+        found = self.copy.reader.store.documents.by_external_id(set(external_ids))
+        return sorted(int(row[0]) for row in found.values())
+
+    def described(self) -> dict[str, Any]:
+        """ShardCopy.status, with the bytes the copy's folder holds."""
+        status = self.copy.status()
+        status["size_bytes"] = sum(entry.stat().st_size for entry in self.copy.folder.iterdir() if entry.is_file())
+        return status
+
+
+class ServeCalls:
+    """The cluster's CopyCalls (searchengine.cluster.copy_calls) over Serve deployment handles.
+
+    A call to a replica whose node was lost waits for a replica Serve cannot start (the node's resource is gone),
+    so a search's calls wait at most `search_timeout_s`, after which the copy counts as failed and the shard's next
+    copy is asked, and a write's at most `write_timeout_s`: a lost node costs the requests in flight seconds, not a
+    failure."""
+
+    def __init__(self, search_timeout_s: float = SEARCH_TIMEOUT_S, write_timeout_s: float = WRITE_TIMEOUT_S) -> None:
+        self.search_timeout_s = search_timeout_s
+        self.write_timeout_s = write_timeout_s
+        self._methods: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+    def start(self, handle: Any, method: str, *args: Any) -> Any:  # noqa: ANN401 (a handle, a DeploymentResponse)
+        pending = handle.call.remote(method, *args)
+        self._methods[pending] = method
+        return pending
+
+    def finish(self, pending: Any, timeout: float = CALL_TIMEOUT) -> Any:  # noqa: ANN401
+        method = self._methods.get(pending)
+        if method in SEARCH_CALLS:
+            timeout = min(timeout, self.search_timeout_s)
+        elif method == "apply":
+            timeout = min(timeout, self.write_timeout_s)
+        try:
+            return pending.result(timeout_s=timeout)
+        except Exception as error:
+            if copy_failed(error):  # the cluster stops asking that copy until heal brings it back: say why
+                log.warning("a shard copy's call failed: %s", f"{type(error).__name__}: {error}".splitlines()[0])
+            raise
+
+
+def copy_app_name(place: CopyPlace, shard: int) -> str:
+    """The Serve application of the copy at `place`: named by its shard and a digest of its node and folder, so a
+    copy rebuilt elsewhere is a new application and the old one's name stays its own."""
+    digest = hashlib.blake2b(f"{place.node}\0{place.folder}".encode(), digest_size=6).hexdigest()
+    return f"{COPY_APP_PREFIX}{shard}-{digest}"
+
+
+def start_copy_deployment(place: CopyPlace, shard: int, local_root: str) -> Any:  # noqa: ANN401 (a DeploymentHandle)
+    """The handle of the copy at `place`'s deployment, deployed first unless it runs already (the cluster's
+    CopyStarter). ClusterError when the copy's node is not live or declares no name resource to pin it by."""
+    return start_copy_deployments([(place, shard)], local_root)[0]
+
+
+def start_copy_deployments(copies: list[tuple[CopyPlace, int]], local_root: str) -> list[Any]:
+    """The handles of the deployments of `copies` (place, shard), deploying those not running yet all at once."""
+    from ray import serve
+    from ray.serve.api import RunTarget
+
+    running = _running_apps()
+    nodes = live_nodes()
+    targets = []
+    for place, shard in copies:
+        name = copy_app_name(place, shard)
+        if name in running:
+            continue
+        if place.node not in nodes:
+            raise ClusterError(f"node {place.node} is not in the Ray cluster: its copy of shard {shard} cannot start")
+        if place.node == nodes[place.node]:
+            raise ClusterError(
+                f"node {place.node} declares no name, so Ray Serve cannot pin shard {shard}'s copy to it: start each "
+                f"node with --resources '{{\"{NODE_RESOURCE}NAME\": 1}}' and build the cluster again"
+            )
+        deployment = serve.deployment(
+            CopyDeployment,
+            name="copy",
+            num_replicas=1,
+            max_ongoing_requests=64,
+            ray_actor_options={"num_cpus": 0, "resources": node_resource(place.node)},
+        )
+        targets.append(RunTarget(deployment.bind(place.folder, shard, local_root), name=name, route_prefix=None))
+    if targets:
+        serve.run_many(targets)
+    return [serve.get_deployment_handle("copy", app_name=copy_app_name(place, shard)) for place, shard in copies]
+
+
+def _running_apps() -> set[str]:
+    from ray import serve
+
+    return set(serve.status().applications)

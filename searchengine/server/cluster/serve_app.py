@@ -1,0 +1,124 @@
+"""Deploy a cluster index on the Ray cluster this process is connected to: each copy a Serve application of its
+own (copy_deployments.py), then the ingress (ingress.py) behind Serve's HTTP proxy; and the cluster's status, from
+the running ingress when there is one."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import Any
+
+from searchengine.cluster.errors import ClusterError
+from searchengine.server.settings import ServerSettings
+
+INGRESS_APP = "searchengine"
+"""The Serve application of the ingress."""
+
+
+def connect(address: str | None) -> None:
+    """Connect this process to the Ray cluster at `address` (None: $RAY_ADDRESS or the one `ray start` runs here);
+    one line when none is reachable."""
+    import logging
+
+    import ray
+
+    if ray.is_initialized():
+        return
+    where = f"at {address}" if address else "on this machine (nor at $RAY_ADDRESS)"
+    advice = "start one with `ray start --head`, or give its head's HOST:PORT with --address"
+    if address and address != "auto" and "://" not in address:
+        host, _, port = address.rpartition(":")
+        try:  # ray.init retries an unreachable address for a minute or more; a refused connection answers at once
+            socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)), timeout=5).close()
+        except (OSError, ValueError) as exc:
+            raise ClusterError(f"no Ray cluster is reachable {where} ({exc}): {advice}") from None
+    try:
+        ray.init(address=address or "auto", logging_level=logging.WARNING, log_to_driver=False)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        raise ClusterError(f"no Ray cluster is reachable {where} ({str(exc).splitlines()[0][:120]}): {advice}") from None
+
+
+def serve_cluster(
+    manifest_path: str | Path,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 8000,
+    settings: ServerSettings = ServerSettings(),
+    readers: int = 2,
+    heal_every_s: float | None = None,
+    ingress_node: str | None = None,
+) -> str:
+    """Start the copies of the cluster index at `manifest_path` (those whose nodes are live; heal starts the others
+    later) and its ingress at http://HOST:PORT/; returns that URL. The ingress reads (and, when heal moves a copy,
+    rewrites) the manifest, so it is pinned to `ingress_node` (a node's `searchengine_node_<name>` name), by
+    default the node this process runs on when it has a name."""
+    from ray import serve
+
+    from searchengine.cluster.manifest import read_manifest
+    from searchengine.cluster.placement import live_nodes, node_resource
+    from searchengine.server.cluster.copy_deployments import start_copy_deployments
+    from searchengine.server.cluster.ingress import HEAL_EVERY_S, ClusterIngress
+
+    path = Path(manifest_path).resolve()
+    manifest = read_manifest(path)
+    # One HTTP proxy, on the head: the address returned is the head's (a proxy on every node wants a load balancer
+    # in front, and on one machine's simulated cluster they would share the port and die with their node).
+    serve.start(proxy_location="HeadOnly", http_options={"host": host, "port": port})
+    nodes = live_nodes()
+    copies = [(place, shard) for shard, places in enumerate(manifest.placement) for place in places]
+    start_copy_deployments([(place, shard) for place, shard in copies if place.node in nodes], manifest.local_root)
+    node = ingress_node or _own_node_name(nodes)
+    options: dict[str, Any] = {"num_cpus": 0}
+    if node is not None:
+        if node not in nodes:
+            raise ClusterError(f"node {node} is not in the Ray cluster: name a live node for the ingress")
+        options["resources"] = node_resource(node)
+    ingress = serve.deployment(
+        ClusterIngress, name="ingress", num_replicas=1, max_ongoing_requests=256, ray_actor_options=options
+    )
+    bound = ingress.bind(str(path), settings, readers, 64, HEAL_EVERY_S if heal_every_s is None else heal_every_s)
+    serve.run(bound, name=INGRESS_APP, route_prefix="/")
+    return f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
+
+
+def _serve_running() -> bool:
+    """Whether Ray Serve runs on the connected cluster (asking serve.status() would start it)."""
+    import ray
+
+    try:
+        ray.get_actor("SERVE_CONTROLLER_ACTOR", namespace="serve")
+    except ValueError:
+        return False
+    return True
+
+
+def _own_node_name(nodes: dict[str, str]) -> str | None:
+    """The name of the node this process runs on, when it is a Ray node that declares one."""
+    import ray
+
+    own = ray.get_runtime_context().get_node_id()
+    return next((name for name, node_id in nodes.items() if node_id == own and name != node_id), None)
+
+
+def cluster_status(manifest_path: str | Path) -> dict[str, Any]:
+    """The cluster's shards, copies, nodes, documents per shard and each copy's lag: from the running ingress (it
+    knows every acknowledged write), else from the copies themselves, started as Ray actors for the question."""
+    from ray import serve
+
+    from searchengine.cluster.manifest import read_manifest
+
+    read_manifest(Path(manifest_path))  # refused in one line when there is none, before Ray is asked anything
+    if _serve_running() and INGRESS_APP in serve.status().applications:
+        return serve.get_deployment_handle("ingress", app_name=INGRESS_APP).status.remote().result(timeout_s=60)
+    import ray
+
+    from searchengine.cluster.cluster_index import ClusterIndex
+
+    index = ClusterIndex.open(Path(manifest_path))
+    try:
+        return index.status()
+    finally:
+        for states in index.copies:
+            for state in states:
+                if state.handle is not None:
+                    ray.kill(state.handle)

@@ -1,0 +1,66 @@
+"""BM25 from statistics given from outside (global_bm25) against FTS5's own bm25(): a store scoring with its own
+statistics gives bm25() exactly, and two stores scoring with their summed statistics give what one store of both
+stores' rows gives (what a cluster's shards do)."""
+
+from __future__ import annotations
+
+import random
+
+import sqlite_utils
+from searchengine.indexer.query.global_bm25 import TermStatistics, bm25_scores, term_statistics
+from searchengine.indexer.query.keyword_query import keyword_terms, match_expression, select_terms
+
+WORDS = "the cat sat on mat running runs dog e_mail foo_bar garden plants planted café cafe".split()
+QUERIES = ["cat running dog", "e_mail cat cat", "planting gardens foo_bar the", "zzz cat", "café", "the"]
+
+
+def _store(rows: dict[int, str]) -> sqlite_utils.Database:
+    db = sqlite_utils.Database(memory=True)
+    db["documents"].insert_all([{"id": i, "text": text} for i, text in rows.items()], pk="id")
+    db["documents"].enable_fts(["text"], fts_version="FTS5", tokenize="porter", create_triggers=True)
+    return db
+
+
+def _rows(count: int, seed: int) -> dict[int, str]:
+    chooser = random.Random(seed)
+    return {i: " ".join(chooser.choice(WORDS) for _ in range(chooser.randint(1, 12))) for i in range(count)}
+
+
+def _scores(db: sqlite_utils.Database, statistics: TermStatistics, query: str) -> dict[int, float]:
+    counts = keyword_terms(query)
+    terms = select_terms(counts, statistics.held(list(counts)), statistics.documents)
+    phrases = [(statistics.tokens_of[t.word], statistics.idf(t.word)) for t in terms for _ in range(t.repeats)]
+    return bm25_scores(db.conn, "documents_fts", phrases, statistics.average_length)
+
+
+def _fts5(db: sqlite_utils.Database, query: str, documents: int) -> dict[int, float]:
+    expression = match_expression(db.conn, query, "documents_fts", "porter", documents)
+    select = "SELECT rowid, -bm25(documents_fts) FROM documents_fts WHERE documents_fts MATCH ?"
+    return dict(db.execute(select, [expression]).fetchall()) if expression else {}
+
+
+def test_own_statistics_give_fts5s_bm25() -> None:
+    rows = _rows(300, 1)
+    db = _store(rows)
+    for query in QUERIES:
+        statistics = term_statistics(db.conn, keyword_terms(query), "documents_fts", "porter", len(rows))
+        assert statistics.rows == len(rows)
+        mine, theirs = _scores(db, statistics, query), _fts5(db, query, len(rows))
+        assert mine.keys() == theirs.keys() and theirs, query
+        assert max(abs(mine[doc] - theirs[doc]) for doc in mine) < 1e-9, query
+
+
+def test_summed_statistics_give_one_stores_bm25() -> None:
+    rows = _rows(400, 2)
+    whole = _store(rows)
+    parts = [_store({i: text for i, text in rows.items() if i % 3 == part}) for part in range(3)]
+    for query in QUERIES:
+        words = keyword_terms(query)
+        counted = [term_statistics(db.conn, words, "documents_fts", "porter", sum(1 for i in rows if i % 3 == p))
+                   for p, db in enumerate(parts)]  # fmt: skip
+        total = counted[0] + counted[1] + counted[2]
+        assert (total.rows, total.documents) == (len(rows), len(rows))
+        merged = {doc: score for db in parts for doc, score in _scores(db, total, query).items()}
+        theirs = _fts5(whole, query, len(rows))
+        assert merged.keys() == theirs.keys(), query
+        assert max(abs(merged[doc] - theirs[doc]) for doc in merged) < 1e-9, query

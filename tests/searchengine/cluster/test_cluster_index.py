@@ -1,0 +1,386 @@
+"""A cluster index on a simulated three-node Ray cluster (ray.cluster_utils.Cluster), against one ordinary index of
+the same documents: the build (each copy writes its own rows), search in every mode (same ids and scores), routed
+writes committed on every copy, and the faults: a copy that was away, a shard with no live copy, a build that dies,
+a node removed. The tests run in order on one cluster and one cluster index, each leaving it whole for the next."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+from typing import Any
+
+import pytest
+from searchengine.indexer.query.filter_sql import Condition
+from searchengine.indexer.tables.documents import Document
+
+from searchengine.cluster import (
+    ActorCalls,
+    ClusterBuildSettings,
+    ClusterError,
+    ClusterIndex,
+    CopyFolderError,
+    ShardCopy,
+    ShardsUnavailableError,
+    build_cluster,
+)
+from searchengine.cluster.cluster_build import remove_build
+from searchengine.cluster.manifest import read_manifest
+from searchengine.cluster.routing import shard_of
+from searchengine.engine.index_reader import IndexReader
+from searchengine.engine.index_writer import IndexWriter
+from tests.searchengine.cluster.conftest import corpus, one_index
+
+ray = pytest.importorskip("ray")
+
+SHARDS = 3
+QUERIES = ["the cat sat on the mat", "stock market price fell", "rain and snow in the cold city", "python code bug"]
+
+
+@pytest.fixture(scope="module")
+def built(ray_cluster: Any, tiny_model: Path, tiny_encoder: Any, tmp_path_factory: pytest.TempPathFactory) -> dict:  # noqa: ANN401
+    """A cluster index of 3 shards, 2 copies each, and one index of the same 240 documents."""
+    folder = tmp_path_factory.mktemp("cluster")
+    documents = corpus(240)
+    settings = ClusterBuildSettings(
+        shards=SHARDS,
+        copies=2,
+        model=str(tiny_model),
+        local_root=str(folder / "nodes"),
+        encoder_options={"precision": "fp32"},
+        batch_size=64,
+    )
+    index, report = build_cluster(folder / "cluster.json", documents, settings)
+    index._encoder = tiny_encoder  # the same model, already loaded: queries encode as the reference's do
+    reference = one_index(folder / "one", documents, tiny_encoder)
+    return {"index": index, "report": report, "folder": folder, "reference": reference, "settings": settings}
+
+
+def _reference(built: dict, tiny_encoder: Any) -> IndexReader:  # noqa: ANN401
+    return IndexReader(built["reference"], tiny_encoder)
+
+
+def assert_same_hits(cluster_hits: list, one_hits: list) -> None:
+    """The same scores rank by rank (within 1e-5) and the same documents, but for the order of tied scores."""
+    assert len(cluster_hits) == len(one_hits)
+    for mine, theirs in zip(cluster_hits, one_hits):
+        assert mine.score == pytest.approx(theirs.score, abs=1e-5)
+        for side in ("dense_score", "keyword_score"):
+            if getattr(theirs, side) is not None and mine.external_id == theirs.external_id:
+                assert getattr(mine, side) == pytest.approx(getattr(theirs, side), abs=1e-5)
+        assert mine.found_by == theirs.found_by or mine.external_id != theirs.external_id
+    if one_hits:  # tied scores may come in either order, and the tie at the k-th place may be cut either way
+        last = one_hits[-1].score
+        above = lambda hits: sorted((-round(h.score, 5), h.external_id) for h in hits if h.score > last + 1e-5)  # noqa: E731
+        assert above(cluster_hits) == above(one_hits)
+
+
+def assert_same_as_one_index(index: ClusterIndex, reference: IndexReader, where: Any = None, k: int = 10) -> None:  # noqa: ANN401
+    for mode in ("dense", "keyword", "hybrid"):
+        answer = index.search_batch(QUERIES, k, where, mode=mode)
+        assert (answer.answered, answer.partial) == (SHARDS, False)
+        for cluster_hits, one_hits in zip(answer.hits, reference.search_batch(QUERIES, k, where, mode=mode)):
+            assert_same_hits(cluster_hits, one_hits)
+
+
+def test_build_writes_each_shard_on_its_own_nodes(built: dict) -> None:
+    index, report = built["index"], built["report"]
+    assert report.driver_rows_written == 0
+    assert report.documents == 240 and sum(report.shard_documents) == 240
+    status = index.status()
+    assert status["documents"] == 240
+    assert [shard["documents"] for shard in status["shards"]] == report.shard_documents
+    local_root = Path(built["settings"].local_root)
+    for shard in status["shards"]:
+        nodes = [copy["node"] for copy in shard["copies"]]
+        assert len(set(nodes)) == 2, "a shard's two copies sit on two nodes"
+        for copy in shard["copies"]:
+            assert Path(copy["folder"]).is_relative_to(local_root / copy["node"])
+            assert copy["serving"] and copy["lag"] == 0
+    assert read_manifest(built["folder"] / "cluster.json").placement == index.manifest.placement
+
+
+def test_search_equals_one_index(built: dict, tiny_encoder: Any) -> None:  # noqa: ANN401
+    reference = _reference(built, tiny_encoder)
+    assert_same_as_one_index(built["index"], reference)
+    assert_same_as_one_index(built["index"], reference, where=["lang=fr"], k=7)
+    assert_same_as_one_index(built["index"], reference, k=300)  # more than there are documents
+
+
+def test_a_copy_never_opens_another_nodes_folder(built: dict) -> None:
+    index = built["index"]
+    place = index.manifest.placement[0][0]
+    other = next(p for shard in index.manifest.placement for p in shard if p.node != place.node)
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from searchengine.cluster.placement import live_nodes
+
+    strategy = NodeAffinitySchedulingStrategy(live_nodes()[place.node], soft=False)
+    actor = ray.remote(ShardCopy).options(num_cpus=0, scheduling_strategy=strategy)
+    wrong = actor.remote(other.folder, 0, index.manifest.local_root)
+    with pytest.raises(ray.exceptions.ActorDiedError, match=f"{CopyFolderError.__name__}: .* is not under"):
+        ray.get(wrong.status.remote(), timeout=60)  # the actor refused in its creation, so it never opened it
+
+
+def _ids_in_shard(shard: int, count: int, prefix: str) -> list[str]:
+    return list(
+        itertools.islice(
+            (f"{prefix}-{i}" for i in itertools.count() if shard_of(f"{prefix}-{i}", SHARDS) == shard), count
+        )
+    )
+
+
+def test_routed_writes_commit_on_every_copy(built: dict, tiny_encoder: Any) -> None:  # noqa: ANN401
+    index = built["index"]
+    writer = IndexWriter(built["reference"], tiny_encoder)
+    added = [
+        Document(f"the cat and the dog play in the garden {i}", metadata={"lang": "en"}, external_id=f"new-{i}")
+        for i in range(6)
+    ]
+    upserted = [Document("a storm of snow over the moon", metadata={"lang": "fr"}, external_id="doc-3")]
+    for documents in (added, upserted):
+        receipt = index.add(documents)
+        writer.add(documents)
+        assert all(count == 2 for count in receipt.copies.values())
+    receipt = index.delete(["doc-5", "doc-8", "no-such-document"])
+    writer.delete(external_ids=["doc-5", "doc-8"])
+    assert_same_as_one_index(index, _reference(built, tiny_encoder))
+    sequences = index.ask_shards("sequence")
+    assert {shard: result for shard, (_, result) in sequences.items()} == dict(enumerate(index.sequences))
+    for shard in index.status()["shards"]:
+        assert {copy["sequence"] for copy in shard["copies"]} == {shard["sequence"]}
+        assert all(copy["lag"] == 0 for copy in shard["copies"])
+    with pytest.raises(ClusterError, match="no external id"):
+        index.add([Document("no id")])
+    looked_up, answer = index.documents([Condition("external_id", "in", ("new-1", "doc-3", "doc-5"))])
+    assert not answer.partial
+    assert {(d.external_id, d.text) for d in looked_up} == {
+        ("new-1", "the cat and the dog play in the garden 1"),
+        ("doc-3", "a storm of snow over the moon"),
+    }
+
+
+def test_a_copy_that_was_away_catches_up(built: dict) -> None:
+    index = built["index"]
+    away, other = index.copies[1]
+    ray.kill(away.handle)
+    ids = _ids_in_shard(1, 3, "while-away")
+    receipt = index.add([Document(f"written while a copy was away {i}", external_id=i) for i in ids])
+    assert receipt.copies == {1: 1}
+    assert not index.search("written while a copy was away", 5, mode="keyword").partial
+    done = index.heal()
+    assert any("caught up" in line for line in done)
+    assert away.serving and away.sequence == other.sequence == index.sequences[1]
+    ray.kill(other.handle)  # now only the copy that was away holds shard 1: the writes must be in it
+    answer = index.search("written while a copy was away", 20, mode="keyword")
+    assert not answer.partial
+    assert set(ids) <= {hit.external_id for hit in answer.hits[0]}
+    index.heal()
+    assert all(copy["serving"] for shard in index.status()["shards"] for copy in shard["copies"])
+
+
+def test_a_shard_without_a_live_copy_gives_a_flagged_partial_answer(built: dict) -> None:
+    index = built["index"]
+    for state in index.copies[0]:
+        ray.kill(state.handle)
+    answer = index.search("the cat sat on the mat", 10, mode="hybrid")
+    assert answer.partial and answer.missing == (0,) and answer.answered == SHARDS - 1
+    assert answer.hits[0] and all(shard_of(hit.external_id, SHARDS) != 0 for hit in answer.hits[0])
+    with pytest.raises(ShardsUnavailableError, match="shard 0"):
+        index.search("the cat sat on the mat", 10, mode="dense", all_shards=True)
+    with pytest.raises(ClusterError, match="no live copy"):
+        index.add([Document("refused", external_id=_ids_in_shard(0, 1, "refused")[0])])
+    index.heal()  # the copies' nodes are live: each starts again over its own folder
+    assert not index.search("the cat sat on the mat", 10, mode="dense", all_shards=True).partial
+
+
+def test_a_build_that_dies_leaves_the_cluster_as_it_was(built: dict, tiny_model: Path) -> None:
+    path = built["folder"] / "cluster.json"
+    before = read_manifest(path)
+    builds = lambda: {p.name for p in Path(built["settings"].local_root).glob("*/index/*")}  # noqa: E731
+    folders = builds()
+
+    def dying() -> Any:  # noqa: ANN401
+        yield from corpus(100)
+        raise OSError("the corpus's disk went away")
+
+    with pytest.raises(OSError, match="went away"):
+        build_cluster(path, dying(), built["settings"])
+    assert read_manifest(path) == before
+    assert builds() == folders, "the dead build's folders were removed"
+
+
+class CallsThatKill(ActorCalls):
+    """Ray actor calls that kill a copy just before a chosen call is sent: a copy lost at a precise step of a
+    query or a write (the kill and the call are real; nothing is simulated)."""
+
+    def __init__(self, method: str, victim: Any) -> None:  # noqa: ANN401
+        self.method, self.victim = method, victim
+
+    def start(self, handle: Any, method: str, *args: Any) -> Any:  # noqa: ANN401
+        if method == self.method and self.victim is not None:
+            ray.kill(self.victim)
+            self.victim = None
+        return super().start(handle, method, *args)
+
+
+@pytest.mark.parametrize("step", ["statistics", "candidates", "hits"])
+def test_a_copy_lost_at_each_step_of_a_query_is_replaced_by_its_other_copy(built: dict, step: str) -> None:
+    index = built["index"]
+    expected = index.search_batch(QUERIES, 10, mode="hybrid")
+    order = index._copy_order()  # the copy the next search asks first, for each shard
+    index._turn -= 1
+    index.calls = CallsThatKill(step, order[2][0].handle)
+    try:
+        answer = index.search_batch(QUERIES, 10, mode="hybrid")
+    finally:
+        index.calls = ActorCalls()
+    assert not answer.partial
+    assert [[h.external_id for h in hits] for hits in answer.hits] == [
+        [h.external_id for h in hits] for hits in expected.hits
+    ]
+    assert [state.serving for state in index.copies[2]].count(False) == 1
+    index.calls = CallsThatKill(step, index._copy_order()[2][0].handle)  # now shard 2's last copy too
+    try:
+        partial = index.search_batch(QUERIES, 10, mode="hybrid")
+    finally:
+        index.calls = ActorCalls()
+    assert partial.missing == (2,) and partial.answered == SHARDS - 1
+    assert all(shard_of(hit.external_id, SHARDS) != 2 for hits in partial.hits for hit in hits)
+    index.heal()
+
+
+@pytest.mark.parametrize("step", ["before-commit", "after-commit"])
+def test_a_copy_that_dies_inside_a_write_loses_no_acknowledged_write(built: dict, step: str) -> None:
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    from searchengine.cluster.placement import live_nodes
+
+    index = built["index"]
+    dying, survivor = index.copies[2]
+    ray.kill(dying.handle)
+    strategy = NodeAffinitySchedulingStrategy(live_nodes()[dying.place.node], soft=False)
+    crashing = ray.remote(ShardCopy).options(
+        num_cpus=0, scheduling_strategy=strategy, runtime_env={"env_vars": {"SEARCHENGINE_CRASH_AT": step}}
+    )
+    dying.handle = crashing.remote(dying.place.folder, 2, index.manifest.local_root)
+    ids = _ids_in_shard(2, 2, f"crash-{step}")
+    receipt = index.add([Document(f"written as a copy crashed {step} {i}", external_id=i) for i in ids])
+    assert receipt.copies == {2: 1}, "acknowledged by the copy that survived"
+    index.heal()  # started again on its node, without the crash: it holds the write (after) or catches up (before)
+    assert dying.serving and dying.sequence == survivor.sequence == index.sequences[2]
+    ray.kill(survivor.handle)
+    found = index.search(f"written as a copy crashed {step}", 10, mode="keyword")
+    assert set(ids) <= {hit.external_id for hit in found.hits[0]}
+    index.heal()
+
+
+def test_a_write_the_driver_sent_to_one_copy_only_is_caught_up_on_open(built: dict) -> None:
+    """The driver (or an ingress) dies between two copies of a write: nothing was acknowledged, one copy holds
+    the write and the other not. Opened again, the cluster serves only the copy that holds it until heal."""
+    index = built["index"]
+    first, second = index.copies[0]
+    sequence = index.sequences[0] + 1
+    ids = _ids_in_shard(0, 1, "half-sent")
+    document = Document("sent to one copy before the driver died", external_id=ids[0])
+    vectors = index.encoder.encode([document.text])
+    assert ray.get(first.handle.apply.remote(sequence, [document], vectors, []), timeout=60) == sequence
+    running = {state.place.folder: state.handle for states in index.copies for state in states}
+    reopened = ClusterIndex.open(built["folder"] / "cluster.json", starter=lambda place, *_: running[place.folder])
+    lag = {copy["folder"]: copy["lag"] for copy in reopened.status()["shards"][0]["copies"]}
+    assert lag == {first.place.folder: 0, second.place.folder: 1}
+    assert any("caught up" in line for line in reopened.heal())
+    assert all(copy["lag"] == 0 and copy["serving"] for copy in reopened.status()["shards"][0]["copies"])
+    index._read_sequences()  # the first index's view of the same copies
+    assert index.sequences[0] == sequence and all(state.serving for state in index.copies[0])
+
+
+def test_a_removed_node_loses_no_search_and_no_acknowledged_write(built: dict, ray_cluster: Any) -> None:  # noqa: ANN401
+    cluster, nodes = ray_cluster
+    index = built["index"]
+    nodes["c"] = cluster.add_node(num_cpus=1, resources={"searchengine_node_c": 1})
+    cluster.wait_for_nodes()
+    acknowledged = []
+    cluster.remove_node(nodes.pop("b"))
+    for i, query in enumerate(QUERIES * 2):
+        answer = index.search(query, 10, mode="hybrid")
+        assert not answer.partial, "every shard keeps a copy on another node"
+        document = Document(f"acknowledged after the loss {i}", external_id=f"after-{i}")
+        index.add([document])
+        acknowledged.append(document.external_id)
+    done = index.heal()
+    assert sum("rebuilt on c" in line for line in done) == 2
+    assert read_manifest(built["folder"] / "cluster.json").placement == index.manifest.placement
+    status = index.status()
+    assert {copy["node"] for shard in status["shards"] for copy in shard["copies"]} == {"head", "a", "c"}
+    assert all(copy["serving"] and copy["lag"] == 0 for shard in status["shards"] for copy in shard["copies"])
+    for shard in index.copies:  # where a copy was rebuilt, only it answers now: the writes must be in it too
+        rebuilt = any(state.place.node == "c" for state in shard)
+        for state in shard:
+            if rebuilt and state.place.node != "c":
+                ray.kill(state.handle)
+    texts = [f"acknowledged after the loss {i}" for i in range(len(acknowledged))]
+    found = index.search_batch(texts, 1, mode="keyword")
+    assert not found.partial
+    assert [hits[0].external_id for hits in found.hits] == acknowledged
+    index.heal()
+
+
+def test_a_node_added_takes_copies(built: dict, ray_cluster: Any, tiny_encoder: Any) -> None:  # noqa: ANN401
+    cluster, nodes = ray_cluster
+    index = built["index"]
+    nodes["d"] = cluster.add_node(num_cpus=1, resources={"searchengine_node_d": 1})
+    cluster.wait_for_nodes()
+    before = index.search_batch(QUERIES, 10, mode="hybrid")
+    moves = index.rebalance()
+    assert moves and all("to d" in line for line in moves)
+    placed = [copy["node"] for shard in index.status()["shards"] for copy in shard["copies"]]
+    assert max(placed.count(node) for node in set(placed)) - placed.count("d") <= 1
+    assert read_manifest(built["folder"] / "cluster.json").placement == index.manifest.placement
+    after = index.search_batch(QUERIES, 10, mode="hybrid")
+    assert not after.partial
+    assert [[(h.external_id, h.score) for h in hits] for hits in after.hits] == [
+        [(h.external_id, h.score) for h in hits] for hits in before.hits
+    ]
+
+
+def test_a_node_that_comes_back_under_its_name_serves_its_copies_again(built: dict, ray_cluster: Any) -> None:  # noqa: ANN401
+    """A node named by its resource keeps its folders: back under the same name (a new Ray node id), its copy is
+    started again over its own folder and catches up with the writes made while it was away."""
+    cluster, nodes = ray_cluster
+    index = built["index"]
+    shard, away = next(
+        (s, state) for s, states in enumerate(index.copies) for state in states if state.place.node == "d"
+    )
+    cluster.remove_node(nodes.pop("d"))
+    ids = _ids_in_shard(shard, 2, "node-away")
+    receipt = index.add([Document(f"written while node d was away {i}", external_id=i) for i in ids])
+    assert receipt.copies == {shard: 1}
+    nodes["d"] = cluster.add_node(num_cpus=1, resources={"searchengine_node_d": 1})
+    cluster.wait_for_nodes()
+    placement = index.manifest.placement
+    done = index.heal()
+    assert any(f"shard {shard}: copy on d caught up" in line for line in done) and not any(
+        "rebuilt" in line for line in done
+    )
+    assert index.manifest.placement == placement, "the copy came back where it was"
+    for state in index.copies[shard]:
+        if state is not away:
+            ray.kill(state.handle)
+    found = index.search("written while node d was away", 10, mode="keyword", all_shards=False)
+    assert set(ids) <= {hit.external_id for hit in found.hits[0]}
+    index.heal()
+
+
+def test_removing_a_build_frees_its_folders_on_every_live_node(built: dict) -> None:
+    index = built["index"]
+    folders = [place.folder for places in index.manifest.placement for place in places]
+    assert all(Path(folder).is_dir() for folder in folders)
+    running = {state.place.folder: state.handle for states in index.copies for state in states}
+    removed = remove_build(index.manifest, starter=lambda place, *_: running[place.folder])  # its copies do it
+    assert sorted(removed) == sorted(folders)
+    assert not any(Path(folder).exists() for folder in folders)
+    root, build = Path(built["settings"].local_root), index.manifest.build
+    assert not any(
+        (root / place.node / "index" / build).exists() for places in index.manifest.placement for place in places
+    )
+    assert (root / "b" / "index" / build).is_dir(), "the lost node's disk is out of reach: its folders stay"

@@ -1,0 +1,183 @@
+"""A cluster index served by Ray Serve on a simulated two-node Ray cluster (ray.cluster_utils.Cluster): one
+deployment per shard copy pinned to its node, the ingress serving the HTTP API of `searchengine serve`, checked
+against one ordinary index of the same documents, through HTTP and the CLI's `query --server`. One cluster and one
+Serve app for the module (Serve starts slowly); the tests run in order, the node's loss last."""
+
+from __future__ import annotations
+
+import json
+import socket
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from searchengine.cli import app as cli
+from searchengine.engine.index_reader import IndexReader
+from tests.conftest import WORDS
+
+ray = pytest.importorskip("ray")
+
+SHARDS = 2
+FAST_NODE_DEATH = {"health_check_period_ms": 1000, "health_check_failure_threshold": 3}
+"""Ray declares a lost node dead after about 3 s (its default takes about 15 s)."""
+QUERIES = ["the cat sat on the mat", "stock market price fell", "rain and snow in the cold city"]
+
+
+def corpus(count: int) -> list[Any]:
+    """`count` documents of the tiny model's words, each with an id and a language."""
+    import random
+
+    from searchengine.indexer.tables.documents import Document
+
+    chooser = random.Random(7)
+    return [
+        Document(
+            " ".join(chooser.choice(WORDS) for _ in range(chooser.randint(3, 12))),
+            metadata={"lang": "en" if position % 3 else "fr"},
+            external_id=f"doc-{position}",
+        )
+        for position in range(count)
+    ]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def get(url: str) -> Any:  # noqa: ANN401
+    with urllib.request.urlopen(url, timeout=60) as response:
+        return json.loads(response.read())
+
+
+def send(url: str, body: Any, method: str = "POST") -> Any:  # noqa: ANN401
+    request = urllib.request.Request(
+        url, json.dumps(body).encode(), {"Content-Type": "application/json"}, method=method
+    )
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return json.loads(response.read())
+
+
+@pytest.fixture(scope="module")
+def served(tiny_model: Path, tiny_encoder: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:  # noqa: ANN401
+    """The cluster (head and a: one CPU each), a cluster index of 2 shards x 2 copies built on it (a copy of each
+    shard on each node), served; and one index of the same 200 documents."""
+    from ray import serve
+    from ray.cluster_utils import Cluster
+    from searchengine.indexer.commit.index_directory import IndexDirectory
+
+    from searchengine.cluster import ClusterBuildSettings, build_cluster
+    from searchengine.engine.indexing import IndexSettings, build_index, document_chunks
+    from searchengine.server.cluster.serve_app import serve_cluster
+
+    cluster = Cluster(
+        initialize_head=True,
+        head_node_args={
+            "num_cpus": 1, "resources": {"searchengine_node_head": 1}, "include_dashboard": False,
+            "_system_config": FAST_NODE_DEATH,
+        },
+    )  # fmt: skip
+    nodes = {"a": cluster.add_node(num_cpus=1, resources={"searchengine_node_a": 1})}
+    ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
+    cluster.wait_for_nodes()
+    folder = tmp_path_factory.mktemp("served-cluster")
+    documents = corpus(200)
+    settings = ClusterBuildSettings(
+        shards=SHARDS, copies=2, model=str(tiny_model), local_root=str(folder / "nodes"),
+        encoder_options={"precision": "fp32"}, batch_size=64, nodes=["head", "a"],
+    )  # fmt: skip
+    built, report = build_cluster(folder / "cluster.json", documents, settings)
+    for states in built.copies:  # the build's actors go: the Serve deployments open the copies from here on
+        for state in states:
+            ray.kill(state.handle)
+    reference = folder / "one"
+    build_index(
+        IndexDirectory(reference), document_chunks(documents), tiny_encoder,
+        IndexSettings(index_type="Flat", passages=False), total=len(documents),
+    )  # fmt: skip
+    url = serve_cluster(folder / "cluster.json", port=free_port(), heal_every_s=2.0)
+    try:
+        yield {"url": url, "cluster": cluster, "nodes": nodes, "folder": folder, "reference": reference,
+               "report": report, "address": cluster.address}  # fmt: skip
+    finally:
+        serve.shutdown()
+        ray.shutdown()
+        cluster.shutdown()
+
+
+def test_every_mode_answers_as_one_index_and_says_how_many_shards_answered(served: dict, tiny_encoder: Any) -> None:  # noqa: ANN401
+    reference = IndexReader(served["reference"], tiny_encoder)
+    for mode in ("dense", "keyword", "hybrid"):
+        answers = send(served["url"] + "/search", {"queries": QUERIES, "k": 10, "mode": mode})["results"]
+        for answer, expected in zip(answers, reference.search_batch(QUERIES, 10, mode=mode)):
+            assert answer["shards"] == {"asked": SHARDS, "answered": SHARDS, "partial": False}
+            assert [hit["score"] for hit in answer["hits"]] == pytest.approx([hit.score for hit in expected], abs=1e-5)
+            assert {hit["external_id"] for hit in answer["hits"]} == {hit.external_id for hit in expected} or mode != "dense"
+    filtered = get(served["url"] + "/search?q=the+cat&k=5&mode=dense&where=lang%3Dfr")
+    assert len(filtered["hits"]) == 5 and {hit["metadata"]["lang"] for hit in filtered["hits"]} == {"fr"}
+    reference.close()
+
+
+def test_the_cli_queries_the_cluster_through_its_server_flag(served: dict) -> None:
+    result = CliRunner().invoke(cli, ["query", "the cat sat on the mat", "--server", served["url"], "--json", "-k", "3"])
+    assert result.exit_code == 0, result.output
+    printed = json.loads(result.stdout)
+    assert len(printed["hits"]) == 3 and printed["mode"] == "hybrid"
+
+
+def test_info_health_page_embeddings_and_metrics(served: dict, tiny_encoder: Any) -> None:  # noqa: ANN401
+    url = served["url"]
+    assert get(url + "/health") == {"status": "ok"}
+    info = get(url + "/info")
+    assert info["documents"] == 200 and info["server"]["default_mode"] == "hybrid"
+    with urllib.request.urlopen(url + "/", timeout=30) as page:
+        assert b"<html" in page.read().lower()
+    embedded = send(url + "/v1/embeddings", {"input": ["the cat sat"], "model": Path(info["model"]).name})
+    expected = tiny_encoder.encode(["the cat sat"])[0]
+    expected = expected / (sum(value * value for value in expected) ** 0.5)
+    assert embedded["data"][0]["embedding"] == pytest.approx(list(expected), abs=1e-5)
+    with urllib.request.urlopen(url + "/metrics", timeout=30) as response:
+        text = response.read().decode()
+    assert "searchengine_documents 200.0" in text and 'searchengine_search_seconds_count{mode="hybrid"}' in text
+
+
+def test_routed_writes_are_searchable_and_status_shows_no_lag(served: dict) -> None:
+    url = served["url"]
+    added = send(url + "/documents", {"documents": [{"id": "new-1", "text": "a purple rocket over the moon"}],
+                                      "id_field": "id"})  # fmt: skip
+    assert added["documents"] == 1 and added["index_size"] == 201
+    hits = get(url + "/search?q=a+purple+rocket+over+the+moon&k=1&mode=keyword")["hits"]
+    assert hits[0]["external_id"] == "new-1"
+    deleted = send(url + "/documents/new-1?external=true", None, method="DELETE")
+    assert len(deleted["deleted"]) == 1 and deleted["index_size"] == 200
+    result = CliRunner().invoke(
+        cli, ["cluster-index", "status", str(served["folder"] / "cluster.json"), "--address", served["address"], "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    status = json.loads(result.stdout)
+    assert status["documents"] == 200 and len(status["shards"]) == SHARDS
+    assert all(copy["lag"] == 0 and copy["serving"] for shard in status["shards"] for copy in shard["copies"])
+
+
+def test_a_lost_node_fails_no_search_and_loses_no_acknowledged_write(served: dict) -> None:
+    url = served["url"]
+    served["cluster"].remove_node(served["nodes"]["a"])
+    failed, written = 0, []
+    for number in range(6):
+        try:
+            result = send(url + "/search", {"queries": QUERIES, "k": 5, "mode": "hybrid"})["results"]
+            assert all(answer["shards"]["answered"] == SHARDS for answer in result)
+        except Exception:  # noqa: BLE001 (counted: none may fail)
+            failed += 1
+        send(url + "/documents", {"documents": [{"id": f"after-{number}", "text": f"storm {number} over the city"}],
+                                  "id_field": "id"})  # fmt: skip
+        written.append(f"after-{number}")
+    assert failed == 0
+    for external_id in written:
+        hits = get(url + f"/search?q=storm+{external_id[-1]}+over+the+city&k=10&mode=keyword")["hits"]
+        assert external_id in {hit["external_id"] for hit in hits}
