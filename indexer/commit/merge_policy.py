@@ -30,6 +30,7 @@ from searchengine.indexer.commit.index_directory import IndexDirectory
 from searchengine.indexer.commit.manifest import Manifest
 from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.tables.store import DocumentStore
+from searchengine.indexer.vectors.index_choice import MEMORY_BUDGET, type_for_growth
 from searchengine.indexer.vectors.segments import (
     SMALL_SEGMENT_LIMIT,
     SegmentRecord,
@@ -138,8 +139,11 @@ def merge(directory: IndexDirectory, names: list[str] | None = None) -> MergeRes
         store.read_snapshot()
         records = store.segments.records()
         tombstones = store.tombstones.ids()
+        budget = store.settings.get(MEMORY_BUDGET)
     finally:
         store.close()
+    grown = sum(r.vectors for r in records) - len(tombstones)
+    factory = type_for_growth(manifest.index.type, grown, manifest.index.dimension, budget)
     chosen = [r for r in records if names is None or r.name in names]
     if not chosen or (len(chosen) == 1 and names is None and not len(tombstones)):
         return None
@@ -154,7 +158,7 @@ def merge(directory: IndexDirectory, names: list[str] | None = None) -> MergeRes
     live = np.setdiff1d(held, dropped)
     claim = ClaimedFile(directory.path / new_segment_name()) if len(live) else None
     try:
-        return _merge_into(directory, manifest, segments, chosen, live, dropped, claim)
+        return _merge_into(directory, manifest, factory, segments, chosen, live, dropped, claim)
     finally:
         if claim is not None:
             claim.release()
@@ -173,16 +177,18 @@ def _still_live(directory: IndexDirectory, manifest: Manifest, chosen: list[Segm
 def _merge_into(
     directory: IndexDirectory,
     manifest: Manifest,
+    factory: str,
     segments: SegmentSet,
     chosen: list[SegmentRecord],
     live: np.ndarray,
     dropped: np.ndarray,
     claim: ClaimedFile | None,
 ) -> MergeResult | None:
-    """Copy the `live` vectors of `segments` into the claimed file, then commit it in place of `chosen`."""
+    """Copy the `live` vectors of `segments` into the claimed file, as a segment of an index of type `factory`,
+    then commit it in place of `chosen`."""
     segment = None
     if claim is not None:
-        index = VectorIndex.create(segment_factory(manifest.index.type, len(live)), manifest.index.dimension)
+        index = VectorIndex.create(segment_factory(factory, len(live)), manifest.index.dimension)
         if index.needs_training:
             sample = np.sort(np.random.default_rng(0).permutation(live)[:TRAINING_SAMPLE])
             index.train(segments.reconstruct(sample))

@@ -11,9 +11,7 @@ import faiss
 import numpy as np
 from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.vectors.exact_batches import scored_together
-
-EXACT_SEARCH_LIMIT = 200_000
-"""Up to this many vectors the default index is exact ("Flat"); beyond it, graph search ("HNSW32")."""
+from searchengine.indexer.vectors.index_choice import choose_index_type
 
 HNSW_EF_SEARCH = 512
 """Where HNSW32 reaches a recall@10 above 0.95 on 1M MiniLM vectors while one search still costs a fraction of
@@ -25,9 +23,11 @@ EXACT_CHUNK = 65_536
 """Candidates scored per matrix product when a filtered search falls back to exact search."""
 
 
-def default_factory(count: int | None) -> str:
-    """Exact search for small corpora (and unknown sizes), HNSW32 for large ones."""
-    return "Flat" if count is None or count <= EXACT_SEARCH_LIMIT else "HNSW32"
+def default_factory(count: int | None, dimension: int = 384, budget: int | None = None) -> str:
+    """What `--index auto` picks (indexer/vectors/index_choice.py): exact search for small corpora (and unknown
+    sizes), HNSW32 for large ones, and within a memory `budget` (bytes), the first type whose vectors of
+    `dimension` fit."""
+    return choose_index_type(count, dimension, budget)
 
 
 class VectorIndex:

@@ -57,6 +57,7 @@ class IndexRequest:
     template: str | None = None
     denoise: bool | None = None
     index_type: str | None = None
+    memory_budget: str | None = None
     whiten_k: int | None = None
     whiten_fit: Path | None = None
     passages: bool | None = None
@@ -112,12 +113,14 @@ class IndexRequest:
                 self.passages,
                 self.passage_headings,
                 self.shards,
+                self.memory_budget,
             )
             if self.ray is not None:
                 raise SearchEngineError(APPEND_KEEPS_SHARDS)
         else:
             settings = BuildSettings(
                 index=self.index_type,
+                memory_budget=self.memory_budget,
                 whiten_k=self.whiten_k,
                 whiten_fit=self.whiten_fit,
                 progress=self.progress,
@@ -222,12 +225,13 @@ def refuse_rebuild_options(
     passages: bool | None,
     passage_headings: bool | None,
     shards: int | None,
+    memory_budget: str | None = None,
 ) -> None:
     """--append keeps the settings the index was built with: refuse the options that would change them."""
-    changes = [index_type, whiten_k, whiten_fit, pooling, template, denoise, passages, passage_headings]
+    changes = [index_type, whiten_k, whiten_fit, pooling, template, denoise, passages, passage_headings, memory_budget]
     if any(change is not None for change in changes):
         raise SearchEngineError(
-            "--append adds to an index with the settings it was built with; drop --index, --pooling, "
+            "--append adds to an index with the settings it was built with; drop --index, --memory-budget, --pooling, "
             "--template, --denoise, --whiten-k, --whiten-fit, --passages/--no-passages and "
             "--passage-headings/--no-passage-headings"
         )

@@ -61,6 +61,7 @@ def build_index_from(
     fields, jsonl, whiten_fit = settings.fields, settings.jsonl, settings.whiten_fit
     index_settings = IndexSettings(
         index_type=settings.index,
+        memory_budget=settings.memory_budget,
         whiten_k=settings.whiten_k,
         whiten_fit=None
         if whiten_fit is None
