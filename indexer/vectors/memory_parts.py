@@ -37,27 +37,27 @@ class IndexMemory:
 
 def index_memory(index: faiss.Index) -> IndexMemory:
     """The parts of `index` (an IndexIDMap2 around a flat, HNSW or scalar-quantizer index, or an IVF)."""
-    index = faiss.downcast_index(index)
-    ivf = faiss.try_extract_index_ivf(index)
+    outer = faiss.downcast_index(index)  # kept referenced: it owns the inner index read below
+    ivf = faiss.try_extract_index_ivf(outer)
     if ivf is not None:
         lists = ivf.invlists
         stored = sum(lists.list_size(i) for i in range(ivf.nlist))
         quantizer = faiss.downcast_index(ivf.quantizer)
         fixed = _codes_bytes(quantizer) + _table_bytes(ivf)
         return IndexMemory(codes=stored * ivf.code_size, ids=stored * (8 + DIRECT_MAP_BYTES), fixed=fixed)
-    ids = 0
-    if isinstance(index, faiss.IndexIDMap2):
-        ids = index.id_map.size() * (8 + REVERSE_ID_BYTES)
-        index = faiss.downcast_index(index.index)
-    elif isinstance(index, faiss.IndexIDMap):
-        ids = index.id_map.size() * 8
-        index = faiss.downcast_index(index.index)
-    if hasattr(index, "hnsw"):
-        hnsw = index.hnsw
+    ids, inner = 0, outer
+    if isinstance(outer, faiss.IndexIDMap2):
+        ids = outer.id_map.size() * (8 + REVERSE_ID_BYTES)
+        inner = faiss.downcast_index(outer.index)
+    elif isinstance(outer, faiss.IndexIDMap):
+        ids = outer.id_map.size() * 8
+        inner = faiss.downcast_index(outer.index)
+    if hasattr(inner, "hnsw"):
+        hnsw = inner.hnsw
         graph = hnsw.neighbors.size() * 4 + hnsw.levels.size() * 4 + hnsw.offsets.size() * 8
-        storage = faiss.downcast_index(index.storage)
+        storage = faiss.downcast_index(inner.storage)
         return IndexMemory(codes=_codes_bytes(storage), graph=graph, ids=ids, fixed=_table_bytes(storage))
-    return IndexMemory(codes=_codes_bytes(index), ids=ids, fixed=_table_bytes(index))
+    return IndexMemory(codes=_codes_bytes(inner), ids=ids, fixed=_table_bytes(inner))
 
 
 def _codes_bytes(index: faiss.Index) -> int:
