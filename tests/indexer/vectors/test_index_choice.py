@@ -111,6 +111,11 @@ def test_ivf_lists_leave_39_training_points_a_list() -> None:
     assert ivf_lists(5_000) * 39 <= 5_000 or ivf_lists(5_000) == 64
 
 
+def test_the_default_at_100000_documents_is_hnsw_and_exact_search_stays_for_small_ones() -> None:
+    assert choose_index_type(100_000, D) == "HNSW32"
+    assert choose_index_type(10_000, D) == "Flat"
+
+
 def test_a_recorded_budget_makes_a_merge_pick_again_for_the_grown_size() -> None:
     budget = 700 * 10**6
     assert type_for_growth("HNSW32", 300_000, D, budget) == "HNSW32"
@@ -126,7 +131,7 @@ def test_a_setting_that_is_not_a_recorded_budget_changes_nothing(setting: object
 
 
 def test_the_reason_names_the_budget_and_the_estimate() -> None:
-    assert "exact search up to 200,000" in choice_reason("Flat", 10, D, None)
+    assert f"exact search up to {EXACT_SEARCH_LIMIT:,}" in choice_reason("Flat", 10, D, None)
     reason = choice_reason("IVF4096,PQ48np", 1_000_000, D, 300 * 10**6)
     assert reason.startswith("chosen for 1,000,000 vectors within a memory budget of 300 MB, about ")
     estimate = estimated_resident_bytes("IVF4096,PQ48np", 1_000_000, D)
