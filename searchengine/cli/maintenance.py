@@ -183,7 +183,7 @@ def _clustering_summary(clustering: ClusteringRecord | None) -> str:
 
 def _segments_summary(manifest: Manifest) -> str:
     return (
-        f", in {counted(len(manifest.segment_files), 'segment')} searched together (small ones exact; merged as they grow, "
+        f", in {counted(len(manifest.vector_segments), 'segment')} searched together (small ones exact; merged as they grow, "
         "`searchengine compact` merges all)"
     )
 
