@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from searchengine.indexer.tables.counters import create_counters
-from searchengine.indexer.tables.segment_table import create_tables
+from searchengine.indexer.tables.segment_table import create_originals_table, create_tables
 from searchengine.indexer.tables.settings_table import create_table as create_settings
 
 if TYPE_CHECKING:
@@ -35,7 +35,18 @@ def _build_settings(db: sqlite_utils.Database) -> None:
     create_settings(db)
 
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_segments, _counters, _build_settings]
+def _segment_originals(db: sqlite_utils.Database) -> None:
+    """4 (step 6): the original vectors' file of each segment whose codes are approximate
+    (indexer/vectors/originals.py), named with its size and checksum."""
+    create_originals_table(db)
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
+    _segments,
+    _counters,
+    _build_settings,
+    _segment_originals,
+]
 """In order: migration n is MIGRATIONS[n - 1]."""
 
 

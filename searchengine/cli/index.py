@@ -142,6 +142,13 @@ def index(
         "write a segment per part of the corpus.",
         show_default="1",
     ),
+    originals: str | None = typer.Option(
+        None,
+        "--originals",
+        help="With an index type whose codes are approximate (PQ, SQ8, LSH): keep each segment's original vectors "
+        "on disk as float16 or float32, memory-mapped, for exact rescoring (`query --rescore`).",
+        show_default="float16",
+    ),
     ray: str | None = typer.Option(
         None,
         "--ray",
@@ -226,6 +233,7 @@ def index(
             passages=passages,
             passage_headings=passage_headings,
             shards=shards,
+            originals=originals,
             rules=FileRules(tuple(include), tuple(exclude), max_file_size),
             whole=whole,
             strict=strict,
@@ -297,6 +305,7 @@ def add(
         threads=threads,
         quiet=quiet,
         shards=None,
+        originals=None,
         ray=None,
         ray_workers=None,
         ray_part_size=None,

@@ -175,7 +175,9 @@ def _memory_summary(memory: MemoryUse) -> str:
     shown = ", ".join(f"{name} {_human_bytes(size)}" for name, size in parts if size)
     return (
         f"{_human_bytes(memory.resident)} to search ({shown or 'nothing'}); mapped files "
-        f"{_human_bytes(memory.mapped_files)} on disk, {_human_bytes(memory.mapped_cached)} of them in the page cache "
+        f"{_human_bytes(memory.mapped_files)} on disk"
+        + (f" ({_human_bytes(memory.originals)} of them full vectors for rescoring)" if memory.originals else "")
+        + f", {_human_bytes(memory.mapped_cached)} of them in the page cache "
         f"now (shared, evictable); store's page cache up to {_human_bytes(memory.store_cache_limit)} a connection "
         f"(store file {_human_bytes(memory.store_file)})"
     )
@@ -200,7 +202,7 @@ def _clustering_summary(clustering: ClusteringRecord | None) -> str:
 
 def _segments_summary(manifest: Manifest) -> str:
     return (
-        f", in {counted(len(manifest.segment_files), 'segment')} searched together (small ones exact; merged as they grow, "
+        f", in {counted(len(manifest.vector_segments), 'segment')} searched together (small ones exact; merged as they grow, "
         "`searchengine compact` merges all)"
     )
 

@@ -11,6 +11,7 @@ from searchengine.encoding.passages import PASSAGE_HEADINGS_BY_DEFAULT, PASSAGES
 from searchengine.engine.corpus_input import Corpus
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.vectors.index_choice import parse_memory_size
+from searchengine.indexer.vectors.originals import ORIGINAL_TYPES
 from searchengine.reading.corpus import JsonFields
 
 if TYPE_CHECKING:
@@ -55,6 +56,8 @@ class BuildSettings:
     node writes at the same path (the workers write the vector segments there).
     reading: how the input was read, recorded in the index for `add` and `sync` (searchengine.engine.files);
     by default the JSON fields.
+    originals: how an index type whose codes are approximate (PQ, SQ8, LSH) keeps each segment's original vectors
+    on disk for exact rescoring: "float16" (None, the default) or "float32" (searchengine.indexer.vectors.originals).
     """
 
     model: str | Path | None = None
@@ -76,6 +79,7 @@ class BuildSettings:
     shards: int | None = None
     ray: RaySettings | None = None
     reading: dict[str, Any] | None = None
+    originals: str | None = None
 
     def __post_init__(self) -> None:
         """Refuse settings that cannot go together, before any model is loaded or text read; read the memory
@@ -88,6 +92,11 @@ class BuildSettings:
                 raise SearchEngineError(
                     f"--memory-budget chooses the index type, and --index {self.index!r} names one: drop one of them"
                 )
+        if self.originals is not None and self.originals not in ORIGINAL_TYPES:
+            raise SearchEngineError(
+                f"originals must be {' or '.join(ORIGINAL_TYPES)} (how the original vectors are kept on disk), "
+                f"not {self.originals!r}"
+            )
         if self.whiten_fit is not None and self.whiten_k is None:
             raise SearchEngineError("--whiten-fit says what to fit whitening on; add --whiten-k K to use it")
         if self.shards is not None and self.shards < 1:

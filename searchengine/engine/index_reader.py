@@ -101,7 +101,9 @@ class IndexReader(IndexSnapshot):
         queries = request.queries
         retrieval = self._checked_mode(request.mode)
         cross_encoder = None if request.rerank is None else self.cross_encoder(request.rerank)
-        results = self._retrieve(queries, request.depth, request.conditions, retrieval, request.fusion or DEFAULT_FUSION)
+        results = self._retrieve(
+            queries, request.depth, request.conditions, retrieval, request.fusion or DEFAULT_FUSION, request.rescore
+        )
         if request.min_score is not None:
             results = [[hit for hit in hits if hit.score >= request.min_score] for hits in results]
         if cross_encoder is not None:
@@ -111,9 +113,16 @@ class IndexReader(IndexSnapshot):
         return results
 
     def _retrieve(
-        self, queries: Sequence[str], k: int, conditions: list[Filter], mode: RetrievalMode, fusion: Fusion
+        self,
+        queries: Sequence[str],
+        k: int,
+        conditions: list[Filter],
+        mode: RetrievalMode,
+        fusion: Fusion,
+        rescore: int | None = None,
     ) -> list[list[Hit]]:
-        """The k best documents per query by `mode`, among those meeting every one of `conditions`, best first."""
+        """The k best documents per query by `mode`, among those meeting every one of `conditions`, best first;
+        `rescore` candidates per segment rescored from the originals where a segment keeps them (QueryRequest)."""
         if len(self) == 0:
             raise SearchEngineError(f"index {self.path} is empty: add documents with `searchengine add FILE`")
         k = min(k, len(self))  # no mode returns more documents than the index holds; SQLite's LIMIT is 64-bit
@@ -131,7 +140,7 @@ class IndexReader(IndexSnapshot):
                 texts=queries,
                 k=k,
                 store=self.store,
-                vectors=self.vectors,
+                vectors=self.vectors.rescoring(rescore),
                 query_vectors=None if encoder is None else self.query_vectors(encoder, queries),
                 searchable=len(self) if matching is None else len(matching),
                 allowed=allowed,

@@ -63,6 +63,7 @@ class IndexRequest:
     passages: bool | None = None
     passage_headings: bool | None = None
     shards: int | None = None
+    originals: str | None = None
     rules: FileRules = FileRules()
     whole: bool | None = None
     strict: bool = False
@@ -117,6 +118,8 @@ class IndexRequest:
             )
             if self.ray is not None:
                 raise SearchEngineError(APPEND_KEEPS_SHARDS)
+            if self.originals is not None:
+                raise SearchEngineError("--originals is chosen when an index is built; drop it with --append")
         else:
             settings = BuildSettings(
                 index=self.index_type,
@@ -125,6 +128,7 @@ class IndexRequest:
                 whiten_fit=self.whiten_fit,
                 progress=self.progress,
                 shards=self.shards,
+                originals=self.originals,
             )
         object.__setattr__(self, "settings", settings)
 

@@ -71,6 +71,7 @@ def build_index_from(
         passage_headings=settings.passage_headings,
         shards=settings.shards or 1,
         reading=settings.reading or fields_record(fields, corpus),
+        originals=settings.originals,
     )
     count = corpus_count(corpus, jsonl, fields)
     if settings.index is not None and count is not None and whiten_fit is None:

@@ -30,6 +30,7 @@ from searchengine.indexer.commit.manifest import PassageSplitting
 from searchengine.indexer.commit.rewrite import commit_generation
 from searchengine.indexer.tables.store import Document, DocumentStore
 from searchengine.indexer.vectors.index_choice import MEMORY_BUDGET, choice_reason
+from searchengine.indexer.vectors.originals import ORIGINALS_SETTING, keeps_originals, original_type
 from searchengine.indexer.vectors.shards import Vectors, create_vectors
 from searchengine.indexer.vectors.vector_index import default_factory
 from searchengine.indexer.vectors.whitening import CovarianceAccumulator, Whitening
@@ -114,6 +115,8 @@ class IndexSettings:
     """How the input was read (fields, folders and their rules), recorded so `add` and `sync` read alike."""
     whitening: Whitening | None = None
     """Whitening fitted already (before Ray workers that apply it started), used instead of fitting one."""
+    originals: str | None = None
+    """How segments whose codes are approximate keep their original vectors: float16 (None) or float32."""
     segments_written: bool = False
     """The chunks come with their ids and the segments workers wrote their vectors into (Chunk.ids, .segments):
     the build stores the rows and commits those segments, and never sees a vector. Whitening, if any, is given
@@ -163,7 +166,11 @@ def build_index(
         report.index_type_chosen = settings.index_type is None
         if report.index_type_chosen:
             report.index_type_reason = choice_reason(report.index_type, total, dimension, settings.memory_budget)
-        vectors: Vectors | WrittenSegments = create_vectors(report.index_type, dimension, settings.shards)
+        vectors: Vectors | WrittenSegments = create_vectors(
+            report.index_type, dimension, settings.shards, settings.originals
+        )
+        if keeps_originals(report.index_type):  # what later merges keep them as
+            store.settings.set(ORIGINALS_SETTING, original_type(settings.originals))
         needs_fit = settings.whiten_k is not None and whitening is None
         if allow_empty and (needs_fit or vectors.needs_training):
             raise SearchEngineError(

@@ -6,6 +6,7 @@ the index (a mode that needs its keyword index, a cross-encoder it may load) is 
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +41,11 @@ class SearchOptions(TypedDict, total=False):
     rerank_top: int
     min_score: float | None
     highlight: bool
+    rescore: int | None
+
+
+RESCORE_LIMIT = 100_000
+"""The most candidates a query may rescore from the originals (each is one row read from disk)."""
 
 
 @dataclass(frozen=True)
@@ -69,6 +75,11 @@ class QueryRequest:
     highlight: give each hit its `highlight`, the sentence(s) of its passage nearest to the query (by the mode's
     measure; dense and hybrid embed each hit's sentences, at most 4 of them) and the query's words there;
     `Hit.snippet()` then shows those sentences (searchengine.engine.highlight).
+    rescore: on an index whose codes are approximate (PQ, SQ8, LSH: the original vectors kept on disk beside
+    them), the candidates per query each segment takes from its codes and rescores exactly from the originals
+    before the k best come back (at least k; 0: the codes' own scores, except binary codes, whose k candidates are
+    always scored from the originals). None: DEFAULT_RESCORE (searchengine.indexer.vectors.segments). Exact index
+    types (Flat, HNSW32) keep no originals and ignore it.
     """
 
     queries: Sequence[str]
@@ -80,6 +91,7 @@ class QueryRequest:
     rerank_top: int | None = None
     min_score: float | None = None
     highlight: bool = False
+    rescore: int | None = None
     conditions: list[Filter] = field(init=False, repr=False, compare=False)
     """`where` read once, as the filters every one of them must meet (what the search runs on)."""
 
@@ -92,6 +104,13 @@ class QueryRequest:
         check_queries(self.queries)
         if self.mode is not None:
             mode_named(self.mode)
+        rescore = self.rescore
+        if rescore is not None:
+            if isinstance(rescore, bool) or not isinstance(rescore, numbers.Integral) or not 0 <= rescore <= RESCORE_LIMIT:
+                raise SearchEngineError(
+                    f"rescore must be a whole number from 0 (off) to {RESCORE_LIMIT:,}, such as 100, not {rescore!r}"
+                )
+            object.__setattr__(self, "rescore", int(rescore))
         score = self.min_score
         if score is not None:
             if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):

@@ -25,9 +25,10 @@ def search_remote(
     timeout: float = 120.0,
     min_score: float | None = None,
     highlight: bool = False,
+    rescore: int | None = None,
 ) -> list[dict[str, Any]]:
     """POST /search on `server` (e.g. http://127.0.0.1:8000): one {"query", "mode", "rerank", "hits"} per query
-    (`mode` None: the server's default; `min_score` and `highlight` as SearchEngine.search's).
+    (`mode` None: the server's default; `min_score`, `highlight` and `rescore` as SearchEngine.search's).
 
     api_key: sent as a bearer token; None reads $SEARCHENGINE_API_KEY. Problems (unreachable server, a 4xx
     answer) raise SearchEngineError with the server's one-line message."""
@@ -41,6 +42,7 @@ def search_remote(
         "rerank_top": rerank_top,
         "min_score": min_score,
         "highlight": highlight,
+        **({"rescore": rescore} if rescore is not None else {}),
     }
     headers = {"Content-Type": "application/json"}
     key = api_key if api_key is not None else os.environ.get("SEARCHENGINE_API_KEY")

@@ -10,6 +10,7 @@ from pydantic_core import PydanticCustomError
 from searchengine.engine.highlight import MAX_EMBEDDED_SENTENCES
 from searchengine.engine.mode_registry import mode_names
 from searchengine.engine.modes import MODES
+from searchengine.engine.query_request import RESCORE_LIMIT
 from searchengine.server.limits import MAX_DOCUMENTS, MAX_FILTERS, MAX_K, MAX_QUERIES
 
 HIGHLIGHT_HELP = (
@@ -19,6 +20,10 @@ HIGHLIGHT_HELP = (
 )
 
 
+RESCORE_HELP = (
+    "On an index with compressed codes (PQ, SQ8, LSH): candidates per segment rescored exactly from the original "
+    "vectors on disk (0: off; the library's default when missing)."
+)
 MIN_SCORE_HELP = (
     "Leave out hits scored below this (cosine in dense mode, 0..1 in keyword and hybrid), so that a query with no "
     "good answer gets none."
@@ -58,6 +63,7 @@ class SearchRequest(BaseModel):
     rerank_top: int | None = Field(None, ge=1, le=MAX_K, description="Candidates the cross-encoder rescores.")
     min_score: float | None = Field(None, allow_inf_nan=False, description=MIN_SCORE_HELP)
     highlight: bool = Field(False, description=HIGHLIGHT_HELP)
+    rescore: int | None = Field(None, ge=0, le=RESCORE_LIMIT, description=RESCORE_HELP)
 
 
 class HighlightOut(BaseModel):

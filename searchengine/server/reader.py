@@ -52,6 +52,8 @@ class SearchOptions:
     """Hits scored below it are left out (SearchEngine.search's min_score)."""
     highlight: bool = False
     """Give each hit its highlight (SearchEngine.search's highlight)."""
+    rescore: int | None = None
+    """Candidates rescored from the originals (SearchEngine.search's rescore); None: the library's default."""
 
 
 @dataclass
@@ -246,6 +248,7 @@ class BatchingReader:
                     options.rerank_top,
                     options.min_score,
                     options.highlight,
+                    options.rescore,
                 )
                 results = engine.answer(request)
             except Exception as exc:  # noqa: BLE001 (each query of the group gets the error, in its caller)

@@ -7,13 +7,14 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query
 
 from searchengine.engine.hit_records import result_record
-from searchengine.engine.query_request import QueryRequest
+from searchengine.engine.query_request import RESCORE_LIMIT, QueryRequest
 from searchengine.errors import SearchEngineError
 from searchengine.server.limits import MAX_FILTERS, MAX_K
 from searchengine.server.models import (
     HIGHLIGHT_HELP,
     MIN_SCORE_HELP,
     MODE_FIELD_HELP,
+    RESCORE_HELP,
     ModeName,
     QueryResult,
     SearchRequest,
@@ -37,6 +38,7 @@ async def search(
     rerank_top: Annotated[int | None, Query(ge=1, le=MAX_K)] = None,
     min_score: Annotated[float | None, Query(allow_inf_nan=False, description=MIN_SCORE_HELP)] = None,
     highlight: Annotated[bool, Query(description=HIGHLIGHT_HELP)] = False,
+    rescore: Annotated[int | None, Query(ge=0, le=RESCORE_LIMIT, description=RESCORE_HELP)] = None,
 ) -> dict[str, Any]:
     """The k documents that best match `q`, best first (`searchengine query "q" --json`)."""
     request = SearchRequest.model_construct(  # the values were checked as query parameters
@@ -48,6 +50,7 @@ async def search(
         rerank_top=rerank_top,
         min_score=min_score,
         highlight=highlight,
+        rescore=rescore,
     )
     return (await _search(index, request))[0]
 
@@ -63,7 +66,7 @@ async def _search(index: ServedIndex, request: SearchRequest) -> list[dict[str, 
     where a bad query would fail the other clients' queries batched with it."""
     asked = QueryRequest(
         request.queries, request.k, tuple(request.where), request.mode, None, request.rerank, request.rerank_top,
-        request.min_score, request.highlight
+        request.min_score, request.highlight, request.rescore
     )
     rerank = asked.rerank
     if rerank is not None and rerank not in index.rerank:
@@ -73,7 +76,7 @@ async def _search(index: ServedIndex, request: SearchRequest) -> list[dict[str, 
         )
     top = asked.depth if rerank else None
     mode = asked.mode or index.reader.default_mode
-    options = SearchOptions(asked.k, asked.where, mode, rerank, top, asked.min_score, asked.highlight)
+    options = SearchOptions(asked.k, asked.where, mode, rerank, top, asked.min_score, asked.highlight, asked.rescore)
     results = await answer(index.reader.search(request.queries, options))
     reranked = {"model": rerank, "top": top} if rerank else None
     return [result_record(query, mode, hits, reranked) for query, hits in zip(request.queries, results)]
