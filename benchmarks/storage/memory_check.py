@@ -15,7 +15,9 @@ Measure (a fresh process, `--measure DIR`). Imports, then VmRSS (/proc/self/stat
 index (the model is never loaded: queries are given as vectors), runs --warmup queries, then each query alone
 through the engine's dense path less encoding (dense_rankings over the segments, then the hits' rows from the
 store, as SearchEngine.search does after encoding), FAISS on one thread. Then:
-  resident_mb       the process's VmRSS after the queries (interpreter and libraries included, no model)
+  resident_mb       the process's VmRSS after the queries (interpreter and libraries included, no model), less
+                    the pages of the index's own mapped files in it (mapped_rss_mb, from /proc/self/smaps: page cache,
+                    counted in mapped_cache_mb); vm_rss_mb is VmRSS whole
   index_resident_mb that less the baseline: what opening and searching the index added
   mapped_cache_mb   the page cache held by the index's memory-mapped files (mincore over each file; the
                     segments' codes and any full-vector files beside them), shared and evictable, reported apart
@@ -62,6 +64,19 @@ def vm_kib(field: str) -> int:
         if line.startswith(field + ":"):
             return int(line.split()[1])
     return 0
+
+
+def mapped_rss_kib(folder: Path) -> int:
+    """KiB of this process's resident set that are pages of files under `folder` mapped into it (/proc/self/smaps:
+    the Rss of each mapping whose path lies there): the index's mapped codes and full vectors, page cache."""
+    total, inside = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        fields = line.split()
+        if fields and "-" in fields[0] and len(fields) >= 5 and not fields[0].endswith(":"):
+            inside = len(fields) >= 6 and fields[5].startswith(str(folder))
+        elif inside and fields[:1] == ["Rss:"]:
+            total += int(fields[1])
+    return total
 
 
 def texts_of(wiki: list[str], count: int, tag: str = "copy") -> list[str]:
@@ -150,13 +165,16 @@ def measure(target: Path, warmup: int, model: str | None, add_runs: int) -> dict
         seconds.append(time.perf_counter() - begin)
     found_real = [dense(query, real_ids) for query in queries]
     rss, anon, file_backed = vm_kib("VmRSS"), vm_kib("RssAnon"), vm_kib("RssFile")
+    mapped_rss = mapped_rss_kib((target / "index").resolve())
     mapped = sum(cached_bytes(path) for path in (target / "index").rglob("*") if path.is_file() and _mapped(path))
     segments_before = {record.name for record in reader.store.segments.records()}
     engine.close()
     added = add_ten(target, model, segments_before, add_runs)
     return {
-        "resident_mb": round(rss / 1024, 1),
-        "index_resident_mb": round((rss - baseline) / 1024, 1),
+        "resident_mb": round((rss - mapped_rss) / 1024, 1),
+        "index_resident_mb": round((rss - mapped_rss - baseline) / 1024, 1),
+        "vm_rss_mb": round(rss / 1024, 1),
+        "mapped_rss_mb": round(mapped_rss / 1024, 1),
         "baseline_mb": round(baseline / 1024, 1),
         "rss_anon_mb": round(anon / 1024, 1),
         "rss_file_mb": round(file_backed / 1024, 1),
