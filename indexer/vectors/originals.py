@@ -160,6 +160,8 @@ class MappedOriginals:
     def vectors(self, ids: np.ndarray) -> np.ndarray:
         """The original vectors of `ids` (all of them the segment's), as float32."""
         rows = np.searchsorted(self.ids, np.asarray(ids, dtype=np.int64))
+        if len(rows) < 2 or bool((rows[1:] >= rows[:-1]).all()):  # in file order already: one gather
+            return self.rows[rows].astype(np.float32)
         order = np.argsort(rows, kind="stable")  # read the mapped file forwards
         out = np.empty((len(rows), self.rows.shape[1]), dtype=np.float32)
         out[order] = self.rows[rows[order]]
@@ -167,15 +169,15 @@ class MappedOriginals:
 
     def rescore(self, queries: np.ndarray, ids: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """The k best of each query row's candidate `ids` (-1: none) by exact inner product, best first, ties by
-        id; rows padded with -1 and -inf where fewer than k candidates."""
-        scores = np.full(ids.shape, -np.inf, dtype=np.float32)
+        id; rows padded with -1 and -inf where fewer than k candidates. Every distinct candidate is read once and
+        scored against every query in one matrix product."""
         found = ids >= 0
+        scores = np.full(ids.shape, -np.inf, dtype=np.float32)
         if found.any():
             wanted = np.unique(ids[found])
-            vectors = self.vectors(wanted)
-            position = np.searchsorted(wanted, ids[found])
-            rows = np.nonzero(found)[0]
-            scores[found] = np.einsum("ij,ij->i", vectors[position], queries[rows])
+            table = queries @ self.vectors(wanted).T
+            position = np.searchsorted(wanted, np.where(found, ids, wanted[0]))
+            scores = np.where(found, np.take_along_axis(table, position, 1), -np.inf).astype(np.float32)
         ids = np.where(found, ids, -1)
         order = np.lexsort((ids, -scores), axis=1)[:, :k]
         best_scores, best_ids = np.take_along_axis(scores, order, 1), np.take_along_axis(ids, order, 1)
