@@ -155,11 +155,14 @@ def test_a_merge_copies_the_originals_and_clean_up_removes_the_old_ones(tmp_path
     corpus, queries = real_vectors
     directory = build(tmp_path / "index", corpus, "SQ8")
     (first,) = directory.path.glob("segment.*.npy")
+    (trained,) = directory.path.glob("segment.*.faiss")
+    codes = trained.read_bytes()
     with writing_in_place(directory) as write:  # a small add: an exact Flat segment, no originals needed
         change = write.store.add([Document("one more")])
         write.vectors.add(queries[:1], np.asarray(change.ids))
         write.store.tombstones.add(write.store.delete([0]))
     assert len(list(directory.path.glob("segment.*.faiss"))) == 2 and list(directory.path.glob("*.npy")) == [first]
+    assert trained.read_bytes() == codes  # the trained segment is neither retrained nor rewritten by the add
     merge(directory)  # compact: small enough to be one exact segment again, whose vectors came from the originals
     assert not first.exists() and [c.problem for c in directory.verify() if c.problem] == []
     (segment,) = segments_of(directory).segments
