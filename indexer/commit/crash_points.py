@@ -20,10 +20,12 @@ STEPS = (
     "adapt-documents-written",
     "adapt-saved",
     "build-before-commit",
+    "originals-written",
 )
 """Every step a write, a merge, an adapt (its copy of the documents written, before training; its model saved, not yet
-committed) or a build (its rows stored and its
-segments written, not yet committed) can be ended at, in the order they come within each."""
+committed) or a build (its rows stored and its segments written, not yet committed) can be ended at, in the order
+they come within each; last, a segment's originals file written, not yet synced (indexer/vectors/originals.py), in
+any write that makes one."""
 
 
 def crash_point(step: str) -> None:

@@ -54,7 +54,7 @@ VERIFY_ON_OPEN_BYTES = 8 << 20
 ones by writers, which read them whole anyway, and by `searchengine verify`."""
 _T = TypeVar("_T")
 _GENERATION_FILE = re.compile(
-    r"^((vectors(\.\d+)?|documents|whitening|spool|segment)\.\d+\.(faiss|db|safetensors|tmp))(-journal|-wal|-shm)?$"
+    r"^((vectors(\.\d+)?|documents|whitening|spool|segment)\.\d+\.(faiss|db|safetensors|tmp|npy))(-journal|-wal|-shm)?$"
 )
 """Files a write makes: group 1 is the file a store's journal, write-ahead log or shared memory belongs to."""
 _SUFFIXES = {"vectors": "faiss", "documents": "db", "whitening": "safetensors", "spool": "tmp"}
@@ -325,7 +325,8 @@ class IndexDirectory:
         return named_files(self.path / MANIFEST) if self.exists() else set()
 
     def live_file_names(self) -> set[str]:
-        """The files the committed state names: the manifest's, and for format 2 the store's segments."""
+        """The files the committed state names: the manifest's, and for format 2 the store's segments (with their
+        originals files)."""
         names = self._current_files()
         manifest = Manifest.read(self.path / MANIFEST) if names else None
         if manifest is not None and manifest.segmented:
@@ -334,7 +335,7 @@ class IndexDirectory:
             store = DocumentStore(self.path / manifest.files["documents"].name)
             try:
                 store.read_snapshot()
-                names |= {record.name for record in store.segments.records()}
+                names |= {name for record in store.segments.records() for name, _, _ in record.files}
             finally:
                 store.close()
         return names

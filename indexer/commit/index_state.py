@@ -7,13 +7,14 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from searchengine.indexer.commit.manifest import SEGMENT_ROLE, Counts, Manifest, StoredFile
+from searchengine.indexer.commit.manifest import ORIGINALS_ROLE, SEGMENT_ROLE, Counts, Manifest, StoredFile
 from searchengine.indexer.tables.store import DocumentStore
 
 
 def with_store_state(directory: Path, manifest: Manifest) -> Manifest:
     """`manifest` (format 2) with what its store's latest commit says: counts taken from the data, update time,
-    versions, and each live segment as a file (`segment.<n>`, with its size and checksum)."""
+    versions, and each live segment as a file (`segment.<n>`, with its size and checksum; its originals file as
+    `segment.<n>.originals`)."""
     stored = manifest.files["documents"]
     store = DocumentStore(directory / stored.name)
     try:
@@ -26,10 +27,14 @@ def with_store_state(directory: Path, manifest: Manifest) -> Manifest:
 def state_of(store: DocumentStore, manifest: Manifest) -> Manifest:
     """`with_store_state` through an open store, in its current read snapshot."""
     state = store.segments.state()
-    segments = {
-        f"{SEGMENT_ROLE}.{number}": StoredFile(record.name, record.size, record.checksum)
-        for number, record in enumerate(store.segments.records())
-    }
+    segments = {}
+    for number, record in enumerate(store.segments.records()):
+        segments[f"{SEGMENT_ROLE}.{number}"] = StoredFile(record.name, record.size, record.checksum)
+        if record.originals is not None:
+            originals = record.originals
+            segments[f"{SEGMENT_ROLE}.{number}.{ORIGINALS_ROLE}"] = StoredFile(
+                originals.name, originals.size, originals.checksum
+            )
     documents = store.count()
     counts = Counts(vectors=store.vector_count(), documents=documents, tombstones=len(store.tombstones.ids()))
     files = manifest.own_files

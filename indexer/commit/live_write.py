@@ -90,9 +90,10 @@ class IndexWrite:
             index = self.manifest.index
             records = self.store.segments.records()
             for record in records:  # read whole anyway: check every byte before a write builds on them
-                problem = self.directory.check_file(StoredFile(record.name, record.size, record.checksum))
-                if problem:
-                    raise IndexerError(f"{problem}; rebuild the index")
+                for name, size, checksum in record.files:
+                    problem = self.directory.check_file(StoredFile(name, size, checksum))
+                    if problem:
+                        raise IndexerError(f"{problem}; rebuild the index")
             self._segments = load_segment_set(self.directory.path, records, index.type, index.dimension)
         return self._segments
 

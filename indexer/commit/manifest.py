@@ -30,6 +30,8 @@ READABLE_FORMATS = (1, 2)
 ROLES = ("vectors", "documents", "whitening")
 """The files a format-1 index may name; vectors and documents it always has (vectors as shards: `vector_roles`)."""
 SEGMENT_ROLE = "segment"
+ORIGINALS_ROLE = "originals"
+"""The role of a segment's originals file is its segment's role and this: `segment.<n>.originals`."""
 """Role prefix of a vector segment in a format-2 index's file list (`segment.<name>`), filled in from the store."""
 _REBUILD = "rebuild the index from its corpus with `searchengine index`"
 
@@ -173,8 +175,14 @@ class Manifest:
 
     @property
     def segment_files(self) -> dict[str, StoredFile]:
-        """The live vector segments by role (`segment.<n>`), as filled in from the store (format 2)."""
+        """Every file of the live vector segments by role (`segment.<n>`, and `segment.<n>.originals` where it keeps
+        its original vectors), as filled in from the store (format 2)."""
         return {role: stored for role, stored in self.files.items() if role.startswith(SEGMENT_ROLE)}
+
+    @property
+    def vector_segments(self) -> dict[str, StoredFile]:
+        """The live vector segments' FAISS files by role (`segment.<n>`), their originals left out."""
+        return {role: stored for role, stored in self.segment_files.items() if not role.endswith(ORIGINALS_ROLE)}
 
     @property
     def own_files(self) -> dict[str, StoredFile]:
@@ -254,7 +262,16 @@ class Manifest:
     def state_json(self) -> dict[str, Any]:
         """What a format-2 store says beside the manifest (`info --json`): counts from the data, the last update,
         the versions that last wrote, and the live segments."""
-        segments = list(self.segment_files.values())
+        files = self.segment_files
+        segments = [
+            {"file": s.name, "size": s.size, "checksum": s.checksum}
+            | (
+                {"originals": {"file": o.name, "size": o.size, "checksum": o.checksum}}
+                if (o := files.get(f"{role}.{ORIGINALS_ROLE}")) is not None
+                else {}
+            )
+            for role, s in self.vector_segments.items()
+        ]
         return {
             "count": {
                 "vectors": self.count.vectors,
@@ -263,7 +280,7 @@ class Manifest:
             },
             "updated_at": self.updated_at,
             "versions": dict(self.versions),
-            "segments": [{"file": s.name, "size": s.size, "checksum": s.checksum} for s in segments],
+            "segments": segments,
             "size_on_disk": self.size_on_disk,
         }
 

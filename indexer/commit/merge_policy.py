@@ -30,6 +30,8 @@ from searchengine.indexer.commit.index_directory import IndexDirectory
 from searchengine.indexer.commit.manifest import Manifest
 from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.tables.store import DocumentStore
+from searchengine.indexer.vectors.index_choice import MEMORY_BUDGET, type_for_growth
+from searchengine.indexer.vectors.originals import ORIGINAL_TYPES, ORIGINALS_SETTING, keeps_originals, originals_name
 from searchengine.indexer.vectors.segments import (
     SMALL_SEGMENT_LIMIT,
     SegmentRecord,
@@ -138,8 +140,13 @@ def merge(directory: IndexDirectory, names: list[str] | None = None) -> MergeRes
         store.read_snapshot()
         records = store.segments.records()
         tombstones = store.tombstones.ids()
+        budget = store.settings.get(MEMORY_BUDGET)
+        originals = store.settings.get(ORIGINALS_SETTING)
+        originals = originals if originals in ORIGINAL_TYPES else None  # a setting changed by hand: the default
     finally:
         store.close()
+    grown = sum(r.vectors for r in records) - len(tombstones)
+    index_type = type_for_growth(manifest.index.type, grown, manifest.index.dimension, budget)
     chosen = [r for r in records if names is None or r.name in names]
     if not chosen or (len(chosen) == 1 and names is None and not len(tombstones)):
         return None
@@ -152,12 +159,16 @@ def merge(directory: IndexDirectory, names: list[str] | None = None) -> MergeRes
     held = segments.ids()
     dropped = np.intersect1d(held, tombstones)
     live = np.setdiff1d(held, dropped)
+    factory = segment_factory(index_type, len(live))
     claim = ClaimedFile(directory.path / new_segment_name()) if len(live) else None
+    claims = [claim] if claim is not None else []
+    if claim is not None and keeps_originals(factory):  # its originals file is made beside it, claimed the same way
+        claims.append(ClaimedFile(directory.path / originals_name(claim.path.name)))
     try:
-        return _merge_into(directory, manifest, segments, chosen, live, dropped, claim)
+        return _merge_into(directory, manifest, factory, segments, chosen, live, dropped, claims, originals)
     finally:
-        if claim is not None:
-            claim.release()
+        for made in claims:
+            made.release()
 
 
 def _still_live(directory: IndexDirectory, manifest: Manifest, chosen: list[SegmentRecord]) -> bool:
@@ -173,16 +184,21 @@ def _still_live(directory: IndexDirectory, manifest: Manifest, chosen: list[Segm
 def _merge_into(
     directory: IndexDirectory,
     manifest: Manifest,
+    factory: str,
     segments: SegmentSet,
     chosen: list[SegmentRecord],
     live: np.ndarray,
     dropped: np.ndarray,
-    claim: ClaimedFile | None,
+    claims: list[ClaimedFile],
+    originals: str | None,
 ) -> MergeResult | None:
-    """Copy the `live` vectors of `segments` into the claimed file, then commit it in place of `chosen`."""
+    """Copy the `live` vectors of `segments` into the claimed file, as a segment of type `factory` (and its
+    originals, kept as `originals`, into the one claimed beside it), then commit it in place of `chosen`. The
+    vectors copied are the originals where a segment keeps them: a merge never compresses codes twice."""
     segment = None
+    claim = claims[0] if claims else None
     if claim is not None:
-        index = VectorIndex.create(segment_factory(manifest.index.type, len(live)), manifest.index.dimension)
+        index = VectorIndex.create(factory, manifest.index.dimension, originals)
         if index.needs_training:
             sample = np.sort(np.random.default_rng(0).permutation(live)[:TRAINING_SAMPLE])
             index.train(segments.reconstruct(sample))
@@ -198,7 +214,7 @@ def _merge_into(
         try:
             writer.begin()
             current = {r.name for r in writer.segments.records()}
-            if not set(replaced) <= current or (claim is not None and not claim.still_here()):
+            if not set(replaced) <= current or not all(made.still_here() for made in claims):
                 writer.rollback()  # another merge replaced them, or the file is not ours any more: no harm done
                 return None
             if segment is None:
@@ -216,7 +232,8 @@ def _merge_into(
         finally:
             writer.close()
             if segment is not None:
-                directory.remove_if_uncommitted(segment.name)
+                for name, _, _ in segment.files:
+                    directory.remove_if_uncommitted(name)
         directory.remove_unreferenced()
     return MergeResult(replaced, segment, len(dropped))
 

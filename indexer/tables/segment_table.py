@@ -1,6 +1,7 @@
 """The store's record of which segments make up the index, and the state each commit stamps.
 
-The `segments` table names every live segment file with its FAISS type, vector count, size and checksum; the
+The `segments` table names every live segment file with its FAISS type, vector count, size and checksum (and
+`segment_originals` the file of original vectors beside a segment whose codes are approximate, with its own); the
 `index_state` table holds the commit number (one more per commit: how a reader sees that something changed), the
 time of the last write, the library versions that last wrote, and the next free id. Both change only inside a
 write's transaction, which is the commit point: a segment is live exactly when a committed transaction names it.
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.tables.store_table import StoreTable
+from searchengine.indexer.vectors.originals import OriginalsRecord, originals_name
 from searchengine.indexer.vectors.segments import SegmentRecord
 
 if TYPE_CHECKING:
@@ -26,6 +28,7 @@ CHECKSUM = re.compile(r"sha256:[0-9a-f]{64}")
 
 TABLE = "segments"
 STATE_TABLE = "index_state"
+ORIGINALS_TABLE = "segment_originals"
 
 
 class SegmentTable(StoreTable):
@@ -37,13 +40,27 @@ class SegmentTable(StoreTable):
     def records(self) -> list[SegmentRecord]:
         """The live segments, oldest first; a row that cannot be one is one IndexerError naming it."""
         with self._guard():
-            rows = self.db.execute(
-                f"SELECT name, factory, vectors, size, checksum, first_id, last_id FROM {TABLE} ORDER BY position"
-            ).fetchall()
+            if self._has_originals_table():
+                rows = self.db.execute(
+                    f"SELECT s.name, factory, vectors, s.size, s.checksum, first_id, last_id, o.name, o.size, "
+                    f"o.checksum FROM {TABLE} s LEFT JOIN {ORIGINALS_TABLE} o ON o.segment = s.name ORDER BY position"
+                ).fetchall()
+            else:  # a store no write has upgraded yet (readers never change it): no segment has originals
+                rows = [
+                    (*row, None, None, None)
+                    for row in self.db.execute(
+                        f"SELECT name, factory, vectors, size, checksum, first_id, last_id FROM {TABLE} "
+                        "ORDER BY position"
+                    ).fetchall()
+                ]
         return [self._record(row) for row in rows]
 
+    def _has_originals_table(self) -> bool:
+        query = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
+        return self.db.execute(query, [ORIGINALS_TABLE]).fetchone() is not None
+
     def _record(self, row: tuple) -> SegmentRecord:
-        name, factory, vectors, size, checksum, first_id, last_id = row
+        name, factory, vectors, size, checksum, first_id, last_id, *originals = row
         problem = None
         if not isinstance(name, str) or not SEGMENT_NAME.fullmatch(name):
             problem = f"names {name!r}, not a segment file of the index directory (segment.<number>.faiss)"
@@ -55,9 +72,18 @@ class SegmentTable(StoreTable):
             problem = f"has id range {first_id!r}..{last_id!r}"
         elif not isinstance(checksum, str) or not CHECKSUM.fullmatch(checksum):
             problem = f"has checksum {checksum!r}"
+        elif originals[0] is not None and (
+            originals[0] != originals_name(name)
+            or not isinstance(originals[1], int)
+            or originals[1] < 0
+            or not isinstance(originals[2], str)
+            or not CHECKSUM.fullmatch(originals[2])
+        ):
+            problem = f"of {name} names originals {originals[0]!r} of size {originals[1]!r}, checksum {originals[2]!r}"
         if problem:
             raise IndexerError(f"the store's segment row {problem}: the store is corrupt; rebuild the index")
-        return SegmentRecord(name, factory, vectors, size, checksum, first_id, last_id)
+        kept = None if originals[0] is None else OriginalsRecord(*originals)
+        return SegmentRecord(name, factory, vectors, size, checksum, first_id, last_id, kept)
 
     def add(self, records: Sequence[SegmentRecord]) -> None:
         """Name new segments (after those there are)."""
@@ -68,6 +94,14 @@ class SegmentTable(StoreTable):
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [_row(record, position + offset) for offset, record in enumerate(records)],
             )
+            self._add_originals(records)
+
+    def _add_originals(self, records: Sequence[SegmentRecord]) -> None:
+        rows = [(r.name, r.originals.name, r.originals.size, r.originals.checksum) for r in records if r.originals]
+        if rows:
+            self.db.conn.executemany(
+                f"INSERT INTO {ORIGINALS_TABLE} (segment, name, size, checksum) VALUES (?, ?, ?, ?)", rows
+            )
 
     def replace(self, old: Sequence[str], new: SegmentRecord) -> None:
         """Name `new` in place of the segments `old` (a merge): it takes the position of the first of them."""
@@ -76,20 +110,30 @@ class SegmentTable(StoreTable):
             position = self.db.execute(f"SELECT min(position) FROM {TABLE} WHERE name IN ({marks})", list(old))
             first = position.fetchone()[0]
             self.db.execute(f"DELETE FROM {TABLE} WHERE name IN ({marks})", list(old))
+            self._remove_originals(old)
             self.db.execute(
                 f"INSERT INTO {TABLE} (name, factory, vectors, size, checksum, first_id, last_id, position) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 _row(new, first),
             )
+            self._add_originals([new])
+
+    def _remove_originals(self, segments: Sequence[str]) -> None:
+        if self._has_originals_table():
+            marks = ",".join("?" * len(segments))
+            self.db.execute(f"DELETE FROM {ORIGINALS_TABLE} WHERE segment IN ({marks})", list(segments))
 
     def remove(self, names: Sequence[str]) -> None:
         """Stop naming the segments `names` (a merge that found every vector of them deleted)."""
         with self._guard():
             self.db.execute(f"DELETE FROM {TABLE} WHERE name IN ({','.join('?' * len(names))})", list(names))
+            self._remove_originals(names)
 
     def clear(self) -> None:
         with self._guard():
             self.db.execute(f"DELETE FROM {TABLE}")
+            if self._has_originals_table():
+                self.db.execute(f"DELETE FROM {ORIGINALS_TABLE}")
 
     def state(self) -> dict[str, str]:
         """The commit state: 'commit', 'updated_at', 'versions' (JSON) and 'next_id', as far as written; checked,
@@ -151,3 +195,12 @@ def create_tables(db: sqlite_utils.Database) -> None:
         "position INTEGER NOT NULL)"
     )
     db.execute(f"CREATE TABLE IF NOT EXISTS {STATE_TABLE} (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+
+
+def create_originals_table(db: sqlite_utils.Database) -> None:
+    """The originals files of segments (migration 4 of indexer/upgrades/migrations.py): one row per segment that
+    keeps them, removed with it."""
+    db.execute(
+        f"CREATE TABLE IF NOT EXISTS {ORIGINALS_TABLE} (segment TEXT PRIMARY KEY, name TEXT NOT NULL, "
+        "size INTEGER NOT NULL, checksum TEXT NOT NULL)"
+    )

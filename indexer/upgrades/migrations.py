@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from searchengine.indexer.tables.counters import create_counters
 from searchengine.indexer.tables.row_checksums import create_row_checksums, record_missing_row_checksums
-from searchengine.indexer.tables.segment_table import create_tables
+from searchengine.indexer.tables.segment_table import create_originals_table, create_tables
 from searchengine.indexer.tables.settings_table import create_table as create_settings
 
 if TYPE_CHECKING:
@@ -43,7 +43,19 @@ def _row_checksums(db: sqlite_utils.Database) -> None:
     record_missing_row_checksums(db)
 
 
-MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [_segments, _counters, _build_settings, _row_checksums]
+def _segment_originals(db: sqlite_utils.Database) -> None:
+    """5 (step 7): the original vectors' file of each segment whose codes are approximate
+    (indexer/vectors/originals.py), named with its size and checksum."""
+    create_originals_table(db)
+
+
+MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
+    _segments,
+    _counters,
+    _build_settings,
+    _row_checksums,
+    _segment_originals,
+]
 """In order: migration n is MIGRATIONS[n - 1]."""
 
 

@@ -25,6 +25,12 @@ import numpy as np
 from searchengine.indexer.commit.crash_points import crash_point
 from searchengine.indexer.commit.durable_files import file_checksum, fsync_path
 from searchengine.indexer.errors import IndexerError, StorageFullError, storage_error_kind
+from searchengine.indexer.vectors.originals import (
+    DEFAULT_RESCORE,
+    MappedOriginals,
+    OriginalsRecord,
+    write_originals,
+)
 from searchengine.indexer.vectors.shards import merge_found, pool
 from searchengine.indexer.vectors.vector_index import VectorIndex, collect_matrix, training_shortfall
 
@@ -47,6 +53,16 @@ class SegmentRecord:
     first_id: int = 0
     last_id: int = -1
     """The smallest and largest id it holds (what the merge policy counts its tombstones by)."""
+    originals: OriginalsRecord | None = None
+    """Its original vectors' file, for a type whose codes are approximate (indexer/vectors/originals.py)."""
+
+    @property
+    def files(self) -> list[tuple[str, int, str]]:
+        """(name, size, checksum) of each of its files: the segment, and its originals when it has them."""
+        own = [(self.name, self.size, self.checksum)]
+        if self.originals is not None:
+            own.append((self.originals.name, self.originals.size, self.originals.checksum))
+        return own
 
 
 @dataclass
@@ -115,10 +131,23 @@ def write_segment(
     if mode_of is not None:
         shutil.copymode(mode_of, path)
     fsync_path(path)
+    ids = np.sort(index.ids())
+    originals = None
+    if index.spool is not None:
+        try:
+            originals = write_originals(directory, name, index.spool, ids, mode_of)
+        except (RuntimeError, OSError) as exc:
+            path.unlink(missing_ok=True)
+            kind = storage_error_kind(exc)
+            raise kind(
+                f"cannot write the originals of segment file {path} ({str(exc).strip().splitlines()[-1]}); the index "
+                "is as it was before"
+            ) from None
     fsync_path(directory)
-    ids = index.ids()
-    first, last = (int(ids.min()), int(ids.max())) if len(ids) else (0, -1)
-    return SegmentRecord(name, index.factory, index.count, path.stat().st_size, file_checksum(path), first, last)
+    first, last = (int(ids[0]), int(ids[-1])) if len(ids) else (0, -1)
+    return SegmentRecord(
+        name, index.factory, index.count, path.stat().st_size, file_checksum(path), first, last, originals
+    )
 
 
 def load_segment_set(directory: Path, records: list[SegmentRecord], factory: str, dimension: int) -> SegmentSet:
@@ -149,18 +178,47 @@ def load_segment(directory: Path, record: SegmentRecord, dimension: int) -> Segm
             f"segment file {path} holds vectors of dimension {index.dimension}, the index's are {dimension}; "
             "rebuild the index"
         )
-    return Segment(record, index, np.sort(index.ids()))
+    ids = np.sort(index.ids())
+    if record.originals is not None:
+        index.originals = load_originals(directory, record, ids, dimension)
+    return Segment(record, index, ids)
+
+
+def load_originals(directory: Path, record: SegmentRecord, ids: np.ndarray, dimension: int) -> MappedOriginals:
+    """The originals file of segment `record` memory-mapped, checked to be of its recorded size."""
+    path = directory / record.originals.name
+    try:
+        size = path.stat().st_size
+    except OSError:
+        raise IndexerError(f"originals file {path} is missing; rebuild the index") from None
+    if size != record.originals.size:
+        raise IndexerError(
+            f"originals file {path} has {size} bytes but the store says {record.originals.size}: it is truncated or "
+            "was changed; rebuild the index"
+        )
+    return MappedOriginals(path, ids, dimension)
 
 
 class SegmentSet:
     """The segments of one committed state, used as one vector index (the methods the query path, clustering and
     mining use of VectorIndex). Read-only: writes add segments (indexer/commit/live_write.py)."""
 
-    def __init__(self, segments: list[Segment], factory: str, dimension: int) -> None:
+    def __init__(self, segments: list[Segment], factory: str, dimension: int, rescore: int | None = None) -> None:
         self.segments = segments
         self.factory = factory
         """The index's own type (what large segments use)."""
         self._dimension = dimension
+        self.rescore = DEFAULT_RESCORE if rescore is None else rescore
+        """Candidates per query a segment with originals rescores exactly (0: its codes' own scores)."""
+
+    def rescoring(self, rescore: int | None) -> SegmentSet:
+        """These segments searched with `rescore` candidates rescored (None: DEFAULT_RESCORE)."""
+        return SegmentSet(self.segments, self.factory, self._dimension, rescore)
+
+    @property
+    def has_originals(self) -> bool:
+        """Whether any segment keeps originals (codes that approximate them)."""
+        return any(segment.index.originals is not None for segment in self.segments)
 
     @property
     def dimension(self) -> int:
@@ -177,7 +235,10 @@ class SegmentSet:
     def search(
         self, queries: np.ndarray, k: int, allowed: np.ndarray | None = None, excluded: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
-        """VectorIndex.search over every segment at once, merged: the k best per query, ties by id."""
+        """VectorIndex.search over every segment at once, merged: the k best per query, ties by id. A segment with
+        originals takes max(k, rescore) candidates from its codes and scores them exactly from its originals, so
+        every score merged is an exact inner product (a binary segment's Hamming ranks only its candidates: its
+        k best are always scored from the originals)."""
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         threads = max(1, faiss.omp_get_max_threads() // max(1, len(self.segments)))
 
@@ -189,7 +250,11 @@ class SegmentSet:
             if len(gone if gone is not None else ()) == segment.index.count:
                 return None
             faiss.omp_set_num_threads(threads)
-            return segment.index.search(queries, k, own, gone if gone is not None and len(gone) else None)
+            originals = segment.index.originals
+            rescored = originals is not None and (self.rescore > 0 or segment.index.binary)
+            depth = max(k, self.rescore) if rescored else k
+            found = segment.index.search(queries, depth, own, gone if gone is not None and len(gone) else None)
+            return originals.rescore(queries, found[1], k) if rescored else found
 
         if len(self.segments) == 1:
             found = [search_segment(self.segments[0])]

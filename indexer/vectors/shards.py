@@ -30,8 +30,8 @@ class ShardedVectorIndex:
         self.shards = shards
 
     @classmethod
-    def create(cls, factory: str, dimension: int, shards: int) -> ShardedVectorIndex:
-        return cls([VectorIndex.create(factory, dimension) for _ in range(shards)])
+    def create(cls, factory: str, dimension: int, shards: int, originals: str | None = None) -> ShardedVectorIndex:
+        return cls([VectorIndex.create(factory, dimension, originals) for _ in range(shards)])
 
     @property
     def factory(self) -> str:
@@ -143,9 +143,10 @@ def pool() -> ThreadPoolExecutor:
     return ThreadPoolExecutor(max_workers=os.cpu_count() or 1, thread_name_prefix="shard-search")
 
 
-def create_vectors(factory: str, dimension: int, shards: int = 1) -> Vectors:
-    """An empty vector index of `factory`, in `shards` shards (one plain VectorIndex when 1)."""
+def create_vectors(factory: str, dimension: int, shards: int = 1, originals: str | None = None) -> Vectors:
+    """An empty vector index of `factory`, in `shards` shards (one plain VectorIndex when 1); `originals`: how a
+    type whose codes are approximate keeps its original vectors (VectorIndex.create)."""
     if shards == 1:
-        return VectorIndex.create(factory, dimension)
-    return ShardedVectorIndex.create(factory, dimension, shards)
+        return VectorIndex.create(factory, dimension, originals)
+    return ShardedVectorIndex.create(factory, dimension, shards, originals)
 

@@ -11,9 +11,8 @@ import faiss
 import numpy as np
 from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.vectors.exact_batches import scored_together
-
-EXACT_SEARCH_LIMIT = 200_000
-"""Up to this many vectors the default index is exact ("Flat"); beyond it, graph search ("HNSW32")."""
+from searchengine.indexer.vectors.index_choice import choose_index_type
+from searchengine.indexer.vectors.originals import MappedOriginals, OriginalsSpool, is_binary, keeps_originals
 
 HNSW_EF_SEARCH = 512
 """Where HNSW32 reaches a recall@10 above 0.95 on 1M MiniLM vectors while one search still costs a fraction of
@@ -21,13 +20,18 @@ encoding the query (each efSearch measured in docs/benchmarks.md#1000000-vectors
 HNSW_EF_CONSTRUCTION = 80
 IVF_NPROBE_FRACTION = 16
 """IVF indexes search nlist / 16 cells (at least 1)."""
+DEEPER_FOR_EXCLUDED = 10
+"""A type without id selectors leaves out up to k x this many excluded ids by searching deeper; more, by exact search
+of the rest."""
 EXACT_CHUNK = 65_536
 """Candidates scored per matrix product when a filtered search falls back to exact search."""
 
 
-def default_factory(count: int | None) -> str:
-    """Exact search for small corpora (and unknown sizes), HNSW32 for large ones."""
-    return "Flat" if count is None or count <= EXACT_SEARCH_LIMIT else "HNSW32"
+def default_factory(count: int | None, dimension: int = 384, budget: int | None = None) -> str:
+    """What `--index auto` picks (indexer/vectors/index_choice.py): exact search for small corpora (and unknown
+    sizes), HNSW32 for large ones, and within a memory `budget` (bytes), the first type whose vectors of
+    `dimension` fit."""
+    return choose_index_type(count, dimension, budget)
 
 
 class VectorIndex:
@@ -36,12 +40,23 @@ class VectorIndex:
     def __init__(self, index: faiss.Index, factory: str) -> None:
         self.index = index
         self.factory = factory
+        self.spool: OriginalsSpool | None = None
+        """The vectors added, kept for the originals file of an index whose codes are approximate (a new one)."""
+        self.originals: MappedOriginals | None = None
+        """The exact vectors of a loaded segment whose codes are approximate (indexer/vectors/originals.py)."""
+        self.binary = is_binary(factory)
+        """Binary codes: FAISS gives Hamming distances, which `search` turns into scores (larger is nearer)."""
 
     @classmethod
-    def create(cls, factory: str, dimension: int) -> VectorIndex:
-        """Build an empty index from a FAISS factory string ("Flat", "HNSW32", "IVF1024,PQ32", ...)."""
+    def create(cls, factory: str, dimension: int, originals: str | None = None) -> VectorIndex:
+        """Build an empty index from a FAISS factory string ("Flat", "HNSW32", "IVF1024,PQ32", "HNSW32,SQ8",
+        "LSH", ...). A type whose codes are approximate keeps the vectors it is given, as `originals` ("float16",
+        the default, or "float32"), for the originals file written beside its segment."""
+        # Binary codes (LSH) rank by Hamming distance, which FAISS builds under the L2 metric only; on normalised
+        # vectors L2 and inner product rank alike.
+        metric = faiss.METRIC_L2 if is_binary(factory) else faiss.METRIC_INNER_PRODUCT
         try:
-            inner = faiss.index_factory(dimension, factory, faiss.METRIC_INNER_PRODUCT)
+            inner = faiss.index_factory(dimension, factory, metric)
         except RuntimeError as exc:
             raise IndexerError(
                 f"FAISS cannot build index type {factory!r} for dimension {dimension}: {_reason(exc)}. "
@@ -52,9 +67,12 @@ class VectorIndex:
         if ivf is not None:
             # IVF stores ids itself; a hashtable direct map lets it reconstruct and remove by id.
             ivf.set_direct_map_type(faiss.DirectMap.Hashtable)
-            return cls(inner, factory)
-        index = inner if isinstance(inner, faiss.IndexIDMap) else faiss.IndexIDMap2(inner)
-        return cls(index, factory)
+            created = cls(inner, factory)
+        else:
+            created = cls(inner if isinstance(inner, faiss.IndexIDMap) else faiss.IndexIDMap2(inner), factory)
+        if keeps_originals(factory):
+            created.spool = OriginalsSpool(dimension, originals)
+        return created
 
     @property
     def dimension(self) -> int:
@@ -81,7 +99,10 @@ class VectorIndex:
             ) from None
 
     def add(self, vectors: np.ndarray, ids: np.ndarray) -> None:
-        self.index.add_with_ids(np.ascontiguousarray(vectors, dtype=np.float32), np.asarray(ids, dtype=np.int64))
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+        self.index.add_with_ids(vectors, np.asarray(ids, dtype=np.int64))
+        if self.spool is not None:
+            self.spool.add(vectors, ids)
 
     def search(
         self, queries: np.ndarray, k: int, allowed: np.ndarray | None = None, excluded: np.ndarray | None = None
@@ -96,13 +117,13 @@ class VectorIndex:
         queries = np.ascontiguousarray(queries, dtype=np.float32)
         selector = _selector(allowed, excluded)
         if selector is None:
-            with scored_together(len(queries)):
-                return self.index.search(queries, k)
+            return self._searched(queries, k)
         try:
-            with scored_together(len(queries)):
-                scores, ids = self.index.search(queries, k, params=self._search_parameters(selector))
-        except RuntimeError:  # this index type takes no search parameters
+            scores, ids = self._searched(queries, k, self._search_parameters(selector))
+        except RuntimeError:  # this index type takes no search parameters (PQ, LSH)
             scores, ids = None, None
+            if allowed is None and len(excluded) <= k * DEEPER_FOR_EXCLUDED:
+                scores, ids = self._searched_without(queries, k, np.asarray(excluded, dtype=np.int64))
         found = None if ids is None else (ids >= 0).sum(axis=1)
         if found is not None and bool((found >= k).all()):  # the usual case: no need to count the candidates
             return scores, ids
@@ -119,6 +140,26 @@ class VectorIndex:
         if allowed is None:
             candidates = np.setdiff1d(self.ids(), excluded)
         return self._exact_search(queries, k, candidates)
+
+    def _searched(
+        self, queries: np.ndarray, k: int, parameters: faiss.SearchParameters | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """FAISS's search, its scores larger-is-nearer (a Hamming distance negated)."""
+        with scored_together(len(queries)):
+            if parameters is None:
+                scores, ids = self.index.search(queries, k)
+            else:
+                scores, ids = self.index.search(queries, k, params=parameters)
+        return (-scores if self.binary else scores), ids
+
+    def _searched_without(self, queries: np.ndarray, k: int, excluded: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The top k leaving out a few `excluded` ids, for a type without id selectors: a search as deep as k and
+        every excluded id, the excluded dropped."""
+        scores, ids = self._searched(queries, k + len(excluded))
+        gone = np.isin(ids, excluded)
+        ids, scores = np.where(gone, -1, ids), np.where(gone, -np.inf, scores).astype(np.float32)
+        order = np.argsort(gone | (ids < 0), axis=1, kind="stable")[:, :k]
+        return np.take_along_axis(scores, order, 1), np.take_along_axis(ids, order, 1)
 
     def _exact_search(self, queries: np.ndarray, k: int, candidates: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Brute-force top-k over the stored vectors of `candidates`, in chunks."""
@@ -143,7 +184,9 @@ class VectorIndex:
         return faiss.SearchParameters(sel=selector)
 
     def reconstruct(self, ids: np.ndarray) -> np.ndarray:
-        """The stored vectors of `ids` (approximate for PQ/SQ codes)."""
+        """The stored vectors of `ids`: the originals where the segment keeps them, else what the codes hold."""
+        if self.originals is not None:
+            return self.originals.vectors(ids)
         return self.index.reconstruct_batch(np.asarray(ids, dtype=np.int64))
 
     def remove(self, ids: np.ndarray) -> bool:
@@ -166,11 +209,14 @@ class VectorIndex:
         ).astype(np.int64)
 
     def stored_vectors(self, batch_size: int = 65_536) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """(ids, vectors) in batches, read back from the index itself (approximate for PQ/SQ codes)."""
+        """(ids, vectors) in batches: the originals where the segment keeps them, else read back from the index
+        itself."""
         ids = self.ids()
         for start in range(0, len(ids), batch_size):
             stop = min(start + batch_size, len(ids))
-            if _ivf_of(self.index) is None:
+            if self.originals is not None:
+                yield ids[start:stop], self.originals.vectors(ids[start:stop])
+            elif _ivf_of(self.index) is None:
                 yield ids[start:stop], faiss.downcast_index(self.index.index).reconstruct_n(start, stop - start)
             else:
                 yield ids[start:stop], self.index.reconstruct_batch(ids[start:stop])
@@ -195,9 +241,13 @@ class VectorIndex:
         return faiss.serialize_index(_on_cpu(self.index))
 
     @classmethod
-    def from_bytes(cls, data: np.ndarray, factory: str) -> VectorIndex:
-        """An index from `to_bytes`'s output: the same type, training, search settings and vectors."""
-        return cls(faiss.deserialize_index(np.asarray(data, dtype=np.uint8)), factory)
+    def from_bytes(cls, data: np.ndarray, factory: str, originals: str | None = None) -> VectorIndex:
+        """An index from `to_bytes`'s output: the same type, training, search settings and vectors; one that keeps
+        originals keeps those added from now on (as `originals`, as `create`)."""
+        made = cls(faiss.deserialize_index(np.asarray(data, dtype=np.uint8)), factory)
+        if keeps_originals(factory):
+            made.spool = OriginalsSpool(made.dimension, originals)
+        return made
 
     @classmethod
     def load(cls, path: Path, factory: str, mapped: bool = False) -> VectorIndex:

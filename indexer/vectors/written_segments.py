@@ -43,18 +43,19 @@ class WrittenSegments:
         """Take segments a worker wrote into the index directory, each checked to be there with its recorded size
         (a worker on another machine writes there only through a shared file system)."""
         for record in records:
-            path = self.generation.directory.path / record.name
-            self.generation.created_file(record.name)  # removed with the generation if the build fails
-            try:
-                size = path.stat().st_size
-            except OSError:
-                size = None
-            if size != record.size:
-                found = "is not there" if size is None else f"has {size} bytes, not {record.size}"
-                raise IndexerError(
-                    f"segment file {path} that a Ray worker wrote {found} on this machine: put the index directory "
-                    "on a file system every node shares (the same path everywhere)"
-                )
+            for name, expected, _ in record.files:  # the segment, and its originals file where it has one
+                path = self.generation.directory.path / name
+                self.generation.created_file(name)  # removed with the generation if the build fails
+                try:
+                    size = path.stat().st_size
+                except OSError:
+                    size = None
+                if size != expected:
+                    found = "is not there" if size is None else f"has {size} bytes, not {expected}"
+                    raise IndexerError(
+                        f"segment file {path} that a Ray worker wrote {found} on this machine: put the index "
+                        "directory on a file system every node shares (the same path everywhere)"
+                    )
             self.records.append(record)
 
     def remove(self, ids: np.ndarray) -> bool:  # noqa: ARG002 (the Vectors interface)

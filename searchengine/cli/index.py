@@ -30,6 +30,7 @@ from searchengine.encoding.model_source import Pooling
 from searchengine.encoding.passages import PASSAGE_HEADINGS_BY_DEFAULT, PASSAGES_BY_DEFAULT
 from searchengine.encoding.precision import Precision
 from searchengine.engine.wording import counted
+from searchengine.indexer.vectors.index_choice import EXACT_SEARCH_LIMIT
 from searchengine.reading.file_rules import DEFAULT_MAX_MB
 
 if TYPE_CHECKING:
@@ -78,8 +79,18 @@ def index(
     index_type: str | None = typer.Option(
         None,
         "--index",
-        help='FAISS factory string, e.g. "Flat", "HNSW32", "IVF1024,PQ32".',
-        show_default="Flat up to 200,000 texts, else HNSW32",
+        help='FAISS factory string, e.g. "Flat", "HNSW32", "IVF1024,PQ32", or auto: chosen by the corpus size and '
+        "--memory-budget.",
+        show_default=f"auto: Flat up to {EXACT_SEARCH_LIMIT:,} texts, else HNSW32",
+    ),
+    memory_budget: str | None = typer.Option(
+        None,
+        "--memory-budget",
+        metavar="SIZE",
+        help="Memory the index's vectors may take in a query process, e.g. 8GB or 300MB: auto picks the best type "
+        "that fits (float32 Flat or HNSW32, else HNSW32,SQ8, else IVF-PQ, whose full vectors stay on disk) and "
+        "later merges keep within it. `searchengine info` shows what each part takes.",
+        show_default="no limit",
     ),
     whiten_k: int | None = typer.Option(
         None, "--whiten-k", min=1, help="Fit BERT-whitening and keep this many dimensions (e.g. 128)."
@@ -130,6 +141,13 @@ def index(
         help="Split the vectors over this many FAISS indexes, searched together. Not with --ray, whose workers "
         "write a segment per part of the corpus.",
         show_default="1",
+    ),
+    originals: str | None = typer.Option(
+        None,
+        "--originals",
+        help="With an index type whose codes are approximate (PQ, SQ8, LSH): keep each segment's original vectors "
+        "on disk as float16 or float32, memory-mapped, for exact rescoring (`query --rescore`).",
+        show_default="float16",
     ),
     ray: str | None = typer.Option(
         None,
@@ -209,11 +227,13 @@ def index(
             template=template,
             denoise=denoise,
             index_type=index_type,
+            memory_budget=memory_budget,
             whiten_k=whiten_k,
             whiten_fit=whiten_fit,
             passages=passages,
             passage_headings=passage_headings,
             shards=shards,
+            originals=originals,
             rules=FileRules(tuple(include), tuple(exclude), max_file_size),
             whole=whole,
             strict=strict,
@@ -269,6 +289,7 @@ def add(
         template=None,
         denoise=None,
         index_type=None,
+        memory_budget=None,
         whiten_k=None,
         whiten_fit=None,
         passages=None,
@@ -284,6 +305,7 @@ def add(
         threads=threads,
         quiet=quiet,
         shards=None,
+        originals=None,
         ray=None,
         ray_workers=None,
         ray_part_size=None,
@@ -305,10 +327,7 @@ def _print_outcome(outcome: IndexOutcome, corpus: str, target: Path) -> None:
     typer.echo(indexing_summary(report, corpus, target, len(engine)))
     typer.echo(stage_summary(report))
     if report.index_type_chosen:
-        typer.echo(
-            f"Index type {report.index_type}, chosen for this corpus size (exact search up to 200,000 documents); "
-            "pass --index to choose another."
-        )
+        typer.echo(f"Index type {report.index_type}, {report.index_type_reason}; pass --index to choose another.")
     if report.split:
         typer.echo(
             f"{counted(report.split, 'document')} longer than the model's {engine.manifest.passages.tokens} "

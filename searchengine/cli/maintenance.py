@@ -17,6 +17,7 @@ from searchengine.errors import SearchEngineError
 from searchengine.reading.file_rules import DEFAULT_MAX_MB
 
 if TYPE_CHECKING:  # imported inside the commands, so `--help` stays fast
+    from searchengine.engine.index_memory import MemoryUse
     from searchengine.indexer.commit.index_directory import IndexDirectory
     from searchengine.indexer.commit.manifest import Manifest
     from searchengine.indexer.tables.store import ClusteringRecord
@@ -39,7 +40,7 @@ def info(
     with user_errors(target):
         directory = IndexDirectory(target)
         # Read the store of the manifest just read, again from the top if a writer swaps generations meanwhile.
-        manifest, (clustering, duplicates, repeats, keyword_index, reading) = directory.read_consistently(
+        manifest, (clustering, duplicates, repeats, keyword_index, reading, memory) = directory.read_consistently(
             lambda current: (current, _store_summary(directory, current))
         )
         model, whitening = manifest.model, manifest.whitening
@@ -71,6 +72,7 @@ def info(
             "deleted, not compacted": _tombstone_summary(manifest),
             "clustering": _clustering_summary(clustering),
             "near-duplicates": _duplicates_summary(duplicates),
+            "memory": _memory_summary(memory),
             "size on disk": _human_bytes(manifest.size_on_disk),
             "built": manifest.created_at,
             "updated": manifest.updated_at,
@@ -83,6 +85,7 @@ def info(
                 "repeats": repeats,
                 "keyword_index": keyword_index,
                 "reading": reading,
+                "memory": memory.as_json(),
             }
             state = manifest.state_json() if manifest.segmented else {}
             typer.echo(json.dumps({**manifest.as_json_dict(), **state, **extra}, indent=2))
@@ -94,10 +97,11 @@ def info(
 
 def _store_summary(
     directory: IndexDirectory, manifest: Manifest
-) -> tuple[ClusteringRecord | None, int, int, bool, dict]:
+) -> tuple[ClusteringRecord | None, int, int, bool, dict, MemoryUse]:
     """From the index's document store: the stored clustering (or None), how many documents `mine --dedupe`
     marked as near-duplicates, how many documents repeat an earlier one's exact text, whether it holds the
-    keyword index, and how it reads its input (searchengine.engine.files)."""
+    keyword index, how it reads its input (searchengine.engine.files), and the memory each part takes."""
+    from searchengine.engine.index_memory import memory_use
     from searchengine.engine.indexing import READING
     from searchengine.indexer.tables.store import DocumentStore
 
@@ -110,6 +114,7 @@ def _store_summary(
             store.documents.repeats(),
             store.keyword.exists(),
             reading if isinstance(reading, dict) else {},
+            memory_use(directory.path, manifest, store),
         )
     finally:
         store.close()
@@ -164,6 +169,20 @@ def _vectors_summary(manifest: Manifest) -> str:
     return f"{searchable} (this index was written by an older version: one per distinct text until its next write)"
 
 
+def _memory_summary(memory: MemoryUse) -> str:
+    """The memory each part takes in a query process, the mapped files' page cache and the store's cache apart."""
+    parts = [("codes", memory.codes), ("graph", memory.graph), ("ids", memory.ids), ("tables", memory.fixed)]
+    shown = ", ".join(f"{name} {_human_bytes(size)}" for name, size in parts if size)
+    return (
+        f"{_human_bytes(memory.resident)} to search ({shown or 'nothing'}); mapped files "
+        f"{_human_bytes(memory.mapped_files)} on disk"
+        + (f" ({_human_bytes(memory.originals)} of them full vectors for rescoring)" if memory.originals else "")
+        + f", {_human_bytes(memory.mapped_cached)} of them in the page cache "
+        f"now (shared, evictable); store's page cache up to {_human_bytes(memory.store_cache_limit)} a connection "
+        f"(store file {_human_bytes(memory.store_file)})"
+    )
+
+
 def _duplicates_summary(count: int) -> str:
     if not count:
         return "none marked (mark them with `searchengine mine --threshold 0.95 --dedupe`)"
@@ -183,7 +202,7 @@ def _clustering_summary(clustering: ClusteringRecord | None) -> str:
 
 def _segments_summary(manifest: Manifest) -> str:
     return (
-        f", in {counted(len(manifest.segment_files), 'segment')} searched together (small ones exact; merged as they grow, "
+        f", in {counted(len(manifest.vector_segments), 'segment')} searched together (small ones exact; merged as they grow, "
         "`searchengine compact` merges all)"
     )
 

@@ -25,6 +25,7 @@ from searchengine.engine.modes import DEFAULT_MODE, MODE_DEFAULT_NOTE, MODE_HELP
 from searchengine.engine.snippets import DEFAULT_SNIPPET_CHARS, one_line, snippet
 from searchengine.engine.wording import counted
 from searchengine.errors import SearchEngineError
+from searchengine.indexer.vectors.originals import DEFAULT_RESCORE
 
 if TYPE_CHECKING:
     from searchengine.engine.query_request import QueryRequest
@@ -79,6 +80,15 @@ def query(
         "scale for every query: the cosine (dense), BM25 over the most the query's words allow (keyword, 0..1) "
         "and their bounded fusion (hybrid, 0..1). With --rerank it applies before the cross-encoder. "
         "docs/retrieval.md measures which values separate answerable queries from others.",
+    ),
+    rescore: int | None = typer.Option(
+        None,
+        "--rescore",
+        min=0,
+        help="On an index with compressed codes (--index IVF1024,PQ32, HNSW32,SQ8, LSH ...): take this many "
+        "candidates per segment from the codes and rescore them exactly from the original vectors on disk before "
+        "the k best are shown (0: the codes' own scores). Exact indexes (Flat, HNSW32) ignore it.",
+        show_default=str(DEFAULT_RESCORE),
     ),
     precision: Precision = PrecisionOption,
     backend: Backend = BackendChoiceOption,
@@ -141,12 +151,14 @@ def query(
             raise SearchEngineError(
                 "--server answers from the server's own index and model; drop --index-dir, --model and --whiten-k"
             )
-        request = QueryRequest(queries, k, where, mode, None, rerank, rerank_top, min_score, highlight=True)
+        request = QueryRequest(
+            queries, k, where, mode, None, rerank, rerank_top, min_score, highlight=True, rescore=rescore
+        )
         if server:
             from searchengine.server.client import search_remote
 
             payload = search_remote(
-                server, queries, k, where, rerank, rerank_top, mode, min_score=min_score, highlight=True
+                server, queries, k, where, rerank, rerank_top, mode, min_score=min_score, highlight=True, rescore=rescore
             )
             for result in payload:
                 for hit in result["hits"]:

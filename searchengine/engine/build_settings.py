@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 from searchengine.encoding.passages import PASSAGE_HEADINGS_BY_DEFAULT, PASSAGES_BY_DEFAULT
 from searchengine.engine.corpus_input import Corpus
 from searchengine.errors import SearchEngineError
+from searchengine.indexer.vectors.index_choice import parse_memory_size
+from searchengine.indexer.vectors.originals import ORIGINAL_TYPES
 from searchengine.reading.corpus import JsonFields
 
 if TYPE_CHECKING:
@@ -26,7 +28,11 @@ class BuildSettings:
     pooling: override the model's pooling (mean, cls, max, mean_sqrt_len, last2avg, first_last_avg).
     batch_size, speed: batch size, precision, backend and threads of the Encoder loaded for the build (see
     Encoder); model, pooling, batch_size and speed are ignored when the build is given a loaded encoder.
-    index: a FAISS factory string ("Flat", "HNSW32", "IVF1024,PQ32"); None picks one from the corpus size.
+    index: a FAISS factory string ("Flat", "HNSW32", "IVF1024,PQ32"); None (or "auto") picks one from the corpus
+    size and the memory budget.
+    memory_budget: the memory the index's vectors may take in a query process, in bytes or as a size ("8GB",
+    "300MB"); `auto` then picks the best index type that fits (indexer/vectors/index_choice.py), and the budget is
+    recorded in the index so later merges pick again for the size it has grown to. Only with the automatic choice.
     whiten_k: fit BERT-whitening and keep k dimensions; fitted on `whiten_fit` when given (which needs whiten_k),
     else the corpus.
     jsonl: read a corpus file as JSON lines (True) or plain lines (False); None decides by the .jsonl suffix.
@@ -50,6 +56,8 @@ class BuildSettings:
     node writes at the same path (the workers write the vector segments there).
     reading: how the input was read, recorded in the index for `add` and `sync` (searchengine.engine.files);
     by default the JSON fields.
+    originals: how an index type whose codes are approximate (PQ, SQ8, LSH) keeps each segment's original vectors
+    on disk for exact rescoring: "float16" (None, the default) or "float32" (searchengine.indexer.vectors.originals).
     """
 
     model: str | Path | None = None
@@ -57,6 +65,7 @@ class BuildSettings:
     batch_size: int | None = None
     speed: EncoderSpeed | None = None
     index: str | None = None
+    memory_budget: int | str | None = None
     whiten_k: int | None = None
     whiten_fit: Corpus | None = None
     jsonl: bool | None = None
@@ -70,9 +79,24 @@ class BuildSettings:
     shards: int | None = None
     ray: RaySettings | None = None
     reading: dict[str, Any] | None = None
+    originals: str | None = None
 
     def __post_init__(self) -> None:
-        """Refuse settings that cannot go together, before any model is loaded or text read."""
+        """Refuse settings that cannot go together, before any model is loaded or text read; read the memory
+        budget's size once, here."""
+        if self.index is not None and self.index.strip().lower() == "auto":
+            object.__setattr__(self, "index", None)
+        if self.memory_budget is not None:
+            object.__setattr__(self, "memory_budget", parse_memory_size(self.memory_budget))
+            if self.index is not None:
+                raise SearchEngineError(
+                    f"--memory-budget chooses the index type, and --index {self.index!r} names one: drop one of them"
+                )
+        if self.originals is not None and self.originals not in ORIGINAL_TYPES:
+            raise SearchEngineError(
+                f"originals must be {' or '.join(ORIGINAL_TYPES)} (how the original vectors are kept on disk), "
+                f"not {self.originals!r}"
+            )
         if self.whiten_fit is not None and self.whiten_k is None:
             raise SearchEngineError("--whiten-fit says what to fit whitening on; add --whiten-k K to use it")
         if self.shards is not None and self.shards < 1:

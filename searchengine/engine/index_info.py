@@ -67,7 +67,7 @@ def index_info(path: str, manifest: Manifest, store: DocumentStore, keyword_inde
         repeats=store.documents.repeats(),
         keyword_index=keyword_index,
         passages=manifest.passages,
-        shards=len(manifest.segment_files) if manifest.segmented else manifest.index.shards,
+        shards=len(manifest.vector_segments) if manifest.segmented else manifest.index.shards,
     )
 
 

@@ -105,7 +105,9 @@ class IndexReader(IndexSnapshot):
         retrieval = self._checked_mode(request.mode)
         cross_encoder = None if request.rerank is None else self.cross_encoder(request.rerank)
         fusion = request.fusion or DEFAULT_FUSION
-        results = self._retrieve(queries, request.depth, request.conditions, retrieval, fusion, None, request.mode_options)
+        results = self._retrieve(
+            queries, request.depth, request.conditions, retrieval, fusion, None, request.mode_options, request.rescore
+        )
         if request.min_score is not None:
             results = [[hit for hit in hits if hit.score >= request.min_score] for hits in results]
         if cross_encoder is not None:
@@ -134,9 +136,11 @@ class IndexReader(IndexSnapshot):
         fusion: Fusion,
         given: np.ndarray | None = None,
         options: Mapping[str, Any] | None = None,
+        rescore: int | None = None,
     ) -> list[list[Hit]]:
         """The k best documents per query by `mode`, among those meeting every one of `conditions`, best first;
-        `given`: the queries' vectors, given instead of encoding the queries (dense mode)."""
+        `given`: the queries' vectors, given instead of encoding the queries (dense mode); `rescore` candidates
+        per segment rescored from the originals where a segment keeps them (QueryRequest)."""
         if len(self) == 0:
             raise SearchEngineError(f"index {self.path} is empty: add documents with `searchengine add FILE`")
         k = min(k, len(self))  # no mode returns more documents than the index holds; SQLite's LIMIT is 64-bit
@@ -154,7 +158,7 @@ class IndexReader(IndexSnapshot):
                 texts=queries,
                 k=k,
                 store=self.store,
-                vectors=self.vectors,
+                vectors=self.vectors.rescoring(rescore),
                 query_vectors=given if encoder is None else self.query_vectors(encoder, queries),
                 searchable=len(self) if matching is None else len(matching),
                 allowed=allowed,

@@ -57,11 +57,13 @@ class IndexRequest:
     template: str | None = None
     denoise: bool | None = None
     index_type: str | None = None
+    memory_budget: str | None = None
     whiten_k: int | None = None
     whiten_fit: Path | None = None
     passages: bool | None = None
     passage_headings: bool | None = None
     shards: int | None = None
+    originals: str | None = None
     rules: FileRules = FileRules()
     whole: bool | None = None
     strict: bool = False
@@ -112,16 +114,21 @@ class IndexRequest:
                 self.passages,
                 self.passage_headings,
                 self.shards,
+                self.memory_budget,
             )
             if self.ray is not None:
                 raise SearchEngineError(APPEND_KEEPS_SHARDS)
+            if self.originals is not None:
+                raise SearchEngineError("--originals is chosen when an index is built; drop it with --append")
         else:
             settings = BuildSettings(
                 index=self.index_type,
+                memory_budget=self.memory_budget,
                 whiten_k=self.whiten_k,
                 whiten_fit=self.whiten_fit,
                 progress=self.progress,
                 shards=self.shards,
+                originals=self.originals,
             )
         object.__setattr__(self, "settings", settings)
 
@@ -222,12 +229,13 @@ def refuse_rebuild_options(
     passages: bool | None,
     passage_headings: bool | None,
     shards: int | None,
+    memory_budget: str | None = None,
 ) -> None:
     """--append keeps the settings the index was built with: refuse the options that would change them."""
-    changes = [index_type, whiten_k, whiten_fit, pooling, template, denoise, passages, passage_headings]
+    changes = [index_type, whiten_k, whiten_fit, pooling, template, denoise, passages, passage_headings, memory_budget]
     if any(change is not None for change in changes):
         raise SearchEngineError(
-            "--append adds to an index with the settings it was built with; drop --index, --pooling, "
+            "--append adds to an index with the settings it was built with; drop --index, --memory-budget, --pooling, "
             "--template, --denoise, --whiten-k, --whiten-fit, --passages/--no-passages and "
             "--passage-headings/--no-passage-headings"
         )

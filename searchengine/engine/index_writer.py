@@ -62,6 +62,7 @@ def build_index_from(
     fields, jsonl, whiten_fit = settings.fields, settings.jsonl, settings.whiten_fit
     index_settings = IndexSettings(
         index_type=settings.index,
+        memory_budget=settings.memory_budget,
         whiten_k=settings.whiten_k,
         whiten_fit=None
         if whiten_fit is None
@@ -71,6 +72,7 @@ def build_index_from(
         passage_headings=settings.passage_headings,
         shards=settings.shards or 1,
         reading=settings.reading or fields_record(fields, corpus),
+        originals=settings.originals,
     )
     count = corpus_count(corpus, jsonl, fields)
     if settings.index is not None and count is not None and whiten_fit is None:

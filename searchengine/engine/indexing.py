@@ -29,13 +29,14 @@ from searchengine.indexer.commit.live_write import NewVectors, writing_in_place
 from searchengine.indexer.commit.manifest import PassageSplitting
 from searchengine.indexer.commit.rewrite import commit_generation
 from searchengine.indexer.tables.store import Document, DocumentStore
+from searchengine.indexer.vectors.index_choice import MEMORY_BUDGET, choice_reason
+from searchengine.indexer.vectors.originals import ORIGINALS_SETTING, keeps_originals, original_type
 from searchengine.indexer.vectors.shards import Vectors, create_vectors
 from searchengine.indexer.vectors.vector_index import default_factory
 from searchengine.indexer.vectors.whitening import CovarianceAccumulator, Whitening
 from searchengine.indexer.vectors.written_segments import WrittenSegments
 
 if TYPE_CHECKING:  # the encoder (torch, transformers) is imported only by what encodes
-
     from searchengine.encoding.encoder import Encoder
     from searchengine.indexer.commit.index_directory import Generation
     from searchengine.indexer.tables.upsert import StoreChange
@@ -96,6 +97,9 @@ class IndexSettings:
     """What a new index is built with."""
 
     index_type: str | None = None
+    memory_budget: int | None = None
+    """Bytes the vectors may take in a query process: what the type chosen for `index_type` None must fit, recorded
+    in the index for its later merges (indexer/vectors/index_choice.py)."""
     whiten_k: int | None = None
     whiten_fit: Iterable[Chunk] | None = None
     """Documents to fit whitening on instead of the corpus."""
@@ -111,6 +115,8 @@ class IndexSettings:
     """How the input was read (fields, folders and their rules), recorded so `add` and `sync` read alike."""
     whitening: Whitening | None = None
     """Whitening fitted already (before Ray workers that apply it started), used instead of fitting one."""
+    originals: str | None = None
+    """How segments whose codes are approximate keep their original vectors: float16 (None) or float32."""
     segments_written: bool = False
     """The chunks come with their ids and the segments workers wrote their vectors into (Chunk.ids, .segments):
     the build stores the rows and commits those segments, and never sees a vector. Whitening, if any, is given
@@ -155,10 +161,16 @@ def build_index(
         if settings.whiten_k is not None and settings.whiten_fit is not None and whitening is None:
             with report.timing("whitening"):
                 whitening = fit_whitening(settings.whiten_fit, encoder, settings.whiten_k, progress)
-        report.index_type = settings.index_type or default_factory(total)
-        report.index_type_chosen = settings.index_type is None
         dimension = settings.whiten_k or encoder.dimension
-        vectors: Vectors | WrittenSegments = create_vectors(report.index_type, dimension, settings.shards)
+        report.index_type = settings.index_type or default_factory(total, dimension, settings.memory_budget)
+        report.index_type_chosen = settings.index_type is None
+        if report.index_type_chosen:
+            report.index_type_reason = choice_reason(report.index_type, total, dimension, settings.memory_budget)
+        vectors: Vectors | WrittenSegments = create_vectors(
+            report.index_type, dimension, settings.shards, settings.originals
+        )
+        if keeps_originals(report.index_type):  # what later merges keep them as
+            store.settings.set(ORIGINALS_SETTING, original_type(settings.originals))
         needs_fit = settings.whiten_k is not None and whitening is None
         if allow_empty and (needs_fit or vectors.needs_training):
             raise SearchEngineError(
@@ -194,6 +206,8 @@ def build_index(
         report.truncated += encoder.truncated - truncated_before
         if settings.reading is not None:
             store.settings.set(READING, settings.reading)
+        if settings.memory_budget is not None:
+            store.settings.set(MEMORY_BUDGET, settings.memory_budget)
         crash_point("build-before-commit")
         with report.timing("commit"):
             commit_generation(

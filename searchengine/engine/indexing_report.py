@@ -36,7 +36,9 @@ class IndexingReport:
     """Vectors added: one per added document, plus one per further passage of a split one."""
     index_type: str = ""
     index_type_chosen: bool = False
-    """True when searchengine picked the FAISS type from the corpus size."""
+    """True when searchengine picked the FAISS type from the corpus size (and memory budget)."""
+    index_type_reason: str = ""
+    """Why it picked that type, where it did (indexer/vectors/index_choice.choice_reason)."""
     seconds: float = 0.0
     stages: dict[str, float] = field(default_factory=dict)
     """Seconds of `seconds` spent in each stage, in the order first entered: "reading" the corpus (with Ray:

@@ -6,6 +6,7 @@ the index (a mode that needs its keyword index, a cross-encoder it may load) is 
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +42,11 @@ class SearchOptions(TypedDict, total=False):
     min_score: float | None
     highlight: bool
     mode_options: Mapping[str, Any] | None
+    rescore: int | None
+
+
+RESCORE_LIMIT = 100_000
+"""The most candidates a query may rescore from the originals (each is one row read from disk)."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +76,11 @@ class QueryRequest:
     highlight: give each hit its `highlight`, the sentence(s) of its passage nearest to the query (by the mode's
     measure; dense and hybrid embed each hit's sentences, at most 4 of them) and the query's words there;
     `Hit.snippet()` then shows those sentences (searchengine.engine.highlight).
+    rescore: on an index whose codes are approximate (PQ, SQ8, LSH: the original vectors kept on disk beside
+    them), the candidates per query each segment takes from its codes and rescores exactly from the originals
+    before the k best come back (at least k; 0: the codes' own scores, except binary codes, whose k candidates are
+    always scored from the originals). None: DEFAULT_RESCORE (searchengine.indexer.vectors.segments). Exact index
+    types (Flat, HNSW32) keep no originals and ignore it.
     """
 
     queries: Sequence[str]
@@ -83,6 +94,7 @@ class QueryRequest:
     highlight: bool = False
     mode_options: Mapping[str, Any] | None = None
     """Options of the mode itself, such as mmr's {"fetch_k": 20, "lambda_mult": 0.5}; refused by a mode without."""
+    rescore: int | None = None
     conditions: list[Filter] = field(init=False, repr=False, compare=False)
     """`where` read once, as the filters every one of them must meet (what the search runs on)."""
 
@@ -97,6 +109,13 @@ class QueryRequest:
             mode_named(self.mode).check_options(self.mode_options or {})
         elif self.mode_options:
             raise SearchEngineError("mode_options go with the mode they are for: add mode=NAME, e.g. mode='mmr'")
+        rescore = self.rescore
+        if rescore is not None:
+            if isinstance(rescore, bool) or not isinstance(rescore, numbers.Integral) or not 0 <= rescore <= RESCORE_LIMIT:
+                raise SearchEngineError(
+                    f"rescore must be a whole number from 0 (off) to {RESCORE_LIMIT:,}, such as 100, not {rescore!r}"
+                )
+            object.__setattr__(self, "rescore", int(rescore))
         score = self.min_score
         if score is not None:
             if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):

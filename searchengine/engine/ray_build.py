@@ -62,7 +62,7 @@ def build_with_ray(
         raise SearchEngineError(NO_TEXT)
     if settings.index is not None and whiten_fit is None:
         check_trainable(settings.index, count)
-    index_type = settings.index or default_factory(count)
+    index_type = settings.index or default_factory(count, whiten_k or encoder.dimension, settings.memory_budget)
     with ray_embedder(ray, encoder) as embedder:
         whitening, sample = None, []
         if whiten_k is not None and fit_parts is not None:
@@ -76,7 +76,12 @@ def build_with_ray(
         first = reserve_segment_numbers(count)
         segments = segment_target(target, first, index_type, dimension, written, whitening, sample)
         index_settings = IndexSettings(
-            index_type=index_type, whiten_k=whiten_k, passages=False, whitening=whitening, segments_written=True
+            index_type=index_type,
+            memory_budget=settings.memory_budget,
+            whiten_k=whiten_k,
+            passages=False,
+            whitening=whitening,
+            segments_written=True,
         )
         chunks = embedder.chunks(written, jsonl, fields, segments)
         return build_index(IndexDirectory(target), chunks, encoder, index_settings, count, progress)

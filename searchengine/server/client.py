@@ -69,7 +69,7 @@ class Client:
         """POST /search: one {"query", "mode", "rerank", "hits"} per query, as `searchengine query --json` prints."""
         if isinstance(queries, str):
             raise SearchEngineError(f"give a list of queries, not the string {queries!r}; write [{queries!r}]")
-        unknown = set(options) - {"mode", "rerank", "rerank_top", "min_score", "highlight"}
+        unknown = set(options) - {"mode", "rerank", "rerank_top", "min_score", "highlight", "mode_options", "rescore"}
         if unknown:
             raise SearchEngineError(f"unknown search option {', '.join(sorted(unknown))} for a server")
         body = {"queries": queries, "k": k, "where": _where(where), **options}
@@ -224,10 +224,13 @@ def search_remote(
     timeout: float = 120.0,
     min_score: float | None = None,
     highlight: bool = False,
+    rescore: int | None = None,
 ) -> list[dict[str, Any]]:
     """POST /search on `server` through a Client: one {"query", "mode", "rerank", "hits"} per query (what
     `searchengine query --server URL` prints)."""
     options = {"mode": mode, "rerank": rerank, "rerank_top": rerank_top, "min_score": min_score, "highlight": highlight}
+    if rescore is not None:
+        options["rescore"] = rescore
     return Client(server, api_key, timeout).search_records(queries, k, where, **options)
 
 

@@ -10,6 +10,7 @@ from pydantic_core import PydanticCustomError
 from searchengine.engine.highlight import MAX_EMBEDDED_SENTENCES
 from searchengine.engine.mode_registry import mode_names
 from searchengine.engine.modes import MODES
+from searchengine.engine.query_request import RESCORE_LIMIT
 from searchengine.server.limits import MAX_DOCUMENTS, MAX_FILTERS, MAX_K, MAX_QUERIES
 
 HIGHLIGHT_HELP = (
@@ -19,6 +20,10 @@ HIGHLIGHT_HELP = (
 )
 
 
+RESCORE_HELP = (
+    "On an index with compressed codes (PQ, SQ8, LSH): candidates per segment rescored exactly from the original "
+    "vectors on disk (0: off; the library's default when missing)."
+)
 MIN_SCORE_HELP = (
     "Leave out hits scored below this (cosine in dense mode, 0..1 in keyword and hybrid), so that a query with no "
     "good answer gets none."
@@ -71,6 +76,7 @@ class SearchRequest(BaseModel):
     mode_options: dict[str, int | float] | None = Field(
         None, description='Options of the mode itself: mmr takes {"fetch_k": 20, "lambda_mult": 0.5}.'
     )
+    rescore: int | None = Field(None, ge=0, le=RESCORE_LIMIT, description=RESCORE_HELP)
 
     @model_validator(mode="after")
     def _queries_or_vector(self) -> SearchRequest:

@@ -54,6 +54,8 @@ class SearchOptions:
     """Give each hit its highlight (SearchEngine.search's highlight)."""
     mode_options: tuple[tuple[str, Any], ...] = ()
     """The mode's own options (QueryRequest.mode_options), as pairs so that equal ones group."""
+    rescore: int | None = None
+    """Candidates rescored from the originals (SearchEngine.search's rescore); None: the library's default."""
 
 
 @dataclass
@@ -254,6 +256,7 @@ class BatchingReader:
                     options.min_score,
                     options.highlight,
                     dict(options.mode_options) or None,
+                    options.rescore,
                 )
                 results = engine.answer(request)
             except Exception as exc:  # noqa: BLE001 (each query of the group gets the error, in its caller)

@@ -1,6 +1,6 @@
 """An index written by main before the indexer was reorganised (tests/fixtures/make_main_index.py: a build in two
-shards, an add, a delete) opens with nothing to upgrade (row checksums, migration 4, come with its first write),
-answers the hits its vectors call for, and takes writes."""
+shards, an add, a delete) opens with nothing to upgrade (row checksums, migration 4, and the segments' originals
+table, migration 5, come with its first write), answers the hits its vectors call for, and takes writes."""
 
 from __future__ import annotations
 
@@ -46,7 +46,8 @@ def _expected(vectors: dict[int, np.ndarray], queries: np.ndarray, k: int) -> np
 def test_it_opens_as_written_with_nothing_to_upgrade(main_index: IndexDirectory) -> None:
     store, segments = _opened(main_index)
     assert store.count() == 22 and list(store.tombstones.ids()) == [4] and len(segments.segments) == 3
-    assert applied(store.db) == 3 and not store.legacy  # main's three; row checksums (4) come at the first write
+    assert applied(store.db) == 3 and not store.legacy  # main's three; 4 and 5 come at the first write
+    assert all(record.originals is None for record in store.segments.records())
     store.close()
     assert upgrade_index(main_index) == (False, 0)
 

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query
 
 from searchengine.engine.hit_records import result_record
-from searchengine.engine.query_request import QueryRequest
+from searchengine.engine.query_request import RESCORE_LIMIT, QueryRequest
 from searchengine.engine.search import Hit
 from searchengine.engine.search_engine import SearchEngine
 from searchengine.errors import SearchEngineError
@@ -18,6 +18,7 @@ from searchengine.server.models import (
     HIGHLIGHT_HELP,
     MIN_SCORE_HELP,
     MODE_FIELD_HELP,
+    RESCORE_HELP,
     ModeName,
     QueryResult,
     SearchRequest,
@@ -43,6 +44,7 @@ async def search(
     rerank_top: Annotated[int | None, Query(ge=1, le=MAX_K)] = None,
     min_score: Annotated[float | None, Query(allow_inf_nan=False, description=MIN_SCORE_HELP)] = None,
     highlight: Annotated[bool, Query(description=HIGHLIGHT_HELP)] = False,
+    rescore: Annotated[int | None, Query(ge=0, le=RESCORE_LIMIT, description=RESCORE_HELP)] = None,
 ) -> dict[str, Any]:
     """The k documents that best match `q`, best first (`searchengine query "q" --json`)."""
     request = SearchRequest.model_construct(  # the values were checked as query parameters
@@ -54,6 +56,7 @@ async def search(
         rerank_top=rerank_top,
         min_score=min_score,
         highlight=highlight,
+        rescore=rescore,
     )
     return (await _search(index, metrics, request))[0]
 
@@ -83,7 +86,7 @@ async def _search(index: ServedIndex, metrics: ServerMetrics, request: SearchReq
     where a bad query would fail the other clients' queries batched with it."""
     asked = QueryRequest(
         request.queries, request.k, tuple(request.where), request.mode, None, request.rerank, request.rerank_top,
-        request.min_score, request.highlight, request.mode_options
+        request.min_score, request.highlight, request.mode_options, request.rescore
     )
     rerank = asked.rerank
     if rerank is not None and rerank not in index.rerank:
@@ -94,7 +97,9 @@ async def _search(index: ServedIndex, metrics: ServerMetrics, request: SearchReq
     top = asked.depth if rerank else None
     mode = asked.mode or index.reader.default_mode
     chosen = tuple(sorted((asked.mode_options or {}).items()))
-    options = SearchOptions(asked.k, asked.where, mode, rerank, top, asked.min_score, asked.highlight, chosen)
+    options = SearchOptions(
+        asked.k, asked.where, mode, rerank, top, asked.min_score, asked.highlight, chosen, asked.rescore
+    )
     start = time.perf_counter()
     results = await answer(index.reader.search(request.queries, options))
     metrics.observe_search(mode, len(request.queries), time.perf_counter() - start)

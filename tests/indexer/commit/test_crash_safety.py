@@ -109,3 +109,44 @@ def test_a_write_killed_at_any_step_leaves_the_old_or_the_new_state(tmp_path: Pa
         later.vectors.add(unit_vectors(1, 3), np.asarray(change.ids))
     assert _unnamed_files(directory) == set()
     assert _state(directory)[0] == after[0] + 1
+
+
+_BUILD_COMPRESSED = """
+import sys
+import numpy as np
+from searchengine.indexer.commit.index_directory import IndexDirectory
+from searchengine.indexer.commit.rewrite import commit_generation
+from searchengine.indexer.tables.store import Document, DocumentStore
+from searchengine.indexer.vectors.shards import create_vectors
+from tests.indexer.small_index import DIMENSION, MODEL, unit_vectors
+
+directory = IndexDirectory(sys.argv[1])
+with directory.writing() as generation:
+    store = DocumentStore(generation.path("documents"), writable=True)
+    change = store.add([Document(f"compressed {i}") for i in range(300)])
+    vectors = create_vectors("SQ8", DIMENSION)
+    vectors.train(unit_vectors(300, 5))
+    vectors.add(unit_vectors(300, 5), np.asarray(change.ids))
+    commit_generation(generation, directory, store, vectors, None, MODEL, {}, None, None)
+"""
+
+
+def test_a_build_killed_after_writing_an_originals_file_leaves_the_old_index(tmp_path: Path) -> None:
+    directory = build_small_index(tmp_path / "index", 20)
+    before = _state(directory)
+    run = subprocess.run(
+        [sys.executable, "-c", _BUILD_COMPRESSED, str(directory.path)],
+        env={**os.environ, CRASH_ENV: "originals-written"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=Path(__file__).resolve().parents[3],
+    )
+    assert run.returncode == 75, run.stderr
+    assert list(directory.path.glob("segment.*.npy"))  # it ended with the file written, before any commit
+    assert _state(directory) == before
+    with writing_in_place(directory) as later:
+        change = later.store.add([Document("after the crash")])
+        later.vectors.add(unit_vectors(1, 3), np.asarray(change.ids))
+    assert _unnamed_files(directory) == set() and not list(directory.path.glob("segment.*.npy"))
+    assert _state(directory)[0] == before[0] + 1

@@ -6,8 +6,8 @@ import faiss
 import numpy as np
 import pytest
 from searchengine.indexer.errors import IndexerError
+from searchengine.indexer.vectors.index_choice import EXACT_SEARCH_LIMIT
 from searchengine.indexer.vectors.vector_index import (
-    EXACT_SEARCH_LIMIT,
     HNSW_EF_CONSTRUCTION,
     HNSW_EF_SEARCH,
     IVF_NPROBE_FRACTION,

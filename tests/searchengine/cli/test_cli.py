@@ -120,6 +120,7 @@ def test_info_json_is_the_manifest_on_disk_and_the_stored_extras(index_dir: Path
     stored = {key: printed[key] for key in ("count", "updated_at", "segments", "size_on_disk")}
     reading = {"fields": {"text": "text", "title": None, "id": None}, "sources": [str(corpus.absolute())]}
     extras = {"clustering": None, "duplicates": 0, "repeats": 0, "keyword_index": True, "reading": reading}
+    memory = printed.pop("memory")
     assert printed == {**on_disk, **stored, **extras}  # the manifest, what the store says, and the extras
     assert stored["count"] == {"vectors": 12, "documents": 12, "tombstones": 0}
     assert [segment["file"] for segment in stored["segments"]] == [
@@ -145,6 +146,26 @@ def test_info_json_is_the_manifest_on_disk_and_the_stored_extras(index_dir: Path
         "keyword_index",
         "reading",
     ]
+    assert memory["resident"] == memory["codes"] + memory["graph"] + memory["ids"] + memory["fixed"] > 0
+
+
+def test_info_shows_the_memory_each_part_takes_from_the_real_files(index_dir: Path, sentences: list[str]) -> None:
+    """A Flat index of 12 vectors of 32 dimensions: float32 codes, FAISS's id map, no graph; its segment files
+    mapped, and the store's file and page cache limit apart."""
+    from searchengine.indexer.vectors.memory_parts import REVERSE_ID_BYTES
+
+    memory = json.loads(run("info", "-d", index_dir, "--json").output)["memory"]
+    count = len(sentences)
+    assert (memory["codes"], memory["graph"], memory["fixed"]) == (count * 32 * 4, 0, 0)
+    assert memory["ids"] == count * (8 + REVERSE_ID_BYTES)
+    segments = list(index_dir.glob("segment.*.faiss"))
+    assert memory["mapped_files"] == sum(path.stat().st_size for path in segments) > memory["codes"]
+    assert 0 <= memory["mapped_cached"] <= memory["mapped_files"] + 4096 * len(segments)
+    assert memory["store_file"] == next(index_dir.glob("documents.*.db")).stat().st_size
+    assert memory["store_cache_limit"] > 0
+    shown = run("info", "-d", index_dir).output
+    assert f"memory:                 {memory['resident'] / 1024:.1f} KiB to search (codes 1.5 KiB, ids " in shown
+    assert "in the page cache now (shared, evictable); store's page cache up to 2.0 MiB a connection" in shown
 
 
 _WITHOUT_ENCODING = """
@@ -519,11 +540,17 @@ def test_max_chars_default_agrees_between_help_and_readme() -> None:
 
 def test_described_defaults_show_in_help() -> None:
     """Defaults that are not a plain value (None until resolved) are named in --help, not lost to rich markup."""
+    from searchengine.indexer.vectors.index_choice import EXACT_SEARCH_LIMIT
+
     from searchengine.engine.modes import DEFAULT_FUSION, DEFAULT_MODE
 
     expected = {
         ("query",): [f"[default: ({DEFAULT_MODE}; dense on an index without a keyword index)]", "[default: (100)]"],
-        ("index",): ["[default: (Flat up to 200,000 texts, else HNSW32)]", "[default: (the model's own prompt)]"],
+        ("index",): [
+            f"[default: (auto: Flat up to {EXACT_SEARCH_LIMIT:,} texts, else HNSW32)]",
+            "[default: (no limit)]",
+            "[default: (the model's own prompt)]",
+        ],
         ("eval", "retrieval"): [f"[default: ({DEFAULT_FUSION.method})]", f"[default: ({DEFAULT_FUSION.depth})]"],
         ("adapt",): ["[default: (the method's)]"],
     }

@@ -40,3 +40,55 @@ def test_the_cli_refuses_whiten_fit_without_whiten_k(tmp_path: Path, tiny_model:
 def test_settings_that_cannot_go_together_are_refused_before_any_model_loads() -> None:
     with pytest.raises(SearchEngineError, match="shards must be at least 1, not 0"):
         BuildSettings(shards=0)
+
+
+def test_a_memory_budget_is_read_once_and_recorded_in_the_index(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    from searchengine.indexer.tables.store import DocumentStore
+    from searchengine.indexer.vectors.index_choice import MEMORY_BUDGET
+
+    settings = BuildSettings(index="auto", memory_budget="300MB")
+    assert settings.memory_budget == 300 * 10**6 and settings.index is None
+    engine = SearchEngine.build(["a cat", "a dog", "a bird"], tmp_path / "i", settings, encoder=tiny_encoder)
+    assert engine.last_report.index_type == "Flat" and engine.last_report.index_type_chosen
+    assert "within a memory budget of 300 MB" in engine.last_report.index_type_reason
+    store = DocumentStore(engine.directory.file(engine.manifest, "documents"))
+    try:
+        assert store.settings.get(MEMORY_BUDGET) == 300 * 10**6
+    finally:
+        store.close()
+        engine.close()
+
+
+def test_a_memory_budget_with_a_named_index_type_is_refused() -> None:
+    with pytest.raises(SearchEngineError, match="--memory-budget chooses the index type, and --index 'HNSW32' names"):
+        BuildSettings(index="HNSW32", memory_budget="8GB")
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        (["--memory-budget", "lots"], "Error: memory budget 'lots' is not a size: write a number and a unit, such as"),
+        (["--memory-budget", "300"], "Error: memory budget '300' is 300 bytes, under 1 MB: give a unit"),
+        (["--memory-budget", "8GB", "--index", "Flat"], "Error: --memory-budget chooses the index type"),
+    ],
+)
+def test_the_cli_refuses_a_bad_memory_budget_in_one_line(
+    tmp_path: Path, tiny_model: Path, option: list[str], message: str
+) -> None:
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("a cat\na dog\n", encoding="utf-8")
+    args = ["index", str(corpus), "-d", str(tmp_path / "i"), "--model", str(tiny_model), *option]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 1 and result.output.startswith(message) and result.output.count("\n") == 1, result.output
+    assert not (tmp_path / "i").exists()
+
+
+def test_the_cli_says_which_type_the_budget_chose(tmp_path: Path, tiny_model: Path) -> None:
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("a cat\na dog\n", encoding="utf-8")
+    args = ["index", str(corpus), "-d", str(tmp_path / "i"), "--model", str(tiny_model), "--memory-budget", "2GB"]
+    result = CliRunner().invoke(app, [*args, "--index", "auto"])
+    assert result.exit_code == 0, result.output
+    assert "Index type Flat, chosen for 2 vectors within a memory budget of 2 GB, about " in result.output
+    appended = CliRunner().invoke(app, [*args, "--append"])
+    assert appended.exit_code == 1 and "drop --index, --memory-budget," in appended.output

@@ -23,6 +23,8 @@ REFUSED = [
     ({"queries": ["cat"], "mode": "sparse"}, "unknown search mode 'sparse'"),
     ({"queries": ["cat"], "min_score": float("nan")}, "min_score must be a number, such as 0.4, not nan"),
     ({"queries": ["cat"], "where": ["lang"]}, "cannot read the filter 'lang'"),
+    ({"queries": ["cat"], "rescore": -1}, "rescore must be a whole number from 0 .off. to 100,000, such as 100, not -1"),
+    ({"queries": ["cat"], "rescore": 2.5}, "rescore must be a whole number from 0 .off. to 100,000"),
 ]
 
 

@@ -1,0 +1,239 @@
+"""The default index at 100,000 documents beside chroma, on the same vectors in the same run (issue 42): which type
+`--index auto` should pick so a dense query is within 2x chroma's p50 at recall@10 >= 0.98.
+
+Vectors. The Wikipedia sentences (unsup/wiki_sentences.txt.gz) embedded with the engine's default Encoder (the
+bundled all-MiniLM-L6-v2, 384-d), cached as .npy blocks of 5,000 under --cache-dir (a first run encodes them;
+benchmarks/scale/search_speed.py's cache); the first --real of them, then noisy copies to --docs vectors
+(benchmarks/scale/synthetic.py: a copy is a real vector plus Gaussian noise, sigma --noise, renormalised).
+Queries: held-out STS-B test sentences (none a Wikipedia line), the first --queries. Ground truth: exact inner
+product top-10 (faiss IndexFlatIP) over the same vectors; recall@10 = |found & exact| / 10, averaged.
+
+Variants. Ours: an index directory per type built by SearchEngine.build (store and one FAISS segment; the texts
+are the sentences, a copy's with " [copy j]", and the encoder hands back their cached vectors), Flat (exact),
+HNSW32 at each efSearch of --ef, and any further --factories. Each query is searched alone through the engine's
+dense path less encoding: dense_rankings over the reader's segments, then the hits' rows read from the store
+(hits_of), as SearchEngine.search does after encoding; `index_p50_ms` times the FAISS search alone
+(VectorIndex.search on the segment). FAISS runs on one thread (a one-query search on this loaded 2-core machine
+loses to OpenMP's hand-offs). chroma: benchmarks/storage/chroma_peer.py, run by the
+--peer-python of a separate environment that has chromadb, in a subprocess, on the same .npy vectors and queries,
+with chroma's defaults (HNSW M 16, search ef 10), each query alone through collection.query. The variants take
+turns within each of --rounds rounds, in an order that rotates (benchmarks/harness/rounds.py); p50/p99 are over
+every query of every round.
+
+Usage:
+  .venv/bin/python benchmarks/storage/default_index.py --peer-python ../peers-venv/bin/python \
+      --out benchmarks/storage/results/default_index.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import faiss
+import numpy as np
+
+sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
+from searchengine.indexer.vectors.vector_index import VectorIndex
+
+from benchmarks.datasets.data_folder import DATA
+from benchmarks.harness.machine import command_line, machine_record
+from benchmarks.harness.results import write_results
+from benchmarks.harness.rounds import percentile_ms, rotation
+from benchmarks.scale.search_speed import CachedEncoder, cached_embeddings, read_stsb_test, read_wiki
+from benchmarks.scale.synthetic import DEFAULT_NOISE, noisy_copies
+from searchengine import BuildSettings, Encoder, SearchEngine
+from searchengine.engine.search import dense_rankings, hits_of
+
+K = 10
+PEER = Path(__file__).resolve().parent / "chroma_peer.py"
+
+
+def real_vectors(encoder: Encoder, data: Path, real: int, cache_dir: Path) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The first `real` Wikipedia sentences, their vectors and the held-out query vectors, encoded once and cached."""
+    wiki = read_wiki(data, real)
+    left, right, _ = read_stsb_test(data, None)
+    wiki_set = set(wiki)
+    queries = [text for text in dict.fromkeys(left + right) if text not in wiki_set]
+    query_vectors, _ = cached_embeddings(encoder, queries, cache_dir, "stsb-queries")
+    vectors, _ = cached_embeddings(encoder, wiki, cache_dir, "wiki")
+    return wiki, vectors, query_vectors
+
+
+def exact_top(vectors: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    flat = faiss.IndexFlatIP(vectors.shape[1])
+    flat.add(vectors)
+    return flat.search(queries, K)[1]
+
+
+def recall(found: np.ndarray | list, truth: np.ndarray) -> float:
+    return float(np.mean([len(set(map(int, f)) & set(map(int, t))) / K for f, t in zip(found, truth, strict=True)]))
+
+
+def our_variants(factories: list[str], efs: list[int]) -> list[tuple[str, str, int | None]]:
+    """(name, factory, efSearch) for each variant of ours."""
+    variants = []
+    for factory in factories:
+        if factory.startswith("HNSW"):
+            variants += [(f"{factory} ef{ef}", factory, ef) for ef in efs]
+        else:
+            variants.append((factory, factory, None))
+    return variants
+
+
+def corpus_texts(wiki: list[str], count: int) -> list[str]:
+    """A distinct text per vector: the sentences, then each copy's sentence with " [copy j]"."""
+    return [wiki[row % len(wiki)] + ("" if row < len(wiki) else f" [copy {row // len(wiki)}]") for row in range(count)]
+
+
+def build(
+    encoder: Encoder, texts: list[str], vectors: np.ndarray, factory: str, path: Path
+) -> tuple[SearchEngine, float]:
+    """An index directory of `texts` with `vectors`, of type `factory`, opened; and the build's seconds."""
+    started = time.perf_counter()
+    SearchEngine.build(texts, path, BuildSettings(index=factory), encoder=CachedEncoder(encoder, texts, vectors))
+    seconds = time.perf_counter() - started
+    engine = SearchEngine.open(path, encoder=encoder)
+    if len(engine.reader.vectors.segments) != 1:
+        raise SystemExit(f"{path}: a fresh build should write one segment")
+    return engine, seconds
+
+
+def segment_index(engine: SearchEngine) -> VectorIndex:
+    return engine.reader.vectors.segments[0].index
+
+
+def set_ef(engine: SearchEngine, ef: int | None) -> None:
+    if ef is not None:
+        faiss.downcast_index(segment_index(engine).index.index).hnsw.efSearch = ef
+
+
+def timed_queries(engine: SearchEngine, queries: np.ndarray, row_of: dict[str, int]) -> tuple[list, list, list]:
+    """Per query: seconds of the engine's dense path less encoding, seconds of the FAISS search alone, rows found."""
+    reader, index = engine.reader, segment_index(engine)
+    seconds, alone, found = [], [], []
+    for query in queries:
+        vector = query[None, :]
+        begin = time.perf_counter()
+        hits = hits_of(reader.store, dense_rankings(reader.vectors, reader.store, vector, K))[0]
+        seconds.append(time.perf_counter() - begin)
+        begin = time.perf_counter()
+        index.search(vector, K)
+        alone.append(time.perf_counter() - begin)
+        found.append([row_of[hit.text] for hit in hits])
+    return seconds, alone, found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--docs", type=int, default=100_000)
+    parser.add_argument("--real", type=int, default=100_000, help="real vectors (the rest are noisy copies)")
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--ef", default="16,32,64,128,256,512", help="HNSW efSearch values")
+    parser.add_argument("--factories", default="Flat;HNSW32", help="our types, ';'-separated")
+    parser.add_argument("--noise", type=float, default=DEFAULT_NOISE)
+    parser.add_argument("--peer-python", type=Path, help="a python with chromadb (skip chroma without it)")
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--cache-dir", type=Path, default=Path.home() / ".cache" / "searchengine-bench" / "blocks")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    faiss.omp_set_num_threads(1)
+
+    encoder = Encoder()
+    wiki, real, query_vectors = real_vectors(encoder, args.data, args.real, args.cache_dir)
+    vectors = noisy_copies(real, args.docs, args.noise)
+    texts = corpus_texts(wiki, len(vectors))
+    row_of = {text: row for row, text in enumerate(texts)}
+    queries = np.ascontiguousarray(query_vectors[: args.queries])
+    truth = exact_top(vectors, queries)
+    results: dict = {
+        "machine": machine_record(),
+        "command": command_line(),
+        "data": {
+            "docs": len(vectors),
+            "real_vectors": len(real),
+            "noisy_copies": len(vectors) - len(real),
+            "noise_sigma": args.noise,
+            "queries": len(queries),
+            "query_source": "STS-B test sentences (distinct, none a Wikipedia line)",
+            "model": "bundled all-MiniLM-L6-v2 (the default Encoder)",
+        },
+        "rounds": args.rounds,
+        "faiss_threads": 1,
+        "variants": {},
+    }
+    peer = None
+    with tempfile.TemporaryDirectory(prefix="default-index-") as scratch:
+        if args.peer_python is not None:
+            np.save(Path(scratch) / "vectors.npy", vectors)
+            np.save(Path(scratch) / "queries.npy", queries)
+            peer = subprocess.Popen(
+                [str(args.peer_python), str(PEER), "--vectors", f"{scratch}/vectors.npy", "--queries",
+                 f"{scratch}/queries.npy", "--k", str(K)],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+            )  # fmt: skip
+            ready = peer.stdout.readline().split()
+            results["variants"]["chroma"] = {"build_s": float(ready[1]), "chromadb": ready[2], "seconds": []}
+            print(f"chroma {ready[2]} built in {ready[1]} s", flush=True)
+        built: dict[str, SearchEngine] = {}
+        variants = our_variants(args.factories.split(";"), [int(ef) for ef in args.ef.split(",")])
+        for name, factory, ef in variants:
+            if factory not in built:
+                path = Path(scratch) / factory.replace(",", "_")
+                built[factory], seconds = build(encoder, texts, vectors, factory, path)
+                print(f"{factory} built in {seconds:.1f} s", flush=True)
+                results["variants"].setdefault(name, {})["build_s"] = round(seconds, 2)
+            record = results["variants"].setdefault(name, {})
+            record.update({"factory": factory, "ef_search": ef, "seconds": [], "index_seconds": []})
+        names = [name for name, _, _ in variants] + (["chroma"] if peer is not None else [])
+        settings = {name: (factory, ef) for name, factory, ef in variants}
+        for round_number in range(args.rounds):
+            for name in rotation(names, round_number):
+                record = results["variants"][name]
+                if name == "chroma":
+                    peer.stdin.write("round\n")
+                    peer.stdin.flush()
+                    answer = json.loads(peer.stdout.readline())
+                    record["seconds"] += answer["seconds"]
+                    if answer["ids"] is not None:
+                        record["recall_at_10"] = round(recall(answer["ids"], truth), 4)
+                    continue
+                factory, ef = settings[name]
+                set_ef(built[factory], ef)
+                seconds, alone, found = timed_queries(built[factory], queries, row_of)
+                record["seconds"] += seconds
+                record["index_seconds"] += alone
+                record["recall_at_10"] = round(recall(found, truth), 4)
+            print(f"round {round_number + 1}/{args.rounds} done", flush=True)
+        if peer is not None:
+            peer.stdin.close()
+            peer.wait(timeout=60)
+        for engine in built.values():
+            engine.close()
+    chroma_p50 = None
+    for name, record in results["variants"].items():
+        seconds = record.pop("seconds")
+        record["p50_ms"] = percentile_ms(seconds, 50, 3)
+        record["p99_ms"] = percentile_ms(seconds, 99, 3)
+        if "index_seconds" in record:
+            record["index_p50_ms"] = percentile_ms(record.pop("index_seconds"), 50, 3)
+        if name == "chroma":
+            chroma_p50 = record["p50_ms"]
+    for name, record in results["variants"].items():
+        if chroma_p50:
+            record["p50_vs_chroma"] = round(record["p50_ms"] / chroma_p50, 2)
+        print(f"{name:>16}: recall@10 {record.get('recall_at_10')}  p50 {record['p50_ms']} ms  p99 "
+              f"{record['p99_ms']} ms" + (f"  {record['p50_vs_chroma']}x chroma" if chroma_p50 else ""))  # fmt: skip
+    if args.out:
+        write_results(args.out, results)
+    print(json.dumps({name: {k: v for k, v in r.items() if k != "chromadb"} for name, r in results["variants"].items()}))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,278 @@
+"""The quick memory check of issue 42: build an index of --vectors vectors within --memory-budget (encoding left
+out), then measure it in a fresh process. Its last stdout line is one JSON object.
+
+Vectors. The real vectors of the Wikipedia sentences (unsup/wiki_sentences.txt.gz; the first --real of them,
+embedded once with the default Encoder and cached as .npy blocks under --cache-dir, as
+benchmarks/scale/search_speed.py caches them), then noisy copies of them up to --vectors
+(benchmarks/scale/synthetic.py: a real vector plus Gaussian noise of sigma --noise a dimension, renormalised).
+Texts: each sentence, a copy's with " [copy j]". Queries: held-out STS-B test sentences (none a Wikipedia line).
+
+Build (this process). SearchEngine.build with `--index auto --memory-budget`, its encoder handing back the cached
+vectors (so encoding is left out). The exact top-10 of each query over every vector (faiss IndexFlatIP), and over
+the real vectors alone, are computed here and saved beside the index.
+
+Measure (a fresh process, `--measure DIR`). Imports, then VmRSS (/proc/self/status) as the baseline; opens the
+index (the model is never loaded: queries are given as vectors), runs --warmup queries, then each query alone
+through the engine's dense path less encoding (dense_rankings over the segments, then the hits' rows from the
+store, as SearchEngine.search does after encoding), FAISS on one thread. Then:
+  resident_mb       the process's VmRSS after the queries (interpreter and libraries included, no model), less
+                    the pages of the index's own mapped files in it (mapped_rss_mb, from /proc/self/smaps: page cache,
+                    counted in mapped_cache_mb); vm_rss_mb is VmRSS whole
+  index_resident_mb that less the baseline: what opening and searching the index added
+  mapped_cache_mb   the page cache held by the index's memory-mapped files (mincore over each file; the
+                    segments' codes and any full-vector files beside them), shared and evictable, reported apart
+  recall_at_10      against exact search over every vector; recall_at_10_real: the same search restricted to the
+                    real vectors (a filter of their ids) against exact search over them alone
+  p50_ms, p99_ms    per query
+  add10_ms          adding 10 documents (append_to_index with their vectors given, less its encoding stage, then
+                    the merges the policy asks for), the median of --add-runs adds (each listed), and `retrained`: whether a
+                    segment they wrote needed training (an IVF, PQ or SQ type made afresh; a small add writes an
+                    exact segment).
+
+Usage:
+  .venv/bin/python benchmarks/storage/memory_check.py --vectors 1000000 --memory-budget 300MB \
+      --out benchmarks/storage/results/memory_check_1m.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
+
+from benchmarks.datasets.data_folder import DATA
+from benchmarks.harness.machine import command_line, machine_record
+from benchmarks.harness.results import write_results
+from benchmarks.harness.rounds import percentile_ms
+
+K = 10
+ADDED = 10
+DEFAULT_CACHE = Path.home() / ".cache" / "searchengine-bench" / "blocks"
+
+
+def vm_kib(field: str) -> int:
+    """A field of /proc/self/status in KiB (VmRSS, RssAnon, RssFile)."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def mapped_rss_kib(folder: Path) -> int:
+    """KiB of this process's resident set that are pages of files under `folder` mapped into it (/proc/self/smaps:
+    the Rss of each mapping whose path lies there): the index's mapped codes and full vectors, page cache."""
+    total, inside = 0, False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        fields = line.split()
+        if fields and "-" in fields[0] and len(fields) >= 5 and not fields[0].endswith(":"):
+            inside = len(fields) >= 6 and fields[5].startswith(str(folder))
+        elif inside and fields[:1] == ["Rss:"]:
+            total += int(fields[1])
+    return total
+
+
+def texts_of(wiki: list[str], count: int, tag: str = "copy") -> list[str]:
+    """A distinct text per vector: the sentences, then each copy's sentence with " [copy j]"."""
+    return [wiki[row % len(wiki)] + ("" if row < len(wiki) else f" [{tag} {row // len(wiki)}]") for row in range(count)]
+
+
+def exact_top(vectors: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    import faiss
+
+    flat = faiss.IndexFlatIP(vectors.shape[1])
+    flat.add(vectors)
+    return flat.search(queries, K)[1]
+
+
+def build(args: argparse.Namespace, target: Path) -> dict:
+    """Build the index in `target` (encoding left out) and save what the measuring process needs beside it."""
+    from benchmarks.scale.search_speed import CachedEncoder, cached_embeddings, read_stsb_test, read_wiki
+    from benchmarks.scale.synthetic import noisy_copies
+    from searchengine import BuildSettings, Encoder, SearchEngine
+
+    encoder = Encoder(args.model) if args.model else Encoder()
+    wiki = read_wiki(args.data, args.real)
+    left, right, _ = read_stsb_test(args.data, None)
+    held_out = [text for text in dict.fromkeys(left + right) if text not in set(wiki)]
+    query_vectors, _ = cached_embeddings(encoder, held_out, args.cache_dir, "stsb-queries")
+    real, _ = cached_embeddings(encoder, wiki, args.cache_dir, "wiki")
+    vectors = noisy_copies(real, args.vectors, args.noise)
+    texts = texts_of(wiki, len(vectors))
+    queries = np.ascontiguousarray(query_vectors[: args.queries])
+    started = time.perf_counter()
+    engine = SearchEngine.build(
+        texts,
+        target / "index",
+        BuildSettings(memory_budget=args.memory_budget),
+        encoder=CachedEncoder(encoder, texts, vectors),
+    )
+    seconds = time.perf_counter() - started
+    report = engine.last_report
+    first_id = int(min(engine.reader.vectors.ids()))
+    engine.close()
+    added = noisy_copies(real, len(real) + ADDED, args.noise, seed=1)[len(real) :]
+    np.save(target / "queries.npy", queries)
+    np.save(target / "truth.npy", exact_top(vectors, queries) + first_id)
+    np.save(target / "truth_real.npy", exact_top(real, queries) + first_id)
+    np.save(target / "added.npy", added)
+    (target / "added.json").write_text(json.dumps(texts_of(wiki, ADDED, "added")[:ADDED]), encoding="utf-8")
+    return {
+        "index_type": report.index_type,
+        "index_type_reason": report.index_type_reason,
+        "build_s": round(seconds, 1),
+        "build_stages_s": {stage: round(value, 1) for stage, value in report.stages.items()},
+        "vectors": len(vectors),
+        "real_vectors": len(real),
+        "first_id": first_id,
+        "queries": len(queries),
+    }
+
+
+def measure(target: Path, warmup: int, model: str | None, add_runs: int) -> dict:
+    """In this fresh process: memory, recall, latency and a 10-document add of the index in `target`."""
+    import faiss
+    from searchengine.indexer.vectors.page_cache import cached_bytes
+
+    from searchengine import SearchEngine
+    from searchengine.engine.search import dense_rankings, hits_of
+
+    faiss.omp_set_num_threads(1)
+    baseline = vm_kib("VmRSS")
+    queries, truth, truth_real = (np.load(target / f"{name}.npy") for name in ("queries", "truth", "truth_real"))
+    built = json.loads((target / "build.json").read_text(encoding="utf-8"))
+    real_ids = np.arange(built["first_id"], built["first_id"] + built["real_vectors"], dtype=np.int64)
+    engine = SearchEngine.open(target / "index")
+    reader = engine.reader
+
+    def dense(vector: np.ndarray, allowed: np.ndarray | None = None) -> list[int]:
+        rankings = dense_rankings(reader.vectors, reader.store, vector[None, :], K, allowed=allowed)
+        return [hit.id for hit in hits_of(reader.store, rankings)[0]]
+
+    for query in queries[:warmup]:
+        dense(query)
+    seconds, found = [], []
+    for query in queries:
+        begin = time.perf_counter()
+        found.append(dense(query))
+        seconds.append(time.perf_counter() - begin)
+    found_real = [dense(query, real_ids) for query in queries]
+    rss, anon, file_backed = vm_kib("VmRSS"), vm_kib("RssAnon"), vm_kib("RssFile")
+    mapped_rss = mapped_rss_kib((target / "index").resolve())
+    mapped = sum(cached_bytes(path) for path in (target / "index").rglob("*") if path.is_file() and _mapped(path))
+    segments_before = {record.name for record in reader.store.segments.records()}
+    engine.close()
+    added = add_ten(target, model, segments_before, add_runs)
+    return {
+        "resident_mb": round((rss - mapped_rss) / 1024, 1),
+        "index_resident_mb": round((rss - mapped_rss - baseline) / 1024, 1),
+        "vm_rss_mb": round(rss / 1024, 1),
+        "mapped_rss_mb": round(mapped_rss / 1024, 1),
+        "baseline_mb": round(baseline / 1024, 1),
+        "rss_anon_mb": round(anon / 1024, 1),
+        "rss_file_mb": round(file_backed / 1024, 1),
+        "mapped_cache_mb": round(mapped / 2**20, 1),
+        "recall_at_10": _recall(found, truth),
+        "recall_at_10_real": _recall(found_real, truth_real),
+        "p50_ms": percentile_ms(seconds, 50, 3),
+        "p99_ms": percentile_ms(seconds, 99, 3),
+        **added,
+    }
+
+
+def _mapped(path: Path) -> bool:
+    """Files a query process maps: the segments (FAISS codes mapped) and full-vector files beside them."""
+    return path.suffix not in {".json", ".sqlite", ".db", ".lock", ".wal", ".shm"} and "documents" not in path.name
+
+
+def _recall(found: list[list[int]], truth: np.ndarray) -> float:
+    return round(float(np.mean([len(set(f) & set(map(int, t))) / K for f, t in zip(found, truth, strict=True)])), 4)
+
+
+def add_ten(target: Path, model: str | None, segments_before: set[str], runs: int = 3) -> dict:
+    """Add ADDED documents with their vectors given, `runs` times: milliseconds of each less its encoding stage
+    (the write, then the merges the policy asks for, timed apart), and whether any new segment needed training.
+    The encoder is loaded only now, after the memory was read."""
+    from searchengine.indexer.commit.index_directory import IndexDirectory
+    from searchengine.indexer.commit.merge_policy import merge_as_needed
+    from searchengine.indexer.tables.documents import Document
+    from searchengine.indexer.tables.store import DocumentStore
+    from searchengine.indexer.vectors.vector_index import VectorIndex
+
+    from benchmarks.scale.search_speed import CachedEncoder
+    from searchengine import Encoder
+    from searchengine.engine.indexing import append_to_index
+
+    base = json.loads((target / "added.json").read_text(encoding="utf-8"))
+    vectors = np.load(target / "added.npy")
+    real = Encoder(model) if model else Encoder()
+    directory = IndexDirectory(target / "index")
+    writes, merges = [], []
+    for run in range(runs):
+        texts = [f"{text} [run {run}]" for text in base]
+        started = time.perf_counter()
+        report = append_to_index(directory, [Document(text) for text in texts], CachedEncoder(real, texts, vectors))
+        writes.append(time.perf_counter() - started - report.stages.get("encoding", 0.0))
+        started = time.perf_counter()
+        merge_as_needed(directory)
+        merges.append(time.perf_counter() - started)
+    manifest = directory.read_manifest()
+    store = DocumentStore(directory.file(manifest, "documents"))
+    try:
+        new = [record for record in store.segments.records() if record.name not in segments_before]
+    finally:
+        store.close()
+    retrained = any(VectorIndex.create(record.factory, manifest.index.dimension).needs_training for record in new)
+    total = [write + merge for write, merge in zip(writes, merges, strict=True)]
+    return {
+        "add10_ms": round(float(np.median(total)) * 1000, 1),
+        "add10_runs_ms": [round(value * 1000, 1) for value in total],
+        "add10_merge_ms": [round(value * 1000, 1) for value in merges],
+        "new_segment_types": sorted({record.factory for record in new}),
+        "retrained": retrained,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--vectors", type=int, default=1_000_000)
+    parser.add_argument("--memory-budget", default="300MB")
+    parser.add_argument("--real", type=int, default=100_000, help="real vectors (the rest are noisy copies)")
+    parser.add_argument("--queries", type=int, default=300)
+    parser.add_argument("--warmup", type=int, default=20)
+    parser.add_argument("--noise", type=float, default=0.02)
+    parser.add_argument("--add-runs", type=int, default=3, help="10-document adds timed (their median is add10_ms)")
+    parser.add_argument("--model", help="the model (default: the bundled default); tests use a tiny one")
+    parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # the fresh process's part
+    args = parser.parse_args()
+    if args.measure is not None:
+        print(json.dumps(measure(args.measure, args.warmup, args.model, args.add_runs)))
+        return
+    with tempfile.TemporaryDirectory(prefix="memory-check-") as scratch:
+        target = Path(scratch)
+        built = build(args, target)
+        (target / "build.json").write_text(json.dumps(built), encoding="utf-8")
+        print(f"built {built['vectors']:,} vectors as {built['index_type']} in {built['build_s']} s", flush=True)
+        command = [sys.executable, __file__, "--measure", str(target), "--warmup", str(args.warmup)]
+        command += ["--add-runs", str(args.add_runs)]
+        command += ["--model", args.model] if args.model else []
+        answer = subprocess.run(command, check=True, capture_output=True, text=True)
+        measured = json.loads(answer.stdout.strip().splitlines()[-1])
+    result = {"index_type": built["index_type"], **measured, "build": built, "memory_budget": args.memory_budget}
+    if args.out:
+        write_results(args.out, {"machine": machine_record(), "command": command_line(), **result})
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
