@@ -56,6 +56,12 @@ class SegmentRecord:
     originals: OriginalsRecord | None = None
     """Its original vectors' file, for a type whose codes are approximate (indexer/vectors/originals.py)."""
 
+    @classmethod
+    def from_dict(cls, fields: dict) -> SegmentRecord:
+        """A record from `dataclasses.asdict`'s output (as Ray workers send theirs, in JSON)."""
+        originals = fields.get("originals")
+        return cls(**{**fields, "originals": None if originals is None else OriginalsRecord(**originals)})
+
     @property
     def files(self) -> list[tuple[str, int, str]]:
         """(name, size, checksum) of each of its files: the segment, and its originals when it has them."""

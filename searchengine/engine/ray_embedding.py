@@ -171,7 +171,7 @@ class RayEmbedder:
             if segments is None:
                 yield Chunk(documents, np.asarray(batch["vector"], dtype=np.float32), truncated)
             else:
-                written = tuple(SegmentRecord(**json.loads(record)) for record in batch["segment"] if record)
+                written = tuple(SegmentRecord.from_dict(json.loads(record)) for record in batch["segment"] if record)
                 yield Chunk(documents, None, truncated, np.asarray(batch["id"], dtype=np.int64), written)
 
     def embedded_documents(self, documents: list[Document]) -> Iterator[Chunk]:
