@@ -25,12 +25,8 @@ import numpy as np
 from searchengine.indexer.commit.crash_points import crash_point
 from searchengine.indexer.commit.durable_files import file_checksum, fsync_path
 from searchengine.indexer.errors import IndexerError, StorageFullError, storage_error_kind
-from searchengine.indexer.vectors.originals import (
-    DEFAULT_RESCORE,
-    MappedOriginals,
-    OriginalsRecord,
-    write_originals,
-)
+from searchengine.indexer.vectors.originals import MappedOriginals, OriginalsRecord, write_originals
+from searchengine.indexer.vectors.rescore_depth import DEFAULT_RESCORE
 from searchengine.indexer.vectors.shards import merge_found, pool
 from searchengine.indexer.vectors.vector_index import VectorIndex, collect_matrix, training_shortfall
 

@@ -25,7 +25,7 @@ from searchengine.engine.modes import DEFAULT_MODE, MODE_DEFAULT_NOTE, MODE_HELP
 from searchengine.engine.snippets import DEFAULT_SNIPPET_CHARS, one_line, snippet
 from searchengine.engine.wording import counted
 from searchengine.errors import SearchEngineError
-from searchengine.indexer.vectors.originals import DEFAULT_RESCORE
+from searchengine.indexer.vectors.rescore_depth import DEFAULT_RESCORE
 
 if TYPE_CHECKING:
     from searchengine.engine.query_request import QueryRequest

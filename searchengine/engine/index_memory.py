@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from searchengine.indexer.commit.manifest import ORIGINALS_ROLE, Manifest
+from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.tables.store import DocumentStore
 from searchengine.indexer.vectors.memory_parts import IndexMemory, index_memory
 from searchengine.indexer.vectors.page_cache import cached_bytes
@@ -64,12 +65,18 @@ def memory_use(directory: Path, manifest: Manifest, store: DocumentStore) -> Mem
         if not role.startswith(VECTOR_ROLES):
             continue
         path = directory / stored.name
-        if role.endswith(ORIGINALS_SUFFIX):
-            originals += path.stat().st_size
-        else:
-            parts += index_memory(VectorIndex.load(path, manifest.index.type, mapped=True).index)
-        mapped_files += path.stat().st_size
-        mapped_cached += cached_bytes(path)
+        try:
+            size = path.stat().st_size
+            if role.endswith(ORIGINALS_SUFFIX):
+                originals += size
+            else:
+                parts += index_memory(VectorIndex.load(path, manifest.index.type, mapped=True).index)
+            mapped_files += size
+            mapped_cached += cached_bytes(path)
+        except FileNotFoundError:
+            # A writer's commit removed it after `manifest` was read (IndexDirectory.read_consistently reads again),
+            # or it is missing (damage, which that raises).
+            raise IndexerError(f"vector file {path} is missing; run `searchengine verify`") from None
     page_size = store.db.execute("PRAGMA page_size").fetchone()[0]
     cache_size = store.db.execute("PRAGMA cache_size").fetchone()[0]
     limit = -cache_size * 1024 if cache_size < 0 else cache_size * page_size

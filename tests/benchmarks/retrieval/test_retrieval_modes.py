@@ -41,7 +41,7 @@ def test_retrieval_modes_runs_on_a_tiny_set(tmp_path: Path, tiny_model: Path, se
     results = json.loads(out.read_text(encoding="utf-8"))
     tiny = results["sets"]["tiny"]
     assert tiny["queries_timed"] == 3 and tiny["documents"] == len(sentences)  # the judged queries only
-    assert set(tiny["modes"]) == {"dense", "keyword", "hybrid"}
+    assert set(tiny["modes"]) == {"dense", "keyword", "hybrid", "mmr"}
     assert tiny["modes"]["dense"]["median_ratio_to_dense"] == 1.0
     assert all(mode["p50_ms"] > 0 for mode in tiny["modes"].values())
     assert results["machine"]["cpu"] and results["fusion"]
