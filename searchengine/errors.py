@@ -9,3 +9,17 @@ class SearchEngineError(Exception):
 
 class UnknownCollectionError(SearchEngineError):
     """A server of collections holds none of that name (HTTP 404)."""
+
+
+class ServerUnreachableError(SearchEngineError):
+    """No searchengine server answers at the address a Client was given: nothing listens there, no such host, or no
+    answer in time (`reason` says which)."""
+
+    def __init__(self, message: str, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+class ApiKeyError(SearchEngineError):
+    """A server refused the request's API key (HTTP 401): none was sent, it is wrong, or it may not do this (a
+    read-only key writing, a collection's key creating or deleting collections)."""

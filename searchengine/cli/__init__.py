@@ -11,6 +11,7 @@ from searchengine.cli import (
     adapt,
     analysis,
     cluster_index,
+    collections,
     evaluation,
     files,
     index,
@@ -65,6 +66,7 @@ for command in (
 app.add_typer(train.train_app, name="train")
 app.add_typer(evaluation.eval_app, name="eval")
 app.add_typer(cluster_index.cluster_index_app, name="cluster-index")
+app.add_typer(collections.collections_app, name="collections")
 
 
 def flowing(text: str) -> str:

@@ -2,7 +2,8 @@
 sense remotely (search, search_batch, search_by_vector, add, upsert, get, delete, info, collections), giving the
 same results (Hit, Document, IndexingReport, IndexInfo) and raising the same exception classes as the local
 engine, so one script runs against either. `Client(url).collection(name)` acts on one collection of a server of
-many. Standard library only at import, so `searchengine query --server URL` (which uses it) starts fast."""
+many; create_collection and delete_collection make and remove one. Standard library only at import, so
+`searchengine query --server URL` and `searchengine collections` (which use it) start fast."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from searchengine.errors import SearchEngineError
+from searchengine.errors import ApiKeyError, SearchEngineError, ServerUnreachableError
 from searchengine.indexer import errors as indexer_errors
 
 if TYPE_CHECKING:
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 ERROR_CLASS_HEADER = "X-SearchEngine-Error"
 """The header a server names the class of its error in (searchengine.server.error_responses)."""
 ERROR_OF_STATUS = {
+    401: ApiKeyError,
     404: indexer_errors.UnknownDocumentError,
     409: indexer_errors.IndexLockedError,
     507: indexer_errors.StorageFullError,
@@ -52,6 +54,18 @@ class Client:
     def collections(self) -> list[dict[str, Any]]:
         """The server's collections: [{"name": ..., "documents": ...}, ...]."""
         return self.request("GET", "/collections", whole_server=True)["collections"]
+
+    def create_collection(self, name: str, model: str | None = None) -> Client:
+        """Make the empty collection `name` on a server of many, with `model` (a Hub id, or a directory the server
+        can read; the bundled one if None), and return its Client. Needs the server-wide key, never a collection's."""
+        self.collection(name)  # refuses a name that cannot be one before asking
+        self.request("POST", "/collections", {"name": name, "model": model}, whole_server=True)
+        return self.collection(name)
+
+    def delete_collection(self, name: str) -> None:
+        """Remove the collection `name` of a server of many, its folder and documents with it (UnknownCollectionError
+        when there is none). Needs the server-wide key, never a collection's."""
+        self.collection(name).request("DELETE", "")
 
     def search(self, query: str, k: int = 10, where: Sequence[str] | Mapping[str, Any] | str | None = None, **options: Any) -> list[Hit]:
         """The k documents that best match `query`, best first (SearchEngine.search; `fusion` is not sent)."""
@@ -196,9 +210,10 @@ class Client:
             raise _error(exc, self.url) from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
-            raise SearchEngineError(
+            raise ServerUnreachableError(
                 f"cannot reach a searchengine server at {self.url} ({reason}); start one with `searchengine serve` "
-                "or drop --server (and $SEARCHENGINE_SERVER)"
+                "or drop --server (and $SEARCHENGINE_SERVER)",
+                str(reason),
             ) from None
         try:
             parsed = json.loads(answer)
