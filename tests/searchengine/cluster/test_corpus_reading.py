@@ -3,7 +3,9 @@ own (--id-field) or NAME#LINE, the same at every reading of the same files."""
 
 from __future__ import annotations
 
+import io
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -39,3 +41,11 @@ def test_an_id_field_gives_each_document_its_own_id(tmp_path: Path) -> None:
     corpus.write_text('{"_id": "x1", "text": "one"}\n{"text": "two"}\n')
     with pytest.raises(SearchEngineError, match='line 2 needs a string or integer "_id" field'):
         list(cluster_corpus(corpus, fields=JsonFields(id="_id")))
+
+
+def test_documents_from_standard_input_are_named_stdin(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"one text\n\nanother text\n")))
+    assert [(d.external_id, d.text) for d in cluster_corpus("-")] == [
+        ("stdin#1", "one text"),
+        ("stdin#3", "another text"),
+    ]
