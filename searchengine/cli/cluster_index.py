@@ -1,19 +1,37 @@
-"""`searchengine cluster-index`: a cluster index (searchengine.cluster) on a running Ray cluster: its status, and
-serving it with Ray Serve under the HTTP API of `searchengine serve`. (`searchengine cluster` is k-means over one
-index's vectors.)"""
+"""`searchengine cluster-index`: a cluster index (searchengine.cluster) on a running Ray cluster: building it from a
+corpus, its status, and serving it with Ray Serve under the HTTP API of `searchengine serve`. (`searchengine
+cluster` is k-means over one index's vectors.)"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from searchengine.cli.errors import user_errors
-from searchengine.cli.options import api_key_option, host_option, port_option
+from searchengine.cli.options import (
+    IdFieldOption,
+    JsonlOption,
+    PrecisionOption,
+    TextFieldOption,
+    TitleFieldOption,
+    api_key_option,
+    host_option,
+    json_option,
+    model_option,
+    port_option,
+)
+from searchengine.encoding.precision import Precision
+
+if TYPE_CHECKING:
+    from searchengine.cluster import ClusterBuildReport, ClusterBuildSettings
+    from searchengine.indexer.tables.documents import Document
 
 cluster_index_app = typer.Typer(
-    help="A cluster index spread over a Ray cluster: its status, and serving it with Ray Serve.",
+    help="A cluster index spread over a Ray cluster: building it, its status, and serving it with Ray Serve.",
     no_args_is_help=True,
 )
 ManifestArgument = typer.Argument(..., help="The cluster index's manifest (the JSON file its build wrote).")
@@ -22,6 +40,121 @@ AddressOption = typer.Option(
     "--address",
     help="The Ray cluster: its head's HOST:PORT; default the one `ray start` runs on this machine, or $RAY_ADDRESS.",
 )
+
+
+@cluster_index_app.command()
+def build(
+    corpus: str = typer.Argument(
+        ...,
+        metavar="CORPUS",
+        help="A corpus file (.txt: a document a line; .jsonl: a text field a line; .csv: a text column; gzipped or "
+        "not), a folder of .txt and .jsonl corpus files, or - for standard input.",
+    ),
+    manifest: Path = typer.Argument(
+        ..., metavar="MANIFEST", help="The manifest to write (JSON): the build's commit, on this machine."
+    ),
+    shards: int = typer.Option(..., "--shards", help="Shards, fixed at the build: each a folder on one node."),
+    copies: int = typer.Option(1, "--copies", help="Copies of each shard, on different nodes where there are enough."),
+    local_root: str = typer.Option(
+        ..., "--local-root", metavar="DIR", help="The folder each node keeps its copies under, on its own disk."
+    ),
+    address: str | None = AddressOption,
+    model: str | None = model_option(show_default="bundled all-MiniLM-L6-v2; the same path or Hub id on every node"),
+    precision: Precision = PrecisionOption,
+    index_type: str = typer.Option("Flat", "--index", help='FAISS factory string of each shard, e.g. "HNSW32".'),
+    workers: int = typer.Option(1, "--workers", help="Embedding workers (Ray actors, one CPU and one model each)."),
+    name: str | None = typer.Option(
+        None, "--name", help="The cluster index's name (in its folders and its status).", show_default="MANIFEST's stem"
+    ),
+    jsonl: bool = JsonlOption,
+    id_field: str | None = IdFieldOption,
+    text_field: str = TextFieldOption,
+    title_field: str | None = TitleFieldOption,
+    as_json: bool = json_option("Print the report as one JSON object."),
+) -> None:
+    """Build a cluster index of CORPUS on a running Ray cluster and commit it by writing MANIFEST.
+
+    The corpus is read here, as `searchengine index` reads a corpus file, and each document goes to the shard its
+    id hashes to: its --id-field, or else NAME#LINE, its file's name (inside a corpus folder; stdin for standard
+    input) and its line, the same at every build of the same files. Embedding workers embed, each shard's copy
+    writes its own rows and segments on its own node (this machine writes no row and receives no vector), and the
+    manifest is written last: a build that fails leaves the previous index, or none, as it was. Name each node with
+    a searchengine_node_NAME resource so its copies stay in its own folder (README: On many machines).
+
+    Examples:
+
+      searchengine cluster-index build corpus.jsonl cluster.json --shards 4 --copies 2 \\
+        --local-root /var/lib/searchengine --id-field _id
+
+      searchengine cluster-index build corpus-shards/ cluster.json --shards 8 --local-root /srv/se \\
+        --address head-node:6379 --workers 4
+    """
+    with user_errors(manifest):
+        from searchengine.cluster import ClusterBuildSettings, ClusterError
+        from searchengine.cluster.corpus_reading import cluster_corpus
+        from searchengine.reading.corpus import STDIN, JsonFields
+
+        settings = ClusterBuildSettings(
+            shards=shards,
+            copies=copies,
+            model=_model_everywhere(model),
+            local_root=str(Path(local_root).expanduser().absolute()),  # the same folder on every node
+            name=name or manifest.stem,
+            encoder_options={"precision": precision},
+            index_type=index_type,
+            workers=workers,
+        )
+        fields = JsonFields(text_field, title_field, id_field)
+        read = lambda: cluster_corpus(corpus, True if jsonl else None, fields)  # noqa: E731
+        if corpus != STDIN and sum(1 for _ in read()) == 0:  # every line checked before Ray is asked anything
+            raise ClusterError(f"{corpus} holds no documents; give a corpus with at least one non-blank line")
+        report = _build(manifest, read(), settings, address)
+    found = {
+        "manifest": str(manifest),
+        "shards": settings.shards,
+        "copies": settings.copies,
+        "documents": report.documents,
+        "shard_documents": report.shard_documents,
+        "seconds": round(report.seconds, 2),
+        "driver_rows_written": report.driver_rows_written,
+    }
+    if as_json:
+        typer.echo(json.dumps(found))
+        return
+    typer.echo(
+        f"Built {manifest}: {report.documents} documents in {settings.shards} shards x {settings.copies} copies "
+        f"in {report.seconds:.1f} s; documents per shard: {', '.join(map(str, report.shard_documents))}; rows "
+        f"written by this machine: {report.driver_rows_written}."
+    )
+    typer.echo(f"Serve it with `searchengine cluster-index serve {manifest}`.")
+
+
+def _model_everywhere(model: str | None) -> str:
+    """The model as every node names it: the bundled one by default, a folder here by its absolute path."""
+    from searchengine.encoding.model_source import DEFAULT_MODEL
+
+    if model is None:
+        return DEFAULT_MODEL
+    path = Path(model).expanduser()
+    return str(path.resolve()) if path.exists() else model
+
+
+def _build(
+    manifest: Path, documents: Iterator[Document], settings: ClusterBuildSettings, address: str | None
+) -> ClusterBuildReport:
+    """Connect to the Ray cluster, build, and stop the copies the build started (`serve` starts its own)."""
+    import ray
+
+    from searchengine.cluster import build_cluster
+    from searchengine.server.cluster.serve_app import connect
+
+    connect(address)
+    index, report = build_cluster(manifest, documents, settings)
+    for states in index.copies:
+        for state in states:
+            if state.handle is not None:
+                ray.kill(state.handle)
+    return report
 
 
 @cluster_index_app.command()

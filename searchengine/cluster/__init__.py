@@ -11,6 +11,9 @@ The interface (names kept stable for the Ray Serve front end):
 - `build_cluster(manifest_path, documents, ClusterBuildSettings(shards, copies, model, local_root, ...))` ->
   (ClusterIndex, ClusterBuildReport): embedding workers embed, each copy on its node stores its shard's rows and
   segments; the driver writes no rows (report.driver_rows_written, measured) and receives no vectors.
+- `cluster_corpus(corpus, jsonl, fields)` (corpus_reading.py): the documents of a corpus file or folder, read as
+  `searchengine index` reads them, each with the id that picks its shard (its id field, else NAME#LINE); what
+  `searchengine cluster-index build` gives build_cluster.
 - `ClusterIndex.open(manifest_path, calls=..., starter=...)`: the copies started on their nodes.
 - `ClusterIndex.search(query, k, where, mode=, fusion=, min_score=, all_shards=)` and `search_batch` ->
   ClusterAnswer(hits, shards, answered, missing, partial): the query encoded once here; for keyword and hybrid the

@@ -1,5 +1,6 @@
-"""`searchengine cluster-index`: without a reachable Ray cluster, one line and exit code 1 (the commands against a
-running cluster are tested in tests/searchengine/server/cluster/test_ray_serve.py)."""
+"""`searchengine cluster-index`: without a reachable Ray cluster, or with a bad setting or corpus, one line and exit
+code 1 (the commands against a running cluster are tested in tests/searchengine/server/cluster/test_ray_serve.py
+and, for build, test_cluster_build_command.py)."""
 
 from __future__ import annotations
 
@@ -21,13 +22,52 @@ def closed_port() -> int:
 def test_no_ray_cluster_at_the_address_is_one_line(tmp_path: Path) -> None:
     for command in ("status", "serve"):
         address = f"127.0.0.1:{closed_port()}"
-        result = CliRunner().invoke(app, ["cluster-index", command, str(tmp_path / "cluster.json"), "--address", address])
+        result = CliRunner().invoke(
+            app, ["cluster-index", command, str(tmp_path / "cluster.json"), "--address", address]
+        )
         assert result.exit_code == 1, result.output
         lines = result.output.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith(f"Error: no Ray cluster is reachable at {address}"), lines
         assert "ray start --head" in lines[0]
 
 
+def build(tmp_path: Path, corpus: Path, *options: str) -> list[str]:
+    """The lines a refused `cluster-index build` prints (checked: exit code 1)."""
+    command = ["cluster-index", "build", str(corpus), str(tmp_path / "cluster.json"), "--local-root", str(tmp_path)]
+    result = CliRunner().invoke(app, [*command, *options])
+    assert result.exit_code == 1, result.output
+    assert not (tmp_path / "cluster.json").exists()
+    return result.output.strip().splitlines()
+
+
+def test_build_refuses_in_one_line_before_asking_ray(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("one text\nanother text\n")
+    address = f"127.0.0.1:{closed_port()}"
+    lines = build(tmp_path, corpus, "--shards", "2", "--address", address)
+    assert len(lines) == 1 and lines[0].startswith(f"Error: no Ray cluster is reachable at {address}"), lines
+    for shards in ("0", "-3"):  # no Ray cluster is asked: the address would fail otherwise
+        lines = build(tmp_path, corpus, "--shards", shards, "--address", address)
+        assert lines == [f"Error: shards must be a whole number of at least 1, not {shards}"]
+    lines = build(tmp_path, corpus, "--shards", "2", "--copies", "0", "--address", address)
+    assert lines == ["Error: copies must be a whole number of at least 1, not 0"]
+    corpus.write_text("\n\n")
+    assert build(tmp_path, corpus, "--shards", "2", "--address", address) == [
+        f"Error: {corpus} holds no documents; give a corpus with at least one non-blank line"
+    ]
+    records = tmp_path / "corpus.jsonl"
+    records.write_text('{"id": "a", "text": "one"}\n{"text": "two"}\n')
+    lines = build(tmp_path, records, "--shards", "2", "--id-field", "id", "--address", address)
+    assert lines == [f'Error: {records} line 2 needs a string or integer "id" field (the id)'], lines
+
+
 def test_the_group_says_what_it_offers() -> None:
     result = CliRunner().invoke(app, ["cluster-index", "--help"])
-    assert result.exit_code == 0 and "status" in result.output and "serve" in result.output
+    assert result.exit_code == 0 and all(name in result.output for name in ("build", "status", "serve"))
+
+
+def test_builds_help_teaches_by_an_example() -> None:
+    result = CliRunner().invoke(app, ["cluster-index", "build", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    assert "searchengine cluster-index build corpus.jsonl cluster.json --shards 4" in result.output
+    assert "NAME#LINE" in result.output  # how a document without an id of its own gets one
