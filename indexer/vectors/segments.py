@@ -122,13 +122,7 @@ def write_segment(
         index.save(path)
     except (RuntimeError, OSError) as exc:
         path.unlink(missing_ok=True)
-        kind = storage_error_kind(exc)
-        raise kind(
-            f"no space left on device writing segment file {path}: free some space and run the command again; the "
-            "index is as it was before"
-            if kind is StorageFullError
-            else f"cannot write segment file {path} ({str(exc).strip().splitlines()[-1]}); the index is as it was before"
-        ) from None
+        raise _write_failure(exc, f"segment file {path}") from None
     crash_point("segment-written")
     if mode_of is not None:
         shutil.copymode(mode_of, path)
@@ -140,17 +134,25 @@ def write_segment(
             originals = write_originals(directory, name, index.spool, ids, mode_of)
         except (RuntimeError, OSError) as exc:
             path.unlink(missing_ok=True)
-            kind = storage_error_kind(exc)
-            raise kind(
-                f"cannot write the originals of segment file {path} ({str(exc).strip().splitlines()[-1]}); the index "
-                "is as it was before"
-            ) from None
+            raise _write_failure(exc, f"the originals of segment file {path}") from None
     fsync_path(directory)
     first, last = (int(ids[0]), int(ids[-1])) if len(ids) else (0, -1)
     return SegmentRecord(
         name, index.factory, index.count, path.stat().st_size, file_checksum(path), first, last, originals
     )
 
+
+
+def _write_failure(exc: RuntimeError | OSError, what: str) -> IndexerError:
+    """The one-line error for a failed write of `what` (a segment file or its originals): a full disk says to free
+    space, any other failure its reason; either way the index is as it was before."""
+    kind = storage_error_kind(exc)
+    if kind is StorageFullError:
+        return kind(
+            f"no space left on device writing {what}: free some space and run the command again; the index is as it "
+            "was before"
+        )
+    return kind(f"cannot write {what} ({str(exc).strip().splitlines()[-1]}); the index is as it was before")
 
 def load_segment_set(directory: Path, records: list[SegmentRecord], factory: str, dimension: int) -> SegmentSet:
     """The segments `records` name, loaded, as one vector index of the index's `factory` and `dimension`."""
