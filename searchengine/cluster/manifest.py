@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from searchengine.cluster.errors import ClusterError
+from searchengine.indexer.commit.durable_files import fsync_path
 
 FORMAT = 1
 
@@ -99,8 +100,4 @@ def write_manifest(path: Path, manifest: ClusterManifest) -> None:
         file.flush()
         os.fsync(file.fileno())
     os.replace(temporary, path)
-    folder = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(folder)
-    finally:
-        os.close(folder)
+    fsync_path(path.parent)
