@@ -11,6 +11,11 @@ class UnknownCollectionError(SearchEngineError):
     """A server of collections holds none of that name (HTTP 404)."""
 
 
+class UnknownModelError(SearchEngineError):
+    """A server embeds with no model of that name (/v1/embeddings' `model`: HTTP 400 with OpenAI's code
+    model_not_found)."""
+
+
 class ServerUnreachableError(SearchEngineError):
     """No searchengine server answers at the address a Client was given: nothing listens there, no such host, or no
     answer in time (`reason` says which)."""

@@ -31,7 +31,9 @@ ROUTERS = (
     embeddings.router,
     metrics.router,
 )
-COLLECTION_ROUTERS = (info.router, search.router, documents.router, document_lookup.router, metrics.router)
+COLLECTION_ROUTERS = (
+    info.router, search.router, documents.router, document_lookup.router, embeddings.router, metrics.router
+)
 """The one-index routes each collection answers under /collections/NAME."""
 COLLECTION_PATH = re.compile(r"/collections/(?P<collection>[^/]+)(?P<rest>/.*)")
 
@@ -49,7 +51,7 @@ def create_app(
     app.state.index = index
     app.state.settings = settings
     app.state.collections = collections
-    app.state.metrics = ServerMetrics()
+    app.state.metrics = ServerMetrics(per_collection=collections is not None)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     add_error_handlers(app)
     # Added last, so it runs first: the key is checked before BodyLimit reads a body and FastAPI parses it.

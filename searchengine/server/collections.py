@@ -23,6 +23,7 @@ from searchengine.server.served_index import ServedIndex
 
 if TYPE_CHECKING:
     from searchengine.encoding.encoder import Encoder, EncoderSpeed
+    from searchengine.indexer.commit.manifest import Manifest
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 """A collection's name: its folder's, letters, digits, '_', '.' and '-', 64 at most, not starting with '.' or '-'."""
@@ -79,12 +80,15 @@ class Collections:
 
     def listing(self) -> list[dict[str, Any]]:
         """Each collection's name and documents, read from its manifest (opening none)."""
-        listed = []
+        return [{"name": name, "documents": manifest.count.documents} for name, manifest in self.manifests().items()]
+
+    def manifests(self) -> dict[str, Manifest]:
+        """Each collection's manifest (its model, counts, when it was built) by name, opening none."""
+        read = {}
         for name in self.names():
             with contextlib.suppress(SearchEngineError, OSError):  # removed or being replaced meanwhile
-                count = IndexDirectory(self.folder / name).read_manifest().count.documents
-                listed.append({"name": name, "documents": count})
-        return listed
+                read[name] = IndexDirectory(self.folder / name).read_manifest()
+        return read
 
     @property
     def open_names(self) -> list[str]:
@@ -103,6 +107,21 @@ class Collections:
             with self._lock:
                 entry.users -= 1
                 entry.last_used = time.monotonic()
+
+    @contextlib.contextmanager
+    def held_open(self) -> Iterator[dict[str, ServedIndex]]:
+        """The collections open now by name, kept open until the block ends; opens none, and does not count as a
+        use (a /metrics scrape keeps no collection from closing when idle)."""
+        with self._lock:
+            entries = dict(self._open)
+            for entry in entries.values():
+                entry.users += 1
+        try:
+            yield {name: entry.index for name, entry in entries.items()}
+        finally:
+            with self._lock:
+                for entry in entries.values():
+                    entry.users -= 1
 
     def _acquire(self, name: str) -> _Open:
         with self._lock:

@@ -6,6 +6,7 @@ index's disk is full, 500 otherwise (a file of the index this server may not wri
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -15,7 +16,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from searchengine.errors import SearchEngineError, UnknownCollectionError
+from searchengine.errors import SearchEngineError, UnknownCollectionError, UnknownModelError
 from searchengine.indexer.errors import (
     IndexLockedError,
     StorageFullError,
@@ -34,8 +35,9 @@ STATUS_OF_ERROR = {
 the server may not write is the server's to fix, not the client's."""
 
 
-OPENAI_PREFIX = "/v1/"
-"""The paths of the OpenAI-compatible API (searchengine.server.routes.embeddings), whose errors take OpenAI's shape."""
+OPENAI_PATH = re.compile(r"(/collections/[^/]+)?/v1/")
+"""The paths of the OpenAI-compatible API (searchengine.server.routes.embeddings), the server's or a collection's,
+whose errors take OpenAI's shape."""
 
 
 ERROR_CLASS_HEADER = "X-SearchEngine-Error"
@@ -54,7 +56,7 @@ def error_response(
     with the field at fault (`param`) and OpenAI's `code` when known."""
     line = " ".join(str(message).split())
     body: dict[str, Any] = {"error": line}
-    if path.startswith(OPENAI_PREFIX):
+    if OPENAI_PATH.match(path):
         body = {
             "error": {"message": line, "type": openai_type(status), "param": param, "code": code or CODES.get(status)}
         }
@@ -81,7 +83,8 @@ def add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(SearchEngineError)
     async def user_error(request: Request, exc: SearchEngineError) -> JSONResponse:
         status = next((code for kind, code in STATUS_OF_ERROR.items() if isinstance(exc, kind)), 400)
-        response = error_response(status, str(exc), path=request.url.path)
+        param, code = ("model", "model_not_found") if isinstance(exc, UnknownModelError) else (None, None)
+        response = error_response(status, str(exc), path=request.url.path, param=param, code=code)
         response.headers[ERROR_CLASS_HEADER] = type(exc).__name__  # searchengine.Client raises the same class
         return response
 

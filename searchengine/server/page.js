@@ -1,9 +1,17 @@
 // The search page: GET /info once for the summary and the modes, GET /search for each query; the query,
-// k, mode and filters live in the address so a search can be linked to and reloaded.
+// k, mode and filters live in the address so a search can be linked to and reloaded. On a server of collections
+// (GET /collections answers), the user picks one, and /info and /search are that collection's
+// (/collections/NAME/info, /collections/NAME/search); the collection is in the address too.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
 let maxK = 1000;
+let heldCollections = false;  // whether this server holds collections rather than one index
+
+// Where the picked collection's routes are ("" on a server of one index).
+function base() {
+  return heldCollections && $("collection").value ? "/collections/" + encodeURIComponent($("collection").value) : "";
+}
 
 function headers() {
   const key = $("key").value || sessionStorage.getItem("searchengine-key") || "";
@@ -163,15 +171,17 @@ async function search() {
   if (!q) { setStatus("Type what to search for.", true); return; }
   if ($("key").value) sessionStorage.setItem("searchengine-key", $("key").value);
   const params = new URLSearchParams({ q, k: String(Math.min(maxK, Math.max(1, Number($("k").value) || 10))) });
+  if (heldCollections) params.set("collection", $("collection").value);
   for (const condition of filters()) params.append("where", condition);
   const mode = $("mode").value;
   if (mode.startsWith("rerank:")) params.set("rerank", mode.slice("rerank:".length));
   else if (mode) params.set("mode", mode);
   history.replaceState(null, "", "?" + params);
+  params.delete("collection");  // in the address, not in the search's: the path names it
   setStatus("Searching\u2026");
   const started = performance.now();
   try {
-    const result = await getJSON("/search?" + params + "&highlight=true");  // the sentences to show, marked
+    const result = await getJSON(base() + "/search?" + params + "&highlight=true");  // the sentences to show, marked
     const took = Math.round(performance.now() - started);
     $("results").replaceChildren(...result.hits.map((hit, i) => renderHit(hit, i + 1, result.mode)));
     const how = `, ${result.mode}` + (result.rerank ? `, reranked by ${result.rerank.model} from the top ${result.rerank.top}` : "");
@@ -182,9 +192,27 @@ async function search() {
   }
 }
 
+// Whether the server holds collections (GET /collections answers; a server of one index answers 400), and if so
+// the picker filled with them, the address's collection picked.
+async function loadCollections() {
+  const response = await fetch("/collections", { headers: headers() });
+  if (response.status === 401) $("keyrow").style.display = "flex";
+  if (!response.ok) return;
+  const listed = (await response.json()).collections;
+  heldCollections = true;
+  $("collection-label").hidden = false;
+  const picked = new URLSearchParams(location.search).get("collection") || $("collection").value;
+  $("collection").replaceChildren(...listed.map((c) => new Option(`${c.name} (${c.documents.toLocaleString()})`, c.name)));
+  if (listed.some((c) => c.name === picked)) $("collection").value = picked;
+}
+
 async function loadInfo() {
   try {
-    const info = await getJSON("/info");
+    if (heldCollections && !$("collection").value) {
+      $("summary").textContent = "No collections yet: POST /collections makes one.";
+      return;
+    }
+    const info = await getJSON(base() + "/info");
     maxK = info.server.limits.k;
     $("k").max = String(maxK);
     $("summary").textContent = `${info.documents.toLocaleString()} documents \u00b7 ${info.model} \u00b7 ` +
@@ -214,5 +242,15 @@ function restoreFromAddress() {
 
 $("search-form").addEventListener("submit", (event) => { event.preventDefault(); search(); });
 $("add-filter").addEventListener("click", () => addFilter("").focus());
-$("key").addEventListener("change", () => { sessionStorage.setItem("searchengine-key", $("key").value); loadInfo(); });
-loadInfo().then(() => { if (restoreFromAddress()) search(); });
+$("key").addEventListener("change", async () => {
+  sessionStorage.setItem("searchengine-key", $("key").value);
+  await loadCollections();
+  loadInfo();
+});
+$("collection").addEventListener("change", async () => {
+  $("results").replaceChildren();
+  setStatus("");
+  await loadInfo();
+  if ($("q").value.trim()) search();
+});
+loadCollections().then(loadInfo).then(() => { if (restoreFromAddress()) search(); });

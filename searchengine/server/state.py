@@ -32,6 +32,15 @@ def served_index(request: Request) -> Iterator[ServedIndex]:
         yield index
 
 
+def named_or_one_index(request: Request) -> Iterator[ServedIndex | None]:
+    """As served_index, but None for a request to a server of collections that names none (its /v1/models,
+    /v1/embeddings and /metrics answer for the server as a whole)."""
+    if request.app.state.index is None and request.path_params.get("collection") is None:
+        yield None
+        return
+    yield from served_index(request)
+
+
 def server_settings(request: Request) -> ServerSettings:
     """The settings this app was started with."""
     return request.app.state.settings
@@ -43,6 +52,7 @@ def server_metrics(request: Request) -> ServerMetrics:
 
 
 Index = Annotated[ServedIndex, Depends(served_index)]
+MaybeIndex = Annotated[ServedIndex | None, Depends(named_or_one_index)]
 Settings = Annotated[ServerSettings, Depends(server_settings)]
 Metrics = Annotated[ServerMetrics, Depends(server_metrics)]
 

@@ -61,5 +61,5 @@ async def _write_then_merge(
 ) -> dict[str, Any]:
     """`write(engine)` on the writer thread, answered when it commits; the merges it calls for run after it."""
     result = await answer(index.writer.submit(write))
-    index.writer.submit_background(lambda engine: metrics.merges.inc(len(engine.merge())))
+    index.writer.submit_background(lambda engine: metrics.merged(len(engine.merge()), index.path.name))
     return result

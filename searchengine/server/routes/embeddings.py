@@ -10,11 +10,11 @@ token limit (longer ones are refused, as OpenAI does, not cut), and to the bound
 from __future__ import annotations
 
 import base64
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from functools import partial
 from pathlib import PurePath
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 from fastapi import APIRouter, Depends, Request
@@ -24,11 +24,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from searchengine.encoding.encoder import Encoder
 from searchengine.engine.embedding import to_index_vectors
 from searchengine.engine.search_engine import SearchEngine
-from searchengine.errors import SearchEngineError
+from searchengine.errors import SearchEngineError, UnknownModelError
 from searchengine.indexer.tables.store import lone_surrogate
 from searchengine.server.error_responses import error_response
 from searchengine.server.limits import MAX_EMBEDDING_INPUTS
-from searchengine.server.state import Index, answer, check_reads
+from searchengine.server.served_index import ServedIndex
+from searchengine.server.state import MaybeIndex, answer, check_reads, served_index
 
 
 class EmbeddingsRequest(BaseModel):
@@ -104,9 +105,32 @@ router = APIRouter(
 """/v1/embeddings and /v1/models, with the API key of searches."""
 
 
+def embedding_index(http: Request, request: EmbeddingsRequest) -> Iterator[ServedIndex]:
+    """The index that answers `request`: the server's one index, or the collection the path names, or, on a server
+    of collections asked at /v1/embeddings, the first collection (by name) whose model the request's `model` names
+    (UnknownModelError, naming the models offered, when none does)."""
+    if http.app.state.index is not None or http.path_params.get("collection") is not None:
+        yield from served_index(http)
+        return
+    manifests = http.app.state.collections.manifests()
+    name = next((name for name, manifest in manifests.items() if _names(request.model, manifest.model.name)), None)
+    if name is None:
+        offered = ", ".join(repr(model) for model in dict.fromkeys(m.model.name for m in manifests.values()))
+        raise UnknownModelError(
+            f"this server embeds with {offered or 'no model (it holds no collection yet)'}, not {request.model!r}; "
+            "send one of them as model"
+        )
+    with http.app.state.collections.opened(name) as index:
+        yield index
+
+
 @router.post("/v1/embeddings", response_model=EmbeddingsOut)
-async def create_embeddings(index: Index, request: EmbeddingsRequest) -> dict[str, Any]:
-    """Embed texts as the index does (OpenAI-compatible): `base_url` of an OpenAI client is http://HOST:PORT/v1."""
+async def create_embeddings(
+    index: Annotated[ServedIndex, Depends(embedding_index)], request: EmbeddingsRequest
+) -> dict[str, Any]:
+    """Embed texts as the index does (OpenAI-compatible): `base_url` of an OpenAI client is http://HOST:PORT/v1 (on
+    a server of collections, the collection whose model `model` names; http://HOST:PORT/collections/NAME/v1 for
+    that collection's)."""
     texts = _texts(request.input)
 
     def embed(engine: SearchEngine) -> dict[str, Any]:
@@ -118,7 +142,7 @@ async def create_embeddings(index: Index, request: EmbeddingsRequest) -> dict[st
                 encode = partial(_normalised, encoder)
                 return _embeddings(request, texts, given, encoder, encode, encoder.dimension)
         offered = ", ".join(repr(model) for model in [name, *index.embedders])
-        raise SearchEngineError(f"this server embeds with {offered}, not {request.model!r}; send one of them as model")
+        raise UnknownModelError(f"this server embeds with {offered}, not {request.model!r}; send one of them as model")
 
     return await answer(index.reader.run(embed))
 
@@ -167,31 +191,43 @@ def _embeddings(
 
 
 @router.get("/v1/models", response_model=ModelsOut)
-async def list_models(index: Index) -> dict[str, Any]:
-    """The models /v1/embeddings answers with: the index's, then those named with --embedding-model
-    (OpenAI-compatible)."""
+async def list_models(http: Request, index: MaybeIndex) -> dict[str, Any]:
+    """The models /v1/embeddings answers with: the index's, then those named with --embedding-model; on a server of
+    collections, each collection's (OpenAI-compatible)."""
+    return {"object": "list", "data": await _models(http, index)}
+
+
+async def _models(http: Request, index: ServedIndex | None) -> list[dict[str, Any]]:
+    """The model records GET /v1/models lists."""
+    if index is None:  # a server of collections: each model once, as built first
+        created: dict[str, int] = {}
+        for manifest in http.app.state.collections.manifests().values():
+            stamp = _unix_time(manifest.created_at)
+            created[manifest.model.name] = min(stamp, created.get(manifest.model.name, stamp))
+        return [_model(name, stamp) for name, stamp in created.items()]
 
     def model(engine: SearchEngine) -> dict[str, Any]:
-        name = engine.manifest.model.name
-        created = _unix_time(engine.manifest.created_at)
-        return {"id": name, "object": "model", "created": created, "owned_by": "searchengine"}
+        return _model(engine.manifest.model.name, _unix_time(engine.manifest.created_at))
 
     own = await answer(index.reader.run(model))
-    served = [{**own, "id": name} for name in index.embedders]
-    return {"object": "list", "data": [own, *served]}
+    return [own, *(_model(name, own["created"]) for name in index.embedders)]
+
+
+def _model(name: str, created: int) -> dict[str, Any]:
+    return {"id": name, "object": "model", "created": created, "owned_by": "searchengine"}
 
 
 @router.get("/v1/models/{model:path}", response_model=ModelOut)
-async def retrieve_model(index: Index, model: str, request: Request) -> dict[str, Any] | JSONResponse:
+async def retrieve_model(http: Request, index: MaybeIndex, model: str) -> dict[str, Any] | JSONResponse:
     """One model /v1/embeddings answers with, by its id as GET /v1/models lists it or its last part
     (OpenAI-compatible); 404 with OpenAI's code model_not_found for any other."""
-    models = (await list_models(index))["data"]
+    models = await _models(http, index)
     found = next((entry for entry in models if _names(model, entry["id"])), None)
     if found is not None:
         return found
-    offered = ", ".join(repr(entry["id"]) for entry in models)
+    offered = ", ".join(repr(entry["id"]) for entry in models) or "no model (it holds no collection yet)"
     message = f"this server embeds with {offered}, not {model!r}; GET /v1/models lists them"
-    return error_response(404, message, path=request.url.path, param="model", code="model_not_found")
+    return error_response(404, message, path=http.url.path, param="model", code="model_not_found")
 
 
 def _texts(given: str | list[Any]) -> list[str]:

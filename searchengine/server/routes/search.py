@@ -102,7 +102,7 @@ async def _search(index: ServedIndex, metrics: ServerMetrics, request: SearchReq
     )
     start = time.perf_counter()
     results = await answer(index.reader.search(request.queries, options))
-    metrics.observe_search(mode, len(request.queries), time.perf_counter() - start)
+    metrics.observe_search(mode, len(request.queries), time.perf_counter() - start, index.path.name)
     reranked = {"model": rerank, "top": top} if rerank else None
     return [
         {**result_record(query, mode, hits, reranked), **shards_record(hits)}

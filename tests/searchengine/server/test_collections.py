@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pytest
 from searchengine.indexer.tables.store import Document
 
@@ -142,3 +143,103 @@ def test_serve_collections_as_a_real_process(folder: Path, tmp_path: Path) -> No
         assert [c["name"] for c in client.collections()] == ["animals", "other", "plants"]
         assert client.collection("plants").search("piano song", k=1)[0].text == SENTENCES[9]
     assert "Serving 3 collections" in (tmp_path / "serve.log").read_text()
+
+
+def test_v1_embeddings_picks_the_collection_by_the_requests_model(held: Collections, folder: Path) -> None:
+    """The official `openai` client against a server of collections: /v1/models lists each collection's model once,
+    /v1/embeddings answers a model with the vectors of the first collection built with it, a model none has is
+    refused in OpenAI's shape naming those offered, and /collections/NAME/v1 answers for one collection."""
+    import openai
+
+    manifests = held.manifests()
+    tiny, other = manifests["animals"].model.name, manifests["other"].model.name
+    with running(create_app(None, ServerSettings(), held)) as url:
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="unused", max_retries=0)
+        assert sorted(model.id for model in client.models.list()) == sorted([tiny, other])
+        assert client.models.retrieve(other).id == other
+        for name, model in (("animals", tiny), ("other", other)):
+            got = client.embeddings.create(input=[SENTENCES[0]], model=model, encoding_format="float")
+            with SearchEngine.open(folder / name) as engine:
+                np.testing.assert_allclose(got.data[0].embedding, engine.encode([SENTENCES[0]])[0], atol=1e-4)
+            assert got.model == model
+        assert held.open_names == ["animals", "other"]  # the embeddings opened the collection that answered
+        with pytest.raises(openai.BadRequestError) as caught:
+            client.embeddings.create(input="x", model="text-embedding-3-small")
+        assert caught.value.code == "model_not_found" and caught.value.param == "model"
+        assert repr(tiny) in caught.value.message and repr(other) in caught.value.message
+        with pytest.raises(openai.NotFoundError) as missing:
+            client.models.retrieve("text-embedding-3-small")
+        assert missing.value.code == "model_not_found"
+        own = openai.OpenAI(base_url=f"{url}/collections/plants/v1", api_key="unused", max_retries=0)
+        assert [model.id for model in own.models.list()] == [tiny]
+        assert len(own.embeddings.create(input="a fern", model=tiny).data[0].embedding) == 32
+        with pytest.raises(openai.BadRequestError, match="this server embeds with") as caught:
+            own.embeddings.create(input="a fern", model=other)
+        assert caught.value.code == "model_not_found"
+
+
+def test_metrics_cover_every_collection_by_label(held: Collections) -> None:
+    """GET /metrics on a server of collections: each collection's documents (closed ones from their manifests,
+    none opened by the scrape), whether it is open, and its searches, labelled by collection; GET
+    /collections/NAME/metrics keeps that one's series."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    def samples(text: str, name: str) -> dict[tuple, float]:
+        return {
+            tuple(sorted(sample.labels.items())): sample.value
+            for family in text_string_to_metric_families(text)
+            for sample in family.samples
+            if sample.name == name
+        }
+
+    with running(create_app(None, ServerSettings(), held)) as url:
+        client = Client(url)
+        client.collection("animals").search("cat", k=1, mode="keyword")
+        client.collection("plants").add(documents=["a fern in the shade"])
+        text = httpx.get(f"{url}/metrics", timeout=60).text
+        assert samples(text, "searchengine_documents") == {
+            (("collection", "animals"),): 6, (("collection", "other"),): 1, (("collection", "plants"),): 7
+        }
+        assert samples(text, "searchengine_collection_open") == {
+            (("collection", "animals"),): 1, (("collection", "other"),): 0, (("collection", "plants"),): 1
+        }
+        assert samples(text, "searchengine_queries_total") == {(("collection", "animals"), ("mode", "keyword")): 1}
+        assert held.open_names == ["animals", "plants"]  # the scrape opened no collection
+        one = httpx.get(f"{url}/collections/plants/metrics", timeout=60).text
+        assert samples(one, "searchengine_documents") == {(("collection", "plants"),): 7}
+        assert samples(one, "searchengine_queries_total") == {}
+        assert samples(one, "searchengine_requests_total")  # the server's requests are shown with it
+        missing = httpx.get(f"{url}/collections/nope/metrics", timeout=60)
+        assert missing.status_code == 404 and "no collection named 'nope'" in missing.json()["error"]
+        client.delete_collection("plants")
+        gone = httpx.get(f"{url}/metrics", timeout=60).text
+        assert ("collection", "plants") not in {label for key in samples(gone, "searchengine_documents") for label in key}
+
+
+def test_the_search_page_picks_a_collection(held: Collections) -> None:
+    """The search page in a real headless Chromium on a server of collections: pick one, search it, pick another."""
+    from tests.searchengine.server.conftest import CHROMIUM
+
+    if CHROMIUM is None:
+        pytest.skip("no Chromium on this machine: `apt-get install chromium` (Debian) runs the search page's test")
+    playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    with running(create_app(None, ServerSettings(), held)) as url, playwright_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
+        try:
+            page = browser.new_page()
+            page.set_default_timeout(30_000)
+            page.goto(url + "/?collection=plants")
+            page.wait_for_function("document.getElementById('summary').textContent.includes('documents')")
+            assert "6 documents" in page.inner_text("#summary") and page.input_value("#collection") == "plants"
+            assert page.locator("#collection option").all_inner_texts() == ["animals (6)", "other (1)", "plants (6)"]
+            page.fill("#q", SENTENCES[9])
+            page.press("#q", "Enter")
+            page.wait_for_selector("li.hit")
+            assert page.locator("li.hit .text").first.inner_text() == SENTENCES[9]
+            assert "collection=plants" in page.url
+            page.select_option("#collection", "other")
+            page.wait_for_function("document.querySelectorAll('li.hit').length === 1")
+            assert page.locator("li.hit .text").first.inner_text() == "a note on another model"
+            assert "1 documents" in page.inner_text("#summary")
+        finally:
+            browser.close()
