@@ -121,6 +121,7 @@ class Client:
         chosen = [item if isinstance(item, Document) else Document(str(item).strip()) for item in given]
         taken = {name for document in chosen for name in document.metadata}
         text_field, id_field = _free_name("text", taken), _free_name("id", taken)
+        source_field, line_field = _free_name("source", taken), _free_name("line", taken)
         with_ids = any(document.external_id is not None for document in chosen)
         if with_ids and not all(document.external_id is not None for document in chosen):
             raise SearchEngineError("give every document an id, or none (the server reads one id field for all)")
@@ -129,10 +130,18 @@ class Client:
                 **document.metadata,
                 text_field: document.text,
                 **({id_field: document.external_id} if with_ids else {}),
+                **({source_field: document.source} if document.source is not None else {}),
+                **({line_field: document.line} if document.line is not None else {}),
             }
             for document in chosen
         ]
-        body: dict[str, Any] = {"documents": records, "text_field": text_field, "id_field": id_field if with_ids else None}
+        body: dict[str, Any] = {
+            "documents": records,
+            "text_field": text_field,
+            "id_field": id_field if with_ids else None,
+            "source_field": source_field,
+            "line_field": line_field,
+        }
         if embeddings is not None:
             body["embeddings"] = [_floats(row) for row in embeddings]
         answer = self.request("POST", "/documents", body)

@@ -166,6 +166,14 @@ class DocumentsRequest(BaseModel):
     title_field: str | None = Field(
         None, description="A field holding a title, embedded before the text and kept as metadata."
     )
+    source_field: str | None = Field(
+        None,
+        description="A field holding each document's source (a file name, a URL), stored as its origin (the hits' "
+        "source), not as metadata.",
+    )
+    line_field: str | None = Field(
+        None, description="A field holding each document's line in its source (a whole number), stored with it."
+    )
 
 
 class AddedOut(BaseModel):

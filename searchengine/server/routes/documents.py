@@ -24,7 +24,7 @@ router = APIRouter(dependencies=[Depends(check_writes)])
 async def add_documents(index: Index, metrics: Metrics, request: DocumentsRequest) -> dict[str, Any]:
     """Add documents, or replace those whose `id_field` id is already stored (`searchengine add`)."""
     fields = JsonFields(request.text_field, request.title_field, request.id_field)
-    adding = AddRequest(request.documents, fields, request.embeddings)
+    adding = AddRequest(request.documents, fields, request.embeddings, request.source_field, request.line_field)
     return await _write_then_merge(index, metrics, adding.run)
 
 

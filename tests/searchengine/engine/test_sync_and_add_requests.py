@@ -41,3 +41,16 @@ def test_an_add_request_reads_every_record_before_anything_is_written(tmp_path: 
     answer = adding.run(engine)
     assert answer["added"] == 1 and answer["index_size"] == size + 1 == len(engine)
     engine.close()
+
+
+def test_an_add_request_takes_source_and_line_from_their_fields() -> None:
+    """POST /documents' source_field and line_field: the values become the documents' origin, not metadata, and a
+    value of the wrong kind refuses the request in one line."""
+    records = [{"text": "a", "from": "notes.txt", "at": 3, "n": 1}, {"text": "b"}]
+    documents = AddRequest(records, source_field="from", line_field="at").documents
+    assert [(d.source, d.line, d.metadata) for d in documents] == [("notes.txt", 3, {"n": 1}), (None, None, {})]
+    assert AddRequest(records).documents[0].metadata == {"from": "notes.txt", "at": 3, "n": 1}
+    with pytest.raises(SearchEngineError, match='document 1 has a "at" field \\(its line\\) that is not a whole'):
+        AddRequest([{"text": "a", "at": "3"}], line_field="at")
+    with pytest.raises(SearchEngineError, match='document 1 has a "from" field \\(its source\\) that is not a string'):
+        AddRequest([{"text": "a", "from": 3}], source_field="from")

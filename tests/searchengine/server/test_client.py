@@ -39,6 +39,11 @@ def script(engine: Any) -> dict[str, Any]:  # noqa: ANN401 (a SearchEngine or a 
     engine.upsert(ids=["s0"], documents=["how do i change my password"], metadatas=[{"n": 100}])
     out["upserted"] = engine.get(ids=["s0"])
     out["deleted"] = engine.delete(external_ids=["s1", "s2"])
+    noted = [Document("a fox runs in the snow", "notes.txt", 7, {"n": 50}, "fox"), Document("a hare", "hares.md", 0)]
+    engine.add(noted[:1])
+    engine.add(noted[1:])
+    out["origin"] = engine.get(ids=["fox"]) + engine.get(where=["source=hares.md"])
+    out["origin_hit"] = engine.search("fox snow", k=1, mode="keyword")
     out["size"] = len(engine)
     info = engine.info()
     out["info"] = (info.documents, info.vectors, info.dimension, info.model, info.keyword_index)
@@ -70,6 +75,8 @@ def test_one_script_gives_the_same_results_locally_and_through_a_server(tmp_path
     assert local["unknown id"] is UnknownDocumentError and local["bad k"] is SearchEngineError
     assert local["own"][0].external_id == "own-2" and local["get"][1].external_id == "own-1"
     assert local["hybrid"][0][0].highlight is not None
+    assert [(d.source, d.line, d.metadata) for d in local["origin"]] == [("notes.txt", 7, {"n": 50}), ("hares.md", 0, {})]
+    assert (local["origin_hit"][0].source, local["origin_hit"][0].line) == ("notes.txt", 7)
     assert set(remote) == set(local)
     for key, value in local.items():
         assert remote[key] == value, key
