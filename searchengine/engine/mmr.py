@@ -1,7 +1,8 @@
 """Maximal marginal relevance (the "mmr" retrieval mode): the k documents, among the `fetch_k` nearest to the
 query by cosine, that are each near the query and unlike those picked before them, picked greedily by
 lambda_mult x cosine(query, d) - (1 - lambda_mult) x max cosine(d, picked), over the stored vectors (nothing is
-re-encoded). LangChain's `max_marginal_relevance_search` and LlamaIndex's MMR query mode, in the engine."""
+re-encoded; a document split into passages by the vector of the passage it matched by). LangChain's
+`max_marginal_relevance_search` and LlamaIndex's MMR query mode, in the engine."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ if TYPE_CHECKING:  # listing the modes (the CLI's help) imports neither numpy no
     import numpy as np
 
     from searchengine.engine.search import Scored
+    from searchengine.indexer.tables.store import DocumentStore
 
 DEFAULT_FETCH_K = 20
 """Candidates MMR picks from unless told otherwise (LangChain's default)."""
@@ -41,8 +43,6 @@ class MaximalMarginalRelevance(RetrievalMode):
 
     def rank(self, request: RankRequest) -> list[list[Scored]]:
         """Each query's k picks, in the order picked, each scored by its cosine to the query."""
-        import numpy as np
-
         from searchengine.engine.search import dense_rankings
 
         fetch_k, lambda_mult = mmr_options(request.options)
@@ -51,11 +51,28 @@ class MaximalMarginalRelevance(RetrievalMode):
             request.vectors, request.store, request.query_vectors, depth, request.allowed, request.excluded
         )
         return [
-            _picked(row, request.vectors.reconstruct(np.asarray([s.id for s in row], dtype=np.int64)), request.k, lambda_mult)
+            _picked(row, request.vectors.reconstruct(matched_vector_ids(request.store, row)), request.k, lambda_mult)
             if row
             else []
             for row in candidates
         ]
+
+
+def matched_vector_ids(store: DocumentStore, row: list[Scored]) -> np.ndarray:
+    """The vector id of the passage each candidate matched by: a document's own id, or for a document split into
+    passages the id of the passage its span names (its best), so that how unlike the picked ones a candidate is
+    is judged by the part of it that made it a candidate, as its score is."""
+    import numpy as np
+
+    split = [scored.id for scored in row if scored.span is not None]
+    by_span: dict[tuple[int, tuple[int, int]], int] = {}
+    if split:
+        passages = store.passages.of_vectors([*split, *store.passages.extra_ids_of(split)])
+        by_span = {(document, (start, end)): vector for vector, (document, start, end) in passages.items()}
+    return np.asarray(
+        [scored.id if scored.span is None else by_span.get((scored.id, scored.span), scored.id) for scored in row],
+        dtype=np.int64,
+    )
 
 
 def mmr_options(options: Mapping[str, Any]) -> tuple[int, float]:

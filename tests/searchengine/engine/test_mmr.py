@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from searchengine import SearchEngine, SearchEngineError
+from searchengine import BuildSettings, SearchEngine, SearchEngineError
 from searchengine.encoding.encoder import Encoder
+from searchengine.engine.mmr import matched_vector_ids
+from searchengine.engine.search import dense_rankings
 from tests.conftest import SENTENCES
 
 
@@ -46,3 +49,20 @@ def test_mmr_picks_as_its_formula_says_and_takes_only_its_options(tmp_path: Path
             engine.search(query, mode="dense", mode_options={"fetch_k": 3})
         with pytest.raises(SearchEngineError, match="add mode=NAME"):
             engine.search(query, mode_options={"fetch_k": 3})
+
+
+def test_a_split_document_is_judged_by_the_passage_it_matched(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    """MMR compares a document split into passages by the vector of the passage that made it a candidate (its
+    best, whose cosine is its score), not by its first passage's."""
+    text = " ".join([SENTENCES[1]] * 30 + [SENTENCES[4]] * 30)  # cats first, then rockets: several passages
+    settings = BuildSettings(passages=True)
+    with SearchEngine.build([text, *SENTENCES], tmp_path / "i", settings, encoder=tiny_encoder) as engine:
+        store, vectors = engine.reader.store, engine.reader.vectors
+        assert store.passages.any()
+        query = engine.encode([SENTENCES[4]])
+        row = dense_rankings(vectors, store, query, 6)[0]
+        split = next(scored for scored in row if scored.span is not None)
+        assert split.span[0] > 0  # matched by a passage after its first
+        used = vectors.reconstruct(matched_vector_ids(store, row))
+        np.testing.assert_allclose(used @ query[0], [scored.score for scored in row], atol=1e-5)
+        assert engine.search(SENTENCES[4], k=3, mode="mmr", mode_options={"lambda_mult": 0.3})
