@@ -12,7 +12,7 @@ from searchengine.indexer.errors import IndexerError, UnknownFieldError
 Value = str | int | float | bool | None
 
 COMPARISONS = ("=", "!=", ">", ">=", "<", "<=")
-FILTER_OPERATORS = (*COMPARISONS, "in", "contains", "^=", "like")
+FILTER_OPERATORS = (*COMPARISONS, "in", "contains", "^=", "like", "includes", "is empty")
 COLUMN_TYPES = {
     "id": "number",
     "external_id": "text",
@@ -40,8 +40,10 @@ class Condition:
     """A metadata filter such as year >= 2020: `field` is a column in COLUMN_TYPES or a metadata key.
 
     `value` is one plain value, or a tuple of them for `in`; `contains` looks inside list fields, `^=` is a
-    text prefix and `like` a SQL LIKE pattern (% any run, _ one character; ASCII case-insensitive). On a metadata
-    key a number matches only numbers and text only text, whatever else the key holds in other documents."""
+    text prefix, `includes` a piece of text anywhere in it (case-sensitive) and `like` a SQL LIKE pattern (% any
+    run, _ one character; ASCII case-insensitive); `is empty` (value None) holds where the field is missing, null,
+    empty text or an empty list, on any field name. On a metadata key a number matches only numbers and text only
+    text, whatever else the key holds in other documents."""
 
     field: str
     operator: str
@@ -106,6 +108,8 @@ def _condition_sql(condition: Condition, kinds_of: FieldKinds) -> tuple[str, lis
     operator = condition.operator
     if operator not in FILTER_OPERATORS:
         raise IndexerError(f"unknown operator {operator!r}; use one of {' '.join(FILTER_OPERATORS)}")
+    if operator == "is empty":
+        return _empty_sql(condition.field)
     values = _checked_values(condition)
     if condition.field in COLUMN_TYPES:
         target, prefix = condition.field, []
@@ -125,6 +129,8 @@ def _condition_sql(condition: Condition, kinds_of: FieldKinds) -> tuple[str, lis
         sql, parameters = f"substr({target}, 1, ?) = ?", [*prefix, len(values[0]), values[0]]
     elif operator == "like":
         sql, parameters = f"{target} LIKE ?", [*prefix, values[0]]
+    elif operator == "includes":
+        sql, parameters = f"instr({target}, ?) > 0", [*prefix, values[0]]
     else:
         sql, parameters = f"{target} {operator} ?", [*prefix, values[0]]
     mixed = len(kinds - {"null"}) > 1  # a key of one kind needs no guard: _check_kinds refused other values
@@ -132,6 +138,18 @@ def _condition_sql(condition: Condition, kinds_of: FieldKinds) -> tuple[str, lis
     if types is None:
         return sql, parameters
     return f"(json_type(metadata, ?) IN ({', '.join('?' * len(types))}) AND {sql})", [*prefix, *types, *parameters]
+
+
+def _empty_sql(field: str) -> tuple[str, list[object]]:
+    """Where `field` is missing, null, empty text or an empty list (a field no document has is empty in all)."""
+    if field in COLUMN_TYPES:
+        return f"coalesce({field}, '') = ''", []
+    path = json_path(field)
+    sql = (
+        "(CASE coalesce(json_type(metadata, ?), 'null') WHEN 'null' THEN 1 WHEN 'text' THEN json_extract(metadata, ?) "
+        "= '' WHEN 'array' THEN json_array_length(metadata, ?) = 0 ELSE 0 END)"
+    )
+    return sql, [path, path, path]
 
 
 def _same_kind_types(values: list[Value]) -> tuple[str, ...] | None:
@@ -172,7 +190,7 @@ def _checked_values(condition: Condition) -> list[Value]:
             raise IndexerError(f"the filter {shown} compares with {value}, which is not a finite number")
         if isinstance(value, str) and "\x00" in value:
             raise IndexerError(f"the filter {shown} holds a NUL character; remove it")
-    if condition.operator in ("^=", "like") and not isinstance(values[0], str):
+    if condition.operator in ("^=", "like", "includes") and not isinstance(values[0], str):
         raise IndexerError(f"the filter {shown} needs text to match ('{condition.operator}' works on text)")
     return values
 
@@ -195,7 +213,7 @@ def _check_kinds(condition: Condition, values: list[Value], kinds: set[str]) -> 
                 f"'{field} contains ...' looks inside lists, but {field!r} holds {held}; use = or like instead"
             )
         return
-    if operator in ("^=", "like"):
+    if operator in ("^=", "like", "includes"):
         if "text" not in kinds:
             raise IndexerError(f"'{operator}' matches text, but {field!r} holds {held}; use = < > instead")
         return

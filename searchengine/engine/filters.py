@@ -1,5 +1,6 @@
 """Metadata filter syntax for queries: 'lang=en', 'year>=2020', 'lang in en,de', 'tags contains x',
-'title ^= Intro', 'title like Intro%', 'lang=en or lang=de', '`my field`=x'."""
+'title ^= Intro', 'title like Intro%', 'title includes intro', 'tags is empty', 'lang=en or lang=de',
+'`my field`=x'."""
 
 from __future__ import annotations
 
@@ -16,12 +17,13 @@ Filters = Sequence[str | Condition | AnyOf] | Mapping[str, Any] | str | None
 mapping for equality. All must hold."""
 
 SYNTAX = (
-    "write FIELD OP VALUE with OP one of = != > >= < <= ^= or the words in, contains, like "
-    "(e.g. year>=2020, lang in en,de, tags contains news, title like Intro%), join alternatives with ' or ', "
-    "and quote a field name with spaces in backticks (`my field`=x)"
+    "write FIELD OP VALUE with OP one of = != > >= < <= ^= or the words in, contains, like, includes "
+    "(e.g. year>=2020, lang in en,de, tags contains news, title like Intro%, title includes Intro), or FIELD is "
+    "empty; join alternatives with ' or ', and quote a field name with spaces in backticks (`my field`=x)"
 )
 _SYMBOL = re.compile(r"\s*(>=|<=|!=|\^=|=|>|<)\s*(.*?)\s*$", re.S)
-_WORD = re.compile(r"\s+(in|contains|like)(?:\s+(.*?))?\s*$", re.S | re.I)
+_WORD = re.compile(r"\s+(in|contains|like|includes)(?:\s+(.*?))?\s*$", re.S | re.I)
+_EMPTY = re.compile(r"\s+is\s+empty\s*$", re.I)
 _BARE_FIELD = re.compile(r"\s*([^=!<>^\s`\"']+)")
 _OR = re.compile(r"(?:^|\s+)or(?:\s+|$)", re.I)
 
@@ -41,6 +43,8 @@ def parse_condition(text: str) -> Condition:
     """'year>=2020' -> Condition('year', '>=', 2020); numbers and true/false are typed, the rest is text
     (quote a value to keep it text: lang="123")."""
     field, rest = _field(text)
+    if _EMPTY.fullmatch(rest):
+        return Condition(field, "is empty", None)
     symbol = _SYMBOL.match(rest)
     word = None if symbol else _WORD.match(rest)
     if symbol is None and word is None:
@@ -59,7 +63,7 @@ def parse_condition(text: str) -> Condition:
         if any(not item.strip() for item in items):
             raise SearchEngineError(f"the filter {text!r} has an empty value in its list; write e.g. lang in en,de")
         return Condition(field, "in", tuple(_typed(item.strip()) for item in items))
-    if operator in ("^=", "like"):
+    if operator in ("^=", "like", "includes"):
         return Condition(field, operator, _unquoted(raw))
     value = _typed(raw)
     if operator not in ("=", "!=", "contains") and (isinstance(value, bool) or not isinstance(value, (int, float))):

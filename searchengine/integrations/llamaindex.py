@@ -58,9 +58,12 @@ OPERATORS = {
     FilterOperator.LTE: "<=",
     FilterOperator.IN: "in",
     FilterOperator.CONTAINS: "contains",
+    FilterOperator.TEXT_MATCH: "includes",
+    FilterOperator.IS_EMPTY: "is empty",
 }
 """LlamaIndex's filter operators that the engine's filters have (searchengine.indexer.query.filter_sql); nin is one
-!= per value (_condition)."""
+!= per value (_condition). text_match is a piece of text anywhere in the value (case-sensitive), is_empty a field
+missing, null, "" or [], as LlamaIndex's own SimpleVectorStore reads them."""
 SAME_MODEL_COSINE = 0.99
 """How close a node's vector must be to the index's own vector of its text for the store to take the node's vectors
 as the index's (the same model gives about 1.0; another model's vectors, in another space, far less)."""
@@ -292,7 +295,7 @@ def _condition(item: MetadataFilter) -> list[Condition]:
     if operator is None:
         offered = ", ".join(op.value for op in [*OPERATORS, FilterOperator.NIN])
         raise SearchEngineError(f"filter operator {item.operator.value} is not offered; use one of {offered}")
-    value = tuple(item.value) if operator == "in" else item.value
+    value = tuple(item.value) if operator == "in" else None if operator == "is empty" else item.value
     return [Condition(item.key, operator, value)]
 
 

@@ -53,6 +53,18 @@ def test_prefix_and_like_on_text(store: DocumentStore) -> None:
     assert ids(store, Condition("lang", "like", "_n")) == [0, 3]
 
 
+def test_includes_finds_a_piece_of_text_and_is_empty_a_field_without_a_value(store: DocumentStore) -> None:
+    assert ids(store, Condition("text", "includes", "to ")) == [0, 1]
+    assert ids(store, Condition("text", "includes", "Cats")) == []  # case-sensitive, as LlamaIndex's text_match
+    assert ids(store, Condition("text", "includes", "% n")) == [3]  # no pattern: % is a character here
+    assert ids(store, Condition("tags", "is empty", None)) == [3]
+    assert ids(store, Condition("my field", "is empty", None)) == [1, 2, 3]  # missing
+    assert ids(store, Condition("nobody has this", "is empty", None)) == [0, 1, 2, 3]
+    assert ids(store, Condition("source", "is empty", None)) == []
+    with pytest.raises(IndexerError, match="'includes' matches text, but 'tags' holds list"):
+        ids(store, Condition("tags", "includes", "pets"))
+
+
 def test_numbers_compare_as_numbers(store: DocumentStore) -> None:
     assert ids(store, Condition("year", ">=", 2020)) == [1, 2, 3]
     assert ids(store, Condition("year", ">", 2020.4)) == [1, 2, 3]

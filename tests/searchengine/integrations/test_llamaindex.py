@@ -98,11 +98,13 @@ def test_what_it_cannot_do_is_refused_in_one_line(store: SearchEngineVectorStore
         store.query(VectorStoreQuery(similarity_top_k=1))
     with pytest.raises(SearchEngineError, match="vector of zeros"):
         store.query(VectorStoreQuery(query_embedding=[0.0] * 32, similarity_top_k=1))
-    with pytest.raises(SearchEngineError, match="filter operator text_match is not offered"):
+    with pytest.raises(SearchEngineError, match="filter operator text_match_insensitive is not offered"):
         store.query(
             VectorStoreQuery(
                 query_str="x",
-                filters=MetadataFilters(filters=[MetadataFilter(key="lang", value="e", operator="text_match")]),
+                filters=MetadataFilters(
+                    filters=[MetadataFilter(key="lang", value="e", operator="text_match_insensitive")]
+                ),
             )
         )
     with pytest.raises(SearchEngineError, match="query mode svm is not offered"):
@@ -208,3 +210,35 @@ def test_the_mmr_query_mode_diversifies(store: SearchEngineVectorStore) -> None:
     assert alike.ids[0] == plain.ids[0] and set(alike.ids) == set(plain.ids)
     query.mmr_threshold = 1.0  # relevance alone: the plain order
     assert store.query(query, mmr_prefetch_factor=4).ids == plain.ids
+
+
+def test_text_match_and_is_empty_filters_match_as_llamaindex_reads_them(store: SearchEngineVectorStore) -> None:
+    """text_match (a piece of a text field, case-sensitive) and is_empty (missing, null, "" or []) keep exactly the
+    nodes LlamaIndex's own filter function (SimpleVectorStore's) keeps."""
+    from llama_index.core.vector_stores.utils import build_metadata_filter_fn
+
+    notes: list[dict] = [
+        {"note": "a Cat on a mat", "tags": ["x"]},
+        {"note": "cats", "tags": []},
+        {"note": "", "tags": ["y"]},
+        {"note": None},
+        {"tags": ["Cat"]},
+    ]
+    documents = [Document(text=SENTENCES[n], doc_id=f"n{n}", metadata=metadata) for n, metadata in enumerate(notes)]
+    context = StorageContext.from_defaults(vector_store=store)
+    index = VectorStoreIndex.from_documents(documents, storage_context=context, embed_model=store.embed_model)
+    metadata_of = {f"n{n}": metadata for n, metadata in enumerate(notes)}
+    for key, operator, value in (
+        ("note", FilterOperator.TEXT_MATCH, "Cat"),
+        ("note", FilterOperator.TEXT_MATCH, "at"),
+        ("note", FilterOperator.IS_EMPTY, None),
+        ("tags", FilterOperator.IS_EMPTY, None),
+        ("missing", FilterOperator.IS_EMPTY, None),
+    ):
+        filters = MetadataFilters(filters=[MetadataFilter(key=key, value=value, operator=operator)])
+        found = index.as_retriever(similarity_top_k=len(notes), filters=filters).retrieve("a cat")
+        expected = build_metadata_filter_fn(lambda node_id: metadata_of[node_id], filters)
+        assert sorted(hit.node.ref_doc_id for hit in found) == sorted(n for n in metadata_of if expected(n)), (key, value)
+    with pytest.raises(SearchEngineError, match="'includes' matches text, but 'tags' holds list"):
+        filters = MetadataFilters(filters=[MetadataFilter(key="tags", value="x", operator=FilterOperator.TEXT_MATCH)])
+        index.as_retriever(filters=filters).retrieve("a cat")
