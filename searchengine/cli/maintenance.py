@@ -268,7 +268,7 @@ def compact(
         "--retrain",
         help="Also train the index's quantizer (its template: IVF lists, PQ or SQ codebooks) again on the vectors it "
         "holds now, and re-encode every segment with it, in one commit (searches go on meanwhile). Worth it when "
-        "`info` says the vectors added since training decode with 1.25x the training error or more.",
+        "`info` says so: for PQ types, once the vectors added since training decode with 1.2x the training error.",
     ),
 ) -> None:
     """Merge the index's vector segments into one, without the vectors of deleted documents (tombstones), and give

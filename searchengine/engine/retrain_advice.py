@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from searchengine.indexer.vectors.template import RETRAIN_ERROR_RATIO, TemplateRecord
+from searchengine.indexer.vectors.template import ADVISED_TYPES, RETRAIN_ERROR_RATIO, TemplateRecord
 
 
 @dataclass(frozen=True)
@@ -28,8 +28,13 @@ class TemplateState:
         return self.added / self.vectors if self.vectors else 0.0
 
     @property
+    def advisable(self) -> bool:
+        """Whether the rule was measured for this type (product quantization)."""
+        return bool(ADVISED_TYPES.search(self.factory))
+
+    @property
     def retrain_advised(self) -> bool:
-        return self.error_ratio is not None and self.error_ratio >= RETRAIN_ERROR_RATIO
+        return self.advisable and self.error_ratio is not None and self.error_ratio >= RETRAIN_ERROR_RATIO
 
     def summary(self) -> str:
         """One line for `info` and `compact`."""
@@ -38,13 +43,14 @@ class TemplateState:
             fit = ""
         else:
             fit = f"; they decode with {self.error_ratio:.2f}× the training vectors' quantization error"
-        advice = (
-            f": `searchengine compact --retrain` is worth it (recall falls once this passes {RETRAIN_ERROR_RATIO}×)"
-            if self.retrain_advised
-            else f" (a retrain pays from {RETRAIN_ERROR_RATIO}×)"
-            if self.error_ratio is not None
-            else ""
-        )
+        if self.error_ratio is None:
+            advice = ""
+        elif not self.advisable:
+            advice = " (when a retrain pays was measured for PQ types only)"
+        elif self.retrain_advised:
+            advice = f": `searchengine compact --retrain` is worth it (it pays from {RETRAIN_ERROR_RATIO}×)"
+        else:
+            advice = f" (a retrain pays from {RETRAIN_ERROR_RATIO}×)"
         return f"{self.factory} trained on {self.trained_vectors:,} vectors, {share}{fit}{advice}"
 
     def as_json(self) -> dict[str, Any]:
