@@ -109,6 +109,7 @@ def _store_summary(
     from searchengine.engine.indexing import READING
     from searchengine.engine.retrain_advice import template_state
     from searchengine.indexer.tables.store import DocumentStore
+    from searchengine.indexer.vectors.index_choice import MEMORY_BUDGET, type_for_growth
 
     store = DocumentStore(directory.file(manifest, "documents"))
     try:
@@ -120,7 +121,14 @@ def _store_summary(
             store.keyword.exists(),
             reading if isinstance(reading, dict) else {},
             memory_use(directory.path, manifest, store),
-            template_state(store.segments.template() if manifest.segmented else None, manifest.count.vectors),
+            template_state(
+                store.segments.template() if manifest.segmented else None,
+                manifest.count.vectors,
+                type_for_growth(
+                    manifest.index.type, manifest.count.vectors, manifest.index.dimension,
+                    store.settings.get(MEMORY_BUDGET),
+                ),
+            ),
         )
     finally:
         store.close()

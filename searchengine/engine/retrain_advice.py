@@ -22,6 +22,9 @@ class TemplateState:
     error_ratio: float | None
     """The mean quantization error of the added vectors over the training vectors' (None: none added, or a type
     without a decoder such as LSH)."""
+    budget_type: str | None = None
+    """The type the index's memory budget calls for at its size now, where that is not the template's: writes and
+    merges keep the template's type, `compact --retrain` moves to this one."""
 
     @property
     def added_share(self) -> float:
@@ -51,7 +54,12 @@ class TemplateState:
             advice = f": `searchengine compact --retrain` is worth it (it pays from {RETRAIN_ERROR_RATIO}×)"
         else:
             advice = f" (a retrain pays from {RETRAIN_ERROR_RATIO}×)"
-        return f"{self.factory} trained on {self.trained_vectors:,} vectors, {share}{fit}{advice}"
+        moved = (
+            f"; the memory budget calls for {self.budget_type} at this size: `compact --retrain` moves to it"
+            if self.budget_type
+            else ""
+        )
+        return f"{self.factory} trained on {self.trained_vectors:,} vectors, {share}{fit}{advice}{moved}"
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -62,11 +70,14 @@ class TemplateState:
             "error_ratio": None if self.error_ratio is None else round(self.error_ratio, 4),
             "retrain_advised": self.retrain_advised,
             "retrain_error_ratio": RETRAIN_ERROR_RATIO,
+            "budget_type": self.budget_type,
         }
 
 
-def template_state(record: TemplateRecord | None, vectors: int) -> TemplateState | None:
-    """The state of the template `record` in an index of `vectors` searchable vectors (None: no template)."""
+def template_state(record: TemplateRecord | None, vectors: int, budget_type: str | None = None) -> TemplateState | None:
+    """The state of the template `record` in an index of `vectors` searchable vectors (None: no template), where
+    its memory budget calls for `budget_type` at that size (indexer/vectors/index_choice.type_for_growth)."""
     if record is None:
         return None
-    return TemplateState(record.factory, record.trained_vectors, record.added, vectors, record.added_error_ratio)
+    moved = budget_type if budget_type is not None and budget_type != record.factory else None
+    return TemplateState(record.factory, record.trained_vectors, record.added, vectors, record.added_error_ratio, moved)
