@@ -25,9 +25,8 @@ store, as SearchEngine.search does after encoding), FAISS on one thread. Then:
                     real vectors (a filter of their ids) against exact search over them alone
   p50_ms, p99_ms    per query
   add10_ms          adding 10 documents (append_to_index with their vectors given, less its encoding stage, then
-                    the merges the policy asks for), the median of --add-runs adds (each listed), and `retrained`: whether a
-                    segment they wrote needed training (an IVF, PQ or SQ type made afresh; a small add writes an
-                    exact segment).
+                    the merges the policy asks for), the median of --add-runs adds (each listed), and `retrained`: whether
+                    anything was trained (a new template; in an index without one, a new segment of a trained type).
 
 Usage:
   .venv/bin/python benchmarks/storage/memory_check.py --vectors 1000000 --memory-budget 300MB \
@@ -196,6 +195,18 @@ def _recall(found: list[list[int]], truth: np.ndarray) -> float:
     return round(float(np.mean([len(set(f) & set(map(int, t))) / K for f, t in zip(found, truth, strict=True)])), 4)
 
 
+def _template_name(directory: object) -> str | None:
+    """The file of the index's trained template (None: it has none)."""
+    from searchengine.indexer.tables.store import DocumentStore
+
+    store = DocumentStore(directory.file(directory.read_settings(), "documents"))
+    try:
+        template = store.segments.template()
+    finally:
+        store.close()
+    return None if template is None else template.name
+
+
 def add_ten(target: Path, model: str | None, segments_before: set[str], runs: int = 3) -> dict:
     """Add ADDED documents with their vectors given, `runs` times: milliseconds of each less its encoding stage
     (the write, then the merges the policy asks for, timed apart), and whether any new segment needed training.
@@ -214,6 +225,7 @@ def add_ten(target: Path, model: str | None, segments_before: set[str], runs: in
     vectors = np.load(target / "added.npy")
     real = Encoder(model) if model else Encoder()
     directory = IndexDirectory(target / "index")
+    trained_before = _template_name(directory)
     writes, merges = [], []
     for run in range(runs):
         texts = [f"{text} [run {run}]" for text in base]
@@ -229,7 +241,12 @@ def add_ten(target: Path, model: str | None, segments_before: set[str], runs: in
         new = [record for record in store.segments.records() if record.name not in segments_before]
     finally:
         store.close()
-    retrained = any(VectorIndex.create(record.factory, manifest.index.dimension).needs_training for record in new)
+    # With a template (indexer/vectors/template.py) new segments are copies of it: training shows as a new one;
+    # without one, as a new segment of a type that needs training.
+    untemplated = trained_before is None and any(
+        VectorIndex.create(record.factory, manifest.index.dimension).needs_training for record in new
+    )
+    retrained = untemplated or _template_name(directory) != trained_before
     total = [write + merge for write, merge in zip(writes, merges, strict=True)]
     return {
         "add10_ms": round(float(np.median(total)) * 1000, 1),

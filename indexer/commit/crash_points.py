@@ -21,11 +21,13 @@ STEPS = (
     "adapt-saved",
     "build-before-commit",
     "originals-written",
+    "template-written",
 )
 """Every step a write, a merge, an adapt (its copy of the documents written, before training; its model saved, not yet
 committed) or a build (its rows stored and its segments written, not yet committed) can be ended at, in the order
 they come within each; last, a segment's originals file written, not yet synced (indexer/vectors/originals.py), in
-any write that makes one."""
+any write that makes one, and a trained template's file written, not yet synced (indexer/vectors/template.py), in a
+build, a first training merge or `compact --retrain`."""
 
 
 def crash_point(step: str) -> None:

@@ -38,7 +38,7 @@ from typing import TypeVar
 from searchengine.indexer.commit.crash_points import crash_point
 from searchengine.indexer.commit.durable_files import file_checksum, fsync_path, in_use
 from searchengine.indexer.commit.file_check import FileCheck
-from searchengine.indexer.commit.manifest import SEGMENT_ROLE, Manifest, StoredFile, named_files
+from searchengine.indexer.commit.manifest import SEGMENT_ROLE, TEMPLATE_ROLE, Manifest, StoredFile, named_files
 from searchengine.indexer.commit.model_folders import named_model_folder, remove_entries, unreferenced_model_entries
 from searchengine.indexer.errors import IndexerError, IndexLockedError, storage_error_kind
 
@@ -54,9 +54,11 @@ VERIFY_ON_OPEN_BYTES = 8 << 20
 ones by writers, which read them whole anyway, and by `searchengine verify`."""
 _T = TypeVar("_T")
 _GENERATION_FILE = re.compile(
-    r"^((vectors(\.\d+)?|documents|whitening|spool|segment)\.\d+\.(faiss|db|safetensors|tmp|npy))(-journal|-wal|-shm)?$"
+    r"^((vectors(\.\d+)?|documents|whitening|spool|segment|template)\.\d+\.(faiss|db|safetensors|tmp|npy))(-journal|-wal|-shm)?$"
 )
 """Files a write makes: group 1 is the file a store's journal, write-ahead log or shared memory belongs to."""
+_IMMUTABLE = (f"{SEGMENT_ROLE}.", f"{TEMPLATE_ROLE}.")
+"""Files the store records (segments, their originals, the template), never changed once written."""
 _SUFFIXES = {"vectors": "faiss", "documents": "db", "whitening": "safetensors", "spool": "tmp"}
 
 
@@ -184,7 +186,7 @@ class IndexDirectory:
                 found = file_checksum(file)
             except OSError as exc:
                 return f"index file {file} cannot be read ({exc.strerror or exc})"
-            if found == stored.checksum and stored.name.startswith(SEGMENT_ROLE):
+            if found == stored.checksum and stored.name.startswith(_IMMUTABLE):
                 self._verified.add((stored.name, stored.checksum))
             if found != stored.checksum:
                 return (
@@ -326,7 +328,7 @@ class IndexDirectory:
 
     def live_file_names(self) -> set[str]:
         """The files the committed state names: the manifest's, and for format 2 the store's segments (with their
-        originals files)."""
+        originals files) and its trained template."""
         names = self._current_files()
         manifest = Manifest.read(self.path / MANIFEST) if names else None
         if manifest is not None and manifest.segmented:
@@ -336,6 +338,9 @@ class IndexDirectory:
             try:
                 store.read_snapshot()
                 names |= {name for record in store.segments.records() for name, _, _ in record.files}
+                template = store.segments.template()
+                if template is not None:
+                    names.add(template.name)
             finally:
                 store.close()
         return names
@@ -465,7 +470,7 @@ def _may_not_read(file: Path) -> bool:
 
 def _recorder(stored: StoredFile) -> str:
     """Where a file's size and checksum are recorded: the store for a segment, else the manifest."""
-    return "the store" if stored.name.startswith(SEGMENT_ROLE) else "the manifest"
+    return "the store" if stored.name.startswith(_IMMUTABLE) else "the manifest"
 
 
 def _foreign_entries(path: Path) -> bool:

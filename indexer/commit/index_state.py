@@ -7,14 +7,21 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from searchengine.indexer.commit.manifest import ORIGINALS_ROLE, SEGMENT_ROLE, Counts, Manifest, StoredFile
+from searchengine.indexer.commit.manifest import (
+    ORIGINALS_ROLE,
+    SEGMENT_ROLE,
+    TEMPLATE_ROLE,
+    Counts,
+    Manifest,
+    StoredFile,
+)
 from searchengine.indexer.tables.store import DocumentStore
 
 
 def with_store_state(directory: Path, manifest: Manifest) -> Manifest:
     """`manifest` (format 2) with what its store's latest commit says: counts taken from the data, update time,
     versions, and each live segment as a file (`segment.<n>`, with its size and checksum; its originals file as
-    `segment.<n>.originals`)."""
+    `segment.<n>.originals`; the trained template as `segment.template`)."""
     stored = manifest.files["documents"]
     store = DocumentStore(directory / stored.name)
     try:
@@ -35,6 +42,9 @@ def state_of(store: DocumentStore, manifest: Manifest) -> Manifest:
             segments[f"{SEGMENT_ROLE}.{number}.{ORIGINALS_ROLE}"] = StoredFile(
                 originals.name, originals.size, originals.checksum
             )
+    template = store.segments.template()
+    if template is not None:
+        segments[f"{SEGMENT_ROLE}.{TEMPLATE_ROLE}"] = StoredFile(template.name, template.size, template.checksum)
     documents = store.count()
     counts = Counts(vectors=store.vector_count(), documents=documents, tombstones=len(store.tombstones.ids()))
     files = manifest.own_files

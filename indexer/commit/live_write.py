@@ -28,18 +28,24 @@ from searchengine.indexer.commit.manifest import Manifest, StoredFile
 from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.tables.store import DocumentStore
 from searchengine.indexer.upgrades.chain import upgrade_index
+from searchengine.indexer.vectors.originals import ORIGINAL_TYPES, ORIGINALS_SETTING
 from searchengine.indexer.vectors.segments import SegmentRecord, SegmentSet, load_segment_set, write_segment
+from searchengine.indexer.vectors.template import TemplateRecord, encoder_of, encodes, load_template, sample_errors
 from searchengine.indexer.vectors.vector_index import VectorIndex
 from searchengine.indexer.vectors.whitening import Whitening
 
 
 class NewVectors:
-    """The vectors a write adds: one new exact segment, written at commit. Deletes cannot remove vectors from
-    immutable segments, so `remove` says so and the caller tombstones them."""
+    """The vectors a write adds: one new segment, written at commit, exact, or in an index with a trained template
+    (indexer/vectors/template.py) encoded with it where `encodes` says so (no training: a copy of the template,
+    the vectors added). Deletes cannot remove vectors from immutable segments, so `remove` says so and the caller
+    tombstones them."""
 
-    def __init__(self, factory: str, dimension: int) -> None:
+    def __init__(self, factory: str, dimension: int, template: TemplateRecord | None = None) -> None:
         self.factory = factory
         self.dimension = dimension
+        self.template = template
+        """The store's template record (read at the write's start), loaded only when the write encodes with it."""
         self._index: VectorIndex | None = None
 
     @property
@@ -59,10 +65,24 @@ class NewVectors:
         return False
 
     def write(self, directory: IndexDirectory, store: DocumentStore) -> SegmentRecord | None:
-        """Write the new segment, with the store's permissions (None when nothing was added)."""
+        """Write the new segment, with the store's permissions (None when nothing was added); vectors encoded with
+        the template are counted in the store with their quantization error (what `info`'s retrain advice reads)."""
         if self._index is None or not self._index.count:
             return None
-        return write_segment(directory.path, self._index, mode_of=store.path)
+        index = self._index
+        if self.template is not None:
+            record = self.template
+            problem = directory.check_file(StoredFile(record.name, record.size, record.checksum))
+            if problem:
+                raise IndexerError(f"{problem}; run `searchengine compact --retrain` on the index")
+            template = load_template(directory.path, record, self.dimension)
+            ids, vectors = self._index.stored_matrix()
+            store.segments.count_added(len(ids), *(sample_errors(template, vectors) or (0, 0.0)))
+            if encodes(template, index.count):
+                originals = store.settings.get(ORIGINALS_SETTING)
+                index = encoder_of(template, originals if originals in ORIGINAL_TYPES else None)
+                index.add(vectors, ids)
+        return write_segment(directory.path, index, mode_of=store.path)
 
 
 @dataclass
@@ -110,7 +130,7 @@ def writing_in_place(directory: IndexDirectory, versions: dict[str, str] | None 
         write = IndexWrite(
             directory=directory,
             store=store,
-            vectors=NewVectors("Flat", manifest.index.dimension),
+            vectors=NewVectors("Flat", manifest.index.dimension, store.segments.template()),
             whitening=Whitening.load(whitening_path) if whitening_path else None,
             manifest=manifest,
             versions=versions,

@@ -32,6 +32,9 @@ ROLES = ("vectors", "documents", "whitening")
 SEGMENT_ROLE = "segment"
 ORIGINALS_ROLE = "originals"
 """The role of a segment's originals file is its segment's role and this: `segment.<n>.originals`."""
+TEMPLATE_ROLE = "template"
+"""The trained template's file name prefix (`template.<n>.faiss`) and, after SEGMENT_ROLE, its role:
+`segment.template` (indexer/vectors/template.py)."""
 """Role prefix of a vector segment in a format-2 index's file list (`segment.<name>`), filled in from the store."""
 _REBUILD = "rebuild the index from its corpus with `searchengine index`"
 
@@ -181,8 +184,12 @@ class Manifest:
 
     @property
     def vector_segments(self) -> dict[str, StoredFile]:
-        """The live vector segments' FAISS files by role (`segment.<n>`), their originals left out."""
-        return {role: stored for role, stored in self.segment_files.items() if not role.endswith(ORIGINALS_ROLE)}
+        """The live vector segments' FAISS files by role (`segment.<n>`), their originals and the template left out."""
+        return {
+            role: stored
+            for role, stored in self.segment_files.items()
+            if not role.endswith((ORIGINALS_ROLE, TEMPLATE_ROLE))
+        }
 
     @property
     def own_files(self) -> dict[str, StoredFile]:

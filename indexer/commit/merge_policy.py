@@ -12,10 +12,15 @@ policy plans, as Lucene's maxMergeDocs, so a later small write never rebuilds, t
 workers made; `compact` still merges everything.
 
 The merge. It reads a committed state (the segments and tombstones of one snapshot), copies the live vectors
-into a new segment of the type its size calls for (indexer/vectors/segments.segment_factory), writes and fsyncs it, all
-without the lock; then, under the lock, it names the new segment in place of the old ones in one transaction,
-with the tombstones of the vectors it dropped. Deletes committed meanwhile stay as tombstones (their ids are in
-the new segment). If another merge replaced any of its segments meanwhile, it gives up and removes its file.
+into a new segment, writes and fsyncs it, all without the lock. In an index with a trained template
+(indexer/vectors/template.py) the new segment is a copy of the template with the live vectors (from their
+originals) added: a merge never trains. Without one (an exact or graph type, or an index built before templates)
+it takes the type its size calls for (indexer/vectors/segments.segment_factory), trained on its own vectors where
+that type needs it, and that training becomes the index's template. `compact --retrain` trains a new template on
+every live vector and re-encodes them all with it. Then, under the lock, it names the new segment (and a new
+template) in place of the old ones in one transaction, with the tombstones of the vectors it dropped. Deletes
+committed meanwhile stay as tombstones (their ids are in the new segment). If another merge replaced any of its
+segments or the template meanwhile, it gives up and removes its files.
 """
 
 from __future__ import annotations
@@ -40,6 +45,16 @@ from searchengine.indexer.vectors.segments import (
     new_segment_name,
     segment_factory,
     write_segment,
+)
+from searchengine.indexer.vectors.template import (
+    TemplateRecord,
+    TrainedTemplate,
+    encoder_of,
+    encodes,
+    load_template,
+    template_name,
+    train_template,
+    write_template,
 )
 from searchengine.indexer.vectors.vector_index import VectorIndex
 
@@ -131,9 +146,13 @@ def merge_limit(setting: object) -> int | None:
     return None
 
 
-def merge(directory: IndexDirectory, names: list[str] | None = None) -> MergeResult | None:
+def merge(directory: IndexDirectory, names: list[str] | None = None, retrain: bool = False) -> MergeResult | None:
     """Merge the segments `names` (None: every segment, as `compact` does) of the committed state into one, and
-    commit it. None when there was nothing to merge (one segment without tombstones, or none at all)."""
+    commit it. None when there was nothing to merge (one segment without tombstones, or none at all).
+
+    In an index with a trained template the merged segment is encoded with it (indexer/vectors/template.py): no
+    training. `retrain` (`compact --retrain`: every segment) trains a new template on the live vectors' originals
+    first, for the type the index's size (and memory budget) calls for, and commits it with the segment."""
     manifest = directory.read_settings()
     store = DocumentStore(directory.path / manifest.files["documents"].name)
     try:
@@ -143,85 +162,139 @@ def merge(directory: IndexDirectory, names: list[str] | None = None) -> MergeRes
         budget = store.settings.get(MEMORY_BUDGET)
         originals = store.settings.get(ORIGINALS_SETTING)
         originals = originals if originals in ORIGINAL_TYPES else None  # a setting changed by hand: the default
+        template = store.segments.template()
+        next_id = store.next_id()
     finally:
         store.close()
     grown = sum(r.vectors for r in records) - len(tombstones)
     index_type = type_for_growth(manifest.index.type, grown, manifest.index.dimension, budget)
     chosen = [r for r in records if names is None or r.name in names]
-    if not chosen or (len(chosen) == 1 and names is None and not len(tombstones)):
+    if retrain and names is not None:
+        raise IndexerError("a retrain re-encodes every segment: merge them all (names=None)")
+    if retrain and not VectorIndex.create(index_type, manifest.index.dimension).needs_training:
+        raise IndexerError(
+            f"index type {index_type} has nothing to train (it keeps no quantizer): run `searchengine compact` "
+            "without --retrain"
+        )
+    if not chosen or (len(chosen) == 1 and names is None and not len(tombstones) and not retrain):
         return None
     try:
         segments = load_segment_set(directory.path, chosen, manifest.index.type, manifest.index.dimension)
+        loaded = None if template is None or retrain else load_template(directory.path, template, segments.dimension)
     except IndexerError:
-        if _still_live(directory, manifest, chosen):
+        if _still_live(directory, manifest, chosen, template):
             raise  # damage, not a race
         return None  # another merge replaced them meanwhile
     held = segments.ids()
     dropped = np.intersect1d(held, tombstones)
     live = np.setdiff1d(held, dropped)
-    factory = segment_factory(index_type, len(live))
-    claim = ClaimedFile(directory.path / new_segment_name()) if len(live) else None
+    if loaded is not None:
+        factory = loaded.factory if encodes(loaded, len(live)) else "Flat"
+    else:
+        factory = index_type if retrain else segment_factory(index_type, len(live))
+    name = new_segment_name()
+    claim = ClaimedFile(directory.path / name) if len(live) else None
     claims = [claim] if claim is not None else []
     if claim is not None and keeps_originals(factory):  # its originals file is made beside it, claimed the same way
-        claims.append(ClaimedFile(directory.path / originals_name(claim.path.name)))
+        claims.append(ClaimedFile(directory.path / originals_name(name)))
+    trains = claim is not None and loaded is None and VectorIndex.create(factory, segments.dimension).needs_training
+    if trains:  # a new template (the first, or a retrain), claimed beside the segment
+        claims.append(ClaimedFile(directory.path / template_name(int(name.split(".")[1]))))
+    plan = MergePlan(factory, live, dropped, originals, loaded, template, next_id if trains else None)
     try:
-        return _merge_into(directory, manifest, factory, segments, chosen, live, dropped, claims, originals)
+        return _merge_into(directory, manifest, segments, chosen, plan, claims)
     finally:
         for made in claims:
             made.release()
 
 
-def _still_live(directory: IndexDirectory, manifest: Manifest, chosen: list[SegmentRecord]) -> bool:
-    """Whether the latest commit still names every segment of `chosen`."""
+@dataclass(frozen=True)
+class MergePlan:
+    """What one merge writes: `live` vectors as a segment of type `factory` (their originals kept as `originals`),
+    `dropped` ones left out; encoded with the `template` loaded (`current`, its record) or, where `next_id` is set,
+    with a new template trained on them (the first ids after it: `next_id`)."""
+
+    factory: str
+    live: np.ndarray
+    dropped: np.ndarray
+    originals: str | None
+    template: VectorIndex | None
+    current: TemplateRecord | None
+    next_id: int | None
+
+
+def _still_live(
+    directory: IndexDirectory, manifest: Manifest, chosen: list[SegmentRecord], template: TemplateRecord | None
+) -> bool:
+    """Whether the latest commit still names every segment of `chosen`, and the same template."""
     store = DocumentStore(directory.path / manifest.files["documents"].name)
     try:
         store.read_snapshot()
-        return {r.name for r in chosen} <= {r.name for r in store.segments.records()}
+        return _name(store.segments.template()) == _name(template) and {r.name for r in chosen} <= {r.name for r in store.segments.records()}
     finally:
         store.close()
+
+
+def _name(template: TemplateRecord | None) -> str | None:
+    """Which template a record names (its counts of vectors added change with every write)."""
+    return None if template is None else template.name
+
+
+def _encoded(segments: SegmentSet, dimension: int, plan: MergePlan) -> tuple[VectorIndex, TrainedTemplate | None]:
+    """An index of the plan's type holding its live vectors (read from the originals where a segment keeps them,
+    so codes are never compressed twice), and the template trained for it where the plan trains one."""
+    trained = None
+    if plan.template is not None and plan.factory != "Flat":
+        index = encoder_of(plan.template, plan.originals)
+    else:
+        index = VectorIndex.create(plan.factory, dimension, plan.originals)
+        if index.needs_training:
+            sample = np.sort(np.random.default_rng(0).permutation(plan.live)[:TRAINING_SAMPLE])
+            trained = train_template(plan.factory, dimension, segments.reconstruct(sample))
+            index = encoder_of(trained.index, plan.originals)
+    for start in range(0, len(plan.live), COPY_CHUNK):
+        part = plan.live[start : start + COPY_CHUNK]
+        index.add(segments.reconstruct(part), part)
+    return index, trained
 
 
 def _merge_into(
     directory: IndexDirectory,
     manifest: Manifest,
-    factory: str,
     segments: SegmentSet,
     chosen: list[SegmentRecord],
-    live: np.ndarray,
-    dropped: np.ndarray,
+    plan: MergePlan,
     claims: list[ClaimedFile],
-    originals: str | None,
 ) -> MergeResult | None:
-    """Copy the `live` vectors of `segments` into the claimed file, as a segment of type `factory` (and its
-    originals, kept as `originals`, into the one claimed beside it), then commit it in place of `chosen`. The
-    vectors copied are the originals where a segment keeps them: a merge never compresses codes twice."""
-    segment = None
+    """Copy the live vectors of `segments` into the claimed file as a segment of the plan's type (and its originals
+    into the one claimed beside it, and a new template into the last claim where the plan trains one), then commit
+    it in place of `chosen`."""
+    segment = template = None
     claim = claims[0] if claims else None
+    store_path = directory.path / manifest.files["documents"].name
     if claim is not None:
-        index = VectorIndex.create(factory, manifest.index.dimension, originals)
-        if index.needs_training:
-            sample = np.sort(np.random.default_rng(0).permutation(live)[:TRAINING_SAMPLE])
-            index.train(segments.reconstruct(sample))
-        for start in range(0, len(live), COPY_CHUNK):
-            part = live[start : start + COPY_CHUNK]
-            index.add(segments.reconstruct(part), part)
-        store_path = directory.path / manifest.files["documents"].name
+        index, trained = _encoded(segments, manifest.index.dimension, plan)
+        if trained is not None:
+            template = write_template(directory.path, trained, claims[-1].path.name, plan.next_id, store_path)
         segment = write_segment(directory.path, index, claim.path.name, mode_of=store_path)
         crash_point("merge-written")
     replaced = [r.name for r in chosen]
     with directory.locked(wait=LOCK_WAIT):
-        writer = DocumentStore(directory.path / manifest.files["documents"].name, writable=True)
+        writer = DocumentStore(store_path, writable=True)
         try:
             writer.begin()
             current = {r.name for r in writer.segments.records()}
-            if not set(replaced) <= current or not all(made.still_here() for made in claims):
+            same_template = _name(writer.segments.template()) == _name(plan.current)  # not retrained meanwhile
+            if not set(replaced) <= current or not same_template or not all(made.still_here() for made in claims):
                 writer.rollback()  # another merge replaced them, or the file is not ours any more: no harm done
                 return None
             if segment is None:
                 writer.segments.remove(replaced)
             else:
                 writer.segments.replace(replaced, segment)
-            writer.tombstones.clear(dropped.tolist())
+            if template is not None:
+                writer.segments.set_template(template)
+            writer.tombstones.clear(plan.dropped.tolist())
             writer.segments.stamp(None, writer.next_id())
             crash_point("merge-before-commit")
             writer.commit()
@@ -231,11 +304,11 @@ def _merge_into(
             raise
         finally:
             writer.close()
-            if segment is not None:
-                for name, _, _ in segment.files:
-                    directory.remove_if_uncommitted(name)
+            made = [name for name, _, _ in segment.files] if segment is not None else []
+            for name in made + ([template.name] if template is not None else []):
+                directory.remove_if_uncommitted(name)
         directory.remove_unreferenced()
-    return MergeResult(replaced, segment, len(dropped))
+    return MergeResult(replaced, segment, len(plan.dropped))
 
 
 def merge_as_needed(directory: IndexDirectory, limit: int = 100) -> list[MergeResult]:

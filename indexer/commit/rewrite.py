@@ -35,6 +35,14 @@ from searchengine.indexer.vectors.segments import (
     write_segment,
 )
 from searchengine.indexer.vectors.shards import ShardedVectorIndex, Vectors
+from searchengine.indexer.vectors.template import (
+    TemplateRecord,
+    TrainedTemplate,
+    template_name,
+    template_of,
+    training_error,
+    write_template,
+)
 from searchengine.indexer.vectors.whitening import Whitening
 from searchengine.indexer.vectors.written_segments import WrittenSegments
 
@@ -147,6 +155,7 @@ def commit_generation(
     how documents are split into `passages` (None: not split). A rewrite (`previous` given) keeps the previous
     whitening file unless `keep_whitening` is False."""
     records = save_segments(vectors, generation)
+    template = save_template(vectors, generation, store)
     if previous is not None and keep_whitening:
         whitening_path = directory.file(previous, "whitening")
     elif whitening is not None:
@@ -168,11 +177,31 @@ def commit_generation(
     with store.db.atomic():
         store.segments.clear()
         store.segments.add(records)
+        if not isinstance(vectors, SegmentSet):  # a rewrite of the same segments keeps their template
+            store.segments.set_template(template)
         store.segments.stamp(versions, store.next_id())
         store.settings.set(MERGE_LIMIT, build_merge_limit(records))
         store.settings.set(BUILT_AS, built_as(manifest))  # what verify compares the manifest with
     store.close()
     generation.commit(manifest, {"documents": store.path, "whitening": whitening_path})
+
+
+def save_template(
+    vectors: Vectors | SegmentSet | WrittenSegments, generation: Generation, store: DocumentStore
+) -> TemplateRecord | None:
+    """Write the trained template of vectors a build trained (indexer/vectors/template.py) as a file of
+    `generation`; None for vectors of a type that was not trained here (exact and graph types, segments kept as
+    they are, segments Ray workers wrote: their first training merge, or `compact --retrain`, makes theirs)."""
+    if isinstance(vectors, SegmentSet | WrittenSegments):
+        return None
+    first = vectors.shards[0] if isinstance(vectors, ShardedVectorIndex) else vectors
+    if first.training_probe is None:
+        return None
+    template = template_of(first)
+    trained = TrainedTemplate(template, first.trained_vectors, training_error(template, first.training_probe))
+    name = template_name(time.time_ns())
+    generation.created_file(name)
+    return write_template(generation.directory.path, trained, name, store.next_id(), mode_of=store.path)
 
 
 def save_segments(vectors: Vectors | SegmentSet | WrittenSegments, generation: Generation) -> list[SegmentRecord]:

@@ -1,7 +1,8 @@
 """The store's record of which segments make up the index, and the state each commit stamps.
 
 The `segments` table names every live segment file with its FAISS type, vector count, size and checksum (and
-`segment_originals` the file of original vectors beside a segment whose codes are approximate, with its own); the
+`segment_originals` the file of original vectors beside a segment whose codes are approximate, with its own;
+`vector_template` the trained empty index every segment of a trained type is encoded with, indexer/vectors/template.py); the
 `index_state` table holds the commit number (one more per commit: how a reader sees that something changed), the
 time of the last write, the library versions that last wrote, and the next free id. Both change only inside a
 write's transaction, which is the commit point: a segment is live exactly when a committed transaction names it.
@@ -19,16 +20,20 @@ from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.tables.store_table import StoreTable
 from searchengine.indexer.vectors.originals import OriginalsRecord, originals_name
 from searchengine.indexer.vectors.segments import SegmentRecord
+from searchengine.indexer.vectors.template import TemplateRecord
 
 if TYPE_CHECKING:
     import sqlite_utils
 
 SEGMENT_NAME = re.compile(r"segment\.\d+\.faiss")
+TEMPLATE_NAME = re.compile(r"template\.\d+\.faiss")
 CHECKSUM = re.compile(r"sha256:[0-9a-f]{64}")
 
 TABLE = "segments"
 STATE_TABLE = "index_state"
 ORIGINALS_TABLE = "segment_originals"
+TEMPLATE_TABLE = "vector_template"
+_TEMPLATE_COLUMNS = "name, factory, size, checksum, trained_vectors, training_error, next_id, added, added_error, measured"
 
 
 class SegmentTable(StoreTable):
@@ -56,8 +61,71 @@ class SegmentTable(StoreTable):
         return [self._record(row) for row in rows]
 
     def _has_originals_table(self) -> bool:
+        return self._has_table(ORIGINALS_TABLE)
+
+    def _has_table(self, name: str) -> bool:
         query = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?"
-        return self.db.execute(query, [ORIGINALS_TABLE]).fetchone() is not None
+        return self.db.execute(query, [name]).fetchone() is not None
+
+    def template(self) -> TemplateRecord | None:
+        """The index's trained template, None where it has none (an exact or graph type, an index built before
+        templates, or one whose store no write has upgraded yet); a row that cannot be one is one IndexerError."""
+        with self._guard():
+            if not self._has_table(TEMPLATE_TABLE):
+                return None
+            row = self.db.execute(f"SELECT {_TEMPLATE_COLUMNS} FROM {TEMPLATE_TABLE}").fetchone()
+        if row is None:
+            return None
+        name, factory, size, checksum, trained, error, next_id, added, added_error, measured = row
+        whole = (size, trained, next_id, added, measured)
+        if (
+            not isinstance(name, str)
+            or not TEMPLATE_NAME.fullmatch(name)
+            or not isinstance(factory, str)
+            or not factory
+            or not all(isinstance(value, int) and value >= 0 for value in whole)
+            or not isinstance(checksum, str)
+            or not CHECKSUM.fullmatch(checksum)
+            or not (error is None or isinstance(error, float | int))
+            or not isinstance(added_error, float | int)
+        ):
+            raise IndexerError(
+                f"the store's template row names {name!r} of type {factory!r}, size {size!r}: the store is corrupt; "
+                "rebuild the index"
+            )
+        return TemplateRecord(
+            name, factory, size, checksum, trained, error, next_id, added, float(added_error), measured
+        )
+
+    def set_template(self, record: TemplateRecord | None) -> None:
+        """Name `record` as the index's template in place of any before it (None: the index has none)."""
+        with self._guard():
+            self.db.execute(f"DELETE FROM {TEMPLATE_TABLE}")
+            if record is not None:
+                self.db.execute(
+                    f"INSERT INTO {TEMPLATE_TABLE} ({_TEMPLATE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    [
+                        record.name,
+                        record.factory,
+                        record.size,
+                        record.checksum,
+                        record.trained_vectors,
+                        record.training_error,
+                        record.next_id,
+                        record.added,
+                        record.added_error,
+                        record.measured,
+                    ],
+                )
+
+    def count_added(self, vectors: int, measured: int, error: float) -> None:
+        """Count `vectors` more encoded with the template since it was trained, `measured` of them with quantization
+        errors summing to `error`."""
+        with self._guard():
+            self.db.execute(
+                f"UPDATE {TEMPLATE_TABLE} SET added = added + ?, measured = measured + ?, added_error = added_error + ?",
+                [vectors, measured, error],
+            )
 
     def _record(self, row: tuple) -> SegmentRecord:
         name, factory, vectors, size, checksum, first_id, last_id, *originals = row
@@ -203,4 +271,14 @@ def create_originals_table(db: sqlite_utils.Database) -> None:
     db.execute(
         f"CREATE TABLE IF NOT EXISTS {ORIGINALS_TABLE} (segment TEXT PRIMARY KEY, name TEXT NOT NULL, "
         "size INTEGER NOT NULL, checksum TEXT NOT NULL)"
+    )
+
+
+def create_template_table(db: sqlite_utils.Database) -> None:
+    """The index's trained template (migration 6 of indexer/upgrades/migrations.py): at most one row."""
+    db.execute(
+        f"CREATE TABLE IF NOT EXISTS {TEMPLATE_TABLE} (name TEXT PRIMARY KEY, factory TEXT NOT NULL, "
+        "size INTEGER NOT NULL, checksum TEXT NOT NULL, trained_vectors INTEGER NOT NULL, training_error REAL, "
+        "next_id INTEGER NOT NULL, added INTEGER NOT NULL DEFAULT 0, added_error REAL NOT NULL DEFAULT 0, "
+        "measured INTEGER NOT NULL DEFAULT 0)"
     )

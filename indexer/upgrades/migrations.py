@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from searchengine.indexer.tables.counters import create_counters
 from searchengine.indexer.tables.row_checksums import create_row_checksums, record_missing_row_checksums
-from searchengine.indexer.tables.segment_table import create_originals_table, create_tables
+from searchengine.indexer.tables.segment_table import create_originals_table, create_tables, create_template_table
 from searchengine.indexer.tables.settings_table import create_table as create_settings
 
 if TYPE_CHECKING:
@@ -49,12 +49,19 @@ def _segment_originals(db: sqlite_utils.Database) -> None:
     create_originals_table(db)
 
 
+def _vector_template(db: sqlite_utils.Database) -> None:
+    """6 (step 8): the trained template of an index of a trained type (indexer/vectors/template.py), named with its
+    size and checksum; an index built before has none until a merge trains one or `compact --retrain`."""
+    create_template_table(db)
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _segments,
     _counters,
     _build_settings,
     _row_checksums,
     _segment_originals,
+    _vector_template,
 ]
 """In order: migration n is MIGRATIONS[n - 1]."""
 

@@ -6,8 +6,10 @@ segments already there; a deleted vector stays in its segment, tombstoned in the
 fsynced before the store transaction that names it commits (indexer/tables/segment_table.py), so every committed state
 names complete files only.
 
-Small segments are exact (Flat); a merged segment larger than SMALL_SEGMENT_LIMIT takes the index's own type
-(the `--index` it was built with, or HNSW32 chosen for a large corpus). Searching asks every segment for its own k
+In an index with a trained template (indexer/vectors/template.py: IVF, PQ, SQ8 types) every segment but the
+smallest of an IVF index is a copy of the template with its vectors added. Otherwise small segments are exact
+(Flat), and a merged segment larger than SMALL_SEGMENT_LIMIT takes the index's own type (the `--index` it was
+built with, or HNSW32 chosen for a large corpus). Searching asks every segment for its own k
 best, restricted to its part of the filter and of the tombstones, in parallel threads (FAISS releases the GIL),
 and merges them into the k best by score, ties by id: for exact segments that is the exact top k.
 """

@@ -56,9 +56,20 @@ class ShardedVectorIndex:
             yield shard, ids % len(self.shards) == number
 
     def train(self, vectors: np.ndarray) -> None:
-        """Train every shard on the same sample, so their quantisers agree."""
-        for shard in self.shards:
-            shard.train(vectors)
+        """Train the first shard on the sample and give every other a copy of its training, so their quantisers
+        are one (the index's template, indexer/vectors/template.py)."""
+        first = self.shards[0]
+        first.train(vectors)
+        for shard in self.shards[1:]:
+            shard.index = faiss.clone_index(first.index)
+
+    @property
+    def trained_vectors(self) -> int:
+        return self.shards[0].trained_vectors
+
+    @property
+    def training_probe(self) -> np.ndarray | None:
+        return self.shards[0].training_probe
 
     def add(self, vectors: np.ndarray, ids: np.ndarray) -> None:
         for shard, mask in self._parts(ids):

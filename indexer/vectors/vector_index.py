@@ -23,6 +23,8 @@ IVF_NPROBE_FRACTION = 16
 DEEPER_FOR_EXCLUDED = 10
 """A type without id selectors leaves out up to k x this many excluded ids by searching deeper; more, by exact search
 of the rest."""
+TRAINING_PROBE = 2_000
+"""Training vectors kept (evenly spread) to measure the trained template's quantization error on."""
 EXACT_CHUNK = 65_536
 """Candidates scored per matrix product when a filtered search falls back to exact search."""
 
@@ -44,6 +46,10 @@ class VectorIndex:
         """The vectors added, kept for the originals file of an index whose codes are approximate (a new one)."""
         self.originals: MappedOriginals | None = None
         """The exact vectors of a loaded segment whose codes are approximate (indexer/vectors/originals.py)."""
+        self.training_probe: np.ndarray | None = None
+        """Up to TRAINING_PROBE of the vectors this index was trained on, and how many there were
+        (`trained_vectors`): what its template's quantization error is measured on (indexer/vectors/template.py)."""
+        self.trained_vectors = 0
         self.binary = is_binary(factory)
         """Binary codes: FAISS gives Hamming distances, which `search` turns into scores (larger is nearer)."""
 
@@ -88,8 +94,9 @@ class VectorIndex:
 
     def train(self, vectors: np.ndarray) -> None:
         """Train quantisers (IVF, PQ) on a sample of the vectors that will be added."""
+        vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         try:
-            self.index.train(np.ascontiguousarray(vectors, dtype=np.float32))
+            self.index.train(vectors)
         except RuntimeError as exc:
             shortfall = training_shortfall(self.factory, len(vectors))
             raise IndexerError(
@@ -97,6 +104,8 @@ class VectorIndex:
                 or f"training index type {self.factory!r} on {len(vectors)} vectors failed: {_reason(exc)}. "
                 "Index more documents or choose a smaller index (fewer IVF lists, or Flat/HNSW32)"
             ) from None
+        self.training_probe = vectors[:: max(1, len(vectors) // TRAINING_PROBE)][:TRAINING_PROBE].copy()
+        self.trained_vectors = len(vectors)
 
     def add(self, vectors: np.ndarray, ids: np.ndarray) -> None:
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)

@@ -18,6 +18,7 @@ from searchengine.reading.file_rules import DEFAULT_MAX_MB
 
 if TYPE_CHECKING:  # imported inside the commands, so `--help` stays fast
     from searchengine.engine.index_memory import MemoryUse
+    from searchengine.engine.retrain_advice import TemplateState
     from searchengine.indexer.commit.index_directory import IndexDirectory
     from searchengine.indexer.commit.manifest import Manifest
     from searchengine.indexer.tables.store import ClusteringRecord
@@ -40,7 +41,7 @@ def info(
     with user_errors(target):
         directory = IndexDirectory(target)
         # Read the store of the manifest just read, again from the top if a writer swaps generations meanwhile.
-        manifest, (clustering, duplicates, repeats, keyword_index, reading, memory) = directory.read_consistently(
+        manifest, (clustering, duplicates, repeats, keyword_index, reading, memory, template) = directory.read_consistently(
             lambda current: (current, _store_summary(directory, current))
         )
         model, whitening = manifest.model, manifest.whitening
@@ -64,6 +65,7 @@ def info(
             "index type": f"{manifest.index.type} (FAISS, inner product)"
             + (f", in {manifest.index.shards} shards searched together" if manifest.index.shards > 1 else "")
             + (_segments_summary(manifest) if manifest.segmented else ""),
+            **({"trained template": template.summary()} if template is not None else {}),
             "keyword index": (
                 "FTS5, BM25 with Porter stemming (keyword and hybrid search)"
                 if keyword_index
@@ -86,6 +88,7 @@ def info(
                 "keyword_index": keyword_index,
                 "reading": reading,
                 "memory": memory.as_json(),
+                "template": None if template is None else template.as_json(),
             }
             state = manifest.state_json() if manifest.segmented else {}
             typer.echo(json.dumps({**manifest.as_json_dict(), **state, **extra}, indent=2))
@@ -97,13 +100,16 @@ def info(
 
 def _store_summary(
     directory: IndexDirectory, manifest: Manifest
-) -> tuple[ClusteringRecord | None, int, int, bool, dict, MemoryUse]:
+) -> tuple[ClusteringRecord | None, int, int, bool, dict, MemoryUse, TemplateState | None]:
     """From the index's document store: the stored clustering (or None), how many documents `mine --dedupe`
     marked as near-duplicates, how many documents repeat an earlier one's exact text, whether it holds the
-    keyword index, how it reads its input (searchengine.engine.files), and the memory each part takes."""
+    keyword index, how it reads its input (searchengine.engine.files), the memory each part takes, and its
+    trained template's fit (None: it has none)."""
     from searchengine.engine.index_memory import memory_use
     from searchengine.engine.indexing import READING
+    from searchengine.engine.retrain_advice import template_state
     from searchengine.indexer.tables.store import DocumentStore
+    from searchengine.indexer.vectors.index_choice import MEMORY_BUDGET, type_for_growth
 
     store = DocumentStore(directory.file(manifest, "documents"))
     try:
@@ -115,6 +121,14 @@ def _store_summary(
             store.keyword.exists(),
             reading if isinstance(reading, dict) else {},
             memory_use(directory.path, manifest, store),
+            template_state(
+                store.segments.template() if manifest.segmented else None,
+                manifest.count.vectors,
+                type_for_growth(
+                    manifest.index.type, manifest.count.vectors, manifest.index.dimension,
+                    store.settings.get(MEMORY_BUDGET),
+                ),
+            ),
         )
     finally:
         store.close()
@@ -255,21 +269,40 @@ def delete(
             )
 
 
-def compact(index_dir: Path | None = IndexDirOption) -> None:
+def compact(
+    index_dir: Path | None = IndexDirOption,
+    retrain: bool = typer.Option(
+        False,
+        "--retrain",
+        help="Also train the index's quantizer (its template: IVF lists, PQ or SQ codebooks) again on the vectors it "
+        "holds now, and re-encode every segment with it, in one commit (searches go on meanwhile). Worth it when "
+        "`info` says so: for PQ types, once the vectors added since training decode with 1.2x the training error.",
+    ),
+) -> None:
     """Merge the index's vector segments into one, without the vectors of deleted documents (tombstones), and give
     an index written before keyword search its keyword index (for `query --mode keyword` and `--mode hybrid`).
+
+    An index of a trained type (IVF, PQ, SQ8) encodes every write and merge with the quantizer its build trained,
+    never training again; `--retrain` trains it again on the current data, for the type its size (and memory
+    budget) calls for. Without it, compact says when the data added since training has drifted enough to be
+    worth it.
 
     Example:
 
       searchengine compact --index-dir ~/indexes/docs
+
+      searchengine compact --retrain --index-dir ~/indexes/docs
     """
+    from searchengine.engine.retrain_advice import template_state
     from searchengine.engine.search_engine import SearchEngine, default_index_dir
+    from searchengine.indexer.commit.index_directory import IndexDirectory
+    from searchengine.indexer.tables.store import DocumentStore
 
     target = index_dir or default_index_dir()
     with user_errors(target):
         engine = SearchEngine.open(target)
         had_keyword_index = engine.has_keyword_index
-        dropped = engine.compact()
+        dropped = engine.compact(retrain)
         if not had_keyword_index:
             typer.echo(
                 f"Added the keyword index ({counted(len(engine), 'document')}): keyword and hybrid search work now."
@@ -280,6 +313,17 @@ def compact(index_dir: Path | None = IndexDirOption) -> None:
                 if dropped
                 else "Nothing to compact: no deleted vectors."
             )
+        directory = IndexDirectory(target)
+        store = DocumentStore(directory.file(directory.read_settings(), "documents"))
+        try:
+            store.read_snapshot()
+            state = template_state(store.segments.template(), store.vector_count())
+        finally:
+            store.close()
+        if retrain and state is not None:
+            typer.echo(f"Retrained: {state.factory} on {state.trained_vectors:,} vectors; every segment re-encoded.")
+        elif state is not None and state.retrain_advised:
+            typer.echo(f"Trained template: {state.summary()}.")
 
 
 def verify(index_dir: Path | None = IndexDirOption) -> None:

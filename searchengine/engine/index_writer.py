@@ -131,14 +131,15 @@ def delete_from_index(directory: IndexDirectory, ids: list[int] | None, external
     return sorted(set(targets))
 
 
-def compact_index(directory: IndexDirectory) -> int:
+def compact_index(directory: IndexDirectory, retrain: bool = False) -> int:
     """Merge every segment into one, without the vectors of deleted documents, give the store's free pages back
     (VACUUM) and remove every file no commit names (orphans of killed writes, adapted models no adapt claims);
-    returns how many vectors were dropped.
+    returns how many vectors were dropped. `retrain`: train the index's template again on the live vectors and
+    encode the merged segment with it (indexer/vectors/template.py), in the same commit.
     An index written by an older version is converted first (which gives a store written before keyword search
     its keyword index)."""
     upgrade_index(directory)
-    result = merge(directory)
+    result = merge(directory, retrain=retrain)
     with directory.locked(wait=LOCK_WAIT):  # the store's free pages too: deleted rows, their keyword index
         store = DocumentStore(directory.path / directory.read_settings().files["documents"].name, writable=True)
         try:
@@ -268,11 +269,11 @@ class IndexWriter:
             self.merge()
         return deleted
 
-    def compact(self) -> int:
+    def compact(self, retrain: bool = False) -> int:
         """Merge every segment into one without tombstoned vectors, and give an index written before keyword search
-        its keyword index; returns how many vectors were dropped."""
+        its keyword index; returns how many vectors were dropped. `retrain`: train the template again first."""
         with self._writing():
-            return compact_index(self.directory)
+            return compact_index(self.directory, retrain)
 
     def cluster(self, settings: ClusterSettings, top: int = 3) -> list[Cluster]:
         """Cluster the stored vectors (never re-encoding) and store the clustering with the index, replacing any

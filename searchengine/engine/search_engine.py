@@ -262,12 +262,13 @@ class SearchEngine:
         as tombstones, never returned, until a merge drops them (IndexWriter.delete). `merge` as in `add`."""
         return self.writer.delete(ids, external_ids, merge=merge)
 
-    def compact(self) -> int:
+    def compact(self, retrain: bool = False) -> int:
         """Merge all segments into one without tombstones (and add a missing keyword index), and remove what killed
-        writes and adapts left; returns vectors dropped."""
-        if self.reader.compacted() and not self.writer.directory.has_unreferenced():
+        writes and adapts left; returns vectors dropped. `retrain`: train the index's quantizer (its template) again
+        on the vectors it holds now and re-encode them all with it, in the same commit (IVF, PQ, SQ8 types)."""
+        if not retrain and self.reader.compacted() and not self.writer.directory.has_unreferenced():
             return 0
-        return self.writer.compact()
+        return self.writer.compact(retrain)
 
     def cluster(
         self,

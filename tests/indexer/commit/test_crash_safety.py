@@ -131,22 +131,25 @@ with directory.writing() as generation:
 """
 
 
-def test_a_build_killed_after_writing_an_originals_file_leaves_the_old_index(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("step", "made"), [("originals-written", "segment.*.npy"), ("template-written", "template.*")])
+def test_a_build_killed_after_writing_an_originals_or_template_file_leaves_the_old_index(
+    tmp_path: Path, step: str, made: str
+) -> None:
     directory = build_small_index(tmp_path / "index", 20)
     before = _state(directory)
     run = subprocess.run(
         [sys.executable, "-c", _BUILD_COMPRESSED, str(directory.path)],
-        env={**os.environ, CRASH_ENV: "originals-written"},
+        env={**os.environ, CRASH_ENV: step},
         capture_output=True,
         text=True,
         timeout=120,
         cwd=Path(__file__).resolve().parents[3],
     )
     assert run.returncode == 75, run.stderr
-    assert list(directory.path.glob("segment.*.npy"))  # it ended with the file written, before any commit
+    assert list(directory.path.glob(made))  # it ended with the file written, before any commit
     assert _state(directory) == before
     with writing_in_place(directory) as later:
         change = later.store.add([Document("after the crash")])
         later.vectors.add(unit_vectors(1, 3), np.asarray(change.ids))
-    assert _unnamed_files(directory) == set() and not list(directory.path.glob("segment.*.npy"))
+    assert _unnamed_files(directory) == set() and not list(directory.path.glob(made))
     assert _state(directory)[0] == before[0] + 1
