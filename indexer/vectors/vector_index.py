@@ -29,7 +29,8 @@ FAST_SCAN_KERNEL = 10
 """The search kernel of FAISS's fast-scan IVF types (`implem`): 10, a heap per query. Left to choose itself, FAISS
 switched to a kernel about ten times slower for a single query once nprobe passed several hundred lists
 (IVF2048,PQ96x4fs at 200,000 vectors, one thread: nprobe 700 took 1.4 ms, 900 took 13 ms, 1,024 took 18 ms; 1.7 ms
-with this kernel). FAISS does not store it in the index file, so it is set on every index created or read."""
+with this kernel). It is set on every index created, and again on every one read, so that segments written before
+it was chosen (with FAISS's automatic choice, 0) search the same way."""
 DEEPER_FOR_EXCLUDED = 10
 """A type without id selectors leaves out up to k x this many excluded ids by searching deeper; more, by exact search
 of the rest."""
