@@ -91,21 +91,30 @@ def exact_top(vectors: np.ndarray, queries: np.ndarray) -> np.ndarray:
     return flat.search(queries, K)[1]
 
 
-def build(args: argparse.Namespace, target: Path) -> dict:
-    """Build the index in `target` (encoding left out) and save what the measuring process needs beside it."""
-    from benchmarks.scale.search_speed import CachedEncoder, cached_embeddings, read_stsb_test, read_wiki
+def corpus(args: argparse.Namespace, encoder: object) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """The Wikipedia sentences, their real vectors, every vector (the real ones and noisy copies up to --vectors)
+    and the queries' vectors, as made for the check (benchmarks/storage/side_by_side.py makes the same ones)."""
+    from benchmarks.scale.search_speed import cached_embeddings, read_stsb_test, read_wiki
     from benchmarks.scale.synthetic import noisy_copies
-    from searchengine import BuildSettings, Encoder, SearchEngine
 
-    encoder = Encoder(args.model) if args.model else Encoder()
     wiki = read_wiki(args.data, args.real)
     left, right, _ = read_stsb_test(args.data, None)
     held_out = [text for text in dict.fromkeys(left + right) if text not in set(wiki)]
     query_vectors, _ = cached_embeddings(encoder, held_out, args.cache_dir, "stsb-queries")
     real, _ = cached_embeddings(encoder, wiki, args.cache_dir, "wiki")
     vectors = noisy_copies(real, args.vectors, args.noise)
+    return wiki, real, vectors, np.ascontiguousarray(query_vectors[: args.queries])
+
+
+def build(args: argparse.Namespace, target: Path) -> dict:
+    """Build the index in `target` (encoding left out) and save what the measuring process needs beside it."""
+    from benchmarks.scale.search_speed import CachedEncoder
+    from benchmarks.scale.synthetic import noisy_copies
+    from searchengine import BuildSettings, Encoder, SearchEngine
+
+    encoder = Encoder(args.model) if args.model else Encoder()
+    wiki, real, vectors, queries = corpus(args, encoder)
     texts = texts_of(wiki, len(vectors))
-    queries = np.ascontiguousarray(query_vectors[: args.queries])
     started = time.perf_counter()
     engine = SearchEngine.build(
         texts,
@@ -132,6 +141,7 @@ def build(args: argparse.Namespace, target: Path) -> dict:
         "real_vectors": len(real),
         "first_id": first_id,
         "queries": len(queries),
+        "noise": args.noise,
     }
 
 
@@ -168,7 +178,7 @@ def measure(target: Path, warmup: int, model: str | None, add_runs: int) -> dict
     mapped = sum(cached_bytes(path) for path in (target / "index").rglob("*") if path.is_file() and _mapped(path))
     segments_before = {record.name for record in reader.store.segments.records()}
     engine.close()
-    added = add_ten(target, model, segments_before, add_runs)
+    added = add_ten(target, model, segments_before, add_runs) if add_runs else {}
     return {
         "resident_mb": round((rss - mapped_rss) / 1024, 1),
         "index_resident_mb": round((rss - mapped_rss - baseline) / 1024, 1),
@@ -270,13 +280,17 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--keep", type=Path, help="build in this folder and keep it (benchmarks/storage/side_by_side.py measures it)"
+    )
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # the fresh process's part
     args = parser.parse_args()
     if args.measure is not None:
         print(json.dumps(measure(args.measure, args.warmup, args.model, args.add_runs)))
         return
     with tempfile.TemporaryDirectory(prefix="memory-check-") as scratch:
-        target = Path(scratch)
+        target = Path(scratch) if args.keep is None else args.keep
+        target.mkdir(parents=True, exist_ok=True)
         built = build(args, target)
         (target / "build.json").write_text(json.dumps(built), encoding="utf-8")
         print(f"built {built['vectors']:,} vectors as {built['index_type']} in {built['build_s']} s", flush=True)

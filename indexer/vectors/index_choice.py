@@ -9,7 +9,7 @@ machine; `benchmarks/storage/memory_check.py` measures whole indexes the same wa
 | Flat (float32, exact) | 4·d | - | 56 | 1,590 B |
 | HNSW32 (float32) | 4·d | 280 | 56 | 1,870 B |
 | HNSW32,SQ8 (8-bit scalar) | d | 280 | 56 | 720 B |
-| IVF{n},PQ{m}np (product quantization) | m | - | 72 | 120 B for m = 48 |
+| IVF{n},PQ{2m}x4fs (product quantization, 4-bit fast scan) | m | - | 72 | 120 B for m = 48 |
 
 "ids" is FAISS's id map (an IndexIDMap2's array and reverse map, or an IVF's stored ids and its hashtable direct
 map); an IVF's centroids (n·d·4 bytes) and a quantizer's tables are counted once. The full vectors of a compressed
@@ -21,6 +21,14 @@ The choice. Without a budget: exact search (Flat) up to EXACT_SEARCH_LIMIT docum
 the first type of that order that fits: Flat (while small enough for exact search), HNSW32, HNSW32,SQ8, then
 IVF-PQ with d/8 and then d/16 bytes a vector. The budget is recorded in the index, so later merges pick again
 for the size the index has grown to (indexer/commit/merge_policy.py).
+
+Why 4-bit fast-scan product quantization: recall@10 is bounded by the share of IVF lists searched, not by the codes,
+and fast scan reads its 4-bit codes several times faster (FAISS's SIMD kernels), so it can search many more of
+them. On 200,000 vectors (real MiniLM vectors of the Wikipedia sentences and noisy copies, STS-B queries;
+benchmarks/storage/ivf_pq_settings.py, results/ivf_pq_settings_200k.json and _200k_pq48np.json) IVF1024,PQ48np
+reached 0.887 with 1,000 candidates rescored while searching 1/8 of its lists, IVF1024,PQ96x4fs (the same 48
+bytes) 0.975 searching half of them with 300 rescored, 1.6 ms a query; twice the bytes (PQ192x4fs) gained nothing
+(0.976). The search depth that buys this is IVF_NPROBE_FRACTION (indexer/vectors/vector_index.py).
 """
 
 from __future__ import annotations
@@ -44,6 +52,12 @@ ID_BYTES = 56
 """An IndexIDMap2's id array (8 bytes a vector) and reverse hash map (measured: about 48 more)."""
 IVF_ID_BYTES = 72
 """An IVF's stored ids (8 bytes a vector) and its hashtable direct map (measured: about 64 more)."""
+TRAINING_SAMPLE = 100_000
+"""The most vectors an IVF or PQ type is trained on: a build's sample (searchengine/engine/indexing.TRAINING_SAMPLE)
+and a merge's (indexer/commit/merge_policy.TRAINING_SAMPLE). The list count is held to what it can train."""
+TRAINING_POINTS_PER_LIST = 39
+"""FAISS's k-means asks for at least 39 training points a centroid (it warns below that, and the lists it trains
+then split the data badly)."""
 HNSW_GRAPH_BYTES = 280
 """HNSW32's links: 2·32 neighbours of 4 bytes on level 0, about 1/32 of that above, and each node's level and
 offset (measured: 274)."""
@@ -109,13 +123,20 @@ class Candidate:
 
 
 def ivf_lists(count: int) -> int:
-    """IVF lists for `count` vectors: a power of two near 4·sqrt(count), between 64 and 65,536, and at most
-    count / 39 so FAISS's k-means has the 39 training points a list it asks for."""
+    """IVF lists for `count` vectors: a power of two near 4·sqrt(count), at least 64, and at most what the vectors
+    it is trained on (all of them up to TRAINING_SAMPLE) give 39 training points each, as FAISS's k-means asks
+    (so never more than 2,048)."""
     wanted = 4 * math.sqrt(max(count, 1))
     lists = 2 ** round(math.log2(max(wanted, 1)))
-    while lists > 64 and lists * 39 > count:
+    trained_on = min(count, TRAINING_SAMPLE)
+    while lists > 64 and lists * TRAINING_POINTS_PER_LIST > trained_on:
         lists //= 2
-    return max(64, min(lists, 65_536))
+    return max(64, lists)
+
+
+def fast_scan_pq(bytes_per_code: int) -> str:
+    """The 4-bit fast-scan product quantizer of `bytes_per_code` bytes a vector (two sub-quantizers a byte)."""
+    return f"PQ{2 * bytes_per_code}x4fs"
 
 
 def candidates(count: int, dimension: int) -> list[Candidate]:
@@ -127,11 +148,11 @@ def candidates(count: int, dimension: int) -> list[Candidate]:
     ]
     lists = ivf_lists(count)
     for bytes_per_code in (dimension // 8, dimension // 16):
-        if bytes_per_code >= 1 and dimension % bytes_per_code == 0:
-            tables = 256 * dimension * 4  # PQ centroids: 256 of each sub-vector
+        if bytes_per_code >= 1 and dimension % (2 * bytes_per_code) == 0:
+            tables = 16 * dimension * 4  # PQ centroids: 16 of each sub-vector
             found.append(
                 Candidate(
-                    f"IVF{lists},PQ{bytes_per_code}np",
+                    f"IVF{lists},{fast_scan_pq(bytes_per_code)}",
                     bytes_per_code + IVF_ID_BYTES,
                     fixed_bytes=lists * dimension * 4 + tables,
                 )

@@ -28,7 +28,7 @@ from searchengine.indexer.commit.crash_points import crash_point
 from searchengine.indexer.commit.durable_files import file_checksum, fsync_path
 from searchengine.indexer.errors import IndexerError, StorageFullError, storage_error_kind
 from searchengine.indexer.vectors.originals import MappedOriginals, OriginalsRecord, write_originals
-from searchengine.indexer.vectors.rescore_depth import DEFAULT_RESCORE
+from searchengine.indexer.vectors.rescore_depth import default_rescore
 from searchengine.indexer.vectors.shards import merge_found, pool
 from searchengine.indexer.vectors.vector_index import VectorIndex, collect_matrix, training_shortfall
 
@@ -214,11 +214,12 @@ class SegmentSet:
         self.factory = factory
         """The index's own type (what large segments use)."""
         self._dimension = dimension
-        self.rescore = DEFAULT_RESCORE if rescore is None else rescore
-        """Candidates per query a segment with originals rescores exactly (0: its codes' own scores)."""
+        self.rescore = rescore
+        """Candidates per query a segment with originals rescores exactly (0: its codes' own scores; None: its
+        type's default, indexer/vectors/rescore_depth.default_rescore)."""
 
     def rescoring(self, rescore: int | None) -> SegmentSet:
-        """These segments searched with `rescore` candidates rescored (None: DEFAULT_RESCORE)."""
+        """These segments searched with `rescore` candidates rescored (None: each segment type's default)."""
         return SegmentSet(self.segments, self.factory, self._dimension, rescore)
 
     @property
@@ -257,8 +258,9 @@ class SegmentSet:
                 return None
             faiss.omp_set_num_threads(threads)
             originals = segment.index.originals
-            rescored = originals is not None and (self.rescore > 0 or segment.index.binary)
-            depth = max(k, self.rescore) if rescored else k
+            wanted = default_rescore(segment.index.factory) if self.rescore is None else self.rescore
+            rescored = originals is not None and (wanted > 0 or segment.index.binary)
+            depth = max(k, wanted) if rescored else k
             found = segment.index.search(queries, depth, own, gone if gone is not None and len(gone) else None)
             return originals.rescore(queries, found[1], k) if rescored else found
 

@@ -18,8 +18,19 @@ HNSW_EF_SEARCH = 512
 """Where HNSW32 reaches a recall@10 above 0.95 on 1M MiniLM vectors while one search still costs a fraction of
 encoding the query (each efSearch measured in docs/benchmarks.md#1000000-vectors)."""
 HNSW_EF_CONSTRUCTION = 80
-IVF_NPROBE_FRACTION = 16
-"""IVF indexes search nlist / 16 cells (at least 1)."""
+IVF_NPROBE_FRACTION = 2
+"""IVF indexes search nlist / 2 lists (at least 1). Recall@10 of IVF types is bounded by the share of lists
+searched, which rescoring cannot make up for: queries unlike the corpus (STS-B sentences against Wikipedia lines)
+have neighbours spread over many lists. On real MiniLM vectors and noisy copies (200,000, 300 queries,
+benchmarks/storage/results/ivf_pq_settings_200k.json) IVF1024,PQ96x4fs with 300 candidates rescored reached
+0.953 searching a quarter of its lists and 0.975 (0.976 on the real vectors alone) searching half, 1.6 ms a query;
+IVF1024,PQ48np searching a sixteenth, the old default, reached 0.83 with 1,000 rescored (_200k_pq48np.json)."""
+FAST_SCAN_KERNEL = 10
+"""The search kernel of FAISS's fast-scan IVF types (`implem`): 10, a heap per query. Left to choose itself, FAISS
+switched to a kernel about ten times slower for a single query once nprobe passed several hundred lists
+(IVF2048,PQ96x4fs at 200,000 vectors, one thread: nprobe 700 took 1.4 ms, 900 took 13 ms, 1,024 took 18 ms; 1.7 ms
+with this kernel). It is set on every index created, and again on every one read, so that segments written before
+it was chosen (with FAISS's automatic choice, 0) search the same way."""
 DEEPER_FOR_EXCLUDED = 10
 """A type without id selectors leaves out up to k x this many excluded ids by searching deeper; more, by exact search
 of the rest."""
@@ -253,7 +264,7 @@ class VectorIndex:
     def from_bytes(cls, data: np.ndarray, factory: str, originals: str | None = None) -> VectorIndex:
         """An index from `to_bytes`'s output: the same type, training, search settings and vectors; one that keeps
         originals keeps those added from now on (as `originals`, as `create`)."""
-        made = cls(faiss.deserialize_index(np.asarray(data, dtype=np.uint8)), factory)
+        made = cls(_with_search_kernel(faiss.deserialize_index(np.asarray(data, dtype=np.uint8))), factory)
         if keeps_originals(factory):
             made.spool = OriginalsSpool(made.dimension, originals)
         return made
@@ -271,7 +282,7 @@ class VectorIndex:
             index = faiss.read_index(str(path), flags)
         except RuntimeError:
             raise IndexerError(f"vector index file {path} is corrupt or truncated; rebuild the index") from None
-        return cls(_on_gpu_when_present(index), factory)
+        return cls(_on_gpu_when_present(_with_search_kernel(index)), factory)
 
 
 def collect_matrix(
@@ -371,6 +382,16 @@ def _tune(index: faiss.Index) -> None:
     except RuntimeError:
         return
     ivf.nprobe = max(1, ivf.nlist // IVF_NPROBE_FRACTION)
+    _with_search_kernel(index)
+
+
+def _with_search_kernel(index: faiss.Index) -> faiss.Index:
+    """`index`, its fast-scan IVF (if it is one) set to search with FAST_SCAN_KERNEL."""
+    ivf = _ivf_of(index)
+    fast = None if ivf is None else faiss.downcast_index(ivf)
+    if isinstance(fast, faiss.IndexIVFFastScan):
+        fast.implem = FAST_SCAN_KERNEL
+    return index
 
 
 def _on_cpu(index: faiss.Index) -> faiss.Index:

@@ -79,8 +79,8 @@ class QueryRequest:
     rescore: on an index whose codes are approximate (PQ, SQ8, LSH: the original vectors kept on disk beside
     them), the candidates per query each segment takes from its codes and rescores exactly from the originals
     before the k best come back (at least k; 0: the codes' own scores, except binary codes, whose k candidates are
-    always scored from the originals). None: DEFAULT_RESCORE (searchengine.indexer.vectors.rescore_depth). Exact index
-    types (Flat, HNSW32) keep no originals and ignore it.
+    always scored from the originals). None: each segment type's default (100; 300 for product quantization:
+    searchengine.indexer.vectors.rescore_depth). Exact index types (Flat, HNSW32) keep no originals and ignore it.
     """
 
     queries: Sequence[str]

@@ -8,6 +8,8 @@ import pytest
 from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.vectors.index_choice import (
     EXACT_SEARCH_LIMIT,
+    TRAINING_POINTS_PER_LIST,
+    TRAINING_SAMPLE,
     candidates,
     choice_reason,
     choose_index_type,
@@ -78,9 +80,9 @@ def test_a_tighter_budget_steps_down_to_compressed_types_in_order() -> None:
     hnsw, sq8 = model["HNSW32"], model["HNSW32,SQ8"]
     assert choose_index_type(million, D, hnsw) == "HNSW32"
     assert choose_index_type(million, D, hnsw - 1) == "HNSW32,SQ8"
-    assert choose_index_type(million, D, sq8 - 1) == f"IVF{ivf_lists(million)},PQ48np"
-    assert choose_index_type(million, D, 300 * 10**6) == "IVF4096,PQ48np"  # the quick check
-    assert model["IVF4096,PQ48np"] < 300 * 10**6 < sq8
+    assert choose_index_type(million, D, sq8 - 1) == f"IVF{ivf_lists(million)},PQ96x4fs"
+    assert choose_index_type(million, D, 300 * 10**6) == "IVF2048,PQ96x4fs"  # the quick check
+    assert model["IVF2048,PQ96x4fs"] < 300 * 10**6 < sq8
 
 
 def test_a_budget_nothing_fits_is_refused_naming_the_smallest_need() -> None:
@@ -105,10 +107,11 @@ def test_the_model_matches_what_each_candidate_holds_once_filled() -> None:
         assert held.fixed <= candidate.fixed_bytes + count, (candidate.factory, held)
 
 
-def test_ivf_lists_leave_39_training_points_a_list() -> None:
-    assert ivf_lists(1_000_000) == 4096
-    assert ivf_lists(10_000_000) == 16384
+def test_ivf_lists_leave_39_training_points_a_list_of_the_sample_they_are_trained_on() -> None:
     assert ivf_lists(5_000) * 39 <= 5_000 or ivf_lists(5_000) == 64
+    assert ivf_lists(20_000) == 512  # 4·sqrt(20,000) is 566; 512 lists take 19,968 training points
+    for count in (200_000, 1_000_000, 10_000_000):  # the sample is TRAINING_SAMPLE vectors, whatever the count
+        assert ivf_lists(count) == 2048 and 2048 * TRAINING_POINTS_PER_LIST <= TRAINING_SAMPLE
 
 
 def test_the_default_at_100000_documents_is_hnsw_and_exact_search_stays_for_small_ones() -> None:
@@ -119,8 +122,8 @@ def test_the_default_at_100000_documents_is_hnsw_and_exact_search_stays_for_smal
 def test_a_recorded_budget_makes_a_merge_pick_again_for_the_grown_size() -> None:
     budget = 700 * 10**6
     assert type_for_growth("HNSW32", 300_000, D, budget) == "HNSW32"
-    assert type_for_growth("HNSW32", 1_000_000, D, budget) == f"IVF{ivf_lists(1_000_000)},PQ48np"
-    assert type_for_growth("HNSW32", 10**9, D, budget).endswith("PQ24np")  # nothing fits: the smallest
+    assert type_for_growth("HNSW32", 1_000_000, D, budget) == f"IVF{ivf_lists(1_000_000)},PQ96x4fs"
+    assert type_for_growth("HNSW32", 10**9, D, budget).endswith("PQ48x4fs")  # nothing fits: the smallest
     assert type_for_growth("IVF64,Flat", 10**9, D, None) == "IVF64,Flat"
 
 
@@ -132,8 +135,8 @@ def test_a_setting_that_is_not_a_recorded_budget_changes_nothing(setting: object
 
 def test_the_reason_names_the_budget_and_the_estimate() -> None:
     assert f"exact search up to {EXACT_SEARCH_LIMIT:,}" in choice_reason("Flat", 10, D, None)
-    reason = choice_reason("IVF4096,PQ48np", 1_000_000, D, 300 * 10**6)
+    reason = choice_reason("IVF2048,PQ96x4fs", 1_000_000, D, 300 * 10**6)
     assert reason.startswith("chosen for 1,000,000 vectors within a memory budget of 300 MB, about ")
-    estimate = estimated_resident_bytes("IVF4096,PQ48np", 1_000_000, D)
+    estimate = estimated_resident_bytes("IVF2048,PQ96x4fs", 1_000_000, D)
     assert estimate is not None and f"{estimate / 10**6:.0f} MB resident" in reason
     assert estimated_resident_bytes("IVF64,Flat", 10, D) is None

@@ -8,6 +8,7 @@ import pytest
 from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.vectors.index_choice import EXACT_SEARCH_LIMIT
 from searchengine.indexer.vectors.vector_index import (
+    FAST_SCAN_KERNEL,
     HNSW_EF_CONSTRUCTION,
     HNSW_EF_SEARCH,
     IVF_NPROBE_FRACTION,
@@ -158,7 +159,7 @@ def test_hnsw_search_settings_survive_save_and_load(tmp_path, built) -> None:
 
 
 def test_ivf_nprobe_survives_save_and_load(tmp_path) -> None:
-    """IVF64 gets nprobe 64 / 16 = 4 (FAISS's default is 1)."""
+    """IVF64 gets nprobe 64 / IVF_NPROBE_FRACTION (FAISS's default is 1)."""
     vectors = _unit_vectors(2000, seed=2)
     index = _built("IVF64,Flat", vectors, np.arange(2000))
     expected = 64 // IVF_NPROBE_FRACTION
@@ -188,8 +189,30 @@ def test_a_trained_empty_index_shipped_as_bytes_adds_and_removes_as_the_original
     assert copies[0].remove(np.array([3])) and 3 not in copies[0].ids()
 
 
+def test_fast_scan_ivf_searches_with_the_per_query_kernel_after_save_load_and_bytes(tmp_path) -> None:
+    """The kernel is set on every index created, and again on every one read or shipped as bytes, so that a segment
+    written before it was chosen (FAISS's automatic choice, 0) searches the same way."""
+    vectors = _unit_vectors(2000, seed=4)
+    index = _built("IVF16,PQ8x4fs", vectors, np.arange(2000))
+
+    def kernel(made: VectorIndex) -> int:
+        return faiss.downcast_index(faiss.extract_index_ivf(made.index)).implem
+
+    path = tmp_path / "fast.faiss"
+    index.save(path)
+    loaded = VectorIndex.load(path, "IVF16,PQ8x4fs", mapped=True)
+    shipped = VectorIndex.from_bytes(index.to_bytes(), "IVF16,PQ8x4fs")
+    assert kernel(index) == kernel(loaded) == kernel(shipped) == FAST_SCAN_KERNEL
+    older = tmp_path / "older.faiss"
+    fast = faiss.downcast_index(faiss.extract_index_ivf(index.index))
+    fast.implem = 0  # as written before the kernel was chosen
+    index.save(older)
+    assert kernel(VectorIndex.load(older, "IVF16,PQ8x4fs", mapped=True)) == FAST_SCAN_KERNEL
+    np.testing.assert_array_equal(loaded.search(vectors[:5], 3)[1], index.search(vectors[:5], 3)[1])
+
+
 def test_small_ivf_probes_at_least_one_list() -> None:
-    assert faiss.extract_index_ivf(VectorIndex.create("IVF4,Flat", DIMENSION).index).nprobe == 1
+    assert faiss.extract_index_ivf(VectorIndex.create("IVF1,Flat", DIMENSION).index).nprobe == 1
 
 
 @pytest.mark.parametrize("factory", ["NotAnIndex", "IVF,Flat", "HNSWxyz", "PQ5"])
