@@ -14,10 +14,19 @@ from searchengine.indexer.vectors.exact_batches import scored_together
 from searchengine.indexer.vectors.index_choice import choose_index_type
 from searchengine.indexer.vectors.originals import MappedOriginals, OriginalsSpool, is_binary, keeps_originals
 
-HNSW_EF_SEARCH = 512
-"""Where HNSW32 reaches a recall@10 above 0.95 on 1M MiniLM vectors while one search still costs a fraction of
-encoding the query (each efSearch measured in docs/benchmarks.md#1000000-vectors)."""
-HNSW_EF_CONSTRUCTION = 80
+HNSW_EF_CONSTRUCTION = 200
+"""How many candidates the build weighs for each vector's links. FAISS's own default (40) and the 80 used before
+leave a graph that needs a far deeper search for the same recall: at 100,000 MiniLM vectors recall@10 0.98 took
+efSearch 512 on the graph built with 80, against 128 on 50,000 real vectors with 200 (docs/benchmarks.md
+#the-default-index-at-100000-beside-chroma). The build costs more: 4.9 times as long as with 40 there."""
+HNSW_EF_SEARCH = 128
+"""The candidate list of a search in a graph of up to HNSW_LARGE_GRAPH vectors, stored in its file: where the
+HNSW_EF_CONSTRUCTION graph reaches recall@10 0.98 at 100,000 MiniLM vectors (the measurement above)."""
+HNSW_LARGE_GRAPH = 200_000
+"""Graphs above this many vectors (twice the size the smaller efSearch was measured at) search deeper."""
+HNSW_EF_SEARCH_LARGE = 512
+"""The candidate list above HNSW_LARGE_GRAPH: where HNSW32 reached recall@10 0.976 at 1M MiniLM vectors on a graph
+built with efConstruction 80 (docs/benchmarks.md#1000000-vectors); not measured on the deeper-built graph."""
 IVF_NPROBE_FRACTION = 16
 """IVF indexes search nlist / 16 cells (at least 1)."""
 DEEPER_FOR_EXCLUDED = 10
@@ -101,6 +110,9 @@ class VectorIndex:
     def add(self, vectors: np.ndarray, ids: np.ndarray) -> None:
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         self.index.add_with_ids(vectors, np.asarray(ids, dtype=np.int64))
+        graph = _graph_of(self.index)
+        if graph is not None:
+            graph.efSearch = hnsw_ef_search(self.count)
         if self.spool is not None:
             self.spool.add(vectors, ids)
 
@@ -350,6 +362,20 @@ def _ivf_of(index: faiss.Index) -> faiss.IndexIVF | None:
         return faiss.extract_index_ivf(index)
     except RuntimeError:
         return None
+
+
+def hnsw_ef_search(count: int) -> int:
+    """The efSearch a graph of `count` vectors is stored with: deeper for a large graph, whose walk to the nearest
+    neighbours is longer."""
+    return HNSW_EF_SEARCH if count <= HNSW_LARGE_GRAPH else HNSW_EF_SEARCH_LARGE
+
+
+def _graph_of(index: faiss.Index) -> faiss.HNSW | None:
+    """The HNSW graph of a graph index (under its id map), else None."""
+    inner = faiss.downcast_index(index)
+    if isinstance(inner, faiss.IndexIDMap):
+        inner = faiss.downcast_index(inner.index)
+    return inner.hnsw if isinstance(inner, faiss.IndexHNSW) else None
 
 
 def _tune(index: faiss.Index) -> None:
