@@ -15,13 +15,14 @@ from searchengine.indexer.vectors.index_choice import choose_index_type
 from searchengine.indexer.vectors.originals import MappedOriginals, OriginalsSpool, is_binary, keeps_originals
 
 HNSW_EF_CONSTRUCTION = 200
-"""How many candidates the build weighs for each vector's links. FAISS's own default (40) and the 80 used before
-leave a graph that needs a far deeper search for the same recall: at 100,000 MiniLM vectors recall@10 0.98 took
-efSearch 512 on the graph built with 80, against 128 on 50,000 real vectors with 200 (docs/benchmarks.md
-#the-default-index-at-100000-beside-chroma). The build costs more: 4.9 times as long as with 40 there."""
-HNSW_EF_SEARCH = 128
-"""The candidate list of a search in a graph of up to HNSW_LARGE_GRAPH vectors, stored in its file: where the
-HNSW_EF_CONSTRUCTION graph reaches recall@10 0.98 at 100,000 MiniLM vectors (the measurement above)."""
+"""How many candidates the build weighs for each vector's links. The 80 used before (FAISS's own default is 40) left
+a graph that needed efSearch 512 for recall@10 0.98 at 100,000 MiniLM vectors; built with 200 it needs 160
+(docs/benchmarks.md#the-default-index-at-100000-beside-chroma). The build costs more: 4.9 times as long as with
+40, measured at 50,000 vectors on a loaded machine."""
+HNSW_EF_SEARCH = 160
+"""The candidate list of a search in a graph of up to HNSW_LARGE_GRAPH vectors, stored in its file: the smallest
+measured that reaches recall@10 0.98 at 100,000 MiniLM vectors (70,000 real and noisy copies; 0.981) on the
+HNSW_EF_CONSTRUCTION graph (benchmarks/storage/results/default_index.json)."""
 HNSW_LARGE_GRAPH = 200_000
 """Graphs above this many vectors (twice the size the smaller efSearch was measured at) search deeper."""
 HNSW_EF_SEARCH_LARGE = 512
