@@ -16,13 +16,13 @@ from searchengine.indexer.vectors.originals import MappedOriginals, OriginalsSpo
 
 HNSW_EF_CONSTRUCTION = 200
 """How many candidates the build weighs for each vector's links. The 80 used before (FAISS's own default is 40) left
-a graph that needed efSearch 512 for recall@10 0.98 at 100,000 MiniLM vectors; built with 200 it needs 160
-(docs/benchmarks.md#the-default-index-at-100000-beside-chroma). The build costs more: 4.9 times as long as with
-40, measured at 50,000 vectors on a loaded machine."""
-HNSW_EF_SEARCH = 160
+a graph that did not reach recall@10 0.98 at 100,000 real MiniLM vectors even at efSearch 512 (0.9745); built
+with 200 it does at 256 (0.9845). The build took 1.6 times as long as with 80 in that run
+(benchmarks/storage/results/hnsw_params.json, docs/benchmarks.md#the-default-index-at-100000-beside-chroma)."""
+HNSW_EF_SEARCH = 256
 """The candidate list of a search in a graph of up to HNSW_LARGE_GRAPH vectors, stored in its file: the smallest
-measured that reaches recall@10 0.98 at 100,000 MiniLM vectors (70,000 real and noisy copies; 0.981) on the
-HNSW_EF_CONSTRUCTION graph (benchmarks/storage/results/default_index.json)."""
+measured that reaches recall@10 0.98 at 100,000 MiniLM vectors on the HNSW_EF_CONSTRUCTION graph, both on the real
+vectors alone (0.9845, hnsw_params.json) and on 70,000 real vectors and noisy copies (0.991, default_index.json)."""
 HNSW_LARGE_GRAPH = 200_000
 """Graphs above this many vectors (twice the size the smaller efSearch was measured at) search deeper."""
 HNSW_EF_SEARCH_LARGE = 512
