@@ -44,9 +44,9 @@ MEMORY_BUDGET = "memory_budget"
 
 EXACT_SEARCH_LIMIT = 50_000
 """Up to this many vectors the default index is exact ("Flat"); beyond it, graph search ("HNSW32"). The segments'
-own limit (indexer/vectors/segments.SMALL_SEGMENT_LIMIT): at 100,000 vectors (25,000 real Wikipedia vectors and
-noisy copies) a dense query took 47.8 ms at p50 through exact search and 20.1 ms through HNSW32 at its default
-efSearch 512, recall@10 0.9875 (benchmarks/storage/results/default_index.json, a loaded 2-core machine)."""
+own limit (indexer/vectors/segments.SMALL_SEGMENT_LIMIT): at 100,000 vectors (70,000 real Wikipedia vectors and
+noisy copies) a dense query took 38.1 ms at p50 through exact search and 10.1 ms through HNSW32 at its default
+efSearch 256, recall@10 0.991 (benchmarks/storage/results/default_index.json, a loaded 2-core machine)."""
 
 ID_BYTES = 56
 """An IndexIDMap2's id array (8 bytes a vector) and reverse hash map (measured: about 48 more)."""

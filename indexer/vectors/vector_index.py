@@ -14,10 +14,20 @@ from searchengine.indexer.vectors.exact_batches import scored_together
 from searchengine.indexer.vectors.index_choice import choose_index_type
 from searchengine.indexer.vectors.originals import MappedOriginals, OriginalsSpool, is_binary, keeps_originals
 
-HNSW_EF_SEARCH = 512
-"""Where HNSW32 reaches a recall@10 above 0.95 on 1M MiniLM vectors while one search still costs a fraction of
-encoding the query (each efSearch measured in docs/benchmarks.md#1000000-vectors)."""
-HNSW_EF_CONSTRUCTION = 80
+HNSW_EF_CONSTRUCTION = 200
+"""How many candidates the build weighs for each vector's links. The 80 used before (FAISS's own default is 40) left
+a graph that did not reach recall@10 0.98 at 100,000 real MiniLM vectors even at efSearch 512 (0.9745); built
+with 200 it does at 256 (0.9845). The build took 1.6 times as long as with 80 in that run
+(benchmarks/storage/results/hnsw_params.json, docs/benchmarks.md#the-default-index-at-100000-beside-chroma)."""
+HNSW_EF_SEARCH = 256
+"""The candidate list of a search in a graph of up to HNSW_LARGE_GRAPH vectors, stored in its file: the smallest
+measured that reaches recall@10 0.98 at 100,000 MiniLM vectors on the HNSW_EF_CONSTRUCTION graph, both on the real
+vectors alone (0.9845, hnsw_params.json) and on 70,000 real vectors and noisy copies (0.991, default_index.json)."""
+HNSW_LARGE_GRAPH = 200_000
+"""Graphs above this many vectors (twice the size the smaller efSearch was measured at) search deeper."""
+HNSW_EF_SEARCH_LARGE = 512
+"""The candidate list above HNSW_LARGE_GRAPH: where HNSW32 reached recall@10 0.976 at 1M MiniLM vectors on a graph
+built with efConstruction 80 (docs/benchmarks.md#1000000-vectors); not measured on the deeper-built graph."""
 IVF_NPROBE_FRACTION = 2
 """IVF indexes search nlist / 2 lists (at least 1). Recall@10 of IVF types is bounded by the share of lists
 searched, which rescoring cannot make up for: queries unlike the corpus (STS-B sentences against Wikipedia lines)
@@ -121,6 +131,9 @@ class VectorIndex:
     def add(self, vectors: np.ndarray, ids: np.ndarray) -> None:
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
         self.index.add_with_ids(vectors, np.asarray(ids, dtype=np.int64))
+        graph = _graph_of(self.index)
+        if graph is not None:
+            graph.efSearch = hnsw_ef_search(self.count)
         if self.spool is not None:
             self.spool.add(vectors, ids)
 
@@ -370,6 +383,20 @@ def _ivf_of(index: faiss.Index) -> faiss.IndexIVF | None:
         return faiss.extract_index_ivf(index)
     except RuntimeError:
         return None
+
+
+def hnsw_ef_search(count: int) -> int:
+    """The efSearch a graph of `count` vectors is stored with: deeper for a large graph, whose walk to the nearest
+    neighbours is longer."""
+    return HNSW_EF_SEARCH if count <= HNSW_LARGE_GRAPH else HNSW_EF_SEARCH_LARGE
+
+
+def _graph_of(index: faiss.Index) -> faiss.HNSW | None:
+    """The HNSW graph of a graph index (under its id map), else None."""
+    inner = faiss.downcast_index(index)
+    if isinstance(inner, faiss.IndexIDMap):
+        inner = faiss.downcast_index(inner.index)
+    return inner.hnsw if isinstance(inner, faiss.IndexHNSW) else None
 
 
 def _tune(index: faiss.Index) -> None:

@@ -6,14 +6,18 @@ import faiss
 import numpy as np
 import pytest
 from searchengine.indexer.errors import IndexerError
+from searchengine.indexer.vectors import vector_index
 from searchengine.indexer.vectors.index_choice import EXACT_SEARCH_LIMIT
 from searchengine.indexer.vectors.vector_index import (
     FAST_SCAN_KERNEL,
     HNSW_EF_CONSTRUCTION,
     HNSW_EF_SEARCH,
+    HNSW_EF_SEARCH_LARGE,
+    HNSW_LARGE_GRAPH,
     IVF_NPROBE_FRACTION,
     VectorIndex,
     default_factory,
+    hnsw_ef_search,
 )
 
 DIMENSION = 16
@@ -156,6 +160,42 @@ def test_hnsw_search_settings_survive_save_and_load(tmp_path, built) -> None:
     loaded = _hnsw(VectorIndex.load(path, "HNSW32"))
     assert loaded.hnsw.efSearch == HNSW_EF_SEARCH
     assert loaded.hnsw.efConstruction == HNSW_EF_CONSTRUCTION
+
+
+def test_a_larger_graph_is_stored_with_a_deeper_search(monkeypatch, vectors, ids) -> None:
+    assert (
+        hnsw_ef_search(HNSW_LARGE_GRAPH)
+        == HNSW_EF_SEARCH
+        < HNSW_EF_SEARCH_LARGE
+        == hnsw_ef_search(HNSW_LARGE_GRAPH + 1)
+    )
+    monkeypatch.setattr(vector_index, "HNSW_LARGE_GRAPH", 600)  # the same rule at a size a test can build
+    for factory in ("HNSW32", "HNSW32,SQ8"):
+        index = VectorIndex.create(factory, DIMENSION)
+        if index.needs_training:
+            index.train(vectors)
+        index.add(vectors[:600], ids[:600])
+        assert _hnsw(index).hnsw.efSearch == HNSW_EF_SEARCH
+        index.add(vectors[600:], ids[600:])
+        assert _hnsw(index).hnsw.efSearch == HNSW_EF_SEARCH_LARGE
+        _, found = index.search(vectors[590:610], 1)
+        np.testing.assert_array_equal(found[:, 0], ids[590:610])
+
+
+def test_an_hnsw_file_written_with_older_settings_keeps_them_and_answers(tmp_path, vectors, ids) -> None:
+    """A segment written before the HNSW defaults changed (efSearch 512, efConstruction 80, as main wrote it) keeps
+    the settings it was written with: its graph was built for them, so it answers as it did."""
+    older = faiss.index_factory(DIMENSION, "IDMap2,HNSW32", faiss.METRIC_INNER_PRODUCT)
+    _hnsw(VectorIndex(older, "HNSW32")).hnsw.efSearch = 512
+    _hnsw(VectorIndex(older, "HNSW32")).hnsw.efConstruction = 80
+    older.add_with_ids(vectors, ids)
+    path = tmp_path / "older.faiss"
+    faiss.write_index(older, str(path))
+    loaded = VectorIndex.load(path, "HNSW32", mapped=True)
+    assert (_hnsw(loaded).hnsw.efSearch, _hnsw(loaded).hnsw.efConstruction) == (512, 80)
+    assert (HNSW_EF_SEARCH, HNSW_EF_CONSTRUCTION) != (512, 80)
+    _, found = loaded.search(vectors[:50], 1)
+    np.testing.assert_array_equal(found[:, 0], ids[:50])
 
 
 def test_ivf_nprobe_survives_save_and_load(tmp_path) -> None:
