@@ -519,13 +519,15 @@ class ClusterIndex:
         """Bring every shard back to its copies, each serving: a copy whose process failed is started again on its
         node; one whose node is gone is rebuilt on the live node with fewest copies (not one holding the shard
         already, where there is another); a copy behind its shard installs a live copy's committed files, sent
-        through Ray. The manifest is rewritten when a copy moved. Returns what was done, one line each."""
+        through Ray, under the shard's write lock (a copy starts without it: writes go on to the serving copies).
+        The manifest is rewritten when a copy moved. Returns what was done, one line each."""
         done: list[str] = []
         nodes = live_nodes()
         moved = False
         for shard, states in enumerate(self.copies):
             with self._locks[shard]:
                 source = self._live_source(states)
+                broken = []
                 for state in states:
                     if state.serving and self._answers(state):
                         continue
@@ -544,8 +546,14 @@ class ClusterIndex:
                         )
                         state.handle, moved = None, True
                         done.append(f"shard {shard}: copy on lost node {old.node} rebuilt on {node}")
-                    if not self._answers(state):
-                        state.handle = self.starter(state.place, shard, self.manifest.local_root)
+                    state.serving = False  # until it answers and holds the shard's newest write
+                    broken.append(state)
+            for state in broken:  # started without the shard's lock: its writes go on meanwhile (a start takes seconds)
+                if not self._answers(state):
+                    state.handle = self.starter(state.place, shard, self.manifest.local_root)
+            with self._locks[shard]:
+                source = self._live_source(states)
+                for state in broken:
                     state.sequence = self._caught_up(state, source, shard, done)
                     state.serving = state.sequence >= self.sequences[shard] or source is None
                     if source is None:
