@@ -33,6 +33,7 @@ from searchengine.cluster.manifest import (
 from searchengine.cluster.placement import initial_placement, live_nodes
 from searchengine.cluster.routing import shard_of
 from searchengine.cluster.shard_copy import current_node
+from searchengine.errors import SearchEngineError
 from searchengine.indexer.tables.documents import Document
 
 BATCH = 256
@@ -173,14 +174,17 @@ def build_cluster(
         written = [calls.finish(call, timeout=600.0) for call in finished]
         here = (os.getpid(), current_node())
         report.driver_rows_written = sum(done["rows"] for done in written if (done["pid"], done["node"]) == here)
-    except BaseException:
+    except BaseException as error:
         for embedder in embedders:  # first: a copy still waiting for the model's identity then stops waiting
             ray.kill(embedder)
         for states in copies:  # an uncommitted build: its folders go, the previous cluster stays as it was
             for state in states:
                 with contextlib.suppress(Exception):
                     calls.finish(calls.start(state.handle, "remove"), timeout=30.0)
-        raise
+        failure = failed_inside_ray(error)
+        if failure is None:
+            raise
+        raise failure from None
     for embedder in embedders:
         ray.kill(embedder)
     manifest = ClusterManifest(
@@ -204,6 +208,28 @@ def build_cluster(
             remove_build(previous, calls=calls, starter=starter)
     report.seconds = time.perf_counter() - started
     return ClusterIndex(manifest_path, manifest, copies, calls=calls, starter=starter), report
+
+
+def failed_inside_ray(error: BaseException) -> ClusterError | None:
+    """One line for a build that failed in a Ray worker or copy, whose error Ray gives with the remote traceback in
+    its message: the cause (its first line) and that nothing was committed; None for an error raised here."""
+    from ray import exceptions
+
+    unchanged = "nothing was committed (the previous cluster index, or none, is as it was)"
+    if isinstance(error, exceptions.RayTaskError):  # Ray's class of it is also the cause's, without all its fields
+        cause = getattr(error, "cause", None)
+        cause = cause if isinstance(cause, BaseException) else None
+        said = (str(cause) if cause is not None else str(error)).strip().splitlines() or [""]
+        what = said[0] if isinstance(cause, SearchEngineError) else f"{type(cause or error).__name__}: {said[0]}"
+        where = getattr(error, "function_name", None) or "a worker or copy"
+        return ClusterError(f"the cluster build failed in Ray ({where}): {what}; {unchanged}: fix that and build again")
+    if isinstance(error, exceptions.RayError):
+        said = str(error).strip().splitlines() or [type(error).__name__]
+        return ClusterError(
+            f"the cluster build failed in Ray: {said[0]}; {unchanged}: look for the cause with `ray logs` (a node "
+            "lost, or out of memory) and build again"
+        )
+    return None
 
 
 def _previous(path: Path) -> ClusterManifest | None:

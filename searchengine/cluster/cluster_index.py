@@ -29,7 +29,7 @@ from searchengine.engine.fusion import Fusion
 from searchengine.engine.mode_registry import mode_named
 from searchengine.engine.modes import DEFAULT_FUSION, DEFAULT_MODE
 from searchengine.engine.query_request import QueryRequest
-from searchengine.engine.search import Hit
+from searchengine.engine.search import Hit, Scored
 from searchengine.indexer.tables.documents import Document
 
 if TYPE_CHECKING:
@@ -73,6 +73,18 @@ class WriteReceipt:
 
     sequences: dict[int, int] = field(default_factory=dict)
     copies: dict[int, int] = field(default_factory=dict)
+
+
+def scored_hit(document: Hit, scored: Scored) -> Hit:
+    """The stored document a shard sent (an unscored hit) with the score and sides the merge gave it."""
+    return replace(
+        document,
+        score=scored.score,
+        found_by=scored.found_by,
+        dense_score=scored.dense_score,
+        keyword_score=scored.keyword_score,
+        span=scored.span,
+    )
 
 
 class ClusterIndex:
@@ -169,18 +181,24 @@ class ClusterIndex:
         order = self._copy_order()
         plans: list[KeywordPlan] | None = None
         average_length = 0.0
+        vectors = None
         if "keyword" in sides:
-            statistics = self._round(order, "statistics", texts)
+            counting = self._start_round(order, "statistics", texts)  # the shards count while the query is encoded
+            vectors = self.query_vectors(texts) if "dense" in sides else None
+            statistics = self._finish_round(order, counting, "statistics", texts)
             total = summed([result for _, result in statistics.values()])
             plans = [keyword_plan(total, text) for text in texts]
             average_length = total.average_length
             order = self._prefer(order, statistics)
+        else:
+            vectors = self.query_vectors(texts)
         depth = max(request.k, fusion.depth) if len(sides) > 1 else request.k
         query = ShardQuery(
             sides,
             depth,
+            request.k,
             request.conditions,
-            self.query_vectors(texts) if "dense" in sides else None,
+            vectors,
             None if plans is None else [plan.phrases for plan in plans],
             average_length,
         )
@@ -198,7 +216,7 @@ class ClusterIndex:
             )
             for position in range(len(texts))
         ]
-        hits, unread = self._hits(self._prefer(order, answers), rankings, answers.keys())
+        hits, unread = self._hits(self._prefer(order, answers), rankings, answers)
         if request.min_score is not None:
             hits = [[hit for hit in found if hit.score >= request.min_score] for found in hits]
         missing = tuple(shard for shard in range(self.shards) if shard not in answers or shard in unread)
@@ -215,15 +233,23 @@ class ClusterIndex:
     def _hits(
         self,
         order: dict[int, list[CopyState]],
-        rankings: list[list[tuple[int, Any]]],
-        answered: Any,  # noqa: ANN401
+        rankings: list[list[tuple[int, Scored]]],
+        answers: dict[int, tuple[CopyState, Any]],
     ) -> tuple[list[list[Hit]], set[int]]:
-        """The documents of each query's ranking, read from their shards (the last round), and the shards whose
-        documents could not be read (every copy failed since it answered): their hits are left out."""
-        wanted = {shard: [[s for owner, s in ranking if owner == shard] for ranking in rankings] for shard in answered}
-        wanted = {shard: lists for shard, lists in wanted.items() if any(lists)}
+        """The hits of each query's ranking, from the documents each shard sent with its candidates. One a shard
+        did not send (shard_search.reachable says none is missed) is read from the shard in a round of its own;
+        returns the shards whose documents could then not be read (every copy failed since): their hits are left
+        out."""
+        sent = [{shard: result[0][position].documents for shard, (_, result) in answers.items()} for position in
+                range(len(rankings))]  # fmt: skip
+        lacking = {shard: [[] for _ in rankings] for shard in answers}
+        for position, ranking in enumerate(rankings):
+            for shard, scored in ranking:
+                if scored.id not in sent[position][shard]:
+                    lacking[shard][position].append(scored)
+        wanted = {shard: lists for shard, lists in lacking.items() if any(lists)}
         found = self._round({shard: order[shard] for shard in wanted if shard in order}, "hits", per_shard=wanted)
-        by_id = {
+        read = {
             (shard, position): {hit.id: hit for hit in hits[position]}
             for shard, (_, hits) in found.items()
             for position in range(len(rankings))
@@ -232,7 +258,10 @@ class ClusterIndex:
         for position, ranking in enumerate(rankings):
             hits = []
             for shard, scored in ranking:
-                hit = by_id.get((shard, position), {}).get(scored.id)
+                document = sent[position][shard].get(scored.id)
+                hit = (
+                    read.get((shard, position), {}).get(scored.id) if document is None else scored_hit(document, scored)
+                )
                 if hit is not None:
                     hits.append(replace(hit, id=global_id(hit.id, shard, self.shards)))
             results.append(hits)
@@ -282,11 +311,36 @@ class ClusterIndex:
         """Ask one copy of every shard in `order` `method(*args)` (or `method(per_shard[shard])`), all at once; a
         copy that fails is marked not serving and the shard's next copy is asked. Returns (copy, result) by shard,
         for the shards that answered."""
+        pending = self._start_round(order, method, *args, per_shard=per_shard)
+        return self._finish_round(order, pending, method, *args, per_shard=per_shard)
 
-        def start(state: CopyState, shard: int) -> Any:  # noqa: ANN401
-            return self.calls.start(state.handle, method, *(args if per_shard is None else (per_shard[shard],)))
+    def _start_round(
+        self,
+        order: dict[int, list[CopyState]],
+        method: str,
+        *args: Any,  # noqa: ANN401
+        per_shard: dict[int, Any] | None = None,
+    ) -> dict[int, tuple[int, Any]]:
+        """`_round`'s calls to the first copy of every shard, started (the caller may work while they run)."""
+        return {
+            shard: (
+                0,
+                self.calls.start(states[0].handle, method, *(args if per_shard is None else (per_shard[shard],))),
+            )
+            for shard, states in order.items()
+            if states
+        }
 
-        pending = {shard: (0, start(states[0], shard)) for shard, states in order.items() if states}
+    def _finish_round(
+        self,
+        order: dict[int, list[CopyState]],
+        pending: dict[int, tuple[int, Any]],
+        method: str,
+        *args: Any,  # noqa: ANN401
+        per_shard: dict[int, Any] | None = None,
+    ) -> dict[int, tuple[CopyState, Any]]:
+        """The results of `_start_round`'s calls, failing over as `_round` says."""
+        pending = dict(pending)
         results: dict[int, tuple[CopyState, Any]] = {}
         while pending:
             shard, (position, call) = pending.popitem()
@@ -298,7 +352,9 @@ class ClusterIndex:
                     raise
                 state.serving = False
                 if position + 1 < len(order[shard]):
-                    pending[shard] = (position + 1, start(order[shard][position + 1], shard))
+                    following = order[shard][position + 1]
+                    call_args = args if per_shard is None else (per_shard[shard],)
+                    pending[shard] = (position + 1, self.calls.start(following.handle, method, *call_args))
         return results
 
     def documents(self, where: Filters, *, all_shards: bool = False) -> tuple[list[Document], ClusterAnswer]:
@@ -327,22 +383,18 @@ class ClusterIndex:
                 "document one (Document.external_id, or --id-field)"
             )
         vectors = self.encoder.encode([document.text for document in documents])
-        receipt = WriteReceipt()
-        for shard, rows in self._by_shard([document.external_id for document in documents]).items():
-            sequence, copies = self._write(shard, [documents[row] for row in rows], vectors[rows], [])
-            receipt.sequences[shard], receipt.copies[shard] = sequence, copies
-        return receipt
+        groups = self._by_shard([document.external_id for document in documents])
+        return self._write(
+            {shard: ([documents[row] for row in rows], vectors[rows], []) for shard, rows in groups.items()}
+        )
 
     def delete(self, external_ids: Sequence[str]) -> WriteReceipt:
         """Delete the documents with `external_ids` from their shards, committed on every live copy before
         returning (an id no document has changes nothing)."""
         if not external_ids:
             raise ClusterError("say which documents to delete: give their external ids")
-        receipt = WriteReceipt()
-        for shard, rows in self._by_shard(list(external_ids)).items():
-            sequence, copies = self._write(shard, [], None, [external_ids[row] for row in rows])
-            receipt.sequences[shard], receipt.copies[shard] = sequence, copies
-        return receipt
+        groups = self._by_shard(list(external_ids))
+        return self._write({shard: ([], None, [external_ids[row] for row in rows]) for shard, rows in groups.items()})
 
     def _by_shard(self, external_ids: list[str]) -> dict[int, list[int]]:
         groups: dict[int, list[int]] = {}
@@ -350,46 +402,69 @@ class ClusterIndex:
             groups.setdefault(shard_of(str(external_id), self.shards), []).append(row)
         return groups
 
-    def _write(
-        self, shard: int, documents: list[Document], vectors: np.ndarray | None, deleted: list[str]
-    ) -> tuple[int, int]:
-        """Write the shard's next sequence number on every serving copy; returns it and how many copies committed
-        it. A copy that fails or has missed writes stops serving (heal brings it back)."""
-        with self._locks[shard]:
-            serving = [state for state in self.copies[shard] if state.serving and state.handle is not None]
-            if not serving:
-                raise ClusterError(
-                    f"shard {shard} has no live copy, so the write was not applied: bring its node back or rebuild "
-                    "its copies (ClusterIndex.heal), then write again"
-                )
-            sequence = self.sequences[shard] + 1
-            pending = [
-                (state, self.calls.start(state.handle, "apply", sequence, documents, vectors, deleted))
-                for state in serving
-            ]
-            committed, refusing = 0, []
-            for state, call in pending:
+    def _write(self, writes: dict[int, tuple[list[Document], np.ndarray | None, list[str]]]) -> WriteReceipt:
+        """Write each shard's part of a write (documents, their vectors, external ids to delete) as the shard's
+        next sequence number on every serving copy of it, all shards at once; acknowledged (returned) once each
+        shard's part is committed. A copy that fails or has missed writes stops serving (heal brings it back).
+        Refused before anything is sent when a shard has no serving copy; a part no copy committed raises after
+        every other shard's part is committed and counted."""
+        shards = sorted(writes)
+        with contextlib.ExitStack() as locked:
+            for shard in shards:  # in order, so two writes never wait for each other's locks
+                locked.enter_context(self._locks[shard])
+            serving = {
+                shard: [state for state in self.copies[shard] if state.serving and state.handle is not None]
+                for shard in shards
+            }
+            for shard in shards:
+                if not serving[shard]:
+                    raise ClusterError(
+                        f"shard {shard} has no live copy, so the write was not applied: bring its node back or "
+                        "rebuild its copies (ClusterIndex.heal), then write again"
+                    )
+            pending = {
+                shard: [
+                    (state, self.calls.start(state.handle, "apply", self.sequences[shard] + 1, *writes[shard]))
+                    for state in serving[shard]
+                ]
+                for shard in shards
+            }
+            receipt, failure = WriteReceipt(), None
+            for shard in shards:
                 try:
-                    state.sequence = self.calls.finish(call)
-                    committed += 1
-                except CopyBehindError:
-                    state.serving = False  # it missed writes: heal catches it up
-                except Exception as error:  # noqa: BLE001 (sorted below: a failed copy or a bad request)
-                    if copy_failed(error):
-                        state.serving = False  # its process or node failed: heal restarts or rebuilds it
-                    else:
-                        refusing.append((state, error))
-            if refusing and not committed:
-                raise refusing[0][1]  # the request itself is wrong: every copy rolled it back
-            for state, _ in refusing:
-                state.serving = False
-            if not committed:
-                raise ClusterError(
-                    f"no copy of shard {shard} committed the write (their nodes failed during it), so it is not "
-                    "acknowledged: write again once ClusterIndex.heal has a copy serving"
-                )
-            self.sequences[shard] = sequence
-            return sequence, committed
+                    receipt.copies[shard] = self._committed(shard, pending[shard])
+                    self.sequences[shard] += 1
+                    receipt.sequences[shard] = self.sequences[shard]
+                except Exception as error:  # noqa: BLE001 (raised once every other shard's part is counted)
+                    failure = failure or error
+            if failure is not None:
+                raise failure
+            return receipt
+
+    def _committed(self, shard: int, pending: list[tuple[CopyState, Any]]) -> int:
+        """How many copies committed a shard's write (started on each as `pending`); raises when none did."""
+        committed, refusing = 0, []
+        for state, call in pending:
+            try:
+                state.sequence = self.calls.finish(call)
+                committed += 1
+            except CopyBehindError:
+                state.serving = False  # it missed writes: heal catches it up
+            except Exception as error:  # noqa: BLE001 (sorted below: a failed copy or a bad request)
+                if copy_failed(error):
+                    state.serving = False  # its process or node failed: heal restarts or rebuilds it
+                else:
+                    refusing.append((state, error))
+        if refusing and not committed:
+            raise refusing[0][1]  # the request itself is wrong: every copy rolled it back
+        for state, _ in refusing:
+            state.serving = False
+        if not committed:
+            raise ClusterError(
+                f"no copy of shard {shard} committed the write (their nodes failed during it), so it is not "
+                "acknowledged: write again once ClusterIndex.heal has a copy serving"
+            )
+        return committed
 
     # the cluster's state ----------------------------------------------------------------------------------------
     def _read_sequences(self) -> None:
@@ -444,13 +519,15 @@ class ClusterIndex:
         """Bring every shard back to its copies, each serving: a copy whose process failed is started again on its
         node; one whose node is gone is rebuilt on the live node with fewest copies (not one holding the shard
         already, where there is another); a copy behind its shard installs a live copy's committed files, sent
-        through Ray. The manifest is rewritten when a copy moved. Returns what was done, one line each."""
+        through Ray, under the shard's write lock (a copy starts without it: writes go on to the serving copies).
+        The manifest is rewritten when a copy moved. Returns what was done, one line each."""
         done: list[str] = []
         nodes = live_nodes()
         moved = False
         for shard, states in enumerate(self.copies):
             with self._locks[shard]:
                 source = self._live_source(states)
+                broken = []
                 for state in states:
                     if state.serving and self._answers(state):
                         continue
@@ -469,8 +546,14 @@ class ClusterIndex:
                         )
                         state.handle, moved = None, True
                         done.append(f"shard {shard}: copy on lost node {old.node} rebuilt on {node}")
-                    if not self._answers(state):
-                        state.handle = self.starter(state.place, shard, self.manifest.local_root)
+                    state.serving = False  # until it answers and holds the shard's newest write
+                    broken.append(state)
+            for state in broken:  # started without the shard's lock: its writes go on meanwhile (a start takes seconds)
+                if not self._answers(state):
+                    state.handle = self.starter(state.place, shard, self.manifest.local_root)
+            with self._locks[shard]:
+                source = self._live_source(states)
+                for state in broken:
                     state.sequence = self._caught_up(state, source, shard, done)
                     state.serving = state.sequence >= self.sequences[shard] or source is None
                     if source is None:

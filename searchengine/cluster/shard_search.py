@@ -2,7 +2,10 @@
 index of every shard's documents would score them. Dense scores need nothing from outside (the cosine to the
 query vector, encoded once by the caller); keyword scores use the term statistics summed over the shards, given in
 the query (ShardQuery.phrases and .average_length), so BM25 is computed here as FTS5 computes it
-(searchengine.indexer.query.global_bm25)."""
+(searchengine.indexer.query.global_bm25).
+
+The candidates come with the stored documents of every one that can still reach the cluster's top k (`reachable`),
+read in the same call and snapshot, so a search needs no round of its own to fetch them."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from searchengine.engine.index_reader import IndexReader
-from searchengine.engine.search import Scored, dense_rankings
+from searchengine.engine.search import Hit, Scored, dense_rankings, hits_of
 from searchengine.indexer.query.filter_sql import Filter
 from searchengine.indexer.query.global_bm25 import TermStatistics
 from searchengine.indexer.query.keyword_query import keyword_terms
@@ -28,6 +31,7 @@ class ShardQuery:
 
     sides: tuple[str, ...]
     depth: int
+    k: int
     conditions: list[Filter] = field(default_factory=list)
     query_vectors: np.ndarray | None = None
     phrases: list[Phrases] | None = None
@@ -39,13 +43,14 @@ class ShardCandidates:
     """One shard's candidates for one query, with local ids: each side's best `depth` as (id, score) best first
     (a dense one's best passage `spans`), and both scores of every candidate of either side (`cosines`: the cosine
     of its first vector; `bm25`: 0 when it holds none of the words), which the merge needs when the other side
-    did not find it."""
+    did not find it; and the stored `documents` (unscored hits) of those candidates that can reach the top k."""
 
     dense: list[tuple[int, float]]
     keyword: list[tuple[int, float]]
     spans: dict[int, tuple[int, int] | None]
     cosines: dict[int, float]
     bm25: dict[int, float]
+    documents: dict[int, Hit] = field(default_factory=dict)
 
 
 def shard_statistics(reader: IndexReader, texts: list[str]) -> TermStatistics:
@@ -56,7 +61,7 @@ def shard_statistics(reader: IndexReader, texts: list[str]) -> TermStatistics:
 def shard_candidates(reader: IndexReader, query: ShardQuery, queries: int) -> tuple[list[ShardCandidates], int]:
     """This shard's candidates for each of `queries` queries, and how many of its documents meet the filters (the
     dense side's `searchable`)."""
-    empty = ShardCandidates([], [], {}, {}, {})
+    empty = ShardCandidates([], [], {}, {}, {}, {})
     if len(reader) == 0:
         return [empty] * queries, 0
     store = reader.store
@@ -90,7 +95,31 @@ def shard_candidates(reader: IndexReader, query: ShardQuery, queries: int) -> tu
             bm25 = {doc: scores.get(doc, 0.0) for doc in candidates}  # every candidate meets the filters
         spans = {scored.id: scored.span for scored in dense_sides[position]}
         results.append(ShardCandidates(dense, keyword, spans, cosines, bm25))
+    wanted = [reachable(answer.dense, answer.keyword, query.k) for answer in results]
+    documents = hits_of(store, [[Scored(doc, 0.0, ()) for doc in ids] for ids in wanted])
+    for answer, found in zip(results, documents):
+        answer.documents.update((hit.id, hit) for hit in found)
     return results, searchable
+
+
+def reachable(dense: list[tuple[int, float]], keyword: list[tuple[int, float]], k: int) -> list[int]:
+    """The candidates of one shard that can be among the cluster's k best, given each side's list of this shard
+    (best first): those that fewer than k of the shard's other candidates dominate. Y dominates X when Y comes
+    before X on both sides (missing from a side: after all). Every way the merge ranks (one side; fusion by rank,
+    by bounded or min-max score) ranks Y ahead of X over the whole cluster too: each side's global list keeps this
+    shard's candidates in this order, so Y's part is at least X's on each side, and where the fused scores tie, Y's
+    better rank comes first. So a candidate k others dominate is never in the top k, wherever the others rank."""
+    if not keyword or not dense:
+        return [doc for doc, _ in (dense or keyword)[:k]]
+    docs = sorted({doc for doc, _ in dense} | {doc for doc, _ in keyword})
+    missing = len(dense) + len(keyword)
+    ordered = [sorted(side, key=lambda item: (-item[1], item[0])) for side in (dense, keyword)]  # as the merge orders
+    ranks = [{doc: rank for rank, (doc, _) in enumerate(side)} for side in ordered]
+    on_dense = np.asarray([ranks[0].get(doc, missing) for doc in docs])
+    on_keyword = np.asarray([ranks[1].get(doc, missing) for doc in docs])
+    dominated = (on_dense[:, None] <= on_dense[None, :]) & (on_keyword[:, None] <= on_keyword[None, :])
+    dominators = dominated.sum(axis=0) - 1  # each candidate is at least as good as itself
+    return [doc for doc, count in zip(docs, dominators) if count < k]
 
 
 def _bm25(

@@ -4,8 +4,9 @@ every route, key check, limit, error and metric is the same code as on one machi
 
 One replica, never more: it numbers each shard's writes, and two numbering the same shard would give two writes
 one number. Serve restarts it when it fails; the new one reads from the copies which writes each holds. It heals the
-cluster in a thread of its own (ClusterIndex.heal every `heal_every_s`): a copy whose replica died is started
-again, one whose node is gone is rebuilt on a live node from a live copy, one that missed writes catches up."""
+cluster in a thread of its own (ClusterIndex.heal every `heal_every_s`, beside the writer thread): a copy whose
+replica died is started again, one whose node is gone is rebuilt on a live node from a live copy, one that missed
+writes catches up."""
 
 from __future__ import annotations
 
@@ -51,6 +52,7 @@ class ClusterIngress:
             ServedIndex, self.engine.path, max_batch=max_batch, readers=readers, open_engine=lambda: self.engine
         )
         self._stop = threading.Event()
+        self._healing = threading.Lock()
         self._healer = threading.Thread(target=self._heal, args=(heal_every_s,), name="cluster-heal", daemon=True)
         self._healer.start()
 
@@ -62,8 +64,10 @@ class ClusterIngress:
         return self.cluster.status()
 
     def heal(self) -> list[str]:
-        """ClusterIndex.heal now, under the writer thread (no write is in flight while copies move)."""
-        return self.served.writer.submit(lambda _engine: self.cluster.heal()).result()
+        """ClusterIndex.heal now, one at a time. Not on the writer thread: heal takes each shard's write lock while
+        it moves or catches up a copy, and not while a copy starts (seconds), so writes go on meanwhile."""
+        with self._healing:
+            return self.cluster.heal()
 
     def _heal(self, every_s: float) -> None:
         while not self._stop.wait(every_s):

@@ -139,3 +139,18 @@ def test_a_build_from_standard_input_prints_its_report(builds: dict) -> None:
     )
     assert report is not None, result.output
     assert int(report[1]) + int(report[2]) == 19
+
+
+def test_a_build_that_fails_inside_ray_is_one_line(builds: dict) -> None:
+    """Each copy's build fails on its node (its --local-root is a file there, not a folder): Ray raises the copy's
+    error with its traceback, the command says it in one line, and no manifest is written."""
+    folder = builds["folder"]
+    blocked = folder / "a-file"
+    blocked.write_text("not a folder\n")
+    command = ["cluster-index", "build", str(folder / "corpus"), str(folder / "failed.json"), "--shards", "2"]
+    result = CliRunner().invoke(app, [*command, "--local-root", str(blocked), "--model", builds["model"]])
+    assert result.exit_code == 1, result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: the cluster build failed in Ray ("), (lines, result.exception)
+    assert "NotADirectoryError" in lines[0] and "nothing was committed" in lines[0]
+    assert not (folder / "failed.json").exists()

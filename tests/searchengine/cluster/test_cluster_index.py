@@ -223,7 +223,7 @@ class CallsThatKill(ActorCalls):
         return super().start(handle, method, *args)
 
 
-@pytest.mark.parametrize("step", ["statistics", "candidates", "hits"])
+@pytest.mark.parametrize("step", ["statistics", "candidates"])
 def test_a_copy_lost_at_each_step_of_a_query_is_replaced_by_its_other_copy(built: dict, step: str) -> None:
     index = built["index"]
     expected = index.search_batch(QUERIES, 10, mode="hybrid")
