@@ -173,7 +173,7 @@ def filter_costs(reader, texts: list[str], runs: int) -> dict:  # noqa: ANN001
         within = [timed(lambda q=q, ids=ids: reader.keyword.search(q, 10, allowed=ids))[0] for q in texts]
         results[name] = {
             "matches": len(ids),
-            "fresh_snapshot_s": [round(s, 3) for s in fresh],
+            "fresh_snapshot_s": [round(s, 4) for s in fresh],
             "same_snapshot_ms": round(1000 * again, 3),
             "keyword_top10_within": percentiles(within),
         }
@@ -234,6 +234,74 @@ def optimize_cost(path: Path) -> dict:
     }
 
 
+def insert_rate(path: Path, texts: list[str], rows: int, chunk: int) -> float:
+    """Rows/s of adding `rows` more rows (numbered after those stored) as a build or an add writes them."""
+    from searchengine.indexer.tables.store import Document, DocumentStore
+
+    writer = DocumentStore(path, writable=True)
+    try:
+        first = writer.next_id()
+        seconds = 0.0
+        for start in range(first, first + rows, chunk):
+            documents = [
+                Document(row_text(texts, n), "wiki.jsonl", n + 1, row_metadata(n), f"doc-{n}")
+                for n in range(start, min(start + chunk, first + rows))
+            ]
+            seconds += timed(lambda documents=documents: writer.add(documents))[0]
+    finally:
+        writer.close()
+    return round(rows / seconds, 1)
+
+
+def fixes(path: Path, texts: list[str], query_texts: list[str], more_rows: int, chunk: int, optimize: bool) -> dict:
+    """On a store already filled (--existing): filters before and after indexing their fields (store.field_indexes,
+    what `searchengine filter-index` makes), what the indexes cost in build time, bytes and insert rate, and FTS5's
+    'optimize' with keyword queries before and after it, all in one run."""
+    from searchengine.indexer.query.filter_sql import Condition
+    from searchengine.indexer.tables.store import DocumentStore
+
+    fields = ["lang", "category", "year", "views"]
+    result: dict = {"insert_rows_per_s_before_indexes": insert_rate(path, texts, more_rows, chunk)}
+    reader = DocumentStore(path)
+    rows = reader.count()
+    result["rows"] = rows
+    before = {}
+    for name in ("category = c123 (text, 1/1000)", "views < 1000 (numbers, 1/1000)"):
+        reader.read_snapshot()
+        filters = [Condition(*condition) for condition in FILTERS[name]]
+        before[name] = round(timed(lambda filters=filters: reader.filters.matching_ids(filters))[0], 3)
+    result["filters_fresh_snapshot_s_without_index"] = before
+    reader.close()
+    writer = DocumentStore(path, writable=True)
+    built = {}
+    for field in fields:
+        with writer.db.atomic():
+            built[field] = round(timed(lambda field=field: writer.field_indexes.create([field]))[0], 2)
+    writer.close()
+    result["index_build_s"] = built
+    result["index_bytes_per_row"] = {
+        name: size
+        for name, size in sizes(path, rows)["bytes_per_row_by_part"].items()
+        if name.startswith("documents_field_")
+    }
+    reader = DocumentStore(path)
+    reader.read_snapshot()
+    result["with_index"] = filter_costs(reader, query_texts[:10], 3)
+    reader.close()
+    result["insert_rows_per_s_with_4_indexes"] = insert_rate(path, texts, more_rows, chunk)
+    if optimize:
+        reader = DocumentStore(path)
+        reader.read_snapshot()
+        result["keyword_before_optimize"] = keyword_costs(reader, query_texts)
+        reader.close()
+        result["fts5_optimize"] = optimize_cost(path)
+        reader = DocumentStore(path)
+        reader.read_snapshot()
+        result["keyword_after_optimize"] = keyword_costs(reader, query_texts)
+        reader.close()
+    return result
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--steps", default="1000000,3000000,10000000", help="row counts to measure at, ascending")
@@ -247,6 +315,13 @@ def main() -> None:
     parser.add_argument("--work", type=Path, required=True, help="folder for the store (made; removed unless --keep)")
     parser.add_argument("--keep", action="store_true", help="keep the store at the end")
     parser.add_argument("--no-optimize", action="store_true", help="skip FTS5's optimize after the last step")
+    parser.add_argument(
+        "--existing",
+        action="store_true",
+        help="measure the fixes on the store already in --work (filled by an earlier run, stopped with SIGTERM, "
+        "which keeps it) instead of filling one: indexes on metadata fields, FTS5's optimize",
+    )
+    parser.add_argument("--more-rows", type=int, default=20_480, help="rows added to time inserts (--existing)")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "storage" / "results" / "store_scale.json")
     arguments = parser.parse_args()
 
@@ -261,6 +336,17 @@ def main() -> None:
         raise SystemExit(f"{len(texts)} sentences make at most {len(texts) * (len(texts) - 1)} distinct rows")
     arguments.work.mkdir(parents=True, exist_ok=True)
     path = arguments.work / "documents.db"
+    if arguments.existing:
+        record = {**run_record(os.getloadavg()), "sentences": len(texts), "chunk_rows": CHUNK}
+        try:
+            record["fixes"] = fixes(path, texts, query_texts, arguments.more_rows, CHUNK, not arguments.no_optimize)
+            record["machine"]["load_after"] = os.getloadavg()
+            print(record, flush=True)
+            write_results(arguments.out, record)
+        finally:
+            if not arguments.keep:
+                shutil.rmtree(arguments.work, ignore_errors=True)
+        return
     if path.exists():
         raise SystemExit(f"{path} exists: give an empty --work")
     load_before = os.getloadavg()
