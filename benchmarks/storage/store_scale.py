@@ -253,6 +253,26 @@ def insert_rate(path: Path, texts: list[str], rows: int, chunk: int) -> float:
     return round(rows / seconds, 1)
 
 
+def keyword_within_every_match(reader, texts: list[str]) -> dict:  # noqa: ANN001
+    """Keyword queries within two filters that keep a large share, every match's score read (as before the best
+    matches were taken first: KeywordTable.search), for the ratio with `with_index`'s in the same run."""
+    from searchengine.indexer.query.filter_sql import Condition
+    from searchengine.indexer.tables import keyword_table
+
+    deepest = keyword_table.MAX_FILTER_DEPTH
+    keyword_table.MAX_FILTER_DEPTH = 0
+    try:
+        results = {}
+        for name in ("lang = de (text, 1/7 of rows)", "2015 <= year < 2020 (numbers, 1/15)"):
+            ids = reader.filters.matching_ids([Condition(*condition) for condition in FILTERS[name]])
+            results[name] = percentiles(
+                [timed(lambda q=q, ids=ids: reader.keyword.search(q, 10, allowed=ids))[0] for q in texts]
+            )
+    finally:
+        keyword_table.MAX_FILTER_DEPTH = deepest
+    return results
+
+
 def fixes(path: Path, texts: list[str], query_texts: list[str], more_rows: int, chunk: int, optimize: bool) -> dict:
     """On a store already filled (--existing): filters before and after indexing their fields (store.field_indexes,
     what `searchengine filter-index` makes), what the indexes cost in build time, bytes and insert rate, and FTS5's
@@ -287,6 +307,7 @@ def fixes(path: Path, texts: list[str], query_texts: list[str], more_rows: int, 
     reader = DocumentStore(path)
     reader.read_snapshot()
     result["with_index"] = filter_costs(reader, query_texts[:10], 3)
+    result["keyword_within_every_match_read"] = keyword_within_every_match(reader, query_texts[:10])
     reader.close()
     result["insert_rows_per_s_with_4_indexes"] = insert_rate(path, texts, more_rows, chunk)
     if optimize:
