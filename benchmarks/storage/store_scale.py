@@ -36,6 +36,7 @@ import sqlite3
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
@@ -273,32 +274,48 @@ def keyword_within_every_match(reader, texts: list[str]) -> dict:  # noqa: ANN00
     return results
 
 
-def fixes(path: Path, texts: list[str], query_texts: list[str], more_rows: int, chunk: int, optimize: bool) -> dict:
-    """On a store already filled (--existing): filters before and after indexing their fields (store.field_indexes,
-    what `searchengine filter-index` makes), what the indexes cost in build time, bytes and insert rate, and FTS5's
-    'optimize' with keyword queries before and after it, all in one run."""
+def fixes(
+    path: Path,
+    texts: list[str],
+    query_texts: list[str],
+    more_rows: int,
+    chunk: int,
+    optimize: bool,
+    save: Callable[[dict], None],
+) -> dict:
+    """On a store already filled (--existing), in one run, each part saved as it ends (`save`), cheapest first:
+    size and a hit's row; two filters without an index; indexing their fields (store.field_indexes, what
+    `searchengine filter-index` makes: build time, bytes); the filters with the indexes, and keyword queries within
+    them, with every match read too; FTS5's 'optimize' with keyword queries before and after it; and the insert
+    rate with the four indexes, then without them (dropped)."""
     from searchengine.indexer.query.filter_sql import Condition
     from searchengine.indexer.tables.store import DocumentStore
 
     fields = ["lang", "category", "year", "views"]
-    result: dict = {"insert_rows_per_s_before_indexes": insert_rate(path, texts, more_rows, chunk)}
+    result: dict = {}
     reader = DocumentStore(path)
+    reader.read_snapshot()
     rows = reader.count()
     result["rows"] = rows
+    result["size"] = sizes(path, rows)
+    result["fetch"] = fetch_costs(reader, rows, 1000, 100, random.Random(42))
+    save(result)
     before = {}
     for name in ("category = c123 (text, 1/1000)", "views < 1000 (numbers, 1/1000)"):
         reader.read_snapshot()
         filters = [Condition(*condition) for condition in FILTERS[name]]
         before[name] = round(timed(lambda filters=filters: reader.filters.matching_ids(filters))[0], 3)
-    result["filters_fresh_snapshot_s_without_index"] = before
+        result["filters_fresh_snapshot_s_without_index"] = before
+        save(result)
     reader.close()
     writer = DocumentStore(path, writable=True)
-    built = {}
+    built: dict = {}
     for field in fields:
         with writer.db.atomic():
             built[field] = round(timed(lambda field=field: writer.field_indexes.create([field]))[0], 2)
+        result["index_build_s"] = built
+        save(result)
     writer.close()
-    result["index_build_s"] = built
     result["index_bytes_per_row"] = {
         name: size
         for name, size in sizes(path, rows)["bytes_per_row_by_part"].items()
@@ -306,20 +323,31 @@ def fixes(path: Path, texts: list[str], query_texts: list[str], more_rows: int, 
     }
     reader = DocumentStore(path)
     reader.read_snapshot()
-    result["with_index"] = filter_costs(reader, query_texts[:10], 3)
+    result["with_index"] = filter_costs(reader, query_texts[:10], 2)
+    save(result)
     result["keyword_within_every_match_read"] = keyword_within_every_match(reader, query_texts[:10])
+    save(result)
     reader.close()
-    result["insert_rows_per_s_with_4_indexes"] = insert_rate(path, texts, more_rows, chunk)
     if optimize:
         reader = DocumentStore(path)
         reader.read_snapshot()
         result["keyword_before_optimize"] = keyword_costs(reader, query_texts)
         reader.close()
+        save(result)
         result["fts5_optimize"] = optimize_cost(path)
         reader = DocumentStore(path)
         reader.read_snapshot()
         result["keyword_after_optimize"] = keyword_costs(reader, query_texts)
         reader.close()
+        save(result)
+    result["insert_rows_per_s_with_4_indexes"] = insert_rate(path, texts, more_rows, chunk)
+    save(result)
+    writer = DocumentStore(path, writable=True)
+    with writer.db.atomic():
+        writer.field_indexes.drop(fields)
+    writer.close()
+    result["insert_rows_per_s_without_them"] = insert_rate(path, texts, more_rows, chunk)
+    save(result)
     return result
 
 
@@ -360,7 +388,12 @@ def main() -> None:
     if arguments.existing:
         record = {**run_record(os.getloadavg()), "sentences": len(texts), "chunk_rows": CHUNK}
         try:
-            record["fixes"] = fixes(path, texts, query_texts, arguments.more_rows, CHUNK, not arguments.no_optimize)
+
+            def save(part: dict) -> None:
+                record["fixes"] = part
+                write_results(arguments.out, record)
+
+            fixes(path, texts, query_texts, arguments.more_rows, CHUNK, not arguments.no_optimize, save)
             record["machine"]["load_after"] = os.getloadavg()
             print(record, flush=True)
             write_results(arguments.out, record)
