@@ -381,7 +381,7 @@ def main() -> None:
     steps = sorted(int(step) for step in arguments.steps.split(","))
     texts = sentences(arguments.texts)
     query_texts = queries(arguments.queries, arguments.keyword_queries)
-    if steps[-1] > len(texts) * (len(texts) - 1):
+    if not arguments.existing and steps[-1] > len(texts) * (len(texts) - 1):
         raise SystemExit(f"{len(texts)} sentences make at most {len(texts) * (len(texts) - 1)} distinct rows")
     arguments.work.mkdir(parents=True, exist_ok=True)
     path = arguments.work / "documents.db"
