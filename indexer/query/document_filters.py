@@ -9,8 +9,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from searchengine.indexer.errors import UnknownFieldError
-from searchengine.indexer.query.filter_sql import COLUMN_TYPES, JSON_KINDS, Filter, json_path, where_clause
+from searchengine.indexer.query.filter_sql import (
+    COLUMN_TYPES,
+    JSON_KINDS,
+    AnyOf,
+    Condition,
+    Filter,
+    json_path,
+    where_clause,
+)
 from searchengine.indexer.query.number_columns import NumberColumns
+from searchengine.indexer.tables.field_indexes import indexed_keys, indexed_kinds
 from searchengine.indexer.tables.passages import PassageTable
 
 if TYPE_CHECKING:
@@ -21,6 +30,8 @@ PASSAGES = "passages"
 COLUMN_FIELDS = tuple(COLUMN_TYPES)
 """Filterable fields that are columns; any other field name is looked up in the metadata JSON."""
 CACHE_SIZE = 64
+FIELDS_SAMPLE = 10_000
+"""The latest documents whose metadata keys `fields` lists."""
 """Filters whose matching ids a read-only store keeps per read snapshot."""
 
 
@@ -45,6 +56,8 @@ class DocumentFilters:
         self._kinds: dict[str, set[str]] | None = None
         self._columns: NumberColumns | None = None
         """Numeric fields as columns of the read snapshot: a new filter on numbers is answered without SQL."""
+        self._indexed: frozenset[str] | None = None
+        """The metadata fields with an index (indexer/tables/field_indexes.py), kept for the read snapshot."""
         self.new_snapshot()
 
     def new_snapshot(self) -> None:
@@ -52,6 +65,18 @@ class DocumentFilters:
         self._matches = {} if self._cached else None
         self._kinds = {} if self._cached else None
         self._columns = NumberColumns(DOCUMENTS, self._fetch, self._field_kinds) if self._cached else None
+        self._indexed = None
+
+    def indexed(self) -> frozenset[str]:
+        """The metadata fields with an index: read once per read snapshot by a read-only store, every time by a
+        writer (whose transaction may have just made one)."""
+        if self._indexed is not None:
+            return self._indexed
+        with self._guard():
+            keys = indexed_keys(self.db)
+        if self._cached:
+            self._indexed = keys
+        return keys
 
     def _fetch(self, sql: str, parameters: list[object]) -> list[tuple]:
         with self._guard():
@@ -62,10 +87,12 @@ class DocumentFilters:
         key = repr(tuple(filters))  # not the filters: True == 1 and 2.0**70 == 2**70, which SQL may tell apart
         if self._matches is not None and key in self._matches:
             return self._matches[key]
-        ids = None if self._columns is None else self._columns.matching(filters)
-        if ids is None:
+        indexed = self.indexed()
+        on_index = any(condition.field in indexed for condition in _conditions(filters))
+        ids = None if self._columns is None or on_index else self._columns.matching(filters)
+        if ids is None:  # (an indexed field's index answers, rather than a column read whole)
             with self._guard():
-                where, parameters = where_clause(filters, self._field_kinds)
+                where, parameters = where_clause(filters, self._field_kinds, indexed)
                 rows = self.db.execute(f"SELECT id FROM {DOCUMENTS} WHERE {where} ORDER BY id", parameters).fetchall()
             ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
             ids.setflags(write=False)  # shared by the queries that repeat the filter
@@ -81,7 +108,7 @@ class DocumentFilters:
         with self._guard():
             if not self._passages.any():  # no document is split: nothing to look up
                 return np.zeros(0, dtype=np.int64)
-            where, parameters = where_clause(filters, self._field_kinds)
+            where, parameters = where_clause(filters, self._field_kinds, self.indexed())
             rows = self.db.execute(
                 f"SELECT id FROM {PASSAGES} WHERE id != document AND document IN "
                 f"(SELECT id FROM {DOCUMENTS} WHERE {where}) ORDER BY id",
@@ -90,9 +117,13 @@ class DocumentFilters:
         return np.array([row[0] for row in rows], dtype=np.int64)
 
     def fields(self, limit: int = 50) -> list[str]:
-        """Filterable field names: the columns, then metadata keys found in the documents."""
+        """Filterable field names: the columns, then metadata keys found in the last FIELDS_SAMPLE documents (what
+        a mistyped field's error names: reading every document's metadata for it took 5.8 s at 300,000 documents,
+        minutes at millions; docs/benchmarks.md#the-store-at-10-million-rows)."""
         keys = self.db.execute(
-            f"SELECT DISTINCT key FROM {DOCUMENTS}, json_each({DOCUMENTS}.metadata) ORDER BY key LIMIT ?", [limit]
+            f"SELECT DISTINCT key FROM (SELECT metadata FROM {DOCUMENTS} ORDER BY id DESC LIMIT ?) AS latest, "
+            "json_each(latest.metadata) ORDER BY key LIMIT ?",
+            [FIELDS_SAMPLE, limit],
         ).fetchall()
         return [*COLUMN_FIELDS, *(key for (key,) in keys)]
 
@@ -101,13 +132,21 @@ class DocumentFilters:
         no document has raises UnknownFieldError naming the fields there are."""
         if self._kinds is not None and key in self._kinds:
             return self._kinds[key]
-        rows = self.db.execute(
-            f"SELECT DISTINCT json_type(metadata, ?) FROM {DOCUMENTS} WHERE json_type(metadata, ?) IS NOT NULL",
-            [json_path(key)] * 2,
-        ).fetchall()
-        if not rows:
+        if key in self.indexed():
+            kinds = indexed_kinds(self.db, key)  # seeks in the field's index, not a pass over every document
+        else:
+            rows = self.db.execute(
+                f"SELECT DISTINCT json_type(metadata, ?) FROM {DOCUMENTS} WHERE json_type(metadata, ?) IS NOT NULL",
+                [json_path(key)] * 2,
+            ).fetchall()
+            kinds = {JSON_KINDS[kind] for (kind,) in rows}
+        if not kinds:
             raise UnknownFieldError(f"no document has a field {key!r}; fields: {', '.join(self.fields())}")
-        kinds = {JSON_KINDS[kind] for (kind,) in rows}
         if self._kinds is not None:
             self._kinds[key] = kinds
         return kinds
+
+
+def _conditions(filters: Sequence[Filter]) -> list[Condition]:
+    """Every condition of `filters`, those inside AnyOf included."""
+    return [condition for item in filters for condition in (item.conditions if isinstance(item, AnyOf) else (item,))]

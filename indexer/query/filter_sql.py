@@ -67,8 +67,11 @@ MAX_JOINED = 500
 deep (past it the query failed, which read as a corrupt store); `FIELD in A,B,C` takes any number of values."""
 
 
-def where_clause(filters: Sequence[Filter], kinds_of: FieldKinds) -> tuple[str, list[object]]:
-    """The SQL condition (over the documents table) that every filter holds, and its parameters."""
+def where_clause(
+    filters: Sequence[Filter], kinds_of: FieldKinds, indexed: frozenset[str] = frozenset()
+) -> tuple[str, list[object]]:
+    """The SQL condition (over the documents table) that every filter holds, and its parameters; conditions on
+    the metadata fields in `indexed` are written so their indexes serve them (indexer/tables/field_indexes.py)."""
     if len(filters) > MAX_JOINED:
         raise IndexerError(
             f"{len(filters)} filters must all hold, more than {MAX_JOINED}; join values of one field "
@@ -87,7 +90,7 @@ def where_clause(filters: Sequence[Filter], kinds_of: FieldKinds) -> tuple[str, 
             )
         parts = []
         for condition in group:
-            sql, values = _condition_sql(condition, kinds_of)
+            sql, values = _condition_sql(condition, kinds_of, indexed)
             parts.append(sql)
             parameters.extend(values)
         clauses.append(parts[0] if len(parts) == 1 else "(" + " OR ".join(parts) + ")")
@@ -104,7 +107,16 @@ def json_path(key: str) -> str:
     return f'$."{key}"'
 
 
-def _condition_sql(condition: Condition, kinds_of: FieldKinds) -> tuple[str, list[object]]:
+def path_literal(key: str) -> str:
+    """The JSON path of metadata key `key` as an SQL string literal: an expression index on a field
+    (indexer/tables/field_indexes.py) serves only a query that writes the same expression, which a bound parameter
+    never matches."""
+    return "'" + json_path(key).replace("'", "''") + "'"
+
+
+def _condition_sql(
+    condition: Condition, kinds_of: FieldKinds, indexed: frozenset[str] = frozenset()
+) -> tuple[str, list[object]]:
     operator = condition.operator
     if operator not in FILTER_OPERATORS:
         raise IndexerError(f"unknown operator {operator!r}; use one of {' '.join(FILTER_OPERATORS)}")
@@ -121,6 +133,8 @@ def _condition_sql(condition: Condition, kinds_of: FieldKinds) -> tuple[str, lis
             raise UnknownFieldError(f"no document has a field {condition.field!r}; name a field the documents have")
         target, prefix = "json_extract(metadata, ?)", [path]
     _check_kinds(condition, values, kinds)
+    if prefix and condition.field in indexed and operator != "contains":
+        return _indexed_sql(condition.field, operator, values)
     if operator == "contains":
         return "EXISTS (SELECT 1 FROM json_each(metadata, ?) WHERE json_each.value = ?)", [*prefix, values[0]]
     if operator == "in":
@@ -150,6 +164,27 @@ def _empty_sql(field: str) -> tuple[str, list[object]]:
         "= '' WHEN 'array' THEN json_array_length(metadata, ?) = 0 ELSE 0 END)"
     )
     return sql, [path, path, path]
+
+
+def _indexed_sql(key: str, operator: str, values: list[Value]) -> tuple[str, list[object]]:
+    """A condition on an indexed metadata field, written with the expressions of its index so SQLite seeks it:
+    the JSON types the condition may match (as for a field of mixed kinds: _same_kind_types), then the value."""
+    path = path_literal(key)
+    target = f"json_extract(metadata, {path})"
+    if operator == "in":
+        sql, parameters = f"{target} IN ({', '.join('?' * len(values))})", list(values)
+    elif operator == "^=":
+        sql, parameters = f"substr({target}, 1, ?) = ?", [len(values[0]), values[0]]
+    elif operator == "like":
+        sql, parameters = f"{target} LIKE ?", [values[0]]
+    elif operator == "includes":
+        sql, parameters = f"instr({target}, ?) > 0", [values[0]]
+    else:
+        sql, parameters = f"{target} {operator} ?", [values[0]]
+    types = _same_kind_types(values)
+    if types is None:
+        return sql, parameters
+    return f"(json_type(metadata, {path}) IN ({', '.join('?' * len(types))}) AND {sql})", [*types, *parameters]
 
 
 def _same_kind_types(values: list[Value]) -> tuple[str, ...] | None:

@@ -5,6 +5,7 @@ committed with them. Stores written before it gain it when they are next opened 
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -68,7 +69,11 @@ class KeywordTable(StoreTable):
 
         Filters come as `allowed` ids (DocumentFilters.matching_ids), applied here rather than by a join with the
         documents table, which made a search several times slower when tried; so did a full ORDER BY on bm25(), so
-        the best k are picked here whenever every match's score is read anyway."""
+        the best k are picked here whenever every match's score is read anyway. A filter that keeps a large enough
+        share of the documents first takes the best matches by bm25() in SQLite, deep enough that k of them likely
+        pass it (`_depth`), as an unfiltered search does: reading every match's score into Python made a filtered
+        search at 1,000,000 documents four times the unfiltered one (docs/benchmarks.md#the-store-at-10-million-rows).
+        Only where fewer than k of those pass are all the matches read."""
         self._require()
         with self._guard():
             expression = self._match_expression(text)
@@ -78,6 +83,14 @@ class KeywordTable(StoreTable):
             if allowed is None:
                 rows = self.db.execute(f"{select} ORDER BY bm25({TABLE}), rowid LIMIT ?", [expression, k])
                 return [(int(row_id), float(score)) for row_id, score in rows]
+            depth = _depth(k, len(allowed), self._count())
+            if depth is not None:
+                found = self.db.execute(
+                    f"{select} ORDER BY bm25({TABLE}), rowid LIMIT ?", [expression, depth]
+                ).fetchall()
+                best = _passing(found, np.asarray(allowed, dtype=np.int64))
+                if len(best) >= k or len(found) < depth:  # k passed, or every match was read
+                    return best[:k]
             scores = {int(row_id): float(score) for row_id, score in self.db.execute(select, [expression])}
         candidates = ((i, scores[i]) for i in set(allowed.tolist()) & scores.keys())
         return heapq.nsmallest(k, candidates, key=lambda item: (-item[1], item[0]))
@@ -127,3 +140,29 @@ class KeywordTable(StoreTable):
             raise MissingKeywordIndexError(
                 f"document store {self.path} has no keyword index (it was written before keyword search)"
             )
+
+
+FILTER_DEPTH_MARGIN = 4
+"""How many times the matches a filter is expected to leave k of are taken from SQLite's best first (`_depth`)."""
+MAX_FILTER_DEPTH = 10_000
+"""The most matches taken best first for a filtered search; a filter that keeps fewer documents reads all of them."""
+
+
+def _depth(k: int, allowed: int, documents: int) -> int | None:
+    """How many of the best matches to take for k of them to pass a filter that keeps `allowed` of `documents`
+    (if matches pass it at that rate, FILTER_DEPTH_MARGIN times enough); None when that is past MAX_FILTER_DEPTH."""
+    if allowed <= 0 or documents <= 0:
+        return None
+    depth = math.ceil(FILTER_DEPTH_MARGIN * k * max(documents, allowed) / allowed)
+    return depth if depth <= MAX_FILTER_DEPTH else None
+
+
+def _passing(rows: list[tuple[int, float]], allowed: np.ndarray) -> list[tuple[int, float]]:
+    """Of `rows` (rowid, score), best first, those whose id is in `allowed` (ascending, as filters give them, or
+    sorted here)."""
+    if len(allowed) > 1 and not bool(np.all(allowed[1:] >= allowed[:-1])):
+        allowed = np.sort(allowed)
+    ids = np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows))
+    places = np.minimum(np.searchsorted(allowed, ids), len(allowed) - 1)
+    keep = allowed[places] == ids
+    return [(int(row_id), float(score)) for (row_id, score), kept in zip(rows, keep) if kept]

@@ -26,6 +26,7 @@ from searchengine.indexer.tables.clustering_table import ClusteringRecord, Clust
 from searchengine.indexer.tables.document_table import TABLE, DocumentTable
 from searchengine.indexer.tables.documents import Document, StoredDocument, lone_surrogate, refuse_unstorable
 from searchengine.indexer.tables.duplicates_table import DuplicatesTable
+from searchengine.indexer.tables.field_indexes import FieldIndexes
 from searchengine.indexer.tables.keyword_table import KeywordTable
 from searchengine.indexer.tables.passages import PassageTable
 from searchengine.indexer.tables.segment_table import SegmentTable
@@ -66,6 +67,8 @@ class DocumentStore:
             self.tombstones = TombstoneTable(self.db, self._guard)
             """Vector ids of deleted documents still inside some segment."""
             self.filters = DocumentFilters(self.db, self._guard, self.passages, cached)
+            self.field_indexes = FieldIndexes(self.db, self._guard)
+            """Indexes on metadata fields that filters seek instead of reading every document."""
             self.segments = SegmentTable(self.db, self._guard)
             """The live vector segments and the commit state (format 2)."""
             self.settings = SettingsTable(self.db, self._guard)

@@ -19,6 +19,13 @@ WAL_KEEP_BYTES = 8 * 1024 * 1024
 """How much of the write-ahead log file a writer keeps when SQLite starts the log again (its journal_size_limit);
 indexer/tables/wal_upkeep.py says when that happens."""
 
+WRITER_CACHE_KIB = 64 * 1024
+"""The page cache of a writer's connection (SQLite's default is 2 MiB). An add inserts into the index of text hashes
+at random places, so past a few hundred thousand documents nearly every row touched a page that had left the
+cache: at 300,000 documents a 2 MiB cache read 25 KB and wrote 27 KB per document added, 64 MiB read 6.9 KB and wrote
+20 KB (benchmarks/storage/store_scale.py, docs/benchmarks.md#the-store-at-10-million-rows). Readers keep
+SQLite's default: a query reads a few pages per hit."""
+
 SQLITE_LIMITS = ("too complex", "too large", "too many", "too big")
 """Words of SQLite's errors for a statement past its limits (a LIKE pattern too complex, an expression tree too
 large, too many SQL variables, a string or blob too big): the request's fault, not a damaged store."""
@@ -40,6 +47,7 @@ def connect(path: Path, writable: bool) -> sqlite3.Connection:
         connection.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         connection.execute("PRAGMA journal_mode = WAL")
         connection.execute(f"PRAGMA journal_size_limit = {WAL_KEEP_BYTES}")
+        connection.execute(f"PRAGMA cache_size = -{WRITER_CACHE_KIB}")
         return connection
     uri = Path(path).resolve().as_uri()
     immutable = opens_immutable(path)

@@ -55,6 +55,7 @@ for command in (
     files.sync,
     maintenance.delete,
     maintenance.compact,
+    maintenance.filter_index,
     maintenance.verify,
     analysis.mine,
     evaluation.analyze,

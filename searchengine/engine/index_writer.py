@@ -150,6 +150,14 @@ def compact_index(directory: IndexDirectory, retrain: bool = False) -> int:
     return 0 if result is None else result.dropped
 
 
+def index_fields_of(directory: IndexDirectory, fields: Sequence[str], drop: bool) -> list[str]:
+    """Index the metadata `fields` that filters read (or `drop` their indexes) in one commit; returns the fields
+    changed (indexer/tables/field_indexes.py)."""
+    with writing_in_place(directory) as write:
+        indexes = write.store.field_indexes
+        return indexes.drop(fields) if drop else indexes.create(fields)
+
+
 class IndexWriter:
     """Write to the index in `path`. Given the `snapshot` a reader holds of it, each write lets go of that
     snapshot first and loads the committed state after (IndexSnapshot.writing); alone, it writes and reads nothing
@@ -274,6 +282,14 @@ class IndexWriter:
         its keyword index; returns how many vectors were dropped. `retrain`: train the template again first."""
         with self._writing():
             return compact_index(self.directory, retrain)
+
+    def index_fields(self, fields: Sequence[str], *, drop: bool = False) -> list[str]:
+        """Index metadata fields that filters read, so a filter on one seeks its index instead of reading every
+        document (or `drop` their indexes); returns the fields newly indexed (or dropped)."""
+        if isinstance(fields, str) or not fields:
+            raise SearchEngineError("name the metadata fields to index as a list, e.g. ['year', 'lang']")
+        with self._writing():
+            return index_fields_of(self.directory, list(fields), drop)
 
     def cluster(self, settings: ClusterSettings, top: int = 3) -> list[Cluster]:
         """Cluster the stored vectors (never re-encoding) and store the clustering with the index, replacing any

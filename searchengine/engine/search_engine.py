@@ -270,6 +270,16 @@ class SearchEngine:
             return 0
         return self.writer.compact(retrain)
 
+    def index_fields(self, fields: Sequence[str], *, drop: bool = False) -> list[str]:
+        """Index metadata fields that filters read (IndexWriter.index_fields): on a large index a filter on an
+        indexed field reads only the documents it matches. Returns the fields newly indexed (or, with `drop`, whose
+        index was dropped)."""
+        return self.writer.index_fields(fields, drop=drop)
+
+    def indexed_fields(self) -> list[str]:
+        """The metadata fields with an index, sorted."""
+        return sorted(self.reader.store.filters.indexed())
+
     def cluster(
         self,
         method: ClusterMethod = "kmeans",

@@ -157,3 +157,28 @@ def test_a_number_matches_only_numbers_and_text_only_text(
         assert reader.filters.matching_ids([condition]).tolist() == expected
     finally:
         reader.close()
+
+
+def test_an_unknown_field_names_the_fields_of_the_latest_documents(store: DocumentStore, monkeypatch) -> None:  # noqa: ANN001
+    """Reading every document's metadata to name the fields took minutes at millions of documents: the message
+    names those of the latest FIELDS_SAMPLE documents."""
+    from searchengine.indexer.query import document_filters
+
+    assert store.filters.fields() == [
+        "id",
+        "external_id",
+        "source",
+        "line",
+        "text",
+        "lang",
+        "my field",
+        "tags",
+        "year",
+        "yearstr",
+    ]
+    monkeypatch.setattr(document_filters, "FIELDS_SAMPLE", 2)  # the last two documents have no "my field"
+    assert "my field" not in store.filters.fields()
+    with pytest.raises(
+        IndexerError, match="no document has a field 'colour'; fields: id, external_id, source, line, text, lang, tags"
+    ):
+        ids(store, Condition("colour", "=", "red"))

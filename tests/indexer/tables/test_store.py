@@ -618,3 +618,20 @@ def test_a_row_with_metadata_nested_deeper_than_the_limit_is_read_without_it(sto
     }
     stored = store.documents.db.execute("SELECT metadata FROM documents WHERE id = 1").fetchone()[0]
     assert stored == rows[1]  # what is stored is kept
+
+
+def test_a_writer_keeps_a_larger_page_cache_than_a_reader(tmp_path: Path) -> None:
+    """An add inserts into the index of text hashes at random places: the writer's cache keeps those pages (see
+    store_connection.WRITER_CACHE_KIB); a reader keeps SQLite's default."""
+    from searchengine.indexer.tables.store_connection import WRITER_CACHE_KIB
+
+    writer = DocumentStore(tmp_path / "documents.db", writable=True)
+    writer.add(_docs("one", "two"))
+    assert writer.db.execute("PRAGMA cache_size").fetchone()[0] == -WRITER_CACHE_KIB
+    reader = DocumentStore(tmp_path / "documents.db")
+    assert (
+        reader.db.execute("PRAGMA cache_size").fetchone()[0]
+        == sqlite3.connect(":memory:").execute("PRAGMA cache_size").fetchone()[0]
+    )
+    reader.close()
+    writer.close()
