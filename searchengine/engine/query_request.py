@@ -5,12 +5,13 @@ the index (a mode that needs its keyword index, a cross-encoder it may load) is 
 
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from searchengine.engine.count_argument import count_argument
 from searchengine.engine.filters import Filters, conditions_of
@@ -147,3 +148,24 @@ class QueryRequest:
     def depth(self) -> int:
         """How many candidates the mode retrieves per query: k, or at least rerank_top when reranking."""
         return self.k if self.rerank is None else max(self.k, self.rerank_top or DEFAULT_RERANK_TOP)
+
+
+Method = TypeVar("Method", bound=Callable[..., Any])
+
+
+def lists_search_options(method: Method) -> Method:
+    """Make `help()` and `inspect.signature` of a method that takes `**options: Unpack[SearchOptions]` show each
+    option by name, as a keyword-only parameter with QueryRequest's default (rerank_top's: DEFAULT_RERANK_TOP,
+    what a request reranks without one). The method itself still takes **options, so an option left out is not
+    passed at all."""
+    defaults = {item.name: item.default for item in fields(QueryRequest) if item.init}
+    defaults["rerank_top"] = DEFAULT_RERANK_TOP
+    signature = inspect.signature(method)
+    kept = [parameter for parameter in signature.parameters.values() if parameter.kind is not parameter.VAR_KEYWORD]
+    options = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=defaults[name], annotation=written)
+        for name, annotation in SearchOptions.__annotations__.items()
+        for written in [getattr(annotation, "__forward_arg__", annotation)]  # the text, as the method's own are
+    ]
+    method.__signature__ = signature.replace(parameters=[*kept, *options])  # type: ignore[attr-defined]
+    return method

@@ -23,7 +23,7 @@ from searchengine.engine.index_writer import IndexWriter, build_index_from, crea
 from searchengine.engine.indexing_report import IndexingReport
 from searchengine.engine.model_check import check_expected
 from searchengine.engine.modes import SearchMode
-from searchengine.engine.query_request import QueryRequest, SearchOptions
+from searchengine.engine.query_request import QueryRequest, SearchOptions, lists_search_options
 from searchengine.engine.search import Hit
 from searchengine.indexer.commit.index_directory import IndexDirectory
 from searchengine.indexer.commit.manifest import Manifest
@@ -186,10 +186,12 @@ class SearchEngine(ChromaStyleCalls, AnalysisCalls):
         """The mode a search without one uses: DEFAULT_MODE, or dense on an index without the keyword index."""
         return self.reader.default_mode
 
+    @lists_search_options
     def search(self, query: str, k: int = 10, where: Filters = None, **options: Unpack[SearchOptions]) -> list[Hit]:
         """The k documents that best match `query`, best first; `where` and the options as QueryRequest says."""
         return self.answer(QueryRequest.of([query], k, where, options))[0]
 
+    @lists_search_options
     def search_batch(
         self, queries: Sequence[str], k: int = 10, where: Filters = None, **options: Unpack[SearchOptions]
     ) -> list[list[Hit]]:

@@ -82,3 +82,19 @@ def test_the_cli_checks_a_request_to_a_server_before_sending_it(options: list[st
     result = CliRunner().invoke(app, ["query", "cat", "--server", "http://127.0.0.1:9", *options])
     assert result.exit_code != 0
     assert message in " ".join(result.output.split())
+
+
+def test_help_shows_each_search_option_by_name() -> None:
+    """search and search_batch take **options (Unpack[SearchOptions]): type checkers saw the names, help() did not."""
+    import inspect
+    import pydoc
+
+    from searchengine.engine.index_reader import IndexReader
+    from searchengine.engine.query_request import SearchOptions
+
+    for method in (SearchEngine.search, SearchEngine.search_batch, IndexReader.search_batch):
+        parameters = inspect.signature(method).parameters
+        for name in SearchOptions.__annotations__:
+            assert parameters[name].kind is inspect.Parameter.KEYWORD_ONLY, (method, name)
+        assert parameters["mode"].default is None and parameters["rerank_top"].default == DEFAULT_RERANK_TOP
+        assert "rerank_top: 'int' = 100" in pydoc.render_doc(method, renderer=pydoc.plaintext)
