@@ -58,9 +58,11 @@ class TrainingReport:
     """Method-specific options, written into the model's training_log.json."""
 
     def summary(self) -> str:
-        """One line: steps, time, throughput, final loss, and the kept checkpoint's dev score against the base's."""
+        """One line: steps, time, throughput, final loss, and the kept checkpoint's dev score against the base's. The
+        loss has four significant digits, not four decimals: a strong base's in-batch loss can be 3e-05 (SimCSE on
+        the bundled MiniLM), which four decimals would print as 0.0000."""
         rate = self.texts / self.seconds if self.seconds else 0.0
-        line = f"{self.method}: {self.steps} steps in {self.seconds:.0f} s ({rate:.0f} texts/s), final loss {self.final_loss:.4f}"
+        line = f"{self.method}: {self.steps} steps in {self.seconds:.0f} s ({rate:.0f} texts/s), final loss {self.final_loss:.4g}"
         if self.best_score is not None:
             base = f" (base {self.base_score:.2f})" if self.base_score is not None else ""
             line += f"; best dev {self.best_score:.2f} at step {self.best_step}{base}"
@@ -164,7 +166,7 @@ def train(
             report.losses.append(round(value, 6))
             report.texts += texts_per_batch(batch)
             elapsed = time.perf_counter() - started
-            bar.set_postfix(loss=f"{running_loss:.4f}", texts_per_s=f"{report.texts / elapsed:.0f}")
+            bar.set_postfix(loss=f"{running_loss:.4g}", texts_per_s=f"{report.texts / elapsed:.0f}")
             bar.update(1)
             if step % settings.eval_every == 0 or step == settings.steps:
                 checkpoint(step)

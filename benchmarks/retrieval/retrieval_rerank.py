@@ -42,6 +42,8 @@ from benchmarks.harness.machine import machine_record
 from benchmarks.harness.results import read_results, write_results
 from searchengine import BuildSettings, SearchEngine
 from searchengine.encoding.cross_encoder import CrossEncoder
+from searchengine.engine.fusion import Fusion
+from searchengine.engine.mode_registry import mode_named
 from searchengine.engine.modes import DEFAULT_FUSION, SearchMode
 from searchengine.evaluation.retrieval import query_metrics
 
@@ -53,6 +55,11 @@ MODES: tuple[SearchMode, ...] = ("dense", "hybrid")
 FUSION = replace(DEFAULT_FUSION, depth=CANDIDATES + 1)
 """Hybrid fuses each side's top 101 (the default 100, and one for ArguAna's own document, dropped), at every k
 this script asks for, so the candidates and the API's reranked lists come from one fusion."""
+
+
+def fusion_of(mode: SearchMode) -> Fusion | None:
+    """FUSION for a mode that fuses (hybrid); None for one that fuses nothing (dense), which refuses a fusion."""
+    return FUSION if mode_named(mode).fuses else None
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -88,7 +95,7 @@ def build_index(corpus: Path, target: Path, model: str) -> SearchEngine:
 
 def candidates(engine: SearchEngine, query_ids: list[str], texts: list[str], mode: SearchMode) -> list[list]:
     """Each query's best CANDIDATES hits in `mode`, its own document (same id) dropped."""
-    batches = engine.search_batch(texts, CANDIDATES + 1, mode=mode, fusion=FUSION)
+    batches = engine.search_batch(texts, CANDIDATES + 1, mode=mode, fusion=fusion_of(mode))
     return [[hit for hit in hits if hit.external_id != query][:CANDIDATES] for query, hits in zip(query_ids, batches)]
 
 
@@ -97,13 +104,13 @@ def mean_ndcg(rankings: dict[str, list[str]], qrels: dict[str, dict[str, int]]) 
 
 
 def latency(engine: SearchEngine, texts: list[str], runs: int, mode: SearchMode, **rerank) -> dict[str, float]:
-    engine.search(texts[0], k=K, mode=mode, fusion=FUSION, **rerank)  # warm-up
+    engine.search(texts[0], k=K, mode=mode, fusion=fusion_of(mode), **rerank)  # warm-up
     times = []
     for text in texts:
         samples = []
         for _ in range(runs):
             started = time.perf_counter()
-            engine.search(text, k=K, mode=mode, fusion=FUSION, **rerank)
+            engine.search(text, k=K, mode=mode, fusion=fusion_of(mode), **rerank)
             samples.append(time.perf_counter() - started)
         times.append(statistics.median(samples))
     times.sort()
@@ -162,11 +169,13 @@ def main() -> None:
                     ranked[query] = [row[j].external_id for j in order] + [h.external_id for h in row[top:]]
                 rankings[f"{mode}, rerank top {top}"] = ranked
             for query, text in list(zip(query_ids, texts))[: arguments.check]:
-                retrieved = [hit.external_id for hit in engine.search(text, k=CANDIDATES + 1, mode=mode, fusion=FUSION)]
+                retrieved = [
+                    hit.external_id for hit in engine.search(text, k=CANDIDATES + 1, mode=mode, fusion=fusion_of(mode))
+                ]
                 for top in TOPS:  # the API reranks the query's own document too where it is among the candidates
                     with_own = top + (query in retrieved[: top + 1])
                     api = engine.search(
-                        text, k=K + 1, mode=mode, fusion=FUSION, rerank=cross_encoder, rerank_top=with_own
+                        text, k=K + 1, mode=mode, fusion=fusion_of(mode), rerank=cross_encoder, rerank_top=with_own
                     )
                     api_ids = [hit.external_id for hit in api if hit.external_id != query][:K]
                     assert api_ids == rankings[f"{mode}, rerank top {top}"][query][:K], (query, mode, top)

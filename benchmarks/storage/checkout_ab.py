@@ -9,7 +9,8 @@ directory of symlinks that `harness.environments.baseline_path` makes), in an or
 round. Each process warms up (a search in every mode, one add, one delete), then times each operation --repeats
 times: `SearchEngine.add` of 10 NFCorpus queries as new documents (its merges included), `SearchEngine.delete` of
 one document (ids from 0 on, each once), and `SearchEngine.search(k=10)` in each mode. Prints and writes (--out) each checkout's medians and
-the ratio this checkout / older one.
+the ratio this checkout / older one, both of the wall-clock times and of the process's CPU times (time.process_time:
+on a loaded machine the wall-clock time of a 2 ms query mostly measures waiting for a core, its CPU time much less).
 
     git worktree add --detach /tmp/base-56714e6 56714e6
     .venv/bin/python benchmarks/storage/checkout_ab.py --baseline /tmp/base-56714e6 \\
@@ -52,6 +53,16 @@ index, queries_file, repeats, first_id = sys.argv[1], sys.argv[2], int(sys.argv[
 modes = sys.argv[5].split(",")
 queries = [json.loads(line)["text"] for line in Path(queries_file).read_text(encoding="utf-8").splitlines()]
 times = {"add10": [], "delete1": [], **{f"query_{mode}": [] for mode in modes}}
+cpu = {operation: [] for operation in times}
+
+
+def timed(operation, call):
+    start, start_cpu = time.perf_counter(), time.process_time()
+    call()
+    cpu[operation].append(time.process_time() - start_cpu)
+    times[operation].append(time.perf_counter() - start)
+
+
 with SearchEngine.open(index) as engine:
     for mode in modes:
         engine.search(queries[0], k=10, mode=mode)
@@ -59,17 +70,11 @@ with SearchEngine.open(index) as engine:
     engine.delete(ids=[first_id])
     for repeat in range(repeats):
         texts = [queries[(10 * (repeat + 1) + i) % len(queries)] for i in range(10)]
-        start = time.perf_counter()
-        engine.add(texts)
-        times["add10"].append(time.perf_counter() - start)
-        start = time.perf_counter()
-        engine.delete(ids=[first_id + 1 + repeat])
-        times["delete1"].append(time.perf_counter() - start)
+        timed("add10", lambda: engine.add(texts))
+        timed("delete1", lambda: engine.delete(ids=[first_id + 1 + repeat]))
         for mode in modes:
-            start = time.perf_counter()
-            engine.search(queries[(7 * repeat) % len(queries)], k=10, mode=mode)
-            times[f"query_{mode}"].append(time.perf_counter() - start)
-print(json.dumps(times))
+            timed(f"query_{mode}", lambda: engine.search(queries[(7 * repeat) % len(queries)], k=10, mode=mode))
+print(json.dumps({"wall": times, "cpu": cpu}))
 """
 
 
@@ -90,6 +95,7 @@ def main() -> None:
         built = args.index or _build_nfcorpus(nfcorpus, work, system_env("baseline", args.baseline, shim))
         queries = args.queries or nfcorpus / "queries.jsonl"
         times: dict[str, dict[str, list[float]]] = {system: {} for system in SYSTEMS}
+        cpu_times: dict[str, dict[str, list[float]]] = {system: {} for system in SYSTEMS}
         for round_number in range(args.rounds):
             for system in rotation(SYSTEMS, round_number):
                 copy = work / f"{system}-{round_number}"
@@ -102,10 +108,14 @@ def main() -> None:
                 done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=work)  # not the checkout's
                 if done.returncode:
                     sys.exit(f"the {system} process failed:\n{done.stderr[-3000:]}")
-                for operation, values in json.loads(done.stdout.strip().splitlines()[-1]).items():
+                measured = json.loads(done.stdout.strip().splitlines()[-1])
+                for operation, values in measured["wall"].items():
                     times[system].setdefault(operation, []).extend(values)
+                for operation, values in measured["cpu"].items():
+                    cpu_times[system].setdefault(operation, []).extend(values)
                 shutil.rmtree(copy)
         medians = {system: {op: statistics.median(v) * 1000 for op, v in ops.items()} for system, ops in times.items()}
+        cpu = {system: {op: statistics.median(v) * 1000 for op, v in ops.items()} for system, ops in cpu_times.items()}
         record = {
             "command": command_line(),
             "machine": machine_record(load_after=os.getloadavg()),
@@ -116,6 +126,10 @@ def main() -> None:
             "median_ms": {system: {op: round(ms, 2) for op, ms in ops.items()} for system, ops in medians.items()},
             "ratio_this_over_baseline": {
                 op: round(medians["searchengine"][op] / medians["baseline"][op], 3) for op in medians["baseline"]
+            },
+            "median_cpu_ms": {system: {op: round(ms, 2) for op, ms in ops.items()} for system, ops in cpu.items()},
+            "cpu_ratio_this_over_baseline": {
+                op: round(cpu["searchengine"][op] / max(cpu["baseline"][op], 1e-9), 3) for op in cpu["baseline"]
             },
         }
         write_results(args.out, record)

@@ -160,6 +160,7 @@ def retrieval(
             name, scores = _evaluate_model(corpus, queries, qrels, model, pooling, batch_size, not keep_identical_ids)
         seconds = time.perf_counter() - started
         fused = index_dir is not None and mode_named(mode).fuses
+        fusion = fusion or DEFAULT_FUSION
         searched = None if index_dir is None else mode + (f" ({fusion.describe()})" if fused else "")
         if as_json:
             payload = {"model": name, **scores.as_dict(), "seconds": seconds}
@@ -199,11 +200,14 @@ def _fusion(
     rrf_k: int | None,
     dense_weight: float | None,
     depth: int | None,
-) -> Fusion:
-    """The default fusion with the settings given replaced; refused when given for a mode that fuses nothing."""
+) -> Fusion | None:
+    """The default fusion with the settings given replaced, None when none is given (a search of a mode that fuses
+    nothing takes no fusion); refused when given for a mode that fuses nothing."""
     given = {"method": method, "rrf_k": rrf_k, "dense_weight": dense_weight, "depth": depth}
     given = {name: value for name, value in given.items() if value is not None}
-    if given and (mode is None or not mode_named(mode).fuses):
+    if not given:
+        return None
+    if mode is None or not mode_named(mode).fuses:
         fusing = " or ".join(name for name in mode_names() if mode_named(name).fuses)
         raise SearchEngineError(
             f"--fusion, --rrf-k, --dense-weight and --depth set {fusing} search; add --mode {fusing}"
@@ -220,7 +224,7 @@ def _evaluate_index(
     qrels: Path,
     ignore_identical_ids: bool,
     mode: SearchMode | None,
-    fusion: Fusion,
+    fusion: Fusion | None,
 ) -> tuple[str, RetrievalScores, SearchMode]:
     from searchengine.engine.search_engine import SearchEngine
     from searchengine.evaluation.retrieval import evaluate_search, read_qrels, read_queries

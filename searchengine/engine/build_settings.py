@@ -20,6 +20,37 @@ if TYPE_CHECKING:
     from searchengine.engine.ray_embedding import RaySettings
 
 
+def setting_named(name: str, value: str = "", *, flags: bool = False) -> str:
+    """A setting as a message names it: its parameter in the Python API (`whiten_k=K`), its flag on the command
+    line (`--whiten-k K`)."""
+    if flags:
+        return f"--{name.replace('_', '-')}" + (f" {value}" if value else "")
+    return name + (f"={value}" if value else "")
+
+
+def check_together(
+    index: str | None,
+    memory_budget: int | str | None,
+    whiten_k: int | None,
+    whiten_fit: object,
+    *,
+    flags: bool = False,
+) -> None:
+    """Refuse the index type with a memory budget (which chooses one), and whitening's fitting corpus without its k
+    (which would silently be ignored); the message names the settings as the API does, or as flags with `flags`
+    (IndexRequest, the command line's request)."""
+    if memory_budget is not None and index is not None and index.strip().lower() != "auto":
+        raise SearchEngineError(
+            f"{setting_named('memory_budget', flags=flags)} chooses the index type, and "
+            f"{setting_named('index', repr(index), flags=flags)} names one: drop one of them"
+        )
+    if whiten_fit is not None and whiten_k is None:
+        raise SearchEngineError(
+            f"{setting_named('whiten_fit', flags=flags)} says what to fit whitening on; "
+            f"add {setting_named('whiten_k', 'K', flags=flags)} to use it"
+        )
+
+
 @dataclass(frozen=True)
 class BuildSettings:
     """How `SearchEngine.build` makes an index.
@@ -88,17 +119,12 @@ class BuildSettings:
             object.__setattr__(self, "index", None)
         if self.memory_budget is not None:
             object.__setattr__(self, "memory_budget", parse_memory_size(self.memory_budget))
-            if self.index is not None:
-                raise SearchEngineError(
-                    f"--memory-budget chooses the index type, and --index {self.index!r} names one: drop one of them"
-                )
         if self.originals is not None and self.originals not in ORIGINAL_TYPES:
             raise SearchEngineError(
                 f"originals must be {' or '.join(ORIGINAL_TYPES)} (how the original vectors are kept on disk), "
                 f"not {self.originals!r}"
             )
-        if self.whiten_fit is not None and self.whiten_k is None:
-            raise SearchEngineError("--whiten-fit says what to fit whitening on; add --whiten-k K to use it")
+        check_together(self.index, self.memory_budget, self.whiten_k, self.whiten_fit)
         if self.shards is not None and self.shards < 1:
             raise SearchEngineError(f"shards must be at least 1, not {self.shards}")
         if self.ray is not None and self.passages:

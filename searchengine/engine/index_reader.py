@@ -29,7 +29,7 @@ from searchengine.engine.indexing import READING
 from searchengine.engine.mode_registry import RankRequest, RetrievalMode, mode_named
 from searchengine.engine.model_check import model_check, model_request
 from searchengine.engine.modes import DEFAULT_FUSION, DEFAULT_MODE, SearchMode
-from searchengine.engine.query_request import QueryRequest, SearchOptions
+from searchengine.engine.query_request import QueryRequest, SearchOptions, check_fusion, lists_search_options
 from searchengine.engine.search import Hit, hits_of, one_thread, rerank_hits
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.query.filter_sql import Filter
@@ -93,6 +93,7 @@ class IndexReader(IndexSnapshot):
         """Vectors as this index stores them: encoder output, whitened when fitted, L2-normalised."""
         return to_index_vectors(self.encoders.encoder.encode(list(texts)), self.whitening)
 
+    @lists_search_options
     def search_batch(
         self, queries: Sequence[str], k: int = 10, where: Filters = None, **options: Unpack[SearchOptions]
     ) -> list[list[Hit]]:
@@ -103,6 +104,8 @@ class IndexReader(IndexSnapshot):
         """The hits of each of `request`'s queries, best first, searched as one batch (QueryRequest says how)."""
         queries = request.queries
         retrieval = self._checked_mode(request.mode)
+        if request.mode is None:  # a named mode was checked when the request was made
+            check_fusion(request.fusion, retrieval, f"index {self.path}'s default mode, {retrieval.name},")
         cross_encoder = None if request.rerank is None else self.cross_encoder(request.rerank)
         fusion = request.fusion or DEFAULT_FUSION
         results = self._retrieve(

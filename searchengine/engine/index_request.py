@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 from searchengine.encoding.passages import PASSAGE_HEADINGS_BY_DEFAULT, PASSAGES_BY_DEFAULT
 from searchengine.encoding.speed import EncoderSpeed
-from searchengine.engine.build_settings import BuildSettings
+from searchengine.engine.build_settings import BuildSettings, check_together
 from searchengine.errors import SearchEngineError
 from searchengine.reading.corpus import JsonFields
 from searchengine.reading.file_rules import FileRules
@@ -121,6 +121,7 @@ class IndexRequest:
             if self.originals is not None:
                 raise SearchEngineError("--originals is chosen when an index is built; drop it with --append")
         else:
+            check_together(self.index_type, self.memory_budget, self.whiten_k, self.whiten_fit, flags=True)
             settings = BuildSettings(
                 index=self.index_type,
                 memory_budget=self.memory_budget,

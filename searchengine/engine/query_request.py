@@ -5,17 +5,18 @@ the index (a mode that needs its keyword index, a cross-encoder it may load) is 
 
 from __future__ import annotations
 
+import inspect
 import math
 import numbers
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from searchengine.engine.count_argument import count_argument
 from searchengine.engine.filters import Filters, conditions_of
 from searchengine.engine.fusion import Fusion
-from searchengine.engine.mode_registry import mode_named
+from searchengine.engine.mode_registry import RetrievalMode, mode_named, mode_names
 from searchengine.engine.modes import SearchMode
 from searchengine.engine.queries import check_queries
 from searchengine.errors import SearchEngineError
@@ -29,6 +30,17 @@ DEFAULT_RERANK_TOP = 100
 
 RERANK_TOP_ALONE = "rerank_top says how many candidates a cross-encoder rescores; add rerank=MODEL"
 """Why a request with rerank_top and no rerank is refused (rerank_top alone would be silently ignored)."""
+
+
+def check_fusion(fusion: Fusion | None, mode: RetrievalMode, named: str) -> None:
+    """Refuse a `fusion` for a mode that fuses nothing, where it would be silently ignored; `named` says how the
+    request chose the mode, e.g. "mode='dense'"."""
+    if fusion is not None and not mode.fuses:
+        fusing = " or ".join(repr(name) for name in mode_names() if mode_named(name).fuses)
+        raise SearchEngineError(
+            f"fusion sets how {fusing} search fuses its two sides, and {named} fuses nothing: "
+            f"add mode={fusing}, or drop fusion"
+        )
 
 
 class SearchOptions(TypedDict, total=False):
@@ -55,8 +67,8 @@ class QueryRequest:
     scored together; the highlighted sentences of every hit embedded in one call). The stages: the mode retrieves
     (the `rerank_top` best when reranking, else k), `min_score` drops the weak, the cross-encoder reranks, and
     the hits shown are highlighted. Refused when made (SearchEngineError) if a query is empty or not valid
-    Unicode, k or rerank_top is not a count, rerank_top comes without rerank, the mode is unknown, min_score is
-    not a finite number or a filter cannot be read.
+    Unicode, k or rerank_top is not a count, rerank_top comes without rerank, the mode is unknown, a fusion comes
+    with a mode that fuses nothing, min_score is not a finite number or a filter cannot be read.
 
     mode: "dense" ranks by the cosine of the encoded query (meaning), "keyword" by BM25 of its words (FTS5,
     Porter stemming; any word may match), "hybrid" by the fusion of both (`fusion`, DEFAULT_FUSION when None);
@@ -107,6 +119,7 @@ class QueryRequest:
         check_queries(self.queries)
         if self.mode is not None:
             mode_named(self.mode).check_options(self.mode_options or {})
+            check_fusion(self.fusion, mode_named(self.mode), f"mode={self.mode!r}")
         elif self.mode_options:
             raise SearchEngineError("mode_options go with the mode they are for: add mode=NAME, e.g. mode='mmr'")
         rescore = self.rescore
@@ -135,3 +148,24 @@ class QueryRequest:
     def depth(self) -> int:
         """How many candidates the mode retrieves per query: k, or at least rerank_top when reranking."""
         return self.k if self.rerank is None else max(self.k, self.rerank_top or DEFAULT_RERANK_TOP)
+
+
+Method = TypeVar("Method", bound=Callable[..., Any])
+
+
+def lists_search_options(method: Method) -> Method:
+    """Make `help()` and `inspect.signature` of a method that takes `**options: Unpack[SearchOptions]` show each
+    option by name, as a keyword-only parameter with QueryRequest's default (rerank_top's: DEFAULT_RERANK_TOP,
+    what a request reranks without one). The method itself still takes **options, so an option left out is not
+    passed at all."""
+    defaults = {item.name: item.default for item in fields(QueryRequest) if item.init}
+    defaults["rerank_top"] = DEFAULT_RERANK_TOP
+    signature = inspect.signature(method)
+    kept = [parameter for parameter in signature.parameters.values() if parameter.kind is not parameter.VAR_KEYWORD]
+    options = [
+        inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=defaults[name], annotation=written)
+        for name, annotation in SearchOptions.__annotations__.items()
+        for written in [getattr(annotation, "__forward_arg__", annotation)]  # the text, as the method's own are
+    ]
+    method.__signature__ = signature.replace(parameters=[*kept, *options])  # type: ignore[attr-defined]
+    return method

@@ -10,12 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from searchengine.analysis.cluster_settings import ClusterMethod, ClusterSettings
-from searchengine.analysis.clustering import Cluster, Clustering
-from searchengine.analysis.mining_request import MiningMethod
-from searchengine.analysis.paraphrase_mining import Pair, with_texts
 from searchengine.encoding.passages import PASSAGE_HEADINGS_BY_DEFAULT, PASSAGES_BY_DEFAULT
+from searchengine.engine.analysis_calls import AnalysisCalls
 from searchengine.engine.build_settings import BuildSettings
+from searchengine.engine.chroma_style import ChromaStyleCalls
 from searchengine.engine.corpus_input import Corpus
 from searchengine.engine.document_columns import added_corpus
 from searchengine.engine.filters import Filters
@@ -25,9 +23,8 @@ from searchengine.engine.index_writer import IndexWriter, build_index_from, crea
 from searchengine.engine.indexing_report import IndexingReport
 from searchengine.engine.model_check import check_expected
 from searchengine.engine.modes import SearchMode
-from searchengine.engine.query_request import QueryRequest, SearchOptions
+from searchengine.engine.query_request import QueryRequest, SearchOptions, lists_search_options
 from searchengine.engine.search import Hit
-from searchengine.errors import SearchEngineError
 from searchengine.indexer.commit.index_directory import IndexDirectory
 from searchengine.indexer.commit.manifest import Manifest
 from searchengine.indexer.commit.merge_policy import MergeResult
@@ -50,8 +47,9 @@ def default_index_dir() -> Path:
     return Path(os.environ.get("SEARCHENGINE_INDEX", DEFAULT_INDEX_DIR))
 
 
-class SearchEngine:
-    """Build, open, search and grow an index directory.
+class SearchEngine(ChromaStyleCalls, AnalysisCalls):
+    """Build, open, search and grow an index directory (the chroma-style calls in engine/chroma_style.py, the
+    analysis calls in engine/analysis_calls.py).
 
     >>> engine = SearchEngine.build(["a cat sat on the mat", "stocks fell sharply"], "my-index")
     >>> engine.search("kitten", k=1)[0].text
@@ -188,10 +186,12 @@ class SearchEngine:
         """The mode a search without one uses: DEFAULT_MODE, or dense on an index without the keyword index."""
         return self.reader.default_mode
 
+    @lists_search_options
     def search(self, query: str, k: int = 10, where: Filters = None, **options: Unpack[SearchOptions]) -> list[Hit]:
         """The k documents that best match `query`, best first; `where` and the options as QueryRequest says."""
         return self.answer(QueryRequest.of([query], k, where, options))[0]
 
+    @lists_search_options
     def search_batch(
         self, queries: Sequence[str], k: int = 10, where: Filters = None, **options: Unpack[SearchOptions]
     ) -> list[list[Hit]]:
@@ -233,26 +233,6 @@ class SearchEngine:
         self.last_report = report
         return report
 
-    def upsert(
-        self,
-        ids: Sequence[str],
-        documents: Sequence[str],
-        metadatas: Sequence[dict[str, Any] | None] | None = None,
-        embeddings: Any = None,  # noqa: ANN401 (an array, or lists of numbers)
-    ) -> IndexingReport:
-        """Add these documents, replacing the stored ones with the same ids (`add` with ids, which are required)."""
-        if ids is None:
-            raise SearchEngineError("upsert replaces documents by id: give ids=['a', ...], one per document")
-        return self.add(ids=ids, documents=documents, metadatas=metadatas, embeddings=embeddings)
-
-    def get(self, ids: Sequence[str] | None = None, where: Filters = None) -> list[Document]:
-        """The stored documents with these ids (in their order; unknown ones left out) and/or meeting `where`."""
-        return self.reader.get(ids, where)
-
-    def search_by_vector(self, vector: Any, k: int = 10, where: Filters = None) -> list[Hit]:  # noqa: ANN401
-        """The k documents nearest to `vector` (in the index's space: engine/given_vectors.py), best first."""
-        return self.reader.search_by_vector(vector, k, where)
-
     def merge(self) -> list[MergeResult]:
         """Merge vector segments as the merge policy asks (IndexWriter.merge); returns the merges made."""
         return self.writer.merge()
@@ -279,37 +259,6 @@ class SearchEngine:
     def indexed_fields(self) -> list[str]:
         """The metadata fields with an index, sorted."""
         return sorted(self.reader.store.filters.indexed())
-
-    def cluster(
-        self,
-        method: ClusterMethod = "kmeans",
-        *,
-        k: int | None = None,
-        threshold: float | None = None,
-        min_size: int | None = None,
-        seed: int = 0,
-        top: int = 3,
-    ) -> list[Cluster]:
-        """Cluster the stored vectors and store the clustering with the index (IndexWriter.cluster says how)."""
-        return self.writer.cluster(ClusterSettings(method, k, threshold, min_size, seed), top)
-
-    def clustering(self, top: int = 3) -> Clustering | None:
-        """The clustering stored with the index, with each cluster's `top` most central texts; None if none."""
-        return self.reader.clustering(top)
-
-    def mine(
-        self,
-        top: int | None = None,
-        threshold: float | None = None,
-        method: MiningMethod = "auto",
-        neighbours: int | None = None,
-    ) -> list[Pair]:
-        """The most similar pairs of documents in the index, best first, from the stored vectors (IndexReader.mine)."""
-        return self.reader.mine(top, threshold, method, neighbours)
-
-    def dedupe(self, threshold: float, method: MiningMethod = "auto", neighbours: int | None = None) -> list[Pair]:
-        """Mark near-duplicates (cosine >= threshold; IndexWriter.dedupe): a pair each, `second_id` of `first_id`."""
-        return with_texts(self.writer.dedupe(threshold, method, neighbours), self.reader.store)
 
     def reading(self) -> dict[str, Any]:
         """How the index reads its input, as recorded when it was built (IndexReader.reading)."""

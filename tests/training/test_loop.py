@@ -112,3 +112,16 @@ def test_steps_run_in_the_chosen_precision_and_threads(precision: str, threads: 
     assert seen == [(autocast, torch.bfloat16, used)] * 3
     assert report.settings["precision"] == precision and report.settings["threads"] == used
     assert torch.get_num_threads() == 2, "the process's thread count is restored"
+
+
+def test_the_summary_shows_a_small_final_loss_in_significant_digits() -> None:
+    """A strong base's in-batch loss can be 3e-05 (SimCSE on the bundled MiniLM over examples/corpus.txt): the
+    summary used to print it as 'final loss 0.0000', which reads as a broken loss."""
+    model = Line()
+    with torch.no_grad():
+        model.w.fill_(2.995)  # near y = 3x: a loss of about 1e-05
+    settings = TrainingSettings(steps=2, learning_rate=1e-9, progress=False, precision="fp32")
+    report = train("line", model, _line_loss(model), cycle([1], 1, 0), settings, None)
+    assert 0 < report.final_loss < 1e-4
+    printed = float(report.summary().split("final loss ")[1].split(";")[0])
+    assert printed == pytest.approx(report.final_loss, rel=1e-3)

@@ -27,5 +27,7 @@ def test_checkout_ab_times_both_checkouts_on_copies(tmp_path: Path, tiny_encoder
     assert set(results["median_ms"]) == {"baseline", "searchengine"}
     assert set(results["ratio_this_over_baseline"]) == operations
     assert all(ratio > 0 for ratio in results["ratio_this_over_baseline"].values())
+    assert set(results["median_cpu_ms"]) == {"baseline", "searchengine"}
+    assert set(results["cpu_ratio_this_over_baseline"]) == operations
     with SearchEngine.open(index, encoder=tiny_encoder) as engine:
         assert len(engine) == 20  # the index given is never changed

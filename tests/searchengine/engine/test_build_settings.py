@@ -13,7 +13,9 @@ from searchengine.cli import app
 from searchengine.encoding.encoder import Encoder
 from searchengine.errors import SearchEngineError
 
-WHITEN_FIT_ALONE = "--whiten-fit says what to fit whitening on; add --whiten-k K to use it"
+WHITEN_FIT_ALONE = "whiten_fit says what to fit whitening on; add whiten_k=K to use it"
+"""The API names its parameters; the command line says the same with its flags (WHITEN_FIT_ALONE_FLAGS)."""
+WHITEN_FIT_ALONE_FLAGS = "--whiten-fit says what to fit whitening on; add --whiten-k K to use it"
 
 
 def test_whiten_fit_without_whiten_k_is_refused_by_the_settings(tmp_path: Path) -> None:
@@ -33,7 +35,7 @@ def test_the_cli_refuses_whiten_fit_without_whiten_k(tmp_path: Path, tiny_model:
     corpus.write_text("a cat\na dog\n", encoding="utf-8")
     args = ["index", str(corpus), "-d", str(tmp_path / "i"), "--model", str(tiny_model), "--whiten-fit", str(corpus)]
     result = CliRunner().invoke(app, args)
-    assert result.exit_code == 1 and result.output.strip() == f"Error: {WHITEN_FIT_ALONE}", result.output
+    assert result.exit_code == 1 and result.output.strip() == f"Error: {WHITEN_FIT_ALONE_FLAGS}", result.output
     assert not (tmp_path / "i").exists()
 
 
@@ -60,8 +62,16 @@ def test_a_memory_budget_is_read_once_and_recorded_in_the_index(tmp_path: Path, 
 
 
 def test_a_memory_budget_with_a_named_index_type_is_refused() -> None:
-    with pytest.raises(SearchEngineError, match="--memory-budget chooses the index type, and --index 'HNSW32' names"):
+    with pytest.raises(SearchEngineError, match="^memory_budget chooses the index type, and index='HNSW32' names one"):
         BuildSettings(index="HNSW32", memory_budget="8GB")
+
+
+def test_the_api_names_parameters_not_flags_in_its_messages(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    """A Python caller has no --whiten-k to add: the API's messages name its parameters (they named flags)."""
+    for settings in ({"whiten_fit": ["fit"]}, {"index": "Flat", "memory_budget": "8GB"}):
+        with pytest.raises(SearchEngineError) as refused:
+            SearchEngine.build(["a cat", "a dog"], tmp_path / "i", BuildSettings(**settings), encoder=tiny_encoder)
+        assert "--" not in str(refused.value), refused.value
 
 
 @pytest.mark.parametrize(

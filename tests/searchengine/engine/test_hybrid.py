@@ -187,8 +187,11 @@ def test_an_index_without_the_keyword_index_searches_dense_and_says_how_to_add_i
     for mode in ("keyword", "hybrid"):
         with pytest.raises(SearchEngineError, match=r"no keyword index .* `searchengine compact --index-dir "):
             old.search("cat", mode=mode)
+    with pytest.raises(SearchEngineError, match=r"default mode, dense, fuses nothing: add mode='hybrid'"):
+        old.search("cat", fusion=Fusion("rrf"))  # a fusion the default mode would ignore
     assert old.compact() == 0  # nothing dropped; the keyword index added
     assert old.has_keyword_index and old.default_mode == "hybrid"
+    assert old.search("cat", k=2, fusion=Fusion("rrf"))[0].found_by == ("dense", "keyword")
     assert _keyword_ids(old, "cat") == ["cat", "chase"]
     _check_keyword_index(old)
 

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from searchengine.cli import app
 from searchengine.encoding.encoder import Encoder
+from searchengine.engine.fusion import Fusion
 from searchengine.engine.query_request import DEFAULT_RERANK_TOP, RERANK_TOP_ALONE, QueryRequest
 from searchengine.engine.search_engine import SearchEngine
 from searchengine.errors import SearchEngineError
@@ -25,6 +26,10 @@ REFUSED = [
     ({"queries": ["cat"], "where": ["lang"]}, "cannot read the filter 'lang'"),
     ({"queries": ["cat"], "rescore": -1}, "rescore must be a whole number from 0 .off. to 100,000, such as 100, not -1"),
     ({"queries": ["cat"], "rescore": 2.5}, "rescore must be a whole number from 0 .off. to 100,000"),
+    (
+        {"queries": ["cat"], "mode": "dense", "fusion": Fusion("rrf")},
+        "fusion sets how 'hybrid' search fuses its two sides, and mode='dense' fuses nothing: add mode='hybrid', or",
+    ),
 ]
 
 
@@ -49,6 +54,20 @@ def test_the_api_refuses_rerank_top_without_rerank(tmp_path: Path, tiny_encoder:
         engine.search_batch(["cat"], rerank_top=5)
 
 
+def test_the_api_refuses_a_fusion_for_a_mode_that_fuses_nothing(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    """Only `searchengine eval` refused it (--fusion without --mode hybrid); the API ignored the fusion. The other
+    front ends (`query`, the server's /search, the MCP search tool) take no fusion."""
+    engine = SearchEngine.build(["a cat sat on the mat", "stocks fell sharply"], tmp_path / "index", encoder=tiny_encoder)
+    for mode in ("dense", "keyword"):
+        with pytest.raises(SearchEngineError, match=f"and mode='{mode}' fuses nothing: add mode='hybrid'"):
+            engine.search("cat", mode=mode, fusion=Fusion("rrf"))
+        with pytest.raises(SearchEngineError, match=f"and mode='{mode}' fuses nothing"):
+            engine.search_batch(["cat"], mode=mode, fusion=Fusion("rrf"))
+    assert engine.default_mode == "hybrid"
+    for mode in ("hybrid", None):
+        assert engine.search("cat", k=1, mode=mode, fusion=Fusion("rrf"))[0].text == "a cat sat on the mat"
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
@@ -63,3 +82,19 @@ def test_the_cli_checks_a_request_to_a_server_before_sending_it(options: list[st
     result = CliRunner().invoke(app, ["query", "cat", "--server", "http://127.0.0.1:9", *options])
     assert result.exit_code != 0
     assert message in " ".join(result.output.split())
+
+
+def test_help_shows_each_search_option_by_name() -> None:
+    """search and search_batch take **options (Unpack[SearchOptions]): type checkers saw the names, help() did not."""
+    import inspect
+    import pydoc
+
+    from searchengine.engine.index_reader import IndexReader
+    from searchengine.engine.query_request import SearchOptions
+
+    for method in (SearchEngine.search, SearchEngine.search_batch, IndexReader.search_batch):
+        parameters = inspect.signature(method).parameters
+        for name in SearchOptions.__annotations__:
+            assert parameters[name].kind is inspect.Parameter.KEYWORD_ONLY, (method, name)
+        assert parameters["mode"].default is None and parameters["rerank_top"].default == DEFAULT_RERANK_TOP
+        assert "rerank_top: 'int' = 100" in pydoc.render_doc(method, renderer=pydoc.plaintext)

@@ -38,3 +38,18 @@ def test_a_writer_alone_loads_the_index_own_model(tmp_path: Path, tiny_model: Pa
     writer = IndexWriter(path)
     assert writer.add(["one", "two"], JsonFields()).added == 2
     assert writer.encoders.loaded is not None or writer.encoders.onnx is not None
+
+
+def test_search_engine_stays_a_thin_front() -> None:
+    """Issue 40's target: the facade over the reader and the writer is at most 300 lines, its chroma-style and
+    analysis calls in modules of their own that it inherits (so its public calls are unchanged)."""
+    import searchengine.engine.search_engine as module
+    from searchengine.engine.analysis_calls import AnalysisCalls
+    from searchengine.engine.chroma_style import ChromaStyleCalls
+    from searchengine.engine.search_engine import SearchEngine
+
+    lines = len(Path(module.__file__).read_text(encoding="utf-8").splitlines())
+    assert lines <= 300, f"engine/search_engine.py is {lines} lines: move a group of calls into a module of its own"
+    assert issubclass(SearchEngine, ChromaStyleCalls) and issubclass(SearchEngine, AnalysisCalls)
+    for name in ("add", "upsert", "get", "search_by_vector", "cluster", "clustering", "mine", "dedupe", "search"):
+        assert callable(getattr(SearchEngine, name)), name
