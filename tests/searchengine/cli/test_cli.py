@@ -120,6 +120,7 @@ def test_info_json_is_the_manifest_on_disk_and_the_stored_extras(index_dir: Path
     stored = {key: printed[key] for key in ("count", "updated_at", "segments", "size_on_disk")}
     reading = {"fields": {"text": "text", "title": None, "id": None}, "sources": [str(corpus.absolute())]}
     extras = {"clustering": None, "duplicates": 0, "repeats": 0, "keyword_index": True, "reading": reading}
+    extras["template"] = None  # a Flat index has no trained template (engine/retrain_advice.py)
     memory = printed.pop("memory")
     assert printed == {**on_disk, **stored, **extras}  # the manifest, what the store says, and the extras
     assert stored["count"] == {"vectors": 12, "documents": 12, "tombstones": 0}
@@ -145,6 +146,7 @@ def test_info_json_is_the_manifest_on_disk_and_the_stored_extras(index_dir: Path
         "repeats",
         "keyword_index",
         "reading",
+        "template",
     ]
     assert memory["resident"] == memory["codes"] + memory["graph"] + memory["ids"] + memory["fixed"] > 0
 
