@@ -17,9 +17,10 @@ from typing import Any
 
 import numpy as np
 
-from searchengine.cluster.cluster_index import ClusterIndex, CopyState
+from searchengine.cluster.cluster_index import ClusterIndex
 from searchengine.cluster.copy_actors import CopyStarter, start_copy_actor
 from searchengine.cluster.copy_calls import ActorCalls, CopyCalls
+from searchengine.cluster.copy_upkeep import CopyState
 from searchengine.cluster.embedded_model import EmbeddedModel
 from searchengine.cluster.errors import ClusterError
 from searchengine.cluster.manifest import (

@@ -1,0 +1,196 @@
+"""CopyUpkeep: the part of ClusterIndex (cluster_index.py) that reports on and repairs the copies of its shards:
+status (shards, copies, nodes, lag), heal (restart a failed copy, rebuild a lost node's copy elsewhere, catch a copy
+up from a live one's committed files) and rebalance (move copies to a node just added)."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from searchengine.cluster.copy_actors import CopyStarter
+from searchengine.cluster.copy_calls import CopyCalls
+from searchengine.cluster.errors import ClusterError
+from searchengine.cluster.manifest import ClusterManifest, CopyPlace, copy_folder, write_manifest
+from searchengine.cluster.placement import least_loaded, live_nodes
+
+
+@dataclass
+class CopyState:
+    """One copy as the driver knows it: where it is, its handle, whether it answers searches (it is live and holds
+    every acknowledged write of its shard), and the shard's last write it holds."""
+
+    shard: int
+    place: CopyPlace
+    handle: Any = None
+    serving: bool = False
+    sequence: int = 0
+
+
+class CopyUpkeep:
+    """Status and repair of a cluster index's copies; ClusterIndex inherits it and sets these attributes."""
+
+    path: Path
+    manifest: ClusterManifest
+    copies: list[list[CopyState]]
+    calls: CopyCalls
+    starter: CopyStarter
+    sequences: list[int]
+    _locks: list[threading.Lock]
+
+    def status(self) -> dict[str, Any]:
+        """Shards, their copies (node, folder, serving, documents, the writes they lack: `lag`), the live nodes
+        with their copies, and the documents of the cluster (each shard counted from one serving copy)."""
+        nodes = live_nodes()
+        shards, documents = [], 0
+        for shard, states in enumerate(self.copies):
+            copies = []
+            for state in states:
+                entry: dict[str, Any] = {"node": state.place.node, "folder": state.place.folder, "live": False}
+                if state.handle is not None:
+                    try:
+                        entry.update(self.calls.finish(self.calls.start(state.handle, "status"), timeout=10.0))
+                        entry["live"] = True
+                    except Exception:  # noqa: BLE001 (a copy that does not answer is reported as not live)
+                        state.serving = False
+                entry["serving"] = state.serving
+                entry["lag"] = self.sequences[shard] - entry.get("sequence", state.sequence)
+                copies.append(entry)
+            counted = next((c["documents"] for c in copies if c["serving"] and "documents" in c), None)
+            documents += counted or 0
+            shards.append({"shard": shard, "sequence": self.sequences[shard], "documents": counted, "copies": copies})
+        placed = [state.place.node for states in self.copies for state in states]
+        return {
+            "name": self.manifest.name,
+            "version": self.manifest.version,
+            "documents": documents,
+            "shards": shards,
+            "nodes": [{"node": node, "copies": placed.count(node)} for node in sorted(nodes)],
+        }
+
+    def heal(self) -> list[str]:
+        """Bring every shard back to its copies, each serving: a copy whose process failed is started again on its
+        node; one whose node is gone is rebuilt on the live node with fewest copies (not one holding the shard
+        already, where there is another); a copy behind its shard installs a live copy's committed files, sent
+        through Ray, under the shard's write lock (a copy starts without it: writes go on to the serving copies).
+        The manifest is rewritten when a copy moved. Returns what was done, one line each."""
+        done: list[str] = []
+        nodes = live_nodes()
+        moved = False
+        for shard, states in enumerate(self.copies):
+            with self._locks[shard]:
+                source = self._live_source(states)
+                broken = []
+                for state in states:
+                    if state.serving and self._answers(state):
+                        continue
+                    if state.place.node not in nodes:
+                        if source is None:
+                            continue
+                        others = [s.place.node for s in states if s is not state]
+                        placed = [s.place.node for shard_states in self.copies for s in shard_states]
+                        node = least_loaded(nodes, placed, others)
+                        if node is None:
+                            continue
+                        old = state.place
+                        state.place = CopyPlace(
+                            node,
+                            copy_folder(self.manifest.local_root, node, self.manifest.name, self.manifest.build, shard),
+                        )
+                        state.handle, moved = None, True
+                        done.append(f"shard {shard}: copy on lost node {old.node} rebuilt on {node}")
+                    state.serving = False  # until it answers and holds the shard's newest write
+                    broken.append(state)
+            for state in broken:  # started without the shard's lock: its writes go on meanwhile (a start takes seconds)
+                if not self._answers(state):
+                    state.handle = self.starter(state.place, shard, self.manifest.local_root)
+            with self._locks[shard]:
+                source = self._live_source(states)
+                for state in broken:
+                    state.sequence = self._caught_up(state, source, shard, done)
+                    state.serving = state.sequence >= self.sequences[shard] or source is None
+                    if source is None:
+                        self.sequences[shard] = max(self.sequences[shard], state.sequence)
+        if moved:
+            self._save_placement()
+        return done
+
+    def rebalance(self) -> list[str]:
+        """Move copies from the nodes that hold most to those that hold fewest (a node just added), until no node
+        holds two more than another, never a second copy of a shard onto one node. Each move starts the copy on
+        its new node, installs a live copy's committed files there (sent through Ray) under the shard's write lock,
+        rewrites the manifest, and only then removes the old copy. Returns the moves, one line each."""
+        done: list[str] = []
+        nodes = set(live_nodes())
+        while True:
+            load = Counter({node: 0 for node in nodes})
+            load.update(state.place.node for states in self.copies for state in states if state.place.node in nodes)
+            busiest = max(sorted(load), key=lambda node: load[node])
+            idlest = min(sorted(load), key=lambda node: load[node])
+            if load[busiest] - load[idlest] <= 1:
+                return done
+            moving = next(
+                (
+                    state
+                    for states in self.copies
+                    for state in states
+                    if state.place.node == busiest and state.serving and idlest not in {s.place.node for s in states}
+                ),
+                None,
+            )
+            if moving is None:
+                return done
+            self._move(moving, idlest)
+            done.append(f"shard {moving.shard}: copy moved from {busiest} to {idlest}")
+
+    def _move(self, state: CopyState, node: str) -> None:
+        """Put `state`'s copy on `node`: started there, filled from the copy's committed files, then swapped in."""
+        shard = state.shard
+        with self._locks[shard]:
+            manifest = self.manifest
+            place = CopyPlace(node, copy_folder(manifest.local_root, node, manifest.name, manifest.build, shard))
+            handle = self.starter(place, shard, manifest.local_root)
+            files = self.calls.start(state.handle, "committed_files")
+            sequence = self.calls.finish(self.calls.start(handle, "install_files", files))
+            old = state.handle
+            state.place, state.handle, state.sequence = place, handle, sequence
+            state.serving = sequence == self.sequences[shard]
+            self._save_placement()
+        with contextlib.suppress(Exception):  # the old copy's folder goes; a failure leaves only an unnamed folder
+            self.calls.finish(self.calls.start(old, "remove"))
+
+    def _live_source(self, states: list[CopyState]) -> CopyState | None:
+        """A serving copy that answers (the one others catch up from), or None."""
+        return next((state for state in states if state.serving and self._answers(state)), None)
+
+    def _answers(self, state: CopyState) -> bool:
+        if state.handle is None:
+            return False
+        try:
+            state.sequence = self.calls.finish(self.calls.start(state.handle, "sequence"), timeout=10.0)
+            return True
+        except ClusterError:  # started, but holds no index yet
+            return True
+        except Exception:  # noqa: BLE001 (a copy that does not answer is one to restart)
+            return False
+
+    def _caught_up(self, state: CopyState, source: CopyState | None, shard: int, done: list[str]) -> int:
+        """`state`'s sequence number after it installed `source`'s committed files, where it lacked writes."""
+        try:
+            held = self.calls.finish(self.calls.start(state.handle, "sequence"))
+        except ClusterError:
+            held = -1  # a new copy: no index yet
+        if source is None or held >= self.sequences[shard]:
+            return max(held, 0)
+        files = self.calls.start(source.handle, "committed_files")
+        held = self.calls.finish(self.calls.start(state.handle, "install_files", files))
+        done.append(f"shard {shard}: copy on {state.place.node} caught up to write {held} from {source.place.node}")
+        return held
+
+    def _save_placement(self) -> None:
+        placement = tuple(tuple(state.place for state in states) for states in self.copies)
+        self.manifest = self.manifest.with_placement(placement)
+        write_manifest(self.path, self.manifest)
