@@ -28,6 +28,7 @@ from searchengine.indexer.commit.crash_points import crash_point
 from searchengine.indexer.commit.durable_files import file_checksum, fsync_path
 from searchengine.indexer.errors import IndexerError, StorageFullError, storage_error_kind
 from searchengine.indexer.vectors.originals import MappedOriginals, OriginalsRecord, write_originals
+from searchengine.indexer.vectors.recorded_file import check_recorded_size
 from searchengine.indexer.vectors.rescore_depth import default_rescore
 from searchengine.indexer.vectors.shards import merge_found, pool
 from searchengine.indexer.vectors.vector_index import VectorIndex, collect_matrix, training_shortfall
@@ -165,15 +166,7 @@ def load_segment(directory: Path, record: SegmentRecord, dimension: int) -> Segm
     """Read one segment file, checked to be of its recorded size and vector count and of the index's
     `dimension`."""
     path = directory / record.name
-    try:
-        size = path.stat().st_size
-    except OSError:
-        raise IndexerError(f"segment file {path} is missing; rebuild the index") from None
-    if size != record.size:
-        raise IndexerError(
-            f"segment file {path} has {size} bytes but the store says {record.size}: it is truncated or was changed; "
-            "rebuild the index"
-        )
+    check_recorded_size(path, record.size, "segment file", "rebuild the index")
     index = VectorIndex.load(path, record.factory, mapped=True)  # immutable: its codes stay on disk until used
     if index.count != record.vectors:
         raise IndexerError(
@@ -193,15 +186,7 @@ def load_segment(directory: Path, record: SegmentRecord, dimension: int) -> Segm
 def load_originals(directory: Path, record: SegmentRecord, ids: np.ndarray, dimension: int) -> MappedOriginals:
     """The originals file of segment `record` memory-mapped, checked to be of its recorded size."""
     path = directory / record.originals.name
-    try:
-        size = path.stat().st_size
-    except OSError:
-        raise IndexerError(f"originals file {path} is missing; rebuild the index") from None
-    if size != record.originals.size:
-        raise IndexerError(
-            f"originals file {path} has {size} bytes but the store says {record.originals.size}: it is truncated or "
-            "was changed; rebuild the index"
-        )
+    check_recorded_size(path, record.originals.size, "originals file", "rebuild the index")
     return MappedOriginals(path, ids, dimension)
 
 

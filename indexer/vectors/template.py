@@ -27,6 +27,7 @@ from searchengine.indexer.commit.crash_points import crash_point
 from searchengine.indexer.commit.durable_files import file_checksum, fsync_path
 from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.vectors.originals import OriginalsSpool, is_binary, keeps_originals
+from searchengine.indexer.vectors.recorded_file import check_recorded_size
 from searchengine.indexer.vectors.vector_index import VectorIndex
 
 TEMPLATE_PREFIX = "template"
@@ -190,15 +191,7 @@ def load_template(directory: Path, record: TemplateRecord, dimension: int) -> Ve
     """The template file `record` names, checked to be of its recorded size, empty, and of the index's
     `dimension`."""
     path = directory / record.name
-    try:
-        size = path.stat().st_size
-    except OSError:
-        raise IndexerError(f"template file {path} is missing; run `searchengine compact --retrain` on the index") from None
-    if size != record.size:
-        raise IndexerError(
-            f"template file {path} has {size} bytes but the store says {record.size}: it is truncated or was changed; "
-            "run `searchengine compact --retrain` on the index"
-        )
+    check_recorded_size(path, record.size, "template file", "run `searchengine compact --retrain` on the index")
     template = VectorIndex.load(path, record.factory)
     if template.count or template.needs_training or template.dimension != dimension:
         raise IndexerError(
