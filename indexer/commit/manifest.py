@@ -1,11 +1,12 @@
 """The index manifest (manifest.json) as typed records, read and written here only.
 
 It says what an index holds (the model that made its vectors, the whitening, the FAISS type, counts, library
-versions, build times) and which files are current, with their sizes and sha256 checksums. `Manifest.read` checks every key and
-type, so a damaged or hand-edited manifest is one IndexerError naming the file, the key and the fix, never a
-KeyError somewhere else. The JSON is format 1 as written since the first release; the keys added later within
-it (count.tombstones, model.prompt, model.transforms, checksums, passages) are optional, so every format-1 index still
-opens. File names must be plain names inside the index directory: no path separators, no `.` or `..`.
+versions, build times) and which files are current, with their sizes and sha256 checksums. `Manifest.read` checks
+every key and type (key by key: manifest_object.py), so a damaged or hand-edited manifest is one IndexerError naming
+the file, the key and the fix, never a KeyError somewhere else. The JSON is format 1 as written since the first
+release; the keys added later within it (count.tombstones, model.prompt, model.transforms, checksums, passages) are
+optional, so every format-1 index still opens. File names must be plain names inside the index directory: no path
+separators, no `.` or `..`.
 
 A format-1 index built in shards (index.shards > 1, written only then) names one file per shard, roles `vectors.0` to
 `vectors.<shards - 1>`, in place of `vectors`; each has its size and checksum like any other file. A reader
@@ -18,8 +19,9 @@ import json
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
+from searchengine.indexer.commit.manifest_object import REBUILD, ManifestObject
 from searchengine.indexer.errors import IndexerError
 
 FORMAT_VERSION = 2
@@ -30,13 +32,12 @@ READABLE_FORMATS = (1, 2)
 ROLES = ("vectors", "documents", "whitening")
 """The files a format-1 index may name; vectors and documents it always has (vectors as shards: `vector_roles`)."""
 SEGMENT_ROLE = "segment"
+"""Role prefix of a vector segment in a format-2 index's file list (`segment.<name>`), filled in from the store."""
 ORIGINALS_ROLE = "originals"
 """The role of a segment's originals file is its segment's role and this: `segment.<n>.originals`."""
 TEMPLATE_ROLE = "template"
 """The trained template's file name prefix (`template.<n>.faiss`) and, after SEGMENT_ROLE, its role:
 `segment.template` (indexer/vectors/template.py)."""
-"""Role prefix of a vector segment in a format-2 index's file list (`segment.<name>`), filled in from the store."""
-_REBUILD = "rebuild the index from its corpus with `searchengine index`"
 
 
 @dataclass(frozen=True)
@@ -300,7 +301,7 @@ class Manifest:
         try:
             text = path.read_text(encoding="utf-8")
         except UnicodeDecodeError:
-            raise IndexerError(f"{path} is corrupt (it is not UTF-8 text); {_REBUILD}") from None
+            raise IndexerError(f"{path} is corrupt (it is not UTF-8 text); {REBUILD}") from None
         return cls.from_json(text, path)
 
     @classmethod
@@ -309,8 +310,8 @@ class Manifest:
         try:
             data = json.loads(text)
         except ValueError as exc:
-            raise IndexerError(f"{path} is corrupt (not JSON: {exc}); {_REBUILD}") from None
-        top = _Object(data, "", path)
+            raise IndexerError(f"{path} is corrupt (not JSON: {exc}); {REBUILD}") from None
+        top = ManifestObject(data, "", path)
         version = top.get("format_version", "a format number")
         if not isinstance(version, int) or isinstance(version, bool) or version not in READABLE_FORMATS:
             raise IndexerError(
@@ -364,7 +365,7 @@ def is_plain_name(name: str) -> bool:
     return bool(name) and name not in (".", "..") and "/" not in name and "\\" not in name and "\0" not in name
 
 
-def _model_identity(model: _Object) -> ModelIdentity:
+def _model_identity(model: ManifestObject) -> ModelIdentity:
     prompt = model.object("prompt", optional=True)
     transforms = model.typed("transforms", list, "a list of strings", optional=True) or []
     if not all(isinstance(item, str) for item in transforms):
@@ -388,12 +389,12 @@ def _passages_json(passages: PassageSplitting) -> dict[str, Any]:
     return {"tokens": passages.tokens, "overlap": passages.overlap, **({"headings": True} if passages.headings else {})}
 
 
-def _headings(passages: _Object) -> bool:
+def _headings(passages: ManifestObject) -> bool:
     """Whether passages are embedded after their headings: false where the manifest predates the setting."""
     return bool(passages.typed("headings", bool, "true or false", optional=True))
 
 
-def _vector_index_spec(index: _Object) -> VectorIndexSpec:
+def _vector_index_spec(index: ManifestObject) -> VectorIndexSpec:
     return VectorIndexSpec(
         type=index.string("type"),
         metric=index.string("metric"),
@@ -402,7 +403,7 @@ def _vector_index_spec(index: _Object) -> VectorIndexSpec:
     )
 
 
-def _counts(count: _Object) -> Counts:
+def _counts(count: ManifestObject) -> Counts:
     return Counts(
         vectors=count.integer("vectors"),
         documents=count.integer("documents"),
@@ -410,7 +411,7 @@ def _counts(count: _Object) -> Counts:
     )
 
 
-def _files(top: _Object, shards: int, version: int) -> dict[str, StoredFile]:
+def _files(top: ManifestObject, shards: int, version: int) -> dict[str, StoredFile]:
     names = top.object("files").mapping(str, "a file name")
     sizes = top.object("sizes").mapping(int, "a size in bytes")
     checksums_object = top.object("checksums", optional=True)
@@ -438,77 +439,3 @@ def _files(top: _Object, shards: int, version: int) -> dict[str, StoredFile]:
         role: StoredFile(name, None if role in in_place else sizes[role], checksums.get(role), role in in_place)
         for role, name in names.items()
     }
-
-
-_MISSING = object()
-
-
-class _Object:
-    """One JSON object of a manifest, read key by key: a missing key, a null or a value of the wrong type is one
-    IndexerError naming the manifest, the key's dotted path and the fix."""
-
-    def __init__(self, data: object, where: str, path: Path) -> None:
-        self.where, self.path = where, path
-        if not isinstance(data, dict):
-            what = f"key '{where}'" if where else "the manifest"
-            raise IndexerError(f"{path} is corrupt: {what} should be a JSON object, not {_show(data)}; {_REBUILD}")
-        self.data: dict[str, Any] = data
-
-    def fail(self, key: str, problem: str, value: object = _MISSING) -> NoReturn:
-        shown = "" if value is _MISSING else f" (it is {_show(value)})"
-        raise IndexerError(f"{self.path} is corrupt: key '{self._key(key)}' {problem}{shown}; {_REBUILD}")
-
-    def _key(self, key: str) -> str:
-        return f"{self.where}.{key}" if self.where else key
-
-    def get(self, key: str, kind: str, optional: bool = False) -> Any:  # noqa: ANN401 (any JSON value)
-        """The value of `key`; None for an optional key that is absent or null (keys format 1 gained later)."""
-        value = self.data.get(key, _MISSING)
-        if value is _MISSING or value is None:
-            if optional:
-                return None
-            self.fail(key, "is missing" if value is _MISSING else f"is null; it should be {kind}")
-        return value
-
-    def typed(self, key: str, expected: type, kind: str, optional: bool = False) -> Any:  # noqa: ANN401
-        value = self.get(key, kind, optional)
-        if value is not None and not _is(value, expected):
-            self.fail(key, f"should be {kind}", value)
-        return value
-
-    def string(self, key: str) -> str:
-        return self.typed(key, str, "a string")
-
-    def boolean(self, key: str) -> bool:
-        return self.typed(key, bool, "true or false")
-
-    def integer(self, key: str, minimum: int = 0, optional: bool = False) -> int | None:
-        number = self.typed(key, int, "a whole number", optional)
-        if number is not None and number < minimum:
-            self.fail(key, f"should be at least {minimum}", number)
-        return number
-
-    def object(self, key: str, optional: bool = False) -> _Object | None:
-        value = self.get(key, "a JSON object", optional)
-        return None if value is None else _Object(value, self._key(key), self.path)
-
-    def mapping(self, expected: type, kind: str) -> dict[str, Any]:
-        """Every value of this object, each checked to be `expected` (and not negative, if a number)."""
-        for key, value in self.data.items():
-            if value is None:
-                self.fail(key, f"is null; it should be {kind}")
-            if not _is(value, expected):
-                self.fail(key, f"should be {kind}", value)
-            if expected is int and value < 0:
-                self.fail(key, "should be at least 0", value)
-        return dict(self.data)
-
-
-def _is(value: object, expected: type) -> bool:
-    """isinstance, except that JSON true/false are not numbers."""
-    return isinstance(value, expected) and (expected is bool or not isinstance(value, bool))
-
-
-def _show(value: object) -> str:
-    text = json.dumps(value)
-    return text if len(text) <= 40 else text[:37] + "..."
