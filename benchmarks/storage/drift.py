@@ -44,10 +44,10 @@ from searchengine.indexer.commit.manifest import ModelIdentity  # noqa: E402
 from searchengine.indexer.commit.merge_policy import merge, merge_as_needed  # noqa: E402
 from searchengine.indexer.commit.rewrite import commit_generation  # noqa: E402
 from searchengine.indexer.tables.store import Document, DocumentStore  # noqa: E402
+from searchengine.indexer.vectors.build_parts import create_vectors  # noqa: E402
 from searchengine.indexer.vectors.originals import ORIGINALS_SETTING  # noqa: E402
 from searchengine.indexer.vectors.rescore_depth import DEFAULT_RESCORE  # noqa: E402
 from searchengine.indexer.vectors.segments import load_segment_set  # noqa: E402
-from searchengine.indexer.vectors.shards import create_vectors  # noqa: E402
 from searchengine.indexer.vectors.template import RETRAIN_ERROR_RATIO, TemplateRecord  # noqa: E402
 
 from benchmarks.storage.memory_check import DEFAULT_CACHE  # noqa: E402

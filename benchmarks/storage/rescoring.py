@@ -35,8 +35,8 @@ from searchengine.indexer.commit.index_directory import IndexDirectory  # noqa: 
 from searchengine.indexer.commit.manifest import ModelIdentity  # noqa: E402
 from searchengine.indexer.commit.rewrite import commit_generation  # noqa: E402
 from searchengine.indexer.tables.store import Document, DocumentStore  # noqa: E402
+from searchengine.indexer.vectors.build_parts import create_vectors  # noqa: E402
 from searchengine.indexer.vectors.segments import load_segment_set  # noqa: E402
-from searchengine.indexer.vectors.shards import create_vectors  # noqa: E402
 
 K = 10
 BLOCK = re.compile(r"wiki-[0-9a-f]+-(\d+)-(\d+)-[0-9a-f]+\.npy")

@@ -61,7 +61,7 @@ class NewVectors:
             self._index = VectorIndex.create("Flat", self.dimension)
         self._index.add(vectors, ids)
 
-    def remove(self, ids: np.ndarray) -> bool:  # noqa: ARG002 (the Vectors interface)
+    def remove(self, ids: np.ndarray) -> bool:  # noqa: ARG002 (BuildParts' interface)
         return False
 
     def write(self, directory: IndexDirectory, store: DocumentStore) -> SegmentRecord | None:

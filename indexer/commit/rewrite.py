@@ -27,6 +27,7 @@ from searchengine.indexer.commit.manifest_check import BUILT_AS, METRIC, built_a
 from searchengine.indexer.commit.merge_policy import MERGE_LIMIT, build_merge_limit
 from searchengine.indexer.tables.store import DocumentStore
 from searchengine.indexer.upgrades.format_one import add_to_format_one, format_one_segments
+from searchengine.indexer.vectors.build_parts import BuildParts
 from searchengine.indexer.vectors.segments import (
     SegmentRecord,
     SegmentSet,
@@ -34,7 +35,6 @@ from searchengine.indexer.vectors.segments import (
     new_segment_name,
     write_segment,
 )
-from searchengine.indexer.vectors.shards import ShardedVectorIndex, Vectors
 from searchengine.indexer.vectors.template import (
     TemplateRecord,
     TrainedTemplate,
@@ -52,7 +52,7 @@ class IndexRewrite:
     """A writable copy of the current index, inside `rewriting()`: change it, and it is committed whole."""
 
     store: DocumentStore
-    vectors: SegmentSet | Vectors
+    vectors: SegmentSet | BuildParts
     """The index's segments; new vectors (made by another model: `replace_model`) once replaced."""
     whitening: Whitening | None
     manifest: Manifest
@@ -66,7 +66,7 @@ class IndexRewrite:
     new_whitening: bool = False
     """True when `whitening` was refitted (saved as a new file) rather than carried over."""
 
-    def replace_model(self, model: ModelIdentity, vectors: Vectors, whitening: Whitening | None) -> None:
+    def replace_model(self, model: ModelIdentity, vectors: BuildParts, whitening: Whitening | None) -> None:
         """Commit vectors made by another model (and the whitening fitted on them, or none) in place of the old."""
         self.model, self.vectors, self.whitening, self.new_whitening = model, vectors, whitening, True
 
@@ -143,7 +143,7 @@ def commit_generation(
     generation: Generation,
     directory: IndexDirectory,
     store: DocumentStore,
-    vectors: Vectors | SegmentSet | WrittenSegments,
+    vectors: BuildParts | SegmentSet | WrittenSegments,
     whitening: Whitening | None,
     model: ModelIdentity,
     versions: dict[str, str],
@@ -187,14 +187,14 @@ def commit_generation(
 
 
 def save_template(
-    vectors: Vectors | SegmentSet | WrittenSegments, generation: Generation, store: DocumentStore
+    vectors: BuildParts | SegmentSet | WrittenSegments, generation: Generation, store: DocumentStore
 ) -> TemplateRecord | None:
     """Write the trained template of vectors a build trained (indexer/vectors/template.py) as a file of
     `generation`; None for vectors of a type that was not trained here (exact and graph types, segments kept as
     they are, segments Ray workers wrote: their first training merge, or `compact --retrain`, makes theirs)."""
     if isinstance(vectors, SegmentSet | WrittenSegments):
         return None
-    first = vectors.shards[0] if isinstance(vectors, ShardedVectorIndex) else vectors
+    first = vectors.first
     if first.training_probe is None:
         return None
     template = template_of(first)
@@ -204,17 +204,15 @@ def save_template(
     return write_template(generation.directory.path, trained, name, store.next_id(), mode_of=store.path)
 
 
-def save_segments(vectors: Vectors | SegmentSet | WrittenSegments, generation: Generation) -> list[SegmentRecord]:
-    """Write each part of `vectors` (a shard, a segment, or the one index) as a segment file of `generation`;
-    segments already written (by Ray workers) are named as they are."""
+def save_segments(vectors: BuildParts | SegmentSet | WrittenSegments, generation: Generation) -> list[SegmentRecord]:
+    """Write each part of `vectors` (a build's part, or a segment) as a segment file of `generation`; segments
+    already written (by Ray workers) are named as they are."""
     if isinstance(vectors, WrittenSegments):
         return list(vectors.records)
-    if isinstance(vectors, ShardedVectorIndex):
-        parts = vectors.shards
-    elif isinstance(vectors, SegmentSet):
+    if isinstance(vectors, SegmentSet):
         parts = [segment.index for segment in vectors.segments]
     else:
-        parts = [vectors]
+        parts = vectors.parts
     records = []
     for part in parts:
         if part.count:

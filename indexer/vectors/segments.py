@@ -30,7 +30,7 @@ from searchengine.indexer.errors import IndexerError, StorageFullError, storage_
 from searchengine.indexer.vectors.originals import MappedOriginals, OriginalsRecord, write_originals
 from searchengine.indexer.vectors.recorded_file import check_recorded_size
 from searchengine.indexer.vectors.rescore_depth import default_rescore
-from searchengine.indexer.vectors.shards import merge_found, pool
+from searchengine.indexer.vectors.top_k import merge_found, pool
 from searchengine.indexer.vectors.vector_index import VectorIndex, collect_matrix, training_shortfall
 
 SMALL_SEGMENT_LIMIT = 50_000
@@ -268,7 +268,7 @@ class SegmentSet:
             raise IndexerError(f"no vector with id {int(ids[~found][0])} in the index")
         return out
 
-    def remove(self, ids: np.ndarray) -> bool:  # noqa: ARG002 (the Vectors interface)
+    def remove(self, ids: np.ndarray) -> bool:  # noqa: ARG002 (BuildParts' interface)
         """Segments are immutable: deleted vectors are tombstoned by the caller until a merge drops them."""
         return False
 

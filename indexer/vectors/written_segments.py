@@ -58,6 +58,6 @@ class WrittenSegments:
                     )
             self.records.append(record)
 
-    def remove(self, ids: np.ndarray) -> bool:  # noqa: ARG002 (the Vectors interface)
+    def remove(self, ids: np.ndarray) -> bool:  # noqa: ARG002 (BuildParts' interface)
         """Segments are immutable: the caller tombstones the vectors a build does not keep."""
         return False

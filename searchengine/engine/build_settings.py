@@ -79,7 +79,7 @@ class BuildSettings:
     the stored text, spans and snippets stay the document's own. Recorded in the index, so `add` and `sync`
     embed the same way. False embeds the passage alone (as indexes built before this setting do).
     progress: show progress bars.
-    shards: split the vectors over this many FAISS indexes, searched together (searchengine.indexer.vectors.shards);
+    shards: split the vectors over this many segments, searched together (searchengine.indexer.vectors.build_parts);
     default 1. Not with `ray`, whose workers write the segments (one per part of the corpus, searched
     together as shards are).
     ray: embed on a Ray cluster (searchengine.engine.ray_embedding); the corpus (and `whiten_fit`) must then be

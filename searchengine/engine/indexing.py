@@ -29,9 +29,9 @@ from searchengine.indexer.commit.live_write import NewVectors, writing_in_place
 from searchengine.indexer.commit.manifest import PassageSplitting
 from searchengine.indexer.commit.rewrite import commit_generation
 from searchengine.indexer.tables.store import Document, DocumentStore
+from searchengine.indexer.vectors.build_parts import BuildParts, create_vectors
 from searchengine.indexer.vectors.index_choice import MEMORY_BUDGET, choice_reason
 from searchengine.indexer.vectors.originals import ORIGINALS_SETTING, keeps_originals, original_type
-from searchengine.indexer.vectors.shards import Vectors, create_vectors
 from searchengine.indexer.vectors.vector_index import default_factory
 from searchengine.indexer.vectors.whitening import CovarianceAccumulator, Whitening
 from searchengine.indexer.vectors.written_segments import WrittenSegments
@@ -110,7 +110,7 @@ class IndexSettings:
     passage_headings: bool = PASSAGE_HEADINGS_BY_DEFAULT
     """Embed each passage after its heading (searchengine.encoding.passage_headings), with passages only."""
     shards: int = 1
-    """FAISS indexes to split the vectors over (searchengine.indexer.vectors.shards); 1: one index."""
+    """Segments to split the build's vectors over (searchengine.indexer.vectors.build_parts); 1: one."""
     reading: dict[str, Any] | None = None
     """How the input was read (fields, folders and their rules), recorded so `add` and `sync` read alike."""
     whitening: Whitening | None = None
@@ -166,7 +166,7 @@ def build_index(
         report.index_type_chosen = settings.index_type is None
         if report.index_type_chosen:
             report.index_type_reason = choice_reason(report.index_type, total, dimension, settings.memory_budget)
-        vectors: Vectors | WrittenSegments = create_vectors(
+        vectors: BuildParts | WrittenSegments = create_vectors(
             report.index_type, dimension, settings.shards, settings.originals
         )
         if keeps_originals(report.index_type):  # what later merges keep them as
@@ -354,7 +354,7 @@ def _store_and_adopt(
 
 
 def drop_vectors(
-    store: DocumentStore, vectors: Vectors | NewVectors | WrittenSegments, ids: list[int] | np.ndarray
+    store: DocumentStore, vectors: BuildParts | NewVectors | WrittenSegments, ids: list[int] | np.ndarray
 ) -> None:
     """Remove deleted documents' vectors, or tombstone them where the index type cannot remove in place."""
     if len(ids) and not vectors.remove(np.asarray(ids, dtype=np.int64)):
@@ -363,7 +363,7 @@ def drop_vectors(
 
 def _stream_and_add(
     store: DocumentStore,
-    vectors: Vectors | NewVectors,
+    vectors: BuildParts | NewVectors,
     encoder: Encoder | None,
     chunks: Iterable[Chunk],
     whitening: Whitening | None,
@@ -385,7 +385,7 @@ def _stream_and_add(
 def _spool_and_add(
     generation: Generation,
     store: DocumentStore,
-    vectors: Vectors,
+    vectors: BuildParts,
     encoder: Encoder,
     chunks: Iterable[Chunk],
     fit_k: int | None,
@@ -430,7 +430,7 @@ def add_spooled(
     dimension: int,
     ids: np.ndarray,
     removed: set[int],
-    vectors: Vectors,
+    vectors: BuildParts,
     whitening: Whitening | None,
     progress: bool,
 ) -> None:

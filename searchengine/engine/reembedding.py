@@ -18,7 +18,7 @@ from searchengine.errors import SearchEngineError
 from searchengine.indexer.commit.index_directory import IndexDirectory
 from searchengine.indexer.commit.manifest import spec_inside
 from searchengine.indexer.commit.rewrite import rewriting
-from searchengine.indexer.vectors.shards import create_vectors
+from searchengine.indexer.vectors.build_parts import create_vectors
 from searchengine.indexer.vectors.whitening import CovarianceAccumulator, Whitening
 
 if TYPE_CHECKING:  # the encoder (torch, transformers) is imported only by what encodes

@@ -10,7 +10,7 @@ from searchengine.indexer.commit.index_directory import IndexDirectory
 from searchengine.indexer.commit.manifest import ModelIdentity
 from searchengine.indexer.commit.rewrite import commit_generation
 from searchengine.indexer.tables.store import Document, DocumentStore
-from searchengine.indexer.vectors.shards import create_vectors
+from searchengine.indexer.vectors.build_parts import create_vectors
 
 DIMENSION = 8
 MODEL = ModelIdentity("tiny", "default", "0123456789abcdef", "mean", True, DIMENSION, 64)

@@ -117,7 +117,7 @@ import numpy as np
 from searchengine.indexer.commit.index_directory import IndexDirectory
 from searchengine.indexer.commit.rewrite import commit_generation
 from searchengine.indexer.tables.store import Document, DocumentStore
-from searchengine.indexer.vectors.shards import create_vectors
+from searchengine.indexer.vectors.build_parts import create_vectors
 from tests.indexer.small_index import DIMENSION, MODEL, unit_vectors
 
 directory = IndexDirectory(sys.argv[1])

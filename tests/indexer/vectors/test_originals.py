@@ -16,9 +16,9 @@ from searchengine.indexer.commit.merge_policy import merge
 from searchengine.indexer.commit.rewrite import commit_generation
 from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.tables.store import Document, DocumentStore
+from searchengine.indexer.vectors.build_parts import create_vectors
 from searchengine.indexer.vectors.originals import ORIGINALS_SETTING, keeps_originals, original_type
 from searchengine.indexer.vectors.segments import SegmentSet, load_segment_set
-from searchengine.indexer.vectors.shards import create_vectors
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "stsb_vectors.npy"
 QUERIES = 200

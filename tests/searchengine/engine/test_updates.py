@@ -40,7 +40,7 @@ def _documents(count: int = 64) -> list[Document]:
 )
 def engine(request: pytest.FixtureRequest, tmp_path: Path, tiny_encoder: Encoder) -> SearchEngine:
     """An index of each kind the update paths treat differently: removable in place or tombstoned, trained, and
-    split over shards (searchengine.indexer.vectors.shards)."""
+    split over shards (searchengine.indexer.vectors.build_parts: a segment each)."""
     index, shards = request.param
     return SearchEngine.build(
         _documents(),
