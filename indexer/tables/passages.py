@@ -24,7 +24,7 @@ TABLE = "passages"
 
 
 def create_passages_table(db: sqlite_utils.Database) -> None:
-    """The table, where it is missing (a base table of indexer/upgrades/migrations.py)."""
+    """The table, where it is missing (a base table: upgrade step 2, indexer/upgrades/base_tables.py)."""
     if TABLE not in db.table_names():
         db[TABLE].create({"id": int, "document": int, "start": int, "end": int}, pk="id")
         db[TABLE].create_index(["document"], index_name=f"{TABLE}_document")

@@ -256,7 +256,7 @@ def _row(record: SegmentRecord, position: int) -> tuple:
 
 
 def create_tables(db: sqlite_utils.Database) -> None:
-    """The segments and state tables (migration 1 of indexer/upgrades/migrations.py)."""
+    """The segments and state tables (upgrade step 3, migration 1: indexer/upgrades/segment_tables.py)."""
     db.execute(
         f"CREATE TABLE IF NOT EXISTS {TABLE} (name TEXT PRIMARY KEY, factory TEXT NOT NULL, vectors INTEGER NOT NULL, "
         "size INTEGER NOT NULL, checksum TEXT NOT NULL, first_id INTEGER NOT NULL, last_id INTEGER NOT NULL, "
@@ -266,8 +266,8 @@ def create_tables(db: sqlite_utils.Database) -> None:
 
 
 def create_originals_table(db: sqlite_utils.Database) -> None:
-    """The originals files of segments (migration 4 of indexer/upgrades/migrations.py): one row per segment that
-    keeps them, removed with it."""
+    """The originals files of segments (upgrade step 7, migration 5: indexer/upgrades/originals_table.py): one row
+    per segment that keeps them, removed with it."""
     db.execute(
         f"CREATE TABLE IF NOT EXISTS {ORIGINALS_TABLE} (segment TEXT PRIMARY KEY, name TEXT NOT NULL, "
         "size INTEGER NOT NULL, checksum TEXT NOT NULL)"
@@ -275,7 +275,8 @@ def create_originals_table(db: sqlite_utils.Database) -> None:
 
 
 def create_template_table(db: sqlite_utils.Database) -> None:
-    """The index's trained template (migration 6 of indexer/upgrades/migrations.py): at most one row."""
+    """The index's trained template (upgrade step 8, migration 6: indexer/upgrades/template_table.py): at most one
+    row."""
     db.execute(
         f"CREATE TABLE IF NOT EXISTS {TEMPLATE_TABLE} (name TEXT PRIMARY KEY, factory TEXT NOT NULL, "
         "size INTEGER NOT NULL, checksum TEXT NOT NULL, trained_vectors INTEGER NOT NULL, training_error REAL, "

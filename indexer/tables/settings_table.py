@@ -17,7 +17,7 @@ TABLE = "build_settings"
 
 
 def create_table(db: sqlite_utils.Database) -> None:
-    """The table (migration 3 of indexer/upgrades/migrations.py)."""
+    """The table (upgrade step 5, migration 3: indexer/upgrades/build_settings_table.py)."""
     db.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
 
 

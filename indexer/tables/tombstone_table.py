@@ -17,7 +17,7 @@ TABLE = "tombstones"
 
 
 def create_tombstones_table(db: sqlite_utils.Database) -> None:
-    """The table, where it is missing (a base table of indexer/upgrades/migrations.py)."""
+    """The table, where it is missing (a base table: upgrade step 2, indexer/upgrades/base_tables.py)."""
     if TABLE not in db.table_names():
         db[TABLE].create({"id": int}, pk="id")
 

@@ -25,7 +25,8 @@ def format_one_segments(directory: IndexDirectory, manifest: Manifest) -> Segmen
         index = VectorIndex.load(path, manifest.index.type)
         ids = np.sort(index.ids())
         first, last = (int(ids[0]), int(ids[-1])) if len(ids) else (0, -1)
-        record = SegmentRecord(stored.name, index.factory, index.count, path.stat().st_size, stored.checksum or "", first, last)
+        size = path.stat().st_size
+        record = SegmentRecord(stored.name, index.factory, index.count, size, stored.checksum or "", first, last)
         segments.append(Segment(record, index, ids))
     return SegmentSet(segments, manifest.index.type, manifest.index.dimension)
 

@@ -1,69 +1,34 @@
-"""Upgrade steps 3 and on that change the store's schema: numbered changes applied in order, each once (as simonw/llm's
+"""The store's numbered schema changes, upgrade steps 3 to 8, applied in order, each once (as simonw/llm's
 embeddings_migrations.py does); a store records which it has had in `schema_migrations`, under the numbers they
 were first given there (step n is recorded as n - 2: steps 1 and 2 predate the record, indexer/upgrades/chain.py).
-Every change is one function here, appended, never edited."""
+Each change is a module of its own in this package, appended to MIGRATIONS, never edited."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from searchengine.indexer.tables.counters import create_counters
-from searchengine.indexer.tables.row_checksums import create_row_checksums, record_missing_row_checksums
-from searchengine.indexer.tables.segment_table import create_originals_table, create_tables, create_template_table
-from searchengine.indexer.tables.settings_table import create_table as create_settings
+from searchengine.indexer.upgrades.build_settings_table import build_settings
+from searchengine.indexer.upgrades.document_checksums import row_checksums
+from searchengine.indexer.upgrades.document_counters import counters
+from searchengine.indexer.upgrades.originals_table import segment_originals
+from searchengine.indexer.upgrades.segment_tables import segments
+from searchengine.indexer.upgrades.template_table import vector_template
 
 if TYPE_CHECKING:
     import sqlite_utils
 
 TABLE = "schema_migrations"
 
-
-def _segments(db: sqlite_utils.Database) -> None:
-    """1 (step 3): vector segments named by the store, and the commit state (format 2)."""
-    create_tables(db)
-
-
-def _counters(db: sqlite_utils.Database) -> None:
-    """2 (step 4): document and passage counts kept by triggers (indexer/tables/counters.py), read in one row, not
-    a scan."""
-    create_counters(db)
-
-
-def _build_settings(db: sqlite_utils.Database) -> None:
-    """3 (step 5): how the index reads its input (indexer/tables/settings_table.py), so `add` and `sync` read it
-    the same way."""
-    create_settings(db)
-
-
-def _row_checksums(db: sqlite_utils.Database) -> None:
-    """4 (step 6): a checksum of every document row (indexer/tables/row_checksums.py), so `verify` sees a letter
-    changed inside a stored text; the rows already stored are summed here, once (a full read of the table)."""
-    create_row_checksums(db)
-    record_missing_row_checksums(db)
-
-
-def _segment_originals(db: sqlite_utils.Database) -> None:
-    """5 (step 7): the original vectors' file of each segment whose codes are approximate
-    (indexer/vectors/originals.py), named with its size and checksum."""
-    create_originals_table(db)
-
-
-def _vector_template(db: sqlite_utils.Database) -> None:
-    """6 (step 8): the trained template of an index of a trained type (indexer/vectors/template.py), named with its
-    size and checksum; an index built before has none until a merge trains one or `compact --retrain`."""
-    create_template_table(db)
-
-
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
-    _segments,
-    _counters,
-    _build_settings,
-    _row_checksums,
-    _segment_originals,
-    _vector_template,
+    segments,  # 1, step 3 (segment_tables.py)
+    counters,  # 2, step 4 (document_counters.py)
+    build_settings,  # 3, step 5 (build_settings_table.py)
+    row_checksums,  # 4, step 6 (document_checksums.py)
+    segment_originals,  # 5, step 7 (originals_table.py)
+    vector_template,  # 6, step 8 (template_table.py)
 ]
-"""In order: migration n is MIGRATIONS[n - 1]."""
+"""In order: migration n is MIGRATIONS[n - 1], recorded under its function's name."""
 
 
 def applied(db: sqlite_utils.Database) -> int:
