@@ -11,6 +11,11 @@ class UnknownCollectionError(SearchEngineError):
     """A server of collections holds none of that name (HTTP 404)."""
 
 
+class UnavailableError(SearchEngineError):
+    """Part of what a request needs cannot answer now, and the request asked for a whole answer (a shard of a
+    cluster index with no live copy, searched with all_shards): retry once it is back (HTTP 503)."""
+
+
 class UnknownModelError(SearchEngineError):
     """A server embeds with no model of that name (/v1/embeddings' `model`: HTTP 400 with OpenAI's code
     model_not_found)."""

@@ -165,8 +165,25 @@ class ClusterIndex(CopyUpkeep):
         retrieval = mode_named(request.mode or DEFAULT_MODE)
         if retrieval.name not in BUILT_IN_MODES:
             raise ClusterError(f"a cluster searches in modes {', '.join(BUILT_IN_MODES)}, not {retrieval.name!r}")
-        sides, fusion = retrieval.sides, request.fusion or DEFAULT_FUSION
-        texts = list(request.queries)
+        return self._answer(list(request.queries), request, retrieval.sides, None, all_shards)
+
+    def search_by_vector(
+        self, vector: object, k: int = 10, where: Filters = None, *, min_score: float | None = None, all_shards: bool = False
+    ) -> ClusterAnswer:
+        """The k documents nearest to `vector` over the whole cluster: dense search with nothing encoded (the vector
+        is in the shards' space, the model's own: engine/given_vectors.py)."""
+        from searchengine.engine.given_vectors import given_vector
+
+        rows = given_vector(vector, self.encoder.dimension)
+        request = QueryRequest(["a vector"], k, where, mode="dense", min_score=min_score)  # checks k, where, min_score
+        return self._answer([""], request, ("dense",), rows, all_shards)
+
+    def _answer(
+        self, texts: list[str], request: QueryRequest, sides: tuple[str, ...], given: np.ndarray | None, all_shards: bool
+    ) -> ClusterAnswer:
+        """search_batch's answer to `request` (its texts `texts`, searched by `sides`); `given`: the queries' vectors
+        (dense only), given instead of encoding `texts`."""
+        fusion = request.fusion or DEFAULT_FUSION
         order = self._copy_order()
         plans: list[KeywordPlan] | None = None
         average_length = 0.0
@@ -180,7 +197,7 @@ class ClusterIndex(CopyUpkeep):
             average_length = total.average_length
             order = self._prefer(order, statistics)
         else:
-            vectors = self.query_vectors(texts)
+            vectors = self.query_vectors(texts) if given is None else given
         depth = max(request.k, fusion.depth) if len(sides) > 1 else request.k
         query = ShardQuery(
             sides,
@@ -210,7 +227,7 @@ class ClusterIndex(CopyUpkeep):
             hits = [[hit for hit in found if hit.score >= request.min_score] for found in hits]
         missing = tuple(shard for shard in range(self.shards) if shard not in answers or shard in unread)
         if missing and all_shards:
-            raise ShardsUnavailableError(list(missing), self.shards)
+            raise ShardsUnavailableError.of(list(missing), self.shards)
         return ClusterAnswer(hits, self.shards, self.shards - len(missing), missing)
 
     def query_vectors(self, texts: list[str]) -> np.ndarray:
@@ -352,7 +369,7 @@ class ClusterIndex(CopyUpkeep):
         found = self._round(self._copy_order(), "documents", where)
         missing = tuple(shard for shard in range(self.shards) if shard not in found)
         if missing and all_shards:
-            raise ShardsUnavailableError(list(missing), self.shards)
+            raise ShardsUnavailableError.of(list(missing), self.shards)
         documents = [document for shard in sorted(found) for document in found[shard][1]]
         return documents, ClusterAnswer([], self.shards, self.shards - len(missing), missing)
 

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-from searchengine.errors import SearchEngineError
+from searchengine.errors import SearchEngineError, UnavailableError
 
 
 class ClusterError(SearchEngineError):
     """A cluster index cannot do what was asked (no manifest, a bad setting, a write no copy took)."""
 
 
-class ShardsUnavailableError(ClusterError):
-    """A request that asked for every shard found some shard without a live copy."""
+class ShardsUnavailableError(ClusterError, UnavailableError):
+    """A request that asked for every shard found some shard without a live copy (HTTP 503). Made from its
+    message, as every SearchEngineError is (searchengine.Client raises the class a server names); `of` writes it."""
 
-    def __init__(self, missing: list[int], total: int) -> None:
-        self.missing = missing
+    @classmethod
+    def of(cls, missing: list[int], total: int) -> ShardsUnavailableError:
+        """The error for the shards `missing` of `total`."""
         shards = ", ".join(map(str, missing))
-        super().__init__(
+        return cls(
             f"{len(missing)} of {total} shards have no live copy (shard {shards}): retry once their nodes are back "
             "or their copies are rebuilt (ClusterIndex.heal), or search without all_shards=True for a partial answer"
         )

@@ -55,6 +55,7 @@ class SearchOptions(TypedDict, total=False):
     highlight: bool
     mode_options: Mapping[str, Any] | None
     rescore: int | None
+    all_shards: bool
 
 
 RESCORE_LIMIT = 100_000
@@ -93,6 +94,9 @@ class QueryRequest:
     before the k best come back (at least k; 0: the codes' own scores, except binary codes, whose k candidates are
     always scored from the originals). None: each segment type's default (100; 300 for product quantization:
     searchengine.indexer.vectors.rescore_depth). Exact index types (Flat, HNSW32) keep no originals and ignore it.
+    all_shards: a whole answer or none. A cluster index with a shard that has no live copy then raises
+    ShardsUnavailableError (an UnavailableError: HTTP 503) instead of answering from the other shards, flagged
+    partial. One index is always whole.
     """
 
     queries: Sequence[str]
@@ -107,6 +111,7 @@ class QueryRequest:
     mode_options: Mapping[str, Any] | None = None
     """Options of the mode itself, such as mmr's {"fetch_k": 20, "lambda_mult": 0.5}; refused by a mode without."""
     rescore: int | None = None
+    all_shards: bool = False
     conditions: list[Filter] = field(init=False, repr=False, compare=False)
     """`where` read once, as the filters every one of them must meet (what the search runs on)."""
 
@@ -129,6 +134,8 @@ class QueryRequest:
                     f"rescore must be a whole number from 0 (off) to {RESCORE_LIMIT:,}, such as 100, not {rescore!r}"
                 )
             object.__setattr__(self, "rescore", int(rescore))
+        if not isinstance(self.all_shards, bool):
+            raise SearchEngineError(f"all_shards is true or false, not {self.all_shards!r}")
         score = self.min_score
         if score is not None:
             if isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score):

@@ -15,7 +15,7 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from searchengine.errors import ApiKeyError, SearchEngineError, ServerUnreachableError
+from searchengine.errors import ApiKeyError, SearchEngineError, ServerUnreachableError, UnavailableError
 from searchengine.indexer import errors as indexer_errors
 
 if TYPE_CHECKING:
@@ -30,6 +30,7 @@ ERROR_OF_STATUS = {
     401: ApiKeyError,
     404: indexer_errors.UnknownDocumentError,
     409: indexer_errors.IndexLockedError,
+    503: UnavailableError,
     507: indexer_errors.StorageFullError,
 }
 """The class of an error answered without the header (another proxy, an older server), by its status."""
@@ -83,7 +84,7 @@ class Client:
         """POST /search: one {"query", "mode", "rerank", "hits"} per query, as `searchengine query --json` prints."""
         if isinstance(queries, str):
             raise SearchEngineError(f"give a list of queries, not the string {queries!r}; write [{queries!r}]")
-        unknown = set(options) - {"mode", "rerank", "rerank_top", "min_score", "highlight", "mode_options", "rescore"}
+        unknown = set(options) - {"mode", "rerank", "rerank_top", "min_score", "highlight", "mode_options", "rescore", "all_shards"}
         if unknown:
             raise SearchEngineError(f"unknown search option {', '.join(sorted(unknown))} for a server")
         body = {"queries": queries, "k": k, "where": _where(where), **options}

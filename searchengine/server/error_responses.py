@@ -1,7 +1,8 @@
 """Every error the server answers is `{"error": "one line"}` (under /v1/, OpenAI's shape: `{"error": {"message":
-"one line", "type", "param", "code"}}`, where OpenAI's clients read the reason): 400 for a bad request, 401 without the API key, 404
-for an unknown id or path, 409 while another process writes the index, 413 for an oversize body, 507 when the
-index's disk is full, 500 otherwise (a file of the index this server may not write among them)."""
+"one line", "type", "param", "code"}}`, where OpenAI's clients read the reason): 400 for a bad request, 401 without
+the API key, 404 for an unknown id or path, 409 while another process writes the index, 413 for an oversize body,
+503 when a request that asked for a whole answer (all_shards) finds a shard of a cluster index with no live copy,
+507 when the index's disk is full, 500 otherwise (a file of the index this server may not write among them)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from searchengine.errors import SearchEngineError, UnknownCollectionError, UnknownModelError
+from searchengine.errors import SearchEngineError, UnavailableError, UnknownCollectionError, UnknownModelError
 from searchengine.indexer.errors import (
     IndexLockedError,
     StorageFullError,
@@ -30,9 +31,10 @@ STATUS_OF_ERROR = {
     IndexLockedError: 409,
     StorageFullError: 507,
     StoragePermissionError: 500,
+    UnavailableError: 503,
 }
 """The status of a SearchEngineError of these kinds (any other: 400, the request's fault). A full disk or a file
-the server may not write is the server's to fix, not the client's."""
+the server may not write is the server's to fix, not the client's; so is a shard that cannot answer."""
 
 
 OPENAI_PATH = re.compile(r"(/collections/[^/]+)?/v1/")

@@ -24,6 +24,10 @@ RESCORE_HELP = (
     "On an index with compressed codes (PQ, SQ8, LSH): candidates per segment rescored exactly from the original "
     "vectors on disk (0: off; the library's default when missing)."
 )
+ALL_SHARDS_HELP = (
+    "A whole answer or none: on a cluster index with a shard that has no live copy, answer 503 rather than hits "
+    "from the other shards flagged partial. One index is always whole."
+)
 MIN_SCORE_HELP = (
     "Leave out hits scored below this (cosine in dense mode, 0..1 in keyword and hybrid), so that a query with no "
     "good answer gets none."
@@ -77,6 +81,7 @@ class SearchRequest(BaseModel):
         None, description='Options of the mode itself: mmr takes {"fetch_k": 20, "lambda_mult": 0.5}.'
     )
     rescore: int | None = Field(None, ge=0, le=RESCORE_LIMIT, description=RESCORE_HELP)
+    all_shards: bool = Field(False, description=ALL_SHARDS_HELP)
 
     @model_validator(mode="after")
     def _queries_or_vector(self) -> SearchRequest:
@@ -88,6 +93,9 @@ class SearchRequest(BaseModel):
             raise ValueError("give queries or a vector, not both")
         elif self.mode not in (None, "dense") or self.rerank is not None or self.rerank_top is not None or self.highlight:
             raise ValueError("a search by vector is dense and takes k, where and min_score only (no mode, rerank, highlight)")
+        elif self.all_shards:
+            raise ValueError("a search by vector takes k, where and min_score only: drop all_shards (its answer says "
+                             "how many shards answered)")
         return self
 
 

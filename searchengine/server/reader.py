@@ -56,6 +56,8 @@ class SearchOptions:
     """The mode's own options (QueryRequest.mode_options), as pairs so that equal ones group."""
     rescore: int | None = None
     """Candidates rescored from the originals (SearchEngine.search's rescore); None: the library's default."""
+    all_shards: bool = False
+    """A whole answer or an error (QueryRequest.all_shards): a cluster index's shards must all answer."""
 
 
 @dataclass
@@ -257,6 +259,7 @@ class BatchingReader:
                     options.highlight,
                     dict(options.mode_options) or None,
                     options.rescore,
+                    options.all_shards,
                 )
                 results = engine.answer(request)
             except Exception as exc:  # noqa: BLE001 (each query of the group gets the error, in its caller)

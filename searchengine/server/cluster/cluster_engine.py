@@ -73,7 +73,7 @@ class ClusterEngine:
     # reading ----------------------------------------------------------------------------------------------------
     def answer(self, request: QueryRequest) -> list[list[Hit]]:
         """Each query's hits over the whole cluster (ClusterIndex.search_batch), each list a ShardedHits saying how
-        many shards answered."""
+        many shards answered; with `all_shards`, ShardsUnavailableError rather than a partial answer."""
         if request.rerank is not None:
             raise ClusterError("a cluster index does not rerank: leave out rerank (and rerank_top)")
         found = self.cluster.search_batch(
@@ -83,6 +83,7 @@ class ClusterEngine:
             mode=request.mode,
             fusion=request.fusion,
             min_score=request.min_score,
+            all_shards=request.all_shards,
         )
         results: list[list[Hit]] = found.hits
         if request.highlight:
@@ -92,6 +93,11 @@ class ClusterEngine:
             sides = mode_named(request.mode or self.default_mode).sides
             results = with_highlights(request.queries, results, sides, self.cluster.query_vectors)
         return [ShardedHits(hits, shards=found.shards, answered=found.answered) for hits in results]
+
+    def search_by_vector(self, vector: object, k: int, where: Any, all_shards: bool = False) -> list[Hit]:  # noqa: ANN401
+        """The k documents nearest to `vector` over the whole cluster (ClusterIndex.search_by_vector), as a ShardedHits."""
+        found = self.cluster.search_by_vector(vector, k, where, all_shards=all_shards)
+        return ShardedHits(found.hits[0], shards=found.shards, answered=found.answered)
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors as the shards store them: the encoder's output, L2-normalised (a cluster has no whitening)."""

@@ -15,6 +15,7 @@ from searchengine.errors import SearchEngineError
 from searchengine.server.limits import MAX_FILTERS, MAX_K
 from searchengine.server.metrics import ServerMetrics
 from searchengine.server.models import (
+    ALL_SHARDS_HELP,
     HIGHLIGHT_HELP,
     MIN_SCORE_HELP,
     MODE_FIELD_HELP,
@@ -45,6 +46,7 @@ async def search(
     min_score: Annotated[float | None, Query(allow_inf_nan=False, description=MIN_SCORE_HELP)] = None,
     highlight: Annotated[bool, Query(description=HIGHLIGHT_HELP)] = False,
     rescore: Annotated[int | None, Query(ge=0, le=RESCORE_LIMIT, description=RESCORE_HELP)] = None,
+    all_shards: Annotated[bool, Query(description=ALL_SHARDS_HELP)] = False,
 ) -> dict[str, Any]:
     """The k documents that best match `q`, best first (`searchengine query "q" --json`)."""
     request = SearchRequest.model_construct(  # the values were checked as query parameters
@@ -57,6 +59,7 @@ async def search(
         min_score=min_score,
         highlight=highlight,
         rescore=rescore,
+        all_shards=all_shards,
     )
     return (await _search(index, metrics, request))[0]
 
@@ -76,9 +79,12 @@ async def _search_by_vector(index: ServedIndex, request: SearchRequest) -> dict[
 
     def search(engine: SearchEngine) -> list[Hit]:
         hits = engine.search_by_vector(vector, k, where)
-        return hits if floor is None else [hit for hit in hits if hit.score >= floor]
+        if floor is not None:
+            hits[:] = [hit for hit in hits if hit.score >= floor]  # in place: a cluster's ShardedHits stays one
+        return hits
 
-    return result_record(None, "dense", await answer(index.reader.run(search)))
+    hits = await answer(index.reader.run(search))
+    return {**result_record(None, "dense", hits), **shards_record(hits)}
 
 
 async def _search(index: ServedIndex, metrics: ServerMetrics, request: SearchRequest) -> list[dict[str, Any]]:
@@ -86,7 +92,7 @@ async def _search(index: ServedIndex, metrics: ServerMetrics, request: SearchReq
     where a bad query would fail the other clients' queries batched with it."""
     asked = QueryRequest(
         request.queries, request.k, tuple(request.where), request.mode, None, request.rerank, request.rerank_top,
-        request.min_score, request.highlight, request.mode_options, request.rescore
+        request.min_score, request.highlight, request.mode_options, request.rescore, request.all_shards
     )
     rerank = asked.rerank
     if rerank is not None and rerank not in index.rerank:
@@ -98,7 +104,8 @@ async def _search(index: ServedIndex, metrics: ServerMetrics, request: SearchReq
     mode = asked.mode or index.reader.default_mode
     chosen = tuple(sorted((asked.mode_options or {}).items()))
     options = SearchOptions(
-        asked.k, asked.where, mode, rerank, top, asked.min_score, asked.highlight, chosen, asked.rescore
+        asked.k, asked.where, mode, rerank, top, asked.min_score, asked.highlight, chosen, asked.rescore,
+        asked.all_shards,
     )
     start = time.perf_counter()
     results = await answer(index.reader.search(request.queries, options))

@@ -80,6 +80,10 @@ def assert_same_as_one_index(index: ClusterIndex, reference: IndexReader, where:
         assert (answer.answered, answer.partial) == (SHARDS, False)
         for cluster_hits, one_hits in zip(answer.hits, reference.search_batch(QUERIES, k, where, mode=mode)):
             assert_same_hits(cluster_hits, one_hits)
+    vector = index.query_vectors(QUERIES[:1])[0] * 3.0  # any length: a given vector is normalised
+    by_vector = index.search_by_vector(vector, k, where)
+    assert (by_vector.answered, by_vector.partial) == (SHARDS, False)
+    assert_same_hits(by_vector.hits[0], reference.search_by_vector(vector, k, where))
 
 
 def test_build_writes_each_shard_on_its_own_nodes(built: dict) -> None:
@@ -189,8 +193,43 @@ def test_a_shard_without_a_live_copy_gives_a_flagged_partial_answer(built: dict)
         index.search("the cat sat on the mat", 10, mode="dense", all_shards=True)
     with pytest.raises(ClusterError, match="no live copy"):
         index.add([Document("refused", external_id=_ids_in_shard(0, 1, "refused")[0])])
+    _http_answers_partial_or_503(index)
     index.heal()  # the copies' nodes are live: each starts again over its own folder
     assert not index.search("the cat sat on the mat", 10, mode="dense", all_shards=True).partial
+
+
+def _http_answers_partial_or_503(index: ClusterIndex) -> None:
+    """The same over the server's HTTP API (the app a Serve ingress serves, on uvicorn) and searchengine.Client:
+    a partial answer says so; one that asks for every shard gets a 503 naming the shard, raised by the Client as
+    ShardsUnavailableError."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    from searchengine.server.app import create_app
+    from searchengine.server.client import Client
+    from searchengine.server.cluster.cluster_engine import ClusterEngine
+    from searchengine.server.served_index import ServedIndex
+    from tests.searchengine.server.conftest import running
+
+    engine = ClusterEngine(index)
+    served = ServedIndex(engine.path, open_engine=lambda: engine)
+    try:
+        with running(create_app(served)) as url:
+            client = Client(url)
+            answer = client.search_records(["the cat sat on the mat"], 10, mode="hybrid")[0]
+            assert answer["shards"] == {"asked": SHARDS, "answered": SHARDS - 1, "partial": True} and answer["hits"]
+            with pytest.raises(ShardsUnavailableError, match="shard 0"):
+                client.search("the cat sat on the mat", 10, mode="dense", all_shards=True)
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(url + "/search?q=the+cat&all_shards=true", timeout=60)
+            assert refused.value.code == 503
+            assert "shard 0" in json.loads(refused.value.read())["error"]
+            vector = engine.encode(["the cat sat on the mat"])[0]
+            by_vector = client.search_by_vector(vector, k=5)
+            assert by_vector and all(shard_of(hit.external_id, SHARDS) != 0 for hit in by_vector)
+    finally:
+        served.close()
 
 
 def test_a_build_that_dies_leaves_the_cluster_as_it_was(built: dict, tiny_model: Path) -> None:

@@ -94,3 +94,20 @@ def test_errors_keep_their_class_and_one_line(live_url: str) -> None:
         Document(SENTENCES[1], "fixture.jsonl", 2, {"lang": "en", "year": 2001}, "doc-1")
     ]
     assert client.get(ids=[]) == [] and len(client) == len(SENTENCES)
+
+
+def test_every_error_class_a_server_names_is_made_from_its_message() -> None:
+    """The Client raises the class the server names (X-SearchEngine-Error) from the answer's one line, so every
+    SearchEngineError, the cluster's included, must be made from a message alone."""
+    import searchengine.indexer.errors  # noqa: F401
+
+    import searchengine.cluster.errors  # noqa: F401 (its classes are among those a server may name)
+
+    pending: list[type[SearchEngineError]] = [SearchEngineError]
+    seen = []
+    while pending:
+        kind = pending.pop()
+        seen.append(kind.__name__)
+        assert str(kind("the server says: why")) == "the server says: why", kind
+        pending += kind.__subclasses__()
+    assert {"ShardsUnavailableError", "UnavailableError", "UnknownDocumentError"} <= set(seen)
