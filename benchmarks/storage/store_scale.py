@@ -160,13 +160,16 @@ FILTERS = {
 }
 
 
-def filter_costs(reader, texts: list[str], runs: int) -> dict:  # noqa: ANN001
-    """Each filter as DocumentFilters answers it: first in a fresh read snapshot (nothing kept yet: what the first
-    query after every commit pays), then again in the same snapshot; and keyword queries within it."""
+def filter_costs(reader, texts: list[str], runs: int, names: list[str] | None = None) -> dict:  # noqa: ANN001
+    """Each filter (of `names`; all when None) as DocumentFilters answers it: first in a fresh read snapshot (nothing
+    kept yet: what the first query after every commit pays), then again in the same snapshot; and keyword queries
+    within it."""
     from searchengine.indexer.query.filter_sql import Condition
 
     results = {}
     for name, conditions in FILTERS.items():
+        if names is not None and name not in names:
+            continue
         filters = [Condition(*condition) for condition in conditions]
         fresh = []
         for _ in range(runs):
@@ -363,6 +366,15 @@ def main() -> None:
     parser.add_argument("--lookups", type=int, default=1000)
     parser.add_argument("--cold-lookups", type=int, default=100)
     parser.add_argument("--filter-runs", type=int, default=2)
+    parser.add_argument(
+        "--filters",
+        default="all",
+        help="which filters to time at each step: 'all', or their numbers in FILTERS from 0, e.g. '3' (each reads "
+        "every row: minutes at 10M)",
+    )
+    parser.add_argument(
+        "--no-metadata-index", action="store_true", help="skip the metadata index's cost after the last step"
+    )
     parser.add_argument("--window", type=int, default=250_000, help="rows per insert-rate window")
     parser.add_argument("--work", type=Path, required=True, help="folder for the store (made; removed unless --keep)")
     parser.add_argument(
@@ -474,15 +486,21 @@ def main() -> None:
                 write_results(arguments.out, record)
                 entry["keyword"] = keyword_costs(reader, query_texts)
                 write_results(arguments.out, record)
-                entry["filters"] = filter_costs(reader, query_texts[:10], arguments.filter_runs)
+                names = (
+                    None
+                    if arguments.filters == "all"
+                    else [list(FILTERS)[int(i)] for i in arguments.filters.split(",")]
+                )
+                entry["filters"] = filter_costs(reader, query_texts[:10], arguments.filter_runs, names)
             finally:
                 reader.close()
             entry["load_after"] = os.getloadavg()
             print(entry, flush=True)
             write_results(arguments.out, record)
         writer.close()
-        record["metadata_index"] = index_costs(path, arguments.filter_runs)
-        write_results(arguments.out, record)
+        if not arguments.no_metadata_index:
+            record["metadata_index"] = index_costs(path, arguments.filter_runs)
+            write_results(arguments.out, record)
         if not arguments.no_optimize:
             record["fts5_optimize"] = optimize_cost(path)
         record["machine"]["load_after"] = os.getloadavg()
