@@ -11,7 +11,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from searchengine.indexer.errors import UnknownDocumentError
 from searchengine.indexer.tables import build_hashes
-from searchengine.indexer.tables.counters import read_counter
+from searchengine.indexer.tables.counters import (
+    DISTINCT_TEXTS,
+    count_distinct_texts,
+    pause_distinct_texts,
+    read_counter,
+)
 from searchengine.indexer.tables.documents import StoredDocument
 from searchengine.indexer.tables.keyword_table import enable_keyword_index
 from searchengine.indexer.tables.row_checksums import record_row_checksums
@@ -59,7 +64,8 @@ class DocumentTable(StoreTable):
         self._count: int | None = None
         self.building = False
         """True while a build fills this (new) store: the hash index waits for `finish_build`
-        (indexer/tables/build_hashes.py)."""
+        (indexer/tables/build_hashes.py), and so does the count of distinct texts, kept through it."""
+        self._distinct_paused = False
 
     def new_snapshot(self) -> None:
         self._count = None
@@ -113,8 +119,12 @@ class DocumentTable(StoreTable):
             return {row[0] for row in in_chunks(self.db, f"SELECT id FROM {TABLE} WHERE id IN", ids)}
 
     def repeats(self) -> int:
-        """Documents whose text an earlier stored document already has."""
+        """Documents whose text an earlier stored document already has: the kept counts (two rows), or a read of
+        the whole hash index in a store that keeps no count of distinct texts (before migration 7)."""
         with self._guard():
+            distinct = read_counter(self.db, DISTINCT_TEXTS)
+            if distinct is not None:
+                return self.count() - distinct
             return int(self.db.execute(f"SELECT count(*) - count(DISTINCT hash) FROM {TABLE}").fetchone()[0])
 
     def known_hashes(self, hashes: Sequence[str]) -> set[str]:
@@ -182,6 +192,7 @@ class DocumentTable(StoreTable):
         """Fill this store without its hash index, made again by `finish_build` (indexer/tables/build_hashes.py):
         for a store no reader opens before then. Inside the caller's transaction."""
         build_hashes.start(self.db, TABLE, f"{TABLE}_hash")
+        self._distinct_paused = pause_distinct_texts(self.db)
         self.building = True
 
     def finish_build(self) -> None:
@@ -189,6 +200,8 @@ class DocumentTable(StoreTable):
         if not self.building:
             return
         create_hash_index(self.db)
+        if self._distinct_paused:
+            count_distinct_texts(self.db)
         build_hashes.finish(self.db)
         self.building = False
 

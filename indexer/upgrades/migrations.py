@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from searchengine.indexer.tables.counters import create_counters
+from searchengine.indexer.tables.counters import count_distinct_texts, create_counters
 from searchengine.indexer.tables.row_checksums import create_row_checksums, record_missing_row_checksums
 from searchengine.indexer.tables.segment_table import create_originals_table, create_tables, create_template_table
 from searchengine.indexer.tables.settings_table import create_table as create_settings
@@ -55,6 +55,12 @@ def _vector_template(db: sqlite_utils.Database) -> None:
     create_template_table(db)
 
 
+def _distinct_texts(db: sqlite_utils.Database) -> None:
+    """7 (step 9): the number of distinct texts kept by triggers (indexer/tables/counters.py), so `info`'s repeats
+    read one row instead of the whole index of text hashes; the rows already stored are counted here, once."""
+    count_distinct_texts(db)
+
+
 MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _segments,
     _counters,
@@ -62,6 +68,7 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     _row_checksums,
     _segment_originals,
     _vector_template,
+    _distinct_texts,
 ]
 """In order: migration n is MIGRATIONS[n - 1]."""
 
