@@ -6,8 +6,8 @@ commit, so it drops that index while it fills the store and makes it again, sort
 names the store, the same index a store filled row by row has.
 
 Meanwhile the build's repeats are found in a temporary table of the connection (never in the file): an 8-byte key
-of each row's hash with the row's id, kept in memory up to TEMP_CACHE_KIB (about 30 bytes a row, estimated from its layout, not measured) and spilled to an
-unsynced temporary file past that. A key only points at rows; their full hashes are compared, so two texts whose
+of each row's hash with the row's id, kept in memory up to TEMP_CACHE_KIB (about 30 bytes a row, estimated from its
+layout, not measured) and spilled to an unsynced temporary file past that. A key only points at rows; their full hashes are compared, so two texts whose
 hashes share the key are never taken for one."""
 
 from __future__ import annotations

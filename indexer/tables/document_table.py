@@ -174,7 +174,8 @@ class DocumentTable(StoreTable):
         The rows go in by one statement, through a temporary table: the keyword index (FTS5) writes the words it
         holds back as a new segment of its index before every statement of a transaction, and merges those
         segments later, so a statement per row, or sqlite-utils' 142 rows per statement (SQLite's 999
-        parameters), made each add write and merge many small segments (docs/benchmarks.md#the-store-at-10-million-rows).
+        parameters), made each add write and merge many small segments
+        (docs/benchmarks.md#the-store-at-10-million-rows).
         The temporary table has no column types, so each value reaches the documents table as given."""
         columns = ", ".join(COLUMNS)
         self.db.execute(f"CREATE TEMP TABLE IF NOT EXISTS {NEW_ROWS} ({columns})")
