@@ -2,8 +2,11 @@
 cost of fetching a hit's row, of a filtered query and of a keyword query, measured at steps as the store grows.
 
 The store is the product's own: DocumentStore (indexer/tables/store.py) written as a build writes it
-(engine/indexing.py: `store.add` of CHUNK documents at a time, each its own transaction, the keyword index kept by
-triggers), with no vectors, since only the store is measured. Row n is two real Wikipedia sentences joined
+(engine/indexing.py: `store.start_build`, then `store.add` of CHUNK documents at a time, each its own transaction,
+the keyword index kept by triggers, and the hash index made at the end: indexer/tables/build_hashes.py), with no
+vectors, since only the store is measured; --as-adds fills it as adds to an index do (the hash index kept row by
+row). At each step a build's hash index is made (timed: what a build of that size pays at its commit), the store
+measured, and the build goes on without it (the keys of the rows so far read again, timed apart, not in the rate). Row n is two real Wikipedia sentences joined
 (--texts, 100,000 lines): sentence n mod N, then sentence (n mod N + 1 + n div N) mod N, so every pair differs up to
 N * (N - 1) rows; its vocabulary is the sentences', so posting lists grow with the rows while the number of distinct
 words stays. Each row has an external id (`doc-<n>`), a source and line, and metadata for filters:
@@ -157,13 +160,16 @@ FILTERS = {
 }
 
 
-def filter_costs(reader, texts: list[str], runs: int) -> dict:  # noqa: ANN001
-    """Each filter as DocumentFilters answers it: first in a fresh read snapshot (nothing kept yet: what the first
-    query after every commit pays), then again in the same snapshot; and keyword queries within it."""
+def filter_costs(reader, texts: list[str], runs: int, names: list[str] | None = None) -> dict:  # noqa: ANN001
+    """Each filter (of `names`; all when None) as DocumentFilters answers it: first in a fresh read snapshot (nothing
+    kept yet: what the first query after every commit pays), then again in the same snapshot; and keyword queries
+    within it."""
     from searchengine.indexer.query.filter_sql import Condition
 
     results = {}
     for name, conditions in FILTERS.items():
+        if names is not None and name not in names:
+            continue
         filters = [Condition(*condition) for condition in conditions]
         fresh = []
         for _ in range(runs):
@@ -360,8 +366,22 @@ def main() -> None:
     parser.add_argument("--lookups", type=int, default=1000)
     parser.add_argument("--cold-lookups", type=int, default=100)
     parser.add_argument("--filter-runs", type=int, default=2)
+    parser.add_argument(
+        "--filters",
+        default="all",
+        help="which filters to time at each step: 'all', or their numbers in FILTERS from 0, e.g. '3' (each reads "
+        "every row: minutes at 10M)",
+    )
+    parser.add_argument(
+        "--no-metadata-index", action="store_true", help="skip the metadata index's cost after the last step"
+    )
     parser.add_argument("--window", type=int, default=250_000, help="rows per insert-rate window")
     parser.add_argument("--work", type=Path, required=True, help="folder for the store (made; removed unless --keep)")
+    parser.add_argument(
+        "--as-adds",
+        action="store_true",
+        help="fill the store as adds to an index fill it (its hash index kept up row by row), not as a build",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the store at the end")
     parser.add_argument("--no-optimize", action="store_true", help="skip FTS5's optimize after the last step")
     parser.add_argument(
@@ -413,10 +433,16 @@ def main() -> None:
     }
     rng = random.Random(42)
     writer = DocumentStore(path, writable=True)
+    record["filled_as"] = "adds to a store with its hash index" if arguments.as_adds else "a build (start_build)"
+    if not arguments.as_adds:
+        writer.start_build()
     written = 0
     try:
         for step in steps:
             step_start = written
+            keys_reloaded = None
+            if written and not arguments.as_adds:  # the step before made the hash index: a build's goes on without it
+                keys_reloaded, _ = timed(writer.start_build)
             chunk_seconds: list[float] = []
             windows: list[dict] = []
             window_start, window_seconds = written, 0.0
@@ -446,6 +472,10 @@ def main() -> None:
                 },
                 "load": os.getloadavg(),
             }
+            if not arguments.as_adds:
+                with writer.db.atomic():
+                    entry["hash_index_made_s"] = round(timed(writer.finish_build)[0], 2)
+                entry["hash_keys_reloaded_s"] = None if keys_reloaded is None else round(keys_reloaded, 2)
             entry["size"] = sizes(path, written)
             record["steps"].append(entry)
             write_results(arguments.out, record)
@@ -456,15 +486,21 @@ def main() -> None:
                 write_results(arguments.out, record)
                 entry["keyword"] = keyword_costs(reader, query_texts)
                 write_results(arguments.out, record)
-                entry["filters"] = filter_costs(reader, query_texts[:10], arguments.filter_runs)
+                names = (
+                    None
+                    if arguments.filters == "all"
+                    else [list(FILTERS)[int(i)] for i in arguments.filters.split(",")]
+                )
+                entry["filters"] = filter_costs(reader, query_texts[:10], arguments.filter_runs, names)
             finally:
                 reader.close()
             entry["load_after"] = os.getloadavg()
             print(entry, flush=True)
             write_results(arguments.out, record)
         writer.close()
-        record["metadata_index"] = index_costs(path, arguments.filter_runs)
-        write_results(arguments.out, record)
+        if not arguments.no_metadata_index:
+            record["metadata_index"] = index_costs(path, arguments.filter_runs)
+            write_results(arguments.out, record)
         if not arguments.no_optimize:
             record["fts5_optimize"] = optimize_cost(path)
         record["machine"]["load_after"] = os.getloadavg()

@@ -175,6 +175,7 @@ def commit_generation(
         passages=passages,
     )
     with store.db.atomic():
+        store.finish_build()  # a build's hash index, made in the commit that names the store
         store.segments.clear()
         store.segments.add(records)
         if not isinstance(vectors, SegmentSet):  # a rewrite of the same segments keeps their template

@@ -9,7 +9,7 @@ from pathlib import Path
 from searchengine.indexer.commit.file_check import FileCheck
 from searchengine.indexer.commit.manifest import Manifest
 from searchengine.indexer.errors import IndexerError
-from searchengine.indexer.tables.counters import COUNTED, counted, read_counter
+from searchengine.indexer.tables.counters import KEPT, counted, read_counter
 from searchengine.indexer.tables.store import DocumentStore
 from searchengine.indexer.vectors.segments import load_segment
 
@@ -24,7 +24,7 @@ def check_store(folder: Path, manifest: Manifest) -> list[FileCheck]:
         store.read_snapshot()
         pages = store.db.execute("PRAGMA integrity_check").fetchall()
         problem = None if pages == [("ok",)] else f"SQLite finds the store damaged: {pages[0][0]}"
-        kept = {name: (read_counter(store.db, name), counted(store.db, name)) for name in COUNTED}
+        kept = {name: (read_counter(store.db, name), counted(store.db, name)) for name in KEPT}
         wrong = [
             f"{name} {value} (count(*) says {actual})"
             for name, (value, actual) in kept.items()
@@ -35,7 +35,13 @@ def check_store(folder: Path, manifest: Manifest) -> list[FileCheck]:
         records = store.segments.records()
         vectors = sum(record.vectors for record in records)
         return [
-            FileCheck("store", name, True, problem, "SQLite's integrity_check finds every page and index intact; its counts agree"),
+            FileCheck(
+                "store",
+                name,
+                True,
+                problem,
+                "SQLite's integrity_check finds every page and index intact; its counts agree",
+            ),
             FileCheck(
                 "segments",
                 f"{len(records)} segment file{'' if len(records) == 1 else 's'}",

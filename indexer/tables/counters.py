@@ -1,4 +1,5 @@
-"""Counts the store keeps as it changes: documents, and passages beyond each document's first. Triggers keep them
+"""Counts the store keeps as it changes: documents, passages beyond each document's first, and distinct texts
+(migration 7). Triggers keep them
 in step with every insert and delete, inside the same transaction, so reading a count costs one row, where
 SQLite's count(*) reads the whole table, a cost that grows with the index. `verify` checks them against
 count(*)."""
@@ -36,6 +37,45 @@ def create_counters(db: sqlite_utils.Database) -> None:
             )
 
 
+DISTINCT_TEXTS = "distinct_texts"
+"""The counter of distinct texts (text hashes) among the documents: `info`'s repeats are the documents less it."""
+_DISTINCT_TRIGGERS = {
+    "insert": "AFTER INSERT ON documents WHEN NOT EXISTS "
+    "(SELECT 1 FROM documents WHERE hash = NEW.hash AND id != NEW.id) "
+    f"BEGIN UPDATE {TABLE} SET value = value + 1 WHERE name = '{DISTINCT_TEXTS}'; END",
+    "delete": "AFTER DELETE ON documents WHEN NOT EXISTS (SELECT 1 FROM documents WHERE hash = OLD.hash) "
+    f"BEGIN UPDATE {TABLE} SET value = value - 1 WHERE name = '{DISTINCT_TEXTS}'; END",
+    "update": "AFTER UPDATE OF hash ON documents WHEN OLD.hash IS NOT NEW.hash "
+    f"BEGIN UPDATE {TABLE} SET value = value "
+    "+ NOT EXISTS (SELECT 1 FROM documents WHERE hash = NEW.hash AND id != NEW.id) "
+    f"- NOT EXISTS (SELECT 1 FROM documents WHERE hash = OLD.hash) WHERE name = '{DISTINCT_TEXTS}'; END",
+}
+"""Each finds, through the index of text hashes, whether the row changed was or is its text's only one."""
+KEPT = (*COUNTED, DISTINCT_TEXTS)
+"""Every counter a store may keep: what `verify` checks."""
+
+
+def count_distinct_texts(db: sqlite_utils.Database) -> None:
+    """The distinct-texts counter, set from the documents as they are (one read of the hash index), and the
+    triggers that keep it in step."""
+    db.execute(
+        f"INSERT OR REPLACE INTO {TABLE} (name, value) VALUES (?, (SELECT count(DISTINCT hash) FROM documents))",
+        [DISTINCT_TEXTS],
+    )
+    for event, body in _DISTINCT_TRIGGERS.items():
+        db.execute(f"CREATE TRIGGER IF NOT EXISTS {TABLE}_{DISTINCT_TEXTS}_{event} {body}")
+
+
+def pause_distinct_texts(db: sqlite_utils.Database) -> bool:
+    """Drop the distinct-texts triggers while a build fills the store without its hash index (through which each
+    would read every row); returns whether the store keeps that counter, for `count_distinct_texts` at the end."""
+    if read_counter(db, DISTINCT_TEXTS) is None:
+        return False
+    for event in _DISTINCT_TRIGGERS:
+        db.execute(f"DROP TRIGGER IF EXISTS {TABLE}_{DISTINCT_TEXTS}_{event}")
+    return True
+
+
 def read_counter(db: sqlite_utils.Database, name: str) -> int | None:
     """The count `name` keeps, or None in a store that has no counters (written before them, read-only)."""
     if TABLE not in db.table_names():
@@ -46,5 +86,7 @@ def read_counter(db: sqlite_utils.Database, name: str) -> int | None:
 
 def counted(db: sqlite_utils.Database, name: str) -> int:
     """What count(*) says the counter `name` should hold: for `verify`."""
+    if name == DISTINCT_TEXTS:
+        return int(db.execute("SELECT count(DISTINCT hash) FROM documents").fetchone()[0])
     table, condition = COUNTED[name]
     return int(db.execute(f"SELECT count(*) FROM {table} AS NEW WHERE {condition}").fetchone()[0])

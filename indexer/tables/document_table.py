@@ -10,7 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from searchengine.indexer.errors import UnknownDocumentError
-from searchengine.indexer.tables.counters import read_counter
+from searchengine.indexer.tables import build_hashes
+from searchengine.indexer.tables.counters import (
+    DISTINCT_TEXTS,
+    count_distinct_texts,
+    pause_distinct_texts,
+    read_counter,
+)
 from searchengine.indexer.tables.documents import StoredDocument
 from searchengine.indexer.tables.keyword_table import enable_keyword_index
 from searchengine.indexer.tables.row_checksums import record_row_checksums
@@ -22,6 +28,10 @@ if TYPE_CHECKING:
     import sqlite_utils
 
 TABLE = "documents"
+COLUMNS = ("id", "external_id", "text", "source", "line", "metadata", "hash")
+"""A document row's columns, in the table's order."""
+NEW_ROWS = "new_documents"
+"""The temporary table (the connection's own, never in the file) that an add's new rows pass through."""
 
 
 def create_documents_table(db: sqlite_utils.Database, name: str = TABLE) -> None:
@@ -31,8 +41,13 @@ def create_documents_table(db: sqlite_utils.Database, name: str = TABLE) -> None
         pk="id",
     )
     db[name].create_index(["external_id"], unique=True, index_name=f"{name}_external_id")
-    db[name].create_index(["hash"], index_name=f"{name}_hash")
+    create_hash_index(db, name)
     enable_keyword_index(db, name)
+
+
+def create_hash_index(db: sqlite_utils.Database, name: str = TABLE) -> None:
+    """The index of text hashes that finds repeats (and counts a hit's sharers)."""
+    db[name].create_index(["hash"], index_name=f"{name}_hash")
 
 
 class DocumentTable(StoreTable):
@@ -47,6 +62,10 @@ class DocumentTable(StoreTable):
         super().__init__(db, guard)
         self._cached = cached
         self._count: int | None = None
+        self.building = False
+        """True while a build fills this (new) store: the hash index waits for `finish_build`
+        (indexer/tables/build_hashes.py), and so does the count of distinct texts, kept through it."""
+        self._distinct_paused = False
 
     def new_snapshot(self) -> None:
         self._count = None
@@ -100,12 +119,18 @@ class DocumentTable(StoreTable):
             return {row[0] for row in in_chunks(self.db, f"SELECT id FROM {TABLE} WHERE id IN", ids)}
 
     def repeats(self) -> int:
-        """Documents whose text an earlier stored document already has."""
+        """Documents whose text an earlier stored document already has: the kept counts (two rows), or a read of
+        the whole hash index in a store that keeps no count of distinct texts (before migration 7)."""
         with self._guard():
+            distinct = read_counter(self.db, DISTINCT_TEXTS)
+            if distinct is not None:
+                return self.count() - distinct
             return int(self.db.execute(f"SELECT count(*) - count(DISTINCT hash) FROM {TABLE}").fetchone()[0])
 
     def known_hashes(self, hashes: Sequence[str]) -> set[str]:
         """Which of the text hashes `hashes` some stored document has."""
+        if self.building:
+            return build_hashes.known(self.db, TABLE, hashes)
         sql = f"SELECT DISTINCT hash FROM {TABLE} WHERE hash IN"
         return {row[0] for row in in_chunks(self.db, sql, sorted(set(hashes)))}
 
@@ -144,9 +169,42 @@ class DocumentTable(StoreTable):
 
     def insert(self, rows: Sequence[dict[str, Any]]) -> None:
         """Store new rows (id, external_id, text, source, line, metadata, hash), inside the caller's transaction,
-        with their checksums."""
-        self.db[TABLE].insert_all(rows, batch_size=1000)
+        with their checksums.
+
+        The rows go in by one statement, through a temporary table: the keyword index (FTS5) writes the words it
+        holds back as a new segment of its index before every statement of a transaction, and merges those
+        segments later, so a statement per row, or sqlite-utils' 142 rows per statement (SQLite's 999
+        parameters), made each add write and merge many small segments
+        (docs/benchmarks.md#the-store-at-10-million-rows).
+        The temporary table has no column types, so each value reaches the documents table as given."""
+        columns = ", ".join(COLUMNS)
+        self.db.execute(f"CREATE TEMP TABLE IF NOT EXISTS {NEW_ROWS} ({columns})")
+        self.db.conn.executemany(
+            f"INSERT INTO temp.{NEW_ROWS} ({columns}) VALUES ({', '.join('?' * len(COLUMNS))})",
+            ([row[column] for column in COLUMNS] for row in rows),
+        )
+        self.db.execute(f"INSERT INTO {TABLE} ({columns}) SELECT {columns} FROM temp.{NEW_ROWS} ORDER BY id")
+        self.db.execute(f"DELETE FROM temp.{NEW_ROWS}")
+        if self.building:
+            build_hashes.record(self.db, [(row["id"], row["hash"]) for row in rows])
         record_row_checksums(self.db, [row["id"] for row in rows])
+
+    def start_build(self) -> None:
+        """Fill this store without its hash index, made again by `finish_build` (indexer/tables/build_hashes.py):
+        for a store no reader opens before then. Inside the caller's transaction."""
+        build_hashes.start(self.db, TABLE, f"{TABLE}_hash")
+        self._distinct_paused = pause_distinct_texts(self.db)
+        self.building = True
+
+    def finish_build(self) -> None:
+        """Make the hash index again, sorted in one pass, inside the caller's transaction; a no-op unless building."""
+        if not self.building:
+            return
+        create_hash_index(self.db)
+        if self._distinct_paused:
+            count_distinct_texts(self.db)
+        build_hashes.finish(self.db)
+        self.building = False
 
     def update_origins(self, updates: Sequence[tuple[str | None, int | None, str, str]]) -> None:
         """Give documents new (source, line, metadata), by external id (the last of each tuple)."""

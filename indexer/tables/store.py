@@ -100,6 +100,19 @@ class DocumentStore:
         except KeyboardInterrupt:
             raise InterruptedAfterCommit from None
 
+    def start_build(self) -> None:
+        """Fill this store as a build fills its new one, without the index of text hashes until `finish_build`, which
+        the commit that names the store calls (indexer/tables/build_hashes.py says why): only for a store no reader
+        opens before then."""
+        with self._guard(), self.db.atomic():
+            self.documents.start_build()
+
+    def finish_build(self) -> None:
+        """Make the index of text hashes again after `start_build`, inside the caller's transaction (the commit);
+        a no-op for a store not filled so."""
+        with self._guard():
+            self.documents.finish_build()
+
     def rollback(self) -> None:
         """Undo the write's transaction, if one is open (a failed or interrupted write changes nothing)."""
         if self.db.conn.in_transaction:

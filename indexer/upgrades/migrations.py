@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from searchengine.indexer.upgrades.build_settings_table import build_settings
+from searchengine.indexer.upgrades.distinct_texts import distinct_texts
 from searchengine.indexer.upgrades.document_checksums import row_checksums
 from searchengine.indexer.upgrades.document_counters import counters
 from searchengine.indexer.upgrades.originals_table import segment_originals
@@ -27,6 +28,7 @@ MIGRATIONS: list[Callable[[sqlite_utils.Database], None]] = [
     row_checksums,  # 4, step 6 (document_checksums.py)
     segment_originals,  # 5, step 7 (originals_table.py)
     vector_template,  # 6, step 8 (template_table.py)
+    distinct_texts,  # 7, step 9 (distinct_texts.py)
 ]
 """In order: migration n is MIGRATIONS[n - 1], recorded under its function's name."""
 

@@ -1,5 +1,5 @@
 """The chain's steps that a store takes when it is opened (indexer/upgrades/chain.py lists them all): read an older
-store through a view, and, opened for writing, apply steps 2 to 8 where it lacks them. Called by the store itself
+store through a view, and, opened for writing, apply steps 2 to 9 where it lacks them. Called by the store itself
 (indexer/tables/store.py), so this module imports no index directory, rewrite or vector code: step 1 and a format-1
 index's whole conversion need those, and stay in chain.py."""
 
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 def open_store(db: sqlite_utils.Database, writable: bool) -> bool:
-    """Make an opened store readable in the current shape, and, opened for writing, apply the steps 2 to 8 it
+    """Make an opened store readable in the current shape, and, opened for writing, apply the steps 2 to 9 it
     lacks (step 1 needs the vectors: `upgrade_index`). Returns whether the store still waits for step 1 (read
     through a view until then)."""
     if writable:
@@ -30,7 +30,7 @@ def open_store(db: sqlite_utils.Database, writable: bool) -> bool:
 
 
 def upgrade_schema(db: sqlite_utils.Database) -> None:
-    """Steps 2 to 8 on a store with one row per document: the keyword index where missing, then the numbered
+    """Steps 2 to 9 on a store with one row per document: the keyword index where missing, then the numbered
     migrations it has not had."""
     create_keyword_index(db)
     migrate(db)

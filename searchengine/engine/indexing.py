@@ -157,6 +157,7 @@ def build_index(
         passages = PassageSplitting(tokens, overlap, settings.passage_headings)
     with directory.writing() as generation:
         store = DocumentStore(generation.path("documents"), writable=True)
+        store.start_build()  # the hash index is made at the commit, in one pass (indexer/tables/build_hashes.py)
         whitening = settings.whitening
         if settings.whiten_k is not None and settings.whiten_fit is not None and whitening is None:
             with report.timing("whitening"):

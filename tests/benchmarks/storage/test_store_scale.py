@@ -32,6 +32,9 @@ def test_a_fill_in_steps_then_the_fixes_on_the_store_it_kept(tmp_path: Path) -> 
     fill = json.loads(out.read_text(encoding="utf-8"))
     assert [step["rows"] for step in fill["steps"]] == [1500, 3000]
     last = fill["steps"][-1]
+    assert fill["filled_as"] == "a build (start_build)"
+    assert fill["steps"][0]["hash_keys_reloaded_s"] is None and last["hash_keys_reloaded_s"] >= 0
+    assert last["hash_index_made_s"] >= 0
     assert last["insert"]["rows_per_s"] > 0 and last["insert"]["windows"][-1]["rows"] == 3000
     assert last["size"]["bytes_per_row"] > 0 and last["size"]["fts5_segments"] >= 1
     assert last["fetch"]["one_warm"]["n"] == 20 and last["fetch"]["one_cold"]["n"] == 3
