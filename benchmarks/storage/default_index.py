@@ -137,8 +137,8 @@ def timed_queries(
     engine: SearchEngine, rescore: int | None, queries: np.ndarray, row_of: dict[str, int]
 ) -> tuple[list, list, list, list]:
     """Per query: seconds of the engine's dense path less encoding, the process's CPU seconds during it, seconds of
-    its vector search part (the rest is reading the hits' rows), rows found; `rescore` candidates rescored from the originals where the segment
-    keeps them (None: its type's default), as `--rescore` sets it."""
+    its vector search part (the rest is reading the hits' rows), rows found; `rescore` candidates rescored from the
+    originals where the segment keeps them (None: its type's default), as `--rescore` sets it."""
     reader = engine.reader
     vectors = reader.vectors if rescore is None else reader.vectors.rescoring(rescore)
     seconds, cpu_seconds, searching, found = [], [], [], []
@@ -216,7 +216,9 @@ def main() -> None:
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
             )  # fmt: skip
             ready = peer.stdout.readline().split()
-            results["variants"]["chroma"] = {"build_s": float(ready[1]), "chromadb": ready[2], "seconds": [], "cpu_seconds": []}
+            results["variants"]["chroma"] = {
+                "build_s": float(ready[1]), "chromadb": ready[2], "seconds": [], "cpu_seconds": []
+            }  # fmt: skip
             print(f"chroma {ready[2]} built in {ready[1]} s", flush=True)
         built: dict[str, SearchEngine] = {}
         rescores = [int(depth) for depth in args.rescore.split(",") if depth] or [None]
@@ -229,7 +231,8 @@ def main() -> None:
                 print(f"{factory} built in {seconds} s", flush=True)
                 results["variants"].setdefault(name, {})["build_s"] = None if seconds is None else round(seconds, 2)
             record = results["variants"].setdefault(name, {})
-            record.update({"factory": factory, "ef_search": ef, "rescore": depth, "seconds": [], "cpu_seconds": [], "search_seconds": []})
+            record.update({"factory": factory, "ef_search": ef, "rescore": depth})
+            record.update({"seconds": [], "cpu_seconds": [], "search_seconds": []})
         names = [name for name, *_ in variants] + (["chroma"] if peer is not None else [])
         settings = {name: (factory, ef, depth) for name, factory, ef, depth in variants}
         for round_number in range(args.rounds):

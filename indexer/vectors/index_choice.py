@@ -19,8 +19,8 @@ the model are not counted either.
 
 The choice. Without a budget: exact search (Flat) up to EXACT_SEARCH_LIMIT documents, MID_SIZE_DEFAULT (HNSW32,SQ8)
 above. With a budget, the first type of that order that fits: Flat (while small enough for exact search), HNSW32,
-HNSW32,SQ8, then IVF-PQ with d/8 and then d/16 bytes a vector. The budget is recorded in the index, so later merges pick again
-for the size the index has grown to (indexer/commit/merge_policy.py).
+HNSW32,SQ8, then IVF-PQ with d/8 and then d/16 bytes a vector. The budget is recorded in the index, so later merges
+pick again for the size the index has grown to (indexer/commit/merge_policy.py).
 
 Why 4-bit fast-scan product quantization: recall@10 is bounded by the share of IVF lists searched, not by the codes,
 and fast scan reads its 4-bit codes several times faster (FAISS's SIMD kernels), so it can search many more of

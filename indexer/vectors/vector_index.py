@@ -58,8 +58,8 @@ EXACT_CHUNK = 65_536
 
 def default_factory(count: int | None, dimension: int = 384, budget: int | None = None) -> str:
     """What `--index auto` picks (indexer/vectors/index_choice.py): exact search for small corpora (and unknown
-    sizes), HNSW32 for large ones, and within a memory `budget` (bytes), the first type whose vectors of
-    `dimension` fit."""
+    sizes), HNSW32,SQ8 (index_choice.MID_SIZE_DEFAULT) for large ones, and within a memory `budget` (bytes), the
+    first type whose vectors of `dimension` fit."""
     return choose_index_type(count, dimension, budget)
 
 
