@@ -10,15 +10,17 @@ product top-10 (faiss IndexFlatIP) over the same vectors; recall@10 = |found & e
 
 Variants. Ours: an index directory per type built by SearchEngine.build (store and one FAISS segment; the texts
 are the sentences, a copy's with " [copy j]", and the encoder hands back their cached vectors), Flat (exact),
-HNSW32 at each efSearch of --ef, and any further --factories. Each query is searched alone through the engine's
-dense path less encoding: dense_rankings over the reader's segments, then the hits' rows read from the store
-(hits_of), as SearchEngine.search does after encoding; `search_p50_ms` times the first part (the FAISS
-search through the engine's segments) and `fetch_p50_ms` the second. FAISS runs on one thread (a one-query search on this loaded 2-core machine
-loses to OpenMP's hand-offs). chroma: benchmarks/storage/chroma_peer.py, run by the
---peer-python of a separate environment that has chromadb, in a subprocess, on the same .npy vectors and queries,
-with chroma's defaults (HNSW M 16, search ef 10), each query alone through collection.query. The variants take
-turns within each of --rounds rounds, in an order that rotates (benchmarks/harness/rounds.py); p50/p99 are over
-every query of every round.
+HNSW32 at each efSearch of --ef, and any further --factories; a type that keeps originals (HNSW32,SQ8) at each
+depth of --rescore too (candidates rescored exactly from its float16 originals, the query's `--rescore`). --keep
+keeps the index directories (and each build's seconds beside it) for a later run to reuse. Each query is
+searched alone through the engine's dense path less encoding: dense_rankings over the reader's segments, then the
+hits' rows read from the store (hits_of), as SearchEngine.search does after encoding; `search_p50_ms` times the
+first part (the FAISS search through the engine's segments, and any rescoring) and `fetch_p50_ms` the second.
+FAISS runs on one thread (a one-query search on this loaded 2-core machine loses to OpenMP's hand-offs). chroma:
+benchmarks/storage/chroma_peer.py, run by the --peer-python of a separate environment that has chromadb, in a
+subprocess, on the same .npy vectors and queries, with chroma's defaults (HNSW M 16, search ef 10), each query
+alone through collection.query. The variants take turns within each of --rounds rounds, in an order that rotates
+(benchmarks/harness/rounds.py); p50/p99 are over every query of every round.
 
 Usage:
   .venv/bin/python benchmarks/storage/default_index.py --peer-python ../peers-venv/bin/python \
@@ -29,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -39,7 +42,14 @@ import faiss
 import numpy as np
 
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
-from searchengine.indexer.vectors.vector_index import HNSW_EF_CONSTRUCTION, HNSW_EF_SEARCH, VectorIndex
+from searchengine.indexer.vectors.originals import keeps_originals
+from searchengine.indexer.vectors.vector_index import (
+    HNSW_EF_CONSTRUCTION,
+    HNSW_EF_SEARCH,
+    VectorIndex,
+    default_factory,
+    hnsw_ef_search,
+)
 
 from benchmarks.datasets.data_folder import DATA
 from benchmarks.harness.machine import command_line, machine_record
@@ -75,14 +85,18 @@ def recall(found: np.ndarray | list, truth: np.ndarray) -> float:
     return float(np.mean([len(set(map(int, f)) & set(map(int, t))) / K for f, t in zip(found, truth, strict=True)]))
 
 
-def our_variants(factories: list[str], efs: list[int]) -> list[tuple[str, str, int | None]]:
-    """(name, factory, efSearch) for each variant of ours."""
+def our_variants(
+    factories: list[str], efs: list[int], rescores: list[int]
+) -> list[tuple[str, str, int | None, int | None]]:
+    """(name, factory, efSearch, rescore) for each variant of ours: every efSearch of a graph type, and every
+    rescore depth of a type that keeps originals (None: the type's default)."""
     variants = []
     for factory in factories:
-        if factory.startswith("HNSW"):
-            variants += [(f"{factory} ef{ef}", factory, ef) for ef in efs]
-        else:
-            variants.append((factory, factory, None))
+        depths = rescores if keeps_originals(factory) else [None]
+        for ef in efs if factory.startswith("HNSW") else [None]:
+            for depth in depths:
+                name = factory + ("" if ef is None else f" ef{ef}") + ("" if depth is None else f" rescore{depth}")
+                variants.append((name, factory, ef, depth))
     return variants
 
 
@@ -93,11 +107,17 @@ def corpus_texts(wiki: list[str], count: int) -> list[str]:
 
 def build(
     encoder: Encoder, texts: list[str], vectors: np.ndarray, factory: str, path: Path
-) -> tuple[SearchEngine, float]:
-    """An index directory of `texts` with `vectors`, of type `factory`, opened; and the build's seconds."""
-    started = time.perf_counter()
-    SearchEngine.build(texts, path, BuildSettings(index=factory), encoder=CachedEncoder(encoder, texts, vectors))
-    seconds = time.perf_counter() - started
+) -> tuple[SearchEngine, float | None]:
+    """An index directory of `texts` with `vectors`, of type `factory`, opened; and the build's seconds. A build
+    left at `path` by an earlier run with --keep is opened instead, its seconds those it recorded (None if none)."""
+    timing = path.with_name(path.name + ".build_s.json")
+    if path.exists():
+        seconds = json.loads(timing.read_text())["build_s"] if timing.exists() else None
+    else:
+        started = time.perf_counter()
+        SearchEngine.build(texts, path, BuildSettings(index=factory), encoder=CachedEncoder(encoder, texts, vectors))
+        seconds = time.perf_counter() - started
+        timing.write_text(json.dumps({"build_s": seconds, "load_average": os.getloadavg()}))
     engine = SearchEngine.open(path, encoder=encoder)
     if len(engine.reader.vectors.segments) != 1:
         raise SystemExit(f"{path}: a fresh build should write one segment")
@@ -113,21 +133,26 @@ def set_ef(engine: SearchEngine, ef: int | None) -> None:
         faiss.downcast_index(segment_index(engine).index.index).hnsw.efSearch = ef
 
 
-def timed_queries(engine: SearchEngine, queries: np.ndarray, row_of: dict[str, int]) -> tuple[list, list, list]:
-    """Per query: seconds of the engine's dense path less encoding, seconds of its vector search part (the rest
-    is reading the hits' rows), rows found."""
+def timed_queries(
+    engine: SearchEngine, rescore: int | None, queries: np.ndarray, row_of: dict[str, int]
+) -> tuple[list, list, list, list]:
+    """Per query: seconds of the engine's dense path less encoding, the process's CPU seconds during it, seconds of
+    its vector search part (the rest is reading the hits' rows), rows found; `rescore` candidates rescored from the
+    originals where the segment keeps them (None: its type's default), as `--rescore` sets it."""
     reader = engine.reader
-    seconds, searching, found = [], [], []
+    vectors = reader.vectors if rescore is None else reader.vectors.rescoring(rescore)
+    seconds, cpu_seconds, searching, found = [], [], [], []
     for query in queries:
         vector = query[None, :]
-        begin = time.perf_counter()
-        rankings = dense_rankings(reader.vectors, reader.store, vector, K)
+        begin, cpu = time.perf_counter(), time.process_time()
+        rankings = dense_rankings(vectors, reader.store, vector, K)
         searched = time.perf_counter()
         hits = hits_of(reader.store, rankings)[0]
         seconds.append(time.perf_counter() - begin)
+        cpu_seconds.append(time.process_time() - cpu)
         searching.append(searched - begin)
         found.append([row_of[hit.text] for hit in hits])
-    return seconds, searching, found
+    return seconds, cpu_seconds, searching, found
 
 
 def main() -> None:
@@ -138,6 +163,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--ef", default="16,32,64,128,256,512", help="HNSW efSearch values")
     parser.add_argument("--factories", default="Flat;HNSW32", help="our types, ';'-separated")
+    parser.add_argument(
+        "--rescore", default="", help="candidates rescored from the originals, ','-separated, for types that keep them"
+    )
+    parser.add_argument("--keep", type=Path, help="build the indexes here and keep them; reuse those already there")
     parser.add_argument("--noise", type=float, default=DEFAULT_NOISE)
     parser.add_argument("--peer-python", type=Path, help="a python with chromadb (skip chroma without it)")
     parser.add_argument("--data", type=Path, default=DATA)
@@ -167,7 +196,13 @@ def main() -> None:
         },
         "rounds": args.rounds,
         "faiss_threads": 1,
-        "hnsw_defaults": {"ef_construction": HNSW_EF_CONSTRUCTION, "ef_search": HNSW_EF_SEARCH},
+        "load_average_start": os.getloadavg(),
+        "hnsw_defaults": {
+            "ef_construction": HNSW_EF_CONSTRUCTION,
+            "ef_search": HNSW_EF_SEARCH,
+            "ef_search_at_docs": hnsw_ef_search(len(vectors)),
+        },
+        "auto_picks": default_factory(len(vectors), vectors.shape[1]),
         "variants": {},
     }
     peer = None
@@ -181,20 +216,25 @@ def main() -> None:
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
             )  # fmt: skip
             ready = peer.stdout.readline().split()
-            results["variants"]["chroma"] = {"build_s": float(ready[1]), "chromadb": ready[2], "seconds": []}
+            results["variants"]["chroma"] = {
+                "build_s": float(ready[1]), "chromadb": ready[2], "seconds": [], "cpu_seconds": []
+            }  # fmt: skip
             print(f"chroma {ready[2]} built in {ready[1]} s", flush=True)
         built: dict[str, SearchEngine] = {}
-        variants = our_variants(args.factories.split(";"), [int(ef) for ef in args.ef.split(",")])
-        for name, factory, ef in variants:
+        rescores = [int(depth) for depth in args.rescore.split(",") if depth] or [None]
+        variants = our_variants(args.factories.split(";"), [int(ef) for ef in args.ef.split(",")], rescores)
+        for name, factory, ef, depth in variants:
             if factory not in built:
-                path = Path(scratch) / factory.replace(",", "_")
+                path = (args.keep or Path(scratch)) / factory.replace(",", "_")
+                path.parent.mkdir(parents=True, exist_ok=True)
                 built[factory], seconds = build(encoder, texts, vectors, factory, path)
-                print(f"{factory} built in {seconds:.1f} s", flush=True)
-                results["variants"].setdefault(name, {})["build_s"] = round(seconds, 2)
+                print(f"{factory} built in {seconds} s", flush=True)
+                results["variants"].setdefault(name, {})["build_s"] = None if seconds is None else round(seconds, 2)
             record = results["variants"].setdefault(name, {})
-            record.update({"factory": factory, "ef_search": ef, "seconds": [], "search_seconds": []})
-        names = [name for name, _, _ in variants] + (["chroma"] if peer is not None else [])
-        settings = {name: (factory, ef) for name, factory, ef in variants}
+            record.update({"factory": factory, "ef_search": ef, "rescore": depth})
+            record.update({"seconds": [], "cpu_seconds": [], "search_seconds": []})
+        names = [name for name, *_ in variants] + (["chroma"] if peer is not None else [])
+        settings = {name: (factory, ef, depth) for name, factory, ef, depth in variants}
         for round_number in range(args.rounds):
             for name in rotation(names, round_number):
                 record = results["variants"][name]
@@ -203,35 +243,40 @@ def main() -> None:
                     peer.stdin.flush()
                     answer = json.loads(peer.stdout.readline())
                     record["seconds"] += answer["seconds"]
+                    record["cpu_seconds"] += answer["cpu_seconds"]
                     if answer["ids"] is not None:
                         record["recall_at_10"] = round(recall(answer["ids"], truth), 4)
                     continue
-                factory, ef = settings[name]
+                factory, ef, depth = settings[name]
                 set_ef(built[factory], ef)
-                seconds, searching, found = timed_queries(built[factory], queries, row_of)
+                seconds, cpu_seconds, searching, found = timed_queries(built[factory], depth, queries, row_of)
                 record["seconds"] += seconds
+                record["cpu_seconds"] += cpu_seconds
                 record["search_seconds"] += searching
                 record["recall_at_10"] = round(recall(found, truth), 4)
+            results.setdefault("load_average_after_rounds", []).append(os.getloadavg())
             print(f"round {round_number + 1}/{args.rounds} done", flush=True)
         if peer is not None:
             peer.stdin.close()
             peer.wait(timeout=60)
         for engine in built.values():
             engine.close()
-    chroma_p50 = None
+    chroma_p50 = chroma_cpu_p50 = None
     for name, record in results["variants"].items():
         seconds = record.pop("seconds")
         record["p50_ms"] = percentile_ms(seconds, 50, 3)
         record["p99_ms"] = percentile_ms(seconds, 99, 3)
+        record["cpu_p50_ms"] = percentile_ms(record.pop("cpu_seconds"), 50, 3)
         if "search_seconds" in record:
             searching = record.pop("search_seconds")
             record["search_p50_ms"] = percentile_ms(searching, 50, 3)
             record["fetch_p50_ms"] = percentile_ms(np.subtract(seconds, searching), 50, 3)
         if name == "chroma":
-            chroma_p50 = record["p50_ms"]
+            chroma_p50, chroma_cpu_p50 = record["p50_ms"], record["cpu_p50_ms"]
     for name, record in results["variants"].items():
         if chroma_p50:
             record["p50_vs_chroma"] = round(record["p50_ms"] / chroma_p50, 2)
+            record["cpu_p50_vs_chroma"] = round(record["cpu_p50_ms"] / chroma_cpu_p50, 2)
         print(f"{name:>16}: recall@10 {record.get('recall_at_10')}  p50 {record['p50_ms']} ms  p99 "
               f"{record['p99_ms']} ms" + (f"  {record['p50_vs_chroma']}x chroma" if chroma_p50 else ""))  # fmt: skip
     if args.out:

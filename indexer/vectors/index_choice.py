@@ -17,10 +17,10 @@ type lie beside it on disk, memory-mapped, for exact rescoring: they are page ca
 are not counted against the budget (`info` and the memory check report them apart). The store's page cache and
 the model are not counted either.
 
-The choice. Without a budget: exact search (Flat) up to EXACT_SEARCH_LIMIT documents, HNSW32 above. With a budget,
-the first type of that order that fits: Flat (while small enough for exact search), HNSW32, HNSW32,SQ8, then
-IVF-PQ with d/8 and then d/16 bytes a vector. The budget is recorded in the index, so later merges pick again
-for the size the index has grown to (indexer/commit/merge_policy.py).
+The choice. Without a budget: exact search (Flat) up to EXACT_SEARCH_LIMIT documents, MID_SIZE_DEFAULT (HNSW32,SQ8)
+above. With a budget, the first type of that order that fits: Flat (while small enough for exact search), HNSW32,
+HNSW32,SQ8, then IVF-PQ with d/8 and then d/16 bytes a vector. The budget is recorded in the index, so later merges
+pick again for the size the index has grown to (indexer/commit/merge_policy.py).
 
 Why 4-bit fast-scan product quantization: recall@10 is bounded by the share of IVF lists searched, not by the codes,
 and fast scan reads its 4-bit codes several times faster (FAISS's SIMD kernels), so it can search many more of
@@ -43,10 +43,17 @@ MEMORY_BUDGET = "memory_budget"
 """The build setting (indexer/tables/settings_table.py) that records the budget, in bytes, an index was built with."""
 
 EXACT_SEARCH_LIMIT = 50_000
-"""Up to this many vectors the default index is exact ("Flat"); beyond it, graph search ("HNSW32"). The segments'
-own limit (indexer/vectors/segments.SMALL_SEGMENT_LIMIT): at 100,000 vectors (70,000 real Wikipedia vectors and
-noisy copies) a dense query took 38.1 ms at p50 through exact search and 10.1 ms through HNSW32 at its default
+"""Up to this many vectors the default index is exact ("Flat"); beyond it, graph search (MID_SIZE_DEFAULT). The
+segments' own limit (indexer/vectors/segments.SMALL_SEGMENT_LIMIT): at 100,000 vectors (70,000 real Wikipedia
+vectors and noisy copies) a dense query took 38.1 ms at p50 through exact search and 10.1 ms through HNSW32 at
 efSearch 256, recall@10 0.991 (benchmarks/storage/results/default_index.json, a loaded 2-core machine)."""
+MID_SIZE_DEFAULT = "HNSW32,SQ8"
+"""The default above EXACT_SEARCH_LIMIT without a memory budget: the HNSW32 graph over 8-bit scalar codes, its
+candidates rescored from the float16 originals on disk (indexer/vectors/rescore_depth.DEFAULT_RESCORE). On the
+100,000 real MiniLM vectors at efSearch 192 it reached recall@10 0.984 where HNSW32's float32 vectors reached
+0.982, in about a fifth less search time, holding 720 bytes a vector in memory against 1,870
+(benchmarks/storage/results/default_index_100k.json, docs/benchmarks.md#the-default-index-at-100000-beside-chroma).
+With a budget the order of `candidates` decides instead."""
 
 ID_BYTES = 56
 """An IndexIDMap2's id array (8 bytes a vector) and reverse hash map (measured: about 48 more)."""
@@ -165,7 +172,7 @@ def choose_index_type(count: int | None, dimension: int, budget: int | None = No
     if count is None:
         return "Flat"
     if budget is None:
-        return "Flat" if count <= EXACT_SEARCH_LIMIT else "HNSW32"
+        return "Flat" if count <= EXACT_SEARCH_LIMIT else MID_SIZE_DEFAULT
     options = candidates(count, dimension)
     for candidate in options:
         if candidate.exact and count > EXACT_SEARCH_LIMIT:

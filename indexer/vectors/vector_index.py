@@ -19,12 +19,18 @@ HNSW_EF_CONSTRUCTION = 200
 a graph that did not reach recall@10 0.98 at 100,000 real MiniLM vectors even at efSearch 512 (0.9745); built
 with 200 it does at 256 (0.9845). The build took 1.6 times as long as with 80 in that run
 (benchmarks/storage/results/hnsw_params.json, docs/benchmarks.md#the-default-index-at-100000-beside-chroma)."""
-HNSW_EF_SEARCH = 256
-"""The candidate list of a search in a graph of up to HNSW_LARGE_GRAPH vectors, stored in its file: the smallest
-measured that reaches recall@10 0.98 at 100,000 MiniLM vectors on the HNSW_EF_CONSTRUCTION graph, both on the real
-vectors alone (0.9845, hnsw_params.json) and on 70,000 real vectors and noisy copies (0.991, default_index.json)."""
+HNSW_EF_SEARCH = 192
+"""The candidate list of a search in a graph of up to HNSW_MID_GRAPH vectors, stored in its file: the smallest
+measured that reaches recall@10 0.98 at 100,000 real MiniLM vectors (the Wikipedia sentences, STS-B queries) on the
+HNSW_EF_CONSTRUCTION graph, for HNSW32 (0.982; 160 gave 0.979) and for HNSW32,SQ8 with its candidates rescored from
+the originals (0.984), at about 20% less search time than 256 (benchmarks/storage/results/default_index_100k.json)."""
+HNSW_MID_GRAPH = 100_000
+"""Graphs up to this many vectors (the size efSearch HNSW_EF_SEARCH was measured at) search with it."""
+HNSW_EF_SEARCH_MID = 256
+"""The candidate list from HNSW_MID_GRAPH to HNSW_LARGE_GRAPH vectors: it reached recall@10 0.9845 at 100,000 real
+vectors (hnsw_params.json), the margin kept for graphs up to twice that size."""
 HNSW_LARGE_GRAPH = 200_000
-"""Graphs above this many vectors (twice the size the smaller efSearch was measured at) search deeper."""
+"""Graphs above this many vectors search deeper still."""
 HNSW_EF_SEARCH_LARGE = 512
 """The candidate list above HNSW_LARGE_GRAPH: where HNSW32 reached recall@10 0.976 at 1M MiniLM vectors on a graph
 built with efConstruction 80 (docs/benchmarks.md#1000000-vectors); not measured on the deeper-built graph."""
@@ -52,8 +58,8 @@ EXACT_CHUNK = 65_536
 
 def default_factory(count: int | None, dimension: int = 384, budget: int | None = None) -> str:
     """What `--index auto` picks (indexer/vectors/index_choice.py): exact search for small corpora (and unknown
-    sizes), HNSW32 for large ones, and within a memory `budget` (bytes), the first type whose vectors of
-    `dimension` fit."""
+    sizes), HNSW32,SQ8 (index_choice.MID_SIZE_DEFAULT) for large ones, and within a memory `budget` (bytes), the
+    first type whose vectors of `dimension` fit."""
     return choose_index_type(count, dimension, budget)
 
 
@@ -388,7 +394,9 @@ def _ivf_of(index: faiss.Index) -> faiss.IndexIVF | None:
 def hnsw_ef_search(count: int) -> int:
     """The efSearch a graph of `count` vectors is stored with: deeper for a large graph, whose walk to the nearest
     neighbours is longer."""
-    return HNSW_EF_SEARCH if count <= HNSW_LARGE_GRAPH else HNSW_EF_SEARCH_LARGE
+    if count <= HNSW_MID_GRAPH:
+        return HNSW_EF_SEARCH
+    return HNSW_EF_SEARCH_MID if count <= HNSW_LARGE_GRAPH else HNSW_EF_SEARCH_LARGE
 
 
 def _graph_of(index: faiss.Index) -> faiss.HNSW | None:

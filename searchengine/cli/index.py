@@ -30,7 +30,7 @@ from searchengine.encoding.model_source import Pooling
 from searchengine.encoding.passages import PASSAGE_HEADINGS_BY_DEFAULT, PASSAGES_BY_DEFAULT
 from searchengine.encoding.precision import Precision
 from searchengine.engine.wording import counted
-from searchengine.indexer.vectors.index_choice import EXACT_SEARCH_LIMIT
+from searchengine.indexer.vectors.index_choice import EXACT_SEARCH_LIMIT, MID_SIZE_DEFAULT
 from searchengine.reading.file_rules import DEFAULT_MAX_MB
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ def index(
         "--index",
         help='FAISS factory string, e.g. "Flat", "HNSW32", "IVF1024,PQ32", or auto: chosen by the corpus size and '
         "--memory-budget.",
-        show_default=f"auto: Flat up to {EXACT_SEARCH_LIMIT:,} texts, else HNSW32",
+        show_default=f"auto: Flat up to {EXACT_SEARCH_LIMIT:,} texts, else {MID_SIZE_DEFAULT}",
     ),
     memory_budget: str | None = typer.Option(
         None,

@@ -8,6 +8,7 @@ import pytest
 from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.vectors.index_choice import (
     EXACT_SEARCH_LIMIT,
+    MID_SIZE_DEFAULT,
     TRAINING_POINTS_PER_LIST,
     TRAINING_SAMPLE,
     candidates,
@@ -20,6 +21,7 @@ from searchengine.indexer.vectors.index_choice import (
     type_for_growth,
 )
 from searchengine.indexer.vectors.memory_parts import index_memory
+from searchengine.indexer.vectors.originals import keeps_originals
 from searchengine.indexer.vectors.vector_index import VectorIndex
 
 D = 384
@@ -62,7 +64,7 @@ def test_a_boolean_is_not_a_size() -> None:
 
 @pytest.mark.parametrize(
     ("count", "expected"),
-    [(None, "Flat"), (0, "Flat"), (EXACT_SEARCH_LIMIT, "Flat"), (EXACT_SEARCH_LIMIT + 1, "HNSW32")],
+    [(None, "Flat"), (0, "Flat"), (EXACT_SEARCH_LIMIT, "Flat"), (EXACT_SEARCH_LIMIT + 1, "HNSW32,SQ8")],
 )
 def test_without_a_budget_the_choice_follows_the_size_alone(count: int | None, expected: str) -> None:
     assert choose_index_type(count, D) == expected
@@ -114,8 +116,9 @@ def test_ivf_lists_leave_39_training_points_a_list_of_the_sample_they_are_traine
         assert ivf_lists(count) == 2048 and 2048 * TRAINING_POINTS_PER_LIST <= TRAINING_SAMPLE
 
 
-def test_the_default_at_100000_documents_is_hnsw_and_exact_search_stays_for_small_ones() -> None:
-    assert choose_index_type(100_000, D) == "HNSW32"
+def test_the_default_at_100000_documents_is_hnsw_over_sq8_codes_and_exact_search_stays_for_small_ones() -> None:
+    assert choose_index_type(100_000, D) == MID_SIZE_DEFAULT == "HNSW32,SQ8"
+    assert keeps_originals(MID_SIZE_DEFAULT)  # its candidates are rescored from the originals
     assert choose_index_type(10_000, D) == "Flat"
 
 

@@ -13,7 +13,9 @@ from searchengine.indexer.vectors.vector_index import (
     HNSW_EF_CONSTRUCTION,
     HNSW_EF_SEARCH,
     HNSW_EF_SEARCH_LARGE,
+    HNSW_EF_SEARCH_MID,
     HNSW_LARGE_GRAPH,
+    HNSW_MID_GRAPH,
     IVF_NPROBE_FRACTION,
     VectorIndex,
     default_factory,
@@ -164,18 +166,24 @@ def test_hnsw_search_settings_survive_save_and_load(tmp_path, built) -> None:
 
 def test_a_larger_graph_is_stored_with_a_deeper_search(monkeypatch, vectors, ids) -> None:
     assert (
-        hnsw_ef_search(HNSW_LARGE_GRAPH)
+        hnsw_ef_search(HNSW_MID_GRAPH)
         == HNSW_EF_SEARCH
+        < HNSW_EF_SEARCH_MID
+        == hnsw_ef_search(HNSW_MID_GRAPH + 1)
+        == hnsw_ef_search(HNSW_LARGE_GRAPH)
         < HNSW_EF_SEARCH_LARGE
         == hnsw_ef_search(HNSW_LARGE_GRAPH + 1)
     )
-    monkeypatch.setattr(vector_index, "HNSW_LARGE_GRAPH", 600)  # the same rule at a size a test can build
+    monkeypatch.setattr(vector_index, "HNSW_MID_GRAPH", 300)  # the same rule at sizes a test can build
+    monkeypatch.setattr(vector_index, "HNSW_LARGE_GRAPH", 600)
     for factory in ("HNSW32", "HNSW32,SQ8"):
         index = VectorIndex.create(factory, DIMENSION)
         if index.needs_training:
             index.train(vectors)
-        index.add(vectors[:600], ids[:600])
+        index.add(vectors[:300], ids[:300])
         assert _hnsw(index).hnsw.efSearch == HNSW_EF_SEARCH
+        index.add(vectors[300:600], ids[300:600])
+        assert _hnsw(index).hnsw.efSearch == HNSW_EF_SEARCH_MID
         index.add(vectors[600:], ids[600:])
         assert _hnsw(index).hnsw.efSearch == HNSW_EF_SEARCH_LARGE
         _, found = index.search(vectors[590:610], 1)
@@ -304,8 +312,8 @@ def test_load_of_a_missing_file_raises_indexer_error(tmp_path) -> None:
         (1, "Flat"),
         (10_000, "Flat"),
         (EXACT_SEARCH_LIMIT, "Flat"),
-        (EXACT_SEARCH_LIMIT + 1, "HNSW32"),
-        (10 * EXACT_SEARCH_LIMIT, "HNSW32"),
+        (EXACT_SEARCH_LIMIT + 1, "HNSW32,SQ8"),
+        (10 * EXACT_SEARCH_LIMIT, "HNSW32,SQ8"),
     ],
 )
 def test_default_factory(count: int | None, expected: str) -> None:

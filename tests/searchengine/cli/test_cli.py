@@ -542,14 +542,14 @@ def test_max_chars_default_agrees_between_help_and_readme() -> None:
 
 def test_described_defaults_show_in_help() -> None:
     """Defaults that are not a plain value (None until resolved) are named in --help, not lost to rich markup."""
-    from searchengine.indexer.vectors.index_choice import EXACT_SEARCH_LIMIT
+    from searchengine.indexer.vectors.index_choice import EXACT_SEARCH_LIMIT, MID_SIZE_DEFAULT
 
     from searchengine.engine.modes import DEFAULT_FUSION, DEFAULT_MODE
 
     expected = {
         ("query",): [f"[default: ({DEFAULT_MODE}; dense on an index without a keyword index)]", "[default: (100)]"],
         ("index",): [
-            f"[default: (auto: Flat up to {EXACT_SEARCH_LIMIT:,} texts, else HNSW32)]",
+            f"[default: (auto: Flat up to {EXACT_SEARCH_LIMIT:,} texts, else {MID_SIZE_DEFAULT})]",
             "[default: (no limit)]",
             "[default: (the model's own prompt)]",
         ],

@@ -102,3 +102,27 @@ def test_the_cli_says_which_type_the_budget_chose(tmp_path: Path, tiny_model: Pa
     assert "Index type Flat, chosen for 2 vectors within a memory budget of 2 GB, about " in result.output
     appended = CliRunner().invoke(app, [*args, "--append"])
     assert appended.exit_code == 1 and "drop --index, --memory-budget," in appended.output
+
+
+def test_auto_above_the_exact_search_limit_builds_the_mid_size_default_whose_hits_are_rescored(
+    tmp_path: Path, tiny_encoder: Encoder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the exact-search limit `auto` builds HNSW32,SQ8 with its originals beside it, and a dense query's hits
+    come back scored exactly from them: each text finds itself first, at a cosine of 1 within float16's precision."""
+    from searchengine.indexer.vectors import index_choice
+
+    from tests.conftest import SENTENCES
+
+    monkeypatch.setattr(index_choice, "EXACT_SEARCH_LIMIT", 50)  # the rule at a size a test builds in seconds
+    texts = [f"{first}, then {second}" for i, first in enumerate(SENTENCES) for second in SENTENCES[i + 1 :]]
+    assert len(texts) > index_choice.EXACT_SEARCH_LIMIT
+    engine = SearchEngine.build(texts, tmp_path / "auto", encoder=tiny_encoder)
+    try:
+        assert engine.last_report.index_type == index_choice.MID_SIZE_DEFAULT == "HNSW32,SQ8"
+        assert engine.reader.vectors.has_originals
+        for text in texts[::7]:
+            best = engine.search(text, k=3, mode="dense")[0]
+            assert best.text == text
+            assert best.score == pytest.approx(1.0, abs=2e-3)
+    finally:
+        engine.close()
