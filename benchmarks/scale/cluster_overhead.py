@@ -155,11 +155,18 @@ def main(argv: list[str] | None = None) -> None:
                 try:
                     ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
                     cluster.wait_for_nodes()
-                    url = serve_cluster(folder / "cluster.json", port=free_port(), heal_every_s=3600.0, access_log=access_log)
+                    url = serve_cluster(
+                        folder / "cluster.json", port=free_port(), heal_every_s=3600.0, access_log=access_log
+                    )
                     if "RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT" in env:  # the ingress replica's own port, no proxy
                         url = direct_ingress_url(env)
                     started_s = time.perf_counter() - clock
-                    result = {"env": env, "access_log": access_log, "start_s": round(started_s, 1), "load": os.getloadavg()[0]}
+                    result = {
+                        "env": env,
+                        "access_log": access_log,
+                        "start_s": round(started_s, 1),
+                        "load": os.getloadavg()[0],
+                    }
                     try:
                         result.update(measure(url, one, texts, args.adds, name))
                     except OSError as error:  # urllib's errors: a setting that breaks a route is noted, not fatal
