@@ -2,22 +2,29 @@
 (ray.cluster_utils.Cluster, one CPU per node, each node named by its own `searchengine_node_<name>` resource and
 keeping its shard copies in its own folder), a build, Ray Serve, searches in every mode against one index of the
 same documents (served by `searchengine serve`'s app in this process, over HTTP too), routed writes, and a node
-removed under search and write load (Ray declares a lost node dead after about 3 s here); then, with one copy per shard, a node lost (answers flagged partial) and
-brought back (answers whole again).
+removed under search and write load (Ray declares a lost node dead after about 3 s here); then, with one copy per
+shard, a node lost (answers flagged partial) and brought back (answers whole again).
 
 The documents are real: NFCorpus's corpus (its judged test queries give nDCG@10), then ArguAna's, then Wikipedia
 sentences, up to --documents; each keeps its own id, which picks its shard. Every simulated node shares this
-machine's cores, so the latencies compare the cluster with one index on the same machine in the same run.
+machine's cores, so the latencies compare the cluster with one index on the same machine in the same run: each
+query (and each add) goes to both, one after the other, which goes first alternating. The simulated nodes run their
+workers at the driver's priority (Ray's worker_niceness 0; Ray's default, 15, lets every other process on a shared
+machine, the one index's server among them, go first), and the build embeds with --workers actors (one per core).
 
 The last line on stdout is one JSON object: same_top10 (exact dense search: the fraction of queries whose top 10
 equals one index's, ids and scores within 1e-5), keyword_ndcg_diff and hybrid_ndcg_diff (absolute, against one
-index), p50_ratio (a hybrid query's median time through the cluster's ingress over one index's server),
+index), p50_ratio (a hybrid query's median time through the cluster's ingress over one index's server; add10_ratio
+the same for an add of 10 documents),
 failed_searches (during the node's loss), acknowledged_writes_lost, partial_flagged (one copy per shard, its node
 lost: answers flagged partial, none failed), partial_recovered (the node back: answers whole) and
-driver_rows_written (0: each copy wrote its own rows); with the timings behind them. The same record goes to --out.
+driver_rows_written (0: each copy wrote its own rows); with the timings behind them and each phase's seconds
+(cluster_start_s, cluster_build_s, one_index_build_s, serve_start_s, compare_s, node_loss_s, one_copy_loss_s). The
+same record goes to --out.
 
 Usage: .venv/bin/python benchmarks/scale/cluster_check.py --documents 20000 --shards 4 --nodes 3 --copies 2
-       [--model default] [--queries 200] [--load-seconds 20] [--out benchmarks/scale/results/cluster_check.json]
+       [--model default] [--queries 200] [--latency-queries 100] [--adds 5] [--load-seconds 20] [--workers 2]
+       [--out benchmarks/scale/results/cluster_check.json]
 """
 
 from __future__ import annotations
@@ -121,13 +128,20 @@ def mean_ndcg(results: list[dict], query_ids: list[str], qrels: dict[str, dict[s
     )
 
 
-def p50_ms(url: str, queries: list[str], mode: str = "hybrid") -> float:
-    times = []
-    for query in queries:
-        started = time.perf_counter()
-        post(url + "/search", {"queries": [query], "k": K, "mode": mode})
-        times.append(time.perf_counter() - started)
-    return 1000 * statistics.median(times)
+def timed(url: str, path: str, body: dict) -> float:
+    started = time.perf_counter()
+    post(url + path, body)
+    return time.perf_counter() - started
+
+
+def alternating_medians(urls: tuple[str, str], path: str, bodies: list[dict]) -> tuple[float, float]:
+    """The median seconds of each body sent to both servers, one after the other, which goes first alternating, so
+    a change in the machine's load meets both alike."""
+    times: tuple[list[float], list[float]] = ([], [])
+    for number, body in enumerate(bodies):
+        for side in (0, 1) if number % 2 else (1, 0):
+            times[side].append(timed(urls[side], path, body))
+    return statistics.median(times[0]), statistics.median(times[1])
 
 
 @contextmanager
@@ -280,7 +294,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", default="default", help="The model (default: the bundled all-MiniLM-L6-v2).")
     parser.add_argument("--queries", type=int, default=200, help="Queries compared in each mode.")
     parser.add_argument("--latency-queries", type=int, default=100)
+    parser.add_argument("--adds", type=int, default=5, help="Adds of 10 documents timed (median).")
     parser.add_argument("--load-seconds", type=float, default=20.0)
+    parser.add_argument(
+        "--workers", type=int, default=2, help="Embedding workers of the cluster build (default 2: one per core here)."
+    )
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--out", type=Path, default=OUT, help="Where the JSON record goes ('-': nowhere).")
     args = parser.parse_args(argv)
@@ -314,7 +332,8 @@ def main(argv: list[str] | None = None) -> None:
             initialize_head=True,
             head_node_args={
                 "num_cpus": 1, "resources": {"searchengine_node_head": 1}, "include_dashboard": False,
-                "_system_config": {"health_check_period_ms": 1000, "health_check_failure_threshold": 3},
+                "_system_config": {"health_check_period_ms": 1000, "health_check_failure_threshold": 3,
+                                   "worker_niceness": 0},
             },
         )  # fmt: skip
         nodes = {name: cluster.add_node(num_cpus=1, resources={f"searchengine_node_{name}": 1}) for name in names[1:]}
@@ -324,7 +343,7 @@ def main(argv: list[str] | None = None) -> None:
         try:
             settings = ClusterBuildSettings(
                 shards=args.shards, copies=args.copies, model=args.model, local_root=str(folder / "nodes"),
-                encoder_options=options, nodes=names, workers=1,
+                encoder_options=options, nodes=names, workers=args.workers,
             )  # fmt: skip
             index, report = build_cluster(folder / "cluster.json", documents, settings)
             for states in index.copies:  # the build's actors go: the Serve deployments open the copies
@@ -343,6 +362,7 @@ def main(argv: list[str] | None = None) -> None:
             clock = time.perf_counter()
             url = serve_cluster(folder / "cluster.json", port=free_port(), heal_every_s=2.0)
             record["serve_start_s"] = round(time.perf_counter() - clock, 1)
+            phase = time.perf_counter()
             with one_index_server(folder / "one", encoder) as one:
                 cluster_dense, one_dense = search(url, dense_queries, "dense"), search(one, dense_queries, "dense")
                 record["same_top10"] = sum(map(same_top, cluster_dense, one_dense)) / len(dense_queries)
@@ -352,19 +372,19 @@ def main(argv: list[str] | None = None) -> None:
                     )
                     record[f"{mode}_ndcg"] = {"cluster": round(mine, 4), "one_index": round(theirs, 4)}
                     record[f"{mode}_ndcg_diff"] = round(abs(mine - theirs), 6)
-                latency = (texts + dense_queries)[: args.latency_queries]
-                p50_ms(url, latency[:10]), p50_ms(one, latency[:10])  # warm both
-                cluster_ms, one_ms = p50_ms(url, latency), p50_ms(one, latency)
-                record["p50_ms"] = {"cluster": round(cluster_ms, 2), "one_index": round(one_ms, 2)}
-                record["p50_ratio"] = round(cluster_ms / one_ms, 3)
-                batch = [{"id": f"routed-{n}", "text": f"a routed write number {n} about {texts[n % len(texts)]}"}
-                         for n in range(10)]  # fmt: skip
-                clock = time.perf_counter()
-                post(url + "/documents", {"documents": batch, "id_field": "id"})
-                routed_s = time.perf_counter() - clock
-                clock = time.perf_counter()
-                post(one + "/documents", {"documents": batch, "id_field": "id"})
-                record["add10_s"] = {"cluster": round(routed_s, 3), "one_index": round(time.perf_counter() - clock, 3)}
+                latency = [{"queries": [query], "k": K, "mode": "hybrid"}
+                           for query in (texts + dense_queries)[: args.latency_queries]]  # fmt: skip
+                alternating_medians((url, one), "/search", latency[:10])  # warm both
+                cluster_s, one_s = alternating_medians((url, one), "/search", latency)
+                record["p50_ms"] = {"cluster": round(1000 * cluster_s, 2), "one_index": round(1000 * one_s, 2)}
+                record["p50_ratio"] = round(cluster_s / one_s, 3)
+                adds = [{"documents": [{"id": f"routed-{turn}-{n}", "text": f"a routed write {n} about {texts[n % len(texts)]}"}
+                                       for n in range(10)], "id_field": "id"} for turn in range(args.adds)]  # fmt: skip
+                cluster_s, one_s = alternating_medians((url, one), "/documents", adds)
+                record["add10_s"] = {"cluster": round(cluster_s, 3), "one_index": round(one_s, 3)}
+                record["add10_ratio"] = round(cluster_s / one_s, 3)
+            record["compare_s"] = round(time.perf_counter() - phase, 1)
+            clock = time.perf_counter()
             victim = names[-1]
             load = under_load(url, texts or dense_queries, args.load_seconds, lambda: cluster.remove_node(nodes[victim]))
             record["node_removed"] = victim
@@ -376,8 +396,11 @@ def main(argv: list[str] | None = None) -> None:
             record["errors_during_loss"] = load["errors"]
             record["acknowledged_writes_lost"] = lost_writes(url, load["acknowledged"])
             serve.shutdown()
-            subset = documents[: min(len(documents), 400)]
+            record["node_loss_s"] = round(time.perf_counter() - clock, 1)
+            clock = time.perf_counter()
+            subset = sorted(documents, key=lambda document: len(document.text))[:400]  # R=1 needs documents, not long
             record.update(one_copy_loss(cluster, folder, subset, args.model, options, args.shards))
+            record["one_copy_loss_s"] = round(time.perf_counter() - clock, 1)
         finally:
             ray.shutdown()
             cluster.shutdown()

@@ -23,6 +23,10 @@ from searchengine.cluster.placement import NODE_RESOURCE, live_nodes, node_resou
 log = logging.getLogger("searchengine.server")
 SHARD_SECONDS_BOUNDARIES = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0]
 """Seconds: a shard's term statistics take about a millisecond, a batch's candidates tens, a write seconds."""
+SERVE_LOGGING = {"enable_access_log": False, "log_level": "WARNING"}
+"""Serve's logging for the proxy, the ingress and the copies (ray.serve.schema.LoggingConfig): no line per request
+or per call to a copy (a search makes one to three calls to every shard, each a line in a log file), warnings and
+errors kept."""
 COPY_APP_PREFIX = "searchengine-copy-"
 """The name of every copy's Serve application begins so (`serve status` lists them together)."""
 SEARCH_CALLS = frozenset({"statistics", "candidates", "hits", "described", "ids_of"})
@@ -125,8 +129,11 @@ def start_copy_deployment(place: CopyPlace, shard: int, local_root: str) -> Any:
     return start_copy_deployments([(place, shard)], local_root)[0]
 
 
-def start_copy_deployments(copies: list[tuple[CopyPlace, int]], local_root: str) -> list[Any]:
-    """The handles of the deployments of `copies` (place, shard), deploying those not running yet all at once."""
+def start_copy_deployments(
+    copies: list[tuple[CopyPlace, int]], local_root: str, logging: dict[str, Any] = SERVE_LOGGING
+) -> list[Any]:
+    """The handles of the deployments of `copies` (place, shard), deploying those not running yet all at once, with
+    Serve's `logging` (a LoggingConfig as a dict)."""
     from ray import serve
     from ray.serve.api import RunTarget
 
@@ -150,6 +157,7 @@ def start_copy_deployments(copies: list[tuple[CopyPlace, int]], local_root: str)
             num_replicas=1,
             max_ongoing_requests=64,
             ray_actor_options={"num_cpus": 0, "resources": node_resource(place.node)},
+            logging_config=logging,
         )
         targets.append(RunTarget(deployment.bind(place.folder, shard, local_root), name=name, route_prefix=None))
     if targets:

@@ -15,6 +15,7 @@ INGRESS_APP = "searchengine"
 """The Serve application of the ingress."""
 
 
+
 def connect(address: str | None) -> None:
     """Connect this process to the Ray cluster at `address` (None: $RAY_ADDRESS or the one `ray start` runs here);
     one line when none is reachable."""
@@ -47,26 +48,31 @@ def serve_cluster(
     readers: int = 2,
     heal_every_s: float | None = None,
     ingress_node: str | None = None,
+    access_log: bool = False,
 ) -> str:
     """Start the copies of the cluster index at `manifest_path` (those whose nodes are live; heal starts the others
     later) and its ingress at http://HOST:PORT/; returns that URL. The ingress reads (and, when heal moves a copy,
     rewrites) the manifest, so it is pinned to `ingress_node` (a node's `searchengine_node_<name>` name), by
-    default the node this process runs on when it has a name."""
+    default the node this process runs on when it has a name. `access_log`: Serve logs a line per request (and
+    per call to a copy) to its log files, off by default (SERVE_LOGGING)."""
     from ray import serve
 
     from searchengine.cluster.manifest import read_manifest
     from searchengine.cluster.placement import live_nodes, node_resource
-    from searchengine.server.cluster.copy_deployments import start_copy_deployments
+    from searchengine.server.cluster.copy_deployments import SERVE_LOGGING, start_copy_deployments
     from searchengine.server.cluster.ingress import HEAL_EVERY_S, ClusterIngress
 
     path = Path(manifest_path).resolve()
     manifest = read_manifest(path)
     # One HTTP proxy, on the head: the address returned is the head's (a proxy on every node wants a load balancer
     # in front, and on one machine's simulated cluster they would share the port and die with their node).
-    serve.start(proxy_location="HeadOnly", http_options={"host": host, "port": port})
+    logging = {**SERVE_LOGGING, "enable_access_log": access_log}
+    serve.start(proxy_location="HeadOnly", http_options={"host": host, "port": port}, logging_config=logging)
     nodes = live_nodes()
     copies = [(place, shard) for shard, places in enumerate(manifest.placement) for place in places]
-    start_copy_deployments([(place, shard) for place, shard in copies if place.node in nodes], manifest.local_root)
+    start_copy_deployments(
+        [(place, shard) for place, shard in copies if place.node in nodes], manifest.local_root, logging=logging
+    )
     node = ingress_node or _own_node_name(nodes)
     options: dict[str, Any] = {"num_cpus": 0}
     if node is not None:
@@ -74,7 +80,12 @@ def serve_cluster(
             raise ClusterError(f"node {node} is not in the Ray cluster: name a live node for the ingress")
         options["resources"] = node_resource(node)
     ingress = serve.deployment(
-        ClusterIngress, name="ingress", num_replicas=1, max_ongoing_requests=256, ray_actor_options=options
+        ClusterIngress,
+        name="ingress",
+        num_replicas=1,
+        max_ongoing_requests=256,
+        ray_actor_options=options,
+        logging_config=logging,
     )
     bound = ingress.bind(str(path), settings, readers, 64, HEAL_EVERY_S if heal_every_s is None else heal_every_s)
     serve.run(bound, name=INGRESS_APP, route_prefix="/")
