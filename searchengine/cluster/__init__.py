@@ -10,7 +10,9 @@ The interface (names kept stable for the Ray Serve front end):
 
 - `build_cluster(manifest_path, documents, ClusterBuildSettings(shards, copies, model, local_root, ...))` ->
   (ClusterIndex, ClusterBuildReport): embedding workers embed, each copy on its node stores its shard's rows and
-  segments; the driver writes no rows (report.driver_rows_written, measured) and receives no vectors.
+  segments; the driver writes no rows (report.driver_rows_written, measured) and receives no vectors. With
+  `vectors=` (blocks of float32 rows in the documents' order, checked by vector_blocks.VectorRows) the documents'
+  own vectors go to the copies instead and nothing is embedded.
 - `cluster_corpus(corpus, jsonl, fields)` (corpus_reading.py): the documents of a corpus file or folder, read as
   `searchengine index` reads them, each with the id that picks its shard (its id field, else NAME#LINE); what
   `searchengine cluster-index build` gives build_cluster.

@@ -34,6 +34,7 @@ from searchengine.cluster.manifest import (
 from searchengine.cluster.placement import initial_placement, live_nodes
 from searchengine.cluster.routing import shard_of
 from searchengine.cluster.shard_copy import current_node
+from searchengine.cluster.vector_blocks import VectorRows
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.tables.documents import Document
 
@@ -103,12 +104,20 @@ def build_cluster(
     documents: Iterable[Document],
     settings: ClusterBuildSettings,
     *,
+    vectors: Iterable[object] | None = None,
     calls: CopyCalls | None = None,
     starter: CopyStarter = start_copy_actor,
 ) -> tuple[ClusterIndex, ClusterBuildReport]:
     """Build a cluster index of `documents` (each with an external id: it picks the shard) on the Ray cluster this
     process is connected to, and commit it by writing its manifest at `manifest_path`. Returns the opened index and
-    what the build did."""
+    what the build did.
+
+    `vectors`: the documents' own vectors instead of the workers' (as SearchEngine.add takes `embeddings`), as
+    blocks of float32 rows in the documents' order (any number of rows a block; one row per document in all), in
+    the space of `settings.model`, which still encodes the queries. Each block is checked as it comes (the model's
+    dimension, no NaN, no vector of zeros: one ClusterError, and nothing is committed), and each batch's rows go to
+    every copy of its shard as one Ray object, as a worker's vectors do; no text is embedded (one worker reads the
+    model's identity and stops)."""
     import ray
 
     if settings.model is None:
@@ -132,8 +141,18 @@ def build_cluster(
     worker = ray.remote(Embedder).options(num_cpus=1)
     embedders: list[Any] = []
     try:
-        embedders += [worker.remote(settings.model, settings.encoder_options) for _ in range(settings.workers)]
+        embedders += [
+            worker.remote(settings.model, settings.encoder_options)
+            for _ in range(1 if vectors is not None else settings.workers)
+        ]
         model = embedders[0].model.remote()  # passed on unresolved: the copies name the model without loading it
+        rows = None
+        if vectors is not None:  # the model's identity is all a worker is needed for
+            model = ray.get(model)
+            rows = VectorRows(vectors, model.dimension)
+            for embedder in embedders:
+                ray.kill(embedder)
+            embedders.clear()
         begun = [
             calls.start(state.handle, "begin_build", model, settings.index_type)
             for states in copies
@@ -144,14 +163,18 @@ def build_cluster(
         report = ClusterBuildReport(shard_documents=[0] * settings.shards)
         in_flight: list[Any] = []
         batches: dict[int, list[Document]] = {}
+        given: dict[int, list[np.ndarray]] = {}
         turn = 0
 
         def send(shard: int) -> None:
             nonlocal turn
             batch = batches.pop(shard)
-            vectors = embedders[turn % len(embedders)].embed.remote([document.text for document in batch])
+            if rows is not None:
+                embedded = ray.put(np.stack(given.pop(shard)))
+            else:
+                embedded = embedders[turn % len(embedders)].embed.remote([document.text for document in batch])
             turn += 1
-            in_flight.extend(calls.start(state.handle, "write_batch", batch, vectors) for state in copies[shard])
+            in_flight.extend(calls.start(state.handle, "write_batch", batch, embedded) for state in copies[shard])
             while len(in_flight) > IN_FLIGHT * settings.copies:
                 calls.finish(in_flight.pop(0), timeout=600.0)
 
@@ -163,10 +186,14 @@ def build_cluster(
                 )
             shard = shard_of(document.external_id, settings.shards)
             batches.setdefault(shard, []).append(document)
+            if rows is not None:
+                given.setdefault(shard, []).append(rows.row(position))
             report.documents += 1
             report.shard_documents[shard] += 1
             if len(batches[shard]) >= settings.batch_size:
                 send(shard)
+        if rows is not None:
+            rows.finish(report.documents)
         for shard in list(batches):
             send(shard)
         for call in in_flight:

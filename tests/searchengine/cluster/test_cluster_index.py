@@ -6,9 +6,11 @@ a node removed. The tests run in order on one cluster and one cluster index, eac
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from searchengine.indexer.query.filter_sql import Condition
 from searchengine.indexer.tables.documents import Document
@@ -28,6 +30,7 @@ from searchengine.cluster.manifest import read_manifest
 from searchengine.cluster.routing import shard_of
 from searchengine.engine.index_reader import IndexReader
 from searchengine.engine.index_writer import IndexWriter
+from searchengine.engine.search_engine import SearchEngine
 from tests.searchengine.cluster.conftest import corpus, one_index
 
 ray = pytest.importorskip("ray")
@@ -246,6 +249,35 @@ def test_a_build_that_dies_leaves_the_cluster_as_it_was(built: dict, tiny_model:
         build_cluster(path, dying(), built["settings"])
     assert read_manifest(path) == before
     assert builds() == folders, "the dead build's folders were removed"
+
+
+def test_a_build_with_given_vectors_stores_them_and_answers_as_one_index_of_them(
+    built: dict,
+    tiny_encoder: Any,  # noqa: ANN401
+    tmp_path: Path,
+) -> None:
+    documents = corpus(150, seed=3)
+    given = np.random.default_rng(3).standard_normal((len(documents), tiny_encoder.dimension)).astype(np.float32)
+    settings = replace(built["settings"], name="given", copies=1)
+    blocks = [given[:7], given[7:100], given[100:]]  # blocks need not match the batches
+    index, report = build_cluster(built["folder"] / "given.json", documents, settings, vectors=iter(blocks))
+    index._encoder = tiny_encoder
+    assert report.driver_rows_written == 0 and sum(report.shard_documents) == len(documents)
+    with SearchEngine.create(tmp_path / "one", encoder=tiny_encoder, passages=False) as reference:
+        reference.add(documents, embeddings=given)  # one ordinary index of the same documents and vectors
+        assert_same_as_one_index(index, reference.reader)  # dense scores too: the stored vectors are the given ones
+    remove_build(index.manifest)
+
+
+def test_given_vectors_with_a_nan_stop_the_build_with_one_error_and_commit_nothing(built: dict) -> None:
+    documents = corpus(40, seed=4)
+    given = np.ones((len(documents), 32), dtype=np.float32)
+    given[30, 5] = np.nan
+    settings = replace(built["settings"], name="nan", copies=1)
+    with pytest.raises(ClusterError, match=r"vectors of block 1 \(from document 0\) hold a NaN"):
+        build_cluster(built["folder"] / "nan.json", documents, settings, vectors=[given])
+    assert not (built["folder"] / "nan.json").exists()
+    assert not list(Path(settings.local_root).glob("*/nan/*/shard-*")), "the failed build's folders were removed"
 
 
 class CallsThatKill(ActorCalls):
