@@ -53,6 +53,18 @@ def peak_rss_mb() -> float:
     return 0.0
 
 
+def scratch_vectors(path: Path, real: np.ndarray, count: int, noise: float) -> np.ndarray:
+    """The first `count` rows of the float16 vectors' file at `path`: the one a run kept (--keep-scratch) when it
+    holds that many, made from these real vectors with this noise (the same generator makes the same rows whatever
+    the count), else a new one."""
+    if path.exists():
+        kept = np.load(path, mmap_mode="r")
+        probe = noisy_copies(real, len(real) + 10, noise)
+        if len(kept) >= max(count, len(probe)) and np.array_equal(kept[: len(probe)], probe.astype(np.float16)):
+            return kept[:count]
+    return noisy_copies_file(real, count, noise, path, "float16")
+
+
 def built_index(factory: str, sample: np.ndarray, vectors: np.ndarray) -> tuple[faiss.Index, dict]:
     """`factory` trained on `sample` and given every row of `vectors` (ids = row numbers) ADD_BLOCK rows at a time;
     with the seconds training and adding took."""
@@ -126,6 +138,7 @@ def main() -> None:
     parser.add_argument("--rescore", type=int, nargs="+", default=[0, 100, 200, 500, 1000])
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--scratch", type=Path, help="past memory: a folder for the vectors' float16 file")
+    parser.add_argument("--keep-scratch", action="store_true", help="keep the vectors' file for another run")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     real = cached_wiki(args.cache_dir, min(args.real, args.vectors))
@@ -136,7 +149,7 @@ def main() -> None:
         originals = vectors.astype(np.float16)
     else:
         args.scratch.mkdir(parents=True, exist_ok=True)
-        vectors = originals = noisy_copies_file(real, args.vectors, args.noise, args.scratch / "vectors.npy", "float16")
+        vectors = originals = scratch_vectors(args.scratch / "vectors.npy", real, args.vectors, args.noise)
     made = time.perf_counter()
     truth, truth_real = exact_top_blocks(vectors, queries, K), exact_top_blocks(real, queries, K)
     print(f"made {len(vectors):,} vectors in {made - started:.0f} s, exact top {K} in {time.perf_counter() - made:.0f} s",
@@ -164,7 +177,7 @@ def main() -> None:
                     "results": results,
                 })
     finally:
-        if args.scratch is not None:
+        if args.scratch is not None and not args.keep_scratch:
             del vectors, originals
             (args.scratch / "vectors.npy").unlink(missing_ok=True)
 
