@@ -12,6 +12,8 @@ originals, as indexer/vectors/segments.py does it), encoding left out.
 
 Usage:
   .venv/bin/python benchmarks/storage/ivf_pq_settings.py --vectors 200000 --out benchmarks/storage/results/x.json
+  .venv/bin/python benchmarks/storage/ivf_pq_settings.py --vectors 10000000 --scratch /tmp/ivf10m --train 320000 \
+      --factories IVF8192_HNSW32,PQ96x4fs --nprobe 256 512 1024 --rescore 300 --out results/x.json
 """
 
 from __future__ import annotations
@@ -29,19 +31,54 @@ import numpy as np
 
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
 
+from searchengine.indexer.vectors.vector_index import FAST_SCAN_KERNEL
+
 from benchmarks.harness.machine import command_line, machine_record
 from benchmarks.harness.results import write_results
 from benchmarks.scale.synthetic import DEFAULT_NOISE, noisy_copies
 from benchmarks.storage.rescoring import cached_queries, cached_wiki
+from benchmarks.storage.vectors_on_disk import exact_top_blocks, noisy_copies_file
 
 K = 10
 DEFAULT_CACHE = Path.home() / ".cache" / "searchengine-bench" / "blocks"
+ADD_BLOCK = 500_000
+"""Vectors added to an index at a time."""
 
 
-def exact_top(vectors: np.ndarray, queries: np.ndarray) -> np.ndarray:
-    flat = faiss.IndexFlatIP(vectors.shape[1])
-    flat.add(vectors)
-    return flat.search(queries, K)[1]
+def peak_rss_mb() -> float:
+    """This process's peak resident set (VmHWM) in MB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return round(int(line.split()[1]) / 1024, 1)
+    return 0.0
+
+
+def scratch_vectors(path: Path, real: np.ndarray, count: int, noise: float) -> np.ndarray:
+    """The first `count` rows of the float16 vectors' file at `path`: the one a run kept (--keep-scratch) when it
+    holds that many, made from these real vectors with this noise (the same generator makes the same rows whatever
+    the count), else a new one."""
+    if path.exists():
+        kept = np.load(path, mmap_mode="r")
+        probe = noisy_copies(real, len(real) + 10, noise)
+        if len(kept) >= max(count, len(probe)) and np.array_equal(kept[: len(probe)], probe.astype(np.float16)):
+            return kept[:count]
+    return noisy_copies_file(real, count, noise, path, "float16")
+
+
+def built_index(factory: str, sample: np.ndarray, vectors: np.ndarray) -> tuple[faiss.Index, dict]:
+    """`factory` trained on `sample` and given every row of `vectors` (ids = row numbers) ADD_BLOCK rows at a time;
+    with the seconds training and adding took."""
+    index = faiss.index_factory(vectors.shape[1], factory, faiss.METRIC_INNER_PRODUCT)
+    started = time.perf_counter()
+    index.train(np.ascontiguousarray(sample, dtype=np.float32))
+    trained = time.perf_counter()
+    for start in range(0, len(vectors), ADD_BLOCK):
+        index.add(np.ascontiguousarray(vectors[start : start + ADD_BLOCK], dtype=np.float32))
+    added = time.perf_counter()
+    fast = faiss.downcast_index(faiss.extract_index_ivf(index))
+    if isinstance(fast, faiss.IndexIVFFastScan):
+        fast.implem = FAST_SCAN_KERNEL
+    return index, {"train_s": round(trained - started, 1), "add_s": round(added - trained, 1)}
 
 
 def rescored(query: np.ndarray, ids: np.ndarray, originals: np.ndarray) -> np.ndarray:
@@ -100,34 +137,49 @@ def main() -> None:
     parser.add_argument("--nprobe", type=int, nargs="+", default=[16, 32, 64, 128])
     parser.add_argument("--rescore", type=int, nargs="+", default=[0, 100, 200, 500, 1000])
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE)
+    parser.add_argument("--scratch", type=Path, help="past memory: a folder for the vectors' float16 file")
+    parser.add_argument("--keep-scratch", action="store_true", help="keep the vectors' file for another run")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     real = cached_wiki(args.cache_dir, min(args.real, args.vectors))
-    vectors = noisy_copies(real, args.vectors, args.noise)
     queries = cached_queries(args.cache_dir, args.queries)
-    truth, truth_real = exact_top(vectors, queries), exact_top(real, queries)
-    originals = vectors.astype(np.float16)
+    started = time.perf_counter()
+    if args.scratch is None:
+        vectors = noisy_copies(real, args.vectors, args.noise)
+        originals = vectors.astype(np.float16)
+    else:
+        args.scratch.mkdir(parents=True, exist_ok=True)
+        vectors = originals = scratch_vectors(args.scratch / "vectors.npy", real, args.vectors, args.noise)
+    made = time.perf_counter()
+    truth, truth_real = exact_top_blocks(vectors, queries, K), exact_top_blocks(real, queries, K)
+    print(f"made {len(vectors):,} vectors in {made - started:.0f} s, exact top {K} in {time.perf_counter() - made:.0f} s",
+          flush=True)
     sample = vectors[np.sort(np.random.default_rng(0).permutation(len(vectors))[: args.train])]
     results, threads = [], faiss.omp_get_max_threads()
-    for factory in args.factories:
-        started = time.perf_counter()
-        index = faiss.index_factory(vectors.shape[1], factory, faiss.METRIC_INNER_PRODUCT)
-        index.train(sample)
-        index.add(vectors)
-        built = round(time.perf_counter() - started, 1)
-        print(f"{factory}: built in {built} s", flush=True)
-        faiss.omp_set_num_threads(1)
-        runs = sweep(index, queries, truth, truth_real, len(real), originals, args.nprobe, args.rescore)
-        faiss.omp_set_num_threads(threads)
-        results.append({"factory": factory, "build_s": built, "runs": runs})
-        if args.out:
-            write_results(args.out, {
-                "machine": machine_record(load_average=os.getloadavg()), "command": command_line(), "vectors": len(vectors),
-                "real_vectors": len(real), "noise": args.noise, "queries": len(queries), "train": len(sample),
-                "what": "recall@10 against exact search (and on the real vectors alone), p50/p99 of one query alone "
-                        "on one thread with rescoring from float16 originals, encoding left out",
-                "results": results,
-            })
+    try:
+        for factory in args.factories:
+            index, seconds = built_index(factory, sample, vectors)
+            built = round(sum(seconds.values()), 1)
+            print(f"{factory}: built in {built} s ({seconds})", flush=True)
+            faiss.omp_set_num_threads(1)
+            runs = sweep(index, queries, truth, truth_real, len(real), originals, args.nprobe, args.rescore)
+            faiss.omp_set_num_threads(threads)
+            results.append({"factory": factory, "build_s": built, **seconds, "peak_rss_mb": peak_rss_mb(),
+                            "runs": runs})
+            del index
+            if args.out:
+                write_results(args.out, {
+                    "machine": machine_record(load_average=os.getloadavg()), "command": command_line(),
+                    "vectors": len(vectors), "real_vectors": len(real), "noise": args.noise, "queries": len(queries),
+                    "train": len(sample),
+                    "what": "recall@10 against exact search (and on the real vectors alone), p50/p99 of one query "
+                            "alone on one thread with rescoring from float16 originals, encoding left out",
+                    "results": results,
+                })
+    finally:
+        if args.scratch is not None and not args.keep_scratch:
+            del vectors, originals
+            (args.scratch / "vectors.npy").unlink(missing_ok=True)
 
 
 if __name__ == "__main__":

@@ -6,10 +6,14 @@ embedded once with the default Encoder and cached as .npy blocks under --cache-d
 benchmarks/scale/search_speed.py caches them), then noisy copies of them up to --vectors
 (benchmarks/scale/synthetic.py: a real vector plus Gaussian noise of sigma --noise a dimension, renormalised).
 Texts: each sentence, a copy's with " [copy j]". Queries: held-out STS-B test sentences (none a Wikipedia line).
+The vectors are written block by block into a memory-mapped file beside the index (float32, or float16 with
+--vectors-dtype to halve the disk at 10M; benchmarks/storage/vectors_on_disk.py), and the texts are made as they
+are read, so the check itself holds no corpus in memory.
 
-Build (this process). SearchEngine.build with `--index auto --memory-budget`, its encoder handing back the cached
-vectors (so encoding is left out). The exact top-10 of each query over every vector (faiss IndexFlatIP), and over
-the real vectors alone, are computed here and saved beside the index.
+Build (this process). SearchEngine.build with `--index auto --memory-budget`, its encoder handing back each text's
+row of the vectors' file (so encoding is left out; the build spools and adds in blocks). The exact top-10 of each
+query over every vector (faiss IndexFlatIP, block by block), and over the real vectors alone, are computed here and
+saved beside the index.
 
 Measure (a fresh process, `--measure DIR`). Imports, then VmRSS (/proc/self/status) as the baseline; opens the
 index (the model is never loaded: queries are given as vectors), runs --warmup queries, then each query alone
@@ -41,7 +45,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
+from typing import overload
 
 import numpy as np
 
@@ -51,6 +57,7 @@ from benchmarks.datasets.data_folder import DATA
 from benchmarks.harness.machine import command_line, machine_record
 from benchmarks.harness.results import write_results
 from benchmarks.harness.rounds import percentile_ms
+from benchmarks.storage.vectors_on_disk import exact_top_blocks, noisy_copies_file
 
 K = 10
 ADDED = 10
@@ -78,49 +85,85 @@ def mapped_rss_kib(folder: Path) -> int:
     return total
 
 
-def texts_of(wiki: list[str], count: int, tag: str = "copy") -> list[str]:
-    """A distinct text per vector: the sentences, then each copy's sentence with " [copy j]"."""
-    return [wiki[row % len(wiki)] + ("" if row < len(wiki) else f" [{tag} {row // len(wiki)}]") for row in range(count)]
+class CopyTexts(Sequence[str]):
+    """A distinct text per vector, made when read: the sentences, then each copy's sentence with " [tag j]"."""
+
+    def __init__(self, wiki: list[str], count: int, tag: str = "copy") -> None:
+        self.wiki, self.count, self.tag = wiki, count, tag
+
+    def __len__(self) -> int:
+        return self.count
+
+    @overload
+    def __getitem__(self, row: int) -> str: ...
+    @overload
+    def __getitem__(self, row: slice) -> list[str]: ...
+    def __getitem__(self, row: int | slice) -> str | list[str]:
+        if isinstance(row, slice):
+            return [self[i] for i in range(*row.indices(self.count))]
+        if not -self.count <= row < self.count:
+            raise IndexError(row)
+        row %= self.count
+        copy = row // len(self.wiki)
+        return self.wiki[row % len(self.wiki)] + (f" [{self.tag} {copy}]" if copy else "")
 
 
-def exact_top(vectors: np.ndarray, queries: np.ndarray) -> np.ndarray:
-    import faiss
+class CopyEncoder:
+    """The real encoder, except that `encode` returns each text's row of `vectors` (CopyTexts's order: a sentence's
+    row, plus its copy number times the sentences), so the build stores exactly the vectors it would have encoded,
+    and no table of every text is held."""
 
-    flat = faiss.IndexFlatIP(vectors.shape[1])
-    flat.add(vectors)
-    return flat.search(queries, K)[1]
+    def __init__(self, encoder: object, wiki: list[str], vectors: np.ndarray) -> None:
+        self._encoder = encoder
+        self._sentence = {text: row for row, text in enumerate(wiki)}
+        self._sentences = len(wiki)
+        self._vectors = vectors
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._encoder, name)
+
+    def row(self, text: str) -> int:
+        sentence, copy = text, 0
+        if text.endswith("]") and " [copy " in text:
+            sentence, number = text[:-1].rsplit(" [copy ", 1)
+            copy = int(number)
+        return self._sentence[sentence] + copy * self._sentences
+
+    def encode(self, texts: Sequence[str], batch_size: int | None = None, **_: object) -> np.ndarray:  # noqa: ARG002
+        return np.asarray(self._vectors[[self.row(text) for text in texts]], dtype=np.float32)
 
 
-def corpus(args: argparse.Namespace, encoder: object) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-    """The Wikipedia sentences, their real vectors, every vector (the real ones and noisy copies up to --vectors)
-    and the queries' vectors, as made for the check (benchmarks/storage/side_by_side.py makes the same ones)."""
+def corpus(
+    args: argparse.Namespace, encoder: object, path: Path, dtype: str = "float32"
+) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """The Wikipedia sentences, their real vectors, every vector (the real ones and noisy copies up to --vectors,
+    written to `path` as `dtype` and memory-mapped) and the queries' vectors, as made for the check
+    (benchmarks/storage/side_by_side.py makes the same ones)."""
     from benchmarks.scale.search_speed import cached_embeddings, read_stsb_test, read_wiki
-    from benchmarks.scale.synthetic import noisy_copies
 
     wiki = read_wiki(args.data, args.real)
     left, right, _ = read_stsb_test(args.data, None)
     held_out = [text for text in dict.fromkeys(left + right) if text not in set(wiki)]
     query_vectors, _ = cached_embeddings(encoder, held_out, args.cache_dir, "stsb-queries")
     real, _ = cached_embeddings(encoder, wiki, args.cache_dir, "wiki")
-    vectors = noisy_copies(real, args.vectors, args.noise)
+    vectors = noisy_copies_file(real, args.vectors, args.noise, path, dtype)
     return wiki, real, vectors, np.ascontiguousarray(query_vectors[: args.queries])
 
 
 def build(args: argparse.Namespace, target: Path) -> dict:
     """Build the index in `target` (encoding left out) and save what the measuring process needs beside it."""
-    from benchmarks.scale.search_speed import CachedEncoder
     from benchmarks.scale.synthetic import noisy_copies
     from searchengine import BuildSettings, Encoder, SearchEngine
 
     encoder = Encoder(args.model) if args.model else Encoder()
-    wiki, real, vectors, queries = corpus(args, encoder)
-    texts = texts_of(wiki, len(vectors))
+    wiki, real, vectors, queries = corpus(args, encoder, target / "vectors.npy", args.vectors_dtype)
+    count = len(vectors)
     started = time.perf_counter()
     engine = SearchEngine.build(
-        texts,
+        CopyTexts(wiki, len(vectors)),
         target / "index",
         BuildSettings(memory_budget=args.memory_budget),
-        encoder=CachedEncoder(encoder, texts, vectors),
+        encoder=CopyEncoder(encoder, wiki, vectors),
     )
     seconds = time.perf_counter() - started
     report = engine.last_report
@@ -128,16 +171,18 @@ def build(args: argparse.Namespace, target: Path) -> dict:
     engine.close()
     added = noisy_copies(real, len(real) + ADDED, args.noise, seed=1)[len(real) :]
     np.save(target / "queries.npy", queries)
-    np.save(target / "truth.npy", exact_top(vectors, queries) + first_id)
-    np.save(target / "truth_real.npy", exact_top(real, queries) + first_id)
+    np.save(target / "truth.npy", exact_top_blocks(vectors, queries, K) + first_id)
+    np.save(target / "truth_real.npy", exact_top_blocks(real, queries, K) + first_id)
     np.save(target / "added.npy", added)
-    (target / "added.json").write_text(json.dumps(texts_of(wiki, ADDED, "added")[:ADDED]), encoding="utf-8")
+    (target / "added.json").write_text(json.dumps(CopyTexts(wiki, ADDED, "added")[:ADDED]), encoding="utf-8")
+    del vectors
+    (target / "vectors.npy").unlink()
     return {
         "index_type": report.index_type,
         "index_type_reason": report.index_type_reason,
         "build_s": round(seconds, 1),
         "build_stages_s": {stage: round(value, 1) for stage, value in report.stages.items()},
-        "vectors": len(vectors),
+        "vectors": count,
         "real_vectors": len(real),
         "first_id": first_id,
         "queries": len(queries),
@@ -275,6 +320,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--noise", type=float, default=0.02)
+    parser.add_argument("--vectors-dtype", choices=["float32", "float16"], default="float32",
+                        help="the vectors' file (float16 halves its disk; the build is given them as float32)")
     parser.add_argument("--add-runs", type=int, default=3, help="10-document adds timed (their median is add10_ms)")
     parser.add_argument("--model", help="the model (default: the bundled default); tests use a tiny one")
     parser.add_argument("--data", type=Path, default=DATA)

@@ -110,9 +110,8 @@ def main() -> None:
 
         made = argparse.Namespace(data=args.data, cache_dir=args.cache_dir, real=built["real_vectors"],
                                   vectors=built["vectors"], noise=built.get("noise", 0.02), queries=built["queries"])
-        _, _, vectors, queries = corpus(made, Encoder(args.model) if args.model else Encoder())
+        _, _, _, queries = corpus(made, Encoder(args.model) if args.model else Encoder(), vectors_path)
         np.save(queries_path, queries)
-        np.save(vectors_path, vectors)
     queries = np.load(queries_path)
     if not np.allclose(queries, np.load(args.index / "queries.npy")):
         raise SystemExit(f"{args.index} was built for other queries than {queries_path}")

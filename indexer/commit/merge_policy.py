@@ -35,7 +35,7 @@ from searchengine.indexer.commit.index_directory import IndexDirectory
 from searchengine.indexer.commit.manifest import Manifest
 from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.tables.store import DocumentStore
-from searchengine.indexer.vectors.index_choice import MEMORY_BUDGET, type_for_growth
+from searchengine.indexer.vectors.index_choice import MEMORY_BUDGET, training_sample_size, type_for_growth
 from searchengine.indexer.vectors.originals import ORIGINAL_TYPES, ORIGINALS_SETTING, keeps_originals, originals_name
 from searchengine.indexer.vectors.segments import (
     SMALL_SEGMENT_LIMIT,
@@ -66,7 +66,6 @@ run of one-document adds merged the same few thousand vectors again at every ten
 for 1,000 adds; 7,050 at 10; docs/benchmarks.md, One-document adds and the merge policy's floor)."""
 DELETED_SHARE = 0.5
 """A segment with more than this share of its vectors deleted is rewritten without them."""
-TRAINING_SAMPLE = 100_000
 COPY_CHUNK = 65_536
 LOCK_WAIT = 60.0
 """Seconds a merge waits for another writer's commit before it gives up (its file is then removed)."""
@@ -249,7 +248,7 @@ def _encoded(segments: SegmentSet, dimension: int, plan: MergePlan) -> tuple[Vec
     else:
         index = VectorIndex.create(plan.factory, dimension, plan.originals)
         if index.needs_training:
-            sample = np.sort(np.random.default_rng(0).permutation(plan.live)[:TRAINING_SAMPLE])
+            sample = np.sort(np.random.default_rng(0).permutation(plan.live)[: training_sample_size(plan.factory)])
             trained = train_template(plan.factory, dimension, segments.reconstruct(sample))
             index = encoder_of(trained.index, plan.originals)
     for start in range(0, len(plan.live), COPY_CHUNK):

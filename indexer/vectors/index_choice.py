@@ -29,6 +29,14 @@ benchmarks/storage/ivf_pq_settings.py, results/ivf_pq_settings_200k.json and _20
 reached 0.887 with 1,000 candidates rescored while searching 1/8 of its lists, IVF1024,PQ96x4fs (the same 48
 bytes) 0.975 searching half of them with 300 rescored, 1.6 ms a query; twice the bytes (PQ192x4fs) gained nothing
 (0.976). The search depth that buys this is IVF_NPROBE_FRACTION (indexer/vectors/vector_index.py).
+
+Larger indexes. Past TRAINING_SAMPLE vectors the list count grows as 2·sqrt(count) (8,192 lists at 10M), trained on
+39 points a list, and a query probes at most IVF_SCANNED_CODES codes (vector_index.ivf_nprobe) rather than half the
+lists, so its cost stays near the 1M check's; the 1M choice (IVF2048, half its lists) is unchanged. Neither was
+measured at 10M yet. The coarse quantizer stays flat: FAISS's graph quantizer (`IVF{n}_HNSW32`), which would assign
+vectors faster, crashed FAISS 1.15 (a segmentation fault) in 3 of 5 trainings of IVF16_HNSW32,PQ16x4fs on 2
+threads, and in none on one thread or with residual codes; a flat one assigns 10M vectors to 8,192 lists in
+count·lists·d multiply-adds (6·10^13).
 """
 
 from __future__ import annotations
@@ -60,11 +68,16 @@ ID_BYTES = 56
 IVF_ID_BYTES = 72
 """An IVF's stored ids (8 bytes a vector) and its hashtable direct map (measured: about 64 more)."""
 TRAINING_SAMPLE = 100_000
-"""The most vectors an IVF or PQ type is trained on: a build's sample (searchengine/engine/indexing.TRAINING_SAMPLE)
-and a merge's (indexer/commit/merge_policy.TRAINING_SAMPLE). The list count is held to what it can train."""
+"""The vectors an IVF or PQ type is trained on (all of them when there are fewer), unless it has more lists than that
+trains (training_sample_size): a build's sample (searchengine/engine/indexing.training_rows) and a merge's
+(indexer/commit/merge_policy.py)."""
 TRAINING_POINTS_PER_LIST = 39
 """FAISS's k-means asks for at least 39 training points a centroid (it warns below that, and the lists it trains
 then split the data badly)."""
+LARGE_LISTS_PER_ROOT = 2
+"""Past TRAINING_SAMPLE vectors the list count follows 2·sqrt(count) (a power of two near it), the ratio the 1M check
+measured (2,048 lists), so that a query, which probes a bounded number of codes (vector_index.IVF_SCANNED_CODES),
+still probes lists of about the same size as the index grows; such an index is trained on 39 points a list."""
 HNSW_GRAPH_BYTES = 280
 """HNSW32's links: 2·32 neighbours of 4 bytes on level 0, about 1/32 of that above, and each node's level and
 offset (measured: 274)."""
@@ -82,6 +95,7 @@ UNITS = {
     "TIB": 2**40,
 }
 """Decimal (KB, MB, GB, TB) and binary (KiB, MiB, GiB, TiB) units, any case; a bare number is bytes."""
+_IVF_LISTS = re.compile(r"IVF(\d+)")
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d*)?|\.\d+)\s*([A-Za-z]*)\s*$")
 SMALLEST_BUDGET = 10**6
 """A budget under 1 MB is a mistake (a number without its unit is bytes), not a plan."""
@@ -130,15 +144,26 @@ class Candidate:
 
 
 def ivf_lists(count: int) -> int:
-    """IVF lists for `count` vectors: a power of two near 4·sqrt(count), at least 64, and at most what the vectors
-    it is trained on (all of them up to TRAINING_SAMPLE) give 39 training points each, as FAISS's k-means asks
-    (so never more than 2,048)."""
+    """IVF lists for `count` vectors: a power of two near 4·sqrt(count), at least 64, and at most what
+    TRAINING_SAMPLE vectors (all of them when fewer) give 39 training points each, as FAISS's k-means asks, so up to
+    2,048; past TRAINING_SAMPLE vectors, at least a power of two near 2·sqrt(count) (LARGE_LISTS_PER_ROOT), trained
+    on 39 points each (training_sample_size)."""
     wanted = 4 * math.sqrt(max(count, 1))
     lists = 2 ** round(math.log2(max(wanted, 1)))
     trained_on = min(count, TRAINING_SAMPLE)
     while lists > 64 and lists * TRAINING_POINTS_PER_LIST > trained_on:
         lists //= 2
+    if count > TRAINING_SAMPLE:
+        lists = max(lists, 2 ** round(math.log2(LARGE_LISTS_PER_ROOT * math.sqrt(count))))
     return max(64, lists)
+
+
+def training_sample_size(factory: str) -> int:
+    """The vectors an index of FAISS type `factory` is trained on (at most: all of them when there are fewer):
+    TRAINING_SAMPLE, or 39 a list for an IVF of more lists than that trains."""
+    match = _IVF_LISTS.search(factory)
+    lists = int(match.group(1)) if match else 0
+    return max(TRAINING_SAMPLE, TRAINING_POINTS_PER_LIST * lists)
 
 
 def fast_scan_pq(bytes_per_code: int) -> str:

@@ -42,8 +42,8 @@ def index_memory(index: faiss.Index) -> IndexMemory:
     if ivf is not None:
         lists = ivf.invlists
         stored = sum(lists.list_size(i) for i in range(ivf.nlist))
-        quantizer = faiss.downcast_index(ivf.quantizer)
-        fixed = _codes_bytes(quantizer) + _table_bytes(ivf)
+        quantizer = faiss.downcast_index(ivf.quantizer)  # flat, or a graph over the centroids
+        fixed = index_memory(quantizer).total + _table_bytes(ivf)
         return IndexMemory(codes=stored * ivf.code_size, ids=stored * (8 + DIRECT_MAP_BYTES), fixed=fixed)
     ids, inner = 0, outer
     if isinstance(outer, faiss.IndexIDMap2):

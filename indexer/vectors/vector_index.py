@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Iterator
@@ -41,6 +42,13 @@ have neighbours spread over many lists. On real MiniLM vectors and noisy copies 
 benchmarks/storage/results/ivf_pq_settings_200k.json) IVF1024,PQ96x4fs with 300 candidates rescored reached
 0.953 searching a quarter of its lists and 0.975 (0.976 on the real vectors alone) searching half, 1.6 ms a query;
 IVF1024,PQ48np searching a sixteenth, the old default, reached 0.83 with 1,000 rescored (_200k_pq48np.json)."""
+IVF_SCANNED_CODES = 600_000
+"""The most codes an IVF search probes, at the index's mean list size: nprobe is nlist / IVF_NPROBE_FRACTION up to
+that. At 1M vectors (IVF2048, 488 a list) half the lists are 500,000 codes, under it, so the 1M check's settings
+stand (recall@10 0.976 at p50 5.6 ms for those 500,000 codes, README.md); at 10M (IVF8192, about 1,220 a
+list) half would be 5M codes a query, ten times the 1M check's time, against the issue's 20 ms. The recall this
+bound keeps at 10M (it probes 492 of 8,192 lists, 6%) is not measured yet: benchmarks/storage/ivf_pq_settings.py
+with --scratch measures it."""
 FAST_SCAN_KERNEL = 10
 """The search kernel of FAISS's fast-scan IVF types (`implem`): 10, a heap per query. Left to choose itself, FAISS
 switched to a kernel about ten times slower for a single query once nprobe passed several hundred lists
@@ -140,6 +148,9 @@ class VectorIndex:
         graph = _graph_of(self.index)
         if graph is not None:
             graph.efSearch = hnsw_ef_search(self.count)
+        ivf = _ivf_of(self.index)
+        if ivf is not None:
+            ivf.nprobe = ivf_nprobe(ivf.nlist, self.count)
         if self.spool is not None:
             self.spool.add(vectors, ids)
 
@@ -399,6 +410,15 @@ def hnsw_ef_search(count: int) -> int:
     return HNSW_EF_SEARCH_MID if count <= HNSW_LARGE_GRAPH else HNSW_EF_SEARCH_LARGE
 
 
+def ivf_nprobe(lists: int, count: int) -> int:
+    """The lists an IVF of `lists` lists holding `count` vectors probes, stored in its file: nlist /
+    IVF_NPROBE_FRACTION, but no more than reach IVF_SCANNED_CODES codes at its mean list size."""
+    probed = max(1, lists // IVF_NPROBE_FRACTION)
+    if count <= 0:
+        return probed
+    return max(1, min(probed, math.ceil(IVF_SCANNED_CODES * lists / count)))
+
+
 def _graph_of(index: faiss.Index) -> faiss.HNSW | None:
     """The HNSW graph of a graph index (under its id map), else None."""
     inner = faiss.downcast_index(index)
@@ -416,7 +436,7 @@ def _tune(index: faiss.Index) -> None:
         ivf = faiss.extract_index_ivf(index)
     except RuntimeError:
         return
-    ivf.nprobe = max(1, ivf.nlist // IVF_NPROBE_FRACTION)
+    ivf.nprobe = ivf_nprobe(ivf.nlist, 0)
     _with_search_kernel(index)
 
 

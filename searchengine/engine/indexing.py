@@ -30,7 +30,7 @@ from searchengine.indexer.commit.manifest import PassageSplitting
 from searchengine.indexer.commit.rewrite import commit_generation
 from searchengine.indexer.tables.store import Document, DocumentStore
 from searchengine.indexer.vectors.build_parts import BuildParts, create_vectors
-from searchengine.indexer.vectors.index_choice import MEMORY_BUDGET, choice_reason
+from searchengine.indexer.vectors.index_choice import MEMORY_BUDGET, choice_reason, training_sample_size
 from searchengine.indexer.vectors.originals import ORIGINALS_SETTING, keeps_originals, original_type
 from searchengine.indexer.vectors.vector_index import default_factory
 from searchengine.indexer.vectors.whitening import CovarianceAccumulator, Whitening
@@ -46,7 +46,8 @@ CHUNK = 2048
 """Documents read, stored and embedded together; bounds memory whatever the corpus size."""
 NO_TEXT = "the input holds no text to index (it is empty or only blank lines)"
 TRAINING_SAMPLE = 100_000
-"""At most this many vectors train an index type that needs training (IVF, PQ)."""
+"""At most this many vectors train an index type that needs training (IVF, PQ), unless it has more IVF lists than
+they train (indexer/vectors/index_choice.training_sample_size)."""
 
 
 def training_rows(count: int, sample_size: int = TRAINING_SAMPLE) -> np.ndarray:
@@ -439,7 +440,8 @@ def add_spooled(
     the ids in `removed` (texts an upsert replaced later in the input)."""
     spooled = np.memmap(spool_path, dtype=np.float32, mode="r").reshape(-1, dimension)
     if vectors.needs_training:
-        vectors.train(to_index_vectors(spooled[training_rows(len(spooled))], whitening))
+        sample = training_rows(len(spooled), training_sample_size(vectors.factory))
+        vectors.train(to_index_vectors(spooled[sample], whitening))
     with progress_bar(len(spooled), progress, "Adding") as bar:
         for start in range(0, len(spooled), CHUNK * 8):
             stop = start + CHUNK * 8

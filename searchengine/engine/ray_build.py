@@ -23,6 +23,7 @@ from searchengine.engine.ray_embedding import (
 )
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.commit.index_directory import IndexDirectory
+from searchengine.indexer.vectors.index_choice import training_sample_size
 from searchengine.indexer.vectors.segments import reserve_segment_numbers
 from searchengine.indexer.vectors.vector_index import check_trainable, default_factory
 from searchengine.reading.corpus import STDIN, JsonFields, corpus_files
@@ -70,7 +71,7 @@ def build_with_ray(
         written = segment_parts(parts, embedder.workers, index_type, ray.batch_size, ray.part_size)
         dimension = whiten_k or encoder.dimension
         if trains_first(written, index_type, dimension) or (whiten_k is not None and whitening is None):
-            sample = list(embedder.embedded_documents(training_sample(parts, jsonl, fields)))
+            sample = list(embedder.embedded_documents(training_sample(parts, jsonl, fields, sample_size=training_sample_size(index_type))))
             if whiten_k is not None and whitening is None:
                 whitening = fit_whitening(sample, encoder, whiten_k, progress)
         first = reserve_segment_numbers(count)

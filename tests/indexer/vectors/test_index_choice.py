@@ -18,6 +18,7 @@ from searchengine.indexer.vectors.index_choice import (
     ivf_lists,
     parse_memory_size,
     recorded_budget,
+    training_sample_size,
     type_for_growth,
 )
 from searchengine.indexer.vectors.memory_parts import index_memory
@@ -112,8 +113,23 @@ def test_the_model_matches_what_each_candidate_holds_once_filled() -> None:
 def test_ivf_lists_leave_39_training_points_a_list_of_the_sample_they_are_trained_on() -> None:
     assert ivf_lists(5_000) * 39 <= 5_000 or ivf_lists(5_000) == 64
     assert ivf_lists(20_000) == 512  # 4·sqrt(20,000) is 566; 512 lists take 19,968 training points
-    for count in (200_000, 1_000_000, 10_000_000):  # the sample is TRAINING_SAMPLE vectors, whatever the count
+    for count in (200_000, 1_000_000, 2_000_000):  # TRAINING_SAMPLE vectors train 2,048 lists
         assert ivf_lists(count) == 2048 and 2048 * TRAINING_POINTS_PER_LIST <= TRAINING_SAMPLE
+    for count in (200_000, 1_000_000, 10_000_000, 100_000_000):
+        lists = ivf_lists(count)
+        assert lists * TRAINING_POINTS_PER_LIST <= training_sample_size(f"IVF{lists},PQ96x4fs") <= count
+
+
+def test_past_the_sample_the_lists_grow_with_the_root_of_the_count() -> None:
+    assert ivf_lists(10_000_000) == 8192  # 2·sqrt(10M) is 6,325
+    assert ivf_lists(100_000_000) == 16384  # 2·sqrt(100M) is 20,000
+    assert training_sample_size("IVF8192_HNSW32,PQ96x4fs") == 8192 * TRAINING_POINTS_PER_LIST
+    assert training_sample_size("IVF1024,PQ96x4fs") == training_sample_size("HNSW32,SQ8") == TRAINING_SAMPLE
+
+
+def test_the_issue_budgets_pick_product_quantization_with_lists_for_the_size() -> None:
+    assert choose_index_type(1_000_000, D, 300 * 10**6) == "IVF2048,PQ96x4fs"  # unchanged at 1M
+    assert choose_index_type(10_000_000, D, 2 * 10**9) == "IVF8192,PQ96x4fs"  # the issue's 10M within 2 GB
 
 
 def test_the_default_at_100000_documents_is_hnsw_over_sq8_codes_and_exact_search_stays_for_small_ones() -> None:

@@ -175,3 +175,4 @@ def test_template_of_keeps_the_training_and_drops_the_vectors(vectors: np.ndarra
     index.add(vectors[:1000], np.arange(1000))
     template = template_of(index)
     assert template.count == 0 and not template.needs_training and trained_bytes(template.index) == before
+

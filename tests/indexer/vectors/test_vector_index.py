@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import faiss
 import numpy as np
 import pytest
@@ -17,9 +19,11 @@ from searchengine.indexer.vectors.vector_index import (
     HNSW_LARGE_GRAPH,
     HNSW_MID_GRAPH,
     IVF_NPROBE_FRACTION,
+    IVF_SCANNED_CODES,
     VectorIndex,
     default_factory,
     hnsw_ef_search,
+    ivf_nprobe,
 )
 
 DIMENSION = 16
@@ -217,6 +221,15 @@ def test_ivf_nprobe_survives_save_and_load(tmp_path) -> None:
     index.save(path)
     loaded = VectorIndex.load(path, "IVF64,Flat")
     assert faiss.extract_index_ivf(loaded.index).nprobe == expected
+
+
+def test_ivf_nprobe_probes_half_the_lists_up_to_a_bound_on_the_codes_scanned() -> None:
+    assert ivf_nprobe(2048, 1_000_000) == 1024  # the 1M check's half: 500,000 codes, under the bound
+    assert ivf_nprobe(8192, 10_000_000) == math.ceil(IVF_SCANNED_CODES * 8192 / 10_000_000) < 8192 // 2
+    assert ivf_nprobe(64, 0) == ivf_nprobe(64, 10) == 64 // IVF_NPROBE_FRACTION
+    vectors = _unit_vectors(2000, seed=3)
+    index = _built("IVF64,Flat", vectors, np.arange(2000))
+    assert faiss.extract_index_ivf(index.index).nprobe == ivf_nprobe(64, 2000)
 
 
 def test_a_trained_empty_index_shipped_as_bytes_adds_and_removes_as_the_original() -> None:
