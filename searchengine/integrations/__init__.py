@@ -13,10 +13,14 @@ T = TypeVar("T")
 
 
 class MissingExtra(SearchEngineError, ImportError):
-    """An integration's library is not installed: an ImportError to Python code, one line to the command line."""
+    """An integration's library is not installed: an ImportError to Python code, one line to the command line.
+    Made from its message, as every SearchEngineError is (searchengine.Client raises the class a server names);
+    `of` writes it."""
 
-    def __init__(self, what: str, extra: str) -> None:
-        super().__init__(f"{what} needs the optional '{extra}' extra: pip install 'searchengine[{extra}]'")
+    @classmethod
+    def of(cls, what: str, extra: str) -> MissingExtra:
+        """The error for `what`, which needs the extra `extra`."""
+        return cls(f"{what} needs the optional '{extra}' extra: pip install 'searchengine[{extra}]'")
 
 
 def id_list(ids: Iterable[T]) -> list[T]:

@@ -34,7 +34,7 @@ try:
     from langchain_core.embeddings import Embeddings
     from langchain_core.vectorstores import VectorStore
 except ImportError as exc:
-    raise MissingExtra("searchengine.integrations.langchain", "langchain") from exc
+    raise MissingExtra.of("searchengine.integrations.langchain", "langchain") from exc
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -44,7 +44,7 @@ try:
     )
     from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
 except ImportError as exc:
-    raise MissingExtra("searchengine.integrations.llamaindex", "llamaindex") from exc
+    raise MissingExtra.of("searchengine.integrations.llamaindex", "llamaindex") from exc
 
 if TYPE_CHECKING:
     from searchengine.encoding.encoder import Encoder, EncoderSpeed

@@ -43,7 +43,7 @@ try:
     from mcp.server.mcpserver.exceptions import ResourceNotFoundError, ToolError
     from mcp.types import Resource
 except ImportError as exc:
-    raise MissingExtra("searchengine mcp", "mcp") from exc
+    raise MissingExtra.of("searchengine mcp", "mcp") from exc
 
 DOCUMENT_URI = "searchengine://documents/{document_id}"
 """Where each stored document is an MCP resource, by the id search results give it."""

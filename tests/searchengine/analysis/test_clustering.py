@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from searchengine.indexer.commit.index_directory import IndexDirectory
 from searchengine.indexer.commit.rewrite import rewriting
+from searchengine.indexer.vectors.build_parts import BuildParts
 from searchengine.indexer.vectors.vector_index import VectorIndex
 from typer.testing import CliRunner
 
@@ -70,8 +71,9 @@ def index_of_vectors(path: Path, encoder: Encoder, vectors: np.ndarray) -> Searc
     """An index whose document i ('text number i') has the hand-made vector vectors[i]."""
     SearchEngine.build([f"text number {i}" for i in range(len(vectors))], path, encoder=encoder)
     with rewriting(IndexDirectory(path)) as rewrite:
-        rewrite.vectors = VectorIndex.create("Flat", vectors.shape[1])
-        rewrite.vectors.add(vectors, np.arange(len(vectors)))
+        part = VectorIndex.create("Flat", vectors.shape[1])
+        part.add(vectors, np.arange(len(vectors)))
+        rewrite.vectors = BuildParts([part])
     return SearchEngine.open(path, encoder=encoder)
 
 

@@ -55,7 +55,8 @@ QUERIES = ["reset my password", "a cold storm with snow", "bake bread in the ove
 @pytest.fixture(scope="module")
 def cluster() -> str:
     """A Ray cluster on this machine with two CPUs, so two encoder workers; its address."""
-    ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False)
+    # address="local": a cluster of its own, even while another test's cluster runs on this machine (pytest-xdist)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False)
     yield ray.get_runtime_context().gcs_address
     ray.shutdown()
 

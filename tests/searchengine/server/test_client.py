@@ -101,7 +101,10 @@ def test_every_error_class_a_server_names_is_made_from_its_message() -> None:
     SearchEngineError, the cluster's included, must be made from a message alone."""
     import searchengine.indexer.errors  # noqa: F401
 
-    import searchengine.cluster.errors  # noqa: F401 (its classes are among those a server may name)
+    import searchengine.cluster.errors  # noqa: F401 (their classes are among those a server may name)
+    import searchengine.integrations  # noqa: F401
+    import searchengine.reading.corpus  # noqa: F401
+    import searchengine.reading.extracted  # noqa: F401
 
     pending: list[type[SearchEngineError]] = [SearchEngineError]
     seen = []
@@ -110,4 +113,4 @@ def test_every_error_class_a_server_names_is_made_from_its_message() -> None:
         seen.append(kind.__name__)
         assert str(kind("the server says: why")) == "the server says: why", kind
         pending += kind.__subclasses__()
-    assert {"ShardsUnavailableError", "UnavailableError", "UnknownDocumentError"} <= set(seen)
+    assert {"ShardsUnavailableError", "UnavailableError", "UnknownDocumentError", "MissingExtra"} <= set(seen)
