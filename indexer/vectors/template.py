@@ -120,10 +120,26 @@ def quantization_errors(template: VectorIndex, vectors: np.ndarray) -> np.ndarra
     if isinstance(codec, faiss.IndexHNSW):
         codec = faiss.downcast_index(codec.storage)
     vectors = np.ascontiguousarray(vectors, dtype=np.float32)
+    if isinstance(codec, faiss.IndexIVF):
+        return _inverted_list_errors(codec, vectors)
     try:
         decoded = codec.sa_decode(codec.sa_encode(vectors))
     except RuntimeError:
         return None
+    return ((vectors - decoded) ** 2).sum(axis=1)
+
+
+def _inverted_list_errors(ivf: faiss.IndexIVF, vectors: np.ndarray) -> np.ndarray | None:
+    """quantization_errors of an IVF type, decoded here as FAISS decodes it (each vector's list by the coarse
+    quantizer, then its residual from that list's centroid through the fine codes): FAISS 1.15's IndexIVF.sa_decode
+    crashes the process (a segfault) once a list number takes two bytes, above 256 lists, in every IVF type tried
+    (PQ, fast-scan PQ, SQ8, Flat). Equal to sa_decode's where that works (tests/indexer/vectors/test_template.py)."""
+    fine = ivf.pq if hasattr(ivf, "pq") else getattr(ivf, "sq", None)
+    if fine is None:
+        return None
+    _, lists = ivf.quantizer.search(vectors, 1)
+    centroids = ivf.quantizer.reconstruct_batch(lists[:, 0]) if ivf.by_residual else 0.0
+    decoded = fine.decode(fine.compute_codes(np.ascontiguousarray(vectors - centroids))) + centroids
     return ((vectors - decoded) ** 2).sum(axis=1)
 
 

@@ -16,7 +16,8 @@ from searchengine.indexer.commit.live_write import writing_in_place
 from searchengine.indexer.commit.merge_policy import merge
 from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.tables.store import Document, DocumentStore
-from searchengine.indexer.vectors.template import TemplateRecord, load_template, template_of
+from searchengine.indexer.vectors.template import TemplateRecord, load_template, quantization_errors, template_of
+from searchengine.indexer.vectors.vector_index import VectorIndex
 
 from tests.indexer.vectors.test_originals import K, build, exact_top, recall, segments_of
 
@@ -176,3 +177,19 @@ def test_template_of_keeps_the_training_and_drops_the_vectors(vectors: np.ndarra
     template = template_of(index)
     assert template.count == 0 and not template.needs_training and trained_bytes(template.index) == before
 
+
+
+@pytest.mark.parametrize("factory", ["IVF16,PQ16x4fs", "IVF16,PQ16", "IVF16,SQ8", "IVF300,PQ16x4fs", "IVF300,SQ8"])
+def test_quantization_errors_of_ivf_types_match_faiss_decoding(vectors: np.ndarray, factory: str) -> None:
+    """The errors are decoded as FAISS decodes (equal to sa_decode's with one-byte list numbers), and with more
+    than 256 lists, where FAISS 1.15's IVF sa_decode ends the process, they are still measured."""
+    dimension = vectors.shape[1]
+    trained = faiss.index_factory(dimension, factory, faiss.METRIC_INNER_PRODUCT)
+    sample = np.ascontiguousarray(vectors[:1500], dtype=np.float32)
+    trained.train(np.tile(sample, (8, 1)) if "300" in factory else sample)  # 300 lists want more points
+    template = template_of(VectorIndex(trained, factory))
+    errors = quantization_errors(template, sample[:200])
+    assert errors is not None and errors.shape == (200,) and np.isfinite(errors).all() and (errors >= 0).all()
+    if "300" not in factory:
+        decoded = trained.sa_decode(trained.sa_encode(sample[:200]))
+        assert np.allclose(errors, ((sample[:200] - decoded) ** 2).sum(axis=1), rtol=1e-5, atol=1e-7)
