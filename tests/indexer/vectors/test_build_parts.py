@@ -8,12 +8,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 from searchengine.indexer.commit.index_directory import IndexDirectory
-from searchengine.indexer.tables.store import DocumentStore
 from searchengine.indexer.vectors.build_parts import BuildParts, create_vectors
-from searchengine.indexer.vectors.segments import SegmentSet, load_segment_set
 from searchengine.indexer.vectors.vector_index import VectorIndex
 
 from tests.indexer.small_index import DIMENSION, build_small_index, unit_vectors
+from tests.indexer.vectors.test_originals import segments_of
 
 
 def _parts_of(ids: np.ndarray, parts: int) -> BuildParts:
@@ -38,24 +37,13 @@ def test_one_part_is_the_one_index() -> None:
     assert built.remove(np.array([3, 4])) and built.first.count == 38
 
 
-def _segments(path: Path) -> SegmentSet:
-    directory = IndexDirectory(path)
-    manifest = directory.read_manifest()
-    store = DocumentStore(directory.path / manifest.files["documents"].name)
-    try:
-        records = store.segments.records()
-    finally:
-        store.close()
-    return load_segment_set(directory.path, records, manifest.index.type, manifest.index.dimension)
-
-
 @pytest.mark.parametrize(("k", "allowed"), [(1, None), (10, np.arange(0, 240, 2)), (300, None)])
 def test_three_parts_commit_as_three_segments_that_answer_as_one_index(
     tmp_path: Path, k: int, allowed: np.ndarray | None
 ) -> None:
     build_small_index(tmp_path / "one", 240)
     build_small_index(tmp_path / "three", 240, shards=3)
-    one, three = _segments(tmp_path / "one"), _segments(tmp_path / "three")
+    one, three = segments_of(IndexDirectory(tmp_path / "one")), segments_of(IndexDirectory(tmp_path / "three"))
     assert len(one.segments) == 1 and len(three.segments) == 3
     assert [set(segment.ids % 3) for segment in three.segments] == [{0}, {1}, {2}]
     queries = unit_vectors(7, 2)
