@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from searchengine.indexer.commit.crash_points import crash_point
 from searchengine.indexer.commit.durable_files import file_checksum, fsync_path, in_use
@@ -41,6 +41,9 @@ from searchengine.indexer.commit.file_check import FileCheck
 from searchengine.indexer.commit.manifest import SEGMENT_ROLE, TEMPLATE_ROLE, Manifest, StoredFile, named_files
 from searchengine.indexer.commit.model_folders import named_model_folder, remove_entries, unreferenced_model_entries
 from searchengine.indexer.errors import IndexerError, IndexLockedError, storage_error_kind
+
+if TYPE_CHECKING:
+    from searchengine.indexer.tables.store import DocumentStore
 
 MANIFEST = "manifest.json"
 LOCK = ".lock"
@@ -86,20 +89,27 @@ class IndexDirectory:
         (model, dimension, whitening, passages), at a cost that does not grow with the index."""
         return self._read_manifest_once(self.verify_on_open_bytes, with_state=False)
 
-    def read_consistently(self, read: Callable[[Manifest], _T], with_state: bool = True) -> _T:
+    def read_consistently(
+        self,
+        read: Callable[[Manifest], _T],
+        with_state: bool = True,
+        commit_number: Callable[[], object] | None = None,
+    ) -> _T:
         """`read(manifest)` on the current manifest, started over whenever a writer commits meanwhile.
 
         `with_state` False: a format-2 manifest as on disk, for a `read` that reads the store's state itself.
         A writer may replace the manifest and remove the files it named between our reading it and opening them;
         an IndexerError raised while the manifest changed underneath is that, not damage, so the read is made
         again on the new manifest. The same error with the manifest unchanged is real and raised.
+        `commit_number`: reads the store's newest commit number on a connection the caller keeps open
+        (CommitProbe.newest), instead of a new connection at each look (see `state_stamp`).
         """
         for attempt in range(READ_ATTEMPTS):
-            stamp = self.state_stamp()
+            stamp = self.state_stamp(commit_number)
             try:
                 return read(self._read_manifest_once(self.verify_on_open_bytes, with_state))
             except IndexerError:
-                if attempt == READ_ATTEMPTS - 1 or self.state_stamp() == stamp:
+                if attempt == READ_ATTEMPTS - 1 or self.state_stamp(commit_number) == stamp:
                     raise
         raise AssertionError("unreachable")
 
@@ -111,10 +121,11 @@ class IndexDirectory:
             return None
         return status.st_ino, status.st_mtime_ns
 
-    def state_stamp(self) -> tuple:
+    def state_stamp(self, commit_number: Callable[[], object] | None = None) -> tuple:
         """Changes whenever a writer commits anything: a new manifest, or (format 2) a new commit number in the
-        store. A stat and one small read."""
-        return self.manifest_stamp(), self._commit_number()
+        store. A stat and one small read, on a new connection unless `commit_number` reads it on one kept open (a
+        reader of another store file than the manifest names is told apart by the manifest's stamp)."""
+        return self.manifest_stamp(), (commit_number or self._commit_number)()
 
     def _commit_number(self) -> str | None:
         """The store's commit number (format 2), read without any check; None where there is none to read."""
@@ -326,21 +337,22 @@ class IndexDirectory:
     def _current_files(self) -> set[str]:
         return named_files(self.path / MANIFEST) if self.exists() else set()
 
-    def live_file_names(self) -> set[str]:
+    def live_file_names(self, writer: DocumentStore | None = None) -> set[str]:
         """The files the committed state names: the manifest's, and for format 2 the store's segments (with their
-        originals files) and its trained template."""
+        originals files) and its trained template. `writer`: the store a writer just committed through, still
+        holding the writer lock, read instead of opening the store again (each new connection parses the schema)."""
         names = self._current_files()
         manifest = Manifest.read(self.path / MANIFEST) if names else None
         if manifest is not None and manifest.segmented:
             from searchengine.indexer.tables.store import DocumentStore
 
-            store = DocumentStore(self.path / manifest.files["documents"].name)
+            path = self.path / manifest.files["documents"].name
+            if writer is not None and not writer.closed and Path(writer.path) == path:
+                return names | _store_file_names(writer)  # under the lock, after its commit: no one else commits
+            store = DocumentStore(path)
             try:
                 store.read_snapshot()
-                names |= {name for record in store.segments.records() for name, _, _ in record.files}
-                template = store.segments.template()
-                if template is not None:
-                    names.add(template.name)
+                names |= _store_file_names(store)
             finally:
                 store.close()
         return names
@@ -355,11 +367,11 @@ class IndexDirectory:
         if name not in named:
             (self.path / name).unlink(missing_ok=True)
 
-    def remove_unreferenced(self) -> None:
+    def remove_unreferenced(self, writer: DocumentStore | None = None) -> None:
         """Remove the files no committed state names: those of replaced generations, segments merged away, orphans
         of interrupted writes, and adapted models no adapt in progress claims (indexer/commit/model_folders.py). Only
-        under the writer lock, after a commit; never a file a commit names."""
-        models, files = self._unreferenced()
+        under the writer lock, after a commit; never a file a commit names. `writer` as in `live_file_names`."""
+        models, files = self._unreferenced(writer)
         remove_entries(models)
         for removed, entry in enumerate(files, start=1):
             entry.unlink(missing_ok=True)
@@ -371,9 +383,9 @@ class IndexDirectory:
         models, files = self._unreferenced()
         return bool(models or files)
 
-    def _unreferenced(self) -> tuple[list[Path], list[Path]]:
+    def _unreferenced(self, writer: DocumentStore | None = None) -> tuple[list[Path], list[Path]]:
         """The adapted-model entries and the generation files no committed state names, nor a live process claims."""
-        keep = self.live_file_names()
+        keep = self.live_file_names(writer)
         models = []
         if self.exists():
             named = named_model_folder(Manifest.read(self.path / MANIFEST).model.spec, self.path)
@@ -386,6 +398,15 @@ class IndexDirectory:
                     continue
                 files.append(entry)
         return models, files
+
+
+def _store_file_names(store: DocumentStore) -> set[str]:
+    """The files the store names: its segments (with their originals files) and its trained template."""
+    names = {name for record in store.segments.records() for name, _, _ in record.files}
+    template = store.segments.template()
+    if template is not None:
+        names.add(template.name)
+    return names
 
 
 class Generation:
@@ -443,7 +464,6 @@ class Generation:
                 path.unlink(missing_ok=True)
                 for suffix in ("-journal", "-wal", "-shm"):
                     Path(f"{path}{suffix}").unlink(missing_ok=True)
-
 
 
 def _lock_holder(descriptor: int) -> str:

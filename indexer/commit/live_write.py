@@ -155,6 +155,7 @@ def writing_in_place(directory: IndexDirectory, versions: dict[str, str] | None 
             if segment is not None:
                 directory.remove_if_uncommitted(segment.name)
             raise
-        store.close()
-        directory.remove_unreferenced()
-
+        try:
+            directory.remove_unreferenced(store)  # read through the writer's connection: no second one opened
+        finally:
+            store.close()

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from searchengine.indexer.commit.crash_points import crash_point
@@ -229,7 +230,9 @@ def _still_live(
     store = DocumentStore(directory.path / manifest.files["documents"].name)
     try:
         store.read_snapshot()
-        return _name(store.segments.template()) == _name(template) and {r.name for r in chosen} <= {r.name for r in store.segments.records()}
+        return _name(store.segments.template()) == _name(template) and {r.name for r in chosen} <= {
+            r.name for r in store.segments.records()
+        }
     finally:
         store.close()
 
@@ -310,18 +313,28 @@ def _merge_into(
     return MergeResult(replaced, segment, len(plan.dropped))
 
 
-def merge_as_needed(directory: IndexDirectory, limit: int = 100) -> list[MergeResult]:
-    """Run the merges the policy asks for, one after another, until the index is within it."""
+def merge_as_needed(
+    directory: IndexDirectory, limit: int = 100, reader: DocumentStore | None = None
+) -> list[MergeResult]:
+    """Run the merges the policy asks for, one after another, until the index is within it. `reader`: an open
+    read-only store of the index holding no read snapshot (a loaded reader's, let go around the write), through
+    which the policy reads each committed state instead of opening the store again (each new connection parses
+    the schema); left holding no snapshot."""
     results = []
     for _ in range(limit):
         manifest = directory.read_settings()
-        store = DocumentStore(directory.path / manifest.files["documents"].name)
+        path = directory.path / manifest.files["documents"].name
+        reused = reader is not None and not reader.closed and not reader.writable and Path(reader.path) == path
+        store = reader if reused else DocumentStore(path)
         try:
             store.read_snapshot()
             largest = merge_limit(store.settings.get(MERGE_LIMIT))
             plan = plan_merge(store.segments.records(), store.tombstones.ids(), largest)
         finally:
-            store.close()
+            if reused:
+                store.release_snapshot()
+            else:
+                store.close()
         if plan is None:
             break
         result = merge(directory, plan)

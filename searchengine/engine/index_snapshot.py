@@ -62,7 +62,8 @@ class IndexSnapshot:
     def _load(self) -> None:
         # A writer may commit and remove the files between reading the manifest and opening them: read again.
         stamp = self.directory.manifest_stamp()
-        manifest, vectors, store, whitening = self.directory.read_consistently(self._open_files, with_state=False)
+        probe = self._probe.newest if self._probe is not None else None  # a connection kept open, not a new one
+        manifest, vectors, store, whitening = self.directory.read_consistently(self._open_files, False, probe)
         if self._stamp is not None and manifest.model.fingerprint != self.manifest.model.fingerprint:
             store.close()
             raise SearchEngineError(
@@ -77,11 +78,16 @@ class IndexSnapshot:
                 f"index {self.path} is inconsistent: {vectors.count} vectors, {live_vectors} for the {live} stored "
                 f"documents and {len(tombstones)} deleted, manifest says {manifest.count.vectors}; rebuild the index"
             )
+        probe = self._probe if self._probe is not None and self._probe.path == store.path else None
+        if probe is not None:  # kept open for the same store file: its connection reads every later commit
+            self._probe = None
         self.close()
+        if probe is not None and not manifest.segmented:
+            probe.close()
         self.manifest, self.vectors, self.store, self.whitening = manifest, vectors, store, whitening
         self.tombstones, self.live, self._stamp = tombstones, live, stamp
         self._commit = store.segments.commit_number() if manifest.segmented else None
-        self._probe = CommitProbe(store.path) if manifest.segmented else None
+        self._probe = (probe or CommitProbe(store.path)) if manifest.segmented else None
         self._upkeep = LogUpkeep(store.path) if manifest.segmented else None
         if manifest.segmented:
             self.segments.update((segment.record.name, segment) for segment in vectors.segments)

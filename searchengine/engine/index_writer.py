@@ -261,8 +261,8 @@ class IndexWriter:
     def merge(self) -> list[MergeResult]:
         """Merge vector segments as the merge policy asks (indexer/commit/merge_policy.py); searches in other threads and
         processes go on meanwhile. Returns the merges made."""
-        with self._writing(may_commit_nothing=True):
-            return merge_as_needed(self.directory)
+        with self._writing(may_commit_nothing=True):  # the reader's store, its snapshot let go, reads the policy
+            return merge_as_needed(self.directory, reader=self.snapshot.store if self.snapshot is not None else None)
 
     def delete(self, ids: Sequence[int] = (), external_ids: Sequence[str] = (), *, merge: bool = True) -> list[int]:
         """Delete documents by id and/or external id, all or none (SearchEngine.delete says more)."""
