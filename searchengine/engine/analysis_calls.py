@@ -8,10 +8,10 @@ from typing import TYPE_CHECKING
 
 from searchengine.analysis.cluster_settings import ClusterMethod, ClusterSettings
 from searchengine.analysis.mining_request import MiningMethod
-from searchengine.analysis.paraphrase_mining import Pair, with_texts
 
 if TYPE_CHECKING:
     from searchengine.analysis.clustering import Cluster, Clustering
+    from searchengine.analysis.paraphrase_mining import Pair
     from searchengine.engine.index_reader import IndexReader
     from searchengine.engine.index_writer import IndexWriter
 
@@ -51,4 +51,6 @@ class AnalysisCalls:
 
     def dedupe(self, threshold: float, method: MiningMethod = "auto", neighbours: int | None = None) -> list[Pair]:
         """Mark near-duplicates (cosine >= threshold; IndexWriter.dedupe): a pair each, `second_id` of `first_id`."""
+        from searchengine.analysis.paraphrase_mining import with_texts  # the analysis code: not what a query needs
+
         return with_texts(self.writer.dedupe(threshold, method, neighbours), self.reader.store)

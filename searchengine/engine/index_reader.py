@@ -12,9 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from searchengine.analysis.clustering import Clustering, read_clustering
 from searchengine.analysis.mining_request import MiningMethod
-from searchengine.analysis.paraphrase_mining import Pair, mine_documents
 from searchengine.encoding.encoder_choice import CrossEncoders, EncoderChoice
 from searchengine.engine.count_argument import count_argument
 from searchengine.engine.document_lookup import documents_of
@@ -25,7 +23,6 @@ from searchengine.engine.given_vectors import given_vector
 from searchengine.engine.highlight import SENTENCE_BATCH, with_highlights
 from searchengine.engine.index_info import IndexInfo, index_info
 from searchengine.engine.index_snapshot import IndexSnapshot, LoadedSegments
-from searchengine.engine.indexing import READING
 from searchengine.engine.mode_registry import RankRequest, RetrievalMode, mode_named
 from searchengine.engine.model_check import model_check, model_request
 from searchengine.engine.modes import DEFAULT_FUSION, DEFAULT_MODE, SearchMode
@@ -38,6 +35,8 @@ from searchengine.indexer.tables.documents import Document
 if TYPE_CHECKING:  # the encoders (torch, transformers) are imported only when something encodes
     from typing_extensions import Unpack
 
+    from searchengine.analysis.clustering import Clustering
+    from searchengine.analysis.paraphrase_mining import Pair
     from searchengine.encoding.cross_encoder import CrossEncoder
     from searchengine.encoding.encoder import Encoder
     from searchengine.encoding.onnx_query_encoder import OnnxQueryEncoder
@@ -202,6 +201,8 @@ class IndexReader(IndexSnapshot):
 
     def clustering(self, top: int = 3) -> Clustering | None:
         """The clustering stored with the index, with each cluster's `top` most central texts; None if none."""
+        from searchengine.analysis.clustering import read_clustering  # the analysis code: not what a query needs
+
         return read_clustering(self.store, top)
 
     def mine(
@@ -217,11 +218,15 @@ class IndexReader(IndexSnapshot):
         the best `top` of those. method: "exact" (chunked, every pair scored), "ann" (each text's `neighbours`
         nearest from the FAISS index) or "auto" (exact up to 50,000 texts).
         """
+        from searchengine.analysis.paraphrase_mining import mine_documents  # the analysis code: not a query's
+
         return mine_documents(self.vectors, self.store, top, threshold, method, neighbours)
 
     def reading(self) -> dict[str, Any]:
         """How the index reads its input, as recorded when it was built (fields, folders and their rules;
         searchengine.engine.files); empty for an index built before it was recorded."""
+        from searchengine.engine.indexing import READING  # the build code: not what a query needs
+
         return self.store.settings.get(READING) or {}
 
     def metadata_by_external_id(self, fields: Sequence[str]) -> dict[str, list[Any]]:

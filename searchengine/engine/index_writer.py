@@ -45,10 +45,12 @@ if TYPE_CHECKING:  # the encoders (torch, transformers) are imported only when s
 
 
 def build_index_from(
-    corpus: Corpus, target: Path, settings: BuildSettings, encoder: Encoder | None = None
+    corpus: Corpus, target: Path, settings: BuildSettings | None, encoder: Encoder | None = None
 ) -> tuple[Encoder, IndexingReport]:
-    """Index `corpus` into `target` with `settings` (and `encoder`, else the one the settings name, loaded here),
-    replacing any index there only once the new one is complete. Returns the encoder and what the build did."""
+    """Index `corpus` into `target` with `settings` (None: the defaults) and `encoder` (else the one the settings
+    name, loaded here), replacing any index there only once the new one is complete. Returns the encoder and what
+    the build did."""
+    settings = settings or BuildSettings()
     if encoder is None:
         from searchengine.encoding.encoder import Encoder, EncoderSpeed
 

@@ -3,6 +3,7 @@ the loaded snapshot, search in every mode, reads) and an IndexWriter (engine/ind
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -12,14 +13,12 @@ import numpy as np
 
 from searchengine.encoding.passages import PASSAGE_HEADINGS_BY_DEFAULT, PASSAGES_BY_DEFAULT
 from searchengine.engine.analysis_calls import AnalysisCalls
-from searchengine.engine.build_settings import BuildSettings
 from searchengine.engine.chroma_style import ChromaStyleCalls
 from searchengine.engine.corpus_input import Corpus
 from searchengine.engine.document_columns import added_corpus
 from searchengine.engine.filters import Filters
 from searchengine.engine.index_info import IndexInfo
 from searchengine.engine.index_reader import IndexReader, SharedLoads
-from searchengine.engine.index_writer import IndexWriter, build_index_from, create_index
 from searchengine.engine.indexing_report import IndexingReport
 from searchengine.engine.model_check import check_expected
 from searchengine.engine.modes import SearchMode
@@ -27,17 +26,19 @@ from searchengine.engine.query_request import QueryRequest, SearchOptions, lists
 from searchengine.engine.search import Hit
 from searchengine.indexer.commit.index_directory import IndexDirectory
 from searchengine.indexer.commit.manifest import Manifest
-from searchengine.indexer.commit.merge_policy import MergeResult
 from searchengine.indexer.tables.documents import Document
 from searchengine.reading.corpus import JsonFields
 
-if TYPE_CHECKING:  # the encoders (torch, transformers) are imported only when something encodes
+if TYPE_CHECKING:  # the encoders (torch, transformers) only when something encodes; the writer when something writes
     from typing_extensions import Unpack
 
     from searchengine.encoding.cross_encoder import CrossEncoder
     from searchengine.encoding.encoder import Encoder
     from searchengine.encoding.model_source import Pooling
     from searchengine.encoding.speed import EncoderSpeed
+    from searchengine.engine.build_settings import BuildSettings
+    from searchengine.engine.index_writer import IndexWriter
+    from searchengine.indexer.commit.merge_policy import MergeResult
 
 DEFAULT_INDEX_DIR = "searchengine-index"
 """Where the CLI and API keep the index unless told otherwise (or $SEARCHENGINE_INDEX says)."""
@@ -68,9 +69,14 @@ class SearchEngine(ChromaStyleCalls, AnalysisCalls):
         """Use `open`, `build`, `create` or `sibling`; this constructor loads whatever manifest is current in
         `path`. Without `encoder`, `model` (the index's own when None) is loaded with `speed` on first use."""
         self.reader = IndexReader(path, encoder, model=model, speed=speed, shared=shared)
-        self.writer = IndexWriter(path, snapshot=self.reader, encoders=self.reader.encoders)
-        self.last_report: IndexingReport | None = None
-        """What the last build or add did."""
+        self.last_report: IndexingReport | None = None  # what the last build or add did
+
+    @functools.cached_property
+    def writer(self) -> IndexWriter:
+        """The writer over the reader's snapshot, made at the first write: a query imports none of the write code."""
+        from searchengine.engine.index_writer import IndexWriter
+
+        return IndexWriter(self.reader.path, snapshot=self.reader, encoders=self.reader.encoders)
 
     @property
     def path(self) -> Path:
@@ -87,8 +93,7 @@ class SearchEngine(ChromaStyleCalls, AnalysisCalls):
 
     @property
     def encoder(self) -> Encoder:
-        """The encoder of added documents, and of queries once loaded (EncoderChoice): loaded on first use, and
-        checked then to be the model the index was built with."""
+        """The encoder of documents and queries (EncoderChoice): loaded on first use, checked to be the index's."""
         return self.reader.encoders.encoder
 
     @classmethod
@@ -103,8 +108,10 @@ class SearchEngine(ChromaStyleCalls, AnalysisCalls):
         """Index `corpus` (a corpus file, or texts or Documents) into `path`, replacing any index there only once the
         new one is complete, as `settings` (BuildSettings: model, index type, whitening, passages, reading) say.
         `encoder`: a loaded Encoder to reuse (the settings' model, pooling, batch_size and speed are then ignored)."""
+        from searchengine.engine.index_writer import build_index_from
+
         target = Path(path) if path is not None else default_index_dir()
-        encoder, report = build_index_from(corpus, target, settings or BuildSettings(), encoder)
+        encoder, report = build_index_from(corpus, target, settings, encoder)
         engine = cls(target, encoder)
         engine.last_report = report
         return engine
@@ -123,6 +130,8 @@ class SearchEngine(ChromaStyleCalls, AnalysisCalls):
     ) -> SearchEngine:
         """Make an empty index to `add` documents to later (index types that need training are refused);
         `passages` and `passage_headings` as in BuildSettings."""
+        from searchengine.engine.index_writer import create_index
+
         target = Path(path) if path is not None else default_index_dir()
         encoder, report = create_index(target, encoder, model, pooling, index, passages, passage_headings)
         engine = cls(target, encoder)
@@ -163,8 +172,7 @@ class SearchEngine(ChromaStyleCalls, AnalysisCalls):
         """Let go of the read snapshot until the next `refresh()` (IndexSnapshot.release_snapshot)."""
         self.reader.release_snapshot()
 
-    def __len__(self) -> int:
-        """Number of documents in the index (deleted ones not counted)."""
+    def __len__(self) -> int:  # documents in the index, deleted ones not counted
         return len(self.reader)
 
     @property
@@ -225,8 +233,7 @@ class SearchEngine(ChromaStyleCalls, AnalysisCalls):
         """Append documents (a file path, texts or Documents; or, chroma-style, the texts as `documents` with their
         `ids` and `metadatas`), each its own document; one whose external id is stored replaces that one (upsert).
         `embeddings`: a vector per document in the index's space (engine/given_vectors.py), stored instead of
-        embedding the texts, which are still stored for keyword search and snippets. `merge` and `reading` as
-        IndexWriter.add says."""
+        embedding the texts (still stored for keyword search and snippets). `merge`, `reading`: IndexWriter.add."""
         corpus = added_corpus(corpus, ids, documents, metadatas)
         fields = JsonFields(text_field, title_field, id_field)
         report = self.writer.add(corpus, fields, jsonl, progress, merge=merge, reading=reading, embeddings=embeddings)
@@ -251,9 +258,8 @@ class SearchEngine(ChromaStyleCalls, AnalysisCalls):
         return self.writer.compact(retrain)
 
     def index_fields(self, fields: Sequence[str], *, drop: bool = False) -> list[str]:
-        """Index metadata fields that filters read (IndexWriter.index_fields): on a large index a filter on an
-        indexed field reads only the documents it matches. Returns the fields newly indexed (or, with `drop`, whose
-        index was dropped)."""
+        """Index metadata fields that filters read (IndexWriter.index_fields), so a filter on one reads only the
+        documents it matches; returns the fields newly indexed (or, with `drop`, those whose index was dropped)."""
         return self.writer.index_fields(fields, drop=drop)
 
     def indexed_fields(self) -> list[str]:

@@ -19,10 +19,14 @@ from searchengine.errors import SearchEngineError
 
 NOT_FOR_A_QUERY = (
     "torch", "transformers", "bs4", "markdown_it", "pypdf", "fastapi", "uvicorn", "ray", "sqlite_utils", "pandas",
+    "searchengine.engine.index_writer", "searchengine.engine.indexing", "searchengine.indexer.commit.live_write",
+    "searchengine.indexer.commit.merge_policy", "searchengine.analysis.clustering",
+    "searchengine.analysis.paraphrase_mining",
 )  # fmt: skip
 """What a query never needs: the torch encoder (the ONNX export encodes queries), the file readers (a query reads
-no file), the server, Ray, and sqlite-utils with the pandas it imports (a reader's store reads through the standard
-library's sqlite3: indexer/tables/store_connection.py)."""
+no file), the server, Ray, sqlite-utils with the pandas it imports (a reader's store reads through the standard
+library's sqlite3: indexer/tables/store_connection.py), and the write and analysis code (SearchEngine makes its
+IndexWriter at the first write)."""
 
 CLI_REPORTING_MODULES = f"""
 import json, sys
