@@ -230,9 +230,7 @@ def _still_live(
     store = DocumentStore(directory.path / manifest.files["documents"].name)
     try:
         store.read_snapshot()
-        return _name(store.segments.template()) == _name(template) and {r.name for r in chosen} <= {
-            r.name for r in store.segments.records()
-        }
+        return _name(store.segments.template()) == _name(template) and {r.name for r in chosen} <= {r.name for r in store.segments.records()}
     finally:
         store.close()
 
