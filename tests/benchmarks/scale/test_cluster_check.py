@@ -27,6 +27,7 @@ def test_the_quick_check_runs_small(tmp_path: Path, tiny_model: Path) -> None:
             sys.executable, str(REPOSITORY / "benchmarks" / "scale" / "cluster_check.py"),
             "--documents", "300", "--shards", "2", "--nodes", "2", "--copies", "2", "--model", str(tiny_model),
             "--queries", "20", "--latency-queries", "5", "--load-seconds", "8", "--out", str(tmp_path / "out.json"),
+            "--cache-dir", str(tmp_path / "vectors"),
         ],
         capture_output=True, text=True, timeout=420, cwd=REPOSITORY,
     )  # fmt: skip
