@@ -158,11 +158,11 @@ def milliseconds(searches: list[Searched]) -> dict[str, float | int]:
 
 def summary(load: Load, lost_at: float, whole_from: float, whole_at: float) -> dict[str, Any]:
     """The load's record: searches, failed and partial ones; full_again_s, from `whole_from` (the loss, or the
-    node's return) to the end of the last search after the loss that failed or was partial (0: none was), or, if
-    the load ended before a full answer came back, to `whole_at` (seconds from the load's start: when one first
-    did after it); the latency of the searches that ended before the loss, of those in flight at it or started
-    until full answers came back (at least 10 s after it), and of those started after that."""
-    after_loss = sorted((search for search in load.searches if search.started >= lost_at), key=lambda s: s.started)
+    node's return) to the end of the last search that failed or was partial, of those that ended after the loss
+    (0: none did), or, if the load ended before a full answer came back, to `whole_at` (seconds from the load's
+    start: when one first did after it); the latency of the searches that ended before the loss, of those in
+    flight at it or started until full answers came back (at least 10 s after it), and of those started after."""
+    after_loss = sorted((s for s in load.searches if s.started + s.seconds >= lost_at), key=lambda s: s.started)
     bad = [search.started + search.seconds for search in after_loss if search.failed or search.partial]
     ended_whole = bool(after_loss) and not (after_loss[-1].failed or after_loss[-1].partial)
     full_again = max(bad, default=whole_from) if ended_whole or not bad else whole_at
