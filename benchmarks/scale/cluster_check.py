@@ -146,11 +146,16 @@ def search(url: str, queries: list[str], mode: str, k: int = K) -> list[dict]:
 
 
 def same_top(mine: dict, theirs: dict) -> bool:
-    """The same documents with the same scores rank by rank (within 1e-5); tied scores may swap places."""
+    """The same documents with the same scores rank by rank (within 1e-5); tied scores may swap places, and documents
+    tied with the last hit may differ (two documents of the same text, one of them cut at rank k: each index keeps
+    one of them)."""
     if len(mine["hits"]) != len(theirs["hits"]):
         return False
-    scores = all(abs(a["score"] - b["score"]) <= 1e-5 for a, b in zip(mine["hits"], theirs["hits"]))
-    return scores and {h["external_id"] for h in mine["hits"]} == {h["external_id"] for h in theirs["hits"]}
+    if not all(abs(a["score"] - b["score"]) <= 1e-5 for a, b in zip(mine["hits"], theirs["hits"])):
+        return False
+    last = min((hit["score"] for hit in mine["hits"]), default=0.0)
+    above = [{h["external_id"] for h in hits["hits"] if h["score"] > last + 1e-5} for hits in (mine, theirs)]
+    return above[0] == above[1]
 
 
 def mean_ndcg(results: list[dict], query_ids: list[str], qrels: dict[str, dict[str, int]]) -> float:
