@@ -25,6 +25,8 @@ from typing import Any
 
 K = 10
 ERRORS_KEPT = 5
+AWAY_AT_MOST_S = 60.0
+"""How long a node lost with one copy per shard waits, at most, for an answer flagged partial before it returns."""
 
 
 def post(url: str, body: Any, timeout: float = 120.0) -> Any:  # noqa: ANN401
@@ -199,21 +201,37 @@ def node_away_and_back(
     clients: int = 8,
 ) -> tuple[dict, Any]:  # fmt: skip
     """One copy per shard: `node` removed at a seeded random point of the load's first half, and a node with the
-    same `resources` (so the same name) added a quarter of the load later. Answers are partial (flagged) while it
-    is away, none may fail, and full answers must come back. Returns the record and the node added."""
+    same `resources` (so the same name) added a quarter of the load later, or once an answer was flagged partial if
+    that comes later (within AWAY_AT_MOST_S: a short load must see the shards missing before they return). Answers
+    are partial (flagged) while it is away, none may fail, and full answers must come back. Returns the record and
+    the node added."""
     rng = random.Random(seed)
     lost_at = rng.uniform(0.2, 0.4) * seconds
-    back_at = lost_at + seconds / 4
     added: list[Any] = []
+    returned: list[float] = []
 
     def back() -> None:
+        deadline = time.perf_counter() + AWAY_AT_MOST_S
+        while not partial_now(url, queries[0]) and time.perf_counter() < deadline:
+            time.sleep(0.5)
+        returned.append(time.perf_counter())
         added.append(cluster.add_node(num_cpus=1, resources=resources))
         cluster.wait_for_nodes()
 
-    load = run_load(url, queries, seconds, [(lost_at, lambda: cluster.remove_node(node)), (back_at, back)], clients,
-                    prefix="one")  # fmt: skip
+    load = run_load(url, queries, seconds, [(lost_at, lambda: cluster.remove_node(node)),
+                                            (lost_at + seconds / 4, back)], clients, prefix="one")  # fmt: skip
     whole_at = whole_again(url, queries[0]) - load.begun
+    back_at = returned[0] - load.begun if returned else lost_at
     record = {"lost_at_s": round(lost_at, 1), "back_at_s": round(back_at, 1),
               **summary(load, lost_at, back_at, whole_at)}  # fmt: skip
     record["acknowledged_writes_lost"] = writes_missing(url, load.acknowledged)
     return record, added[0] if added else None
+
+
+def partial_now(url: str, query: str) -> bool:
+    """Whether a search answers flagged partial now (a failed one counts as not)."""
+    try:
+        answer = post(url + "/search", {"queries": [query], "k": K, "mode": "hybrid"}, timeout=60)
+        return bool(answer["results"][0]["shards"]["partial"])
+    except (urllib.error.URLError, OSError, KeyError, ValueError):
+        return False
