@@ -2,28 +2,36 @@
 (ray.cluster_utils.Cluster, one CPU per node, each node named by its own `searchengine_node_<name>` resource and
 keeping its shard copies in its own folder), a build, Ray Serve, searches in every mode against one index of the
 same documents (served by `searchengine serve`'s app in this process, over HTTP too), routed writes, and a node
-removed under search and write load (Ray declares a lost node dead after about 3 s here); then, with one copy per
-shard, a node lost (answers flagged partial) and brought back (answers whole again).
+removed under search and write load (benchmarks/scale/node_loss.py: --clients searching threads and one writer
+through the HTTP ingress for --load-seconds, the node removed at a seeded random point; Ray declares a lost node
+dead after about 3 s here); then, with one copy per shard, a node lost under the same load (answers flagged
+partial) and brought back (answers whole again).
 
 The documents are real: NFCorpus's corpus (its judged test queries give nDCG@10), then ArguAna's, then Wikipedia
-sentences, up to --documents; each keeps its own id, which picks its shard. Every simulated node shares this
-machine's cores, so the latencies compare the cluster with one index on the same machine in the same run: each
-query (and each add) goes to both, one after the other, which goes first alternating. The simulated nodes run their
-workers at the driver's priority (Ray's worker_niceness 0; Ray's default, 15, lets every other process on a shared
-machine, the one index's server among them, go first), and the build embeds with --workers actors (one per core).
+sentences, up to --documents; each keeps its own id, which picks its shard. Their vectors are encoded once and
+cached under --cache-dir (the Wikipedia sentences' as the scale benchmarks cached them), and both builds, the
+cluster's (`build_cluster(..., vectors=)`) and the one index's, are given them: encoding is left out of both builds
+(the record's `encoding` says what was encoded now, if anything). Every simulated node shares this machine's cores,
+so the latencies compare the cluster with one index on the same machine in the same run: each query (and each add)
+goes to both, one after the other, which goes first alternating. The simulated nodes run their workers at the
+driver's priority (Ray's worker_niceness 0; Ray's default, 15, lets every other process on a shared machine, the
+one index's server among them, go first).
 
 The last line on stdout is one JSON object: same_top10 (exact dense search: the fraction of queries whose top 10
 equals one index's, ids and scores within 1e-5), keyword_ndcg_diff and hybrid_ndcg_diff (absolute, against one
 index), p50_ratio (a hybrid query's median time through the cluster's ingress over one index's server; add10_ratio
-the same for an add of 10 documents),
-failed_searches (during the node's loss), acknowledged_writes_lost, partial_flagged (one copy per shard, its node
-lost: answers flagged partial, none failed), partial_recovered (the node back: answers whole) and
-driver_rows_written (0: each copy wrote its own rows); with the timings behind them and each phase's seconds
-(cluster_start_s, cluster_build_s, one_index_build_s, serve_start_s, compare_s, node_loss_s, one_copy_loss_s). The
-same record goes to --out.
+the same for an add of 10 documents), failed_searches (during the node's loss, two copies), acknowledged_writes_lost
+(each acknowledged write looked for by its own word afterwards), partial_flagged (one copy per shard, its node lost
+under load: answers flagged partial, none failed), partial_recovered (the node back: every answer whole and the same
+as before the loss) and driver_rows_written (0: each copy wrote its own rows); node_loss and one_copy hold each
+load's searches, failed and partial ones, full_again_s (how long until full answers were back), p50/p99 before,
+during and after, and the writes acknowledged, refused and lost; with each phase's seconds (cluster_start_s,
+cluster_build_s, one_index_build_s, serve_start_s, compare_s, node_loss_s, one_copy_loss_s). The same record goes
+to --out.
 
 Usage: .venv/bin/python benchmarks/scale/cluster_check.py --documents 20000 --shards 4 --nodes 3 --copies 2
-       [--model default] [--queries 200] [--latency-queries 100] [--adds 5] [--load-seconds 20] [--workers 2]
+       [--model default] [--queries 200] [--latency-queries 100] [--adds 5] [--load-seconds 60] [--clients 8]
+       [--seed 0] [--one-copy-documents 2000] [--cache-dir ~/.cache/searchengine-bench/blocks]
        [--out benchmarks/scale/results/cluster_check.json]
 """
 
@@ -48,13 +56,18 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
 from benchmarks.datasets.data_folder import DATA
 from benchmarks.harness.machine import run_record
 from benchmarks.harness.results import write_results
+from benchmarks.scale.node_loss import node_away_and_back, node_loss
+from benchmarks.scale.search_speed import BLOCK, cached_embeddings, read_wiki
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "benchmarks" / "scale" / "results" / "cluster_check.json"
+CACHE = Path.home() / ".cache" / "searchengine-bench" / "blocks"
 K = 10
 
 
@@ -97,6 +110,27 @@ def corpus(count: int, data: Path) -> tuple[list[Any], dict[str, str], dict[str,
     return documents, queries, qrels
 
 
+def document_vectors(
+    documents: list[Any], encoder: Any, data: Path, cache: Path  # noqa: ANN401
+) -> tuple[np.ndarray, dict]:
+    """Every document's vector, encoded once and cached as .npy blocks under `cache` (search_speed's
+    cached_embeddings), so both builds are given them and neither embeds: NFCorpus's and ArguAna's documents under a
+    tag of their own, the Wikipedia sentences as the scale benchmarks cached them (whole blocks of BLOCK read, the
+    rows needed kept). Returns the vectors in the documents' order and what was encoded now."""
+    named = [document.text for document in documents if not document.external_id.startswith("wiki:")]
+    wiki = [document.text for document in documents[len(named) :]]
+    named_vectors, encoding = cached_embeddings(encoder, named, cache, f"cluster-check-{encoder.precision}")
+    blocks = [named_vectors]
+    if wiki:
+        sentences = read_wiki(data, BLOCK * -(-len(wiki) // BLOCK))
+        if sentences[: len(wiki)] != wiki:
+            raise SystemExit("the Wikipedia sentences read differ from the documents': cannot use their cached vectors")
+        wiki_vectors, wiki_encoding = cached_embeddings(encoder, sentences, cache, "wiki")
+        blocks.append(wiki_vectors[: len(wiki)])
+        encoding = {key: encoding[key] + wiki_encoding[key] for key in encoding}
+    return np.ascontiguousarray(np.concatenate(blocks), dtype=np.float32), encoding
+
+
 def post(url: str, body: Any, method: str = "POST", timeout: float = 120.0) -> Any:  # noqa: ANN401
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(url, data, {"Content-Type": "application/json"}, method=method)
@@ -112,11 +146,16 @@ def search(url: str, queries: list[str], mode: str, k: int = K) -> list[dict]:
 
 
 def same_top(mine: dict, theirs: dict) -> bool:
-    """The same documents with the same scores rank by rank (within 1e-5); tied scores may swap places."""
+    """The same documents with the same scores rank by rank (within 1e-5); tied scores may swap places, and documents
+    tied with the last hit may differ (two documents of the same text, one of them cut at rank k: each index keeps
+    one of them)."""
     if len(mine["hits"]) != len(theirs["hits"]):
         return False
-    scores = all(abs(a["score"] - b["score"]) <= 1e-5 for a, b in zip(mine["hits"], theirs["hits"]))
-    return scores and {h["external_id"] for h in mine["hits"]} == {h["external_id"] for h in theirs["hits"]}
+    if not all(abs(a["score"] - b["score"]) <= 1e-5 for a, b in zip(mine["hits"], theirs["hits"])):
+        return False
+    last = min((hit["score"] for hit in mine["hits"]), default=0.0)
+    above = [{h["external_id"] for h in hits["hits"] if h["score"] > last + 1e-5} for hits in (mine, theirs)]
+    return above[0] == above[1]
 
 
 def mean_ndcg(results: list[dict], query_ids: list[str], qrels: dict[str, dict[str, int]]) -> float:
@@ -175,113 +214,56 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def under_load(url: str, queries: list[str], seconds: float, lose: Any, clients: int = 4) -> dict:  # noqa: ANN401
-    """`clients` threads searching and one writing (one document a request, each with a word of its own) for
-    `seconds`; `lose()` runs a third of the way in. Returns the searches, the failed and partial ones, and the ids
-    of the acknowledged writes."""
-    stop = threading.Event()
-    counts = {"searches": 0, "failed": 0, "partial": 0, "writes": 0, "write_failed": 0}
-    acknowledged: list[tuple[str, str]] = []
-    errors: list[str] = []
-    lock = threading.Lock()
+def given_chunks(documents: list[Any], vectors: np.ndarray) -> Iterator[Any]:
+    """The documents in build chunks, each with its vectors (so the one index's build embeds nothing)."""
+    from searchengine.engine.indexing import CHUNK, Chunk
 
-    def noted(error: Exception) -> None:
-        """Keep the first few distinct errors (an HTTP error's one-line body), to say why a request failed."""
-        text = f"{type(error).__name__}: {error}"
-        if isinstance(error, urllib.error.HTTPError):
-            text += " " + error.read().decode("utf-8", "replace")[:300]
-        with lock:
-            if text not in errors and len(errors) < 5:
-                errors.append(text)
-
-    def searcher(offset: int) -> None:
-        turn = offset
-        while not stop.is_set():
-            query = queries[turn % len(queries)]
-            turn += clients
-            try:
-                result = post(url + "/search", {"queries": [query], "k": K, "mode": "hybrid"}, timeout=60)["results"]
-                partial = result[0]["shards"]["partial"]
-                with lock:
-                    counts["searches"] += 1
-                    counts["partial"] += partial
-            except (urllib.error.URLError, OSError, KeyError, ValueError) as error:
-                noted(error)
-                with lock:
-                    counts["failed"] += 1
-
-    def writer() -> None:
-        number = 0
-        while not stop.is_set():
-            marker = f"ackmarker{number}x"
-            body = {"documents": [{"id": f"ack-{number}", "text": f"an acknowledged write {marker}"}], "id_field": "id"}
-            try:
-                post(url + "/documents", body, timeout=120)
-                acknowledged.append((f"ack-{number}", marker))
-                counts["writes"] += 1
-            except (urllib.error.URLError, OSError, ValueError) as error:
-                noted(error)
-                counts["write_failed"] += 1
-            number += 1
-
-    threads = [threading.Thread(target=searcher, args=(n,)) for n in range(clients)] + [threading.Thread(target=writer)]
-    for thread in threads:
-        thread.start()
-    time.sleep(seconds / 3)
-    lost_at = time.perf_counter()
-    lose()
-    time.sleep(max(0.0, seconds * 2 / 3 - (time.perf_counter() - lost_at)))
-    stop.set()
-    for thread in threads:
-        thread.join()
-    return {**counts, "acknowledged": acknowledged, "errors": errors}
+    for start in range(0, len(documents), CHUNK):
+        yield Chunk(documents[start : start + CHUNK], vectors=vectors[start : start + CHUNK])
 
 
-def lost_writes(url: str, acknowledged: list[tuple[str, str]]) -> int:
-    """Acknowledged writes a keyword search for their own word does not find."""
-    lost = 0
-    for external_id, marker in acknowledged:
-        hits = post(url + "/search", {"queries": [marker], "k": 3, "mode": "keyword"})["results"][0]["hits"]
-        lost += external_id not in {hit["external_id"] for hit in hits}
-    return lost
+def vector_blocks(vectors: np.ndarray) -> list[np.ndarray]:
+    """The vectors as the blocks a cluster build is given (BLOCK rows each)."""
+    return [vectors[start : start + BLOCK] for start in range(0, len(vectors), BLOCK)]
 
 
-def one_copy_loss(cluster: Any, folder: Path, documents: list[Any], model: str, options: dict, shards: int) -> dict:  # noqa: ANN401
-    """R = 1 on nodes "head" and a spare one: the spare lost (answers partial and flagged, none failing), then
-    back under the same name (heal starts its copies from its own folder: answers whole)."""
+def one_copy_loss(
+    cluster: Any, folder: Path, documents: list[Any], vectors: np.ndarray, args: argparse.Namespace,  # noqa: ANN401
+    options: dict, queries: list[str],
+) -> dict:  # fmt: skip
+    """R = 1 on nodes "head" and a spare one, served: the spare lost under load (answers partial and flagged, none
+    failing), then back under the same name (the ingress's heal starts its copies from its own folder); then every
+    answer is whole again and the same as before the loss."""
     import ray
+    from ray import serve
 
     from searchengine.cluster import ClusterBuildSettings, build_cluster
+    from searchengine.server.cluster.serve_app import serve_cluster
 
-    spare = cluster.add_node(num_cpus=1, resources={"searchengine_node_spare": 1})
+    resources = {"searchengine_node_spare": 1}
+    spare = cluster.add_node(num_cpus=1, resources=resources)
     cluster.wait_for_nodes()
     settings = ClusterBuildSettings(
-        shards=shards, copies=1, model=model, local_root=str(folder / "nodes"), name="one-copy",
+        shards=args.shards, copies=1, model=args.model, local_root=str(folder / "nodes"), name="one-copy",
         encoder_options=options, nodes=["head", "spare"],
     )  # fmt: skip
-    index, _ = build_cluster(folder / "one-copy.json", documents, settings)
-    queries = [document.text[:80] for document in documents[:20]]
-    whole = index.search_batch(queries, K, mode="hybrid")
-    cluster.remove_node(spare)
-    time.sleep(2)
-    failed = 0
-    try:
-        lost = index.search_batch(queries, K, mode="hybrid")
-    except Exception:  # noqa: BLE001 (counted: a lost shard must give a partial answer, not an error)
-        failed, lost = 1, None
-    cluster.add_node(num_cpus=1, resources={"searchengine_node_spare": 1})
-    cluster.wait_for_nodes()
-    healed = index.heal()
-    back = index.search_batch(queries, K, mode="hybrid")
-    for states in index.copies:
+    index, _ = build_cluster(folder / "one-copy.json", documents, settings, vectors=vector_blocks(vectors))
+    for states in index.copies:  # the build's actors go: the Serve deployments open the copies
         for state in states:
-            if state.handle is not None:
-                ray.kill(state.handle)
+            ray.kill(state.handle)
+    url = serve_cluster(folder / "one-copy.json", port=free_port(), heal_every_s=2.0)
+    checked = queries[:20]
+    whole = search(url, checked, "dense")
+    load, _ = node_away_and_back(url, cluster, spare, resources, queries, args.load_seconds, args.seed + 1,
+                                 args.clients)  # fmt: skip
+    back = search(url, checked, "dense")
+    serve.shutdown()
+    same = all([hit["external_id"] for hit in a["hits"]] == [hit["external_id"] for hit in b["hits"]]
+               for a, b in zip(whole, back))  # fmt: skip
     return {
-        "partial_flagged": bool(lost is not None and lost.partial and not whole.partial and failed == 0),
-        "partial_answered": None if lost is None else f"{lost.answered} of {lost.shards}",
-        "partial_recovered": bool(not back.partial and back.hits == whole.hits),
-        "healed": healed,
+        "one_copy": {"documents": len(documents), **load},
+        "partial_flagged": bool(load["partial_answers"] > 0 and load["failed_searches"] == 0),
+        "partial_recovered": bool(same and not any(answer["shards"]["partial"] for answer in back)),
     }
 
 
@@ -295,11 +277,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--queries", type=int, default=200, help="Queries compared in each mode.")
     parser.add_argument("--latency-queries", type=int, default=100)
     parser.add_argument("--adds", type=int, default=5, help="Adds of 10 documents timed (median).")
-    parser.add_argument("--load-seconds", type=float, default=20.0)
-    parser.add_argument(
-        "--workers", type=int, default=2, help="Embedding workers of the cluster build (default 2: one per core here)."
-    )
+    parser.add_argument("--load-seconds", type=float, default=60.0, help="Seconds of search and write load in which "
+                        "a node is lost (with two copies; then again with one copy, the node coming back).")
+    parser.add_argument("--clients", type=int, default=8, help="Searching threads of the load (one more writes).")
+    parser.add_argument("--seed", type=int, default=0, help="Picks the point of the load at which the node goes.")
+    parser.add_argument("--one-copy-documents", type=int, default=2000,
+                        help="Documents of the one-copy cluster (its node lost and brought back).")
     parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--cache-dir", type=Path, default=CACHE, help="Where the documents' vectors are cached.")
     parser.add_argument("--out", type=Path, default=OUT, help="Where the JSON record goes ('-': nowhere).")
     args = parser.parse_args(argv)
     if args.nodes < 2:
@@ -314,20 +299,29 @@ def main(argv: list[str] | None = None) -> None:
 
     from searchengine.cluster import ClusterBuildSettings, build_cluster
     from searchengine.encoding.encoder import Encoder
-    from searchengine.engine.indexing import IndexSettings, build_index, document_chunks
+    from searchengine.engine.indexing import IndexSettings, build_index
     from searchengine.server.cluster.serve_app import serve_cluster
 
     documents, queries, qrels = corpus(args.documents, args.data)
+    options = {"precision": "fp32"}  # exact vectors on every CPU: the queries the same in the ingress and here
+    encoder = Encoder(args.model, **options)
+    clock = time.perf_counter()
+    vectors, encoding = document_vectors(documents, encoder, args.data, args.cache_dir)
+    print(f"the documents' vectors: {encoding['encoded_now']} encoded now, the rest from {args.cache_dir}, in "
+          f"{time.perf_counter() - clock:.0f} s; both builds are given them (encoding is left out of both)",
+          file=sys.stderr, flush=True)  # fmt: skip
     texts = [query for query in queries.values()]
     dense_queries = (texts + [document.text[:200] for document in documents])[: args.queries]
     judged_ids = list(queries)[: args.queries]
     judged = [queries[query] for query in judged_ids]
-    options = {"precision": "fp32"}  # exact vectors on every CPU, the same in the workers and here
     names = ["head", *(f"n{number}" for number in range(1, args.nodes))]
     record: dict[str, Any] = {"documents": len(documents), "shards": args.shards, "nodes": args.nodes,
-                              "copies": args.copies, "judged_queries": len(judged)}  # fmt: skip
+                              "copies": args.copies, "judged_queries": len(judged),
+                              "encoding": {**encoding, "seconds": round(time.perf_counter() - clock, 1),
+                                           "left_out_of_builds": True}}  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="cluster-check-") as scratch:
         folder = Path(scratch)
+        clock = time.perf_counter()
         cluster = Cluster(
             initialize_head=True,
             head_node_args={
@@ -339,23 +333,22 @@ def main(argv: list[str] | None = None) -> None:
         nodes = {name: cluster.add_node(num_cpus=1, resources={f"searchengine_node_{name}": 1}) for name in names[1:]}
         ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
         cluster.wait_for_nodes()
-        record["cluster_start_s"] = round(time.perf_counter() - started, 1)
+        record["cluster_start_s"] = round(time.perf_counter() - clock, 1)
         try:
             settings = ClusterBuildSettings(
                 shards=args.shards, copies=args.copies, model=args.model, local_root=str(folder / "nodes"),
-                encoder_options=options, nodes=names, workers=args.workers,
+                encoder_options=options, nodes=names,
             )  # fmt: skip
-            index, report = build_cluster(folder / "cluster.json", documents, settings)
+            index, report = build_cluster(folder / "cluster.json", documents, settings, vectors=vector_blocks(vectors))
             for states in index.copies:  # the build's actors go: the Serve deployments open the copies
                 for state in states:
                     ray.kill(state.handle)
             record["cluster_build_s"] = round(report.seconds, 1)
             record["driver_rows_written"] = report.driver_rows_written
             record["shard_documents"] = report.shard_documents
-            encoder = Encoder(args.model, **options)
             clock = time.perf_counter()
             build_index(
-                IndexDirectory(folder / "one"), document_chunks(documents), encoder,
+                IndexDirectory(folder / "one"), given_chunks(documents, vectors), encoder,
                 IndexSettings(index_type="Flat", passages=False), total=len(documents),
             )  # fmt: skip
             record["one_index_build_s"] = round(time.perf_counter() - clock, 1)
@@ -386,20 +379,21 @@ def main(argv: list[str] | None = None) -> None:
             record["compare_s"] = round(time.perf_counter() - phase, 1)
             clock = time.perf_counter()
             victim = names[-1]
-            load = under_load(url, texts or dense_queries, args.load_seconds, lambda: cluster.remove_node(nodes[victim]))
-            record["node_removed"] = victim
-            record["failed_searches"] = load["failed"]
-            record["searches_during_loss"] = load["searches"]
-            record["partial_during_loss"] = load["partial"]
-            record["acknowledged_writes"] = load["writes"]
-            record["writes_refused"] = load["write_failed"]
-            record["errors_during_loss"] = load["errors"]
-            record["acknowledged_writes_lost"] = lost_writes(url, load["acknowledged"])
+            loss = node_loss(
+                url, cluster, nodes[victim], texts or dense_queries, args.load_seconds, args.seed, args.clients
+            )
             serve.shutdown()
+            record["node_removed"] = victim
+            record["node_loss"] = loss
+            record["failed_searches"] = loss["failed_searches"]
+            record["searches_during_loss"] = loss["searches"]
+            record["acknowledged_writes"] = loss["acknowledged_writes"]
+            record["acknowledged_writes_lost"] = loss["acknowledged_writes_lost"]
             record["node_loss_s"] = round(time.perf_counter() - clock, 1)
             clock = time.perf_counter()
-            subset = sorted(documents, key=lambda document: len(document.text))[:400]  # R=1 needs documents, not long
-            record.update(one_copy_loss(cluster, folder, subset, args.model, options, args.shards))
+            count = min(args.one_copy_documents, len(documents))
+            subset = (documents[:count], vectors[:count])
+            record.update(one_copy_loss(cluster, folder, *subset, args, options, texts or dense_queries))
             record["one_copy_loss_s"] = round(time.perf_counter() - clock, 1)
         finally:
             ray.shutdown()

@@ -27,6 +27,7 @@ def test_the_quick_check_runs_small(tmp_path: Path, tiny_model: Path) -> None:
             sys.executable, str(REPOSITORY / "benchmarks" / "scale" / "cluster_check.py"),
             "--documents", "300", "--shards", "2", "--nodes", "2", "--copies", "2", "--model", str(tiny_model),
             "--queries", "20", "--latency-queries", "5", "--load-seconds", "8", "--out", str(tmp_path / "out.json"),
+            "--cache-dir", str(tmp_path / "vectors"),
         ],
         capture_output=True, text=True, timeout=420, cwd=REPOSITORY,
     )  # fmt: skip
@@ -40,3 +41,16 @@ def test_the_quick_check_runs_small(tmp_path: Path, tiny_model: Path) -> None:
     assert result["partial_flagged"] is True and result["partial_recovered"] is True
     assert result["p50_ratio"] > 0
     assert json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))["documents"] == 300
+
+
+def test_the_same_top_10_allows_only_ties_to_differ() -> None:
+    from benchmarks.scale.cluster_check import same_top
+
+    def hits(*found: tuple[str, float]) -> dict:
+        return {"hits": [{"external_id": name, "score": score} for name, score in found]}
+
+    assert same_top(hits(("a", 0.9), ("b", 0.8), ("c", 0.8)), hits(("a", 0.9), ("c", 0.8), ("b", 0.8)))
+    assert same_top(hits(("a", 0.9), ("b", 0.5)), hits(("a", 0.9), ("twin-of-b", 0.5)))  # tied at the cut
+    assert not same_top(hits(("a", 0.9), ("b", 0.5)), hits(("z", 0.9), ("b", 0.5)))
+    assert not same_top(hits(("a", 0.9), ("b", 0.8)), hits(("b", 0.9), ("a", 0.8)))
+    assert not same_top(hits(("a", 0.9), ("b", 0.8)), hits(("a", 0.9), ("b", 0.7)))
