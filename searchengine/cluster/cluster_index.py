@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -22,6 +23,7 @@ from searchengine.cluster.errors import ClusterError, CopyBehindError, ShardsUna
 from searchengine.cluster.manifest import ClusterManifest, read_manifest
 from searchengine.cluster.merge import KeywordPlan, keyword_plan, merged_ranking, summed
 from searchengine.cluster.placement import live_nodes
+from searchengine.cluster.query_spans import QuerySpans, SearchSpan
 from searchengine.cluster.routing import global_id, shard_of
 from searchengine.cluster.shard_search import ShardQuery
 from searchengine.engine.filters import Filters
@@ -95,6 +97,8 @@ class ClusterIndex(CopyUpkeep):
         self._encoder = encoder
         self._locks = [threading.Lock() for _ in range(manifest.shards)]
         self._turn = 0
+        self.spans = QuerySpans()
+        """Where this process's searches spent their time, by mode (query_spans.py)."""
         self.sequences = [max((c.sequence for c in shard if c.serving), default=0) for shard in copies]
         for shard, states in enumerate(copies):
             for state in states:
@@ -165,7 +169,7 @@ class ClusterIndex(CopyUpkeep):
         retrieval = mode_named(request.mode or DEFAULT_MODE)
         if retrieval.name not in BUILT_IN_MODES:
             raise ClusterError(f"a cluster searches in modes {', '.join(BUILT_IN_MODES)}, not {retrieval.name!r}")
-        return self._answer(list(request.queries), request, retrieval.sides, None, all_shards)
+        return self._answer(list(request.queries), request, retrieval.name, retrieval.sides, None, all_shards)
 
     def search_by_vector(
         self, vector: object, k: int = 10, where: Filters = None, *, min_score: float | None = None, all_shards: bool = False
@@ -176,28 +180,49 @@ class ClusterIndex(CopyUpkeep):
 
         rows = given_vector(vector, self.encoder.dimension)
         request = QueryRequest(["a vector"], k, where, mode="dense", min_score=min_score)  # checks k, where, min_score
-        return self._answer([""], request, ("dense",), rows, all_shards)
+        return self._answer([""], request, "vector", ("dense",), rows, all_shards)
 
     def _answer(
-        self, texts: list[str], request: QueryRequest, sides: tuple[str, ...], given: np.ndarray | None, all_shards: bool
+        self,
+        texts: list[str],
+        request: QueryRequest,
+        mode: str,
+        sides: tuple[str, ...],
+        given: np.ndarray | None,
+        all_shards: bool,
     ) -> ClusterAnswer:
-        """search_batch's answer to `request` (its texts `texts`, searched by `sides`); `given`: the queries' vectors
-        (dense only), given instead of encoding `texts`."""
+        """search_batch's answer to `request` (its texts `texts`, searched in `mode` by `sides`); `given`: the
+        queries' vectors (dense only), given instead of encoding `texts`. Its spans are added to `spans`."""
+        span = self.spans.start()
+        answer = self._answer_spanned(texts, request, sides, given, all_shards, span)
+        self.spans.record(mode, len(texts), span)
+        return answer
+
+    def _answer_spanned(
+        self,
+        texts: list[str],
+        request: QueryRequest,
+        sides: tuple[str, ...],
+        given: np.ndarray | None,
+        all_shards: bool,
+        span: SearchSpan,
+    ) -> ClusterAnswer:
         fusion = request.fusion or DEFAULT_FUSION
         order = self._copy_order()
         plans: list[KeywordPlan] | None = None
         average_length = 0.0
         vectors = None
         if "keyword" in sides:
-            counting = self._start_round(order, "statistics", texts)  # the shards count while the query is encoded
-            vectors = self.query_vectors(texts) if "dense" in sides else None
-            statistics = self._finish_round(order, counting, "statistics", texts)
+            counting = self._start_round(order, "statistics", texts, span=span)  # they count while the query is encoded
+            span.statistics_rounds += 1
+            vectors = self._encoded(texts, span) if "dense" in sides else None
+            statistics = self._finish_round(order, counting, "statistics", texts, span=span)
             total = summed([result for _, result in statistics.values()])
             plans = [keyword_plan(total, text) for text in texts]
             average_length = total.average_length
             order = self._prefer(order, statistics)
         else:
-            vectors = self.query_vectors(texts) if given is None else given
+            vectors = self._encoded(texts, span) if given is None else given
         depth = max(request.k, fusion.depth) if len(sides) > 1 else request.k
         query = ShardQuery(
             sides,
@@ -208,7 +233,7 @@ class ClusterIndex(CopyUpkeep):
             None if plans is None else [plan.phrases for plan in plans],
             average_length,
         )
-        answers = self._round(order, "candidates", query, len(texts))
+        answers = self._round(order, "candidates", query, len(texts), span=span)
         searchable = sum(result[1] for _, result in answers.values())
         rankings = [
             merged_ranking(
@@ -222,7 +247,7 @@ class ClusterIndex(CopyUpkeep):
             )
             for position in range(len(texts))
         ]
-        hits, unread = self._hits(self._prefer(order, answers), rankings, answers)
+        hits, unread = self._hits(self._prefer(order, answers), rankings, answers, span)
         if request.min_score is not None:
             hits = [[hit for hit in found if hit.score >= request.min_score] for found in hits]
         missing = tuple(shard for shard in range(self.shards) if shard not in answers or shard in unread)
@@ -236,11 +261,20 @@ class ClusterIndex(CopyUpkeep):
 
         return to_index_vectors(self.encoder.encode_queries(texts), None)
 
+    def _encoded(self, texts: list[str], span: SearchSpan) -> np.ndarray:
+        """query_vectors, timed as the span's encoding."""
+        started = time.perf_counter()
+        try:
+            return self.query_vectors(texts)
+        finally:
+            span.encode_s += time.perf_counter() - started
+
     def _hits(
         self,
         order: dict[int, list[CopyState]],
         rankings: list[list[tuple[int, Scored]]],
         answers: dict[int, tuple[CopyState, Any]],
+        span: SearchSpan | None = None,
     ) -> tuple[list[list[Hit]], set[int]]:
         """The hits of each query's ranking, from the documents each shard sent with its candidates. One a shard
         did not send (shard_search.reachable says none is missed) is read from the shard in a round of its own;
@@ -254,7 +288,8 @@ class ClusterIndex(CopyUpkeep):
                 if scored.id not in sent[position][shard]:
                     lacking[shard][position].append(scored)
         wanted = {shard: lists for shard, lists in lacking.items() if any(lists)}
-        found = self._round({shard: order[shard] for shard in wanted if shard in order}, "hits", per_shard=wanted)
+        asked = {shard: order[shard] for shard in wanted if shard in order}
+        found = self._round(asked, "hits", per_shard=wanted, span=span)
         read = {
             (shard, position): {hit.id: hit for hit in hits[position]}
             for shard, (_, hits) in found.items()
@@ -313,12 +348,13 @@ class ClusterIndex(CopyUpkeep):
         method: str,
         *args: Any,  # noqa: ANN401
         per_shard: dict[int, Any] | None = None,
+        span: SearchSpan | None = None,
     ) -> dict[int, tuple[CopyState, Any]]:
         """Ask one copy of every shard in `order` `method(*args)` (or `method(per_shard[shard])`), all at once; a
         copy that fails is marked not serving and the shard's next copy is asked. Returns (copy, result) by shard,
-        for the shards that answered."""
-        pending = self._start_round(order, method, *args, per_shard=per_shard)
-        return self._finish_round(order, pending, method, *args, per_shard=per_shard)
+        for the shards that answered; the wait and the calls are counted in `span`."""
+        pending = self._start_round(order, method, *args, per_shard=per_shard, span=span)
+        return self._finish_round(order, pending, method, *args, per_shard=per_shard, span=span)
 
     def _start_round(
         self,
@@ -326,9 +362,12 @@ class ClusterIndex(CopyUpkeep):
         method: str,
         *args: Any,  # noqa: ANN401
         per_shard: dict[int, Any] | None = None,
+        span: SearchSpan | None = None,
     ) -> dict[int, tuple[int, Any]]:
-        """`_round`'s calls to the first copy of every shard, started (the caller may work while they run)."""
-        return {
+        """`_round`'s calls to the first copy of every shard, started (the caller may work while they run); the
+        time taken to start them is counted in `span`."""
+        since = time.perf_counter()
+        started = {
             shard: (
                 0,
                 self.calls.start(states[0].handle, method, *(args if per_shard is None else (per_shard[shard],))),
@@ -336,6 +375,9 @@ class ClusterIndex(CopyUpkeep):
             for shard, states in order.items()
             if states
         }
+        if span is not None:
+            span.starting(since)
+        return started
 
     def _finish_round(
         self,
@@ -344,13 +386,18 @@ class ClusterIndex(CopyUpkeep):
         method: str,
         *args: Any,  # noqa: ANN401
         per_shard: dict[int, Any] | None = None,
+        span: SearchSpan | None = None,
     ) -> dict[int, tuple[CopyState, Any]]:
-        """The results of `_start_round`'s calls, failing over as `_round` says."""
+        """The results of `_start_round`'s calls, failing over as `_round` says; the time waited for them and the
+        calls made are counted in `span`."""
         pending = dict(pending)
         results: dict[int, tuple[CopyState, Any]] = {}
+        if span is not None:
+            span.calls += len(pending)
         while pending:
             shard, (position, call) = pending.popitem()
             state = order[shard][position]
+            since = time.perf_counter()
             try:
                 results[shard] = (state, self.calls.finish(call))
             except Exception as error:
@@ -361,6 +408,11 @@ class ClusterIndex(CopyUpkeep):
                     following = order[shard][position + 1]
                     call_args = args if per_shard is None else (per_shard[shard],)
                     pending[shard] = (position + 1, self.calls.start(following.handle, method, *call_args))
+                    if span is not None:
+                        span.calls += 1
+            finally:
+                if span is not None:
+                    span.waiting(since)
         return results
 
     def documents(self, where: Filters, *, all_shards: bool = False) -> tuple[list[Document], ClusterAnswer]:

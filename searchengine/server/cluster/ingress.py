@@ -63,6 +63,11 @@ class ClusterIngress:
         """ClusterIndex.status as this ingress knows it (the writes each shard acknowledged, so each copy's lag)."""
         return self.cluster.status()
 
+    def spans(self) -> dict[str, dict[str, float]]:
+        """Where this ingress's searches spent their time so far, summed by mode: encoding, waiting for the shards,
+        and the whole (ClusterIndex.spans); a benchmark reads it before and after a stretch of searches."""
+        return self.cluster.spans.totals()
+
     def heal(self) -> list[str]:
         """ClusterIndex.heal now, one at a time. Not on the writer thread: heal takes each shard's write lock while
         it moves or catches up a copy, and not while a copy starts (seconds), so writes go on meanwhile."""
