@@ -26,12 +26,15 @@ from searchengine.cluster.placement import live_nodes
 from searchengine.cluster.query_spans import QuerySpans, SearchSpan
 from searchengine.cluster.routing import global_id, shard_of
 from searchengine.cluster.shard_search import ShardQuery
+from searchengine.cluster.statistics_cache import StatisticsCache
 from searchengine.engine.filters import Filters
 from searchengine.engine.fusion import Fusion
 from searchengine.engine.mode_registry import mode_named
 from searchengine.engine.modes import DEFAULT_FUSION, DEFAULT_MODE
 from searchengine.engine.query_request import QueryRequest
 from searchengine.engine.search import Hit, Scored
+from searchengine.indexer.query.global_bm25 import TermStatistics
+from searchengine.indexer.query.keyword_query import keyword_terms
 from searchengine.indexer.tables.documents import Document
 
 if TYPE_CHECKING:
@@ -90,6 +93,7 @@ class ClusterIndex(CopyUpkeep):
         calls: CopyCalls | None = None,
         starter: CopyStarter = start_copy_actor,
         encoder: Encoder | None = None,
+        keep_statistics: bool = False,
     ) -> None:
         self.path, self.manifest, self.copies = Path(path), manifest, copies
         self.calls = calls or ActorCalls()
@@ -99,6 +103,8 @@ class ClusterIndex(CopyUpkeep):
         self._turn = 0
         self.spans = QuerySpans()
         """Where this process's searches spent their time, by mode (query_spans.py)."""
+        self.kept_statistics = StatisticsCache() if keep_statistics else None
+        """Each shard's term statistics since its last acknowledged write (statistics_cache.py), or None."""
         self.sequences = [max((c.sequence for c in shard if c.serving), default=0) for shard in copies]
         for shard, states in enumerate(copies):
             for state in states:
@@ -112,9 +118,12 @@ class ClusterIndex(CopyUpkeep):
         calls: CopyCalls | None = None,
         starter: CopyStarter = start_copy_actor,
         encoder: Encoder | None = None,
+        keep_statistics: bool = False,
     ) -> ClusterIndex:
         """Open the cluster index whose manifest is at `path`: start each copy on its node (a copy whose node is
-        not live is left out until `heal`) and read which writes each holds."""
+        not live is left out until `heal`) and read which writes each holds. `keep_statistics`: keep each shard's
+        term statistics between its writes (statistics_cache.py), right only in the one process that makes every
+        write to the cluster (the ingress): another's writes would leave them stale."""
         manifest = read_manifest(Path(path))
         calls = calls or ActorCalls()
         nodes = live_nodes()
@@ -127,7 +136,9 @@ class ClusterIndex(CopyUpkeep):
                     state.handle = starter(place, shard, manifest.local_root)
                 states.append(state)
             copies.append(states)
-        index = cls(Path(path), manifest, copies, calls=calls, starter=starter, encoder=encoder)
+        index = cls(
+            Path(path), manifest, copies, calls=calls, starter=starter, encoder=encoder, keep_statistics=keep_statistics
+        )
         index._read_sequences()
         return index
 
@@ -213,14 +224,9 @@ class ClusterIndex(CopyUpkeep):
         average_length = 0.0
         vectors = None
         if "keyword" in sides:
-            counting = self._start_round(order, "statistics", texts, span=span)  # they count while the query is encoded
-            span.statistics_rounds += 1
-            vectors = self._encoded(texts, span) if "dense" in sides else None
-            statistics = self._finish_round(order, counting, "statistics", texts, span=span)
-            total = summed([result for _, result in statistics.values()])
+            total, order, vectors = self._term_statistics(order, texts, "dense" in sides, span)
             plans = [keyword_plan(total, text) for text in texts]
             average_length = total.average_length
-            order = self._prefer(order, statistics)
         else:
             vectors = self._encoded(texts, span) if given is None else given
         depth = max(request.k, fusion.depth) if len(sides) > 1 else request.k
@@ -260,6 +266,36 @@ class ClusterIndex(CopyUpkeep):
         from searchengine.engine.embedding import to_index_vectors
 
         return to_index_vectors(self.encoder.encode_queries(texts), None)
+
+    def _term_statistics(
+        self, order: dict[int, list[CopyState]], texts: list[str], encode: bool, span: SearchSpan
+    ) -> tuple[TermStatistics, dict[int, list[CopyState]], np.ndarray | None]:
+        """The term statistics of the words of `texts` summed over the shards of `order` (dfs_query_then_fetch's
+        first round), with the order to ask the shards next and, when `encode`, the queries' vectors (encoded while
+        the shards count). With `kept_statistics`, a shard whose statistics for every word were kept since its last
+        acknowledged write (statistics_cache.py) is not asked; the others are, in one round, and what they count is kept when no write
+        to the shard began or ended meanwhile (its lock free before and after, its sequence unchanged)."""
+        words = list(dict.fromkeys(word for text in texts for word in keyword_terms(text)))
+        known: dict[int, TermStatistics] = {}
+        sequences: dict[int, int] = {}
+        kept_statistics = self.kept_statistics
+        for shard in order if kept_statistics is not None else ():
+            kept = kept_statistics.known(shard, self.sequences[shard], words)
+            if kept is not None:
+                known[shard] = kept
+            elif not self._locks[shard].locked():
+                sequences[shard] = self.sequences[shard]
+        asking = {shard: states for shard, states in order.items() if shard not in known}
+        counting = self._start_round(asking, "statistics", texts, span=span)
+        span.statistics_rounds += bool(asking)
+        vectors = self._encoded(texts, span) if encode else None
+        counted = self._finish_round(asking, counting, "statistics", texts, span=span)
+        for shard, (_, statistics) in counted.items():
+            unchanged = sequences.get(shard) == self.sequences[shard] and not self._locks[shard].locked()
+            if unchanged and kept_statistics is not None:
+                kept_statistics.keep(shard, sequences[shard], statistics)
+        total = summed([statistics for _, statistics in counted.values()] + list(known.values()))
+        return total, {**{shard: order[shard] for shard in known}, **self._prefer(asking, counted)}, vectors
 
     def _encoded(self, texts: list[str], span: SearchSpan) -> np.ndarray:
         """query_vectors, timed as the span's encoding."""

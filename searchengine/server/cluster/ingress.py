@@ -43,9 +43,10 @@ class ClusterIngress:
         from searchengine.cluster.cluster_index import ClusterIndex
 
         self.settings = settings
-        # Off the replica's event loop, where a handle's result may not be waited for.
+        # Off the replica's event loop, where a handle's result may not be waited for. This replica makes every
+        # write, so it may keep each shard's term statistics between the shard's writes.
         self.cluster = await asyncio.to_thread(
-            ClusterIndex.open, manifest_path, calls=ServeCalls(), starter=start_copy_deployment
+            ClusterIndex.open, manifest_path, calls=ServeCalls(), starter=start_copy_deployment, keep_statistics=True
         )
         self.engine = ClusterEngine(self.cluster)
         self.served = await asyncio.to_thread(
