@@ -104,6 +104,8 @@ def latencies(cluster: str, one: str, queries: list[str], mode: str) -> dict[str
             "own_work_less_starting_calls": round(
                 1000 * (handler_s - spent["shards_s"] - spent["encode_s"] - spent["starting_s"]) / searches, 2
             ),
+            "in_cluster_index": round(1000 * spent["seconds"] / searches, 2),
+            "outside_cluster_index": round(1000 * (handler_s - spent["seconds"]) / searches, 2),
             "encode": round(1000 * spent["encode_s"] / searches, 2),
             "starting_shard_calls": round(1000 * spent["starting_s"] / searches, 2),
             "waiting_for_shards": round(1000 * spent["shards_s"] / searches, 2),
