@@ -49,21 +49,24 @@ OUT = ROOT / "benchmarks" / "scale" / "results" / "cluster_fanout.json"
 MODES = ("dense", "keyword", "hybrid")
 
 
-def handled(url: str) -> tuple[float, int]:
-    """The seconds the server's app spent on POST /search requests, and how many (its /metrics)."""
+def handled(url: str, mode: str) -> tuple[float, int, float]:
+    """The seconds the server's app spent on POST /search requests, how many, and the seconds its /search route
+    waited for the reader threads' answers to searches in `mode` (its /metrics)."""
     from prometheus_client.parser import text_string_to_metric_families
 
     with urllib.request.urlopen(url + "/metrics", timeout=60) as response:
         text = response.read().decode()
-    seconds, count = 0.0, 0
+    seconds, count, searching = 0.0, 0, 0.0
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
+            if sample.name == "searchengine_search_seconds_sum" and sample.labels.get("mode") == mode:
+                searching = sample.value
             if sample.labels.get("route") == "/search" and sample.labels.get("method") == "POST":
                 if sample.name == "searchengine_request_seconds_sum":
                     seconds = sample.value
                 elif sample.name == "searchengine_request_seconds_count":
                     count = int(sample.value)
-    return seconds, count
+    return seconds, count, searching
 
 
 def ingress_spans() -> dict[str, dict[str, float]]:
@@ -84,15 +87,16 @@ def timed(url: str, body: dict) -> float:
 def latencies(cluster: str, one: str, queries: list[str], mode: str) -> dict[str, Any]:
     """Each query in `mode` to both servers, alternating which goes first: medians, and the ingress's spans and
     handling time over the cluster's searches."""
-    spans_before, handled_before = ingress_spans().get(mode, {}), handled(cluster)
+    spans_before, handled_before = ingress_spans().get(mode, {}), handled(cluster, mode)
     times: dict[str, list[float]] = {"cluster": [], "one_index": []}
     for number, query in enumerate(queries):
         body = {"queries": [query], "k": K, "mode": mode}
         for side, url in [("cluster", cluster), ("one_index", one)][:: 1 if number % 2 else -1]:
             times[side].append(timed(url, body))
-    spans_after, handled_after = ingress_spans()[mode], handled(cluster)
+    spans_after, handled_after = ingress_spans()[mode], handled(cluster, mode)
     spent = {key: spans_after[key] - spans_before.get(key, 0) for key in spans_after}
     handler_s, requests = handled_after[0] - handled_before[0], handled_after[1] - handled_before[1]
+    searching_s = handled_after[2] - handled_before[2]
     searches = spent["searches"]
     p50 = {side: statistics.median(values) for side, values in times.items()}
     return {
@@ -106,6 +110,8 @@ def latencies(cluster: str, one: str, queries: list[str], mode: str) -> dict[str
             ),
             "in_cluster_index": round(1000 * spent["seconds"] / searches, 2),
             "outside_cluster_index": round(1000 * (handler_s - spent["seconds"]) / searches, 2),
+            "route_outside_reader": round(1000 * (handler_s - searching_s) / searches, 2),
+            "reader_outside_cluster_index": round(1000 * (searching_s - spent["seconds"]) / searches, 2),
             "encode": round(1000 * spent["encode_s"] / searches, 2),
             "starting_shard_calls": round(1000 * spent["starting_s"] / searches, 2),
             "waiting_for_shards": round(1000 * spent["shards_s"] / searches, 2),
