@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -22,14 +23,18 @@ from searchengine.cluster.errors import ClusterError, CopyBehindError, ShardsUna
 from searchengine.cluster.manifest import ClusterManifest, read_manifest
 from searchengine.cluster.merge import KeywordPlan, keyword_plan, merged_ranking, summed
 from searchengine.cluster.placement import live_nodes
+from searchengine.cluster.query_spans import QuerySpans, SearchSpan
 from searchengine.cluster.routing import global_id, shard_of
 from searchengine.cluster.shard_search import ShardQuery
+from searchengine.cluster.statistics_cache import StatisticsCache
 from searchengine.engine.filters import Filters
 from searchengine.engine.fusion import Fusion
 from searchengine.engine.mode_registry import mode_named
 from searchengine.engine.modes import DEFAULT_FUSION, DEFAULT_MODE
 from searchengine.engine.query_request import QueryRequest
 from searchengine.engine.search import Hit, Scored
+from searchengine.indexer.query.global_bm25 import TermStatistics
+from searchengine.indexer.query.keyword_query import keyword_terms
 from searchengine.indexer.tables.documents import Document
 
 if TYPE_CHECKING:
@@ -88,6 +93,7 @@ class ClusterIndex(CopyUpkeep):
         calls: CopyCalls | None = None,
         starter: CopyStarter = start_copy_actor,
         encoder: Encoder | None = None,
+        keep_statistics: bool = False,
     ) -> None:
         self.path, self.manifest, self.copies = Path(path), manifest, copies
         self.calls = calls or ActorCalls()
@@ -95,6 +101,10 @@ class ClusterIndex(CopyUpkeep):
         self._encoder = encoder
         self._locks = [threading.Lock() for _ in range(manifest.shards)]
         self._turn = 0
+        self.spans = QuerySpans()
+        """Where this process's searches spent their time, by mode (query_spans.py)."""
+        self.kept_statistics = StatisticsCache() if keep_statistics else None
+        """Each shard's term statistics since its last acknowledged write (statistics_cache.py), or None."""
         self.sequences = [max((c.sequence for c in shard if c.serving), default=0) for shard in copies]
         for shard, states in enumerate(copies):
             for state in states:
@@ -108,9 +118,12 @@ class ClusterIndex(CopyUpkeep):
         calls: CopyCalls | None = None,
         starter: CopyStarter = start_copy_actor,
         encoder: Encoder | None = None,
+        keep_statistics: bool = False,
     ) -> ClusterIndex:
         """Open the cluster index whose manifest is at `path`: start each copy on its node (a copy whose node is
-        not live is left out until `heal`) and read which writes each holds."""
+        not live is left out until `heal`) and read which writes each holds. `keep_statistics`: keep each shard's
+        term statistics between its writes (statistics_cache.py), right only in the one process that makes every
+        write to the cluster (the ingress): another's writes would leave them stale."""
         manifest = read_manifest(Path(path))
         calls = calls or ActorCalls()
         nodes = live_nodes()
@@ -123,7 +136,9 @@ class ClusterIndex(CopyUpkeep):
                     state.handle = starter(place, shard, manifest.local_root)
                 states.append(state)
             copies.append(states)
-        index = cls(Path(path), manifest, copies, calls=calls, starter=starter, encoder=encoder)
+        index = cls(
+            Path(path), manifest, copies, calls=calls, starter=starter, encoder=encoder, keep_statistics=keep_statistics
+        )
         index._read_sequences()
         return index
 
@@ -165,7 +180,7 @@ class ClusterIndex(CopyUpkeep):
         retrieval = mode_named(request.mode or DEFAULT_MODE)
         if retrieval.name not in BUILT_IN_MODES:
             raise ClusterError(f"a cluster searches in modes {', '.join(BUILT_IN_MODES)}, not {retrieval.name!r}")
-        return self._answer(list(request.queries), request, retrieval.sides, None, all_shards)
+        return self._answer(list(request.queries), request, retrieval.name, retrieval.sides, None, all_shards)
 
     def search_by_vector(
         self, vector: object, k: int = 10, where: Filters = None, *, min_score: float | None = None, all_shards: bool = False
@@ -176,28 +191,44 @@ class ClusterIndex(CopyUpkeep):
 
         rows = given_vector(vector, self.encoder.dimension)
         request = QueryRequest(["a vector"], k, where, mode="dense", min_score=min_score)  # checks k, where, min_score
-        return self._answer([""], request, ("dense",), rows, all_shards)
+        return self._answer([""], request, "vector", ("dense",), rows, all_shards)
 
     def _answer(
-        self, texts: list[str], request: QueryRequest, sides: tuple[str, ...], given: np.ndarray | None, all_shards: bool
+        self,
+        texts: list[str],
+        request: QueryRequest,
+        mode: str,
+        sides: tuple[str, ...],
+        given: np.ndarray | None,
+        all_shards: bool,
     ) -> ClusterAnswer:
-        """search_batch's answer to `request` (its texts `texts`, searched by `sides`); `given`: the queries' vectors
-        (dense only), given instead of encoding `texts`."""
+        """search_batch's answer to `request` (its texts `texts`, searched in `mode` by `sides`); `given`: the
+        queries' vectors (dense only), given instead of encoding `texts`. Its spans are added to `spans`."""
+        span = self.spans.start()
+        answer = self._answer_spanned(texts, request, sides, given, all_shards, span)
+        self.spans.record(mode, len(texts), span)
+        return answer
+
+    def _answer_spanned(
+        self,
+        texts: list[str],
+        request: QueryRequest,
+        sides: tuple[str, ...],
+        given: np.ndarray | None,
+        all_shards: bool,
+        span: SearchSpan,
+    ) -> ClusterAnswer:
         fusion = request.fusion or DEFAULT_FUSION
         order = self._copy_order()
         plans: list[KeywordPlan] | None = None
         average_length = 0.0
         vectors = None
         if "keyword" in sides:
-            counting = self._start_round(order, "statistics", texts)  # the shards count while the query is encoded
-            vectors = self.query_vectors(texts) if "dense" in sides else None
-            statistics = self._finish_round(order, counting, "statistics", texts)
-            total = summed([result for _, result in statistics.values()])
+            total, order, vectors = self._term_statistics(order, texts, "dense" in sides, span)
             plans = [keyword_plan(total, text) for text in texts]
             average_length = total.average_length
-            order = self._prefer(order, statistics)
         else:
-            vectors = self.query_vectors(texts) if given is None else given
+            vectors = self._encoded(texts, span) if given is None else given
         depth = max(request.k, fusion.depth) if len(sides) > 1 else request.k
         query = ShardQuery(
             sides,
@@ -208,7 +239,7 @@ class ClusterIndex(CopyUpkeep):
             None if plans is None else [plan.phrases for plan in plans],
             average_length,
         )
-        answers = self._round(order, "candidates", query, len(texts))
+        answers = self._round(order, "candidates", query, len(texts), span=span)
         searchable = sum(result[1] for _, result in answers.values())
         rankings = [
             merged_ranking(
@@ -222,7 +253,7 @@ class ClusterIndex(CopyUpkeep):
             )
             for position in range(len(texts))
         ]
-        hits, unread = self._hits(self._prefer(order, answers), rankings, answers)
+        hits, unread = self._hits(self._prefer(order, answers), rankings, answers, span)
         if request.min_score is not None:
             hits = [[hit for hit in found if hit.score >= request.min_score] for found in hits]
         missing = tuple(shard for shard in range(self.shards) if shard not in answers or shard in unread)
@@ -236,11 +267,50 @@ class ClusterIndex(CopyUpkeep):
 
         return to_index_vectors(self.encoder.encode_queries(texts), None)
 
+    def _term_statistics(
+        self, order: dict[int, list[CopyState]], texts: list[str], encode: bool, span: SearchSpan
+    ) -> tuple[TermStatistics, dict[int, list[CopyState]], np.ndarray | None]:
+        """The term statistics of the words of `texts` summed over the shards of `order` (dfs_query_then_fetch's
+        first round), with the order to ask the shards next and, when `encode`, the queries' vectors (encoded while
+        the shards count). With `kept_statistics`, a shard whose statistics for every word were kept since its last
+        acknowledged write (statistics_cache.py) is not asked; the others are, in one round, and what they count is kept when no write
+        to the shard began or ended meanwhile (its lock free before and after, its sequence unchanged)."""
+        words = list(dict.fromkeys(word for text in texts for word in keyword_terms(text)))
+        known: dict[int, TermStatistics] = {}
+        sequences: dict[int, int] = {}
+        kept_statistics = self.kept_statistics
+        for shard in order if kept_statistics is not None else ():
+            kept = kept_statistics.known(shard, self.sequences[shard], words)
+            if kept is not None:
+                known[shard] = kept
+            elif not self._locks[shard].locked():
+                sequences[shard] = self.sequences[shard]
+        asking = {shard: states for shard, states in order.items() if shard not in known}
+        counting = self._start_round(asking, "statistics", texts, span=span)
+        span.statistics_rounds += bool(asking)
+        vectors = self._encoded(texts, span) if encode else None
+        counted = self._finish_round(asking, counting, "statistics", texts, span=span)
+        for shard, (_, statistics) in counted.items():
+            unchanged = sequences.get(shard) == self.sequences[shard] and not self._locks[shard].locked()
+            if unchanged and kept_statistics is not None:
+                kept_statistics.keep(shard, sequences[shard], statistics)
+        total = summed([statistics for _, statistics in counted.values()] + list(known.values()))
+        return total, {**{shard: order[shard] for shard in known}, **self._prefer(asking, counted)}, vectors
+
+    def _encoded(self, texts: list[str], span: SearchSpan) -> np.ndarray:
+        """query_vectors, timed as the span's encoding."""
+        started = time.perf_counter()
+        try:
+            return self.query_vectors(texts)
+        finally:
+            span.encode_s += time.perf_counter() - started
+
     def _hits(
         self,
         order: dict[int, list[CopyState]],
         rankings: list[list[tuple[int, Scored]]],
         answers: dict[int, tuple[CopyState, Any]],
+        span: SearchSpan | None = None,
     ) -> tuple[list[list[Hit]], set[int]]:
         """The hits of each query's ranking, from the documents each shard sent with its candidates. One a shard
         did not send (shard_search.reachable says none is missed) is read from the shard in a round of its own;
@@ -254,7 +324,8 @@ class ClusterIndex(CopyUpkeep):
                 if scored.id not in sent[position][shard]:
                     lacking[shard][position].append(scored)
         wanted = {shard: lists for shard, lists in lacking.items() if any(lists)}
-        found = self._round({shard: order[shard] for shard in wanted if shard in order}, "hits", per_shard=wanted)
+        asked = {shard: order[shard] for shard in wanted if shard in order}
+        found = self._round(asked, "hits", per_shard=wanted, span=span)
         read = {
             (shard, position): {hit.id: hit for hit in hits[position]}
             for shard, (_, hits) in found.items()
@@ -313,12 +384,13 @@ class ClusterIndex(CopyUpkeep):
         method: str,
         *args: Any,  # noqa: ANN401
         per_shard: dict[int, Any] | None = None,
+        span: SearchSpan | None = None,
     ) -> dict[int, tuple[CopyState, Any]]:
         """Ask one copy of every shard in `order` `method(*args)` (or `method(per_shard[shard])`), all at once; a
         copy that fails is marked not serving and the shard's next copy is asked. Returns (copy, result) by shard,
-        for the shards that answered."""
-        pending = self._start_round(order, method, *args, per_shard=per_shard)
-        return self._finish_round(order, pending, method, *args, per_shard=per_shard)
+        for the shards that answered; the wait and the calls are counted in `span`."""
+        pending = self._start_round(order, method, *args, per_shard=per_shard, span=span)
+        return self._finish_round(order, pending, method, *args, per_shard=per_shard, span=span)
 
     def _start_round(
         self,
@@ -326,9 +398,12 @@ class ClusterIndex(CopyUpkeep):
         method: str,
         *args: Any,  # noqa: ANN401
         per_shard: dict[int, Any] | None = None,
+        span: SearchSpan | None = None,
     ) -> dict[int, tuple[int, Any]]:
-        """`_round`'s calls to the first copy of every shard, started (the caller may work while they run)."""
-        return {
+        """`_round`'s calls to the first copy of every shard, started (the caller may work while they run); the
+        time taken to start them is counted in `span`."""
+        since = time.perf_counter()
+        started = {
             shard: (
                 0,
                 self.calls.start(states[0].handle, method, *(args if per_shard is None else (per_shard[shard],))),
@@ -336,6 +411,9 @@ class ClusterIndex(CopyUpkeep):
             for shard, states in order.items()
             if states
         }
+        if span is not None:
+            span.starting(since)
+        return started
 
     def _finish_round(
         self,
@@ -344,13 +422,18 @@ class ClusterIndex(CopyUpkeep):
         method: str,
         *args: Any,  # noqa: ANN401
         per_shard: dict[int, Any] | None = None,
+        span: SearchSpan | None = None,
     ) -> dict[int, tuple[CopyState, Any]]:
-        """The results of `_start_round`'s calls, failing over as `_round` says."""
+        """The results of `_start_round`'s calls, failing over as `_round` says; the time waited for them and the
+        calls made are counted in `span`."""
         pending = dict(pending)
         results: dict[int, tuple[CopyState, Any]] = {}
+        if span is not None:
+            span.calls += len(pending)
         while pending:
             shard, (position, call) = pending.popitem()
             state = order[shard][position]
+            since = time.perf_counter()
             try:
                 results[shard] = (state, self.calls.finish(call))
             except Exception as error:
@@ -361,6 +444,11 @@ class ClusterIndex(CopyUpkeep):
                     following = order[shard][position + 1]
                     call_args = args if per_shard is None else (per_shard[shard],)
                     pending[shard] = (position + 1, self.calls.start(following.handle, method, *call_args))
+                    if span is not None:
+                        span.calls += 1
+            finally:
+                if span is not None:
+                    span.waiting(since)
         return results
 
     def documents(self, where: Filters, *, all_shards: bool = False) -> tuple[list[Document], ClusterAnswer]:

@@ -43,9 +43,10 @@ class ClusterIngress:
         from searchengine.cluster.cluster_index import ClusterIndex
 
         self.settings = settings
-        # Off the replica's event loop, where a handle's result may not be waited for.
+        # Off the replica's event loop, where a handle's result may not be waited for. This replica makes every
+        # write, so it may keep each shard's term statistics between the shard's writes.
         self.cluster = await asyncio.to_thread(
-            ClusterIndex.open, manifest_path, calls=ServeCalls(), starter=start_copy_deployment
+            ClusterIndex.open, manifest_path, calls=ServeCalls(), starter=start_copy_deployment, keep_statistics=True
         )
         self.engine = ClusterEngine(self.cluster)
         self.served = await asyncio.to_thread(
@@ -62,6 +63,11 @@ class ClusterIngress:
     def status(self) -> dict[str, Any]:
         """ClusterIndex.status as this ingress knows it (the writes each shard acknowledged, so each copy's lag)."""
         return self.cluster.status()
+
+    def spans(self) -> dict[str, dict[str, float]]:
+        """Where this ingress's searches spent their time so far, summed by mode: encoding, waiting for the shards,
+        and the whole (ClusterIndex.spans); a benchmark reads it before and after a stretch of searches."""
+        return self.cluster.spans.totals()
 
     def heal(self) -> list[str]:
         """ClusterIndex.heal now, one at a time. Not on the writer thread: heal takes each shard's write lock while

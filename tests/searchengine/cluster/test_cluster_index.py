@@ -6,6 +6,7 @@ a node removed. The tests run in order on one cluster and one cluster index, eac
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from searchengine.cluster import (
 from searchengine.cluster.cluster_build import remove_build
 from searchengine.cluster.manifest import read_manifest
 from searchengine.cluster.routing import shard_of
+from searchengine.cluster.statistics_cache import StatisticsCache
 from searchengine.engine.index_reader import IndexReader
 from searchengine.engine.index_writer import IndexWriter
 from searchengine.engine.search_engine import SearchEngine
@@ -164,6 +166,36 @@ def test_routed_writes_commit_on_every_copy(built: dict, tiny_encoder: Any) -> N
         ("new-1", "the cat and the dog play in the garden 1"),
         ("doc-3", "a storm of snow over the moon"),
     }
+
+
+class CountedCalls(ActorCalls):
+    """Ray actor calls, counted by method."""
+
+    def __init__(self) -> None:
+        self.methods: Counter[str] = Counter()
+
+    def start(self, handle: Any, method: str, *args: Any) -> Any:  # noqa: ANN401
+        self.methods[method] += 1
+        return super().start(handle, method, *args)
+
+
+def test_kept_term_statistics_skip_their_round_and_follow_every_write(built: dict, tiny_encoder: Any) -> None:  # noqa: ANN401
+    index = built["index"]
+    writer = IndexWriter(built["reference"], tiny_encoder)
+    calls = CountedCalls()
+    index.kept_statistics, index.calls = StatisticsCache(), calls
+    try:
+        assert_same_as_one_index(index, _reference(built, tiny_encoder))
+        assert calls.methods["statistics"] == SHARDS, "the keyword search counts the words; the hybrid one reuses them"
+        assert_same_as_one_index(index, _reference(built, tiny_encoder))
+        assert calls.methods["statistics"] == SHARDS, "the same words again: no shard is asked"
+        added = Document("the cat sat on the mat in the rain", metadata={"lang": "en"}, external_id="kept-1")
+        index.add([added])
+        writer.add([added])
+        assert_same_as_one_index(index, _reference(built, tiny_encoder))
+        assert calls.methods["statistics"] == SHARDS + 1, "only the shard written to is asked again"
+    finally:
+        index.kept_statistics, index.calls = None, ActorCalls()
 
 
 def test_a_copy_that_was_away_catches_up(built: dict) -> None:

@@ -123,6 +123,27 @@ def test_every_mode_answers_as_one_index_and_says_how_many_shards_answered(serve
     reference.close()
 
 
+def test_the_ingress_times_its_searches_and_asks_no_statistics_for_words_it_has(served: dict, tiny_encoder: Any) -> None:  # noqa: ANN401
+    from ray import serve
+
+    from searchengine.server.cluster.serve_app import INGRESS_APP
+
+    ingress = serve.get_deployment_handle("ingress", app_name=INGRESS_APP)
+    body = {"queries": QUERIES, "k": 10, "mode": "keyword"}
+    send(served["url"] + "/search", body)  # the shards count these words, unless an earlier search had them counted
+    before = ingress.spans.remote().result(timeout_s=60)["keyword"]
+    answers = send(served["url"] + "/search", body)["results"]
+    after = ingress.spans.remote().result(timeout_s=60)["keyword"]
+    assert (after["searches"], after["queries"]) == (before["searches"] + 1, before["queries"] + len(QUERIES))
+    assert after["statistics_rounds"] == before["statistics_rounds"], "the same words: no statistics round"
+    assert after["calls"] == before["calls"] + SHARDS, "one round: the candidates (with the documents)"
+    assert after["seconds"] - before["seconds"] >= after["shards_s"] - before["shards_s"] > 0
+    reference = IndexReader(served["reference"], tiny_encoder)
+    for answer, expected in zip(answers, reference.search_batch(QUERIES, 10, mode="keyword")):
+        assert [hit["score"] for hit in answer["hits"]] == pytest.approx([hit.score for hit in expected], abs=1e-5)
+    reference.close()
+
+
 def test_the_cli_queries_the_cluster_through_its_server_flag(served: dict) -> None:
     result = CliRunner().invoke(cli, ["query", "the cat sat on the mat", "--server", served["url"], "--json", "-k", "3"])
     assert result.exit_code == 0, result.output
