@@ -41,11 +41,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import overload
 
@@ -57,7 +59,7 @@ from benchmarks.datasets.data_folder import DATA
 from benchmarks.harness.machine import command_line, machine_record
 from benchmarks.harness.results import write_results
 from benchmarks.harness.rounds import percentile_ms
-from benchmarks.storage.vectors_on_disk import exact_top_blocks, noisy_copies_file
+from benchmarks.storage.vectors_on_disk import RunningTop, exact_top_blocks, noisy_copies_file
 
 K = 10
 ADDED = 10
@@ -133,12 +135,8 @@ class CopyEncoder:
         return np.asarray(self._vectors[[self.row(text) for text in texts]], dtype=np.float32)
 
 
-def corpus(
-    args: argparse.Namespace, encoder: object, path: Path, dtype: str = "float32"
-) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-    """The Wikipedia sentences, their real vectors, every vector (the real ones and noisy copies up to --vectors,
-    written to `path` as `dtype` and memory-mapped) and the queries' vectors, as made for the check
-    (benchmarks/storage/side_by_side.py makes the same ones)."""
+def sources(args: argparse.Namespace, encoder: object) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The Wikipedia sentences, their real vectors and the queries' vectors (read from the cache of embeddings)."""
     from benchmarks.scale.search_speed import cached_embeddings, read_stsb_test, read_wiki
 
     wiki = read_wiki(args.data, args.real)
@@ -146,42 +144,118 @@ def corpus(
     held_out = [text for text in dict.fromkeys(left + right) if text not in set(wiki)]
     query_vectors, _ = cached_embeddings(encoder, held_out, args.cache_dir, "stsb-queries")
     real, _ = cached_embeddings(encoder, wiki, args.cache_dir, "wiki")
-    vectors = noisy_copies_file(real, args.vectors, args.noise, path, dtype)
-    return wiki, real, vectors, np.ascontiguousarray(query_vectors[: args.queries])
+    return wiki, real, np.ascontiguousarray(query_vectors[: args.queries])
 
 
-def build(args: argparse.Namespace, target: Path) -> dict:
+def corpus(
+    args: argparse.Namespace, encoder: object, path: Path, dtype: str = "float32"
+) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    """The Wikipedia sentences, their real vectors, every vector (the real ones and noisy copies up to --vectors,
+    written to `path` as `dtype` and memory-mapped) and the queries' vectors, as made for the check
+    (benchmarks/storage/side_by_side.py makes the same ones)."""
+    wiki, real, queries = sources(args, encoder)
+    return wiki, real, noisy_copies_file(real, args.vectors, args.noise, path, dtype), queries
+
+
+@dataclass
+class Prepared:
+    """What a check is made of before its build: the corpus and each query's exact top 10 (row numbers, 0 first)
+    over every vector and over the real vectors alone, and what making them took."""
+
+    wiki: list[str]
+    real: np.ndarray
+    vectors: np.ndarray
+    queries: np.ndarray
+    truth_rows: np.ndarray
+    truth_real_rows: np.ndarray
+    made: dict
+
+
+PREPARED_KEY = "key.json"
+"""Written last into a --work folder: the settings its files were made with, and what making them took."""
+
+
+def prepared_key(args: argparse.Namespace, encoder: object) -> dict:
+    """The settings a --work folder's files depend on (the model by its fingerprint)."""
+    return {
+        "vectors": args.vectors,
+        "real": args.real,
+        "noise": args.noise,
+        "queries": args.queries,
+        "dtype": args.vectors_dtype,
+        "model": encoder.fingerprint,
+    }
+
+
+def prepare(args: argparse.Namespace, encoder: object, folder: Path, reuse: bool) -> Prepared:
+    """The check's vectors file, queries and exact top 10s in `folder`. With `reuse` (--work) a folder whose key
+    matches these settings is read as it is; one made with other settings is refused (SystemExit naming both);
+    anything else is made again. Each block of vectors is searched exactly as it is written (RunningTop), so the
+    vectors are never read back for it."""
+    key = prepared_key(args, encoder)
+    key_path = folder / PREPARED_KEY
+    wiki, real, queries = sources(args, encoder)
+    if reuse and key_path.is_file():
+        kept = json.loads(key_path.read_text(encoding="utf-8"))
+        if kept.get("key") != key:
+            raise SystemExit(
+                f"memory_check: --work {folder} holds vectors made with {kept.get('key')}, and this run asks for "
+                f"{key}: run with those settings, or give another --work folder"
+            )
+        vectors = np.load(folder / "vectors.npy", mmap_mode="r")
+        truth, truth_real = (np.load(folder / name) for name in ("truth_rows.npy", "truth_real_rows.npy"))
+        made = kept["made"] | {"reused": True}
+        return Prepared(wiki, real, vectors, np.load(folder / "queries.npy"), truth, truth_real, made)
+    key_path.unlink(missing_ok=True)
+    started, cpu = time.perf_counter(), cpu_seconds()
+    top = RunningTop(queries, K)
+    vectors = noisy_copies_file(real, args.vectors, args.noise, folder / "vectors.npy", args.vectors_dtype, top=top)
+    truth_real = exact_top_blocks(vectors[: len(real)], queries, K)  # as stored (float16 rounds them)
+    for name, array in (("queries.npy", queries), ("truth_rows.npy", top.rows), ("truth_real_rows.npy", truth_real)):
+        np.save(folder / name, array)
+    made = {"seconds": round(time.perf_counter() - started, 1), "cpu_s": round(cpu_seconds() - cpu, 1)}
+    key_path.write_text(json.dumps({"key": key, "made": made}), encoding="utf-8")
+    return Prepared(wiki, real, vectors, queries, top.rows, truth_real, made | {"reused": False})
+
+
+def cpu_seconds() -> float:
+    """CPU seconds this process has used (every thread, user and system: resource.getrusage)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def build(args: argparse.Namespace, target: Path, prepared: Prepared, encoder: object) -> dict:
     """Build the index in `target` (encoding left out) and save what the measuring process needs beside it."""
     from benchmarks.scale.synthetic import noisy_copies
-    from searchengine import BuildSettings, Encoder, SearchEngine
+    from searchengine import BuildSettings, SearchEngine
 
-    encoder = Encoder(args.model) if args.model else Encoder()
-    wiki, real, vectors, queries = corpus(args, encoder, target / "vectors.npy", args.vectors_dtype)
+    wiki, real, vectors, queries = prepared.wiki, prepared.real, prepared.vectors, prepared.queries
     count = len(vectors)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), cpu_seconds()
     engine = SearchEngine.build(
         CopyTexts(wiki, len(vectors)),
         target / "index",
         BuildSettings(memory_budget=args.memory_budget),
         encoder=CopyEncoder(encoder, wiki, vectors),
     )
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, cpu_seconds() - cpu
     report = engine.last_report
     first_id = int(min(engine.reader.vectors.ids()))
     engine.close()
     added = noisy_copies(real, len(real) + ADDED, args.noise, seed=1)[len(real) :]
     np.save(target / "queries.npy", queries)
-    np.save(target / "truth.npy", exact_top_blocks(vectors, queries, K) + first_id)
-    np.save(target / "truth_real.npy", exact_top_blocks(real, queries, K) + first_id)
+    np.save(target / "truth.npy", prepared.truth_rows + first_id)
+    np.save(target / "truth_real.npy", prepared.truth_real_rows + first_id)
     np.save(target / "added.npy", added)
     (target / "added.json").write_text(json.dumps(CopyTexts(wiki, ADDED, "added")[:ADDED]), encoding="utf-8")
-    del vectors
-    (target / "vectors.npy").unlink()
     return {
         "index_type": report.index_type,
         "index_type_reason": report.index_type_reason,
         "build_s": round(seconds, 1),
+        "build_cpu_s": round(cpu, 1),
         "build_stages_s": {stage: round(value, 1) for stage, value in report.stages.items()},
+        "build_stages_cpu_s": {stage: round(value, 1) for stage, value in report.stages_cpu.items()},
+        "prepared": prepared.made,
         "vectors": count,
         "real_vectors": len(real),
         "first_id": first_id,
@@ -330,15 +404,40 @@ def main() -> None:
     parser.add_argument(
         "--keep", type=Path, help="build in this folder and keep it (benchmarks/storage/side_by_side.py measures it)"
     )
+    parser.add_argument(
+        "--work",
+        type=Path,
+        help="keep the made vectors, queries and exact top 10s here, and reuse them in a later run with the same "
+        "--vectors, --real, --noise, --queries, --vectors-dtype and model (a folder outside the repository)",
+    )
+    parser.add_argument("--prepare-only", action="store_true", help="make --work's files, then stop (no build)")
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # the fresh process's part
     args = parser.parse_args()
     if args.measure is not None:
         print(json.dumps(measure(args.measure, args.warmup, args.model, args.add_runs)))
         return
+    if args.prepare_only and args.work is None:
+        parser.error("--prepare-only makes the files of a --work folder: give --work DIR")
+    from searchengine import Encoder
+
+    encoder = Encoder(args.model) if args.model else Encoder()
+    if args.prepare_only:
+        args.work.mkdir(parents=True, exist_ok=True)
+        prepared = prepare(args, encoder, args.work, reuse=True)
+        print(json.dumps({"work": str(args.work), "vectors": len(prepared.vectors), "made": prepared.made}))
+        return
     with tempfile.TemporaryDirectory(prefix="memory-check-") as scratch:
         target = Path(scratch) if args.keep is None else args.keep
         target.mkdir(parents=True, exist_ok=True)
-        built = build(args, target)
+        if args.work is not None:
+            args.work.mkdir(parents=True, exist_ok=True)
+        prepared = prepare(args, encoder, args.work or target, reuse=args.work is not None)
+        print(f"vectors ready ({prepared.made})", flush=True)
+        built = build(args, target, prepared, encoder)
+        del prepared
+        if args.work is None:
+            for name in ("vectors.npy", "truth_rows.npy", "truth_real_rows.npy", PREPARED_KEY):  # queries.npy stays
+                (target / name).unlink(missing_ok=True)
         (target / "build.json").write_text(json.dumps(built), encoding="utf-8")
         print(f"built {built['vectors']:,} vectors as {built['index_type']} in {built['build_s']} s", flush=True)
         command = [sys.executable, __file__, "--measure", str(target), "--warmup", str(args.warmup)]
