@@ -141,7 +141,8 @@ def sources(args: argparse.Namespace, encoder: object) -> tuple[list[str], np.nd
 
     wiki = read_wiki(args.data, args.real)
     left, right, _ = read_stsb_test(args.data, None)
-    held_out = [text for text in dict.fromkeys(left + right) if text not in set(wiki)]
+    lines = set(wiki)
+    held_out = [text for text in dict.fromkeys(left + right) if text not in lines]
     query_vectors, _ = cached_embeddings(encoder, held_out, args.cache_dir, "stsb-queries")
     real, _ = cached_embeddings(encoder, wiki, args.cache_dir, "wiki")
     return wiki, real, np.ascontiguousarray(query_vectors[: args.queries])
