@@ -6,14 +6,18 @@ embedded once with the default Encoder and cached as .npy blocks under --cache-d
 benchmarks/scale/search_speed.py caches them), then noisy copies of them up to --vectors
 (benchmarks/scale/synthetic.py: a real vector plus Gaussian noise of sigma --noise a dimension, renormalised).
 Texts: each sentence, a copy's with " [copy j]". Queries: held-out STS-B test sentences (none a Wikipedia line).
-The vectors are written block by block into a memory-mapped file beside the index (float32, or float16 with
---vectors-dtype to halve the disk at 10M; benchmarks/storage/vectors_on_disk.py), and the texts are made as they
-are read, so the check itself holds no corpus in memory.
+The vectors are written block by block into a memory-mapped file beside the index, or into --work (float32, or
+float16 with --vectors-dtype to halve the disk at 10M; benchmarks/storage/vectors_on_disk.py), and the texts are made
+as they are read, so the check itself holds no corpus in memory. The exact top-10 of each query over every vector is
+computed block by block as the blocks are written (vectors_on_disk.RunningTop), and over the real vectors alone
+after; with --work all of it is kept there under a key of the settings (key.json, written last) and reused by a
+later run with the same settings (--prepare-only: make them and stop).
 
 Build (this process). SearchEngine.build with `--index auto --memory-budget`, its encoder handing back each text's
-row of the vectors' file (so encoding is left out; the build spools and adds in blocks). The exact top-10 of each
-query over every vector (faiss IndexFlatIP, block by block), and over the real vectors alone, are computed here and
-saved beside the index.
+row of the vectors' file (so encoding is left out; the build spools and adds in blocks). Its report carries wall
+and CPU seconds (this process's, every thread: resource.getrusage), whole (build_s, build_cpu_s) and per stage
+(build_stages_s, build_stages_cpu_s: IndexingReport.stages and stages_cpu), so a run on a loaded machine still says
+what the build cost.
 
 Measure (a fresh process, `--measure DIR`). Imports, then VmRSS (/proc/self/status) as the baseline; opens the
 index (the model is never loaded: queries are given as vectors), runs --warmup queries, then each query alone
@@ -28,6 +32,16 @@ store, as SearchEngine.search does after encoding), FAISS on one thread. Then:
   recall_at_10      against exact search over every vector; recall_at_10_real: the same search restricted to the
                     real vectors (a filter of their ids) against exact search over them alone
   p50_ms, p99_ms    per query
+  cold_p50_ms, cold_p99_ms, cold_recall_at_10
+                    with --cold: one pass of the queries before the warm-up, the index's files dropped from the page
+                    cache first (posix_fadvise DONTNEED on each: the rest of the machine's cache is left alone)
+  scanned_codes_sweep
+                    with --scanned-codes N...: for each N, recall (all, real only) and latency with every IVF segment
+                    probing half its lists but at most N codes, as the engine's IVF_SCANNED_CODES bound does
+  info_mb           `searchengine info`'s parts (searchengine/engine/index_memory.py): its `resident` is codes + ids +
+                    fixed (+ graph); the codes are memory-mapped, so this check counts them in mapped_rss_mb and
+                    mapped_cache_mb, and index_resident_mb is about info's ids + fixed (+ graph), the store's cache
+                    and what the interpreter allocates while searching
   add10_ms          adding 10 documents (append_to_index with their vectors given, less its encoding stage, then
                     the merges the policy asks for), the median of --add-runs adds (each listed), and `retrained`: whether
                     anything was trained (a new template; in an index without one, a new segment of a trained type).
@@ -35,12 +49,21 @@ store, as SearchEngine.search does after encoding), FAISS on one thread. Then:
 Usage:
   .venv/bin/python benchmarks/storage/memory_check.py --vectors 1000000 --memory-budget 300MB \
       --out benchmarks/storage/results/memory_check_1m.json
+  At 10M, make the vectors, queries and exact top 10s once (untimed, at low priority; --work keeps them, outside the
+  repository), then build and measure reusing them (a --work folder made with other settings is refused):
+    nice -n 10 .venv/bin/python benchmarks/storage/memory_check.py --vectors 10000000 --vectors-dtype float16 \
+        --work /work/tenm-data --prepare-only
+    .venv/bin/python benchmarks/storage/memory_check.py --vectors 10000000 --vectors-dtype float16 \
+        --work /work/tenm-data --memory-budget 1500MB --cold --scanned-codes 1200000 3000000 5000000 \
+        --out benchmarks/storage/results/memory_check_10m.json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
 import resource
 import subprocess
 import sys
@@ -265,8 +288,39 @@ def build(args: argparse.Namespace, target: Path, prepared: Prepared, encoder: o
     }
 
 
-def measure(target: Path, warmup: int, model: str | None, add_runs: int) -> dict:
-    """In this fresh process: memory, recall, latency and a 10-document add of the index in `target`."""
+def evict_from_page_cache(folder: Path) -> None:
+    """Drop the page cache of every file under `folder` (written and fsynced by the build: clean pages), so the next
+    reads come from disk, without touching the rest of the machine's cache (posix_fadvise DONTNEED)."""
+    os.sync()
+    for path in folder.rglob("*"):
+        if path.is_file():
+            descriptor = os.open(path, os.O_RDONLY)
+            try:
+                os.posix_fadvise(descriptor, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(descriptor)
+
+
+def set_scanned_codes(segments: object, bound: int) -> list[int]:
+    """Make every IVF segment probe half its lists but at most `bound` codes at its mean list size (as
+    vector_index.ivf_nprobe does with IVF_SCANNED_CODES); the nprobe of each, in order."""
+    import faiss
+
+    probes = []
+    for segment in segments.segments:
+        ivf = faiss.try_extract_index_ivf(segment.index.index)
+        if ivf is not None:
+            ivf.nprobe = max(1, min(ivf.nlist // 2, math.ceil(bound * ivf.nlist / max(segment.index.count, 1))))
+            probes.append(int(ivf.nprobe))
+    return probes
+
+
+def measure(
+    target: Path, warmup: int, model: str | None, add_runs: int, cold: bool = False, scans: Sequence[int] = ()
+) -> dict:
+    """In this fresh process: memory, recall, latency and a 10-document add of the index in `target`; with `cold`,
+    first the latency of one pass with the index's files dropped from the page cache; for each of `scans`, recall
+    and latency again with IVF segments probing at most that many codes."""
     import faiss
     from searchengine.indexer.vectors.page_cache import cached_bytes
 
@@ -278,6 +332,8 @@ def measure(target: Path, warmup: int, model: str | None, add_runs: int) -> dict
     queries, truth, truth_real = (np.load(target / f"{name}.npy") for name in ("queries", "truth", "truth_real"))
     built = json.loads((target / "build.json").read_text(encoding="utf-8"))
     real_ids = np.arange(built["first_id"], built["first_id"] + built["real_vectors"], dtype=np.int64)
+    if cold:
+        evict_from_page_cache(target / "index")
     engine = SearchEngine.open(target / "index")
     reader = engine.reader
 
@@ -285,19 +341,48 @@ def measure(target: Path, warmup: int, model: str | None, add_runs: int) -> dict
         rankings = dense_rankings(reader.vectors, reader.store, vector[None, :], K, allowed=allowed)
         return [hit.id for hit in hits_of(reader.store, rankings)[0]]
 
+    def timed(allowed: np.ndarray | None = None) -> tuple[list[list[int]], list[float]]:
+        seconds, found = [], []
+        for query in queries:
+            begin = time.perf_counter()
+            found.append(dense(query, allowed))
+            seconds.append(time.perf_counter() - begin)
+        return found, seconds
+
+    cold_figures = {}
+    if cold:
+        cold_found, cold_seconds = timed()
+        cold_figures = {
+            "cold_p50_ms": percentile_ms(cold_seconds, 50, 3),
+            "cold_p99_ms": percentile_ms(cold_seconds, 99, 3),
+        }
+        cold_figures["cold_recall_at_10"] = _recall(cold_found, truth)
     for query in queries[:warmup]:
         dense(query)
-    seconds, found = [], []
-    for query in queries:
-        begin = time.perf_counter()
-        found.append(dense(query))
-        seconds.append(time.perf_counter() - begin)
+    found, seconds = timed()
     found_real = [dense(query, real_ids) for query in queries]
     rss, anon, file_backed = vm_kib("VmRSS"), vm_kib("RssAnon"), vm_kib("RssFile")
     mapped_rss = mapped_rss_kib((target / "index").resolve())
     mapped = sum(cached_bytes(path) for path in (target / "index").rglob("*") if path.is_file() and _mapped(path))
+    sweep = []
+    for bound in scans:
+        probes = set_scanned_codes(reader.vectors, bound)
+        swept, swept_seconds = timed()
+        swept_real, real_seconds = timed(real_ids)
+        sweep.append(
+            {
+                "scanned_codes": bound,
+                "nprobe": probes,
+                "recall_at_10": _recall(swept, truth),
+                "recall_at_10_real": _recall(swept_real, truth_real),
+                "p50_ms": percentile_ms(swept_seconds, 50, 3),
+                "p99_ms": percentile_ms(swept_seconds, 99, 3),
+                "real_p50_ms": percentile_ms(real_seconds, 50, 3),
+            }
+        )
     segments_before = {record.name for record in reader.store.segments.records()}
     engine.close()
+    info = info_memory(target / "index")
     added = add_ten(target, model, segments_before, add_runs) if add_runs else {}
     return {
         "resident_mb": round((rss - mapped_rss) / 1024, 1),
@@ -312,8 +397,29 @@ def measure(target: Path, warmup: int, model: str | None, add_runs: int) -> dict
         "recall_at_10_real": _recall(found_real, truth_real),
         "p50_ms": percentile_ms(seconds, 50, 3),
         "p99_ms": percentile_ms(seconds, 99, 3),
+        "info_mb": info,
+        **cold_figures,
+        **({"scanned_codes_sweep": sweep} if scans else {}),
         **added,
     }
+
+
+def info_memory(folder: Path) -> dict[str, float]:
+    """`searchengine info`'s memory parts of the index in `folder`, in MiB, read after the check's own figures (it
+    opens every segment again)."""
+    from searchengine.indexer.commit.index_directory import IndexDirectory
+    from searchengine.indexer.tables.store import DocumentStore
+
+    from searchengine.engine.index_memory import memory_use
+
+    directory = IndexDirectory(folder)
+    manifest = directory.read_manifest()
+    store = DocumentStore(directory.file(manifest, "documents"))
+    try:
+        use = memory_use(directory.path, manifest, store)
+    finally:
+        store.close()
+    return {name: round(value / 2**20, 1) for name, value in use.as_json().items()}
 
 
 def _mapped(path: Path) -> bool:
@@ -395,8 +501,12 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--noise", type=float, default=0.02)
-    parser.add_argument("--vectors-dtype", choices=["float32", "float16"], default="float32",
-                        help="the vectors' file (float16 halves its disk; the build is given them as float32)")
+    parser.add_argument(
+        "--vectors-dtype",
+        choices=["float32", "float16"],
+        default="float32",
+        help="the vectors' file (float16 halves its disk; the build is given them as float32)",
+    )
     parser.add_argument("--add-runs", type=int, default=3, help="10-document adds timed (their median is add10_ms)")
     parser.add_argument("--model", help="the model (default: the bundled default); tests use a tiny one")
     parser.add_argument("--data", type=Path, default=DATA)
@@ -412,10 +522,23 @@ def main() -> None:
         "--vectors, --real, --noise, --queries, --vectors-dtype and model (a folder outside the repository)",
     )
     parser.add_argument("--prepare-only", action="store_true", help="make --work's files, then stop (no build)")
+    parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="first time one pass of the queries with the index's files dropped from the page cache (cold_p50_ms)",
+    )
+    parser.add_argument(
+        "--scanned-codes",
+        type=int,
+        nargs="*",
+        default=[],
+        help="after the engine's own settings, measure recall and latency again with IVF segments probing at most "
+        "each of these many codes (the engine's bound is vector_index.IVF_SCANNED_CODES)",
+    )
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # the fresh process's part
     args = parser.parse_args()
     if args.measure is not None:
-        print(json.dumps(measure(args.measure, args.warmup, args.model, args.add_runs)))
+        print(json.dumps(measure(args.measure, args.warmup, args.model, args.add_runs, args.cold, args.scanned_codes)))
         return
     if args.prepare_only and args.work is None:
         parser.error("--prepare-only makes the files of a --work folder: give --work DIR")
@@ -442,7 +565,8 @@ def main() -> None:
         (target / "build.json").write_text(json.dumps(built), encoding="utf-8")
         print(f"built {built['vectors']:,} vectors as {built['index_type']} in {built['build_s']} s", flush=True)
         command = [sys.executable, __file__, "--measure", str(target), "--warmup", str(args.warmup)]
-        command += ["--add-runs", str(args.add_runs)]
+        command += ["--add-runs", str(args.add_runs), "--scanned-codes", *map(str, args.scanned_codes)]
+        command += ["--cold"] if args.cold else []
         command += ["--model", args.model] if args.model else []
         answer = subprocess.run(command, check=True, capture_output=True, text=True)
         measured = json.loads(answer.stdout.strip().splitlines()[-1])

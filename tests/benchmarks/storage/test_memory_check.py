@@ -60,6 +60,7 @@ def test_memory_check_runs_tiny_and_ends_with_its_json(tmp_path: Path, tiny_mode
     assert result["recall_at_10"] == 1.0 and result["recall_at_10_real"] == 1.0  # exact search
     assert result["retrained"] is False and result["new_segment_types"] == ["Flat"]
     assert 0 < result["index_resident_mb"] < result["resident_mb"]
+    assert result["info_mb"]["resident"] >= result["info_mb"]["codes"] > 0  # `info`'s parts, beside the check's
     assert result["mapped_cache_mb"] > 0 and result["p50_ms"] <= result["p99_ms"]
     assert result["build"]["vectors"] == 5000 and result["build"]["real_vectors"] == 400
     assert json.loads((tmp_path / "o.json").read_text(encoding="utf-8"))["index_type"] == "Flat"
@@ -74,10 +75,14 @@ def test_a_work_folder_is_made_once_reused_and_refused_for_other_settings(tmp_pa
     truth = np.load(work / "truth_rows.npy")
     assert truth.shape == (20, 10) and np.load(work / "vectors.npy", mmap_mode="r").shape[0] == 3000
     options = ["--vectors", "3000", "--work", str(work), "--memory-budget", "300MB", "--warmup", "2", "--add-runs", "0"]
+    options += ["--cold", "--scanned-codes", "2000"]
     built = check(tmp_path, tiny_model, *options)
     assert built.returncode == 0, built.stderr[-3000:]
     result = json.loads(built.stdout.strip().splitlines()[-1])
     assert result["build"]["prepared"]["reused"] is True and result["recall_at_10"] == 1.0
+    assert result["cold_recall_at_10"] == 1.0 and result["cold_p50_ms"] <= result["cold_p99_ms"]
+    [swept] = result["scanned_codes_sweep"]  # a Flat index: no IVF segment to bound, exact as before
+    assert swept["scanned_codes"] == 2000 and swept["nprobe"] == [] and swept["recall_at_10_real"] == 1.0
     assert np.array_equal(np.load(work / "truth_rows.npy"), truth) and (work / "vectors.npy").is_file()
     other = check(tmp_path, tiny_model, "--vectors", "3000", "--noise", "0.05", "--work", str(work), "--prepare-only")
     assert (
