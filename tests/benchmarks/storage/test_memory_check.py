@@ -88,3 +88,29 @@ def test_a_work_folder_is_made_once_reused_and_refused_for_other_settings(tmp_pa
     assert (
         other.returncode != 0 and "holds vectors made with" in other.stderr and "another --work folder" in other.stderr
     )
+
+
+def test_a_scanned_codes_bound_sets_each_ivf_segments_probes() -> None:
+    """--scanned-codes: an IVF segment probes at most the bound's codes at its mean list size, never more than half
+    its lists; an exact segment is left alone."""
+    from searchengine.indexer.vectors.segments import Segment, SegmentRecord, SegmentSet
+    from searchengine.indexer.vectors.vector_index import VectorIndex
+
+    from benchmarks.storage.memory_check import set_scanned_codes
+
+    vectors = np.random.default_rng(0).standard_normal((3200, 16)).astype(np.float32)
+    ids = np.arange(len(vectors))
+    ivf, flat = VectorIndex.create("IVF64,Flat", 16), VectorIndex.create("Flat", 16)
+    ivf.train(vectors)
+    for index in (ivf, flat):
+        index.add(vectors, ids)
+    segments = SegmentSet(
+        [
+            Segment(SegmentRecord(f"s{n}", index.factory, len(ids), 0, ""), index, ids)
+            for n, index in enumerate((ivf, flat))
+        ],
+        "IVF64,Flat",
+        16,
+    )
+    assert set_scanned_codes(segments, 500) == [10]  # 500 codes at 50 a list: 10 lists
+    assert set_scanned_codes(segments, 10**6) == [32]  # half the lists at most
