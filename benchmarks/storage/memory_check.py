@@ -37,7 +37,8 @@ store, as SearchEngine.search does after encoding), FAISS on one thread. Then:
                     cache first (posix_fadvise DONTNEED on each: the rest of the machine's cache is left alone)
   scanned_codes_sweep
                     with --scanned-codes N...: for each N, recall (all, real only) and latency with every IVF segment
-                    probing half its lists but at most N codes, as the engine's IVF_SCANNED_CODES bound does
+                    probing half its lists but at most N codes (the engine's own rule, vector_index.ivf_nprobe, also
+                    probes at least IVF_LEAST_PROBED_SHARE of them: about 3M codes at 10M)
   info_mb           `searchengine info`'s parts (searchengine/engine/index_memory.py): its `resident` is codes + ids +
                     fixed (+ graph); the codes are memory-mapped, so this check counts them in mapped_rss_mb and
                     mapped_cache_mb, and index_resident_mb is about info's ids + fixed (+ graph), the store's cache
@@ -54,7 +55,7 @@ Usage:
     nice -n 10 .venv/bin/python benchmarks/storage/memory_check.py --vectors 10000000 --vectors-dtype float16 \
         --work /work/tenm-data --prepare-only
     .venv/bin/python benchmarks/storage/memory_check.py --vectors 10000000 --vectors-dtype float16 \
-        --work /work/tenm-data --memory-budget 1500MB --cold --scanned-codes 1200000 3000000 5000000 \
+        --work /work/tenm-data --memory-budget 1500MB --cold --scanned-codes 600000 1200000 5000000 \
         --out benchmarks/storage/results/memory_check_10m.json
 """
 
@@ -303,7 +304,7 @@ def evict_from_page_cache(folder: Path) -> None:
 
 def set_scanned_codes(segments: object, bound: int) -> list[int]:
     """Make every IVF segment probe half its lists but at most `bound` codes at its mean list size (as
-    vector_index.ivf_nprobe does with IVF_SCANNED_CODES); the nprobe of each, in order."""
+    vector_index.ivf_nprobe bounds them with IVF_SCANNED_CODES, without its least share); the nprobe of each."""
     import faiss
 
     probes = []
@@ -533,7 +534,7 @@ def main() -> None:
         nargs="*",
         default=[],
         help="after the engine's own settings, measure recall and latency again with IVF segments probing at most "
-        "each of these many codes (the engine's bound is vector_index.IVF_SCANNED_CODES)",
+        "each of these many codes (the engine's own rule is vector_index.ivf_nprobe)",
     )
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # the fresh process's part
     args = parser.parse_args()
