@@ -98,7 +98,9 @@ def measured_inputs(files: dict[str, Path]) -> dict[str, dict[str, Any]]:
         "encode_documents_per_s": figure(encode["documents_per_second"], MEASURED, name["encode"], "documents/s"),
         "encode_cores": figure(encode["machine"]["cores"], MEASURED, name["encode"]),
         "copy_store_and_index_s_per_1m": figure(
-            (stages["storing"] + stages["vector index"]) * 1e6 / memory_1m["build"]["vectors"],
+            (stages["storing"] + stages.get("training", 0.0) + stages["vector index"])
+            * 1e6
+            / memory_1m["build"]["vectors"],
             MEASURED,
             name["memory_1m"],
             "s",

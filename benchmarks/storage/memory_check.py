@@ -6,14 +6,18 @@ embedded once with the default Encoder and cached as .npy blocks under --cache-d
 benchmarks/scale/search_speed.py caches them), then noisy copies of them up to --vectors
 (benchmarks/scale/synthetic.py: a real vector plus Gaussian noise of sigma --noise a dimension, renormalised).
 Texts: each sentence, a copy's with " [copy j]". Queries: held-out STS-B test sentences (none a Wikipedia line).
-The vectors are written block by block into a memory-mapped file beside the index (float32, or float16 with
---vectors-dtype to halve the disk at 10M; benchmarks/storage/vectors_on_disk.py), and the texts are made as they
-are read, so the check itself holds no corpus in memory.
+The vectors are written block by block into a memory-mapped file beside the index, or into --work (float32, or
+float16 with --vectors-dtype to halve the disk at 10M; benchmarks/storage/vectors_on_disk.py), and the texts are made
+as they are read, so the check itself holds no corpus in memory. The exact top-10 of each query over every vector is
+computed block by block as the blocks are written (vectors_on_disk.RunningTop), and over the real vectors alone
+after; with --work all of it is kept there under a key of the settings (key.json, written last) and reused by a
+later run with the same settings (--prepare-only: make them and stop).
 
 Build (this process). SearchEngine.build with `--index auto --memory-budget`, its encoder handing back each text's
-row of the vectors' file (so encoding is left out; the build spools and adds in blocks). The exact top-10 of each
-query over every vector (faiss IndexFlatIP, block by block), and over the real vectors alone, are computed here and
-saved beside the index.
+row of the vectors' file (so encoding is left out; the build spools and adds in blocks). Its report carries wall
+and CPU seconds (this process's, every thread: resource.getrusage), whole (build_s, build_cpu_s) and per stage
+(build_stages_s, build_stages_cpu_s: IndexingReport.stages and stages_cpu), so a run on a loaded machine still says
+what the build cost.
 
 Measure (a fresh process, `--measure DIR`). Imports, then VmRSS (/proc/self/status) as the baseline; opens the
 index (the model is never loaded: queries are given as vectors), runs --warmup queries, then each query alone
@@ -28,6 +32,17 @@ store, as SearchEngine.search does after encoding), FAISS on one thread. Then:
   recall_at_10      against exact search over every vector; recall_at_10_real: the same search restricted to the
                     real vectors (a filter of their ids) against exact search over them alone
   p50_ms, p99_ms    per query
+  cold_p50_ms, cold_p99_ms, cold_recall_at_10
+                    with --cold: one pass of the queries before the warm-up, the index's files dropped from the page
+                    cache first (posix_fadvise DONTNEED on each: the rest of the machine's cache is left alone)
+  scanned_codes_sweep
+                    with --scanned-codes N...: for each N, recall (all, real only) and latency with every IVF segment
+                    probing half its lists but at most N codes (the engine's own rule, vector_index.ivf_nprobe, also
+                    probes at least IVF_LEAST_PROBED_SHARE of them: about 3M codes at 10M)
+  info_mb           `searchengine info`'s parts (searchengine/engine/index_memory.py): its `resident` is codes + ids +
+                    fixed (+ graph); the codes are memory-mapped, so this check counts them in mapped_rss_mb and
+                    mapped_cache_mb, and index_resident_mb is about info's ids + fixed (+ graph), the store's cache
+                    and what the interpreter allocates while searching
   add10_ms          adding 10 documents (append_to_index with their vectors given, less its encoding stage, then
                     the merges the policy asks for), the median of --add-runs adds (each listed), and `retrained`: whether
                     anything was trained (a new template; in an index without one, a new segment of a trained type).
@@ -35,17 +50,28 @@ store, as SearchEngine.search does after encoding), FAISS on one thread. Then:
 Usage:
   .venv/bin/python benchmarks/storage/memory_check.py --vectors 1000000 --memory-budget 300MB \
       --out benchmarks/storage/results/memory_check_1m.json
+  At 10M, make the vectors, queries and exact top 10s once (untimed, at low priority; --work keeps them, outside the
+  repository), then build and measure reusing them (a --work folder made with other settings is refused):
+    nice -n 10 .venv/bin/python benchmarks/storage/memory_check.py --vectors 10000000 --vectors-dtype float16 \
+        --work /work/tenm-data --prepare-only
+    .venv/bin/python benchmarks/storage/memory_check.py --vectors 10000000 --vectors-dtype float16 \
+        --work /work/tenm-data --memory-budget 1500MB --cold --scanned-codes 600000 1200000 5000000 \
+        --out benchmarks/storage/results/memory_check_10m.json
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
+import os
+import resource
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import overload
 
@@ -57,7 +83,7 @@ from benchmarks.datasets.data_folder import DATA
 from benchmarks.harness.machine import command_line, machine_record
 from benchmarks.harness.results import write_results
 from benchmarks.harness.rounds import percentile_ms
-from benchmarks.storage.vectors_on_disk import exact_top_blocks, noisy_copies_file
+from benchmarks.storage.vectors_on_disk import RunningTop, exact_top_blocks, noisy_copies_file
 
 K = 10
 ADDED = 10
@@ -133,55 +159,128 @@ class CopyEncoder:
         return np.asarray(self._vectors[[self.row(text) for text in texts]], dtype=np.float32)
 
 
+def sources(args: argparse.Namespace, encoder: object) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The Wikipedia sentences, their real vectors and the queries' vectors (read from the cache of embeddings)."""
+    from benchmarks.scale.search_speed import cached_embeddings, read_stsb_test, read_wiki
+
+    wiki = read_wiki(args.data, args.real)
+    left, right, _ = read_stsb_test(args.data, None)
+    lines = set(wiki)
+    held_out = [text for text in dict.fromkeys(left + right) if text not in lines]
+    query_vectors, _ = cached_embeddings(encoder, held_out, args.cache_dir, "stsb-queries")
+    real, _ = cached_embeddings(encoder, wiki, args.cache_dir, "wiki")
+    return wiki, real, np.ascontiguousarray(query_vectors[: args.queries])
+
+
 def corpus(
     args: argparse.Namespace, encoder: object, path: Path, dtype: str = "float32"
 ) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
     """The Wikipedia sentences, their real vectors, every vector (the real ones and noisy copies up to --vectors,
     written to `path` as `dtype` and memory-mapped) and the queries' vectors, as made for the check
     (benchmarks/storage/side_by_side.py makes the same ones)."""
-    from benchmarks.scale.search_speed import cached_embeddings, read_stsb_test, read_wiki
-
-    wiki = read_wiki(args.data, args.real)
-    left, right, _ = read_stsb_test(args.data, None)
-    held_out = [text for text in dict.fromkeys(left + right) if text not in set(wiki)]
-    query_vectors, _ = cached_embeddings(encoder, held_out, args.cache_dir, "stsb-queries")
-    real, _ = cached_embeddings(encoder, wiki, args.cache_dir, "wiki")
-    vectors = noisy_copies_file(real, args.vectors, args.noise, path, dtype)
-    return wiki, real, vectors, np.ascontiguousarray(query_vectors[: args.queries])
+    wiki, real, queries = sources(args, encoder)
+    return wiki, real, noisy_copies_file(real, args.vectors, args.noise, path, dtype), queries
 
 
-def build(args: argparse.Namespace, target: Path) -> dict:
+@dataclass
+class Prepared:
+    """What a check is made of before its build: the corpus and each query's exact top 10 (row numbers, 0 first)
+    over every vector and over the real vectors alone, and what making them took."""
+
+    wiki: list[str]
+    real: np.ndarray
+    vectors: np.ndarray
+    queries: np.ndarray
+    truth_rows: np.ndarray
+    truth_real_rows: np.ndarray
+    made: dict
+
+
+PREPARED_KEY = "key.json"
+"""Written last into a --work folder: the settings its files were made with, and what making them took."""
+
+
+def prepared_key(args: argparse.Namespace, encoder: object) -> dict:
+    """The settings a --work folder's files depend on (the model by its fingerprint)."""
+    return {
+        "vectors": args.vectors,
+        "real": args.real,
+        "noise": args.noise,
+        "queries": args.queries,
+        "dtype": args.vectors_dtype,
+        "model": encoder.fingerprint,
+    }
+
+
+def prepare(args: argparse.Namespace, encoder: object, folder: Path, reuse: bool) -> Prepared:
+    """The check's vectors file, queries and exact top 10s in `folder`. With `reuse` (--work) a folder whose key
+    matches these settings is read as it is; one made with other settings is refused (SystemExit naming both);
+    anything else is made again. Each block of vectors is searched exactly as it is written (RunningTop), so the
+    vectors are never read back for it."""
+    key = prepared_key(args, encoder)
+    key_path = folder / PREPARED_KEY
+    wiki, real, queries = sources(args, encoder)
+    if reuse and key_path.is_file():
+        kept = json.loads(key_path.read_text(encoding="utf-8"))
+        if kept.get("key") != key:
+            raise SystemExit(
+                f"memory_check: --work {folder} holds vectors made with {kept.get('key')}, and this run asks for "
+                f"{key}: run with those settings, or give another --work folder"
+            )
+        vectors = np.load(folder / "vectors.npy", mmap_mode="r")
+        truth, truth_real = (np.load(folder / name) for name in ("truth_rows.npy", "truth_real_rows.npy"))
+        made = kept["made"] | {"reused": True}
+        return Prepared(wiki, real, vectors, np.load(folder / "queries.npy"), truth, truth_real, made)
+    key_path.unlink(missing_ok=True)
+    started, cpu = time.perf_counter(), cpu_seconds()
+    top = RunningTop(queries, K)
+    vectors = noisy_copies_file(real, args.vectors, args.noise, folder / "vectors.npy", args.vectors_dtype, top=top)
+    truth_real = exact_top_blocks(vectors[: len(real)], queries, K)  # as stored (float16 rounds them)
+    for name, array in (("queries.npy", queries), ("truth_rows.npy", top.rows), ("truth_real_rows.npy", truth_real)):
+        np.save(folder / name, array)
+    made = {"seconds": round(time.perf_counter() - started, 1), "cpu_s": round(cpu_seconds() - cpu, 1)}
+    key_path.write_text(json.dumps({"key": key, "made": made}), encoding="utf-8")
+    return Prepared(wiki, real, vectors, queries, top.rows, truth_real, made | {"reused": False})
+
+
+def cpu_seconds() -> float:
+    """CPU seconds this process has used (every thread, user and system: resource.getrusage)."""
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def build(args: argparse.Namespace, target: Path, prepared: Prepared, encoder: object) -> dict:
     """Build the index in `target` (encoding left out) and save what the measuring process needs beside it."""
     from benchmarks.scale.synthetic import noisy_copies
-    from searchengine import BuildSettings, Encoder, SearchEngine
+    from searchengine import BuildSettings, SearchEngine
 
-    encoder = Encoder(args.model) if args.model else Encoder()
-    wiki, real, vectors, queries = corpus(args, encoder, target / "vectors.npy", args.vectors_dtype)
+    wiki, real, vectors, queries = prepared.wiki, prepared.real, prepared.vectors, prepared.queries
     count = len(vectors)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), cpu_seconds()
     engine = SearchEngine.build(
         CopyTexts(wiki, len(vectors)),
         target / "index",
         BuildSettings(memory_budget=args.memory_budget),
         encoder=CopyEncoder(encoder, wiki, vectors),
     )
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, cpu_seconds() - cpu
     report = engine.last_report
     first_id = int(min(engine.reader.vectors.ids()))
     engine.close()
     added = noisy_copies(real, len(real) + ADDED, args.noise, seed=1)[len(real) :]
     np.save(target / "queries.npy", queries)
-    np.save(target / "truth.npy", exact_top_blocks(vectors, queries, K) + first_id)
-    np.save(target / "truth_real.npy", exact_top_blocks(real, queries, K) + first_id)
+    np.save(target / "truth.npy", prepared.truth_rows + first_id)
+    np.save(target / "truth_real.npy", prepared.truth_real_rows + first_id)
     np.save(target / "added.npy", added)
     (target / "added.json").write_text(json.dumps(CopyTexts(wiki, ADDED, "added")[:ADDED]), encoding="utf-8")
-    del vectors
-    (target / "vectors.npy").unlink()
     return {
         "index_type": report.index_type,
         "index_type_reason": report.index_type_reason,
         "build_s": round(seconds, 1),
+        "build_cpu_s": round(cpu, 1),
         "build_stages_s": {stage: round(value, 1) for stage, value in report.stages.items()},
+        "build_stages_cpu_s": {stage: round(value, 1) for stage, value in report.stages_cpu.items()},
+        "prepared": prepared.made,
         "vectors": count,
         "real_vectors": len(real),
         "first_id": first_id,
@@ -190,8 +289,39 @@ def build(args: argparse.Namespace, target: Path) -> dict:
     }
 
 
-def measure(target: Path, warmup: int, model: str | None, add_runs: int) -> dict:
-    """In this fresh process: memory, recall, latency and a 10-document add of the index in `target`."""
+def evict_from_page_cache(folder: Path) -> None:
+    """Drop the page cache of every file under `folder` (written and fsynced by the build: clean pages), so the next
+    reads come from disk, without touching the rest of the machine's cache (posix_fadvise DONTNEED)."""
+    os.sync()
+    for path in folder.rglob("*"):
+        if path.is_file():
+            descriptor = os.open(path, os.O_RDONLY)
+            try:
+                os.posix_fadvise(descriptor, 0, 0, os.POSIX_FADV_DONTNEED)
+            finally:
+                os.close(descriptor)
+
+
+def set_scanned_codes(segments: object, bound: int) -> list[int]:
+    """Make every IVF segment probe half its lists but at most `bound` codes at its mean list size (as
+    vector_index.ivf_nprobe bounds them with IVF_SCANNED_CODES, without its least share); the nprobe of each."""
+    import faiss
+
+    probes = []
+    for segment in segments.segments:
+        ivf = faiss.try_extract_index_ivf(segment.index.index)
+        if ivf is not None:
+            ivf.nprobe = max(1, min(ivf.nlist // 2, math.ceil(bound * ivf.nlist / max(segment.index.count, 1))))
+            probes.append(int(ivf.nprobe))
+    return probes
+
+
+def measure(
+    target: Path, warmup: int, model: str | None, add_runs: int, cold: bool = False, scans: Sequence[int] = ()
+) -> dict:
+    """In this fresh process: memory, recall, latency and a 10-document add of the index in `target`; with `cold`,
+    first the latency of one pass with the index's files dropped from the page cache; for each of `scans`, recall
+    and latency again with IVF segments probing at most that many codes."""
     import faiss
     from searchengine.indexer.vectors.page_cache import cached_bytes
 
@@ -203,6 +333,8 @@ def measure(target: Path, warmup: int, model: str | None, add_runs: int) -> dict
     queries, truth, truth_real = (np.load(target / f"{name}.npy") for name in ("queries", "truth", "truth_real"))
     built = json.loads((target / "build.json").read_text(encoding="utf-8"))
     real_ids = np.arange(built["first_id"], built["first_id"] + built["real_vectors"], dtype=np.int64)
+    if cold:
+        evict_from_page_cache(target / "index")
     engine = SearchEngine.open(target / "index")
     reader = engine.reader
 
@@ -210,19 +342,48 @@ def measure(target: Path, warmup: int, model: str | None, add_runs: int) -> dict
         rankings = dense_rankings(reader.vectors, reader.store, vector[None, :], K, allowed=allowed)
         return [hit.id for hit in hits_of(reader.store, rankings)[0]]
 
+    def timed(allowed: np.ndarray | None = None) -> tuple[list[list[int]], list[float]]:
+        seconds, found = [], []
+        for query in queries:
+            begin = time.perf_counter()
+            found.append(dense(query, allowed))
+            seconds.append(time.perf_counter() - begin)
+        return found, seconds
+
+    cold_figures = {}
+    if cold:
+        cold_found, cold_seconds = timed()
+        cold_figures = {
+            "cold_p50_ms": percentile_ms(cold_seconds, 50, 3),
+            "cold_p99_ms": percentile_ms(cold_seconds, 99, 3),
+        }
+        cold_figures["cold_recall_at_10"] = _recall(cold_found, truth)
     for query in queries[:warmup]:
         dense(query)
-    seconds, found = [], []
-    for query in queries:
-        begin = time.perf_counter()
-        found.append(dense(query))
-        seconds.append(time.perf_counter() - begin)
+    found, seconds = timed()
     found_real = [dense(query, real_ids) for query in queries]
     rss, anon, file_backed = vm_kib("VmRSS"), vm_kib("RssAnon"), vm_kib("RssFile")
     mapped_rss = mapped_rss_kib((target / "index").resolve())
     mapped = sum(cached_bytes(path) for path in (target / "index").rglob("*") if path.is_file() and _mapped(path))
+    sweep = []
+    for bound in scans:
+        probes = set_scanned_codes(reader.vectors, bound)
+        swept, swept_seconds = timed()
+        swept_real, real_seconds = timed(real_ids)
+        sweep.append(
+            {
+                "scanned_codes": bound,
+                "nprobe": probes,
+                "recall_at_10": _recall(swept, truth),
+                "recall_at_10_real": _recall(swept_real, truth_real),
+                "p50_ms": percentile_ms(swept_seconds, 50, 3),
+                "p99_ms": percentile_ms(swept_seconds, 99, 3),
+                "real_p50_ms": percentile_ms(real_seconds, 50, 3),
+            }
+        )
     segments_before = {record.name for record in reader.store.segments.records()}
     engine.close()
+    info = info_memory(target / "index")
     added = add_ten(target, model, segments_before, add_runs) if add_runs else {}
     return {
         "resident_mb": round((rss - mapped_rss) / 1024, 1),
@@ -237,8 +398,29 @@ def measure(target: Path, warmup: int, model: str | None, add_runs: int) -> dict
         "recall_at_10_real": _recall(found_real, truth_real),
         "p50_ms": percentile_ms(seconds, 50, 3),
         "p99_ms": percentile_ms(seconds, 99, 3),
+        "info_mb": info,
+        **cold_figures,
+        **({"scanned_codes_sweep": sweep} if scans else {}),
         **added,
     }
+
+
+def info_memory(folder: Path) -> dict[str, float]:
+    """`searchengine info`'s memory parts of the index in `folder`, in MiB, read after the check's own figures (it
+    opens every segment again)."""
+    from searchengine.indexer.commit.index_directory import IndexDirectory
+    from searchengine.indexer.tables.store import DocumentStore
+
+    from searchengine.engine.index_memory import memory_use
+
+    directory = IndexDirectory(folder)
+    manifest = directory.read_manifest()
+    store = DocumentStore(directory.file(manifest, "documents"))
+    try:
+        use = memory_use(directory.path, manifest, store)
+    finally:
+        store.close()
+    return {name: round(value / 2**20, 1) for name, value in use.as_json().items()}
 
 
 def _mapped(path: Path) -> bool:
@@ -320,8 +502,12 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=300)
     parser.add_argument("--warmup", type=int, default=20)
     parser.add_argument("--noise", type=float, default=0.02)
-    parser.add_argument("--vectors-dtype", choices=["float32", "float16"], default="float32",
-                        help="the vectors' file (float16 halves its disk; the build is given them as float32)")
+    parser.add_argument(
+        "--vectors-dtype",
+        choices=["float32", "float16"],
+        default="float32",
+        help="the vectors' file (float16 halves its disk; the build is given them as float32)",
+    )
     parser.add_argument("--add-runs", type=int, default=3, help="10-document adds timed (their median is add10_ms)")
     parser.add_argument("--model", help="the model (default: the bundled default); tests use a tiny one")
     parser.add_argument("--data", type=Path, default=DATA)
@@ -330,19 +516,58 @@ def main() -> None:
     parser.add_argument(
         "--keep", type=Path, help="build in this folder and keep it (benchmarks/storage/side_by_side.py measures it)"
     )
+    parser.add_argument(
+        "--work",
+        type=Path,
+        help="keep the made vectors, queries and exact top 10s here, and reuse them in a later run with the same "
+        "--vectors, --real, --noise, --queries, --vectors-dtype and model (a folder outside the repository)",
+    )
+    parser.add_argument("--prepare-only", action="store_true", help="make --work's files, then stop (no build)")
+    parser.add_argument(
+        "--cold",
+        action="store_true",
+        help="first time one pass of the queries with the index's files dropped from the page cache (cold_p50_ms)",
+    )
+    parser.add_argument(
+        "--scanned-codes",
+        type=int,
+        nargs="*",
+        default=[],
+        help="after the engine's own settings, measure recall and latency again with IVF segments probing at most "
+        "each of these many codes (the engine's own rule is vector_index.ivf_nprobe)",
+    )
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # the fresh process's part
     args = parser.parse_args()
     if args.measure is not None:
-        print(json.dumps(measure(args.measure, args.warmup, args.model, args.add_runs)))
+        print(json.dumps(measure(args.measure, args.warmup, args.model, args.add_runs, args.cold, args.scanned_codes)))
+        return
+    if args.prepare_only and args.work is None:
+        parser.error("--prepare-only makes the files of a --work folder: give --work DIR")
+    from searchengine import Encoder
+
+    encoder = Encoder(args.model) if args.model else Encoder()
+    if args.prepare_only:
+        args.work.mkdir(parents=True, exist_ok=True)
+        prepared = prepare(args, encoder, args.work, reuse=True)
+        print(json.dumps({"work": str(args.work), "vectors": len(prepared.vectors), "made": prepared.made}))
         return
     with tempfile.TemporaryDirectory(prefix="memory-check-") as scratch:
         target = Path(scratch) if args.keep is None else args.keep
         target.mkdir(parents=True, exist_ok=True)
-        built = build(args, target)
+        if args.work is not None:
+            args.work.mkdir(parents=True, exist_ok=True)
+        prepared = prepare(args, encoder, args.work or target, reuse=args.work is not None)
+        print(f"vectors ready ({prepared.made})", flush=True)
+        built = build(args, target, prepared, encoder)
+        del prepared
+        if args.work is None:
+            for name in ("vectors.npy", "truth_rows.npy", "truth_real_rows.npy", PREPARED_KEY):  # queries.npy stays
+                (target / name).unlink(missing_ok=True)
         (target / "build.json").write_text(json.dumps(built), encoding="utf-8")
         print(f"built {built['vectors']:,} vectors as {built['index_type']} in {built['build_s']} s", flush=True)
         command = [sys.executable, __file__, "--measure", str(target), "--warmup", str(args.warmup)]
-        command += ["--add-runs", str(args.add_runs)]
+        command += ["--add-runs", str(args.add_runs), "--scanned-codes", *map(str, args.scanned_codes)]
+        command += ["--cold"] if args.cold else []
         command += ["--model", args.model] if args.model else []
         answer = subprocess.run(command, check=True, capture_output=True, text=True)
         measured = json.loads(answer.stdout.strip().splitlines()[-1])

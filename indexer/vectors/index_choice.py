@@ -18,8 +18,10 @@ are not counted against the budget (`info` and the memory check report them apar
 the model are not counted either.
 
 The choice. Without a budget: exact search (Flat) up to EXACT_SEARCH_LIMIT documents, MID_SIZE_DEFAULT (HNSW32,SQ8)
-above. With a budget, the first type of that order that fits: Flat (while small enough for exact search), HNSW32,
-HNSW32,SQ8, then IVF-PQ with d/8 and then d/16 bytes a vector. The budget is recorded in the index, so later merges
+above. With a budget, that same type when it fits, so that giving a budget never costs more memory than giving
+none; else the first of the candidates' order that fits: Flat (while small enough for exact search), HNSW32,
+HNSW32,SQ8, then IVF-PQ with d/8 and then d/16 bytes a vector. (HNSW32 holds more than HNSW32,SQ8 at every size, so
+past exact search a budget never picks it; it stays a candidate for the memory model that `info` reads.) The budget is recorded in the index, so later merges
 pick again for the size the index has grown to (indexer/commit/merge_policy.py).
 
 Why 4-bit fast-scan product quantization: recall@10 is bounded by the share of IVF lists searched, not by the codes,
@@ -32,8 +34,9 @@ bytes) 0.975 searching half of them with 300 rescored, 1.6 ms a query; twice the
 
 Larger indexes. Past TRAINING_SAMPLE vectors the list count grows as 2·sqrt(count) (8,192 lists at 10M), trained on
 39 points a list, and a query probes at most IVF_SCANNED_CODES codes (vector_index.ivf_nprobe) rather than half the
-lists, so its cost stays near the 1M check's; the 1M choice (IVF2048, half its lists) is unchanged. Neither was
-measured at 10M yet. The coarse quantizer stays flat: FAISS's graph quantizer (`IVF{n}_HNSW32`), which would assign
+lists, but at least 30% of them (vector_index.IVF_LEAST_PROBED_SHARE: recall follows the share scanned), about 3M
+codes at 10M; the 1M choice (IVF2048, half its lists) and the 2M one (30%) are unchanged. Neither was measured at
+10M yet. The coarse quantizer stays flat: FAISS's graph quantizer (`IVF{n}_HNSW32`), which would assign
 vectors faster, crashed FAISS 1.15 (a segmentation fault) in 3 of 5 trainings of IVF16_HNSW32,PQ16x4fs on 2
 threads, and in none on one thread or with residual codes; a flat one assigns 10M vectors to 8,192 lists in
 count·lists·d multiply-adds (6·10^13).
@@ -196,10 +199,11 @@ def choose_index_type(count: int | None, dimension: int, budget: int | None = No
     """The FAISS type `auto` picks for `count` vectors (None: not known) of `dimension` within `budget` bytes."""
     if count is None:
         return "Flat"
+    default = "Flat" if count <= EXACT_SEARCH_LIMIT else MID_SIZE_DEFAULT
     if budget is None:
-        return "Flat" if count <= EXACT_SEARCH_LIMIT else MID_SIZE_DEFAULT
+        return default
     options = candidates(count, dimension)
-    for candidate in options:
+    for candidate in [option for option in options if option.factory == default] + options:
         if candidate.exact and count > EXACT_SEARCH_LIMIT:
             continue
         if candidate.resident_bytes(count) <= budget:

@@ -420,11 +420,24 @@ def _spool_and_add(
         if statistics is not None:
             with report.timing("whitening"):
                 whitening = Whitening.fit(statistics, fit_k)
+        if vectors.needs_training:
+            with report.timing("training"):
+                train_spooled(spool_path, encoder.dimension, vectors, whitening)
         with report.timing("vector index"):
             add_spooled(spool_path, encoder.dimension, np.concatenate(all_ids), removed, vectors, whitening, progress)
         return whitening
     finally:
         spool_path.unlink(missing_ok=True)
+
+
+def train_spooled(spool_path: Path, dimension: int, vectors: BuildParts, whitening: Whitening | None) -> None:
+    """Train `vectors` on a sample of the spooled embeddings when its type needs training (else nothing)."""
+    if not vectors.needs_training:
+        return
+    spooled = np.memmap(spool_path, dtype=np.float32, mode="r").reshape(-1, dimension)
+    sample = training_rows(len(spooled), training_sample_size(vectors.factory))
+    vectors.train(to_index_vectors(spooled[sample], whitening))
+    del spooled
 
 
 def add_spooled(
@@ -438,10 +451,8 @@ def add_spooled(
 ) -> None:
     """Train `vectors` if its type needs it, then add the spooled embeddings (row i is document ids[i]), leaving out
     the ids in `removed` (texts an upsert replaced later in the input)."""
+    train_spooled(spool_path, dimension, vectors, whitening)
     spooled = np.memmap(spool_path, dtype=np.float32, mode="r").reshape(-1, dimension)
-    if vectors.needs_training:
-        sample = training_rows(len(spooled), training_sample_size(vectors.factory))
-        vectors.train(to_index_vectors(spooled[sample], whitening))
     with progress_bar(len(spooled), progress, "Adding") as bar:
         for start in range(0, len(spooled), CHUNK * 8):
             stop = start + CHUNK * 8

@@ -44,15 +44,20 @@ class IndexingReport:
     """Seconds of `seconds` spent in each stage, in the order first entered: "reading" the corpus (with Ray:
     "reading and embedding on Ray workers", waiting for the workers' rows), "storing" the documents (their rows
     and keyword index, one transaction per chunk), "encoding" (tokenising and passage splitting included),
-    "whitening" (fitting it), "vector index" (training the FAISS index, adding and removing vectors), "commit"
+    "whitening" (fitting it), "training" the FAISS index (a build of a type that needs it), "vector index" (adding
+    and removing vectors: an IVF assigns each to its list, a quantizer encodes it), "commit"
     (writing the generation's files and the manifest). They run one after another; the rest of `seconds` is
     opening the index and, for an addition, copying and committing it (searchengine.indexer.commit.rewrite)."""
+    stages_cpu: dict[str, float] = field(default_factory=dict)
+    """CPU seconds of this process (every thread, user and system: time.process_time) in each stage `timing` timed:
+    what a stage cost even when other work on the machine stretched its `stages` seconds."""
 
     @contextmanager
     def timing(self, stage: str) -> Iterator[None]:
         """Add the time the block takes to `stage`."""
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.process_time()
         try:
             yield
         finally:
             self.stages[stage] = self.stages.get(stage, 0.0) + time.perf_counter() - started
+            self.stages_cpu[stage] = self.stages_cpu.get(stage, 0.0) + time.process_time() - cpu

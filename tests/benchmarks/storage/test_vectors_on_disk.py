@@ -9,7 +9,7 @@ import faiss
 import numpy as np
 
 from benchmarks.scale.synthetic import noisy_copies
-from benchmarks.storage.vectors_on_disk import exact_top_blocks, noisy_copies_file
+from benchmarks.storage.vectors_on_disk import RunningTop, exact_top_blocks, noisy_copies_file
 
 
 def unit_rows(count: int, seed: int) -> np.ndarray:
@@ -31,3 +31,13 @@ def test_blockwise_exact_search_finds_what_one_search_finds() -> None:
     flat.add(vectors)
     expected = flat.search(queries, 10)[1]
     assert np.array_equal(exact_top_blocks(vectors, queries, 10, block=300), expected)
+
+
+def test_the_writer_hands_its_blocks_to_the_exact_top_k(tmp_path: Path) -> None:
+    real, queries = unit_rows(300, 3), unit_rows(20, 4)
+    top = RunningTop(queries, 10)
+    written = noisy_copies_file(real, 1000, 0.05, tmp_path / "h.npy", "float16", top=top)
+    assert np.array_equal(top.rows, exact_top_blocks(written, queries, 10, block=128))
+    flat = faiss.IndexFlatIP(16)
+    flat.add(np.asarray(written, dtype=np.float32))
+    assert np.array_equal(top.rows, flat.search(queries, 10)[1])

@@ -71,9 +71,14 @@ def test_without_a_budget_the_choice_follows_the_size_alone(count: int | None, e
     assert choose_index_type(count, D) == expected
 
 
-def test_a_generous_budget_keeps_the_best_type_for_the_size() -> None:
+def test_a_generous_budget_keeps_what_no_budget_picks() -> None:
+    """A budget large enough for float32 HNSW32 still picks the default HNSW32,SQ8: giving a budget never holds more
+    memory than giving none."""
     assert choose_index_type(10_000, D, 10**12) == "Flat"
-    assert choose_index_type(EXACT_SEARCH_LIMIT + 1, D, 10**12) == "HNSW32"
+    for count in (EXACT_SEARCH_LIMIT + 1, 1_000_000):
+        assert choose_index_type(count, D, 10**12) == choose_index_type(count, D) == MID_SIZE_DEFAULT
+        model = {c.factory: c.resident_bytes(count) for c in candidates(count, D)}
+        assert model[MID_SIZE_DEFAULT] < model["HNSW32"]
 
 
 def test_a_tighter_budget_steps_down_to_compressed_types_in_order() -> None:
@@ -81,8 +86,8 @@ def test_a_tighter_budget_steps_down_to_compressed_types_in_order() -> None:
     model = {c.factory: c.resident_bytes(million) for c in candidates(million, D)}
     assert list(model)[:3] == ["Flat", "HNSW32", "HNSW32,SQ8"]
     hnsw, sq8 = model["HNSW32"], model["HNSW32,SQ8"]
-    assert choose_index_type(million, D, hnsw) == "HNSW32"
-    assert choose_index_type(million, D, hnsw - 1) == "HNSW32,SQ8"
+    assert choose_index_type(million, D, hnsw) == "HNSW32,SQ8"
+    assert choose_index_type(million, D, sq8) == "HNSW32,SQ8"
     assert choose_index_type(million, D, sq8 - 1) == f"IVF{ivf_lists(million)},PQ96x4fs"
     assert choose_index_type(million, D, 300 * 10**6) == "IVF2048,PQ96x4fs"  # the issue's quick check
     assert model["IVF2048,PQ96x4fs"] < 300 * 10**6 < sq8
@@ -140,7 +145,7 @@ def test_the_default_at_100000_documents_is_hnsw_over_sq8_codes_and_exact_search
 
 def test_a_recorded_budget_makes_a_merge_pick_again_for_the_grown_size() -> None:
     budget = 700 * 10**6
-    assert type_for_growth("HNSW32", 300_000, D, budget) == "HNSW32"
+    assert type_for_growth("HNSW32", 300_000, D, budget) == "HNSW32,SQ8"  # what auto picks at 300,000
     assert type_for_growth("HNSW32", 1_000_000, D, budget) == f"IVF{ivf_lists(1_000_000)},PQ96x4fs"
     assert type_for_growth("HNSW32", 10**9, D, budget).endswith("PQ48x4fs")  # nothing fits: the smallest
     assert type_for_growth("IVF64,Flat", 10**9, D, None) == "IVF64,Flat"

@@ -153,8 +153,10 @@ def test_reports_time_by_stage(tmp_path: Path, tiny_encoder: Encoder, sentences:
         encoder=tiny_encoder,
     )
     stages = built.last_report.stages
-    assert list(stages) == ["reading", "storing", "encoding", "whitening", "vector index", "commit"]
+    assert list(stages) == ["reading", "storing", "encoding", "whitening", "training", "vector index", "commit"]
     assert all(seconds >= 0 for seconds in stages.values())
+    assert list(built.last_report.stages_cpu) == list(stages)  # CPU seconds beside each stage's wall seconds
+    assert all(seconds >= 0 for seconds in built.last_report.stages_cpu.values())
     assert sum(stages.values()) <= built.last_report.seconds
     added = built.add(["a brand new text about the sun"])
     assert set(added.stages) == {"reading", "storing", "encoding", "vector index", "commit"}
