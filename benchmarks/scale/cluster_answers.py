@@ -181,13 +181,14 @@ def main(argv: list[str] | None = None) -> None:
 
     from benchmarks.scale.search_speed import cached_embeddings, read_stsb_test, read_wiki
     from benchmarks.scale.synthetic import noisy_copies
-    from benchmarks.storage.memory_check import texts_of
+    from benchmarks.storage.default_index import corpus_texts
     from searchengine.encoding.encoder import Encoder
 
     encoder = Encoder()
     wiki = read_wiki(args.data, args.real)
     left, right, _ = read_stsb_test(args.data, None)
-    held_out = [text for text in dict.fromkeys(left + right) if text not in set(wiki)]
+    lines = set(wiki)
+    held_out = [text for text in dict.fromkeys(left + right) if text not in lines]
     query_vectors, _ = cached_embeddings(encoder, held_out, args.cache_dir, "stsb-queries")  # all: as cached
     held_out = held_out[: args.queries]
     real, _ = cached_embeddings(encoder, wiki, args.cache_dir, "wiki")
@@ -195,7 +196,7 @@ def main(argv: list[str] | None = None) -> None:
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)  # the index's space: unit vectors
     query_vectors = np.ascontiguousarray(query_vectors[: args.queries], dtype=np.float32)
     query_vectors /= np.linalg.norm(query_vectors, axis=1, keepdims=True)
-    texts = texts_of(wiki, len(vectors))
+    texts = corpus_texts(wiki, len(vectors))
     query = {
         "texts": held_out,
         "truth": exact_top(vectors, query_vectors),
