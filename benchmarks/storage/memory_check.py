@@ -317,11 +317,18 @@ def set_scanned_codes(segments: object, bound: int) -> list[int]:
 
 
 def measure(
-    target: Path, warmup: int, model: str | None, add_runs: int, cold: bool = False, scans: Sequence[int] = ()
+    target: Path,
+    warmup: int,
+    model: str | None,
+    add_runs: int,
+    cold: bool = False,
+    scans: Sequence[int] = (),
+    depths: Sequence[int] = (),
 ) -> dict:
     """In this fresh process: memory, recall, latency and a 10-document add of the index in `target`; with `cold`,
     first the latency of one pass with the index's files dropped from the page cache; for each of `scans`, recall
-    and latency again with IVF segments probing at most that many codes."""
+    and latency again with IVF segments probing at most that many codes; for each of `depths`, with the engine's own
+    probing and that many candidates rescored from the originals (a query's --rescore)."""
     import faiss
     from searchengine.indexer.vectors.page_cache import cached_bytes
 
@@ -338,15 +345,16 @@ def measure(
     engine = SearchEngine.open(target / "index")
     reader = engine.reader
 
-    def dense(vector: np.ndarray, allowed: np.ndarray | None = None) -> list[int]:
-        rankings = dense_rankings(reader.vectors, reader.store, vector[None, :], K, allowed=allowed)
+    def dense(vector: np.ndarray, allowed: np.ndarray | None = None, vectors: object = None) -> list[int]:
+        searched = reader.vectors if vectors is None else vectors
+        rankings = dense_rankings(searched, reader.store, vector[None, :], K, allowed=allowed)
         return [hit.id for hit in hits_of(reader.store, rankings)[0]]
 
-    def timed(allowed: np.ndarray | None = None) -> tuple[list[list[int]], list[float]]:
+    def timed(allowed: np.ndarray | None = None, vectors: object = None) -> tuple[list[list[int]], list[float]]:
         seconds, found = [], []
         for query in queries:
             begin = time.perf_counter()
-            found.append(dense(query, allowed))
+            found.append(dense(query, allowed, vectors))
             seconds.append(time.perf_counter() - begin)
         return found, seconds
 
@@ -365,7 +373,7 @@ def measure(
     rss, anon, file_backed = vm_kib("VmRSS"), vm_kib("RssAnon"), vm_kib("RssFile")
     mapped_rss = mapped_rss_kib((target / "index").resolve())
     mapped = sum(cached_bytes(path) for path in (target / "index").rglob("*") if path.is_file() and _mapped(path))
-    sweep = []
+    sweep, rescore_sweep = [], []
     for bound in scans:
         probes = set_scanned_codes(reader.vectors, bound)
         swept, swept_seconds = timed()
@@ -374,6 +382,20 @@ def measure(
             {
                 "scanned_codes": bound,
                 "nprobe": probes,
+                "recall_at_10": _recall(swept, truth),
+                "recall_at_10_real": _recall(swept_real, truth_real),
+                "p50_ms": percentile_ms(swept_seconds, 50, 3),
+                "p99_ms": percentile_ms(swept_seconds, 99, 3),
+                "real_p50_ms": percentile_ms(real_seconds, 50, 3),
+            }
+        )
+    for depth in depths:  # the engine's own probing, another rescore depth (a query's --rescore N)
+        rescoring = reader.vectors.rescoring(depth)
+        swept, swept_seconds = timed(vectors=rescoring)
+        swept_real, real_seconds = timed(real_ids, rescoring)
+        rescore_sweep.append(
+            {
+                "rescore": depth,
                 "recall_at_10": _recall(swept, truth),
                 "recall_at_10_real": _recall(swept_real, truth_real),
                 "p50_ms": percentile_ms(swept_seconds, 50, 3),
@@ -401,6 +423,7 @@ def measure(
         "info_mb": info,
         **cold_figures,
         **({"scanned_codes_sweep": sweep} if scans else {}),
+        **({"rescore_sweep": rescore_sweep} if depths else {}),
         **added,
     }
 
@@ -536,10 +559,21 @@ def main() -> None:
         help="after the engine's own settings, measure recall and latency again with IVF segments probing at most "
         "each of these many codes (the engine's own rule is vector_index.ivf_nprobe)",
     )
+    parser.add_argument(
+        "--rescore",
+        type=int,
+        nargs="*",
+        default=[],
+        help="after the engine's own settings, measure recall and latency again with each of these many candidates "
+        "rescored from the originals (the engine's own depth is indexer/vectors/rescore_depth.default_rescore)",
+    )
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # the fresh process's part
     args = parser.parse_args()
     if args.measure is not None:
-        print(json.dumps(measure(args.measure, args.warmup, args.model, args.add_runs, args.cold, args.scanned_codes)))
+        figures = measure(
+            args.measure, args.warmup, args.model, args.add_runs, args.cold, args.scanned_codes, args.rescore
+        )
+        print(json.dumps(figures))
         return
     if args.prepare_only and args.work is None:
         parser.error("--prepare-only makes the files of a --work folder: give --work DIR")
@@ -567,6 +601,7 @@ def main() -> None:
         print(f"built {built['vectors']:,} vectors as {built['index_type']} in {built['build_s']} s", flush=True)
         command = [sys.executable, __file__, "--measure", str(target), "--warmup", str(args.warmup)]
         command += ["--add-runs", str(args.add_runs), "--scanned-codes", *map(str, args.scanned_codes)]
+        command += ["--rescore", *map(str, args.rescore)]
         command += ["--cold"] if args.cold else []
         command += ["--model", args.model] if args.model else []
         answer = subprocess.run(command, check=True, capture_output=True, text=True)
