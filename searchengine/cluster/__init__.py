@@ -41,9 +41,10 @@ is not under its own node's root. Nodes are named by a `searchengine_node_<name>
 """
 
 from searchengine.cluster.cluster_build import ClusterBuildReport, ClusterBuildSettings, build_cluster
-from searchengine.cluster.cluster_index import ClusterAnswer, ClusterIndex, WriteReceipt
+from searchengine.cluster.cluster_index import ClusterAnswer, ClusterIndex
 from searchengine.cluster.copy_calls import ActorCalls, CopyCalls
 from searchengine.cluster.errors import ClusterError, CopyFolderError, ShardsUnavailableError
+from searchengine.cluster.routed_writes import WriteReceipt
 from searchengine.cluster.shard_copy import ShardCopy
 
 __all__ = [

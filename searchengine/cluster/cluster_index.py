@@ -6,11 +6,10 @@ code drives Ray actors or Serve deployments."""
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,12 +18,13 @@ import numpy as np
 from searchengine.cluster.copy_actors import CopyStarter, start_copy_actor
 from searchengine.cluster.copy_calls import ActorCalls, CopyCalls, copy_failed
 from searchengine.cluster.copy_upkeep import CopyState, CopyUpkeep
-from searchengine.cluster.errors import ClusterError, CopyBehindError, ShardsUnavailableError
+from searchengine.cluster.errors import ClusterError, ShardsUnavailableError
 from searchengine.cluster.manifest import ClusterManifest, read_manifest
 from searchengine.cluster.merge import KeywordPlan, keyword_plan, merged_ranking, summed
 from searchengine.cluster.placement import live_nodes
 from searchengine.cluster.query_spans import QuerySpans, SearchSpan
-from searchengine.cluster.routing import global_id, shard_of
+from searchengine.cluster.routed_writes import RoutedWrites
+from searchengine.cluster.routing import global_id
 from searchengine.cluster.shard_search import ShardQuery
 from searchengine.cluster.statistics_cache import StatisticsCache
 from searchengine.engine.filters import Filters
@@ -59,15 +59,6 @@ class ClusterAnswer:
         return self.answered < self.shards
 
 
-@dataclass(frozen=True)
-class WriteReceipt:
-    """An acknowledged write: each shard it touched and the write's sequence number there, and how many copies
-    committed it (every live copy of the shard)."""
-
-    sequences: dict[int, int] = field(default_factory=dict)
-    copies: dict[int, int] = field(default_factory=dict)
-
-
 def scored_hit(document: Hit, scored: Scored) -> Hit:
     """The stored document a shard sent (an unscored hit) with the score and sides the merge gave it."""
     return replace(
@@ -80,9 +71,10 @@ def scored_hit(document: Hit, scored: Scored) -> Hit:
     )
 
 
-class ClusterIndex(CopyUpkeep):
+class ClusterIndex(CopyUpkeep, RoutedWrites):
     """The cluster index of `manifest` (read from `path`), its copies `copies[shard]` called through `calls`; its
-    status and the repair of its copies come from CopyUpkeep (copy_upkeep.py)."""
+    status and the repair of its copies come from CopyUpkeep (copy_upkeep.py), its writes from RoutedWrites
+    (routed_writes.py)."""
 
     def __init__(
         self,
@@ -183,7 +175,13 @@ class ClusterIndex(CopyUpkeep):
         return self._answer(list(request.queries), request, retrieval.name, retrieval.sides, None, all_shards)
 
     def search_by_vector(
-        self, vector: object, k: int = 10, where: Filters = None, *, min_score: float | None = None, all_shards: bool = False
+        self,
+        vector: object,
+        k: int = 10,
+        where: Filters = None,
+        *,
+        min_score: float | None = None,
+        all_shards: bool = False,
     ) -> ClusterAnswer:
         """The k documents nearest to `vector` over the whole cluster: dense search with nothing encoded (the vector
         is in the shards' space, the model's own: engine/given_vectors.py)."""
@@ -460,105 +458,6 @@ class ClusterIndex(CopyUpkeep):
             raise ShardsUnavailableError.of(list(missing), self.shards)
         documents = [document for shard in sorted(found) for document in found[shard][1]]
         return documents, ClusterAnswer([], self.shards, self.shards - len(missing), missing)
-
-    # writing ----------------------------------------------------------------------------------------------------
-    def add(self, documents: Sequence[Document]) -> WriteReceipt:
-        """Add or replace (upsert, by external id) `documents`, each in the shard its external id hashes to, and
-        commit them on every live copy of those shards before returning. The documents are encoded here once.
-        Refused when a document has no external id, or when a shard it goes to has no live copy (nothing is
-        acknowledged then: retry once `heal` has a copy serving)."""
-        documents = list(documents)
-        if not documents:
-            raise ClusterError("give documents to add")
-        missing = [position for position, document in enumerate(documents) if not document.external_id]
-        if missing:
-            raise ClusterError(
-                f"document {missing[0]} has no external id: a cluster routes each document by its id, so give every "
-                "document one (Document.external_id, or --id-field)"
-            )
-        vectors = self.encoder.encode([document.text for document in documents])
-        groups = self._by_shard([document.external_id for document in documents])
-        return self._write(
-            {shard: ([documents[row] for row in rows], vectors[rows], []) for shard, rows in groups.items()}
-        )
-
-    def delete(self, external_ids: Sequence[str]) -> WriteReceipt:
-        """Delete the documents with `external_ids` from their shards, committed on every live copy before
-        returning (an id no document has changes nothing)."""
-        if not external_ids:
-            raise ClusterError("say which documents to delete: give their external ids")
-        groups = self._by_shard(list(external_ids))
-        return self._write({shard: ([], None, [external_ids[row] for row in rows]) for shard, rows in groups.items()})
-
-    def _by_shard(self, external_ids: list[str]) -> dict[int, list[int]]:
-        groups: dict[int, list[int]] = {}
-        for row, external_id in enumerate(external_ids):
-            groups.setdefault(shard_of(str(external_id), self.shards), []).append(row)
-        return groups
-
-    def _write(self, writes: dict[int, tuple[list[Document], np.ndarray | None, list[str]]]) -> WriteReceipt:
-        """Write each shard's part of a write (documents, their vectors, external ids to delete) as the shard's
-        next sequence number on every serving copy of it, all shards at once; acknowledged (returned) once each
-        shard's part is committed. A copy that fails or has missed writes stops serving (heal brings it back).
-        Refused before anything is sent when a shard has no serving copy; a part no copy committed raises after
-        every other shard's part is committed and counted."""
-        shards = sorted(writes)
-        with contextlib.ExitStack() as locked:
-            for shard in shards:  # in order, so two writes never wait for each other's locks
-                locked.enter_context(self._locks[shard])
-            serving = {
-                shard: [state for state in self.copies[shard] if state.serving and state.handle is not None]
-                for shard in shards
-            }
-            for shard in shards:
-                if not serving[shard]:
-                    raise ClusterError(
-                        f"shard {shard} has no live copy, so the write was not applied: bring its node back or "
-                        "rebuild its copies (ClusterIndex.heal), then write again"
-                    )
-            pending = {
-                shard: [
-                    (state, self.calls.start(state.handle, "apply", self.sequences[shard] + 1, *writes[shard]))
-                    for state in serving[shard]
-                ]
-                for shard in shards
-            }
-            receipt, failure = WriteReceipt(), None
-            for shard in shards:
-                try:
-                    receipt.copies[shard] = self._committed(shard, pending[shard])
-                    self.sequences[shard] += 1
-                    receipt.sequences[shard] = self.sequences[shard]
-                except Exception as error:  # noqa: BLE001 (raised once every other shard's part is counted)
-                    failure = failure or error
-            if failure is not None:
-                raise failure
-            return receipt
-
-    def _committed(self, shard: int, pending: list[tuple[CopyState, Any]]) -> int:
-        """How many copies committed a shard's write (started on each as `pending`); raises when none did."""
-        committed, refusing = 0, []
-        for state, call in pending:
-            try:
-                state.sequence = self.calls.finish(call)
-                committed += 1
-            except CopyBehindError:
-                state.serving = False  # it missed writes: heal catches it up
-            except Exception as error:  # noqa: BLE001 (sorted below: a failed copy or a bad request)
-                if copy_failed(error):
-                    state.serving = False  # its process or node failed: heal restarts or rebuilds it
-                else:
-                    refusing.append((state, error))
-        if refusing and not committed:
-            raise refusing[0][1]  # the request itself is wrong: every copy rolled it back
-        for state, _ in refusing:
-            state.serving = False
-        if not committed:
-            raise ClusterError(
-                f"no copy of shard {shard} committed the write (their nodes failed during it), so it is not "
-                "acknowledged: write again once ClusterIndex.heal has a copy serving"
-            )
-        return committed
 
     # the cluster's state ----------------------------------------------------------------------------------------
     def _read_sequences(self) -> None:

@@ -1,0 +1,140 @@
+"""RoutedWrites: the part of ClusterIndex (cluster_index.py) that writes: each document routed to the shard its
+external id hashes to, and each shard's part committed on every live copy of it, in the shard's order, before the
+write is acknowledged (a WriteReceipt)."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from searchengine.cluster.copy_calls import CopyCalls, copy_failed
+from searchengine.cluster.copy_upkeep import CopyState
+from searchengine.cluster.errors import ClusterError, CopyBehindError
+from searchengine.cluster.routing import shard_of
+from searchengine.indexer.tables.documents import Document
+
+if TYPE_CHECKING:
+    from searchengine.encoding.encoder import Encoder
+
+
+@dataclass(frozen=True)
+class WriteReceipt:
+    """An acknowledged write: each shard it touched and the write's sequence number there, and how many copies
+    committed it (every live copy of the shard)."""
+
+    sequences: dict[int, int] = field(default_factory=dict)
+    copies: dict[int, int] = field(default_factory=dict)
+
+
+class RoutedWrites:
+    """Routed, acknowledged writes of a cluster index; ClusterIndex inherits it and sets these attributes."""
+
+    copies: list[list[CopyState]]
+    calls: CopyCalls
+    sequences: list[int]
+    _locks: list[threading.Lock]
+    shards: int
+    encoder: Encoder
+
+    def add(self, documents: Sequence[Document]) -> WriteReceipt:
+        """Add or replace (upsert, by external id) `documents`, each in the shard its external id hashes to, and
+        commit them on every live copy of those shards before returning. The documents are encoded here once.
+        Refused when a document has no external id, or when a shard it goes to has no live copy (nothing is
+        acknowledged then: retry once `heal` has a copy serving)."""
+        documents = list(documents)
+        if not documents:
+            raise ClusterError("give documents to add")
+        missing = [position for position, document in enumerate(documents) if not document.external_id]
+        if missing:
+            raise ClusterError(
+                f"document {missing[0]} has no external id: a cluster routes each document by its id, so give every "
+                "document one (Document.external_id, or --id-field)"
+            )
+        vectors = self.encoder.encode([document.text for document in documents])
+        groups = self._by_shard([document.external_id for document in documents])
+        return self._write(
+            {shard: ([documents[row] for row in rows], vectors[rows], []) for shard, rows in groups.items()}
+        )
+
+    def delete(self, external_ids: Sequence[str]) -> WriteReceipt:
+        """Delete the documents with `external_ids` from their shards, committed on every live copy before
+        returning (an id no document has changes nothing)."""
+        if not external_ids:
+            raise ClusterError("say which documents to delete: give their external ids")
+        groups = self._by_shard(list(external_ids))
+        return self._write({shard: ([], None, [external_ids[row] for row in rows]) for shard, rows in groups.items()})
+
+    def _by_shard(self, external_ids: list[str]) -> dict[int, list[int]]:
+        groups: dict[int, list[int]] = {}
+        for row, external_id in enumerate(external_ids):
+            groups.setdefault(shard_of(str(external_id), self.shards), []).append(row)
+        return groups
+
+    def _write(self, writes: dict[int, tuple[list[Document], np.ndarray | None, list[str]]]) -> WriteReceipt:
+        """Write each shard's part of a write (documents, their vectors, external ids to delete) as the shard's
+        next sequence number on every serving copy of it, all shards at once; acknowledged (returned) once each
+        shard's part is committed. A copy that fails or has missed writes stops serving (heal brings it back).
+        Refused before anything is sent when a shard has no serving copy; a part no copy committed raises after
+        every other shard's part is committed and counted."""
+        shards = sorted(writes)
+        with contextlib.ExitStack() as locked:
+            for shard in shards:  # in order, so two writes never wait for each other's locks
+                locked.enter_context(self._locks[shard])
+            serving = {
+                shard: [state for state in self.copies[shard] if state.serving and state.handle is not None]
+                for shard in shards
+            }
+            for shard in shards:
+                if not serving[shard]:
+                    raise ClusterError(
+                        f"shard {shard} has no live copy, so the write was not applied: bring its node back or "
+                        "rebuild its copies (ClusterIndex.heal), then write again"
+                    )
+            pending = {
+                shard: [
+                    (state, self.calls.start(state.handle, "apply", self.sequences[shard] + 1, *writes[shard]))
+                    for state in serving[shard]
+                ]
+                for shard in shards
+            }
+            receipt, failure = WriteReceipt(), None
+            for shard in shards:
+                try:
+                    receipt.copies[shard] = self._committed(shard, pending[shard])
+                    self.sequences[shard] += 1
+                    receipt.sequences[shard] = self.sequences[shard]
+                except Exception as error:  # noqa: BLE001 (raised once every other shard's part is counted)
+                    failure = failure or error
+            if failure is not None:
+                raise failure
+            return receipt
+
+    def _committed(self, shard: int, pending: list[tuple[CopyState, Any]]) -> int:
+        """How many copies committed a shard's write (started on each as `pending`); raises when none did."""
+        committed, refusing = 0, []
+        for state, call in pending:
+            try:
+                state.sequence = self.calls.finish(call)
+                committed += 1
+            except CopyBehindError:
+                state.serving = False  # it missed writes: heal catches it up
+            except Exception as error:  # noqa: BLE001 (sorted below: a failed copy or a bad request)
+                if copy_failed(error):
+                    state.serving = False  # its process or node failed: heal restarts or rebuilds it
+                else:
+                    refusing.append((state, error))
+        if refusing and not committed:
+            raise refusing[0][1]  # the request itself is wrong: every copy rolled it back
+        for state, _ in refusing:
+            state.serving = False
+        if not committed:
+            raise ClusterError(
+                f"no copy of shard {shard} committed the write (their nodes failed during it), so it is not "
+                "acknowledged: write again once ClusterIndex.heal has a copy serving"
+            )
+        return committed
