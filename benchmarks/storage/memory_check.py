@@ -327,8 +327,9 @@ def measure(
 ) -> dict:
     """In this fresh process: memory, recall, latency and a 10-document add of the index in `target`; with `cold`,
     first the latency of one pass with the index's files dropped from the page cache; for each of `scans`, recall
-    and latency again with IVF segments probing at most that many codes; for each of `depths`, with the engine's own
-    probing and that many candidates rescored from the originals (a query's --rescore)."""
+    and latency again with IVF segments probing at most that many codes; for each of `depths`, with that many
+    candidates rescored from the originals (a query's --rescore), at the engine's own probing, or the last of `scans`
+    when given (each entry says its nprobe)."""
     import faiss
     from searchengine.indexer.vectors.page_cache import cached_bytes
 
@@ -389,13 +390,19 @@ def measure(
                 "real_p50_ms": percentile_ms(real_seconds, 50, 3),
             }
         )
-    for depth in depths:  # the engine's own probing, another rescore depth (a query's --rescore N)
+    for depth in depths:  # another rescore depth (a query's --rescore N), at the probing the sweep above left
         rescoring = reader.vectors.rescoring(depth)
+        probes = [
+            int(ivf.nprobe)
+            for ivf in (faiss.try_extract_index_ivf(segment.index.index) for segment in reader.vectors.segments)
+            if ivf is not None
+        ]
         swept, swept_seconds = timed(vectors=rescoring)
         swept_real, real_seconds = timed(real_ids, rescoring)
         rescore_sweep.append(
             {
                 "rescore": depth,
+                "nprobe": probes,
                 "recall_at_10": _recall(swept, truth),
                 "recall_at_10_real": _recall(swept_real, truth_real),
                 "p50_ms": percentile_ms(swept_seconds, 50, 3),
@@ -564,8 +571,9 @@ def main() -> None:
         type=int,
         nargs="*",
         default=[],
-        help="after the engine's own settings, measure recall and latency again with each of these many candidates "
-        "rescored from the originals (the engine's own depth is indexer/vectors/rescore_depth.default_rescore)",
+        help="then measure recall and latency again with each of these many candidates rescored from the originals, "
+        "at the last --scanned-codes bound if any, else the engine's own probing (the engine's own depth is "
+        "indexer/vectors/rescore_depth.default_rescore)",
     )
     parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # the fresh process's part
     args = parser.parse_args()

@@ -83,7 +83,7 @@ def test_a_work_folder_is_made_once_reused_and_refused_for_other_settings(tmp_pa
     assert result["cold_recall_at_10"] == 1.0 and result["cold_p50_ms"] <= result["cold_p99_ms"]
     [swept] = result["scanned_codes_sweep"]  # a Flat index: no IVF segment to bound, exact as before
     assert swept["scanned_codes"] == 2000 and swept["nprobe"] == [] and swept["recall_at_10_real"] == 1.0
-    assert [depth["rescore"] for depth in result["rescore_sweep"]] == [0, 50]  # Flat keeps no originals: exact
+    assert [(depth["rescore"], depth["nprobe"]) for depth in result["rescore_sweep"]] == [(0, []), (50, [])]  # Flat
     assert all(depth["recall_at_10"] == 1.0 == depth["recall_at_10_real"] for depth in result["rescore_sweep"])
     assert np.array_equal(np.load(work / "truth_rows.npy"), truth) and (work / "vectors.npy").is_file()
     other = check(tmp_path, tiny_model, "--vectors", "3000", "--noise", "0.05", "--work", str(work), "--prepare-only")
