@@ -177,9 +177,9 @@ def main(argv: list[str] | None = None) -> None:
     started = time.perf_counter()
 
     import ray
-    from ray.cluster_utils import Cluster
 
     from benchmarks.scale.search_speed import cached_embeddings, read_stsb_test, read_wiki
+    from benchmarks.scale.simulated_nodes import simulated_cluster
     from benchmarks.scale.synthetic import noisy_copies
     from benchmarks.storage.default_index import corpus_texts
     from searchengine.encoding.encoder import Encoder
@@ -207,14 +207,7 @@ def main(argv: list[str] | None = None) -> None:
                               "queries": len(held_out)}  # fmt: skip
     names = ["head", *(f"n{number}" for number in range(1, args.nodes))]
     with tempfile.TemporaryDirectory(prefix="cluster-answers-") as scratch:
-        cluster = Cluster(
-            initialize_head=True,
-            head_node_args={"num_cpus": 1, "resources": {"searchengine_node_head": 1}, "include_dashboard": False},
-        )
-        for name in names[1:]:
-            cluster.add_node(num_cpus=1, resources={f"searchengine_node_{name}": 1})
-        ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
-        cluster.wait_for_nodes()
+        cluster, _ = simulated_cluster(names)
         try:
             for index_type in args.types.split(","):
                 record[index_type] = compare(index_type, args, Path(scratch), texts, vectors, query)

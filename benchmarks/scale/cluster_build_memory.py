@@ -104,23 +104,16 @@ def documents(sentences: list[str], count: int) -> Iterator[Any]:
 def one_size(args: argparse.Namespace) -> dict:
     """Build a cluster index of `args.one` documents in this process and measure its peak memory."""
     import ray
-    from ray.cluster_utils import Cluster
 
     from benchmarks.scale.search_speed import read_wiki
+    from benchmarks.scale.simulated_nodes import simulated_cluster
     from searchengine.cluster import ClusterBuildSettings, build_cluster
 
     sentences = read_wiki(args.data, args.real)
     real = cached_real_vectors(args.cache_dir, args.model, len(sentences))
     names = ["head", *(f"n{number}" for number in range(1, args.nodes))]
     with tempfile.TemporaryDirectory(prefix="cluster-build-memory-") as scratch:
-        cluster = Cluster(
-            initialize_head=True,
-            head_node_args={"num_cpus": 1, "resources": {"searchengine_node_head": 1}, "include_dashboard": False},
-        )
-        for name in names[1:]:
-            cluster.add_node(num_cpus=1, resources={f"searchengine_node_{name}": 1})
-        ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
-        cluster.wait_for_nodes()
+        cluster, _ = simulated_cluster(names)
         try:
             Path("/proc/self/clear_refs").write_text("5")  # the peak (VmHWM) starts again from what is resident now
             alone = kib("VmHWM")

@@ -294,9 +294,9 @@ def main(argv: list[str] | None = None) -> None:
 
     import ray
     from ray import serve
-    from ray.cluster_utils import Cluster
     from searchengine.indexer.commit.index_directory import IndexDirectory
 
+    from benchmarks.scale.simulated_nodes import simulated_cluster
     from searchengine.cluster import ClusterBuildSettings, build_cluster
     from searchengine.encoding.encoder import Encoder
     from searchengine.engine.indexing import IndexSettings, build_index
@@ -322,17 +322,9 @@ def main(argv: list[str] | None = None) -> None:
     with tempfile.TemporaryDirectory(prefix="cluster-check-") as scratch:
         folder = Path(scratch)
         clock = time.perf_counter()
-        cluster = Cluster(
-            initialize_head=True,
-            head_node_args={
-                "num_cpus": 1, "resources": {"searchengine_node_head": 1}, "include_dashboard": False,
-                "_system_config": {"health_check_period_ms": 1000, "health_check_failure_threshold": 3,
-                                   "worker_niceness": 0},
-            },
-        )  # fmt: skip
-        nodes = {name: cluster.add_node(num_cpus=1, resources={f"searchengine_node_{name}": 1}) for name in names[1:]}
-        ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
-        cluster.wait_for_nodes()
+        cluster, nodes = simulated_cluster(
+            names, {"health_check_period_ms": 1000, "health_check_failure_threshold": 3, "worker_niceness": 0}
+        )
         record["cluster_start_s"] = round(time.perf_counter() - clock, 1)
         try:
             settings = ClusterBuildSettings(

@@ -186,9 +186,9 @@ def main(argv: list[str] | None = None) -> None:
 
     import ray
     from ray import serve
-    from ray.cluster_utils import Cluster
     from searchengine.indexer.commit.index_directory import IndexDirectory
 
+    from benchmarks.scale.simulated_nodes import simulated_cluster
     from searchengine.cluster import ClusterBuildSettings, build_cluster
     from searchengine.encoding.encoder import Encoder
     from searchengine.engine.indexing import IndexSettings, build_index, document_chunks
@@ -205,17 +205,7 @@ def main(argv: list[str] | None = None) -> None:
                               "seconds": args.seconds, "cpus": os.cpu_count()}  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="cluster-fanout-") as scratch:
         folder = Path(scratch)
-        cluster = Cluster(
-            initialize_head=True,
-            head_node_args={
-                "num_cpus": 1, "resources": {"searchengine_node_head": 1}, "include_dashboard": False,
-                "_system_config": {"worker_niceness": 0},
-            },
-        )  # fmt: skip
-        for name in names[1:]:
-            cluster.add_node(num_cpus=1, resources={f"searchengine_node_{name}": 1})
-        ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
-        cluster.wait_for_nodes()
+        cluster, _ = simulated_cluster(names, {"worker_niceness": 0})
         one_server = None
         try:
             settings = ClusterBuildSettings(

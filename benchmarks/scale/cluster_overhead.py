@@ -31,19 +31,6 @@ from benchmarks.scale.cluster_check import K, corpus, free_port, one_index_serve
 OUT = Path(__file__).resolve().parent / "results" / "cluster_overhead.json"
 
 
-def simulated_cluster(names: list[str]) -> Any:  # noqa: ANN401 (a ray.cluster_utils.Cluster)
-    """A head and one node per further name, one CPU each, each named by its `searchengine_node_<name>` resource."""
-    from ray.cluster_utils import Cluster
-
-    cluster = Cluster(
-        initialize_head=True,
-        head_node_args={"num_cpus": 1, "resources": {f"searchengine_node_{names[0]}": 1}, "include_dashboard": False},
-    )
-    for name in names[1:]:
-        cluster.add_node(num_cpus=1, resources={f"searchengine_node_{name}": 1})
-    return cluster
-
-
 def timed(url: str, path: str, body: dict) -> float:
     started = time.perf_counter()
     post(url + path, body)
@@ -116,6 +103,7 @@ def main(argv: list[str] | None = None) -> None:
     from ray import serve
     from searchengine.indexer.commit.index_directory import IndexDirectory
 
+    from benchmarks.scale.simulated_nodes import simulated_cluster
     from searchengine.cluster import ClusterBuildSettings, build_cluster
     from searchengine.encoding.encoder import Encoder
     from searchengine.engine.indexing import IndexSettings, build_index, document_chunks
@@ -129,9 +117,7 @@ def main(argv: list[str] | None = None) -> None:
                               "copies": args.copies, "queries": len(texts), "adds": args.adds, "variants": {}}  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="cluster-overhead-") as scratch:
         folder = Path(scratch)
-        cluster = simulated_cluster(names)
-        ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
-        cluster.wait_for_nodes()
+        cluster, _ = simulated_cluster(names)
         settings = ClusterBuildSettings(
             shards=args.shards, copies=args.copies, model=args.model, local_root=str(folder / "nodes"),
             encoder_options=options, nodes=names,
@@ -151,10 +137,8 @@ def main(argv: list[str] | None = None) -> None:
                 saved = {key: os.environ.get(key) for key in env}
                 os.environ.update(env)
                 clock = time.perf_counter()
-                cluster = simulated_cluster(names)
+                cluster, _ = simulated_cluster(names)
                 try:
-                    ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
-                    cluster.wait_for_nodes()
                     url = serve_cluster(
                         folder / "cluster.json", port=free_port(), heal_every_s=3600.0, access_log=access_log
                     )
