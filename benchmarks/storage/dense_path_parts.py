@@ -72,7 +72,7 @@ def timed_parts(engine: SearchEngine, ef: int, rescore: int | None, query: np.nd
     segment = vectors.segments[0].index
     faiss.downcast_index(segment.index.index).hnsw.efSearch = ef
     originals = segment.originals
-    depth = max(K, default_rescore(segment.factory) if rescore is None else rescore) if originals is not None else K
+    depth = max(K, default_rescore(segment.factory, segment.count) if rescore is None else rescore) if originals is not None else K
     row = query[None, :]
     seconds = {}
     begin = time.thread_time()

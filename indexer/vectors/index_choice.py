@@ -34,12 +34,11 @@ bytes) 0.975 searching half of them with 300 rescored, 1.6 ms a query; twice the
 
 Larger indexes. Past TRAINING_SAMPLE vectors the list count grows as 2·sqrt(count) (8,192 lists at 10M), trained on
 39 points a list, and a query probes at most IVF_SCANNED_CODES codes (vector_index.ivf_nprobe) rather than half the
-lists, but at least 30% of them (vector_index.IVF_LEAST_PROBED_SHARE: recall follows the share scanned), about 3M
-codes at 10M; the 1M choice (IVF2048, half its lists) and the 2M one (30%) are unchanged. Neither was measured at
-10M yet. The coarse quantizer stays flat: FAISS's graph quantizer (`IVF{n}_HNSW32`), which would assign
-vectors faster, crashed FAISS 1.15 (a segmentation fault) in 3 of 5 trainings of IVF16_HNSW32,PQ16x4fs on 2
-threads, and in none on one thread or with residual codes; a flat one assigns 10M vectors to 8,192 lists in
-count·lists·d multiply-adds (6·10^13).
+lists, but at least a fifth of them (vector_index.IVF_LEAST_PROBED_SHARE: recall follows the share scanned), about
+2M codes at 10M, where a product-quantized segment rescores 1,000 candidates (rescore_depth.default_rescore).
+The coarse quantizer stays flat: FAISS's graph quantizer (`IVF{n}_HNSW32`), which would assign vectors faster, crashed
+FAISS 1.15 (a segmentation fault) in 3 of 5 trainings of IVF16_HNSW32,PQ16x4fs on 2 threads, and in none on one thread
+or with residual codes; a flat one assigns 10M vectors to 8,192 lists in count·lists·d multiply-adds (6·10^13).
 """
 
 from __future__ import annotations

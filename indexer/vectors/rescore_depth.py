@@ -12,9 +12,21 @@ PRODUCT_QUANTIZATION_RESCORE = 300
 """The same for product-quantized codes (IVF…,PQ…), which rank less finely: on 200,000 real MiniLM vectors and noisy
 copies (benchmarks/storage/results/ivf_pq_settings_200k.json) IVF1024,PQ96x4fs searching half its lists reached
 recall@10 0.975 with 300 rescored and 0.976 with 1,000, whose deeper fast-scan search cost several times more."""
+LARGE_PRODUCT_QUANTIZATION_RESCORE = 1_000
+"""The most a product-quantized segment rescores by default: its depth grows with the segment, one candidate per
+VECTORS_PER_RESCORED vectors, from PRODUCT_QUANTIZATION_RESCORE (up to 3M vectors) to this (from 10M). The more
+vectors, the more of them lie closer to a query than 4-bit codes can tell apart. On 10M vectors (the real MiniLM
+vectors and noisy copies, IVF8192,PQ96x4fs probing a fifth of its lists, STS-B queries;
+benchmarks/storage/results/memory_check_10m_rescore.json) 300 rescored reached recall@10 0.894 (0.972 on the real
+vectors alone), 600 0.951 and 1,000 0.967 (0.973), at p50 11.9, 14.0 and 16.3 ms; at 2M, 300 reached 0.967 (0.957:
+memory_check_2m.json). Between 3M and 10M the depth is interpolated, not measured."""
+VECTORS_PER_RESCORED = 10_000
 _PRODUCT_QUANTIZED = re.compile(r"PQ\d")
 
 
-def default_rescore(factory: str) -> int:
-    """Candidates a segment of FAISS type `factory` rescores from its originals unless a query says otherwise."""
-    return PRODUCT_QUANTIZATION_RESCORE if _PRODUCT_QUANTIZED.search(factory) else DEFAULT_RESCORE
+def default_rescore(factory: str, count: int) -> int:
+    """Candidates a segment of FAISS type `factory` holding `count` vectors rescores from its originals unless a query
+    says otherwise."""
+    if not _PRODUCT_QUANTIZED.search(factory):
+        return DEFAULT_RESCORE
+    return min(LARGE_PRODUCT_QUANTIZATION_RESCORE, max(PRODUCT_QUANTIZATION_RESCORE, count // VECTORS_PER_RESCORED))

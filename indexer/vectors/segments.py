@@ -243,7 +243,7 @@ class SegmentSet:
                 return None
             faiss.omp_set_num_threads(threads)
             originals = segment.index.originals
-            wanted = default_rescore(segment.index.factory) if self.rescore is None else self.rescore
+            wanted = default_rescore(segment.index.factory, segment.index.count) if self.rescore is None else self.rescore
             rescored = originals is not None and (wanted > 0 or segment.index.binary)
             depth = max(k, wanted) if rescored else k
             found = segment.index.search(queries, depth, own, gone if gone is not None and len(gone) else None)

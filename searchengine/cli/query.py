@@ -25,7 +25,12 @@ from searchengine.engine.modes import DEFAULT_MODE, MODE_DEFAULT_NOTE, MODE_HELP
 from searchengine.engine.snippets import DEFAULT_SNIPPET_CHARS, one_line, snippet
 from searchengine.engine.wording import counted
 from searchengine.errors import SearchEngineError
-from searchengine.indexer.vectors.rescore_depth import DEFAULT_RESCORE, PRODUCT_QUANTIZATION_RESCORE
+from searchengine.indexer.vectors.rescore_depth import (
+    DEFAULT_RESCORE,
+    LARGE_PRODUCT_QUANTIZATION_RESCORE,
+    PRODUCT_QUANTIZATION_RESCORE,
+    VECTORS_PER_RESCORED,
+)
 
 if TYPE_CHECKING:
     from searchengine.engine.query_request import QueryRequest
@@ -88,7 +93,8 @@ def query(
         help="On an index with compressed codes (--index IVF1024,PQ32, HNSW32,SQ8, LSH ...): take this many "
         "candidates per segment from the codes and rescore them exactly from the original vectors on disk before "
         "the k best are shown (0: the codes' own scores). Exact indexes (Flat, HNSW32) ignore it.",
-        show_default=f"{DEFAULT_RESCORE}; {PRODUCT_QUANTIZATION_RESCORE} for product quantization",
+        show_default=f"{DEFAULT_RESCORE}; for product quantization {PRODUCT_QUANTIZATION_RESCORE}, one per "
+        f"{VECTORS_PER_RESCORED:,} vectors of a segment past that, at most {LARGE_PRODUCT_QUANTIZATION_RESCORE:,}",
     ),
     precision: Precision = PrecisionOption,
     backend: Backend = BackendChoiceOption,

@@ -226,10 +226,12 @@ def test_ivf_nprobe_survives_save_and_load(tmp_path) -> None:
 
 def test_ivf_nprobe_probes_half_the_lists_up_to_a_bound_on_the_codes_scanned() -> None:
     assert ivf_nprobe(2048, 1_000_000) == 1024  # the 1M check's half: 500,000 codes, under the bound
-    assert ivf_nprobe(2048, 2_000_000) == math.ceil(IVF_SCANNED_CODES * 2048 / 2_000_000) == 615  # 30%: the bound
-    # at 10M the code bound alone would probe 6% of the lists (492); at least IVF_LEAST_PROBED_SHARE are probed
-    assert math.ceil(IVF_SCANNED_CODES * 8192 / 10_000_000) == 492
-    assert ivf_nprobe(8192, 10_000_000) == math.ceil(IVF_LEAST_PROBED_SHARE * 8192) == 2458 < 8192 // 2
+    assert ivf_nprobe(2048, 2_000_000) == 1024  # the 2M check's half: 1M codes, under the bound
+    # at 10M half the lists would be 5M codes: the bound probes a fifth of them
+    assert ivf_nprobe(8192, 10_000_000) == math.ceil(IVF_SCANNED_CODES * 8192 / 10_000_000) == 1639 < 8192 // 2
+    # past 10M the bound alone would probe less than a fifth; at least IVF_LEAST_PROBED_SHARE are probed
+    assert math.ceil(IVF_SCANNED_CODES * 8192 / 20_000_000) == 820
+    assert ivf_nprobe(8192, 20_000_000) == math.ceil(IVF_LEAST_PROBED_SHARE * 8192) == 1639
     assert ivf_nprobe(64, 0) == ivf_nprobe(64, 10) == 64 // IVF_NPROBE_FRACTION
     vectors = _unit_vectors(2000, seed=3)
     index = _built("IVF64,Flat", vectors, np.arange(2000))

@@ -1,0 +1,19 @@
+from searchengine.indexer.vectors.rescore_depth import (
+    DEFAULT_RESCORE,
+    LARGE_PRODUCT_QUANTIZATION_RESCORE,
+    PRODUCT_QUANTIZATION_RESCORE,
+    default_rescore,
+)
+
+
+def test_codes_other_than_product_quantization_rescore_the_same_depth_at_any_size() -> None:
+    for factory in ("HNSW32,SQ8", "SQ8", "LSH", "IVF1024,SQ8"):
+        assert default_rescore(factory, 1_000) == default_rescore(factory, 50_000_000) == DEFAULT_RESCORE
+
+
+def test_product_quantized_segments_rescore_deeper_as_they_grow_up_to_a_bound() -> None:
+    factory = "IVF8192,PQ96x4fs"
+    assert default_rescore(factory, 1_000) == default_rescore(factory, 2_000_000) == PRODUCT_QUANTIZATION_RESCORE
+    assert PRODUCT_QUANTIZATION_RESCORE < default_rescore(factory, 5_000_000) < LARGE_PRODUCT_QUANTIZATION_RESCORE
+    assert default_rescore(factory, 10_000_000) == default_rescore(factory, 100_000_000) == 1_000
+    assert default_rescore("IVF1024,PQ48np", 10_000_000) == 1_000
