@@ -575,12 +575,22 @@ def main() -> None:
         "at the last --scanned-codes bound if any, else the engine's own probing (the engine's own depth is "
         "indexer/vectors/rescore_depth.default_rescore)",
     )
-    parser.add_argument("--measure", type=Path, help=argparse.SUPPRESS)  # the fresh process's part
+    parser.add_argument(
+        "--measure",
+        type=Path,
+        help="measure an index kept with --keep (the fresh process of a build runs this too): build nothing; with "
+        "--out, the record carries the kept build's own (its build.json) under `build`",
+    )
     args = parser.parse_args()
     if args.measure is not None:
         figures = measure(
             args.measure, args.warmup, args.model, args.add_runs, args.cold, args.scanned_codes, args.rescore
         )
+        if args.out:
+            kept = args.measure / "build.json"
+            built = json.loads(kept.read_text(encoding="utf-8")) if kept.exists() else {}
+            record = {"index_type": built.get("index_type"), **figures, "build": built}
+            write_results(args.out, {"machine": machine_record(), "command": command_line(), **record})
         print(json.dumps(figures))
         return
     if args.prepare_only and args.work is None:

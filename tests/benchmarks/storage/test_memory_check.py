@@ -52,7 +52,7 @@ def check(tmp_path: Path, tiny_model: Path, *options: str) -> subprocess.Complet
 
 def test_memory_check_runs_tiny_and_ends_with_its_json(tmp_path: Path, tiny_model: Path) -> None:
     options = ["--vectors", "5000", "--memory-budget", "300MB", "--warmup", "2", "--add-runs", "1"]
-    completed = check(tmp_path, tiny_model, *options, "--out", str(tmp_path / "o.json"))
+    completed = check(tmp_path, tiny_model, *options, "--out", str(tmp_path / "o.json"), "--keep", str(tmp_path / "kept"))
     assert completed.returncode == 0, completed.stderr[-3000:]
     result = json.loads(completed.stdout.strip().splitlines()[-1])
     assert KEYS <= set(result)
@@ -65,6 +65,12 @@ def test_memory_check_runs_tiny_and_ends_with_its_json(tmp_path: Path, tiny_mode
     assert result["build"]["vectors"] == 5000 and result["build"]["real_vectors"] == 400
     assert json.loads((tmp_path / "o.json").read_text(encoding="utf-8"))["index_type"] == "Flat"
     assert result["build"]["build_cpu_s"] > 0 and "vector index" in result["build"]["build_stages_cpu_s"]
+    again = check(tmp_path, tiny_model, "--measure", str(tmp_path / "kept"), "--warmup", "2", "--out", str(tmp_path / "a"))
+    assert again.returncode == 0, again.stderr[-3000:]
+    record = json.loads((tmp_path / "a").read_text(encoding="utf-8"))  # the kept build's record rides along
+    assert record["index_type"] == "Flat" and record["build"]["vectors"] == 5000
+    assert 0.9 < record["recall_at_10"] <= 1.0  # the kept index also holds the 10 documents the add put in it
+    assert record["build"]["build_s"] == result["build"]["build_s"] and "machine" in record and "command" in record
 
 
 def test_a_work_folder_is_made_once_reused_and_refused_for_other_settings(tmp_path: Path, tiny_model: Path) -> None:
