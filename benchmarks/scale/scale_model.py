@@ -4,25 +4,26 @@ run). It prints a table and writes one JSON record naming every input file and f
 `measured` (read from a results file as it is) or `extrapolated` (computed from measured figures by the model below).
 
 The model, per piece:
-  shards, copies   --shard-documents per shard (default 10 million: at most 10x the largest measured index, 1M),
+  shards, copies   --shard-documents per shard (default 10 million: the largest index measured, memory_check at 10M),
                    --copies of each (R = 2); one copy per core of a node, so a query's shard scans run side by side
                    and nodes = copies / cores, more where the copies' resident memory would pass --memory-share of a
                    node's memory.
-  memory           the vectors compressed as issue 42's `auto` does past ~10M (IVF{n},PQ96x4fs: codes and lists in
+  memory           the vectors compressed as issue 42's `auto` does at 10M (IVF8192,PQ96x4fs: codes and lists in
                    memory, float16 originals on disk for the rescoring): resident bytes of a query process as a line
-                   through memory_check's two sizes (200k and 1M: a fixed part, the IVF centroids, plus bytes per
+                   through memory_check's two sizes (1M and 10M: a fixed part, the IVF centroids, plus bytes per
                    document), plus the process's own baseline (interpreter and libraries, no model) per copy.
   disk             the vector files (codes plus float16 originals: the page cache they held, memory_check's
                    mapped_cache_mb, the same line through two sizes) plus the store (store_scale's bytes a row at its
                    largest step), per copy.
   build            the cluster's encode rate: the per-core rate of the one-process 1M build (index_scale.json,
                    documents_per_second / cores), times every core of every node (linear in cores: assumed, not
-                   measured past 2 cores), then each copy's own storing and vector-index stages for its shard at
-                   memory_check_1m's per-document rate (the copies work side by side); the two are added, an upper
+                   measured past 2 cores), then each copy's own storing, training and vector-index stages for its
+                   shard at the 10M build's per-document rate (memory_check_10m, quiet; the copies work side by
+                   side); the two are added, an upper
                    bound, as the build streams batches to the copies while it embeds.
-  query p50        one shard's dense search at its size: memory_check_1m's p50 (IVF, half the lists probed, 300
-                   candidates rescored, rows read; one thread, warm page cache) times the shard's documents over the
-                   measured ones, as the scanned codes grow in proportion (the list count stays capped at 2,048);
+  query p50        one shard's dense search at its size: the 10M index's p50 with the engine's defaults (a fifth
+                   of its lists probed, 1,000 candidates rescored, rows read; one thread, warm page cache), times the
+                   shard's documents over the measured ones (1 at the default shard size);
                    plus encoding the query once (search_speed_1m_e2e, one thread), plus the fan-out cost measured by
                    cluster_check (a query through the cluster's ingress less the same query from one index, same run,
                    4 shards); with each shard's p99 in place of its p50 as the pessimistic figure (a query waits for
@@ -51,8 +52,9 @@ MIB = 2**20
 GB = 10**9
 MEASURED, EXTRAPOLATED = "measured", "extrapolated"
 INPUTS = {
-    "memory_1m": "benchmarks/storage/results/memory_check_1m.json",
-    "memory_small": "benchmarks/storage/results/memory_check_200k.json",
+    "memory_large": "benchmarks/storage/results/memory_check_10m_default.json",
+    "memory_small": "benchmarks/storage/results/memory_check_1m.json",
+    "build_large": "benchmarks/storage/results/memory_check_10m.json",
     "store": "benchmarks/storage/results/store_scale.json",
     "encode": "benchmarks/scale/results/index_scale.json",
     "query_encoding": "benchmarks/scale/results/search_speed_1m_e2e.json",
@@ -77,22 +79,23 @@ def measured_inputs(files: dict[str, Path]) -> dict[str, dict[str, Any]]:
     """The figures the model uses, each read from its file and marked measured."""
     read = {name: json.loads(path.read_text(encoding="utf-8")) for name, path in files.items()}
     name = {key: str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path) for key, path in files.items()}
-    memory_1m, memory_small = read["memory_1m"], read["memory_small"]
+    memory_large, memory_small = read["memory_large"], read["memory_small"]
     largest = max(read["store"]["steps"], key=lambda step: step["rows"])
     encode = max(
         (run for run in read["encode"].values() if "documents_per_second" in run), key=lambda r: r["documents"]
     )
     end_to_end = read["query_encoding"]["groups"][0]["end_to_end"][0]
-    stages = memory_1m["build"]["build_stages_s"]
+    build = read["build_large"]["build"]
+    stages = build["build_stages_s"]
     figures = {
-        "index_type": {"value": memory_1m["index_type"], "kind": MEASURED, "from": name["memory_1m"]},
-        "measured_documents": figure(memory_1m["build"]["vectors"], MEASURED, name["memory_1m"]),
+        "index_type": {"value": memory_large["index_type"], "kind": MEASURED, "from": name["memory_large"]},
+        "measured_documents": figure(memory_large["build"]["vectors"], MEASURED, name["memory_large"]),
         "small_documents": figure(memory_small["build"]["vectors"], MEASURED, name["memory_small"]),
-        "resident_mib": figure(memory_1m["index_resident_mb"], MEASURED, name["memory_1m"], "MiB"),
+        "resident_mib": figure(memory_large["index_resident_mb"], MEASURED, name["memory_large"], "MiB"),
         "resident_mib_small": figure(memory_small["index_resident_mb"], MEASURED, name["memory_small"], "MiB"),
-        "vector_files_mib": figure(memory_1m["mapped_cache_mb"], MEASURED, name["memory_1m"], "MiB"),
+        "vector_files_mib": figure(memory_large["mapped_cache_mb"], MEASURED, name["memory_large"], "MiB"),
         "vector_files_mib_small": figure(memory_small["mapped_cache_mb"], MEASURED, name["memory_small"], "MiB"),
-        "process_baseline_mib": figure(memory_1m["baseline_mb"], MEASURED, name["memory_1m"], "MiB"),
+        "process_baseline_mib": figure(memory_large["baseline_mb"], MEASURED, name["memory_large"], "MiB"),
         "store_bytes_per_row": figure(largest["size"]["bytes_per_row"], MEASURED, name["store"], "bytes"),
         "store_rows_measured": figure(largest["rows"], MEASURED, name["store"]),
         "encode_documents_per_s": figure(encode["documents_per_second"], MEASURED, name["encode"], "documents/s"),
@@ -100,13 +103,13 @@ def measured_inputs(files: dict[str, Path]) -> dict[str, dict[str, Any]]:
         "copy_store_and_index_s_per_1m": figure(
             (stages["storing"] + stages.get("training", 0.0) + stages["vector index"])
             * 1e6
-            / memory_1m["build"]["vectors"],
+            / build["vectors"],
             MEASURED,
-            name["memory_1m"],
+            name["build_large"],
             "s",
         ),  # fmt: skip
-        "shard_p50_ms": figure(memory_1m["p50_ms"], MEASURED, name["memory_1m"], "ms"),
-        "shard_p99_ms": figure(memory_1m["p99_ms"], MEASURED, name["memory_1m"], "ms"),
+        "shard_p50_ms": figure(memory_large["p50_ms"], MEASURED, name["memory_large"], "ms"),
+        "shard_p99_ms": figure(memory_large["p99_ms"], MEASURED, name["memory_large"], "ms"),
         "query_encode_ms": figure(end_to_end["1_thread_encode_ms_p50"], MEASURED, name["query_encoding"], "ms"),
     }
     for key in ("fan_out", "fan_out_loaded"):

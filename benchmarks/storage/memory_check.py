@@ -31,7 +31,8 @@ store, as SearchEngine.search does after encoding), FAISS on one thread. Then:
                     segments' codes and any full-vector files beside them), shared and evictable, reported apart
   recall_at_10      against exact search over every vector; recall_at_10_real: the same search restricted to the
                     real vectors (a filter of their ids) against exact search over them alone
-  p50_ms, p99_ms    per query
+  p50_ms, p99_ms    per query, each IVF segment probing as this code's engine stores it (vector_index.ivf_nprobe;
+                    set again on opening, so an index kept by an older build is measured by today's rule): nprobe
   cold_p50_ms, cold_p99_ms, cold_recall_at_10
                     with --cold: one pass of the queries before the warm-up, the index's files dropped from the page
                     cache first (posix_fadvise DONTNEED on each: the rest of the machine's cache is left alone)
@@ -70,7 +71,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import overload
@@ -302,18 +303,23 @@ def evict_from_page_cache(folder: Path) -> None:
                 os.close(descriptor)
 
 
-def set_scanned_codes(segments: object, bound: int) -> list[int]:
-    """Make every IVF segment probe half its lists but at most `bound` codes at its mean list size (as
-    vector_index.ivf_nprobe bounds them with IVF_SCANNED_CODES, without its least share); the nprobe of each."""
+def set_probes(segments: object, probes_of: Callable[[int, int], int]) -> list[int]:
+    """Make every IVF segment probe probes_of(its lists, its vectors) lists; the nprobe of each."""
     import faiss
 
     probes = []
     for segment in segments.segments:
         ivf = faiss.try_extract_index_ivf(segment.index.index)
         if ivf is not None:
-            ivf.nprobe = max(1, min(ivf.nlist // 2, math.ceil(bound * ivf.nlist / max(segment.index.count, 1))))
+            ivf.nprobe = probes_of(ivf.nlist, segment.index.count)
             probes.append(int(ivf.nprobe))
     return probes
+
+
+def set_scanned_codes(segments: object, bound: int) -> list[int]:
+    """Make every IVF segment probe half its lists but at most `bound` codes at its mean list size (as
+    vector_index.ivf_nprobe bounds them with IVF_SCANNED_CODES, without its least share); the nprobe of each."""
+    return set_probes(segments, lambda lists, count: max(1, min(lists // 2, math.ceil(bound * lists / max(count, 1)))))
 
 
 def measure(
@@ -332,6 +338,7 @@ def measure(
     when given (each entry says its nprobe)."""
     import faiss
     from searchengine.indexer.vectors.page_cache import cached_bytes
+    from searchengine.indexer.vectors.vector_index import ivf_nprobe
 
     from searchengine import SearchEngine
     from searchengine.engine.search import dense_rankings, hits_of
@@ -345,6 +352,7 @@ def measure(
         evict_from_page_cache(target / "index")
     engine = SearchEngine.open(target / "index")
     reader = engine.reader
+    probed = set_probes(reader.vectors, ivf_nprobe)  # this code's rule, also for an index an older build kept
 
     def dense(vector: np.ndarray, allowed: np.ndarray | None = None, vectors: object = None) -> list[int]:
         searched = reader.vectors if vectors is None else vectors
@@ -427,6 +435,7 @@ def measure(
         "recall_at_10_real": _recall(found_real, truth_real),
         "p50_ms": percentile_ms(seconds, 50, 3),
         "p99_ms": percentile_ms(seconds, 99, 3),
+        "nprobe": probed,
         "info_mb": info,
         **cold_figures,
         **({"scanned_codes_sweep": sweep} if scans else {}),

@@ -148,6 +148,10 @@ class MappedOriginals:
             )
         self.ids = ids
         """The segment's ids, sorted: row i holds the vector of ids[i]."""
+        self._run_start = int(ids[0]) if len(ids) and int(ids[-1]) - int(ids[0]) == len(ids) - 1 else None
+        """The first id when the ids are one run (sorted and distinct, so last - first = count - 1), as a build
+        writes them: a row is then its id less this, not a binary search of the ids (at 10M, 0.85 of a 1,000-
+        candidate rescore's 2.9 ms)."""
 
     @property
     def dtype(self) -> str:
@@ -155,7 +159,8 @@ class MappedOriginals:
 
     def vectors(self, ids: np.ndarray) -> np.ndarray:
         """The original vectors of `ids` (all of them the segment's), as float32."""
-        rows = np.searchsorted(self.ids, np.asarray(ids, dtype=np.int64))
+        ids = np.asarray(ids, dtype=np.int64)
+        rows = ids - self._run_start if self._run_start is not None else np.searchsorted(self.ids, ids)
         if len(rows) < 2 or bool((rows[1:] >= rows[:-1]).all()):  # in file order already: one gather
             return self.rows[rows].astype(np.float32)
         order = np.argsort(rows, kind="stable")  # read the mapped file forwards

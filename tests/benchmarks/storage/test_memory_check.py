@@ -58,7 +58,7 @@ def test_memory_check_runs_tiny_and_ends_with_its_json(tmp_path: Path, tiny_mode
     assert KEYS <= set(result)
     assert result["index_type"] == "Flat"  # 5,000 vectors of 32 dimensions fit 300 MB exactly
     assert result["recall_at_10"] == 1.0 and result["recall_at_10_real"] == 1.0  # exact search
-    assert result["retrained"] is False and result["new_segment_types"] == ["Flat"]
+    assert result["retrained"] is False and result["new_segment_types"] == ["Flat"] and result["nprobe"] == []
     assert 0 < result["index_resident_mb"] < result["resident_mb"]
     assert result["info_mb"]["resident"] >= result["info_mb"]["codes"] > 0  # `info`'s parts, beside the check's
     assert result["mapped_cache_mb"] > 0 and result["p50_ms"] <= result["p99_ms"]

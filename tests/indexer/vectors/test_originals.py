@@ -17,7 +17,7 @@ from searchengine.indexer.commit.rewrite import commit_generation
 from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.tables.store import Document, DocumentStore
 from searchengine.indexer.vectors.build_parts import create_vectors
-from searchengine.indexer.vectors.originals import ORIGINALS_SETTING, keeps_originals, original_type
+from searchengine.indexer.vectors.originals import ORIGINALS_SETTING, MappedOriginals, keeps_originals, original_type
 from searchengine.indexer.vectors.segments import SegmentSet, load_segment_set
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "stsb_vectors.npy"
@@ -167,3 +167,14 @@ def test_a_merge_copies_the_originals_and_clean_up_removes_the_old_ones(tmp_path
     assert not first.exists() and [c.problem for c in directory.verify() if c.problem] == []
     (segment,) = segments_of(directory).segments
     assert np.allclose(segment.index.reconstruct(np.array([1, len(corpus)])), [corpus[1], queries[0]], atol=1e-3)
+
+
+@pytest.mark.parametrize("ids", [np.arange(40, 60), np.array([*range(40, 50), *range(70, 80)])], ids=["run", "gap"])
+def test_mapped_originals_give_each_ids_own_row_whether_the_ids_are_one_run_or_not(tmp_path: Path, ids) -> None:
+    rows = np.random.default_rng(5).standard_normal((len(ids), 8)).astype(np.float16)
+    np.save(tmp_path / "o.npy", rows)
+    originals = MappedOriginals(tmp_path / "o.npy", ids.astype(np.int64), 8)
+    asked = ids[[7, 0, 19, 12]]
+    assert np.array_equal(originals.vectors(asked), rows[[7, 0, 19, 12]].astype(np.float32))
+    _, best = originals.rescore(rows[[12]].astype(np.float32), asked[None, :], 1)
+    assert best.tolist() == [[ids[12]]]
