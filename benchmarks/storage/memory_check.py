@@ -39,7 +39,7 @@ store, as SearchEngine.search does after encoding), FAISS on one thread. Then:
   scanned_codes_sweep
                     with --scanned-codes N...: for each N, recall (all, real only) and latency with every IVF segment
                     probing half its lists but at most N codes (the engine's own rule, vector_index.ivf_nprobe, also
-                    probes at least IVF_LEAST_PROBED_SHARE of them: about 3M codes at 10M)
+                    probes at least IVF_LEAST_PROBED_SHARE of them: about 2M codes at 10M)
   info_mb           `searchengine info`'s parts (searchengine/engine/index_memory.py): its `resident` is codes + ids +
                     fixed (+ graph); the codes are memory-mapped, so this check counts them in mapped_rss_mb and
                     mapped_cache_mb, and index_resident_mb is about info's ids + fixed (+ graph), the store's cache

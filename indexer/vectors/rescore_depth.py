@@ -17,9 +17,9 @@ LARGE_PRODUCT_QUANTIZATION_RESCORE = 1_000
 VECTORS_PER_RESCORED vectors, from PRODUCT_QUANTIZATION_RESCORE (up to 3M vectors) to this (from 10M). The more
 vectors, the more of them lie closer to a query than 4-bit codes can tell apart. On 10M vectors (the real MiniLM
 vectors and noisy copies, IVF8192,PQ96x4fs probing a fifth of its lists, STS-B queries;
-benchmarks/storage/results/memory_check_10m_rescore.json) 300 rescored reached recall@10 0.894 (0.972 on the real
-vectors alone), 600 0.951 and 1,000 0.967 (0.973), at p50 11.9, 14.0 and 16.3 ms; at 2M, 300 reached 0.967 (0.957:
-memory_check_2m.json). Between 3M and 10M the depth is interpolated, not measured."""
+benchmarks/storage/results/memory_check_10m_rescore_2m_codes.json) 300 rescored reached recall@10 0.894 (0.972 on the
+real vectors alone), 600 0.951 (0.973) and 1,000 0.967 (0.973), at p50 11.9, 11.5 and 12.2 ms; at 2M, 300 reached
+0.978 (0.983: memory_check_2m.json). Between 3M and 10M the depth is interpolated, not measured."""
 VECTORS_PER_RESCORED = 10_000
 _PRODUCT_QUANTIZED = re.compile(r"PQ\d")
 

@@ -46,10 +46,11 @@ IVF_SCANNED_CODES = 2_000_000
 """The most codes an IVF search probes, at the index's mean list size: nprobe is nlist / IVF_NPROBE_FRACTION up to
 that. At 1M and 2M vectors (IVF2048, 488 and 977 a list) half the lists are 0.5M and 1M codes, under it; at 10M
 (IVF8192, about 1,220 a list) half would be 5M codes a query, against the issue's 20 ms. At 10M (real MiniLM vectors
-and noisy copies, STS-B queries, benchmarks/storage/results/memory_check_10m_rescore.json) probing 2M codes (1,639
+and noisy copies, STS-B queries, benchmarks/storage/results/memory_check_10m_default.json) probing 2M codes (1,639
 lists, a fifth) with 1,000 candidates rescored (rescore_depth.LARGE_PRODUCT_QUANTIZATION_RESCORE) reached recall@10
-0.967 (0.973 on the real vectors alone) at p50 16.3 ms; 1.2M codes reached 0.962 (0.952) at 10.7 ms, too thin a
-margin on the real vectors; 30% of the lists (3M codes) with 300 rescored 0.902 (0.988) at 18.3 ms."""
+0.967 (0.973 on the real vectors alone) at p50 13.6 ms; 1.2M codes reached 0.962 (0.952) at 10.7 ms, too thin a
+margin on the real vectors (memory_check_10m_rescore.json); 30% of the lists (3M codes) with 300 rescored 0.902
+(0.988) at 18.3 ms (memory_check_10m.json)."""
 IVF_LEAST_PROBED_SHARE = 0.2
 """The share of its lists an IVF search probes at least, whatever IVF_SCANNED_CODES allows: recall@10 follows the
 share of the codes scanned, not their number. At 2M vectors (IVF2048,PQ96x4fs, 300 rescored, STS-B queries,

@@ -277,7 +277,7 @@ def compact(
         help="Also train the index's quantizer (its template: IVF lists, PQ or SQ codebooks) again on the vectors it "
         "holds now, and re-encode every segment with it, in one commit (searches go on meanwhile). Worth it when "
         "`info` says so (for PQ types, once the vectors added since training decode clearly worse than the training "
-        "vectors did; README.md#memory-and-index-types measures where).",
+        "vectors did; docs/memory.md#when-to-retrain measures where).",
     ),
 ) -> None:
     """Merge the index's vector segments into one, without the vectors of deleted documents (tombstones), and give
