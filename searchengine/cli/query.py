@@ -93,8 +93,8 @@ def query(
         help="On an index with compressed codes (--index IVF1024,PQ32, HNSW32,SQ8, LSH ...): take this many "
         "candidates per segment from the codes and rescore them exactly from the original vectors on disk before "
         "the k best are shown (0: the codes' own scores). Exact indexes (Flat, HNSW32) ignore it.",
-        show_default=f"{DEFAULT_RESCORE}; for product quantization {PRODUCT_QUANTIZATION_RESCORE}, one per "
-        f"{VECTORS_PER_RESCORED:,} vectors of a segment past that, at most {LARGE_PRODUCT_QUANTIZATION_RESCORE:,}",
+        show_default=f"{DEFAULT_RESCORE}; for product quantization one per {VECTORS_PER_RESCORED:,} vectors of a "
+        f"segment, at least {PRODUCT_QUANTIZATION_RESCORE} and at most {LARGE_PRODUCT_QUANTIZATION_RESCORE:,}",
     ),
     precision: Precision = PrecisionOption,
     backend: Backend = BackendChoiceOption,
