@@ -63,7 +63,7 @@ from benchmarks.datasets.data_folder import DATA
 from benchmarks.harness.machine import run_record
 from benchmarks.harness.results import write_results
 from benchmarks.scale.node_loss import node_away_and_back, node_loss
-from benchmarks.scale.search_speed import BLOCK, cached_embeddings, read_wiki
+from benchmarks.scale.search_speed import BLOCK, block_path, cached_embeddings, read_wiki
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "benchmarks" / "scale" / "results" / "cluster_check.json"
@@ -78,9 +78,8 @@ def read_jsonl(path: Path) -> Iterator[dict]:
                 yield json.loads(line)
 
 
-def corpus(count: int, data: Path) -> tuple[list[Any], dict[str, str], dict[str, dict[str, int]]]:
-    """`count` documents (NFCorpus, then ArguAna, then Wikipedia sentences), NFCorpus's judged test queries whose
-    judged documents are among them, and their judgements."""
+def named_documents(count: int, data: Path) -> list[Any]:
+    """Up to `count` documents of NFCorpus's corpus, then ArguAna's, each with its own id."""
     from searchengine.indexer.tables.documents import Document
 
     documents: list[Document] = []
@@ -90,6 +89,15 @@ def corpus(count: int, data: Path) -> tuple[list[Any], dict[str, str], dict[str,
                 break
             text = f"{row.get('title', '')}. {row['text']}".strip(". ") if row.get("title") else row["text"]
             documents.append(Document(text, metadata={"source": name}, external_id=f"{name}:{row['_id']}"))
+    return documents
+
+
+def corpus(count: int, data: Path) -> tuple[list[Any], dict[str, str], dict[str, dict[str, int]]]:
+    """`count` documents (NFCorpus, then ArguAna, then Wikipedia sentences), NFCorpus's judged test queries whose
+    judged documents are among them, and their judgements."""
+    from searchengine.indexer.tables.documents import Document
+
+    documents = named_documents(count, data)
     if len(documents) < count:
         with gzip.open(data / "unsup" / "wiki_sentences.txt.gz", "rt", encoding="utf-8") as handle:
             for number, line in enumerate(islice(handle, count - len(documents))):
@@ -116,10 +124,21 @@ def document_vectors(
     """Every document's vector, encoded once and cached as .npy blocks under `cache` (search_speed's
     cached_embeddings), so both builds are given them and neither embeds: NFCorpus's and ArguAna's documents under a
     tag of their own, the Wikipedia sentences as the scale benchmarks cached them (whole blocks of BLOCK read, the
-    rows needed kept). Returns the vectors in the documents' order and what was encoded now."""
+    rows needed kept; NFCorpus's and ArguAna's too, when their whole blocks are cached already). Returns the vectors
+    in the documents' order and what was encoded now."""
     named = [document.text for document in documents if not document.external_id.startswith("wiki:")]
     wiki = [document.text for document in documents[len(named) :]]
-    named_vectors, encoding = cached_embeddings(encoder, named, cache, f"cluster-check-{encoder.precision}")
+    tag = f"cluster-check-{encoder.precision}"
+    whole = [document.text for document in named_documents(BLOCK * -(-len(named) // BLOCK), data)]
+    cached = all(
+        block_path(encoder, whole[start : start + BLOCK], start, cache, tag).is_file()
+        for start in range(0, len(whole), BLOCK)
+    )
+    if cached and whole[: len(named)] == named:  # e.g. the first 1,000 of the first cached 5,000
+        named_vectors, encoding = cached_embeddings(encoder, whole, cache, tag)
+        named_vectors = named_vectors[: len(named)]
+    else:
+        named_vectors, encoding = cached_embeddings(encoder, named, cache, tag)
     blocks = [named_vectors]
     if wiki:
         sentences = read_wiki(data, BLOCK * -(-len(wiki) // BLOCK))

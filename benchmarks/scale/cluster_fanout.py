@@ -12,14 +12,20 @@ served by `searchengine serve` on the same machine, in the same run:
 - throughput: 1 and 8 concurrent clients searching (hybrid) for a fixed time, searches/s and the ratio, against
   the cluster and against one index.
 
-One index is `searchengine serve` in a process of its own (so the clients' threads here do not share its GIL).
+The documents' vectors are encoded once and cached under --cache-dir, as cluster_check.py caches them (the 100,000
+Wikipedia sentences' as the scale benchmarks cached them), and both builds are given them, so a larger run (e.g.
+--documents 20000) builds without encoding. One index is `searchengine serve` in a process of its own (so the
+clients' threads here do not share its GIL), started as serve_load.py starts it (benchmarks/serving/serve_load.py's
+start_server: no access log, as the cluster's ingress keeps none); its own /metrics give its route's time outside
+the search, the same FastAPI code the ingress runs.
 The simulated cluster (ray.cluster_utils.Cluster, one CPU a node, workers at the driver's priority) shares this
 machine's cores with it and with the clients; on 2 cores 8 clients can at best keep both cores busy, so what they
 gain over one client is bounded by the idle time one client leaves. The last line on stdout is one JSON object; the
 same record goes to --out.
 
 Usage: .venv/bin/python benchmarks/scale/cluster_fanout.py [--documents 1000] [--shards 4] [--nodes 3] [--copies 2]
-       [--queries 40] [--seconds 15] [--model default] [--out benchmarks/scale/results/cluster_fanout.json]
+       [--queries 40] [--seconds 15] [--model default]
+       [--cache-dir ~/.cache/searchengine-bench/blocks] [--out benchmarks/scale/results/cluster_fanout.json]
 """
 
 from __future__ import annotations
@@ -28,7 +34,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -42,7 +47,18 @@ sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root
 from benchmarks.datasets.data_folder import DATA
 from benchmarks.harness.machine import run_record
 from benchmarks.harness.results import write_results
-from benchmarks.scale.cluster_check import K, corpus, free_port, post, read_jsonl
+from benchmarks.scale.cluster_check import (
+    CACHE,
+    K,
+    corpus,
+    document_vectors,
+    free_port,
+    given_chunks,
+    post,
+    read_jsonl,
+    vector_blocks,
+)
+from benchmarks.serving.serve_load import start_server
 
 ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "benchmarks" / "scale" / "results" / "cluster_fanout.json"
@@ -85,15 +101,18 @@ def timed(url: str, body: dict) -> float:
 
 
 def latencies(cluster: str, one: str, queries: list[str], mode: str) -> dict[str, Any]:
-    """Each query in `mode` to both servers, alternating which goes first: medians, and the ingress's spans and
-    handling time over the cluster's searches."""
-    spans_before, handled_before = ingress_spans().get(mode, {}), handled(cluster, mode)
+    """Each query in `mode` to both servers, alternating which goes first: medians, the ingress's spans and
+    handling time over the cluster's searches, and one index's handling time (its route outside the search is the
+    same code as the ingress's)."""
+    spans_before, handled_before, one_before = ingress_spans().get(mode, {}), handled(cluster, mode), handled(one, mode)
     times: dict[str, list[float]] = {"cluster": [], "one_index": []}
     for number, query in enumerate(queries):
         body = {"queries": [query], "k": K, "mode": mode}
         for side, url in [("cluster", cluster), ("one_index", one)][:: 1 if number % 2 else -1]:
             times[side].append(timed(url, body))
-    spans_after, handled_after = ingress_spans()[mode], handled(cluster, mode)
+    spans_after, handled_after, one_after = ingress_spans()[mode], handled(cluster, mode), handled(one, mode)
+    one_handler_s, one_requests = one_after[0] - one_before[0], one_after[1] - one_before[1]
+    one_searching_s = one_after[2] - one_before[2]
     spent = {key: spans_after[key] - spans_before.get(key, 0) for key in spans_after}
     handler_s, requests = handled_after[0] - handled_before[0], handled_after[1] - handled_before[1]
     searching_s = handled_after[2] - handled_before[2]
@@ -116,6 +135,11 @@ def latencies(cluster: str, one: str, queries: list[str], mode: str) -> dict[str
             "starting_shard_calls": round(1000 * spent["starting_s"] / searches, 2),
             "waiting_for_shards": round(1000 * spent["shards_s"] / searches, 2),
             "outside_handler": round(1000 * statistics.mean(times["cluster"]) - 1000 * handler_s / requests, 2),
+        },
+        "one_index_ms_a_query": {
+            "handler": round(1000 * one_handler_s / one_requests, 2),
+            "route_outside_reader": round(1000 * (one_handler_s - one_searching_s) / one_requests, 2),
+            "outside_handler": round(1000 * statistics.mean(times["one_index"]) - 1000 * one_handler_s / one_requests, 2),
         },
         "calls_a_search": round(spent["calls"] / searches, 2),
         "statistics_rounds_a_search": round(spent["statistics_rounds"] / searches, 2),
@@ -152,22 +176,6 @@ def throughput(url: str, queries: list[str], clients: int, seconds: float) -> di
     return {"searches_per_s": round(sum(done) / elapsed, 2), "searches": sum(done), "failed": sum(failed)}
 
 
-def one_index_process(path: Path, port: int) -> subprocess.Popen:
-    """`searchengine serve` over the one index, in a process of its own, once it answers /health."""
-    command = [sys.executable, "-m", "searchengine", "serve", "-d", str(path), "--port", str(port),
-               "--precision", "fp32"]  # fmt: skip
-    server = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        try:
-            post(f"http://127.0.0.1:{port}/health", None, method="GET", timeout=5)
-            return server
-        except OSError:
-            time.sleep(0.5)
-    server.kill()
-    raise RuntimeError("searchengine serve did not answer /health within 180 s")
-
-
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--documents", type=int, default=1000)
@@ -179,6 +187,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--model", default="default")
     parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--cache-dir", type=Path, default=CACHE, help="Where the documents' vectors are cached.")
     parser.add_argument("--out", type=Path, default=OUT, help="Where the JSON record goes ('-': nowhere).")
     args = parser.parse_args(argv)
     load_before = os.getloadavg()
@@ -191,18 +200,21 @@ def main(argv: list[str] | None = None) -> None:
     from benchmarks.scale.simulated_nodes import simulated_cluster
     from searchengine.cluster import ClusterBuildSettings, build_cluster
     from searchengine.encoding.encoder import Encoder
-    from searchengine.engine.indexing import IndexSettings, build_index, document_chunks
+    from searchengine.engine.indexing import IndexSettings, build_index
     from searchengine.server.cluster.serve_app import serve_cluster
 
     documents, _, _ = corpus(args.documents, args.data)
+    options = {"precision": "fp32"}
+    encoder = Encoder(args.model, **options)
+    vectors, encoding = document_vectors(documents, encoder, args.data, args.cache_dir)
     every_query = [row["text"] for row in read_jsonl(args.data / "retrieval" / "nfcorpus" / "queries.jsonl")]
     groups = {mode: every_query[n * args.queries : (n + 1) * args.queries] for n, mode in enumerate(MODES)}
     warm = [document.text[:100] for document in documents[:6]]
-    options = {"precision": "fp32"}
     names = ["head", *(f"n{number}" for number in range(1, args.nodes))]
     record: dict[str, Any] = {"documents": len(documents), "shards": args.shards, "nodes": args.nodes,
                               "copies": args.copies, "queries": args.queries, "clients": args.clients,
-                              "seconds": args.seconds, "cpus": os.cpu_count()}  # fmt: skip
+                              "seconds": args.seconds, "cpus": os.cpu_count(),
+                              "encoding": {**encoding, "left_out_of_builds": True}}  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="cluster-fanout-") as scratch:
         folder = Path(scratch)
         cluster, _ = simulated_cluster(names, {"worker_niceness": 0})
@@ -212,18 +224,16 @@ def main(argv: list[str] | None = None) -> None:
                 shards=args.shards, copies=args.copies, model=args.model, local_root=str(folder / "nodes"),
                 encoder_options=options, nodes=names, workers=1,
             )  # fmt: skip
-            index, _ = build_cluster(folder / "cluster.json", documents, settings)
+            index, _ = build_cluster(folder / "cluster.json", documents, settings, vectors=vector_blocks(vectors))
             for states in index.copies:  # the build's actors go: the Serve deployments open the copies
                 for state in states:
                     ray.kill(state.handle)
             build_index(
-                IndexDirectory(folder / "one"), document_chunks(documents), Encoder(args.model, **options),
+                IndexDirectory(folder / "one"), given_chunks(documents, vectors), encoder,
                 IndexSettings(index_type="Flat", passages=False), total=len(documents),
             )  # fmt: skip
             url = serve_cluster(folder / "cluster.json", port=free_port(), heal_every_s=3600.0)
-            port = free_port()
-            one_server = one_index_process(folder / "one", port)
-            one = f"http://127.0.0.1:{port}"
+            one_server, one = start_server(folder / "one", folder / "one-server.log", ["--precision", "fp32"])
             for mode in MODES:  # warm both, with words no timed query is built from
                 for query in warm:
                     timed(url, {"queries": [query], "k": K, "mode": mode})

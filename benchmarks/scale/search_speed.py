@@ -124,6 +124,13 @@ def read_stsb_test(data: Path, pairs: int | None) -> tuple[list[str], list[str],
     return [r[1].strip() for r in rows], [r[2].strip() for r in rows], np.array([float(r[0]) for r in rows])
 
 
+def block_path(encoder: Encoder, block: Sequence[str], start: int, cache_dir: Path, tag: str) -> Path:
+    """Where cached_embeddings keeps the vectors of `block`, the texts from position `start` on: a key made of the
+    model fingerprint, the block's position and a hash of its texts."""
+    digest = hashlib.sha1("\n".join(block).encode("utf-8")).hexdigest()[:12]
+    return cache_dir / f"{tag}-{encoder.fingerprint[:12]}-{start}-{start + len(block)}-{digest}.npy"
+
+
 def cached_embeddings(encoder: Encoder, texts: Sequence[str], cache_dir: Path, tag: str) -> tuple[np.ndarray, dict]:
     """Encoder output for `texts`, block by block; each block is cached as .npy under a key made of the model
     fingerprint, the block's position and a hash of its texts. Returns the vectors and what was encoded now."""
@@ -131,8 +138,7 @@ def cached_embeddings(encoder: Encoder, texts: Sequence[str], cache_dir: Path, t
     blocks, encoded, seconds = [], 0, 0.0
     for start in range(0, len(texts), BLOCK):
         block = list(texts[start : start + BLOCK])
-        digest = hashlib.sha1("\n".join(block).encode("utf-8")).hexdigest()[:12]
-        path = cache_dir / f"{tag}-{encoder.fingerprint[:12]}-{start}-{start + len(block)}-{digest}.npy"
+        path = block_path(encoder, block, start, cache_dir, tag)
         if path.is_file():
             blocks.append(np.load(path))
             continue

@@ -54,21 +54,25 @@ def merged_ranking(
     searchable: int,
 ) -> list[tuple[int, Scored]]:
     """One query's ranking over the shards that answered (`answers`, by shard), as (shard, Scored with the
-    shard's own id) best first."""
-    dense: list[tuple[int, float]] = []
-    keyword: list[tuple[int, float]] = []
-    spans, cosines, bm25 = {}, {}, {}
-    for shard, answer in answers.items():
-        dense += [(global_id(doc, shard, shards), score) for doc, score in answer.dense]
-        keyword += [(global_id(doc, shard, shards), score) for doc, score in answer.keyword]
-        spans.update((global_id(doc, shard, shards), span) for doc, span in answer.spans.items())
-        cosines.update((global_id(doc, shard, shards), score) for doc, score in answer.cosines.items())
-        bm25.update((global_id(doc, shard, shards), score) for doc, score in answer.bm25.items())
+    shard's own id) best first. Only each side's (id, score) lists are joined; a hit's span and its score on the
+    side that did not find it are read from its own shard's answer, for the k kept alone."""
+    dense = [(global_id(doc, shard, shards), score) for shard, answer in answers.items() for doc, score in answer.dense]
+    keyword = [
+        (global_id(doc, shard, shards), score) for shard, answer in answers.items() for doc, score in answer.keyword
+    ]
     dense.sort(key=lambda item: (-item[1], item[0]))
     keyword.sort(key=lambda item: (-item[1], item[0]))
     bound = plan.bound if plan is not None else 0.0
+
+    def shard_answer(doc: int) -> tuple[ShardCandidates, int]:
+        """The answer of `doc`'s shard and `doc`'s id there (shard_of_id)."""
+        return answers[doc % shards], doc // shards
+
     if sides == ("dense",):
-        ranked = [Scored(doc, score, ("dense",), dense_score=score, span=spans.get(doc)) for doc, score in dense[:k]]
+        ranked = [
+            Scored(doc, score, ("dense",), dense_score=score, span=answers[doc % shards].spans.get(doc // shards))
+            for doc, score in dense[:k]
+        ]
     elif sides == ("keyword",):
         shares = bounded_keyword(keyword[:k], bound if keyword else 0.0)
         ranked = [Scored(doc, shares[doc], ("keyword",), keyword_score=score) for doc, score in keyword[:k]]
@@ -79,17 +83,19 @@ def merged_ranking(
         keyword_found = dict(keyword_side)
         side_bound = bound if keyword_side and fusion.method == "bounded" else 0.0
         fused = fuse(list(dense_side.items()), keyword_side, fusion, side_bound)[:k]
-        ranked = [
-            Scored(
-                doc,
-                score,
-                tuple(side for side, found in (("dense", dense_side), ("keyword", keyword_found)) if doc in found),
-                dense_score=dense_side.get(doc, cosines.get(doc)),
-                keyword_score=keyword_found.get(doc, bm25.get(doc, 0.0)),
-                span=spans.get(doc) if doc in dense_side else None,
+        ranked = []
+        for doc, score in fused:
+            answer, local = shard_answer(doc)
+            ranked.append(
+                Scored(
+                    doc,
+                    score,
+                    tuple(side for side, found in (("dense", dense_side), ("keyword", keyword_found)) if doc in found),
+                    dense_score=dense_side.get(doc, answer.cosines.get(local)),
+                    keyword_score=keyword_found.get(doc, answer.bm25.get(local, 0.0)),
+                    span=answer.spans.get(local) if doc in dense_side else None,
+                )
             )
-            for doc, score in fused
-        ]
     return [(doc.id % shards, _local(doc, shards)) for doc in ranked]
 
 

@@ -33,6 +33,10 @@ SEARCH_CALLS = frozenset({"statistics", "candidates", "hits", "described", "ids_
 """The calls of a search (and of /info), which another copy of the shard can answer instead."""
 SEARCH_TIMEOUT_S = 10.0
 """Seconds a search's call to one copy may take before the shard's next copy is asked."""
+CALLER_ENV = {"RAY_SERVE_REPLICA_GRPC_MAX_MESSAGE_LENGTH": str(2**31 - 1)}
+"""The environment of the process that makes ServeCalls (the ingress replica): a reply that comes by value (gRPC)
+may be as large as gRPC allows (2 GiB), not Serve's default 4 MiB, which one batch of many queries with a large k
+(up to 256 x 1,000 hits with their texts) would pass."""
 WRITE_TIMEOUT_S = 30.0
 """Seconds a write may take on one copy before that copy counts as failed (heal catches it up): a write reaches its
 copies already embedded, so storing even the most documents one request may send takes far less."""
@@ -90,15 +94,34 @@ class ServeCalls:
     A call to a replica whose node was lost waits for a replica Serve cannot start (the node's resource is gone),
     so a search's calls wait at most `search_timeout_s`, after which the copy counts as failed and the shard's next
     copy is asked, and a write's at most `write_timeout_s`: a lost node costs the requests in flight seconds, not a
-    failure."""
+    failure.
 
-    def __init__(self, search_timeout_s: float = SEARCH_TIMEOUT_S, write_timeout_s: float = WRITE_TIMEOUT_S) -> None:
+    With `by_value` (the default), a search's calls (SEARCH_CALLS) go by value, over the gRPC channel Serve keeps
+    between replicas (the handle option `_by_reference=False`): their arguments and results are small (a query's
+    vector and words, a shard's candidates), and each call skips the Ray task, the object store and the streamed
+    reply a call by reference makes. Writes and the copying of a copy's files stay by reference, so a call's result
+    passed to another call goes from copy to copy, not through the ingress."""
+
+    def __init__(
+        self,
+        search_timeout_s: float = SEARCH_TIMEOUT_S,
+        write_timeout_s: float = WRITE_TIMEOUT_S,
+        *,
+        by_value: bool = True,
+    ) -> None:
         self.search_timeout_s = search_timeout_s
         self.write_timeout_s = write_timeout_s
+        self.by_value = by_value
         self._methods: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+        self._callers: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
     def start(self, handle: Any, method: str, *args: Any) -> Any:  # noqa: ANN401 (a handle, a DeploymentResponse)
-        pending = handle.call.remote(method, *args)
+        callers = self._callers.get(handle)
+        if callers is None:  # made once per copy, not at every call (each options() copies the handle)
+            by_reference = handle.options(method_name="call")
+            by_value = handle.options(method_name="call", _by_reference=False) if self.by_value else by_reference
+            callers = self._callers[handle] = (by_reference, by_value)
+        pending = callers[method in SEARCH_CALLS].remote(method, *args)
         self._methods[pending] = method
         return pending
 

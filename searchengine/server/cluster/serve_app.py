@@ -59,7 +59,7 @@ def serve_cluster(
 
     from searchengine.cluster.manifest import read_manifest
     from searchengine.cluster.placement import live_nodes, node_resource
-    from searchengine.server.cluster.copy_deployments import SERVE_LOGGING, start_copy_deployments
+    from searchengine.server.cluster.copy_deployments import CALLER_ENV, SERVE_LOGGING, start_copy_deployments
     from searchengine.server.cluster.ingress import HEAL_EVERY_S, ClusterIngress
 
     path = Path(manifest_path).resolve()
@@ -74,7 +74,7 @@ def serve_cluster(
         [(place, shard) for place, shard in copies if place.node in nodes], manifest.local_root, logging=logging
     )
     node = ingress_node or _own_node_name(nodes)
-    options: dict[str, Any] = {"num_cpus": 0}
+    options: dict[str, Any] = {"num_cpus": 0, "runtime_env": {"env_vars": CALLER_ENV}}
     if node is not None:
         if node not in nodes:
             raise ClusterError(f"node {node} is not in the Ray cluster: name a live node for the ingress")

@@ -1,7 +1,8 @@
 """benchmarks/scale/cluster_fanout.py small (120 real documents, the tiny test model, a two-node simulated Ray
 cluster, one copy a shard), so the fan-out benchmark cannot rot: its last line is one JSON object with every mode's
-p50 against one index, the ingress's own work apart from the encoding and the shards' wait, and both sides'
-searches/s with 1 and 2 clients; and a repeated keyword or hybrid query skips the statistics round."""
+p50 against one index, the ingress's own work apart from the encoding and the shards' wait, one index's handling
+time, and both sides' searches/s with 1 and 2 clients; and a repeated keyword or hybrid query skips the statistics
+round. The documents are encoded once, into a cache folder of the test's own, and both builds are given them."""
 
 from __future__ import annotations
 
@@ -26,12 +27,14 @@ def test_the_fanout_benchmark_runs_small(tmp_path: Path, tiny_model: Path) -> No
             sys.executable, str(REPOSITORY / "benchmarks" / "scale" / "cluster_fanout.py"),
             "--documents", "120", "--shards", "2", "--nodes", "2", "--copies", "1", "--model", str(tiny_model),
             "--queries", "3", "--seconds", "1", "--clients", "2", "--out", str(tmp_path / "out.json"),
+            "--cache-dir", str(tmp_path / "vectors"),
         ],
         capture_output=True, text=True, timeout=420, cwd=REPOSITORY,
     )  # fmt: skip
     assert completed.returncode == 0, completed.stderr[-3000:]
     result = json.loads(completed.stdout.strip().splitlines()[-1])
     assert result == json.loads((tmp_path / "out.json").read_text(encoding="utf-8"))
+    assert result["encoding"]["encoded_now"] == 120 and result["encoding"]["left_out_of_builds"]
     for mode in ("dense", "keyword", "hybrid"):
         for run in ("new", "seen"):
             measured = result["latency"][mode][run]
@@ -39,6 +42,7 @@ def test_the_fanout_benchmark_runs_small(tmp_path: Path, tiny_model: Path) -> No
             ingress = measured["ingress_ms_a_query"]
             assert ingress["handler"] > 0 and ingress["waiting_for_shards"] > 0
             assert ingress["encode"] > 0 if mode != "keyword" else ingress["encode"] == 0
+            assert measured["one_index_ms_a_query"]["handler"] > 0
         assert result["latency"][mode]["seen"]["calls_a_search"] == 2, "one round of calls to the 2 shards"
         assert result["latency"][mode]["seen"]["statistics_rounds_a_search"] == 0
     for side in ("cluster", "one_index"):

@@ -185,6 +185,21 @@ def test_routed_writes_are_searchable_and_status_shows_no_lag(served: dict) -> N
     assert all(copy["lag"] == 0 and copy["serving"] for shard in status["shards"] for copy in shard["copies"])
 
 
+def test_a_shard_answer_over_grpcs_default_4_mib_comes_back_whole(served: dict) -> None:
+    # A search's calls to the copies come back by value (gRPC), whose default limit is 4 MiB a reply: one document
+    # of 5 MiB, sent with its shard's candidates, must reach the ingress (CALLER_ENV), not fail the shard's copies.
+    url = served["url"]
+    text = " ".join(WORDS[number % len(WORDS)] for number in range(1_100_000)) + " quokka"
+    assert len(text) > 5 * 2**20
+    send(url + "/documents", {"documents": [{"id": "huge", "text": text}], "id_field": "id"})
+    try:
+        answer = get(url + "/search?q=quokka&k=1&mode=keyword")
+        assert answer["shards"] == {"asked": SHARDS, "answered": SHARDS, "partial": False}
+        assert [hit["external_id"] for hit in answer["hits"]] == ["huge"]
+    finally:
+        send(url + "/documents/huge?external=true", None, method="DELETE")
+
+
 def test_a_lost_node_fails_no_search_and_loses_no_acknowledged_write(served: dict) -> None:
     url = served["url"]
     served["cluster"].remove_node(served["nodes"]["a"])
