@@ -33,8 +33,9 @@ The interface (names kept stable for the Ray Serve front end):
 
 How copies are reached: `ShardCopy` (shard_copy.py) is a plain class over an IndexReader and the index's writes, so
 it is a Ray actor (`ray.remote(ShardCopy)`, copy_actors.start_copy_actor) or the body of a Ray Serve deployment.
-ClusterIndex calls copies only through a `CopyCalls` (copy_calls.py: `start(handle, method, *args)` and
-`finish(pending, timeout)`; ActorCalls for actor handles) and starts them through a `CopyStarter` (`(place, shard,
+ClusterIndex calls copies only through a `CopyCalls` (copy_calls.py: `start(handle, method, *args)`,
+`finish(pending, timeout)`, `timeout(method)`, `waitable(pending)` and `cancel(pending)`; ActorCalls for actor
+handles; a search's reads are hedged over a shard's copies, shard_rounds.py) and starts them through a `CopyStarter` (`(place, shard,
 local_root) -> handle`), so a Serve front end passes its own pair. A copy refuses (CopyFolderError) a folder that
 is not under its own node's root. Nodes are named by a `searchengine_node_<name>` resource where they declare one
 (placement.py), so a node that comes back finds its copies.

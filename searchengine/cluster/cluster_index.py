@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from searchengine.cluster.call_latencies import CallLatencies
 from searchengine.cluster.copy_actors import CopyStarter, start_copy_actor
 from searchengine.cluster.copy_calls import ActorCalls, CopyCalls, copy_failed
 from searchengine.cluster.copy_upkeep import CopyState, CopyUpkeep
@@ -25,6 +26,7 @@ from searchengine.cluster.placement import live_nodes
 from searchengine.cluster.query_spans import QuerySpans, SearchSpan
 from searchengine.cluster.routed_writes import RoutedWrites
 from searchengine.cluster.routing import global_id
+from searchengine.cluster.shard_rounds import ShardRounds
 from searchengine.cluster.shard_search import ShardQuery
 from searchengine.cluster.statistics_cache import StatisticsCache
 from searchengine.engine.filters import Filters
@@ -71,10 +73,10 @@ def scored_hit(document: Hit, scored: Scored) -> Hit:
     )
 
 
-class ClusterIndex(CopyUpkeep, RoutedWrites):
+class ClusterIndex(CopyUpkeep, RoutedWrites, ShardRounds):
     """The cluster index of `manifest` (read from `path`), its copies `copies[shard]` called through `calls`; its
     status and the repair of its copies come from CopyUpkeep (copy_upkeep.py), its writes from RoutedWrites
-    (routed_writes.py)."""
+    (routed_writes.py), its hedged rounds of reads over the shards from ShardRounds (shard_rounds.py)."""
 
     def __init__(
         self,
@@ -93,6 +95,8 @@ class ClusterIndex(CopyUpkeep, RoutedWrites):
         self._encoder = encoder
         self._locks = [threading.Lock() for _ in range(manifest.shards)]
         self._turn = 0
+        self.latencies = CallLatencies()
+        """Each shard's recent call latencies, which say when a call is late and another copy is asked too."""
         self.spans = QuerySpans()
         """Where this process's searches spent their time, by mode (query_spans.py)."""
         self.kept_statistics = StatisticsCache() if keep_statistics else None
@@ -351,103 +355,6 @@ class ClusterIndex(CopyUpkeep, RoutedWrites):
         wanted = set(per_shard if per_shard is not None else range(self.shards) if shards is None else shards)
         order = {shard: copies for shard, copies in self._copy_order().items() if shard in wanted}
         return self._round(order, method, *args, per_shard=per_shard)
-
-    def _copy_order(self) -> dict[int, list[CopyState]]:
-        """Each shard's serving copies in the order to ask them: turn by turn, so searches spread over copies."""
-        self._turn += 1
-        order = {}
-        for shard, states in enumerate(self.copies):
-            serving = [state for state in states if state.serving and state.handle is not None]
-            if serving:
-                turn = self._turn % len(serving)
-                order[shard] = serving[turn:] + serving[:turn]
-        return order
-
-    @staticmethod
-    def _prefer(
-        order: dict[int, list[CopyState]], answered: dict[int, tuple[CopyState, Any]]
-    ) -> dict[int, list[CopyState]]:
-        """`order` with the copy that answered the last round first, so one search reads one snapshot per shard
-        where it can."""
-        preferred = {}
-        for shard, states in order.items():
-            if shard in answered:
-                first = answered[shard][0]
-                preferred[shard] = [first] + [state for state in states if state is not first]
-        return preferred
-
-    def _round(
-        self,
-        order: dict[int, list[CopyState]],
-        method: str,
-        *args: Any,  # noqa: ANN401
-        per_shard: dict[int, Any] | None = None,
-        span: SearchSpan | None = None,
-    ) -> dict[int, tuple[CopyState, Any]]:
-        """Ask one copy of every shard in `order` `method(*args)` (or `method(per_shard[shard])`), all at once; a
-        copy that fails is marked not serving and the shard's next copy is asked. Returns (copy, result) by shard,
-        for the shards that answered; the wait and the calls are counted in `span`."""
-        pending = self._start_round(order, method, *args, per_shard=per_shard, span=span)
-        return self._finish_round(order, pending, method, *args, per_shard=per_shard, span=span)
-
-    def _start_round(
-        self,
-        order: dict[int, list[CopyState]],
-        method: str,
-        *args: Any,  # noqa: ANN401
-        per_shard: dict[int, Any] | None = None,
-        span: SearchSpan | None = None,
-    ) -> dict[int, tuple[int, Any]]:
-        """`_round`'s calls to the first copy of every shard, started (the caller may work while they run); the
-        time taken to start them is counted in `span`."""
-        since = time.perf_counter()
-        started = {
-            shard: (
-                0,
-                self.calls.start(states[0].handle, method, *(args if per_shard is None else (per_shard[shard],))),
-            )
-            for shard, states in order.items()
-            if states
-        }
-        if span is not None:
-            span.starting(since)
-        return started
-
-    def _finish_round(
-        self,
-        order: dict[int, list[CopyState]],
-        pending: dict[int, tuple[int, Any]],
-        method: str,
-        *args: Any,  # noqa: ANN401
-        per_shard: dict[int, Any] | None = None,
-        span: SearchSpan | None = None,
-    ) -> dict[int, tuple[CopyState, Any]]:
-        """The results of `_start_round`'s calls, failing over as `_round` says; the time waited for them and the
-        calls made are counted in `span`."""
-        pending = dict(pending)
-        results: dict[int, tuple[CopyState, Any]] = {}
-        if span is not None:
-            span.calls += len(pending)
-        while pending:
-            shard, (position, call) = pending.popitem()
-            state = order[shard][position]
-            since = time.perf_counter()
-            try:
-                results[shard] = (state, self.calls.finish(call))
-            except Exception as error:
-                if not copy_failed(error):
-                    raise
-                state.serving = False
-                if position + 1 < len(order[shard]):
-                    following = order[shard][position + 1]
-                    call_args = args if per_shard is None else (per_shard[shard],)
-                    pending[shard] = (position + 1, self.calls.start(following.handle, method, *call_args))
-                    if span is not None:
-                        span.calls += 1
-            finally:
-                if span is not None:
-                    span.waiting(since)
-        return results
 
     def documents(self, where: Filters, *, all_shards: bool = False) -> tuple[list[Document], ClusterAnswer]:
         """The stored documents that meet every filter, shard by shard (each in its index order), without a query,

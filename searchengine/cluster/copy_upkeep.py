@@ -50,12 +50,14 @@ class CopyUpkeep:
             copies = []
             for state in states:
                 entry: dict[str, Any] = {"node": state.place.node, "folder": state.place.folder, "live": False}
-                if state.handle is not None:
+                if state.handle is not None and state.place.node in nodes:  # a lost node's copy is not called
                     try:
                         entry.update(self.calls.finish(self.calls.start(state.handle, "status"), timeout=10.0))
                         entry["live"] = True
                     except Exception:  # noqa: BLE001 (a copy that does not answer is reported as not live)
                         state.serving = False
+                elif state.place.node not in nodes:
+                    state.serving = False
                 entry["serving"] = state.serving
                 entry["lag"] = self.sequences[shard] - entry.get("sequence", state.sequence)
                 copies.append(entry)
@@ -76,10 +78,16 @@ class CopyUpkeep:
         node; one whose node is gone is rebuilt on the live node with fewest copies (not one holding the shard
         already, where there is another); a copy behind its shard installs a live copy's committed files, sent
         through Ray, under the shard's write lock (a copy starts without it: writes go on to the serving copies).
-        The manifest is rewritten when a copy moved. Returns what was done, one line each."""
+        First of all, every copy on a node Ray no longer lists as alive stops serving, without being called (a call
+        to it may wait for its timeout). The manifest is rewritten when a copy moved. Returns what was done, one
+        line each."""
         done: list[str] = []
         nodes = live_nodes()
         moved = False
+        for states in self.copies:  # first, at once: a search waiting on such a copy asks another now
+            for state in states:
+                if state.place.node not in nodes:
+                    state.serving = False  # its node is gone (Ray declared it dead): rebuilt below
         for shard, states in enumerate(self.copies):
             with self._locks[shard]:
                 source = self._live_source(states)
@@ -167,7 +175,7 @@ class CopyUpkeep:
         return next((state for state in states if state.serving and self._answers(state)), None)
 
     def _answers(self, state: CopyState) -> bool:
-        if state.handle is None:
+        if state.handle is None or state.place.node not in live_nodes():
             return False
         try:
             state.sequence = self.calls.finish(self.calls.start(state.handle, "sequence"), timeout=10.0)

@@ -8,11 +8,13 @@ agent (`ray metrics launch-prometheus`, or the dashboard's Grafana)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
+import threading
 import time
 import weakref
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from searchengine.cluster.copy_calls import CALL_TIMEOUT, copy_failed
@@ -32,7 +34,9 @@ COPY_APP_PREFIX = "searchengine-copy-"
 SEARCH_CALLS = frozenset({"statistics", "candidates", "hits", "described", "ids_of"})
 """The calls of a search (and of /info), which another copy of the shard can answer instead."""
 SEARCH_TIMEOUT_S = 10.0
-"""Seconds a search's call to one copy may take before the shard's next copy is asked."""
+"""Seconds a search's call to one copy may take before that copy counts as failed (it stops serving until heal
+brings it back). The shard's other copy is asked much sooner, once the call is late for its shard (shard_rounds.py's
+hedge), so this bounds only a search whose shard has no other copy to ask."""
 CALLER_ENV = {"RAY_SERVE_REPLICA_GRPC_MAX_MESSAGE_LENGTH": str(2**31 - 1)}
 """The environment of the process that makes ServeCalls (the ingress replica): a reply that comes by value (gRPC)
 may be as large as gRPC allows (2 GiB), not Serve's default 4 MiB, which one batch of many queries with a large k
@@ -91,10 +95,12 @@ class CopyDeployment:
 class ServeCalls:
     """The cluster's CopyCalls (searchengine.cluster.copy_calls) over Serve deployment handles.
 
-    A call to a replica whose node was lost waits for a replica Serve cannot start (the node's resource is gone),
-    so a search's calls wait at most `search_timeout_s`, after which the copy counts as failed and the shard's next
-    copy is asked, and a write's at most `write_timeout_s`: a lost node costs the requests in flight seconds, not a
-    failure.
+    A call to a replica whose node was lost never fails by itself: Serve's router retries a request its replica did
+    not accept on another replica of the deployment, and a copy's deployment has one, which Serve cannot start again
+    while its node (and so the node's resource) is gone, so the request waits for a replica that never comes. A
+    search's calls therefore count as failed after `search_timeout_s` and a write's after `write_timeout_s`; a search
+    asks another copy of a slow shard well before that (ClusterIndex's hedged rounds, shard_rounds.py), and gives up
+    on a copy as soon as heal finds its node gone.
 
     With `by_value` (the default), a search's calls (SEARCH_CALLS) go by value, over the gRPC channel Serve keeps
     between replicas (the handle option `_by_reference=False`): their arguments and results are small (a query's
@@ -114,6 +120,8 @@ class ServeCalls:
         self.by_value = by_value
         self._methods: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
         self._callers: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_lock = threading.Lock()
 
     def start(self, handle: Any, method: str, *args: Any) -> Any:  # noqa: ANN401 (a handle, a DeploymentResponse)
         callers = self._callers.get(handle)
@@ -126,17 +134,40 @@ class ServeCalls:
         return pending
 
     def finish(self, pending: Any, timeout: float = CALL_TIMEOUT) -> Any:  # noqa: ANN401
-        method = self._methods.get(pending)
-        if method in SEARCH_CALLS:
-            timeout = min(timeout, self.search_timeout_s)
-        elif method == "apply":
-            timeout = min(timeout, self.write_timeout_s)
+        method = self._methods.get(pending, "")
+        if method in SEARCH_CALLS or method == "apply":
+            timeout = min(timeout, self.timeout(method))
         try:
             return pending.result(timeout_s=timeout)
         except Exception as error:
             if copy_failed(error):  # the cluster stops asking that copy until heal brings it back: say why
                 log.warning("a shard copy's call failed: %s", f"{type(error).__name__}: {error}".splitlines()[0])
             raise
+
+    def timeout(self, method: str) -> float:
+        if method in SEARCH_CALLS:
+            return self.search_timeout_s
+        return self.write_timeout_s if method == "apply" else CALL_TIMEOUT
+
+    def waitable(self, pending: Any) -> Future:  # noqa: ANN401
+        """The response awaited on this process's waiting loop (a thread of its own): a DeploymentResponse has no
+        future of its own to wait on beside others, and `.result()` waits for one response only."""
+        return asyncio.run_coroutine_threadsafe(_awaited(pending), self._waiting_loop())
+
+    def cancel(self, pending: Any) -> None:  # noqa: ANN401
+        with contextlib.suppress(Exception):  # answered already, or its replica gone: nothing left to stop
+            pending.cancel()
+
+    def _waiting_loop(self) -> asyncio.AbstractEventLoop:
+        with self._loop_lock:
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+                threading.Thread(target=self._loop.run_forever, name="copy-calls", daemon=True).start()
+            return self._loop
+
+
+async def _awaited(pending: Any) -> Any:  # noqa: ANN401 (what the copy's call returns)
+    return await pending
 
 
 def copy_app_name(place: CopyPlace, shard: int) -> str:

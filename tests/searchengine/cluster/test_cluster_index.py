@@ -6,6 +6,9 @@ a node removed. The tests run in order on one cluster and one cluster index, eac
 from __future__ import annotations
 
 import itertools
+import os
+import signal
+import time
 from collections import Counter
 from dataclasses import replace
 from pathlib import Path
@@ -26,7 +29,9 @@ from searchengine.cluster import (
     ShardsUnavailableError,
     build_cluster,
 )
+from searchengine.cluster.call_latencies import LATENCY_SAMPLES_NEEDED
 from searchengine.cluster.cluster_build import remove_build
+from searchengine.cluster.copy_calls import CALL_TIMEOUT
 from searchengine.cluster.manifest import read_manifest
 from searchengine.cluster.routing import shard_of
 from searchengine.cluster.statistics_cache import StatisticsCache
@@ -350,6 +355,34 @@ def test_a_copy_lost_at_each_step_of_a_query_is_replaced_by_its_other_copy(built
     assert partial.missing == (2,) and partial.answered == SHARDS - 1
     assert all(shard_of(hit.external_id, SHARDS) != 2 for hits in partial.hits for hit in hits)
     index.heal()
+
+
+def test_a_stalled_copy_is_hedged_by_its_other_copy_and_keeps_serving(built: dict) -> None:
+    """A copy whose process stops (SIGSTOP: a node that hangs, a long pause) answers nothing and fails nothing: the
+    search asks the shard's other copy once the call is late for its shard, takes that answer, and returns long
+    before the call's timeout (an actor call's CALL_TIMEOUT, 60 s, which it waited out before)."""
+    index = built["index"]
+    expected = index.search_batch(QUERIES, 10, mode="hybrid")
+    for _ in range(LATENCY_SAMPLES_NEEDED):  # each shard's calls measured: the hedge delay is their own
+        index.search_batch(QUERIES, 10, mode="hybrid")
+    order = index._copy_order()  # the copy the next search asks first, for each shard
+    index._turn -= 1
+    stalled = order[2][0]
+    process = ray.get(stalled.handle.__ray_call__.remote(lambda copy: os.getpid()))
+    os.kill(process, signal.SIGSTOP)
+    try:
+        started = time.perf_counter()
+        answer = index.search_batch(QUERIES, 10, mode="hybrid")
+        took = time.perf_counter() - started
+    finally:
+        os.kill(process, signal.SIGCONT)
+    assert not answer.partial
+    assert [[(h.external_id, round(h.score, 5)) for h in hits] for hits in answer.hits] == [
+        [(h.external_id, round(h.score, 5)) for h in hits] for hits in expected.hits
+    ]
+    assert took < CALL_TIMEOUT / 10, f"the stalled copy was waited for: {took:.1f} s"
+    assert stalled.serving, "late is not failed: the copy serves again once it answers"
+    assert ray.get(stalled.handle.sequence.remote(), timeout=30) == index.sequences[2]
 
 
 @pytest.mark.parametrize("step", ["before-commit", "after-commit"])

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import socket
+import threading
+import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from searchengine.cli import app as cli
+from searchengine.cluster.call_latencies import LATENCY_SAMPLES_NEEDED
 from searchengine.engine.index_reader import IndexReader
 from tests.conftest import WORDS
 
@@ -25,6 +28,9 @@ SHARDS = 2
 FAST_NODE_DEATH = {"health_check_period_ms": 1000, "health_check_failure_threshold": 3}
 """Ray declares a lost node dead after about 3 s (its default takes about 15 s)."""
 QUERIES = ["the cat sat on the mat", "stock market price fell", "rain and snow in the cold city"]
+SEARCHING_AFTER_LOSS_S = 5.0
+"""Seconds the searches go on after the node's removal: past Ray's declaring it dead (FAST_NODE_DEATH) and the
+ingress's next heal (every 2 s here), which stops its copies serving."""
 
 
 def corpus(count: int) -> list[Any]:
@@ -201,8 +207,46 @@ def test_a_shard_answer_over_grpcs_default_4_mib_comes_back_whole(served: dict) 
 
 
 def test_a_lost_node_fails_no_search_and_loses_no_acknowledged_write(served: dict) -> None:
+    """Searches in flight when the node goes, and those just after, answer whole and as before, each well within
+    the search timeout (a call to the lost node's copy never fails by itself: it waited the whole timeout before
+    the shard's other copy was asked); then writes go on and none is lost."""
+    from searchengine.server.cluster.copy_deployments import SEARCH_TIMEOUT_S
+
     url = served["url"]
+    body = {"queries": QUERIES, "k": 5, "mode": "hybrid"}
+    expected = [[hit["external_id"] for hit in answer["hits"]] for answer in send(url + "/search", body)["results"]]
+    for _ in range(LATENCY_SAMPLES_NEEDED):  # each shard's calls measured: the hedge delay is their own
+        send(url + "/search", body)
+    timed: list[tuple[float, float, Any]] = []  # (started, seconds, the answers or None: failed)
+    stop = threading.Event()
+
+    def search_until_stopped() -> None:
+        while not stop.is_set():
+            started = time.perf_counter()
+            try:
+                answers = send(url + "/search", body)["results"]
+            except Exception:  # noqa: BLE001 (counted: none may fail)
+                answers = None
+            timed.append((started, time.perf_counter() - started, answers))
+
+    searchers = [threading.Thread(target=search_until_stopped) for _ in range(2)]  # the ingress's 2 readers
+    for searcher in searchers:
+        searcher.start()
+    time.sleep(0.5)
+    removed = time.perf_counter()
     served["cluster"].remove_node(served["nodes"]["a"])
+    time.sleep(SEARCHING_AFTER_LOSS_S)
+    stop.set()
+    for searcher in searchers:
+        searcher.join()
+    around = [(started, seconds, answers) for started, seconds, answers in timed if started + seconds >= removed]
+    assert any(started < removed for started, _, _ in around), "a search was in flight when the node went"
+    assert all(answers is not None for _, _, answers in around), "no search failed"
+    for _, _, answers in around:
+        assert all(answer["shards"]["answered"] == SHARDS for answer in answers)
+        assert [[hit["external_id"] for hit in answer["hits"]] for answer in answers] == expected
+    slowest = max(seconds for _, seconds, _ in around)
+    assert slowest < SEARCH_TIMEOUT_S / 2, f"a search waited {slowest:.1f} s for the lost node's copy"
     failed, written = 0, []
     for number in range(6):
         try:
