@@ -96,8 +96,9 @@ def open_session(path: Path, threads: int | None) -> Any:  # noqa: ANN401 (an on
         export_sha256 = file_sha256(path)
     except OSError:
         export_sha256 = None  # ONNX Runtime's own error below names the problem
-    folder = copy_folder(split_copies_directory(), path, onnxruntime.__version__)
-    graph = valid_copy(folder, export_sha256, onnxruntime.__version__) if export_sha256 else None
+    version = onnxruntime.__version__
+    folder = copy_folder(split_copies_directory(), path, export_sha256, version) if export_sha256 else None
+    graph = valid_copy(folder, export_sha256, version) if folder and export_sha256 else None
     if graph is not None:
         try:
             return onnxruntime.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
@@ -109,6 +110,6 @@ def open_session(path: Path, threads: int | None) -> Any:  # noqa: ANN401 (an on
         raise SearchEngineError(
             f"cannot load the cached ONNX model {path} ({str(exc).splitlines()[0]}); delete it to re-export"
         ) from None
-    if export_sha256:
+    if folder and export_sha256:
         write_copy(path, folder, export_sha256, onnxruntime)
     return session

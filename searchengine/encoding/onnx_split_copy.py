@@ -42,10 +42,11 @@ MAX_RECORD_BYTES = 64 * 1024
 """A record is a few hundred bytes of JSON; anything larger is not one, and is not read."""
 
 
-def copy_folder(root: Path, export: Path, onnxruntime_version: str) -> Path:
-    """Where the split copy of `export` made by this ONNX Runtime version lives under `root` (one per export name
-    and version: a new export of the same name replaces its copy)."""
-    return root / f"{export.stem}-ort{onnxruntime_version}"
+def copy_folder(root: Path, export: Path, export_sha256: str, onnxruntime_version: str) -> Path:
+    """Where the split copy of `export` (whose bytes have `export_sha256`) made by this ONNX Runtime version lives
+    under `root`. Named by the export's content, so a copy is never replaced by one of other weights while a process
+    may be opening it (its graph names its weights file by a relative path)."""
+    return root / f"{export.stem}-{export_sha256[:16]}-ort{onnxruntime_version}"
 
 
 def valid_copy(folder: Path, export_sha256: str, onnxruntime_version: str) -> Path | None:
@@ -75,7 +76,8 @@ def valid_copy(folder: Path, export_sha256: str, onnxruntime_version: str) -> Pa
 
 
 def write_copy(export: Path, folder: Path, export_sha256: str, onnxruntime: ModuleType) -> bool:
-    """Make the split copy of `export` (whose sha256 is `export_sha256`) in `folder`, replacing any there; False,
+    """Make the split copy of `export` (whose sha256 is `export_sha256`) in `folder`, replacing any there (one that
+    failed its check), then remove this ONNX Runtime version's copies of earlier exports of the same name; False,
     leaving nothing behind, where it cannot be made (a read-only cache, a full disk, a model ONNX Runtime will not
     save)."""
     try:
@@ -94,11 +96,14 @@ def write_copy(export: Path, folder: Path, export_sha256: str, onnxruntime: Modu
         record = {"export_sha256": export_sha256, "onnxruntime": onnxruntime.__version__, "files": files}
         (scratch / RECORD).write_text(json.dumps(record), encoding="utf-8")
         _move_into_place(scratch, folder)
-        return True
     except Exception:  # noqa: BLE001 (ORT raises its own exception types; the export is opened instead)
         return False
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+    for earlier in folder.parent.glob(f"{export.stem}-*-ort{onnxruntime.__version__}"):
+        if earlier != folder:
+            shutil.rmtree(earlier, ignore_errors=True)
+    return True
 
 
 def _save_split(onnxruntime: ModuleType, export: Path, scratch: Path) -> Any:  # noqa: ANN401 (an InferenceSession)
@@ -117,8 +122,8 @@ def _save_split(onnxruntime: ModuleType, export: Path, scratch: Path) -> Any:  #
 
 
 def _move_into_place(scratch: Path, folder: Path) -> None:
-    """Rename the finished `scratch` to `folder`; an older copy there is first renamed aside and removed. If another
-    process put its copy in place meanwhile, that one stays (it was checked as this one would be)."""
+    """Rename the finished `scratch` to `folder`; a copy there (of the same export: one that failed its check) is
+    first renamed aside and removed. If another process put its copy in place meanwhile, that one stays."""
     try:
         os.rename(scratch, folder)
         return

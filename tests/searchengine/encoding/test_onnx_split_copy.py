@@ -32,7 +32,7 @@ def export(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, tiny_model: Path) ->
 
 
 def _folder(export: Path) -> Path:
-    return copy_folder(split_copies_directory(), export, onnxruntime.__version__)
+    return copy_folder(split_copies_directory(), export, file_sha256(export), onnxruntime.__version__)
 
 
 def _last_layer(session: onnxruntime.InferenceSession) -> np.ndarray:
@@ -72,6 +72,17 @@ def test_a_copy_that_no_longer_matches_is_not_opened_and_is_made_again(export: P
     assert Path(session._model_path) == export  # noqa: SLF001
     np.testing.assert_allclose(_last_layer(session), reference, rtol=0, atol=1e-6)
     assert valid_copy(folder, file_sha256(export), onnxruntime.__version__) == folder / GRAPH  # made again
+
+
+def test_a_new_copy_removes_the_copies_of_earlier_exports_of_that_name(export: Path) -> None:
+    earlier = copy_folder(split_copies_directory(), export, "0" * 64, onnxruntime.__version__)
+    other_version = copy_folder(split_copies_directory(), export, "0" * 64, "0.0.0")
+    for folder in (earlier, other_version):
+        folder.mkdir(parents=True)
+        (folder / GRAPH).write_bytes(b"a copy of an export since replaced")
+    open_session(export, threads=1)
+    assert _folder(export).is_dir() and not earlier.exists()
+    assert other_version.is_dir()  # another ONNX Runtime's copies are its own (another environment may share the cache)
 
 
 def test_a_cache_where_no_copy_can_be_written_opens_the_export(export: Path) -> None:
