@@ -1,7 +1,6 @@
 """Where ONNX exports are cached and how a cached one is opened in ONNX Runtime (through its split copy,
-searchengine.encoding.onnx_split_copy, where one is cached). Free of torch, so that a query
-can run a cached export without it (searchengine.encoding.onnx_query_encoder); searchengine.encoding.onnx_backend
-writes the exports."""
+searchengine.encoding.onnx_split_copy, where one is cached). Free of torch, so that a query can run a cached export
+without it (searchengine.encoding.onnx_query_encoder); searchengine.encoding.onnx_backend writes the exports."""
 
 from __future__ import annotations
 
@@ -93,9 +92,10 @@ def open_session(path: Path, threads: int | None) -> Any:  # noqa: ANN401 (an on
     # shared one, and a query's p99 lower (docs/benchmarks.md#encoding-at-the-machines-limit).
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
+        regular_size(path)  # never hash a link or a device: reading one may never end
         export_sha256 = file_sha256(path)
     except OSError:
-        export_sha256 = None  # ONNX Runtime's own error below names the problem
+        export_sha256 = None  # the export is opened without a copy; ONNX Runtime's own error names any problem
     version = onnxruntime.__version__
     folder = copy_folder(split_copies_directory(), path, export_sha256, version) if export_sha256 else None
     graph = valid_copy(folder, export_sha256, version) if folder and export_sha256 else None
