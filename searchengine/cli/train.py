@@ -121,7 +121,7 @@ def _command(method: type[Method]) -> Callable[..., None]:
 
 def _method_commands() -> dict[str, Command]:
     """A command for each method of the training registry, by name, in its order, its help the method's docstring
-    made flowing text as every other command's is (searchengine.cli.flowing)."""
+    made flowing text as every other command's is (`flowing`, in searchengine/cli/__init__.py)."""
     from searchengine.cli import flowing
     from searchengine.training.registry import METHODS
 
