@@ -3,32 +3,76 @@ generated from the method's dataclass. Each field becomes an option: `--field-na
 metadata), its type and default, and the help, bounds and short flag of its metadata; the class's docstring
 is the command's help.
 
-The registry and the method modules import no torch: a method's training code is imported only when its command runs,
-so `searchengine --help` and queries stay fast."""
+The registry and the method modules import no torch: a method's training code is imported only when its command runs.
+The commands themselves are made from the registry at the first look at the `train` group's commands (its help, or
+one of them run), so that no other command imports the registry and the methods' options (about 18 ms a start)."""
 
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import MISSING, Field, fields
-from typing import Any, get_type_hints
+from typing import TYPE_CHECKING, Any, get_type_hints
 
 import typer
+from typer.core import TyperGroup
 
 from searchengine.cli.errors import user_errors
-from searchengine.training.method import Method, TrainingMethod
-from searchengine.training.registry import METHODS
-from searchengine.training.threads import use_passive_openmp_waits
+
+if TYPE_CHECKING:
+    from searchengine.training.method import Method
+
+Command = Any
+"""A command of typer's click (typer.main.get_command's kind of object)."""
+
+
+class _MethodCommands(MutableMapping[str, Command]):
+    """The `train` group's commands, one per method of the registry, made at the first look at them."""
+
+    def __init__(self) -> None:
+        self._made: dict[str, Command] | None = None
+
+    def _commands(self) -> dict[str, Command]:
+        if self._made is None:
+            self._made = dict(_method_commands())
+        return self._made
+
+    def __getitem__(self, name: str) -> Command:
+        return self._commands()[name]
+
+    def __setitem__(self, name: str, command: Command) -> None:
+        self._commands()[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        del self._commands()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._commands())
+
+    def __len__(self) -> int:
+        return len(self._commands())
+
+
+class MethodGroup(TyperGroup):
+    """The `train` group, whose commands are made from the training registry only when it is used."""
+
+    def __init__(self, **attributes: Any) -> None:  # noqa: ANN401 (typer's own keyword arguments)
+        super().__init__(**attributes)
+        self.commands = _MethodCommands()
+
 
 train_app = typer.Typer(
     help="Train or calibrate a sentence encoder; writes a sentence-transformers model directory (--out).",
     no_args_is_help=True,
+    cls=MethodGroup,
 )
 
 
 def _display_order(options: type) -> list[Field]:
     """Required options first; then --base, the method's own options, and those of the groups it builds on, the
     most specific group first (so --quiet comes last)."""
+    from searchengine.training.method import Method
+
     place = {}
     for depth, cls in enumerate((Method, *options.__mro__)):
         for position, name in enumerate(inspect.get_annotations(cls)):
@@ -54,6 +98,9 @@ def _command(method: type[Method]) -> Callable[..., None]:
     """A command taking the options of `method`, running it, and printing its report."""
 
     def command(**values: Any) -> None:
+        from searchengine.training.method import TrainingMethod
+        from searchengine.training.threads import use_passive_openmp_waits
+
         use_passive_openmp_waits()  # before anything imports torch
         with user_errors():
             options = method(**values)
@@ -72,5 +119,13 @@ def _command(method: type[Method]) -> Callable[..., None]:
     return command
 
 
-for _name, _method in METHODS.items():
-    train_app.command(_name, help=inspect.getdoc(_method))(_command(_method))
+def _method_commands() -> dict[str, Command]:
+    """A command for each method of the training registry, by name, in its order, its help the method's docstring
+    made flowing text as every other command's is (`flowing`, in searchengine/cli/__init__.py)."""
+    from searchengine.cli import flowing
+    from searchengine.training.registry import METHODS
+
+    methods = typer.Typer()
+    for name, method in METHODS.items():
+        methods.command(name, help=flowing(inspect.getdoc(method) or ""))(_command(method))
+    return typer.main.get_group(methods).commands

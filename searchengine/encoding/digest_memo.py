@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -78,3 +79,25 @@ def _write(memo: Path, record: dict[str, str]) -> None:
         os.replace(temporary, memo)
     except OSError:
         Path(temporary).unlink(missing_ok=True)
+
+
+def file_sha256(path: Path) -> str:
+    """The hex sha256 of a file's bytes, read in 1 MiB blocks (remembered while the file is unchanged)."""
+
+    def compute() -> str:
+        digest = hashlib.sha256()
+        with open(path, "rb") as handle:
+            while block := handle.read(1 << 20):
+                digest.update(block)
+        return digest.hexdigest()
+
+    return memoized_digest([path], "sha256", compute)
+
+
+def regular_size(path: Path) -> int:
+    """The size of `path` when it is a regular file and not a link; OSError otherwise. Checked before a cached file
+    is hashed or read: a link to /dev/zero would make reading it endless."""
+    status = path.lstat()
+    if not stat.S_ISREG(status.st_mode):
+        raise OSError(f"{path} is not a regular file")
+    return status.st_size

@@ -1,18 +1,17 @@
-"""Where ONNX exports are cached and how a cached one is opened in ONNX Runtime. Free of torch, so that a query
-can run a cached export without it (searchengine.encoding.onnx_query_encoder); searchengine.encoding.onnx_backend
-writes the exports."""
+"""Where ONNX exports are cached and how a cached one is opened in ONNX Runtime (through its split copy,
+searchengine.encoding.onnx_split_copy, where one is cached). Free of torch, so that a query can run a cached export
+without it (searchengine.encoding.onnx_query_encoder); searchengine.encoding.onnx_backend writes the exports."""
 
 from __future__ import annotations
 
-import hashlib
 import json
-import stat
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from searchengine.encoding.cache_location import cache_root
-from searchengine.encoding.digest_memo import memoized_digest
+from searchengine.encoding.digest_memo import file_sha256, regular_size
+from searchengine.encoding.onnx_split_copy import copy_folder, valid_copy, write_copy
 from searchengine.errors import SearchEngineError
 
 OPSET = 17
@@ -34,19 +33,6 @@ def record_path(export: Path) -> Path:
     return export.with_suffix(".json")
 
 
-def file_sha256(path: Path) -> str:
-    """The hex sha256 of a file's bytes, read in 1 MiB blocks (remembered while the file is unchanged)."""
-
-    def compute() -> str:
-        digest = hashlib.sha256()
-        with open(path, "rb") as handle:
-            while block := handle.read(1 << 20):
-                digest.update(block)
-        return digest.hexdigest()
-
-    return memoized_digest([path], "sha256", compute)
-
-
 MAX_RECORD_BYTES = 64 * 1024
 """A record is a few hundred bytes of JSON; anything larger is not one, and is not read."""
 
@@ -58,27 +44,18 @@ def cached_export_is_valid(export: Path, identity: dict[str, Any]) -> bool:
     the export's size is compared before a byte of it is read."""
     try:
         record_file = record_path(export)
-        if _regular_size(record_file) > MAX_RECORD_BYTES:
+        if regular_size(record_file) > MAX_RECORD_BYTES:
             return False
         record = json.loads(record_file.read_text(encoding="utf-8"))
         claimed = record.get("identity") if isinstance(record, dict) else None
         return (
             isinstance(claimed, dict)
             and all(claimed.get(key) == value for key, value in identity.items())
-            and record.get("size") == _regular_size(export)
+            and record.get("size") == regular_size(export)
             and record.get("sha256") == file_sha256(export)
         )
     except (OSError, ValueError):
         return False
-
-
-def _regular_size(path: Path) -> int:
-    """The size of `path` when it is a regular file and not a link; OSError otherwise (what the caller treats as
-    no valid export)."""
-    status = path.lstat()
-    if not stat.S_ISREG(status.st_mode):
-        raise OSError(f"{path} is not a regular file")
-    return status.st_size
 
 
 def import_onnxruntime() -> ModuleType:
@@ -93,9 +70,18 @@ def import_onnxruntime() -> ModuleType:
     return onnxruntime
 
 
+def split_copies_directory() -> Path:
+    """Where the exports' split copies are kept (searchengine.encoding.onnx_split_copy)."""
+    return cache_directory() / "split"
+
+
 def open_session(path: Path, threads: int | None) -> Any:  # noqa: ANN401 (an onnxruntime.InferenceSession)
     """A CPU inference session on the exported model at `path`, fully optimised, with `threads` intra-op threads
-    (None: ONNX Runtime's own choice); a SearchEngineError naming the file if ONNX Runtime cannot load it."""
+    (None: ONNX Runtime's own choice); a SearchEngineError naming the file if ONNX Runtime cannot load it.
+
+    The session opens the export's split copy (its weights apart from its graph: a third of the time) where a valid
+    one is cached; otherwise it opens the export and makes the copy for the next process, where the cache can be
+    written (searchengine.encoding.onnx_split_copy)."""
     onnxruntime = import_onnxruntime()
     options = onnxruntime.SessionOptions()
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -106,8 +92,24 @@ def open_session(path: Path, threads: int | None) -> Any:  # noqa: ANN401 (an on
     # shared one, and a query's p99 lower (docs/benchmarks.md#encoding-at-the-machines-limit).
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
-        return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+        regular_size(path)  # never hash a link or a device: reading one may never end
+        export_sha256 = file_sha256(path)
+    except OSError:
+        export_sha256 = None  # the export is opened without a copy; ONNX Runtime's own error names any problem
+    version = onnxruntime.__version__
+    folder = copy_folder(split_copies_directory(), path, export_sha256, version) if export_sha256 else None
+    graph = valid_copy(folder, export_sha256, version) if folder and export_sha256 else None
+    if graph is not None:
+        try:
+            return onnxruntime.InferenceSession(str(graph), options, providers=["CPUExecutionProvider"])
+        except Exception:  # noqa: BLE001 (a copy ONNX Runtime will not open: the export, and a new copy)
+            pass
+    try:
+        session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # noqa: BLE001 (ORT raises its own exception types)
         raise SearchEngineError(
             f"cannot load the cached ONNX model {path} ({str(exc).splitlines()[0]}); delete it to re-export"
         ) from None
+    if folder and export_sha256:
+        write_copy(path, folder, export_sha256, onnxruntime)
+    return session

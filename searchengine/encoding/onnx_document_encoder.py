@@ -17,6 +17,7 @@ embeds about twice as fast as this encoder's fp32 once loaded. Anywhere else the
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -67,12 +68,17 @@ class OnnxDocumentEncoder(OnnxQueryEncoder):
         torch bf16 on a CPU with AVX512-BF16 or AMX); then this encoder serves adds of fewer texts only."""
         self.truncated = 0
         """Texts cut to the model's limit so far (as Encoder.truncated)."""
-        self._untruncated = TokenizerCall(self.tokenizer)
         specials = (
             self.tokenizer.post_processor.num_special_tokens_to_add(False) if self.tokenizer.post_processor else 0
         )
         self.text_tokens: int = self.max_seq_length - specials
         """Tokens of text one vector holds (as Encoder.text_tokens)."""
+
+    @functools.cached_property
+    def _untruncated(self) -> TokenizerCall:
+        """A copy of the tokenizer without truncation, for passages and headings: made at the first write that
+        needs it, not for every query (copying the default model's tokenizer costs about 20 ms)."""
+        return TokenizerCall(self.tokenizer)
 
     def passage_spans(
         self,

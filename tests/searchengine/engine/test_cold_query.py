@@ -21,12 +21,13 @@ NOT_FOR_A_QUERY = (
     "torch", "transformers", "bs4", "markdown_it", "pypdf", "fastapi", "uvicorn", "ray", "sqlite_utils", "pandas",
     "searchengine.engine.index_writer", "searchengine.engine.indexing", "searchengine.indexer.commit.live_write",
     "searchengine.indexer.commit.merge_policy", "searchengine.analysis.clustering",
-    "searchengine.analysis.paraphrase_mining",
+    "searchengine.analysis.paraphrase_mining", "searchengine.training.registry", "searchengine.training.method",
 )  # fmt: skip
 """What a query never needs: the torch encoder (the ONNX export encodes queries), the file readers (a query reads
 no file), the server, Ray, sqlite-utils with the pandas it imports (a reader's store reads through the standard
 library's sqlite3: indexer/tables/store_connection.py), and the write and analysis code (SearchEngine makes its
-IndexWriter at the first write)."""
+IndexWriter at the first write), and the training registry and its methods (the `train` group makes its commands
+at the first look at them: searchengine/cli/train.py)."""
 
 CLI_REPORTING_MODULES = f"""
 import json, sys
