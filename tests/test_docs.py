@@ -13,6 +13,7 @@ import re
 import shutil
 import subprocess
 import sys
+from itertools import groupby
 from pathlib import Path
 
 import pytest
@@ -126,28 +127,22 @@ def shell_script(block: Block, address: str | None) -> str:
     return script.replace(DOCS_ADDRESS, address) if address else script
 
 
-def run_block(block: Block, folder: Path, environment: dict[str, str]) -> None:
-    """Run one block in the folder; fail with its output when it exits with an error."""
-
-    def run(address: str | None) -> subprocess.CompletedProcess[str]:
-        if block.language == "python":
-            text = block.text.replace(DOCS_ADDRESS, address) if address else block.text
-            command = [sys.executable, "-c", text]
-        else:
-            command = ["bash", "-e", "-c", shell_script(block, address)]
-        return subprocess.run(command, cwd=folder, env=environment, capture_output=True, text=True, timeout=600)
-
-    if block.action == "serve":
-        with serve_process([], folder / "serve.log", cwd=folder, env=environment) as address:
-            result = run(address)
+def run_block(block: Block, folder: Path, environment: dict[str, str], address: str | None) -> None:
+    """Run one block in the folder (a served block against the server at `address`); fail with its output when it
+    exits with an error."""
+    if block.language == "python":
+        text = block.text.replace(DOCS_ADDRESS, address) if address else block.text
+        command = [sys.executable, "-c", text]
     else:
-        result = run(None)
+        command = ["bash", "-e", "-c", shell_script(block, address)]
+    result = subprocess.run(command, cwd=folder, env=environment, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, f"{block.name} exited with {result.returncode}:\n{result.stdout}\n{result.stderr}"
 
 
 @pytest.mark.parametrize("page", PAGES_THAT_RUN, ids=lambda path: str(path.relative_to(ROOT)))
 def test_blocks_that_run(page: Path, tmp_path: Path) -> None:
-    """The page's run and serve blocks, in order, in one fresh folder: nothing but examples/ and docs/ there."""
+    """The page's run and serve blocks, in order, in one fresh folder: nothing but examples/ and docs/ there; serve
+    blocks in a row share one `searchengine serve`."""
     for name in ("examples", "docs"):
         shutil.copytree(ROOT / name, tmp_path / name)
     shims = tmp_path / ".venv" / "bin"  # `.venv/bin/searchengine` and `searchengine` of the docs: this checkout's
@@ -161,8 +156,16 @@ def test_blocks_that_run(page: Path, tmp_path: Path) -> None:
         if not key.startswith("SEARCHENGINE_") or key == "SEARCHENGINE_CACHE"
     }
     environment["PATH"] = f"{shims}{os.pathsep}{environment.get('PATH', '')}"
-    for block in [block for block in BLOCKS if block.path == page and block.action in RUN]:
-        run_block(block, tmp_path, environment)
+    blocks = [block for block in BLOCKS if block.path == page and block.action in RUN]
+    for served, group in groupby(blocks, key=lambda block: block.action == "serve"):
+        if not served:
+            for block in group:
+                run_block(block, tmp_path, environment, None)
+            continue
+        # Serve blocks that follow one another run against one server, as a reader keeps one running between them.
+        with serve_process([], tmp_path / "serve.log", cwd=tmp_path, env=environment) as address:
+            for block in group:
+                run_block(block, tmp_path, environment, address)
 
 
 def _anchors(page: Path) -> set[str]:

@@ -73,20 +73,33 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 """The browser the search page's tests drive: Debian's Chromium."""
 
 
-@pytest.fixture
-def page(served: ServedIndex) -> Iterator[object]:
+@pytest.fixture(scope="module")
+def chromium() -> Iterator[object]:
+    """One headless Chromium for a module's page tests (a launch takes seconds); each test gets a fresh context."""
     if CHROMIUM is None:
         pytest.skip("no Chromium on this machine: `apt-get install chromium` (Debian) runs the search page's test")
     playwright_api = pytest.importorskip(
         "playwright.sync_api", reason="playwright is not installed: pip install -e '.[dev]'"
     )
-    with running(create_app(served, ServerSettings())) as url, playwright_api.sync_playwright() as playwright:
+    with playwright_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True)
         try:
-            browser_page = browser.new_page()
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def page(chromium: object, served: ServedIndex) -> Iterator[object]:
+    """The search page of this test's own index, in a browser context of its own (no cookies, storage or history
+    shared with another test)."""
+    with running(create_app(served, ServerSettings())) as url:
+        context = chromium.new_context()
+        try:
+            browser_page = context.new_page()
             browser_page.set_default_timeout(30_000)
             browser_page.goto(url + "/")
             browser_page.wait_for_function("document.getElementById('summary').textContent.includes('documents')")
             yield browser_page
         finally:
-            browser.close()
+            context.close()

@@ -73,7 +73,6 @@ def send(url: str, body: Any, method: str = "POST") -> Any:  # noqa: ANN401
 def served(tiny_model: Path, tiny_encoder: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:  # noqa: ANN401
     """The cluster (head and a: one CPU each), a cluster index of 2 shards x 2 copies built on it (a copy of each
     shard on each node), served; and one index of the same 200 documents."""
-    from ray import serve
     from ray.cluster_utils import Cluster
     from searchengine.indexer.commit.index_directory import IndexDirectory
 
@@ -111,7 +110,8 @@ def served(tiny_model: Path, tiny_encoder: Any, tmp_path_factory: pytest.TempPat
         yield {"url": url, "cluster": cluster, "nodes": nodes, "folder": folder, "reference": reference,
                "report": report, "address": cluster.address}  # fmt: skip
     finally:
-        serve.shutdown()
+        # No serve.shutdown(): after the node's loss (the last test) its graceful wait took about 20 s more. Stopping
+        # the cluster stops Serve's processes with it, and a later driver session drops the stale Serve client.
         ray.shutdown()
         cluster.shutdown()
 
