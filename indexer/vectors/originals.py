@@ -158,15 +158,37 @@ class MappedOriginals:
         return self.rows.dtype.name
 
     def vectors(self, ids: np.ndarray) -> np.ndarray:
-        """The original vectors of `ids` (all of them the segment's), as float32."""
+        """The original vectors of `ids` (all of them the segment's), as float32; an IndexerError naming an id the
+        segment does not hold (a -1 of FAISS's padding, another segment's id), never another id's row."""
         ids = np.asarray(ids, dtype=np.int64)
-        rows = ids - self._run_start if self._run_start is not None else np.searchsorted(self.ids, ids)
+        rows = self._rows(ids)
         if len(rows) < 2 or bool((rows[1:] >= rows[:-1]).all()):  # in file order already: one gather
             return self.rows[rows].astype(np.float32)
         order = np.argsort(rows, kind="stable")  # read the mapped file forwards
         out = np.empty((len(rows), self.rows.shape[1]), dtype=np.float32)
         out[order] = self.rows[rows[order]]
         return out
+
+    def _rows(self, ids: np.ndarray) -> np.ndarray:
+        """The rows of `ids`, each checked to hold that id: as id less the first where the ids are one run, by
+        binary search where they are not or where the run test was misled (a repeated id offsetting a gap)."""
+        if self._run_start is not None:
+            rows = ids - self._run_start
+            if self._held(ids, rows).all():
+                return rows
+        rows = np.searchsorted(self.ids, ids)
+        held = self._held(ids, rows)
+        if not held.all():
+            raise IndexerError(
+                f"no vector with id {int(ids[~held][0])} in the segment's originals ({len(self.ids)} ids); a caller "
+                "asked for an id of another segment or FAISS's -1 padding: report it as a bug"
+            )
+        return rows
+
+    def _held(self, ids: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Which of `ids` row `rows` holds (a row out of range holds none)."""
+        inside = (rows >= 0) & (rows < len(self.ids))
+        return inside & (self.ids[np.where(inside, rows, 0)] == ids) if len(self.ids) else inside
 
     def rescore(self, queries: np.ndarray, ids: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """The k best of each query row's candidate `ids` (-1: none) by exact inner product, best first, ties by

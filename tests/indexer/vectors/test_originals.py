@@ -178,3 +178,33 @@ def test_mapped_originals_give_each_ids_own_row_whether_the_ids_are_one_run_or_n
     assert np.array_equal(originals.vectors(asked), rows[[7, 0, 19, 12]].astype(np.float32))
     _, best = originals.rescore(rows[[12]].astype(np.float32), asked[None, :], 1)
     assert best.tolist() == [[ids[12]]]
+
+
+@pytest.mark.parametrize(
+    ("ids", "asked"),
+    [
+        (np.arange(40, 60), 39),  # just below a run: id less the first is -1, which NumPy reads as the last row
+        (np.arange(40, 60), 60),  # just past a run
+        (np.array([*range(40, 50), *range(70, 80)]), 55),  # in a gap: the binary search lands on id 70's row
+        (np.array([*range(40, 50), *range(70, 80)]), -1),  # FAISS's padding: the binary search lands on row 0
+        (np.array([7]), 6),  # a segment of one vector
+        (np.arange(2**63 - 20, 2**63 - 1), -1),  # ids near int64's largest
+        (np.zeros(0, dtype=np.int64), 3),  # an empty segment
+    ],
+    ids=["below-run", "past-run", "gap", "padding", "one-vector", "huge-ids", "empty"],
+)
+def test_an_id_the_segment_does_not_hold_is_refused_never_given_another_ids_row(
+    tmp_path: Path, ids: np.ndarray, asked: int
+) -> None:
+    np.save(tmp_path / "o.npy", np.random.default_rng(6).standard_normal((len(ids), 8)).astype(np.float16))
+    originals = MappedOriginals(tmp_path / "o.npy", ids.astype(np.int64), 8)
+    with pytest.raises(IndexerError, match=f"no vector with id {asked} in the segment's originals"):
+        originals.vectors(np.array([*ids[:1], asked], dtype=np.int64))
+
+
+def test_a_repeated_id_offsetting_a_gap_does_not_pass_for_one_run(tmp_path: Path) -> None:
+    ids = np.array([5, 5, 6, 8], dtype=np.int64)  # last - first = count - 1, yet not one run
+    rows = np.random.default_rng(7).standard_normal((len(ids), 8)).astype(np.float16)
+    np.save(tmp_path / "o.npy", rows)
+    originals = MappedOriginals(tmp_path / "o.npy", ids, 8)
+    assert np.array_equal(originals.vectors(np.array([6, 8])), rows[[2, 3]].astype(np.float32))
