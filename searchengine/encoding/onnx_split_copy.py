@@ -13,7 +13,9 @@ It is written into a temporary folder that is renamed into place, so a reader se
 used only while its record says it was made from an export with the sha256 the export has now and by this ONNX
 Runtime version, and its files match their recorded sizes and sha256 (remembered across processes while they are
 unchanged, as the export's is: searchengine.encoding.digest_memo). Anything else, or a cache folder that cannot be
-written, leaves the caller opening the export as before.
+written, leaves the caller opening the export as before. The temporary folders are named by their writer's process
+and host, so that a writer killed midway (whose folder holds up to a whole model's weights) leaves nothing for long:
+the next copy written removes them once that process is gone.
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ import contextlib
 import json
 import os
 import shutil
+import socket
 import tempfile
+import time
 import uuid
 from pathlib import Path
 from types import ModuleType
@@ -40,6 +44,13 @@ WEIGHTS_MIN_BYTES = 1024
 """Tensors this large or larger go to the weights file; smaller ones (shapes, biases of tiny models) stay inline."""
 MAX_RECORD_BYTES = 64 * 1024
 """A record is a few hundred bytes of JSON; anything larger is not one, and is not read."""
+SCRATCH = ".split-"
+"""How a copy being written is named, then its writer's process id, "@", host and "@" (_owner)."""
+ASIDE = ".stale-"
+"""How a copy that failed its check is named, with its remover's process and host, while it is removed."""
+LEFTOVER_SECONDS = 24 * 3600
+"""A temporary folder of another host (whose processes cannot be asked), or of an unnamed writer, this old is left
+over: no copy takes this long to write."""
 
 
 def copy_folder(root: Path, export: Path, export_sha256: str, onnxruntime_version: str) -> Path:
@@ -82,7 +93,8 @@ def write_copy(export: Path, folder: Path, export_sha256: str, onnxruntime: Modu
     save)."""
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
-        scratch = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".split-"))
+        remove_leftovers(folder.parent)
+        scratch = Path(tempfile.mkdtemp(dir=folder.parent, prefix=SCRATCH + _owner()))
         scratch.chmod(0o755)  # readable as the exports beside it are (mkdtemp makes it private)
     except OSError:
         return False
@@ -95,7 +107,7 @@ def write_copy(export: Path, folder: Path, export_sha256: str, onnxruntime: Modu
         }
         record = {"export_sha256": export_sha256, "onnxruntime": onnxruntime.__version__, "files": files}
         (scratch / RECORD).write_text(json.dumps(record), encoding="utf-8")
-        _move_into_place(scratch, folder)
+        _move_into_place(scratch, folder, export_sha256, onnxruntime.__version__)
     except Exception:  # noqa: BLE001 (ORT raises its own exception types; the export is opened instead)
         return False
     finally:
@@ -121,18 +133,68 @@ def _save_split(onnxruntime: ModuleType, export: Path, scratch: Path) -> Any:  #
     return onnxruntime.InferenceSession(str(export), options, providers=["CPUExecutionProvider"])
 
 
-def _move_into_place(scratch: Path, folder: Path) -> None:
+def _move_into_place(scratch: Path, folder: Path, export_sha256: str, onnxruntime_version: str) -> None:
     """Rename the finished `scratch` to `folder`; a copy there (of the same export: one that failed its check) is
-    first renamed aside and removed. If another process put its copy in place meanwhile, that one stays."""
+    first renamed aside and removed. If another process put its valid copy in place meanwhile, that one stays (so
+    that processes opening it are not sent back to the export)."""
     try:
         os.rename(scratch, folder)
         return
     except OSError:
         pass
-    stale = folder.with_name(f".stale-{uuid.uuid4().hex}")
+    if valid_copy(folder, export_sha256, onnxruntime_version) is not None:
+        return
+    stale = folder.with_name(f"{ASIDE}{_owner()}{uuid.uuid4().hex}")
     with contextlib.suppress(OSError):
         os.rename(folder, stale)
     try:
         os.rename(scratch, folder)
     finally:
-        shutil.rmtree(stale, ignore_errors=True)
+        _remove(stale)
+
+
+def remove_leftovers(root: Path) -> None:
+    """Remove the temporary folders under `root` whose writer is gone: a process of this host no longer running
+    (killed while it wrote), or, where the writer cannot be asked, one older than LEFTOVER_SECONDS."""
+    try:
+        entries = [entry for entry in root.iterdir() if entry.name.startswith((SCRATCH, ASIDE))]
+    except OSError:
+        return
+    for entry in entries:
+        pid, _, host = entry.name.partition("-")[2].partition("@")
+        host = host.partition("@")[0]
+        if host == socket.gethostname() and pid.isdigit():
+            if _running(int(pid)):
+                continue
+        else:
+            try:
+                if time.time() - entry.lstat().st_mtime < LEFTOVER_SECONDS:
+                    continue
+            except OSError:
+                continue
+        _remove(entry)
+
+
+def _owner() -> str:
+    """This process as a temporary folder's name says it: its id and host, each followed by "@"."""
+    return f"{os.getpid()}@{socket.gethostname()}@"
+
+
+def _running(pid: int) -> bool:
+    """Whether process `pid` of this host is running (one of another user counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
+
+
+def _remove(path: Path) -> None:
+    """Remove `path`: a folder with what it holds, a file or a link by itself (never what a link points to)."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            path.unlink()

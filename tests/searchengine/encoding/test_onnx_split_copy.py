@@ -5,7 +5,12 @@ Runtime version; where it cannot be written the export is opened as before."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +20,16 @@ import pytest
 from searchengine.encoding.encoder import Encoder
 from searchengine.encoding.model_source import locate_model
 from searchengine.encoding.onnx_cache import export_path, file_sha256, open_session, split_copies_directory
-from searchengine.encoding.onnx_split_copy import GRAPH, RECORD, WEIGHTS, copy_folder, valid_copy
+from searchengine.encoding.onnx_split_copy import (
+    GRAPH,
+    LEFTOVER_SECONDS,
+    RECORD,
+    SCRATCH,
+    WEIGHTS,
+    copy_folder,
+    valid_copy,
+    write_copy,
+)
 
 TOKENS = np.array([[2, 40, 41, 42, 43, 44, 45, 3], [2, 50, 51, 3, 0, 0, 0, 0]])
 """Two inputs of the tiny model's vocabulary ([CLS] 2, [SEP] 3, [PAD] 0), the second padded."""
@@ -92,3 +106,63 @@ def test_a_cache_where_no_copy_can_be_written_opens_the_export(export: Path) -> 
     assert Path(session._model_path) == export  # noqa: SLF001
     np.testing.assert_array_equal(_last_layer(session), reference)
     assert [path.name for path in split_copies_directory().parent.iterdir() if path.name.startswith(".split")] == []
+
+
+KILLED_WRITER = """
+import os, signal, sys, tempfile
+from pathlib import Path
+from searchengine.encoding.onnx_split_copy import SCRATCH, _owner
+scratch = Path(tempfile.mkdtemp(dir=sys.argv[1], prefix=SCRATCH + _owner()))
+(scratch / "weights.data").write_bytes(bytes(4096))  # half a copy's weights
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_the_next_copy_removes_what_writers_killed_midway_left_and_keeps_a_live_ones(export: Path) -> None:
+    split_copies_directory().mkdir(parents=True)
+    for _ in range(2):  # two writers killed (kill -9) while they wrote: each leaves its temporary folder
+        killed = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(split_copies_directory())], check=False)
+        assert killed.returncode == -9
+    left = sorted(split_copies_directory().glob(SCRATCH + "*"))
+    assert len(left) == 2
+    live = split_copies_directory() / f"{SCRATCH}{os.getpid()}@{socket.gethostname()}@writing"  # this process's
+    elsewhere = split_copies_directory() / f"{SCRATCH}1@another-host@writing"  # cannot be asked: kept a day
+    unnamed = split_copies_directory() / f"{SCRATCH}abc123"  # an unnamed writer's, two days old
+    for folder in (live, elsewhere, unnamed):
+        folder.mkdir()
+    old = time.time() - 2 * LEFTOVER_SECONDS
+    os.utime(unnamed, (old, old))
+    reference = _last_layer(open_session(export, threads=1))  # no copy yet: opens the export and writes the copy
+    remaining = sorted(path.name for path in split_copies_directory().iterdir())
+    assert remaining == sorted([_folder(export).name, live.name, elsewhere.name])
+    session = open_session(export, threads=1)
+    assert Path(session._model_path) == _folder(export) / GRAPH  # noqa: SLF001
+    np.testing.assert_allclose(_last_layer(session), reference, rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("planted", ["link", "file"])
+def test_a_link_or_file_where_the_copy_goes_is_replaced_leaving_nothing_and_never_what_a_link_points_at(
+    export: Path, tmp_path: Path, planted: str
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep.txt").write_text("not the cache's", encoding="utf-8")
+    _folder(export).parent.mkdir(parents=True)
+    if planted == "link":
+        _folder(export).symlink_to(elsewhere, target_is_directory=True)
+    else:
+        _folder(export).write_text("not a copy", encoding="utf-8")
+    reference = _last_layer(open_session(export, threads=1))
+    assert sorted(path.name for path in split_copies_directory().iterdir()) == [_folder(export).name]
+    assert (elsewhere / "keep.txt").read_text(encoding="utf-8") == "not the cache's"
+    session = open_session(export, threads=1)
+    assert Path(session._model_path) == _folder(export) / GRAPH  # noqa: SLF001
+    np.testing.assert_allclose(_last_layer(session), reference, rtol=0, atol=1e-6)
+
+
+def test_a_valid_copy_another_process_put_in_place_meanwhile_stays(export: Path) -> None:
+    open_session(export, threads=1)  # the copy, as another process would have written it while this one wrote
+    theirs = _folder(export).stat().st_ino
+    assert write_copy(export, _folder(export), file_sha256(export), onnxruntime)  # this process's, finished later
+    assert _folder(export).stat().st_ino == theirs
+    assert sorted(path.name for path in split_copies_directory().iterdir()) == [_folder(export).name]
