@@ -3,7 +3,8 @@
 An index type whose codes only approximate the vectors (product quantization "PQ", scalar "SQ8", binary "LSH")
 keeps the full vectors of each segment in a file of its own, `segment.<n>.npy` beside `segment.<n>.faiss`: a
 NumPy array (float16 by default, float32 on request) with one row per vector, in ascending id order, so the row
-of an id is found by binary search in the segment's sorted ids. It is memory-mapped: a query reads the rows of
+of an id is its id less the first where the ids are one run (as a build writes them), else found by binary
+search in the segment's sorted ids. It is memory-mapped: a query reads the rows of
 its candidates only, from the page cache, and the codes stay the only vectors in memory (Qdrant's `on_disk`
 originals, FAISS's IndexRefine with the refinement on disk). Exact types (Flat, HNSW's flat storage) keep none:
 their codes are the vectors.
