@@ -382,22 +382,23 @@ def measure(
     rss, anon, file_backed = vm_kib("VmRSS"), vm_kib("RssAnon"), vm_kib("RssFile")
     mapped_rss = mapped_rss_kib((target / "index").resolve())
     mapped = sum(cached_bytes(path) for path in (target / "index").rglob("*") if path.is_file() and _mapped(path))
-    sweep, rescore_sweep = [], []
-    for bound in scans:
-        probes = set_scanned_codes(reader.vectors, bound)
-        swept, swept_seconds = timed()
-        swept_real, real_seconds = timed(real_ids)
-        sweep.append(
-            {
-                "scanned_codes": bound,
-                "nprobe": probes,
-                "recall_at_10": _recall(swept, truth),
-                "recall_at_10_real": _recall(swept_real, truth_real),
-                "p50_ms": percentile_ms(swept_seconds, 50, 3),
-                "p99_ms": percentile_ms(swept_seconds, 99, 3),
-                "real_p50_ms": percentile_ms(real_seconds, 50, 3),
-            }
-        )
+    def swept_figures(vectors: object = None) -> dict:
+        """Recall (every vector, real ones alone) and latency of the queries as `vectors` (the engine's) now search."""
+        swept, swept_seconds = timed(vectors=vectors)
+        swept_real, real_seconds = timed(real_ids, vectors)
+        return {
+            "recall_at_10": _recall(swept, truth),
+            "recall_at_10_real": _recall(swept_real, truth_real),
+            "p50_ms": percentile_ms(swept_seconds, 50, 3),
+            "p99_ms": percentile_ms(swept_seconds, 99, 3),
+            "real_p50_ms": percentile_ms(real_seconds, 50, 3),
+        }
+
+    sweep = [
+        {"scanned_codes": bound, "nprobe": set_scanned_codes(reader.vectors, bound), **swept_figures()}
+        for bound in scans
+    ]
+    rescore_sweep = []
     for depth in depths:  # another rescore depth (a query's --rescore N), at the probing the sweep above left
         rescoring = reader.vectors.rescoring(depth)
         probes = [
@@ -405,19 +406,7 @@ def measure(
             for ivf in (faiss.try_extract_index_ivf(segment.index.index) for segment in reader.vectors.segments)
             if ivf is not None
         ]
-        swept, swept_seconds = timed(vectors=rescoring)
-        swept_real, real_seconds = timed(real_ids, rescoring)
-        rescore_sweep.append(
-            {
-                "rescore": depth,
-                "nprobe": probes,
-                "recall_at_10": _recall(swept, truth),
-                "recall_at_10_real": _recall(swept_real, truth_real),
-                "p50_ms": percentile_ms(swept_seconds, 50, 3),
-                "p99_ms": percentile_ms(swept_seconds, 99, 3),
-                "real_p50_ms": percentile_ms(real_seconds, 50, 3),
-            }
-        )
+        rescore_sweep.append({"rescore": depth, "nprobe": probes, **swept_figures(rescoring)})
     segments_before = {record.name for record in reader.store.segments.records()}
     engine.close()
     info = info_memory(target / "index")
