@@ -581,6 +581,8 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.measure is not None:
+        if not (args.measure / "build.json").is_file():
+            parser.error(f"--measure {args.measure}: no index kept by --keep there (no build.json); give such a folder")
         figures = measure(
             args.measure, args.warmup, args.model, args.add_runs, args.cold, args.scanned_codes, args.rescore
         )

@@ -122,3 +122,10 @@ def test_a_scanned_codes_bound_sets_each_ivf_segments_probes() -> None:
     )
     assert set_scanned_codes(segments, 500) == [10]  # 500 codes at 50 a list: 10 lists
     assert set_scanned_codes(segments, 10**6) == [32]  # half the lists at most
+
+
+def test_measuring_a_folder_no_build_kept_is_a_one_line_error(tmp_path: Path) -> None:
+    script = REPOSITORY / "benchmarks" / "storage" / "memory_check.py"
+    completed = subprocess.run([sys.executable, str(script), "--measure", str(tmp_path)], capture_output=True, text=True)
+    assert completed.returncode == 2 and "Traceback" not in completed.stderr
+    assert "no index kept by --keep there" in completed.stderr.strip().splitlines()[-1]
