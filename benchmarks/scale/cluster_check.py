@@ -233,6 +233,13 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def served_ingress(served: Any) -> str:  # noqa: ANN401 (serve_app.ServedAddresses)
+    """The address of a served cluster's ingress itself (Serve's direct ingress), which these benchmarks time."""
+    if served.ingress_url is None:
+        raise RuntimeError("Serve lists no direct ingress: a Serve controller started earlier runs on this Ray cluster")
+    return served.ingress_url
+
+
 def given_chunks(documents: list[Any], vectors: np.ndarray) -> Iterator[Any]:
     """The documents in build chunks, each with its vectors (so the one index's build embeds nothing)."""
     from searchengine.engine.indexing import CHUNK, Chunk
@@ -270,7 +277,7 @@ def one_copy_loss(
     for states in index.copies:  # the build's actors go: the Serve deployments open the copies
         for state in states:
             ray.kill(state.handle)
-    url = serve_cluster(folder / "one-copy.json", port=free_port(), heal_every_s=2.0)
+    url = served_ingress(serve_cluster(folder / "one-copy.json", port=free_port(), heal_every_s=2.0))
     checked = queries[:20]
     whole = search(url, checked, "dense")
     load, _ = node_away_and_back(url, cluster, spare, resources, queries, args.load_seconds, args.seed + 1,
@@ -364,7 +371,7 @@ def main(argv: list[str] | None = None) -> None:
             )  # fmt: skip
             record["one_index_build_s"] = round(time.perf_counter() - clock, 1)
             clock = time.perf_counter()
-            url = serve_cluster(folder / "cluster.json", port=free_port(), heal_every_s=2.0)
+            url = served_ingress(serve_cluster(folder / "cluster.json", port=free_port(), heal_every_s=2.0))
             record["serve_start_s"] = round(time.perf_counter() - clock, 1)
             phase = time.perf_counter()
             with one_index_server(folder / "one", encoder) as one:

@@ -1,7 +1,8 @@
 """The fan-out cost of a cluster index served by Ray Serve (issue 41), against one index of the same documents
 served by `searchengine serve` on the same machine, in the same run:
 
-- query p50 through the cluster's HTTP ingress and through one index's server, by mode (dense, keyword, hybrid),
+- query p50 through the cluster's ingress (at its own port: Serve's direct ingress, serve_app.ServedAddresses) and
+  through one index's server, by mode (dense, keyword, hybrid),
   each query sent to both, one after the other, which goes first alternating; each mode twice: queries whose words
   the ingress has not seen (`new`), then the same queries again (`seen`: the ingress keeps each shard's term
   statistics between writes, so their keyword and hybrid searches skip the statistics round);
@@ -9,6 +10,8 @@ served by `searchengine serve` on the same machine, in the same run:
   replica) less the time it waited for the shards and the time it encoded the query (ClusterIndex's perf_counter
   spans, read through the ingress deployment's handle), with the encoding and the shards' wait reported apart, and
   the calls to shards a search made;
+- dense p50 at the ingress's own port and through Serve's HTTP proxy (which forwards to the same ingress),
+  alternating: what the proxy's hop costs;
 - throughput: 1 and 8 concurrent clients searching (hybrid) for a fixed time, searches/s and the ratio, against
   the cluster and against one index.
 
@@ -56,6 +59,7 @@ from benchmarks.scale.cluster_check import (
     given_chunks,
     post,
     read_jsonl,
+    served_ingress,
     vector_blocks,
 )
 from benchmarks.serving.serve_load import start_server
@@ -147,6 +151,21 @@ def latencies(cluster: str, one: str, queries: list[str], mode: str) -> dict[str
     }
 
 
+def ingress_or_proxy(ingress: str, proxy: str, queries: list[str]) -> dict[str, Any]:
+    """Dense queries to the ingress itself (Serve's direct ingress) and through Serve's HTTP proxy to the same
+    ingress, alternating which goes first: medians, and the proxy's over the ingress's."""
+    times: dict[str, list[float]] = {"ingress": [], "proxy": []}
+    for number, query in enumerate(queries):
+        body = {"queries": [query], "k": K, "mode": "dense"}
+        for side, where in [("ingress", ingress), ("proxy", proxy)][:: 1 if number % 2 else -1]:
+            times[side].append(timed(where, body))
+    p50 = {side: statistics.median(values) for side, values in times.items()}
+    return {
+        "p50_ms": {side: round(1000 * value, 2) for side, value in p50.items()},
+        "proxy_over_ingress": round(p50["proxy"] / p50["ingress"], 3),
+    }
+
+
 def throughput(url: str, queries: list[str], clients: int, seconds: float) -> dict[str, Any]:
     """`clients` threads each sending one hybrid query after another for `seconds`: searches a second."""
     stop = threading.Event()
@@ -232,7 +251,8 @@ def main(argv: list[str] | None = None) -> None:
                 IndexDirectory(folder / "one"), given_chunks(documents, vectors), encoder,
                 IndexSettings(index_type="Flat", passages=False), total=len(documents),
             )  # fmt: skip
-            url = serve_cluster(folder / "cluster.json", port=free_port(), heal_every_s=3600.0)
+            served = serve_cluster(folder / "cluster.json", port=free_port(), heal_every_s=3600.0)
+            url = served_ingress(served)
             one_server, one = start_server(folder / "one", folder / "one-server.log", ["--precision", "fp32"])
             for mode in MODES:  # warm both, with words no timed query is built from
                 for query in warm:
@@ -242,7 +262,8 @@ def main(argv: list[str] | None = None) -> None:
             record["latency"] = {
                 mode: {run: latencies(url, one, groups[mode], mode) for run in ("new", "seen")} for mode in MODES
             }
-            print(json.dumps({"latency": record["latency"]}), flush=True)
+            record["ingress_or_proxy"] = ingress_or_proxy(url, served.proxy_url, groups["dense"])
+            print(json.dumps({"latency": record["latency"], "ingress_or_proxy": record["ingress_or_proxy"]}), flush=True)
             every = [query for mode in MODES for query in groups[mode]]
             record["throughput"] = {}
             for side, where in (("cluster", url), ("one_index", one)):

@@ -26,7 +26,7 @@ sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root
 from benchmarks.datasets.data_folder import DATA
 from benchmarks.harness.machine import run_record
 from benchmarks.harness.results import write_results
-from benchmarks.scale.cluster_check import K, corpus, free_port, one_index_server, post
+from benchmarks.scale.cluster_check import K, corpus, free_port, one_index_server, post, served_ingress
 
 OUT = Path(__file__).resolve().parent / "results" / "cluster_overhead.json"
 
@@ -61,19 +61,6 @@ def measure(url: str, one: str, queries: list[str], adds: int, tag: str) -> dict
         "add10_s": {side: round(value, 4) for side, value in add_s.items()},
         "add_ratio": round(add_s["cluster"] / add_s["one"], 3),
     }
-
-
-def direct_ingress_url(env: dict[str, str]) -> str:
-    """The address of the ingress replica's own HTTP server (Serve's direct ingress): the first port of the range
-    it was given that answers /health."""
-    low, high = int(env["RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT"]), int(env["RAY_SERVE_DIRECT_INGRESS_MAX_HTTP_PORT"])
-    for port in range(low, high):
-        try:
-            post(f"http://127.0.0.1:{port}/health", None, method="GET", timeout=5)
-            return f"http://127.0.0.1:{port}"
-        except OSError:
-            continue
-    raise RuntimeError(f"no direct ingress answered on ports {low} to {high - 1}")
 
 
 def parse_variant(text: str) -> tuple[str, dict[str, str]]:
@@ -139,11 +126,9 @@ def main(argv: list[str] | None = None) -> None:
                 clock = time.perf_counter()
                 cluster, _ = simulated_cluster(names)
                 try:
-                    url = serve_cluster(
-                        folder / "cluster.json", port=free_port(), heal_every_s=3600.0, access_log=access_log
+                    url = served_ingress(
+                        serve_cluster(folder / "cluster.json", port=free_port(), heal_every_s=3600.0, access_log=access_log)
                     )
-                    if "RAY_SERVE_DIRECT_INGRESS_MIN_HTTP_PORT" in env:  # the ingress replica's own port, no proxy
-                        url = direct_ingress_url(env)
                     started_s = time.perf_counter() - clock
                     result = {
                         "env": env,

@@ -25,6 +25,8 @@ from searchengine.cli.options import (
     port_option,
 )
 from searchengine.encoding.precision import Precision
+from searchengine.server.cluster.direct_ingress import FIRST_PORT as INGRESS_FIRST_PORT
+from searchengine.server.cluster.direct_ingress import PORTS as INGRESS_PORTS
 
 if TYPE_CHECKING:
     from searchengine.cluster import ClusterBuildReport, ClusterBuildSettings
@@ -186,14 +188,24 @@ def status(
             state = "serving" if copy["serving"] else ("live, not serving" if copy["live"] else "lost")
             typer.echo(f"  copy on {copy['node']}: {state}, lag {copy['lag']}")
     typer.echo("nodes: " + ", ".join(f"{node['node']} ({node['copies']} copies)" for node in found["nodes"]))
+    if found.get("ingress_url"):
+        typer.echo(f"ingress listening at {found['ingress_url']}/")
 
 
 @cluster_index_app.command()
 def serve(
     manifest: Path = ManifestArgument,
     address: str | None = AddressOption,
-    host: str = host_option("Address Serve's HTTP proxy listens on; 0.0.0.0 reaches beyond this machine."),
-    port: int = port_option(8000, "Port Serve's HTTP proxy listens on."),
+    host: str = host_option("Address Serve's HTTP proxy and the ingress listen on; 0.0.0.0 reaches beyond this machine."),
+    port: int = port_option(8000, "Port Serve's HTTP proxy listens on: the address that stays."),
+    ingress_port: int = typer.Option(
+        INGRESS_FIRST_PORT,
+        "--ingress-port",
+        min=1,
+        max=65535 - INGRESS_PORTS,
+        help=f"First of the {INGRESS_PORTS} ports the ingress may listen on itself (Ray Serve's direct ingress: the "
+        "faster address, without the proxy's hop; it moves when the ingress is started again after a crash).",
+    ),
     api_key: str | None = api_key_option("Require 'Authorization: Bearer KEY' on what --api-key-for names."),
     api_key_for: str = typer.Option("writes", "--api-key-for", help="What the API key guards: writes or all."),
     ingress_node: str | None = typer.Option(
@@ -219,5 +231,8 @@ def serve(
 
         settings = ServerSettings(api_key=api_key, api_key_for=api_key_for)  # type: ignore[arg-type]
         connect(address)
-        url = serve_cluster(manifest, host=host, port=port, settings=settings, ingress_node=ingress_node)
-    typer.echo(f"Serving {manifest} at {url}/ (Ray Serve; `serve shutdown` stops it)", err=True)
+        served = serve_cluster(
+            manifest, host=host, port=port, ingress_port=ingress_port, settings=settings, ingress_node=ingress_node
+        )
+    faster = f"; the ingress itself, faster, at {served.ingress_url}/" if served.ingress_url else ""
+    typer.echo(f"Serving {manifest} at {served.proxy_url}/ (Ray Serve{faster}; `serve shutdown` stops it)", err=True)

@@ -1,19 +1,32 @@
 """Deploy a cluster index on the Ray cluster this process is connected to: each copy a Serve application of its
-own (copy_deployments.py), then the ingress (ingress.py) behind Serve's HTTP proxy; and the cluster's status, from
-the running ingress when there is one."""
+own (copy_deployments.py), then the ingress (ingress.py), listening on a port of its own (direct_ingress.py) and
+behind Serve's HTTP proxy; and the cluster's status, from the running ingress when there is one."""
 
 from __future__ import annotations
 
 import socket
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from searchengine.cluster.errors import ClusterError
+from searchengine.server.cluster import direct_ingress
 from searchengine.server.settings import ServerSettings
 
 INGRESS_APP = "searchengine"
 """The Serve application of the ingress."""
 
+
+@dataclass(frozen=True)
+class ServedAddresses:
+    """Where a served cluster index answers."""
+
+    proxy_url: str
+    """Serve's HTTP proxy, which forwards to the ingress wherever it runs: the address that stays."""
+    ingress_url: str | None
+    """The ingress itself (Ray Serve's direct ingress, direct_ingress.py): the faster address, which moves when the
+    ingress is started again after a crash (`cluster-index status` shows where it is). None where Serve was started
+    earlier without direct ingress."""
 
 
 def connect(address: str | None) -> None:
@@ -44,14 +57,16 @@ def serve_cluster(
     *,
     host: str = "127.0.0.1",
     port: int = 8000,
+    ingress_port: int = direct_ingress.FIRST_PORT,
     settings: ServerSettings = ServerSettings(),
     readers: int = 2,
     heal_every_s: float | None = None,
     ingress_node: str | None = None,
     access_log: bool = False,
-) -> str:
+) -> ServedAddresses:
     """Start the copies of the cluster index at `manifest_path` (those whose nodes are live; heal starts the others
-    later) and its ingress at http://HOST:PORT/; returns that URL. The ingress reads (and, when heal moves a copy,
+    later) and its ingress, behind Serve's HTTP proxy at http://HOST:PORT/ and listening itself on the first free port
+    from `ingress_port` (direct_ingress.py); returns both addresses. The ingress reads (and, when heal moves a copy,
     rewrites) the manifest, so it is pinned to `ingress_node` (a node's `searchengine_node_<name>` name), by
     default the node this process runs on when it has a name. `access_log`: Serve logs a line per request (and
     per call to a copy) to its log files, off by default (SERVE_LOGGING)."""
@@ -67,14 +82,17 @@ def serve_cluster(
     # One HTTP proxy, on the head: the address returned is the head's (a proxy on every node wants a load balancer
     # in front, and on one machine's simulated cluster they would share the port and die with their node).
     logging = {**SERVE_LOGGING, "enable_access_log": access_log}
-    serve.start(proxy_location="HeadOnly", http_options={"host": host, "port": port}, logging_config=logging)
+    serve.start(
+        proxy_location="HeadOnly", http_options={"host": host, "port": port}, logging_config=logging,
+        controller_options={"runtime_env": {"env_vars": direct_ingress.controller_env(ingress_port)}},
+    )  # fmt: skip
     nodes = live_nodes()
     copies = [(place, shard) for shard, places in enumerate(manifest.placement) for place in places]
     start_copy_deployments(
         [(place, shard) for place, shard in copies if place.node in nodes], manifest.local_root, logging=logging
     )
     node = ingress_node or _own_node_name(nodes)
-    options: dict[str, Any] = {"num_cpus": 0, "runtime_env": {"env_vars": CALLER_ENV}}
+    options: dict[str, Any] = {"num_cpus": 0, "runtime_env": {"env_vars": {**CALLER_ENV, **direct_ingress.replica_env()}}}
     if node is not None:
         if node not in nodes:
             raise ClusterError(f"node {node} is not in the Ray cluster: name a live node for the ingress")
@@ -89,7 +107,8 @@ def serve_cluster(
     )
     bound = ingress.bind(str(path), settings, readers, 64, HEAL_EVERY_S if heal_every_s is None else heal_every_s)
     serve.run(bound, name=INGRESS_APP, route_prefix="/")
-    return f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
+    proxy_url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
+    return ServedAddresses(proxy_url, direct_ingress.ingress_address(INGRESS_APP))
 
 
 def _serve_running() -> bool:
@@ -113,14 +132,16 @@ def _own_node_name(nodes: dict[str, str]) -> str | None:
 
 def cluster_status(manifest_path: str | Path) -> dict[str, Any]:
     """The cluster's shards, copies, nodes, documents per shard and each copy's lag: from the running ingress (it
-    knows every acknowledged write), else from the copies themselves, started as Ray actors for the question."""
+    knows every acknowledged write), with the address it listens on itself (`ingress_url`, None without direct
+    ingress), else from the copies themselves, started as Ray actors for the question."""
     from ray import serve
 
     from searchengine.cluster.manifest import read_manifest
 
     read_manifest(Path(manifest_path))  # refused in one line when there is none, before Ray is asked anything
     if _serve_running() and INGRESS_APP in serve.status().applications:
-        return serve.get_deployment_handle("ingress", app_name=INGRESS_APP).status.remote().result(timeout_s=60)
+        status = serve.get_deployment_handle("ingress", app_name=INGRESS_APP).status.remote().result(timeout_s=60)
+        return {**status, "ingress_url": direct_ingress.ingress_address(INGRESS_APP, timeout_s=0)}
     import ray
 
     from searchengine.cluster.cluster_index import ClusterIndex

@@ -6,6 +6,8 @@ Serve app for the module (Serve starts slowly); the tests run in order, the node
 from __future__ import annotations
 
 import json
+import os
+import signal
 import socket
 import threading
 import time
@@ -105,9 +107,9 @@ def served(tiny_model: Path, tiny_encoder: Any, tmp_path_factory: pytest.TempPat
         IndexDirectory(reference), document_chunks(documents), tiny_encoder,
         IndexSettings(index_type="Flat", passages=False), total=len(documents),
     )  # fmt: skip
-    url = serve_cluster(folder / "cluster.json", port=free_port(), heal_every_s=2.0)
+    served = serve_cluster(folder / "cluster.json", port=free_port(), heal_every_s=2.0)
     try:
-        yield {"url": url, "cluster": cluster, "nodes": nodes, "folder": folder, "reference": reference,
+        yield {"url": served.ingress_url, "proxy_url": served.proxy_url, "cluster": cluster, "nodes": nodes, "folder": folder, "reference": reference,
                "report": report, "address": cluster.address}  # fmt: skip
     finally:
         # No serve.shutdown(): after the node's loss (the last test) its graceful wait took about 20 s more. Stopping
@@ -148,6 +150,16 @@ def test_the_ingress_times_its_searches_and_asks_no_statistics_for_words_it_has(
     for answer, expected in zip(answers, reference.search_batch(QUERIES, 10, mode="keyword")):
         assert [hit["score"] for hit in answer["hits"]] == pytest.approx([hit.score for hit in expected], abs=1e-5)
     reference.close()
+
+
+def test_the_ingress_answers_at_its_own_port_and_through_serves_proxy_alike(served: dict) -> None:
+    own, proxied = served["url"], served["proxy_url"]
+    assert own is not None and own != proxied
+    body = {"queries": QUERIES, "k": 5, "mode": "hybrid"}
+    answers = [send(where + "/search", body)["results"] for where in (own, proxied)]
+    assert [[(hit["external_id"], hit["score"]) for hit in answer["hits"]] for answer in answers[0]] == [
+        [(hit["external_id"], hit["score"]) for hit in answer["hits"]] for answer in answers[1]
+    ]
 
 
 def test_the_cli_queries_the_cluster_through_its_server_flag(served: dict) -> None:
@@ -204,6 +216,46 @@ def test_a_shard_answer_over_grpcs_default_4_mib_comes_back_whole(served: dict) 
         assert [hit["external_id"] for hit in answer["hits"]] == ["huge"]
     finally:
         send(url + "/documents/huge?external=true", None, method="DELETE")
+
+
+def test_a_killed_ingress_is_started_again_and_status_says_where_it_listens(served: dict) -> None:
+    """kill -9 of the ingress replica: Serve starts it again, it reads from the copies which writes each holds (one
+    acknowledged before the kill is found after), it answers through the proxy's address as before, and at its own
+    port, which `cluster-index status` shows (the old one, or the next free one while the old one's closed
+    connections wait out TCP's TIME_WAIT)."""
+    added = send(served["url"] + "/documents", {"documents": [{"id": "before-kill", "text": "a velvet lantern"}],
+                                                "id_field": "id"})  # fmt: skip
+    assert added["documents"] == 1
+    body = {"queries": QUERIES, "k": 5, "mode": "hybrid"}
+    before = send(served["url"] + "/search", body)["results"]
+    (name,) = [
+        actor["name"] for actor in ray.util.list_named_actors(all_namespaces=True)
+        if actor["name"].startswith("SERVE_REPLICA::searchengine#ingress#")
+    ]  # fmt: skip
+    process = ray.get(ray.get_actor(name, namespace="serve").__ray_call__.remote(lambda _: os.getpid()), timeout=60)
+    os.kill(process, signal.SIGKILL)
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            assert get(served["proxy_url"] + "/health") == {"status": "ok"}
+            break
+        except OSError:
+            assert time.monotonic() < deadline, "the killed ingress did not answer through the proxy again in 120 s"
+            time.sleep(0.5)
+    result = CliRunner().invoke(
+        cli, ["cluster-index", "status", str(served["folder"] / "cluster.json"), "--address", served["address"]]
+    )
+    assert result.exit_code == 0, result.output
+    (line,) = [line for line in result.stdout.splitlines() if line.startswith("ingress listening at ")]
+    served["url"] = line.removeprefix("ingress listening at ").rstrip("/")
+    for where in (served["url"], served["proxy_url"]):
+        after = send(where + "/search", body)["results"]
+        assert [[hit["external_id"] for hit in answer["hits"]] for answer in after] == [
+            [hit["external_id"] for hit in answer["hits"]] for answer in before
+        ]
+    hits = get(served["url"] + "/search?q=a+velvet+lantern&k=1&mode=keyword")["hits"]
+    assert hits[0]["external_id"] == "before-kill"
+    send(served["url"] + "/documents/before-kill?external=true", None, method="DELETE")
 
 
 def test_a_lost_node_fails_no_search_and_loses_no_acknowledged_write(served: dict) -> None:
