@@ -25,9 +25,10 @@ the same for an add of 10 documents), failed_searches (during the node's loss, t
 under load: answers flagged partial, none failed), partial_recovered (the node back: every answer whole and the same
 as before the loss) and driver_rows_written (0: each copy wrote its own rows); node_loss and one_copy hold each
 load's searches, failed and partial ones, full_again_s (how long until full answers were back), p50/p99 before,
-during and after, and the writes acknowledged, refused and lost; with each phase's seconds (cluster_start_s,
-cluster_build_s, one_index_build_s, serve_start_s, compare_s, node_loss_s, one_copy_loss_s). The same record goes
-to --out.
+during and after, and the writes acknowledged, refused and lost, with the acknowledged ones' p50/p99 before, during
+and after (write_latency_*; write_latency_during_loss: node_loss's during); with each phase's seconds
+(cluster_start_s, cluster_build_s, one_index_build_s, serve_start_s, compare_s, node_loss_s, one_copy_loss_s). The
+same record goes to --out.
 
 Usage: .venv/bin/python benchmarks/scale/cluster_check.py --documents 20000 --shards 4 --nodes 3 --copies 2
        [--model default] [--queries 200] [--latency-queries 100] [--adds 5] [--load-seconds 60] [--clients 8]
@@ -407,6 +408,7 @@ def main(argv: list[str] | None = None) -> None:
             record["searches_during_loss"] = loss["searches"]
             record["acknowledged_writes"] = loss["acknowledged_writes"]
             record["acknowledged_writes_lost"] = loss["acknowledged_writes_lost"]
+            record["write_latency_during_loss"] = loss["write_latency_during"]
             record["node_loss_s"] = round(time.perf_counter() - clock, 1)
             clock = time.perf_counter()
             count = min(args.one_copy_documents, len(documents))

@@ -6,7 +6,8 @@ at their times: remove a node of the simulated cluster (ray.cluster_utils.Cluste
 tests do) at a seeded random point, and, with one copy per shard, add it back later under the same name (the
 ingress's heal starts its copies again from the node's own folders). Every search is timed and kept: whether it
 failed or was flagged partial, and when it started, so the record gives the latency before the loss, during it
-and after full answers came back, and how long that took. Every acknowledged write is then looked for by its own
+and after full answers came back, and how long that took; every write is timed too, until it was acknowledged or
+refused (the acknowledged ones' latency split likewise). Every acknowledged write is then looked for by its own
 word (a keyword search that must return its id).
 """
 
@@ -47,15 +48,26 @@ class Searched:
 
 
 @dataclass
+class Wrote:
+    """One write of the load: when it started (seconds from the load's start), how long it took to be
+    acknowledged or refused, and whether it was refused."""
+
+    started: float
+    seconds: float
+    refused: bool
+
+
+@dataclass
 class Load:
-    """What the load did: every search, the acknowledged writes (id and word), the refused ones, and the first
-    few distinct errors (to say why a request failed)."""
+    """What the load did: every search, every write (timed), the acknowledged writes (id and word), the refused
+    ones, and the first few distinct errors (to say why a request failed)."""
 
     begun: float = 0.0
     """When the load started (time.perf_counter)."""
     searches: list[Searched] = field(default_factory=list)
     acknowledged: list[tuple[str, str]] = field(default_factory=list)
     writes_refused: int = 0
+    writes: list[Wrote] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
 
@@ -100,12 +112,16 @@ def run_load(
         while not stop.is_set():
             external_id, word = f"{prefix}-{number}", f"{prefix}marker{number}x"
             body = {"documents": [{"id": external_id, "text": f"an acknowledged write {word}"}], "id_field": "id"}
+            started = time.perf_counter()
+            refused = False
             try:
                 post(url + "/documents", body, timeout=120)
                 load.acknowledged.append((external_id, word))
             except (urllib.error.URLError, OSError, ValueError) as error:
                 noted(error)
                 load.writes_refused += 1
+                refused = True
+            load.writes.append(Wrote(started - begun, time.perf_counter() - started, refused))
             number += 1
 
     threads = [threading.Thread(target=searcher, args=(n,)) for n in range(clients)] + [threading.Thread(target=writer)]
@@ -151,11 +167,21 @@ def whole_again(url: str, query: str, timeout: float = 180.0) -> float:
 
 def milliseconds(searches: list[Searched]) -> dict[str, float | int]:
     """p50 and p99 of the searches that did not fail, and how many there were."""
-    times = sorted(1000 * search.seconds for search in searches if not search.failed)
+    return percentiles([search.seconds for search in searches if not search.failed], "searches")
+
+
+def write_milliseconds(writes: list[Wrote]) -> dict[str, float | int]:
+    """p50 and p99 of the writes that were acknowledged (until their acknowledgement), and how many there were."""
+    return percentiles([write.seconds for write in writes if not write.refused], "writes")
+
+
+def percentiles(seconds: list[float], counted: str) -> dict[str, float | int]:
+    """p50 and p99 of `seconds`, in milliseconds, and how many there were (as `counted`)."""
+    times = sorted(1000 * value for value in seconds)
     if not times:
-        return {"searches": 0}
+        return {counted: 0}
     p99 = times[min(len(times) - 1, round(0.99 * (len(times) - 1)))]
-    return {"searches": len(times), "p50_ms": round(statistics.median(times), 1), "p99_ms": round(p99, 1)}
+    return {counted: len(times), "p50_ms": round(statistics.median(times), 1), "p99_ms": round(p99, 1)}
 
 
 def summary(load: Load, lost_at: float, whole_from: float, whole_at: float) -> dict[str, Any]:
@@ -163,7 +189,8 @@ def summary(load: Load, lost_at: float, whole_from: float, whole_at: float) -> d
     node's return) to the end of the last search that failed or was partial, of those that ended after the loss
     (0: none did), or, if the load ended before a full answer came back, to `whole_at` (seconds from the load's
     start: when one first did after it); the latency of the searches that ended before the loss, of those in
-    flight at it or started until full answers came back (at least 10 s after it), and of those started after."""
+    flight at it or started until full answers came back (at least 10 s after it), and of those started after; and
+    the same three for the acknowledged writes (write_latency_*)."""
     after_loss = sorted((s for s in load.searches if s.started + s.seconds >= lost_at), key=lambda s: s.started)
     bad = [search.started + search.seconds for search in after_loss if search.failed or search.partial]
     ended_whole = bool(after_loss) and not (after_loss[-1].failed or after_loss[-1].partial)
@@ -180,6 +207,10 @@ def summary(load: Load, lost_at: float, whole_from: float, whole_at: float) -> d
         "latency_after": milliseconds([search for search in load.searches if search.started >= during_until]),
         "acknowledged_writes": len(load.acknowledged),
         "writes_refused": load.writes_refused,
+        "write_latency_before": write_milliseconds([w for w in load.writes if w.started + w.seconds < lost_at]),
+        "write_latency_during": write_milliseconds([w for w in load.writes if w.started + w.seconds >= lost_at
+                                                    and w.started < during_until]),  # fmt: skip
+        "write_latency_after": write_milliseconds([w for w in load.writes if w.started >= during_until]),
         "errors": load.errors,
     }
 

@@ -1,12 +1,15 @@
 """RoutedWrites: the part of ClusterIndex (cluster_index.py) that writes: each document routed to the shard its
 external id hashes to, and each shard's part committed on every live copy of it, in the shard's order, before the
-write is acknowledged (a WriteReceipt)."""
+write is acknowledged (a WriteReceipt). A copy whose node is lost while a write waits for it stops counting as live
+within SERVING_CHECK_S of Ray declaring the node dead: the write is acknowledged by the others, never by none."""
 
 from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Sequence
+from concurrent.futures import wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +18,9 @@ import numpy as np
 from searchengine.cluster.copy_calls import CopyCalls, copy_failed
 from searchengine.cluster.copy_upkeep import CopyState
 from searchengine.cluster.errors import ClusterError, CopyBehindError
+from searchengine.cluster.placement import live_nodes
 from searchengine.cluster.routing import shard_of
+from searchengine.cluster.shard_rounds import SERVING_CHECK_S
 from searchengine.indexer.tables.documents import Document
 
 if TYPE_CHECKING:
@@ -78,7 +83,8 @@ class RoutedWrites:
     def _write(self, writes: dict[int, tuple[list[Document], np.ndarray | None, list[str]]]) -> WriteReceipt:
         """Write each shard's part of a write (documents, their vectors, external ids to delete) as the shard's
         next sequence number on every serving copy of it, all shards at once; acknowledged (returned) once each
-        shard's part is committed. A copy that fails or has missed writes stops serving (heal brings it back).
+        shard's part is committed by every copy still live (`_committed`). A copy that fails, has missed writes or
+        whose node is lost meanwhile stops serving (heal brings it back).
         Refused before anything is sent when a shard has no serving copy; a part no copy committed raises after
         every other shard's part is committed and counted."""
         shards = sorted(writes)
@@ -115,19 +121,37 @@ class RoutedWrites:
             return receipt
 
     def _committed(self, shard: int, pending: list[tuple[CopyState, Any]]) -> int:
-        """How many copies committed a shard's write (started on each as `pending`); raises when none did."""
+        """How many copies committed a shard's write (started on each as `pending`); raises when none did. The
+        copies are waited for together, and every SERVING_CHECK_S the wait looks whether each copy it still waits
+        for is live: a copy whose node Ray no longer lists, or that stopped serving meanwhile (heal found its node
+        gone, or a search's call to it failed), counts as failed at once, as one past the write's timeout does, and
+        its call is cancelled. A Serve call to a lost node's copy never fails by itself (copy_deployments.ServeCalls
+        says why), so without this look a write, and every write queued behind it, waited the whole timeout."""
         committed, refusing = 0, []
-        for state, call in pending:
-            try:
-                state.sequence = self.calls.finish(call)
-                committed += 1
-            except CopyBehindError:
-                state.serving = False  # it missed writes: heal catches it up
-            except Exception as error:  # noqa: BLE001 (sorted below: a failed copy or a bad request)
-                if copy_failed(error):
-                    state.serving = False  # its process or node failed: heal restarts or rebuilds it
-                else:
-                    refusing.append((state, error))
+        waiting = {self.calls.waitable(call): (state, call) for state, call in pending}
+        deadline = time.perf_counter() + self.calls.timeout("apply")
+        while waiting:
+            done, _ = wait(list(waiting), timeout=max(0.0, min(SERVING_CHECK_S, deadline - time.perf_counter())))
+            for future in done:
+                state, call = waiting.pop(future)
+                try:
+                    state.sequence = self.calls.finish(call)  # answered already: its result, or its error raised
+                    committed += 1
+                except CopyBehindError:
+                    state.serving = False  # it missed writes: heal catches it up
+                except Exception as error:  # noqa: BLE001 (sorted below: a failed copy or a bad request)
+                    if copy_failed(error):
+                        state.serving = False  # its process or node failed: heal restarts or rebuilds it
+                    else:
+                        refusing.append((state, error))
+            if waiting:
+                nodes = live_nodes()
+                timed_out = time.perf_counter() >= deadline
+                for future, (state, call) in list(waiting.items()):
+                    if timed_out or not state.serving or state.place.node not in nodes:
+                        del waiting[future]
+                        self.calls.cancel(call)
+                        state.serving = False  # away: heal restarts, rebuilds or catches it up
         if refusing and not committed:
             raise refusing[0][1]  # the request itself is wrong: every copy rolled it back
         for state, _ in refusing:

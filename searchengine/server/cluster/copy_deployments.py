@@ -43,7 +43,8 @@ may be as large as gRPC allows (2 GiB), not Serve's default 4 MiB, which one bat
 (up to 256 x 1,000 hits with their texts) would pass."""
 WRITE_TIMEOUT_S = 30.0
 """Seconds a write may take on one copy before that copy counts as failed (heal catches it up): a write reaches its
-copies already embedded, so storing even the most documents one request may send takes far less."""
+copies already embedded, so storing even the most documents one request may send takes far less. A copy whose node
+is lost counts as failed much sooner: once Ray declares the node dead (routed_writes.py)."""
 
 
 class CopyDeployment:
@@ -100,7 +101,8 @@ class ServeCalls:
     while its node (and so the node's resource) is gone, so the request waits for a replica that never comes. A
     search's calls therefore count as failed after `search_timeout_s` and a write's after `write_timeout_s`; a search
     asks another copy of a slow shard well before that (ClusterIndex's hedged rounds, shard_rounds.py), and gives up
-    on a copy as soon as heal finds its node gone.
+    on a copy as soon as heal finds its node gone; a write gives up on a copy as soon as Ray no longer lists its node
+    as alive (routed_writes.py), and is acknowledged by the shard's other live copies.
 
     With `by_value` (the default), a search's calls (SEARCH_CALLS) go by value, over the gRPC channel Serve keeps
     between replicas (the handle option `_by_reference=False`): their arguments and results are small (a query's

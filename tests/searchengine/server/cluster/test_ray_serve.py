@@ -30,6 +30,10 @@ SHARDS = 2
 FAST_NODE_DEATH = {"health_check_period_ms": 1000, "health_check_failure_threshold": 3}
 """Ray declares a lost node dead after about 3 s (its default takes about 15 s)."""
 QUERIES = ["the cat sat on the mat", "stock market price fell", "rain and snow in the cold city"]
+LOSS_TEXT = "a heron crossed the frozen lake at dawn"
+"""The document written just after the node's loss."""
+REBUILT_WITHIN_S = 120.0
+"""Seconds heal may take to rebuild the lost node's copies on the live node (a deployment starts in seconds)."""
 SEARCHING_AFTER_LOSS_S = 5.0
 """Seconds the searches go on after the node's removal: past Ray's declaring it dead (FAST_NODE_DEATH) and the
 ingress's next heal (every 2 s here), which stops its copies serving."""
@@ -69,6 +73,32 @@ def send(url: str, body: Any, method: str = "POST") -> Any:  # noqa: ANN401
     )
     with urllib.request.urlopen(request, timeout=60) as response:
         return json.loads(response.read())
+
+
+def assert_rebuilt_copies_hold(served: dict, external_id: str) -> None:
+    """Once heal rebuilt the lost node's copies (every copy off node a, serving, lagging no write), every copy of
+    `external_id`'s shard, the rebuilt one too, holds that document."""
+    from ray import serve
+
+    from searchengine.cluster.manifest import read_manifest
+    from searchengine.cluster.routing import shard_of
+    from searchengine.server.cluster.copy_deployments import copy_app_name
+    from searchengine.server.cluster.serve_app import INGRESS_APP
+
+    ingress = serve.get_deployment_handle("ingress", app_name=INGRESS_APP)
+    deadline = time.perf_counter() + REBUILT_WITHIN_S
+    while True:
+        copies = [copy for shard in ingress.status.remote().result(timeout_s=60)["shards"] for copy in shard["copies"]]
+        if all(copy["node"] != "a" and copy["serving"] and copy["lag"] == 0 for copy in copies):
+            break
+        assert time.perf_counter() < deadline, f"heal rebuilt no copy of the lost node within {REBUILT_WITHIN_S} s"
+        time.sleep(1.0)
+    shard = shard_of(external_id, SHARDS)
+    places = read_manifest(served["folder"] / "cluster.json").placement[shard]
+    assert [place.node for place in places] == ["head", "head"], "the lost copy was rebuilt on the live node"
+    for place in places:
+        copy = serve.get_deployment_handle("copy", app_name=copy_app_name(place, shard))
+        assert copy.call.remote("ids_of", [external_id]).result(timeout_s=60), f"{place.folder} lacks it"
 
 
 @pytest.fixture(scope="module")
@@ -261,8 +291,10 @@ def test_a_killed_ingress_is_started_again_and_status_says_where_it_listens(serv
 def test_a_lost_node_fails_no_search_and_loses_no_acknowledged_write(served: dict) -> None:
     """Searches in flight when the node goes, and those just after, answer whole and as before, each well within
     the search timeout (a call to the lost node's copy never fails by itself: it waited the whole timeout before
-    the shard's other copy was asked); then writes go on and none is lost."""
-    from searchengine.server.cluster.copy_deployments import SEARCH_TIMEOUT_S
+    the shard's other copy was asked). A write sent just after the loss is acknowledged well within the write
+    timeout (it waited the whole timeout for the lost copy), is found, and is held by the copy heal rebuilds in the
+    lost one's place; then writes go on and none is lost."""
+    from searchengine.server.cluster.copy_deployments import SEARCH_TIMEOUT_S, WRITE_TIMEOUT_S
 
     url = served["url"]
     body = {"queries": QUERIES, "k": 5, "mode": "hybrid"}
@@ -287,6 +319,9 @@ def test_a_lost_node_fails_no_search_and_loses_no_acknowledged_write(served: dic
     time.sleep(0.5)
     removed = time.perf_counter()
     served["cluster"].remove_node(served["nodes"]["a"])
+    writing = time.perf_counter()  # before heal (every 2 s) most likely looked: the lost copies still serve
+    send(url + "/documents", {"documents": [{"id": "at-loss", "text": LOSS_TEXT}], "id_field": "id"})
+    wrote_s = time.perf_counter() - writing
     time.sleep(SEARCHING_AFTER_LOSS_S)
     stop.set()
     for searcher in searchers:
@@ -299,6 +334,10 @@ def test_a_lost_node_fails_no_search_and_loses_no_acknowledged_write(served: dic
         assert [[hit["external_id"] for hit in answer["hits"]] for answer in answers] == expected
     slowest = max(seconds for _, seconds, _ in around)
     assert slowest < SEARCH_TIMEOUT_S / 2, f"a search waited {slowest:.1f} s for the lost node's copy"
+    assert wrote_s < WRITE_TIMEOUT_S / 3, f"the write waited {wrote_s:.1f} s for the lost node's copy"
+    found = get(url + "/search?q=" + LOSS_TEXT.replace(" ", "+") + "&k=1&mode=keyword")
+    assert found["shards"]["answered"] == SHARDS and found["hits"][0]["external_id"] == "at-loss"
+    assert_rebuilt_copies_hold(served, "at-loss")
     failed, written = 0, []
     for number in range(6):
         try:
