@@ -2,27 +2,33 @@
 statistics summed over the shards (dfs_query_then_fetch), timed in this checkout against an older revision's, in one
 run, on the same store and the same queries, so the ratio holds on a loaded machine.
 
-The store is the product's own DocumentStore (indexer/tables/store.py), filled as a build fills it, one real
-Wikipedia sentence a row (--texts, the 100,000 shared sentences), with no vectors: only the keyword index is
-read. At each step (--steps, rows) a read-only store scores NFCorpus's queries (--queries of them) as a shard of a
-one-shard cluster does: its own term statistics (KeywordTable.statistics), the keyword plan of each query
-(cluster.merge.keyword_plan: the phrases with their IDFs) and the rows holding any phrase scored by both
-implementations, alternating which goes first, each --repeats times (the least kept per query). Then the same within
-a filter keeping 1 row in 7 (`ids`, as a filtered shard search passes them). Both must give the same scores (same
-ids, every score within 1e-9 relative); a difference stops the run. The older revision's module is read with
-`git show REV:indexer/query/global_bm25.py` and loaded apart (it imports only keyword_query's k1).
+The store is the product's own DocumentStore (indexer/tables/store.py), filled as a build fills it with the documents
+cluster_check.py and cluster_fanout.py index (NFCorpus's corpus, then ArguAna's, then the shared Wikipedia
+sentences: real text, long abstracts and short sentences), with no vectors: only the keyword index is read. With
+--shards N it holds only the documents a cluster of N shards gives shard 0 (routing.shard_of), what one shard call
+scores. At each step (--steps: documents of that corpus) a read-only store scores NFCorpus's judged test queries
+(--queries of them) as a shard does: its own term statistics (KeywordTable.statistics), the keyword plan of each
+query (cluster.merge.keyword_plan: the phrases with their IDFs) and the rows holding any phrase scored by both
+implementations, alternating which goes first, each --repeats times (the least kept per query): the scores as
+bm25_scores gives them, and the best 100 as a shard keeps them for a hybrid search (the older revision's shard
+sorted every score in Python; this one takes bm25_arrays' arrays to shard_search.best_scored). Then the same within a
+filter keeping 1 row in 7 (`ids`, as a filtered shard search passes them). Both must give the same scores (same
+ids, every score within 1e-9 relative) and the same best 100; a difference stops the run. The older revision's
+module is read with `git show REV:indexer/query/global_bm25.py` and loaded apart (it imports only keyword_query's
+k1).
 
-Prints and writes (--out) per step the median over queries of each implementation's milliseconds, their ratio
-(older / this), the median of the per-query ratios, and how many rows the queries matched.
+Prints and writes (--out) per step, for both parts, the median over queries of each implementation's milliseconds,
+their ratio (older / this), the median of the per-query ratios, and how many rows the queries matched.
 
     .venv/bin/python benchmarks/scale/shard_keyword_scoring.py --steps 20000,100000 --baseline 1fa8733 \\
         --out benchmarks/scale/results/shard_keyword_scoring.json
+    .venv/bin/python benchmarks/scale/shard_keyword_scoring.py --steps 20000 --shards 4 \\
+        --out benchmarks/scale/results/shard_keyword_scoring_shard.json
 """
 
 from __future__ import annotations
 
 import argparse
-import gzip
 import importlib.util
 import json
 import os
@@ -45,6 +51,8 @@ ROOT = Path(__file__).resolve().parents[2]
 MODULE = "indexer/query/global_bm25.py"
 FILTER_EVERY = 7
 """The filtered pass keeps the rows whose id is 3 modulo this (1 in 7, as a filter on one of 7 languages)."""
+DEPTH = 100
+"""The best the shard keeps of a side: a hybrid search's (the fusion's depth, 100 by default)."""
 
 
 def older_module(revision: str) -> ModuleType:
@@ -57,14 +65,6 @@ def older_module(revision: str) -> ModuleType:
     sys.modules[name] = module  # dataclasses look their module up
     exec(compile(source, f"{revision}:{MODULE}", "exec"), module.__dict__)  # noqa: S102
     return module
-
-
-def sentences(path: Path, count: int) -> list[str]:
-    with gzip.open(path, "rt", encoding="utf-8") as lines:
-        texts = [line.strip() for line in lines if line.strip()]
-    if count > len(texts):
-        raise SystemExit(f"{path} has {len(texts)} sentences, fewer than {count}")
-    return texts[:count]
 
 
 def best_ms(action: Callable[[], object], repeats: int) -> tuple[float, object]:
@@ -85,16 +85,37 @@ def same_scores(mine: dict[int, float], theirs: dict[int, float], query: str) ->
         raise SystemExit(f"{query!r}: scores differ by {worst:.3g} relative")
 
 
+def summary(mine_ms: list[float], older_ms: list[float]) -> dict:
+    """Each implementation's median and 90th percentile, the ratio of the medians (older / this) and the median of
+    the per-query ratios."""
+    return {
+        "this_ms_median": round(statistics.median(mine_ms), 3),
+        "older_ms_median": round(statistics.median(older_ms), 3),
+        "ratio_of_medians": round(statistics.median(older_ms) / statistics.median(mine_ms), 2),
+        "median_ratio": round(statistics.median(o / m for o, m in zip(older_ms, mine_ms)), 2),
+        "this_ms_p90": round(statistics.quantiles(mine_ms, n=10)[-1], 3),
+        "older_ms_p90": round(statistics.quantiles(older_ms, n=10)[-1], 3),
+    }
+
+
 def scoring_costs(reader, older: ModuleType, texts: list[str], repeats: int, ids: list[int] | None) -> dict:  # noqa: ANN001
-    """Both implementations over every query's phrases (within `ids`, all rows when None), alternating."""
+    """Both implementations over every query's phrases (within `ids`, all rows when None), alternating: the scores
+    as bm25_scores gives them (`scores`), and the best DEPTH as the shard takes them (`shard`: the older revision's
+    shard sorted every score, this one's takes the best from bm25_arrays with shard_search.best_scored)."""
     from searchengine.indexer.query import global_bm25
     from searchengine.indexer.query.keyword_query import keyword_terms
     from searchengine.indexer.tables.keyword_table import TABLE
 
     from searchengine.cluster.merge import keyword_plan
+    from searchengine.cluster.shard_search import best_scored
+
+    def older_shard(*arguments: object) -> list[tuple[int, float]]:
+        scores = older.bm25_scores(*arguments)
+        return sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:DEPTH]
 
     connection = reader.db.conn
-    mine_ms, older_ms, ratios, matched = [], [], [], []
+    times: dict[str, list[float]] = {"scores": [], "older scores": [], "shard": [], "older shard": []}
+    matched = []
     for number, text in enumerate(texts):
         statistics_ = reader.keyword.statistics(list(keyword_terms(text)))
         plan = keyword_plan(statistics_, text)
@@ -102,35 +123,36 @@ def scoring_costs(reader, older: ModuleType, texts: list[str], repeats: int, ids
             continue
         arguments = (connection, TABLE, plan.phrases, statistics_.average_length, ids)
         runs = {
-            "mine": lambda arguments=arguments: global_bm25.bm25_scores(*arguments),
-            "older": lambda arguments=arguments: older.bm25_scores(*arguments),
+            "scores": lambda arguments=arguments: global_bm25.bm25_scores(*arguments),
+            "older scores": lambda arguments=arguments: older.bm25_scores(*arguments),
+            "shard": lambda arguments=arguments: best_scored(*global_bm25.bm25_arrays(*arguments), DEPTH),
+            "older shard": lambda arguments=arguments: older_shard(*arguments),
         }
-        order = ("mine", "older") if number % 2 else ("older", "mine")
+        order = list(runs) if number % 2 else list(runs)[::-1]
         timed = {name: best_ms(runs[name], repeats) for name in order}
-        same_scores(timed["mine"][1], timed["older"][1], text)
-        mine_ms.append(timed["mine"][0])
-        older_ms.append(timed["older"][0])
-        ratios.append(timed["older"][0] / timed["mine"][0])
-        matched.append(len(timed["mine"][1]))
+        same_scores(timed["scores"][1], timed["older scores"][1], text)
+        if timed["shard"][1] != timed["older shard"][1]:
+            same_scores(dict(timed["shard"][1]), dict(timed["older shard"][1]), text)  # equal but for rounding
+            if [doc for doc, _ in timed["shard"][1]] != [doc for doc, _ in timed["older shard"][1]]:
+                raise SystemExit(f"{text!r}: the best {DEPTH} differ from the older revision's")
+        for name, (ms, _) in timed.items():
+            times[name].append(ms)
+        matched.append(len(timed["scores"][1]))
     return {
-        "queries": len(mine_ms),
+        "queries": len(matched),
         "rows_matched_median": statistics.median(matched),
         "rows_matched_max": max(matched),
-        "this_ms_median": round(statistics.median(mine_ms), 3),
-        "older_ms_median": round(statistics.median(older_ms), 3),
-        "ratio_of_medians": round(statistics.median(older_ms) / statistics.median(mine_ms), 2),
-        "median_ratio": round(statistics.median(ratios), 2),
-        "this_ms_p90": round(statistics.quantiles(mine_ms, n=10)[-1], 3),
-        "older_ms_p90": round(statistics.quantiles(older_ms, n=10)[-1], 3),
+        "scores": summary(times["scores"], times["older scores"]),
+        f"shard_best_{DEPTH}": summary(times["shard"], times["older shard"]),
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--steps", default="20000,100000", help="rows to score at, ascending")
+    parser.add_argument("--steps", default="20000,100000", help="documents of the corpus, ascending")
+    parser.add_argument("--shards", type=int, default=1, help="keep the documents of shard 0 of this many")
     parser.add_argument("--baseline", default="1fa8733", help="the older revision whose bm25_scores is compared")
-    parser.add_argument("--texts", type=Path, default=DATA / "unsup" / "wiki_sentences.txt.gz")
-    parser.add_argument("--query-file", type=Path, default=DATA / "retrieval" / "nfcorpus" / "queries.jsonl")
+    parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument(
@@ -138,16 +160,24 @@ def main() -> None:
     )
     arguments = parser.parse_args()
 
-    from searchengine.indexer.tables.store import Document, DocumentStore
+    from searchengine.indexer.tables.store import DocumentStore
 
+    from benchmarks.scale.cluster_check import corpus
+    from searchengine.cluster.routing import shard_of
     from searchengine.engine.indexing import CHUNK
 
     steps = sorted(int(step) for step in arguments.steps.split(","))
-    texts = sentences(arguments.texts, steps[-1])
-    lines = arguments.query_file.read_text(encoding="utf-8").splitlines()
-    queries = [json.loads(line)["text"] for line in lines[: arguments.queries]]
+    documents, judged, _ = corpus(steps[-1], arguments.data)
+    queries = list(judged.values())[: arguments.queries]
     older = older_module(arguments.baseline)
-    record: dict = {**run_record(os.getloadavg()), "baseline": arguments.baseline, "steps": []}
+    record: dict = {
+        **run_record(os.getloadavg()),
+        "baseline": arguments.baseline,
+        "documents": "NFCorpus, then ArguAna, then Wikipedia sentences (cluster_check.corpus)",
+        "queries": f"the first {len(queries)} of NFCorpus's judged test queries",
+        "shard": f"0 of {arguments.shards}",
+        "steps": [],
+    }
     work = Path(tempfile.mkdtemp(prefix="shard-keyword-"))
     try:
         path = work / "documents.db"
@@ -155,18 +185,20 @@ def main() -> None:
         writer.start_build()
         written = 0
         for step in steps:
-            while written < step:
-                count = min(CHUNK, step - written)
-                writer.add([Document(texts[n], "wiki.txt", n + 1) for n in range(written, written + count)])
-                written += count
+            kept = [d for d in documents[written:step] if shard_of(d.external_id, arguments.shards) == 0]
+            for start in range(0, len(kept), CHUNK):
+                writer.add(kept[start : start + CHUNK])
+            written = step
             with writer.db.atomic():
                 writer.finish_build()
             reader = DocumentStore(path)
             reader.read_snapshot()
             try:
-                ids = list(range(3, step, FILTER_EVERY))
+                rows = reader.count()
+                ids = list(range(3, rows, FILTER_EVERY))
                 entry = {
-                    "rows": step,
+                    "documents": step,
+                    "rows": rows,
                     "all_rows": scoring_costs(reader, older, queries, arguments.repeats, None),
                     f"one_row_in_{FILTER_EVERY}": scoring_costs(reader, older, queries, arguments.repeats, ids),
                     "load_after": os.getloadavg(),

@@ -28,6 +28,7 @@ _WORDS = "global_bm25_words"
 _TOKENS = "global_bm25_tokens"
 _ROWS = "global_bm25_vocabulary"
 _INSTANCES = "global_bm25_instances"
+_ID_CHUNK = 500
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,7 @@ def term_statistics(
         if len(phrase) == 1:
             phrase_documents[word] = token_documents[phrase[0]]
         else:
-            phrase_documents[word] = len(_phrase_frequencies(connection, index_table, phrase)[0])
+            phrase_documents[word] = len(_phrase_frequencies(connection, index_table, phrase, False)[0])
     return TermStatistics(documents, rows, tokens, tokens_of, token_documents, phrase_documents)
 
 
@@ -132,10 +133,11 @@ def bm25_arrays(
     phrase a row does not hold adds nothing, where bm25() adds 0.0, which changes no sum."""
     _ensure_vocabulary(connection, index_table)
     wanted = None if ids is None else _ascending(np.asarray(ids, dtype=np.int64))
+    joined = wanted is None  # within `ids`, only the lengths of the rows kept are read, afterwards
     found = {}
     for phrase, _ in phrases:
         if phrase not in found:
-            rows, frequencies, lengths = _phrase_frequencies(connection, index_table, phrase)
+            rows, frequencies, lengths = _phrase_frequencies(connection, index_table, phrase, joined)
             if wanted is not None:
                 kept = _among(rows, wanted)
                 rows, frequencies, lengths = rows[kept], frequencies[kept], lengths[kept]
@@ -144,7 +146,10 @@ def bm25_arrays(
         return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
     every = np.concatenate([rows for rows, _, _ in found.values()])
     matched, first = np.unique(every, return_index=True)
-    lengths = np.concatenate([lengths for _, _, lengths in found.values()])[first].astype(np.float64)
+    if joined:
+        lengths = np.concatenate([lengths for _, _, lengths in found.values()])[first].astype(np.float64)
+    else:
+        lengths = _lengths(connection, index_table, matched).astype(np.float64)
     if average_length:
         norms = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths / average_length)
     else:
@@ -179,15 +184,15 @@ def _tokens(connection: sqlite3.Connection, words: list[str], tokenizer: str) ->
 
 
 def _phrase_frequencies(
-    connection: sqlite3.Connection, index_table: str, phrase: tuple[str, ...]
+    connection: sqlite3.Connection, index_table: str, phrase: tuple[str, ...], lengths: bool
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The rows holding `phrase` (its tokens at consecutive offsets), ascending, how many times each holds it, and
-    each one's tokens."""
+    with `lengths` each one's tokens (else zeros)."""
     if not phrase:
         empty = np.empty(0, dtype=np.int64)
         return empty, empty, empty
     several = len(phrase) > 1
-    rows, offsets, lengths = _instances(connection, index_table, phrase[0], offsets=several, lengths=True)
+    rows, offsets, sizes = _instances(connection, index_table, phrase[0], offsets=several, lengths=lengths)
     if several:
         later = [_instances(connection, index_table, token, offsets=True, lengths=False)[:2] for token in phrase[1:]]
         # (row, offset) as one number: the row's place among every row any token is in, times more than any offset
@@ -198,9 +203,9 @@ def _phrase_frequencies(
         held = np.ones(len(rows), dtype=bool)
         for step, (found, places) in enumerate(later, 1):
             held &= _among(first + step, np.sort(np.searchsorted(universe, found) * span + places))
-        rows, lengths = rows[held], lengths[held]
-    matched, first_of, counts = np.unique(rows, return_index=True, return_counts=True)
-    return matched, counts, lengths[first_of]
+        rows, sizes = rows[held], sizes[held]
+    matched, first_of, counts = _counted(rows)
+    return matched, counts, sizes[first_of]
 
 
 def _instances(
@@ -224,6 +229,31 @@ def _instances(
         _integers(at) if offsets else np.zeros(len(rows), dtype=np.int64),
         _varints(size or "") if lengths else np.zeros(len(rows), dtype=np.int64),
     )
+
+
+def _lengths(connection: sqlite3.Connection, index_table: str, rows: np.ndarray) -> np.ndarray:
+    """Each of `rows`' tokens (`rows` ascending), from the index's docsize records, read _ID_CHUNK at a time (0 for
+    a row without one)."""
+    lengths = np.zeros(len(rows), dtype=np.int64)
+    for start in range(0, len(rows), _ID_CHUNK):
+        chunk = rows[start : start + _ID_CHUNK]
+        placeholders = ",".join("?" * len(chunk))
+        sql = (
+            f"SELECT group_concat(id), group_concat(ifnull(hex(sz), '00'), '') FROM {index_table}_docsize "
+            f"WHERE id IN ({placeholders})"
+        )
+        found, sizes = connection.execute(sql, chunk.tolist()).fetchone()
+        lengths[start + np.searchsorted(chunk, _integers(found))] = _varints(sizes or "")
+    return lengths
+
+
+def _counted(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct `rows`, ascending, where each first stands and how many times each comes (np.unique's, without
+    its sort where the rows come ascending, as fts5vocab gives them)."""
+    if not bool(np.all(rows[1:] >= rows[:-1])):
+        return np.unique(rows, return_index=True, return_counts=True)
+    starts = np.flatnonzero(np.concatenate([[True], rows[1:] != rows[:-1]])) if len(rows) else np.empty(0, np.int64)
+    return rows[starts], starts, np.diff(np.append(starts, len(rows)))
 
 
 def _among(values: np.ndarray, ascending: np.ndarray) -> np.ndarray:
@@ -254,7 +284,10 @@ def _varints(hexadecimal: str) -> np.ndarray:
     """The SQLite varints written one after the other in `hexadecimal`: each is big-endian groups of 7 bits, every
     byte but its last with the high bit set. (A value of 2**56 or more takes a ninth byte of 8 bits, which this does
     not read: no row holds that many tokens.)"""
-    data = np.frombuffer(bytes.fromhex(hexadecimal), dtype=np.uint8).astype(np.int64)
+    data = np.frombuffer(bytes.fromhex(hexadecimal), dtype=np.uint8)
+    if not bool(np.any(data >= 0x80)):  # every value under 128: a byte each
+        return data.astype(np.int64)
+    data = data.astype(np.int64)
     ends = np.flatnonzero(data < 0x80)
     starts = np.concatenate([[0], ends[:-1] + 1]).astype(np.int64)
     sizes = ends - starts + 1

@@ -8,7 +8,7 @@ import random
 
 import sqlite_utils
 from searchengine.indexer.query.global_bm25 import TermStatistics, bm25_scores, term_statistics
-from searchengine.indexer.query.keyword_query import keyword_terms, match_expression, select_terms
+from searchengine.indexer.query.keyword_query import SearchedTerm, keyword_terms, match_expression, select_terms
 
 WORDS = "the cat sat on mat running runs dog e_mail foo_bar garden plants planted café cafe".split()
 QUERIES = ["cat running dog", "e_mail cat cat", "planting gardens foo_bar the", "zzz cat", "café", "the"]
@@ -26,10 +26,16 @@ def _rows(count: int, seed: int) -> dict[int, str]:
     return {i: " ".join(chooser.choice(WORDS) for _ in range(chooser.randint(1, 12))) for i in range(count)}
 
 
-def _scores(db: sqlite_utils.Database, statistics: TermStatistics, query: str) -> dict[int, float]:
+def _terms(statistics: TermStatistics, query: str) -> list[SearchedTerm]:
+    """The query's words as the keyword query keeps them, each once per repeat."""
     counts = keyword_terms(query)
-    terms = select_terms(counts, statistics.held(list(counts)), statistics.documents)
-    phrases = [(statistics.tokens_of[t.word], statistics.idf(t.word)) for t in terms for _ in range(t.repeats)]
+    return [
+        t for t in select_terms(counts, statistics.held(list(counts)), statistics.documents) for _ in range(t.repeats)
+    ]
+
+
+def _scores(db: sqlite_utils.Database, statistics: TermStatistics, query: str) -> dict[int, float]:
+    phrases = [(statistics.tokens_of[t.word], statistics.idf(t.word)) for t in _terms(statistics, query)]
     return bm25_scores(db.conn, "documents_fts", phrases, statistics.average_length)
 
 
@@ -89,6 +95,9 @@ def test_long_rows_phrases_and_repeats_give_fts5s_bm25() -> None:
         assert max(abs(mine[doc] - theirs[doc]) for doc in mine) < 1e-9, query
         if query == "e_mail":
             assert mine.keys() == {1, 2, 3, 4, 6}
+        phrases = [(statistics.tokens_of[t.word], statistics.idf(t.word)) for t in _terms(statistics, query)]
+        within = bm25_scores(db.conn, "documents_fts", phrases, statistics.average_length, [6, 4, 2, 99])
+        assert within == {doc: score for doc, score in mine.items() if doc in {2, 4, 6}}, query
 
 
 def test_ids_empty_phrases_and_absent_words() -> None:
