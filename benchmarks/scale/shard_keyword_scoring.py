@@ -18,7 +18,9 @@ module is read with `git show REV:indexer/query/global_bm25.py` and loaded apart
 k1).
 
 Prints and writes (--out) per step, for both parts, the median over queries of each implementation's milliseconds,
-their ratio (older / this), the median of the per-query ratios, and how many rows the queries matched.
+their ratio (older / this), the median of the per-query ratios, and how many rows the queries matched; and, for
+scale, the median of one index's own keyword search of the best 100 on the same store (KeywordTable.search: FTS5's
+bm25() ordered in SQLite, with its own statistics).
 
     .venv/bin/python benchmarks/scale/shard_keyword_scoring.py --steps 20000,100000 --baseline 1fa8733 \\
         --out benchmarks/scale/results/shard_keyword_scoring.json
@@ -138,13 +140,17 @@ def scoring_costs(reader, older: ModuleType, texts: list[str], repeats: int, ids
         for name, (ms, _) in timed.items():
             times[name].append(ms)
         matched.append(len(timed["scores"][1]))
-    return {
+    costs = {
         "queries": len(matched),
         "rows_matched_median": statistics.median(matched),
         "rows_matched_max": max(matched),
         "scores": summary(times["scores"], times["older scores"]),
         f"shard_best_{DEPTH}": summary(times["shard"], times["older shard"]),
     }
+    if ids is None:  # for scale: one index's own keyword search, FTS5's bm25() ordered in SQLite
+        own = [best_ms(lambda text=text: reader.keyword.search(text, DEPTH), repeats)[0] for text in texts]
+        costs[f"fts5_own_best_{DEPTH}_ms_median"] = round(statistics.median(own), 3)
+    return costs
 
 
 def main() -> None:
