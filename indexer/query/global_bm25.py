@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import math
 import sqlite3
-from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
 from searchengine.indexer.query.keyword_query import BM25_K1
 
 BM25_B = 0.75
@@ -100,7 +100,7 @@ def term_statistics(
         if len(phrase) == 1:
             phrase_documents[word] = token_documents[phrase[0]]
         else:
-            phrase_documents[word] = len(_phrase_frequencies(connection, phrase)) if phrase else 0
+            phrase_documents[word] = len(_phrase_frequencies(connection, index_table, phrase, False)[0])
     return TermStatistics(documents, rows, tokens, tokens_of, token_documents, phrase_documents)
 
 
@@ -109,29 +109,58 @@ def bm25_scores(
     index_table: str,
     phrases: Sequence[tuple[tuple[str, ...], float]],
     average_length: float,
-    ids: Sequence[int] | None = None,
+    ids: Sequence[int] | np.ndarray | None = None,
 ) -> dict[int, float]:
     """The BM25 score of every row holding any of `phrases` ((tokens, IDF) each, in the MATCH expression's order,
     a repeated word once per repeat), as bm25() gives it with the sign turned, computed with the given IDFs and
     `average_length`; among `ids` only (every row when None)."""
+    rows, scores = bm25_arrays(connection, index_table, phrases, average_length, ids)
+    return dict(zip(rows.tolist(), scores.tolist()))
+
+
+def bm25_arrays(
+    connection: sqlite3.Connection,
+    index_table: str,
+    phrases: Sequence[tuple[tuple[str, ...], float]],
+    average_length: float,
+    ids: Sequence[int] | np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """`bm25_scores` as two arrays: the rows scored (ascending) and their scores.
+
+    SQLite reads each phrase's instances with their rows' lengths, and numpy counts and scores them (a Python loop
+    over every matching row took most of a cluster shard's keyword search). A row's score adds each phrase's part in
+    the phrases' order, the same floating-point operations in the same order as bm25()'s loop (fts5_aux.c); a
+    phrase a row does not hold adds nothing, where bm25() adds 0.0, which changes no sum."""
     _ensure_vocabulary(connection, index_table)
-    wanted = None if ids is None else {int(i) for i in ids}
-    frequencies: dict[tuple[str, ...], dict[int, int]] = {}
+    wanted = None if ids is None else _ascending(np.asarray(ids, dtype=np.int64))
+    joined = wanted is None  # within `ids`, only the lengths of the rows kept are read, afterwards
+    found = {}
     for phrase, _ in phrases:
-        if phrase not in frequencies:
-            found = _phrase_frequencies(connection, phrase) if phrase else {}
-            frequencies[phrase] = found if wanted is None else {d: f for d, f in found.items() if d in wanted}
-    matched = sorted({doc for found in frequencies.values() for doc in found})
-    lengths = _lengths(connection, index_table, matched)
-    scores: dict[int, float] = {}
-    for doc in matched:
-        norm = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths.get(doc, 0) / average_length) if average_length else 0.0
-        score = 0.0
-        for phrase, idf in phrases:
-            tf = frequencies[phrase].get(doc, 0)
-            score += idf * (tf * (BM25_K1 + 1.0)) / (tf + norm)
-        scores[doc] = score
-    return scores
+        if phrase not in found:
+            rows, frequencies, lengths = _phrase_frequencies(connection, index_table, phrase, joined)
+            if wanted is not None:
+                kept = _among(rows, wanted)
+                rows, frequencies, lengths = rows[kept], frequencies[kept], lengths[kept]
+            found[phrase] = rows, frequencies, lengths
+    if not found:
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
+    every = np.concatenate([rows for rows, _, _ in found.values()])
+    matched, first = np.unique(every, return_index=True)
+    if joined:
+        lengths = np.concatenate([lengths for _, _, lengths in found.values()])[first].astype(np.float64)
+    else:
+        lengths = _lengths(connection, index_table, matched).astype(np.float64)
+    if average_length:
+        norms = BM25_K1 * (1.0 - BM25_B + BM25_B * lengths / average_length)
+    else:
+        norms = np.zeros(len(matched))
+    scores = np.zeros(len(matched))
+    for phrase, idf in phrases:
+        rows, frequencies, _ = found[phrase]
+        at = np.searchsorted(matched, rows)
+        tf = frequencies.astype(np.float64)
+        scores[at] += idf * (tf * (BM25_K1 + 1.0)) / (tf + norms[at])
+    return matched, scores
 
 
 def _ensure_vocabulary(connection: sqlite3.Connection, index_table: str) -> None:
@@ -154,31 +183,119 @@ def _tokens(connection: sqlite3.Connection, words: list[str], tokenizer: str) ->
     return {word: tuple(term for _, term in sorted(placed.get(position, []))) for position, word in enumerate(words)}
 
 
-def _phrase_frequencies(connection: sqlite3.Connection, phrase: tuple[str, ...]) -> dict[int, int]:
-    """How many times each row holds `phrase` (its tokens at consecutive offsets), for rows holding it."""
-    places = [
-        connection.execute(f"SELECT doc, offset FROM temp.{_INSTANCES} WHERE term = ?", [token]).fetchall()
-        for token in phrase
-    ]
-    if len(phrase) == 1:
-        return dict(Counter(doc for doc, _ in places[0]))
-    later = [set(found) for found in places[1:]]
-    hits = Counter(
-        doc for doc, offset in places[0] if all((doc, offset + i) in rest for i, rest in enumerate(later, 1))
+def _phrase_frequencies(
+    connection: sqlite3.Connection, index_table: str, phrase: tuple[str, ...], lengths: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rows holding `phrase` (its tokens at consecutive offsets), ascending, how many times each holds it, and
+    with `lengths` each one's tokens (else zeros)."""
+    if not phrase:
+        empty = np.empty(0, dtype=np.int64)
+        return empty, empty, empty
+    several = len(phrase) > 1
+    rows, offsets, sizes = _instances(connection, index_table, phrase[0], offsets=several, lengths=lengths)
+    if several:
+        later = [_instances(connection, index_table, token, offsets=True, lengths=False)[:2] for token in phrase[1:]]
+        # (row, offset) as one number: the row's place among every row any token is in, times more than any offset
+        universe = _distinct(np.concatenate([rows, *(found for found, _ in later)]))
+        span = max(int(places.max(initial=0)) for places in [offsets, *(places for _, places in later)])
+        span += len(phrase) + 1
+        first = np.searchsorted(universe, rows) * span + offsets
+        held = np.ones(len(rows), dtype=bool)
+        for step, (found, places) in enumerate(later, 1):
+            held &= _among(first + step, np.sort(np.searchsorted(universe, found) * span + places))
+        rows, sizes = rows[held], sizes[held]
+    matched, first_of, counts = _counted(rows)
+    return matched, counts, sizes[first_of]
+
+
+def _instances(
+    connection: sqlite3.Connection, index_table: str, token: str, offsets: bool, lengths: bool
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every instance of `token` in the index: its row, its offset (with `offsets`) and its row's tokens (with
+    `lengths`), each as an array (zeros for what was not asked).
+
+    SQLite reads the token's fts5vocab `instance` rows, joined to the rows' docsize records for `lengths`, and joins
+    them into one text a column (group_concat: a row's aggregates step over the same rows in the same order, so the
+    columns line up), which numpy parses: no Python object per instance. A docsize record is one varint (the
+    keyword index has one column), written in hex and decoded here (`_varints`); a row without one counts 0."""
+    places = "group_concat(i.offset)" if offsets else "NULL"
+    sizes = "group_concat(ifnull(hex(d.sz), '00'), '')" if lengths else "NULL"
+    joined = f"LEFT JOIN {index_table}_docsize AS d ON d.id = i.doc " if lengths else ""
+    sql = f"SELECT group_concat(i.doc), {places}, {sizes} FROM temp.{_INSTANCES} AS i {joined}WHERE i.term = ?"
+    found, at, size = connection.execute(sql, [token]).fetchone()
+    rows = _integers(found)
+    return (
+        rows,
+        _integers(at) if offsets else np.zeros(len(rows), dtype=np.int64),
+        _varints(size or "") if lengths else np.zeros(len(rows), dtype=np.int64),
     )
-    return dict(hits)
 
 
-def _lengths(connection: sqlite3.Connection, index_table: str, ids: list[int]) -> dict[int, int]:
-    """Each row's tokens, from the index's docsize records (one varint per column; the keyword index has one)."""
-    lengths: dict[int, int] = {}
-    for start in range(0, len(ids), _ID_CHUNK):
-        chunk = ids[start : start + _ID_CHUNK]
+def _lengths(connection: sqlite3.Connection, index_table: str, rows: np.ndarray) -> np.ndarray:
+    """Each of `rows`' tokens (`rows` ascending), from the index's docsize records, read _ID_CHUNK at a time (0 for
+    a row without one)."""
+    lengths = np.zeros(len(rows), dtype=np.int64)
+    for start in range(0, len(rows), _ID_CHUNK):
+        chunk = rows[start : start + _ID_CHUNK]
         placeholders = ",".join("?" * len(chunk))
-        sql = f"SELECT id, sz FROM {index_table}_docsize WHERE id IN ({placeholders})"
-        for doc, size in connection.execute(sql, chunk):
-            lengths[int(doc)] = _varint(size, 0)[0]
+        sql = (
+            f"SELECT group_concat(id), group_concat(ifnull(hex(sz), '00'), '') FROM {index_table}_docsize "
+            f"WHERE id IN ({placeholders})"
+        )
+        found, sizes = connection.execute(sql, chunk.tolist()).fetchone()
+        lengths[start + np.searchsorted(chunk, _integers(found))] = _varints(sizes or "")
     return lengths
+
+
+def _counted(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct `rows`, ascending, where each first stands and how many times each comes (np.unique's, without
+    its sort where the rows come ascending, as fts5vocab gives them)."""
+    if not bool(np.all(rows[1:] >= rows[:-1])):
+        return np.unique(rows, return_index=True, return_counts=True)
+    starts = np.flatnonzero(np.concatenate([[True], rows[1:] != rows[:-1]])) if len(rows) else np.empty(0, np.int64)
+    return rows[starts], starts, np.diff(np.append(starts, len(rows)))
+
+
+def _among(values: np.ndarray, ascending: np.ndarray) -> np.ndarray:
+    """Whether each of `values` is one of `ascending` (sorted): a binary search each, where np.isin would first
+    make both distinct (by hashing, several times slower here)."""
+    if not len(ascending):
+        return np.zeros(len(values), dtype=bool)
+    return ascending[np.minimum(np.searchsorted(ascending, values), len(ascending) - 1)] == values
+
+
+def _ascending(values: np.ndarray) -> np.ndarray:
+    """`values` sorted (as they are, where they already are: a filter's ids come so)."""
+    return values if bool(np.all(values[1:] >= values[:-1])) else np.sort(values)
+
+
+def _distinct(values: np.ndarray) -> np.ndarray:
+    """The distinct `values`, ascending."""
+    ordered = np.sort(values)
+    return ordered[np.concatenate([[True], ordered[1:] != ordered[:-1]])]
+
+
+def _integers(text: str | None) -> np.ndarray:
+    """The integers of a group_concat (comma-separated; None for no row)."""
+    return np.fromstring(text, dtype=np.int64, sep=",") if text else np.empty(0, dtype=np.int64)
+
+
+def _varints(hexadecimal: str) -> np.ndarray:
+    """The SQLite varints written one after the other in `hexadecimal`: each is big-endian groups of 7 bits, every
+    byte but its last with the high bit set. (A value of 2**56 or more takes a ninth byte of 8 bits, which this does
+    not read: no row holds that many tokens.)"""
+    data = np.frombuffer(bytes.fromhex(hexadecimal), dtype=np.uint8)
+    if not bool(np.any(data >= 0x80)):  # every value under 128: a byte each
+        return data.astype(np.int64)
+    data = data.astype(np.int64)
+    ends = np.flatnonzero(data < 0x80)
+    starts = np.concatenate([[0], ends[:-1] + 1]).astype(np.int64)
+    sizes = ends - starts + 1
+    values = np.zeros(len(ends), dtype=np.int64)
+    for place in range(int(sizes.max(initial=0))):
+        longer = sizes > place
+        values[longer] = (values[longer] << 7) | (data[starts[longer] + place] & 0x7F)
+    return values
 
 
 def _averages(connection: sqlite3.Connection, index_table: str) -> tuple[int, int]:

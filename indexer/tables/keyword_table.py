@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from searchengine.indexer.errors import MissingKeywordIndexError
-from searchengine.indexer.query.global_bm25 import TermStatistics, bm25_scores, term_statistics
+from searchengine.indexer.query.global_bm25 import TermStatistics, bm25_arrays, term_statistics
 from searchengine.indexer.query.keyword_query import bm25_bound, match_expression
 from searchengine.indexer.tables.sql_chunks import in_chunks
 from searchengine.indexer.tables.store_table import StoreTable
@@ -124,13 +124,17 @@ class KeywordTable(StoreTable):
             return term_statistics(self.db.conn, words, TABLE, TOKENIZER, self._count())
 
     def scores_with(
-        self, phrases: Sequence[tuple[tuple[str, ...], float]], average_length: float, ids: Sequence[int] | None = None
-    ) -> dict[int, float]:
+        self,
+        phrases: Sequence[tuple[tuple[str, ...], float]],
+        average_length: float,
+        ids: Sequence[int] | np.ndarray | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]:
         """BM25 of the rows holding any of `phrases`, among `ids` (all when None), with IDFs and the average length
-        given from outside, as bm25() would give them in one index of every shard (global_bm25.bm25_scores)."""
+        given from outside, as bm25() would give them in one index of every shard: the rows, ascending, and their
+        scores (global_bm25.bm25_arrays)."""
         self._require()
         with self._guard():
-            return bm25_scores(self.db.conn, TABLE, phrases, average_length, ids)
+            return bm25_arrays(self.db.conn, TABLE, phrases, average_length, ids)
 
     def _match_expression(self, text: str) -> str | None:
         return match_expression(self.db.conn, text, TABLE, TOKENIZER, self._count(), self._stem_counts)

@@ -82,17 +82,17 @@ def shard_candidates(reader: IndexReader, query: ShardQuery, queries: int) -> tu
     for position in range(queries):
         dense = [(scored.id, scored.score) for scored in dense_sides[position]]
         keyword: list[tuple[int, float]] = []
-        scores: dict[int, float] = {}
+        rows, scores = _NONE
         if "keyword" in query.sides and query.phrases is not None:
-            scores = _bm25(reader, query.phrases[position], query.average_length, matching)
-            keyword = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[: query.depth]
+            rows, scores = _bm25(reader, query.phrases[position], query.average_length, matching)
+            keyword = best_scored(rows, scores, query.depth)
         candidates = sorted({doc for doc, _ in dense} | {doc for doc, _ in keyword})
         cosines: dict[int, float] = {}
         bm25: dict[int, float] = {}
         if len(query.sides) > 1 and candidates:
             vectors = reader.vectors.reconstruct(np.asarray(candidates, dtype=np.int64))
             cosines = dict(zip(candidates, map(float, vectors @ query.query_vectors[position])))
-            bm25 = {doc: scores.get(doc, 0.0) for doc in candidates}  # every candidate meets the filters
+            bm25 = dict(zip(candidates, _scores_of(rows, scores, candidates)))  # every candidate meets the filters
         spans = {scored.id: scored.span for scored in dense_sides[position]}
         results.append(ShardCandidates(dense, keyword, spans, cosines, bm25))
     wanted = [reachable(answer.dense, answer.keyword, query.k) for answer in results]
@@ -122,10 +122,36 @@ def reachable(dense: list[tuple[int, float]], keyword: list[tuple[int, float]], 
     return [doc for doc, count in zip(docs, dominators) if count < k]
 
 
+def best_scored(rows: np.ndarray, scores: np.ndarray, depth: int) -> list[tuple[int, float]]:
+    """The `depth` best of `rows` by their `scores`, ties by id, as (id, score) best first: what sorting every row
+    gives, with only those scoring at least the depth-th best sorted."""
+    if depth <= 0:
+        return []
+    if len(rows) > depth:
+        kept = np.flatnonzero(scores >= np.partition(scores, len(scores) - depth)[len(scores) - depth])
+        rows, scores = rows[kept], scores[kept]
+    order = np.lexsort((rows, -scores))[:depth]
+    return list(zip(rows[order].tolist(), scores[order].tolist()))
+
+
+_NONE = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64))
+"""No row scored: the rows and scores of a search without a keyword side."""
+
+
+def _scores_of(rows: np.ndarray, scores: np.ndarray, ids: list[int]) -> list[float]:
+    """The score of each of `ids` among `rows` (ascending) and their `scores`; 0.0 for one not among them."""
+    if not len(rows):
+        return [0.0] * len(ids)
+    wanted = np.asarray(ids, dtype=np.int64)
+    places = np.minimum(np.searchsorted(rows, wanted), len(rows) - 1)
+    return np.where(rows[places] == wanted, scores[places], 0.0).tolist()
+
+
 def _bm25(
     reader: IndexReader, phrases: Phrases, average_length: float, matching: np.ndarray | None
-) -> dict[int, float]:
-    """BM25 with the global statistics of every document holding a phrase, among `matching` (all when None)."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """BM25 with the global statistics of every document holding a phrase, among `matching` (all when None): the
+    rows, ascending, and their scores."""
     if not phrases:
-        return {}
-    return reader.store.keyword.scores_with(phrases, average_length, None if matching is None else matching.tolist())
+        return _NONE
+    return reader.store.keyword.scores_with(phrases, average_length, matching)
