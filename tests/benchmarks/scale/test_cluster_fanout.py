@@ -1,7 +1,7 @@
 """benchmarks/scale/cluster_fanout.py small (120 real documents, the tiny test model, a two-node simulated Ray
 cluster, one copy a shard), so the fan-out benchmark cannot rot: its last line is one JSON object with every mode's
 p50 against one index, the ingress's own work apart from the encoding and the shards' wait, one index's handling
-time, and both sides' searches/s with 1 and 2 clients; and a repeated keyword or hybrid query skips the statistics
+time, the ingress's own port against Serve's proxy, and both sides' searches/s with 1 and 2 clients; and a repeated keyword or hybrid query skips the statistics
 round. The documents are encoded once, into a cache folder of the test's own, and both builds are given them."""
 
 from __future__ import annotations
@@ -45,6 +45,8 @@ def test_the_fanout_benchmark_runs_small(tmp_path: Path, tiny_model: Path) -> No
             assert measured["one_index_ms_a_query"]["handler"] > 0
         assert result["latency"][mode]["seen"]["calls_a_search"] == 2, "one round of calls to the 2 shards"
         assert result["latency"][mode]["seen"]["statistics_rounds_a_search"] == 0
+    assert set(result["ingress_or_proxy"]["p50_ms"]) == {"ingress", "proxy"}
+    assert result["ingress_or_proxy"]["proxy_over_ingress"] > 0
     for side in ("cluster", "one_index"):
         measured = result["throughput"][side]
         assert measured["1_client"]["searches"] > 0 and measured["2_clients"]["failed"] == 0
