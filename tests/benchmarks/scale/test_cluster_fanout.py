@@ -1,8 +1,8 @@
 """benchmarks/scale/cluster_fanout.py small (120 real documents, the tiny test model, a two-node simulated Ray
 cluster, one copy a shard), so the fan-out benchmark cannot rot: its last line is one JSON object with every mode's
 p50 against one index, the ingress's own work apart from the encoding and the shards' wait, one index's handling
-time, the ingress's own port against Serve's proxy, and both sides' searches/s with 1 and 2 clients; and a repeated keyword or hybrid query skips the statistics
-round. The documents are encoded once, into a cache folder of the test's own, and both builds are given them."""
+time, the ingress's own port against Serve's proxy, and both sides' searches/s with 1 and 2 clients; and a repeated
+keyword or hybrid query skips the statistics round. The documents are encoded once, into a cache folder of the test's own, and both builds are given them."""
 
 from __future__ import annotations
 
