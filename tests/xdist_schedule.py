@@ -16,23 +16,49 @@ UNITS_OF_THEIR_OWN = ("tests/test_docs.py::test_blocks_that_run[",)
 
 LONGEST_FIRST = (
     "tests/test_docs.py::test_blocks_that_run[README.md]",
-    "tests/test_docs.py::test_blocks_that_run[docs/files.md]",
     "tests/searchengine/engine/test_ray_embedding.py",
     "tests/searchengine/cluster/test_cluster_index.py",
-    "tests/training/methods/test_bi_encoder_methods.py",
-    "tests/test_docs.py::test_blocks_that_run[docs/integrations.md]",
     "tests/benchmarks/scale/test_cluster_check.py",
-    "tests/searchengine/analysis/test_paraphrase_mining.py",
+    "tests/test_docs.py::test_blocks_that_run[docs/files.md]",
+    "tests/benchmarks/scale/test_search_speed.py",
+    "tests/training/methods/test_bi_encoder_methods.py",
     "tests/indexer/vectors/test_template.py",
-    "tests/searchengine/encoding/test_cross_encoder.py",
-    "tests/searchengine/cli/test_cli.py",
-    "tests/searchengine/server/cluster/test_ray_serve.py",
+    "tests/test_docs.py::test_blocks_that_run[docs/integrations.md]",
     "tests/benchmarks/scale/test_cluster_fanout.py",
-    "tests/test_docs.py::test_blocks_that_run[docs/training.md]",
+    "tests/searchengine/encoding/test_openvino_backend.py",
+    "tests/searchengine/server/cluster/test_ray_serve.py",
+    "tests/searchengine/cli/test_cluster_build_command.py",
+    "tests/benchmarks/serving/test_cold_query.py",
+    "tests/benchmarks/encoding/test_encoding_speed.py",
+    "tests/benchmarks/storage/test_memory_check.py",
+    "tests/searchengine/encoding/test_cross_encoder.py",
+    "tests/benchmarks/encoding/test_bulk_precision.py",
+    "tests/searchengine/cli/test_cli.py",
+    "tests/benchmarks/storage/test_write_cost.py",
+    "tests/benchmarks/serving/test_serve_load.py",
+    "tests/benchmarks/serving/test_integrations.py",
+    "tests/benchmarks/storage/test_segment_effects.py",
+    "tests/training/methods/test_pseudo_queries.py",
+    "tests/searchengine/analysis/test_paraphrase_mining.py",
+    "tests/benchmarks/encoding/test_encoding_limit.py",
+    "tests/benchmarks/files/test_file_search.py",
+    "tests/searchengine/integrations/test_mcp_server.py",
+    "tests/benchmarks/storage/test_merge_after_build.py",
+    "tests/hostile/test_hostile_inputs.py",
+    "tests/searchengine/engine/test_engine.py",
+    "tests/searchengine/server/test_collections.py",
+    "tests/benchmarks/retrieval/test_retrieval_benchmarks.py",
     "tests/test_docs.py::test_blocks_that_run[docs/mining.md]",
+    "tests/searchengine/server/test_server_crash.py",
+    "tests/test_docs.py::test_blocks_that_run[docs/clustering.md]",
+    "tests/benchmarks/files/test_file_sync.py",
+    "tests/training/test_adapt.py",
+    "tests/test_docs.py::test_blocks_that_run[docs/training.md]",
+    "tests/searchengine/cli/test_files.py",
 )
-"""The longest units, longest first, as a whole run measured them (loaded, each file's tests' setup, call and
-teardown summed). The units not named follow, those with most tests first (xdist's own order)."""
+"""The units that took 15 s or more in a whole run (2 loaded cores; each unit's tests' setup, call and teardown
+summed), longest first; the README's page leads, as the longest in earlier runs. The units not named follow, those
+with most tests first (xdist's own order)."""
 PLACES = {unit: place for place, unit in enumerate(LONGEST_FIRST)}
 
 
