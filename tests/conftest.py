@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from xdist.remote import Producer
+
+from tests.xdist_schedule import LongestFirstScheduling
 
 WORDS = (
     "the a an and or of to in on at for with from by is are was were be been it this that these those i you he "
@@ -67,6 +70,12 @@ def write_tiny_model(directory: Path, seed: int = 0, pooling: str = "mean", norm
         encoding="utf-8",
     )
     return directory
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Producer) -> LongestFirstScheduling | None:
+    """`--dist loadfile` (pyproject.toml's addopts) hands out the longest test files first: tests/xdist_schedule.py."""
+    return LongestFirstScheduling(config, log) if config.getvalue("dist") == "loadfile" else None
 
 
 @pytest.fixture(scope="session", autouse=True)

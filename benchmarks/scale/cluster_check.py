@@ -254,6 +254,42 @@ def vector_blocks(vectors: np.ndarray) -> list[np.ndarray]:
     return [vectors[start : start + BLOCK] for start in range(0, len(vectors), BLOCK)]
 
 
+def shutdown_serve_after_loss(index: Any) -> None:  # noqa: ANN401 (the build's ClusterIndex)
+    """serve.shutdown() once a node's loss is measured, without Serve's graceful wait for the copies on the lost
+    node: their replicas can never start again (their node's resource went with it), so Serve would wait each one's
+    graceful_shutdown_timeout_s (its default, 20 s) before killing it. Their applications are deleted and their
+    replicas killed first (the deployments keep their graceful stop); then Serve shuts down as before, so that the
+    next phase starts it afresh on the same cluster."""
+    import ray
+    from ray import serve
+    from ray.serve._private.common import REPLICA_ID_FULL_ID_STR_PREFIX
+    from ray.serve._private.constants import SERVE_NAMESPACE
+
+    from searchengine.cluster.placement import live_nodes
+    from searchengine.server.cluster.copy_deployments import copy_app_name
+
+    nodes = live_nodes()
+    lost = {
+        copy_app_name(state.place, shard)
+        for shard, states in enumerate(index.copies)
+        for state in states
+        if state.place.node not in nodes
+    }
+    for app in lost:
+        serve.delete(app, _blocking=False)
+    replicas = tuple(f"{REPLICA_ID_FULL_ID_STR_PREFIX}{app}#" for app in lost)
+    deadline = time.monotonic() + 60
+    while lost & set(serve.status().applications) and time.monotonic() < deadline:
+        for actor in ray.util.list_named_actors(all_namespaces=True):
+            if actor["namespace"] == SERVE_NAMESPACE and actor["name"].startswith(replicas):
+                try:
+                    ray.kill(ray.get_actor(actor["name"], namespace=SERVE_NAMESPACE), no_restart=True)
+                except ValueError:  # gone meanwhile
+                    pass
+        time.sleep(0.2)
+    serve.shutdown()
+
+
 def one_copy_loss(
     cluster: Any, folder: Path, documents: list[Any], vectors: np.ndarray, args: argparse.Namespace,  # noqa: ANN401
     options: dict, queries: list[str],
@@ -262,7 +298,6 @@ def one_copy_loss(
     failing), then back under the same name (the ingress's heal starts its copies from its own folder); then every
     answer is whole again and the same as before the loss."""
     import ray
-    from ray import serve
 
     from searchengine.cluster import ClusterBuildSettings, build_cluster
     from searchengine.server.cluster.serve_app import serve_cluster
@@ -284,7 +319,8 @@ def one_copy_loss(
     load, _ = node_away_and_back(url, cluster, spare, resources, queries, args.load_seconds, args.seed + 1,
                                  args.clients)  # fmt: skip
     back = search(url, checked, "dense")
-    serve.shutdown()
+    # No serve.shutdown(): main stops the Ray cluster next, and Serve's processes with it (as the teardown of
+    # tests/searchengine/server/cluster/test_ray_serve.py does), without Serve's graceful wait.
     same = all([hit["external_id"] for hit in a["hits"]] == [hit["external_id"] for hit in b["hits"]]
                for a, b in zip(whole, back))  # fmt: skip
     return {
@@ -320,7 +356,6 @@ def main(argv: list[str] | None = None) -> None:
     started = time.perf_counter()
 
     import ray
-    from ray import serve
     from searchengine.indexer.commit.index_directory import IndexDirectory
 
     from benchmarks.scale.simulated_nodes import simulated_cluster
@@ -401,7 +436,7 @@ def main(argv: list[str] | None = None) -> None:
             loss = node_loss(
                 url, cluster, nodes[victim], texts or dense_queries, args.load_seconds, args.seed, args.clients
             )
-            serve.shutdown()
+            shutdown_serve_after_loss(index)
             record["node_removed"] = victim
             record["node_loss"] = loss
             record["failed_searches"] = loss["failed_searches"]

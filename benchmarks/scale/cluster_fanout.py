@@ -213,7 +213,6 @@ def main(argv: list[str] | None = None) -> None:
     started = time.perf_counter()
 
     import ray
-    from ray import serve
     from searchengine.indexer.commit.index_directory import IndexDirectory
 
     from benchmarks.scale.simulated_nodes import simulated_cluster
@@ -279,7 +278,8 @@ def main(argv: list[str] | None = None) -> None:
             if one_server is not None:
                 one_server.terminate()
                 one_server.wait(timeout=30)
-            serve.shutdown()
+            # No serve.shutdown(): stopping the Ray cluster stops Serve's processes with it, without Serve's graceful
+            # wait (as the teardown of tests/searchengine/server/cluster/test_ray_serve.py does).
             ray.shutdown()
             cluster.shutdown()
     record["total_s"] = round(time.perf_counter() - started, 1)
