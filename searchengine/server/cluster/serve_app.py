@@ -107,7 +107,7 @@ def serve_cluster(
     )
     bound = ingress.bind(str(path), settings, readers, 64, HEAL_EVERY_S if heal_every_s is None else heal_every_s)
     serve.run(bound, name=INGRESS_APP, route_prefix="/")
-    proxy_url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
+    proxy_url = direct_ingress.http_url("127.0.0.1" if host in ("0.0.0.0", "::") else host, port)
     return ServedAddresses(proxy_url, direct_ingress.ingress_address(INGRESS_APP))
 
 
