@@ -141,7 +141,8 @@ def cluster_status(manifest_path: str | Path) -> dict[str, Any]:
     read_manifest(Path(manifest_path))  # refused in one line when there is none, before Ray is asked anything
     if _serve_running() and INGRESS_APP in serve.status().applications:
         status = serve.get_deployment_handle("ingress", app_name=INGRESS_APP).status.remote().result(timeout_s=60)
-        return {**status, "ingress_url": direct_ingress.ingress_address(INGRESS_APP, timeout_s=0)}
+        # the ingress answered, so it runs; Serve's controller lists its port within a round of its control loop
+        return {**status, "ingress_url": direct_ingress.ingress_address(INGRESS_APP, timeout_s=5)}
     import ray
 
     from searchengine.cluster.cluster_index import ClusterIndex
