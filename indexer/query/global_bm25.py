@@ -272,6 +272,8 @@ def _ascending(values: np.ndarray) -> np.ndarray:
 def _distinct(values: np.ndarray) -> np.ndarray:
     """The distinct `values`, ascending."""
     ordered = np.sort(values)
+    if not len(ordered):
+        return ordered
     return ordered[np.concatenate([[True], ordered[1:] != ordered[:-1]])]
 
 

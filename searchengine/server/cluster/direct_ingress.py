@@ -15,6 +15,7 @@ port, forwarding to the ingress wherever it listens: the address that does not m
 from __future__ import annotations
 
 import time
+from typing import Any
 
 PORTS = 1000
 """How many ports the ingress's range holds, from its first (as many as Serve's own default range, 30000 to 31000)."""
@@ -39,28 +40,44 @@ def controller_env(first_port: int) -> dict[str, str]:
 
 
 def ingress_address(app_name: str, timeout_s: float = 30.0) -> str | None:
-    """http://HOST:PORT of the ingress of `app_name` itself, once Serve lists it (the HTTP target groups of Serve's
-    instance details, which a load balancer in front of Serve reads): HOST as Serve was told to listen, or the node's
-    address where that is every interface. None when Serve runs without direct ingress (a controller started earlier
-    without it, whose only targets are its proxies) or lists no ingress within `timeout_s`."""
+    """http://HOST:PORT of the ingress of `app_name` itself, once Serve lists it (`listed_ingress`). None when Serve
+    runs without direct ingress (a controller started earlier without it, whose only targets are its proxies) or
+    lists no replica of the ingress within `timeout_s`."""
     from ray.serve.context import _get_global_client
 
     deadline = time.monotonic() + timeout_s
     while True:
-        details = _get_global_client().get_serve_details()
-        groups = details.get("target_groups", [])
-        if groups and all(group.get("app_name") == "" for group in groups):
-            return None  # only proxies: Serve's controller runs without direct ingress
-        targets = [
-            target
-            for group in groups
-            if group["protocol"] == "HTTP" and group.get("app_name") == app_name
-            for target in group["targets"]
-        ]
-        if targets:
-            host = (details.get("http_options") or {}).get("host") or targets[0]["ip"]
-            reach = targets[0]["ip"] if host in ("0.0.0.0", "::") else host
-            return f"http://{reach}:{targets[0]['port']}"
-        if time.monotonic() > deadline:
-            return None
+        settled, url = listed_ingress(_get_global_client().get_serve_details(), app_name)
+        if settled or time.monotonic() > deadline:
+            return url
         time.sleep(0.1)
+
+
+def listed_ingress(details: dict[str, Any], app_name: str) -> tuple[bool, str | None]:
+    """From Serve's instance details (the HTTP target groups a load balancer in front of Serve reads): whether the
+    answer is settled, and the address of the ingress of `app_name` itself, HOST as Serve was told to listen, or the
+    node's address where that is every interface. Settled with None where Serve runs without direct ingress (its
+    only targets are its proxies, under no application). Not settled while no replica of the ingress listens: Serve
+    then lists its proxies under the application instead (while the ingress starts again after a crash), which are
+    not the ingress's own address."""
+    from ray.serve._private.common import ReplicaID
+
+    groups = details.get("target_groups") or []
+    if groups and all(group.get("app_name") == "" for group in groups):
+        return True, None  # only proxies: Serve's controller runs without direct ingress
+    targets = [
+        target
+        for group in groups
+        if group.get("protocol") == "HTTP" and group.get("app_name") == app_name
+        for target in group.get("targets", [])
+        if ReplicaID.is_full_id_str(target.get("name", ""))
+    ]
+    if not targets:
+        return False, None
+    host = (details.get("http_options") or {}).get("host") or targets[0]["ip"]
+    return True, http_url(targets[0]["ip"] if host in ("0.0.0.0", "::") else host, targets[0]["port"])
+
+
+def http_url(host: str, port: int) -> str:
+    """http://HOST:PORT, an IPv6 address in brackets as URLs write it."""
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"

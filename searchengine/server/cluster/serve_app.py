@@ -71,6 +71,7 @@ def serve_cluster(
     default the node this process runs on when it has a name. `access_log`: Serve logs a line per request (and
     per call to a copy) to its log files, off by default (SERVE_LOGGING)."""
     from ray import serve
+    from ray.serve.context import _get_global_client
 
     from searchengine.cluster.manifest import read_manifest
     from searchengine.cluster.placement import live_nodes, node_resource
@@ -107,7 +108,11 @@ def serve_cluster(
     )
     bound = ingress.bind(str(path), settings, readers, 64, HEAL_EVERY_S if heal_every_s is None else heal_every_s)
     serve.run(bound, name=INGRESS_APP, route_prefix="/")
-    proxy_url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
+    # Serve started earlier keeps its own HTTP options (a new host or port is ignored, with Serve's warning)
+    listening = _get_global_client().http_config
+    proxy_url = direct_ingress.http_url(
+        "127.0.0.1" if listening.host in ("0.0.0.0", "::") else listening.host, listening.port
+    )
     return ServedAddresses(proxy_url, direct_ingress.ingress_address(INGRESS_APP))
 
 
@@ -141,7 +146,8 @@ def cluster_status(manifest_path: str | Path) -> dict[str, Any]:
     read_manifest(Path(manifest_path))  # refused in one line when there is none, before Ray is asked anything
     if _serve_running() and INGRESS_APP in serve.status().applications:
         status = serve.get_deployment_handle("ingress", app_name=INGRESS_APP).status.remote().result(timeout_s=60)
-        return {**status, "ingress_url": direct_ingress.ingress_address(INGRESS_APP, timeout_s=0)}
+        # the ingress answered, so it runs; Serve's controller lists its port within a round of its control loop
+        return {**status, "ingress_url": direct_ingress.ingress_address(INGRESS_APP, timeout_s=5)}
     import ray
 
     from searchengine.cluster.cluster_index import ClusterIndex

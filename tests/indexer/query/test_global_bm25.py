@@ -115,3 +115,14 @@ def test_ids_empty_phrases_and_absent_words() -> None:
     assert bm25_scores(db.conn, "documents_fts", [((), 1.0), cat, mail, absent, cat], average) == every
     assert bm25_scores(db.conn, "documents_fts", [absent, ((), 2.0)], average) == {}
     assert bm25_scores(db.conn, "documents_fts", [], average) == {}
+
+
+def test_a_word_of_several_tokens_no_row_holds() -> None:
+    # a shard without any token of "e_mail" or "foo-bar": no rows, no error (an empty phrase search crashed here)
+    db = _store({1: "cat sat", 2: "the dog"})
+    statistics = term_statistics(db.conn, ["e_mail", "foo-bar", "cat"], "documents_fts", "porter", 2)
+    assert statistics.phrase_documents == {"e_mail": 0, "foo-bar": 0, "cat": 1}
+    phrases = [(statistics.tokens_of[w], statistics.idf(w)) for w in ["e_mail", "foo-bar", "cat"]]
+    assert bm25_scores(db.conn, "documents_fts", phrases[:2], statistics.average_length) == {}
+    assert bm25_scores(db.conn, "documents_fts", phrases, statistics.average_length, [1, 1, 2]).keys() == {1}
+    assert _scores(db, statistics, "e_mail cat") == _fts5(db, "e_mail cat", 2)

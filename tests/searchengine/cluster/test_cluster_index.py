@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import os
 import signal
+import threading
 import time
 from collections import Counter
 from dataclasses import replace
@@ -321,13 +322,14 @@ class CallsThatKill(ActorCalls):
     """Ray actor calls that kill a copy just before a chosen call is sent: a copy lost at a precise step of a
     query or a write (the kill and the call are real; nothing is simulated)."""
 
-    def __init__(self, method: str, victim: Any) -> None:  # noqa: ANN401
-        self.method, self.victim = method, victim
+    def __init__(self, method: str, *victims: Any) -> None:  # noqa: ANN401
+        self.method, self.victims = method, list(victims)
 
     def start(self, handle: Any, method: str, *args: Any) -> Any:  # noqa: ANN401
-        if method == self.method and self.victim is not None:
-            ray.kill(self.victim)
-            self.victim = None
+        if method == self.method:
+            for victim in self.victims:
+                ray.kill(victim)
+            self.victims = []
         return super().start(handle, method, *args)
 
 
@@ -383,6 +385,50 @@ def test_a_stalled_copy_is_hedged_by_its_other_copy_and_keeps_serving(built: dic
     assert took < CALL_TIMEOUT / 10, f"the stalled copy was waited for: {took:.1f} s"
     assert stalled.serving, "late is not failed: the copy serves again once it answers"
     assert ray.get(stalled.handle.sequence.remote(), timeout=30) == index.sequences[2]
+
+
+def test_a_write_waits_for_a_slow_live_copy_and_keeps_it_serving(built: dict) -> None:
+    """A copy that is slow but alive (its process stopped for 1.5 s) is waited for, not dropped: the write is
+    acknowledged by both of its shard's copies and the slow one keeps serving (only a lost node, a copy that stopped
+    serving or the write's timeout drop a copy from a write: routed_writes._committed)."""
+    index = built["index"]
+    slow, other = index.copies[2]
+    process = ray.get(slow.handle.__ray_call__.remote(lambda copy: os.getpid()))
+    (doc,) = _ids_in_shard(2, 1, "slow-copy")
+    os.kill(process, signal.SIGSTOP)
+    resume = threading.Timer(1.5, os.kill, (process, signal.SIGCONT))
+    resume.start()
+    try:
+        started = time.perf_counter()
+        receipt = index.add([Document("written while a copy was slow", external_id=doc)])
+        took = time.perf_counter() - started
+    finally:
+        resume.cancel()
+        os.kill(process, signal.SIGCONT)
+    assert receipt.copies == {2: 2} and took >= 1.4, (receipt.copies, took)
+    assert slow.serving and slow.sequence == other.sequence == index.sequences[2]
+
+
+def test_a_write_whose_shard_loses_every_copy_inside_it_is_not_acknowledged(built: dict) -> None:
+    """R = 1 as far as the write can tell: both copies of shard 2 die as the write's calls go out. The write fails
+    with one clear error and is never acknowledged; shard 2 holds nothing of it once healed, and the other shard's
+    part, committed, is counted."""
+    index = built["index"]
+    (kept,), (lost,) = _ids_in_shard(1, 1, "every-copy-lost"), _ids_in_shard(2, 1, "every-copy-lost")
+    before = list(index.sequences)
+    index.calls = CallsThatKill("apply", *(state.handle for state in index.copies[2]))
+    try:
+        with pytest.raises(ClusterError, match="no copy of shard 2 committed the write"):
+            index.add([Document(f"written as every copy died {i}", external_id=i) for i in (kept, lost)])
+    finally:
+        index.calls = ActorCalls()
+    assert index.sequences[2] == before[2] and index.sequences[1] == before[1] + 1
+    assert not any(state.serving for state in index.copies[2])
+    index.heal()
+    found = index.search_batch([f"written as every copy died {kept}", f"written as every copy died {lost}"], 5)
+    assert not found.partial
+    assert kept in {hit.external_id for hit in found.hits[0]}
+    assert lost not in {hit.external_id for hits in found.hits for hit in hits}
 
 
 @pytest.mark.parametrize("step", ["before-commit", "after-commit"])

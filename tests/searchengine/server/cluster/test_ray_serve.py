@@ -352,3 +352,17 @@ def test_a_lost_node_fails_no_search_and_loses_no_acknowledged_write(served: dic
     for external_id in written:
         hits = get(url + f"/search?q=storm+{external_id[-1]}+over+the+city&k=10&mode=keyword")["hits"]
         assert external_id in {hit["external_id"] for hit in hits}
+
+
+def test_serving_again_on_a_running_serve_gives_the_addresses_it_listens_on(served: dict) -> None:
+    """Serve already running keeps its HTTP options and its controller's environment (a new port is ignored, with
+    Serve's warning): served again, the addresses given are those Serve listens on, not those asked for. Last: it
+    deploys the ingress again, and after the node's loss the copies left are those of the head."""
+    from searchengine.server.cluster.serve_app import serve_cluster
+
+    again = serve_cluster(served["folder"] / "cluster.json", port=free_port(), heal_every_s=2.0)
+    assert again.proxy_url == served["proxy_url"]
+    assert again.ingress_url is not None and again.ingress_url != again.proxy_url
+    served["url"] = again.ingress_url  # the ingress was deployed again: its port may have moved
+    for where in (again.ingress_url, again.proxy_url):
+        assert get(where + "/health") == {"status": "ok"}
