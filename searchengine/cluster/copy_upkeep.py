@@ -89,11 +89,14 @@ class CopyUpkeep:
                 if state.place.node not in nodes:
                     state.serving = False  # its node is gone (Ray declared it dead): rebuilt below
         for shard, states in enumerate(self.copies):
+            # Asked before the shard's write lock is taken: a call to a copy whose node was lost and is not yet
+            # declared dead waits its whole timeout (Serve never fails it), and the shard's writes must not wait too.
+            answering = [state.serving and self._answers(state) for state in states]
             with self._locks[shard]:
-                source = self._live_source(states)
+                source = next((s for s, ok in zip(states, answering) if ok and s.serving), None)
                 broken = []
-                for state in states:
-                    if state.serving and self._answers(state):
+                for state, ok in zip(states, answering):
+                    if ok and state.serving:
                         continue
                     if state.place.node not in nodes:
                         if source is None:
@@ -118,6 +121,8 @@ class CopyUpkeep:
             with self._locks[shard]:
                 source = self._live_source(states)
                 for state in broken:
+                    if not self._answers(state):
+                        continue  # its node went while it started (its handle may name the lost replica): next turn
                     state.sequence = self._caught_up(state, source, shard, done)
                     state.serving = state.sequence >= self.sequences[shard] or source is None
                     if source is None:
