@@ -10,8 +10,9 @@ class ClusterError(SearchEngineError):
 
 
 class ShardsUnavailableError(ClusterError, UnavailableError):
-    """A request that asked for every shard found some shard without a live copy (HTTP 503). Made from its
-    message, as every SearchEngineError is (searchengine.Client raises the class a server names); `of` writes it."""
+    """A request that asked for every shard, or a write, found some shard without a live copy (HTTP 503: retry once
+    the shard has one). Made from its message, as every SearchEngineError is (searchengine.Client raises the class a
+    server names); `of` writes a search's."""
 
     @classmethod
     def of(cls, missing: list[int], total: int) -> ShardsUnavailableError:

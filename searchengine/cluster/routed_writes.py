@@ -17,7 +17,7 @@ import numpy as np
 
 from searchengine.cluster.copy_calls import CopyCalls, copy_failed
 from searchengine.cluster.copy_upkeep import CopyState
-from searchengine.cluster.errors import ClusterError, CopyBehindError
+from searchengine.cluster.errors import ClusterError, CopyBehindError, ShardsUnavailableError
 from searchengine.cluster.placement import live_nodes
 from searchengine.cluster.routing import shard_of
 from searchengine.cluster.shard_rounds import SERVING_CHECK_S
@@ -97,7 +97,7 @@ class RoutedWrites:
             }
             for shard in shards:
                 if not serving[shard]:
-                    raise ClusterError(
+                    raise ShardsUnavailableError(
                         f"shard {shard} has no live copy, so the write was not applied: bring its node back or "
                         "rebuild its copies (ClusterIndex.heal), then write again"
                     )
@@ -157,7 +157,7 @@ class RoutedWrites:
         for state, _ in refusing:
             state.serving = False
         if not committed:
-            raise ClusterError(
+            raise ShardsUnavailableError(
                 f"no copy of shard {shard} committed the write (their nodes failed during it), so it is not "
                 "acknowledged: write again once ClusterIndex.heal has a copy serving"
             )

@@ -1,8 +1,9 @@
 """Every error the server answers is `{"error": "one line"}` (under /v1/, OpenAI's shape: `{"error": {"message":
 "one line", "type", "param", "code"}}`, where OpenAI's clients read the reason): 400 for a bad request, 401 without
 the API key, 404 for an unknown id or path, 409 while another process writes the index, 413 for an oversize body,
-503 when a request that asked for a whole answer (all_shards) finds a shard of a cluster index with no live copy,
-507 when the index's disk is full, 500 otherwise (a file of the index this server may not write among them)."""
+503 when a request that asked for a whole answer (all_shards), or a write, finds a shard of a cluster index with no
+live copy, 507 when the index's disk is full, 500 otherwise (a file of the index this server may not write among
+them)."""
 
 from __future__ import annotations
 

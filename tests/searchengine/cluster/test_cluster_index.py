@@ -232,7 +232,7 @@ def test_a_shard_without_a_live_copy_gives_a_flagged_partial_answer(built: dict)
     assert answer.hits[0] and all(shard_of(hit.external_id, SHARDS) != 0 for hit in answer.hits[0])
     with pytest.raises(ShardsUnavailableError, match="shard 0"):
         index.search("the cat sat on the mat", 10, mode="dense", all_shards=True)
-    with pytest.raises(ClusterError, match="no live copy"):
+    with pytest.raises(ShardsUnavailableError, match="no live copy"):  # a 503 over HTTP: retry once it has one
         index.add([Document("refused", external_id=_ids_in_shard(0, 1, "refused")[0])])
     _http_answers_partial_or_503(index)
     index.heal()  # the copies' nodes are live: each starts again over its own folder
@@ -266,6 +266,13 @@ def _http_answers_partial_or_503(index: ClusterIndex) -> None:
                 urllib.request.urlopen(url + "/search?q=the+cat&all_shards=true", timeout=60)
             assert refused.value.code == 503
             assert "shard 0" in json.loads(refused.value.read())["error"]
+            write = {"documents": [{"id": _ids_in_shard(0, 1, "refused-http")[0], "text": "refused"}], "id_field": "id"}
+            request = urllib.request.Request(
+                url + "/documents", json.dumps(write).encode(), {"Content-Type": "application/json"}, method="POST"
+            )
+            with pytest.raises(urllib.error.HTTPError) as unwritten:  # the shard's to fix, not the request's: 503
+                urllib.request.urlopen(request, timeout=60)
+            assert unwritten.value.code == 503 and "no live copy" in json.loads(unwritten.value.read())["error"]
             vector = engine.encode(["the cat sat on the mat"])[0]
             by_vector = client.search_by_vector(vector, k=5)
             assert by_vector and all(shard_of(hit.external_id, SHARDS) != 0 for hit in by_vector)
@@ -418,7 +425,7 @@ def test_a_write_whose_shard_loses_every_copy_inside_it_is_not_acknowledged(buil
     before = list(index.sequences)
     index.calls = CallsThatKill("apply", *(state.handle for state in index.copies[2]))
     try:
-        with pytest.raises(ClusterError, match="no copy of shard 2 committed the write"):
+        with pytest.raises(ShardsUnavailableError, match="no copy of shard 2 committed the write"):
             index.add([Document(f"written as every copy died {i}", external_id=i) for i in (kept, lost)])
     finally:
         index.calls = ActorCalls()
