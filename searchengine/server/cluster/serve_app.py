@@ -135,17 +135,26 @@ def _own_node_name(nodes: dict[str, str]) -> str | None:
     return next((name for name, node_id in nodes.items() if node_id == own and name != node_id), None)
 
 
-def cluster_status(manifest_path: str | Path) -> dict[str, Any]:
+def cluster_status(manifest_path: str | Path, timeout_s: float = 60.0) -> dict[str, Any]:
     """The cluster's shards, copies, nodes, documents per shard and each copy's lag: from the running ingress (it
     knows every acknowledged write), with the address it listens on itself (`ingress_url`, None without direct
-    ingress), else from the copies themselves, started as Ray actors for the question."""
+    ingress), else from the copies themselves, started as Ray actors for the question. ClusterError when the
+    running ingress does not answer within `timeout_s`."""
     from ray import serve
 
     from searchengine.cluster.manifest import read_manifest
 
     read_manifest(Path(manifest_path))  # refused in one line when there is none, before Ray is asked anything
     if _serve_running() and INGRESS_APP in serve.status().applications:
-        status = serve.get_deployment_handle("ingress", app_name=INGRESS_APP).status.remote().result(timeout_s=60)
+        asked = serve.get_deployment_handle("ingress", app_name=INGRESS_APP).status.remote()
+        try:
+            status = asked.result(timeout_s=timeout_s)
+        except TimeoutError:
+            asked.cancel()
+            raise ClusterError(
+                f"the cluster's ingress did not answer within {timeout_s:g} s (busy or hung): `serve status` shows "
+                "its state; Serve restarts it once its health check fails"
+            ) from None
         # the ingress answered, so it runs; Serve's controller lists its port within a round of its control loop
         return {**status, "ingress_url": direct_ingress.ingress_address(INGRESS_APP, timeout_s=5)}
     import ray

@@ -288,6 +288,24 @@ def test_a_killed_ingress_is_started_again_and_status_says_where_it_listens(serv
     send(served["url"] + "/documents/before-kill?external=true", None, method="DELETE")
 
 
+def test_status_of_a_stopped_ingress_is_one_clear_error(served: dict) -> None:
+    from searchengine.cluster.errors import ClusterError
+    from searchengine.server.cluster.serve_app import cluster_status
+
+    (name,) = [
+        actor["name"] for actor in ray.util.list_named_actors(all_namespaces=True)
+        if actor["name"].startswith("SERVE_REPLICA::searchengine#ingress#")
+    ]  # fmt: skip
+    process = ray.get(ray.get_actor(name, namespace="serve").__ray_call__.remote(lambda _: os.getpid()), timeout=60)
+    os.kill(process, signal.SIGSTOP)
+    try:
+        with pytest.raises(ClusterError, match="did not answer within 2 s"):
+            cluster_status(served["folder"] / "cluster.json", timeout_s=2.0)
+    finally:
+        os.kill(process, signal.SIGCONT)
+    assert get(served["url"] + "/health") == {"status": "ok"}
+
+
 def test_a_lost_node_fails_no_search_and_loses_no_acknowledged_write(served: dict) -> None:
     """Searches in flight when the node goes, and those just after, answer whole and as before, each well within
     the search timeout (a call to the lost node's copy never fails by itself: it waited the whole timeout before
