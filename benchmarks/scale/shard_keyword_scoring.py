@@ -162,7 +162,10 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument(
-        "--out", type=Path, default=ROOT / "benchmarks" / "scale" / "results" / "shard_keyword_scoring.json"
+        "--out",
+        type=Path,
+        default=ROOT / "benchmarks" / "scale" / "results" / "shard_keyword_scoring.json",
+        help="Where the JSON record goes ('-': nowhere).",
     )
     arguments = parser.parse_args()
 
@@ -213,12 +216,14 @@ def main() -> None:
                 reader.close()
             record["steps"].append(entry)
             print(json.dumps(entry), flush=True)
-            write_results(arguments.out, record)
+            if str(arguments.out) != "-":
+                write_results(arguments.out, record)
             if step != steps[-1]:
                 writer.start_build()
         writer.close()
         record["machine"]["load_after"] = os.getloadavg()
-        write_results(arguments.out, record)
+        if str(arguments.out) != "-":
+            write_results(arguments.out, record)
         print(json.dumps(record), flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
