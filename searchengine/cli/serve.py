@@ -140,7 +140,7 @@ def serve(
         import uvicorn
 
         from searchengine.server.app import ServerSettings, create_app
-        from searchengine.server.listener import is_loopback, listening_socket
+        from searchengine.server.listener import http_url, is_loopback, listening_socket
         from searchengine.server.served_index import ServedIndex
 
         listener = listening_socket(host, port)
@@ -161,7 +161,7 @@ def serve(
         if mcp:
             add_mcp_route(app, index, host, api_key)
         address, bound_port = listener.getsockname()[:2]
-        url = f"http://{'[' + address + ']' if ':' in address else address}:{bound_port}"
+        url = http_url(address, bound_port)
         also = f", MCP at {url}/mcp" if mcp else ""
         typer.echo(
             f"Serving {target} ({index.reader.run(len).result()} texts) at {url}/ (API docs at {url}/docs{also})",
@@ -202,7 +202,7 @@ def _serve_collections(
         from searchengine.server.app import ServerSettings, create_app
         from searchengine.server.collection_keys import read_collection_keys
         from searchengine.server.collections import served_collections
-        from searchengine.server.listener import is_loopback, listening_socket
+        from searchengine.server.listener import http_url, is_loopback, listening_socket
 
         keys = read_collection_keys(keys_file) if keys_file is not None else {}
         settings = ServerSettings(api_key=api_key, api_key_for=api_key_for, collection_keys=keys)  # type: ignore[arg-type]
@@ -213,7 +213,7 @@ def _serve_collections(
     try:
         app = create_app(None, settings, held)
         address, bound_port = listener.getsockname()[:2]
-        url = f"http://{'[' + address + ']' if ':' in address else address}:{bound_port}"
+        url = http_url(address, bound_port)
         names = held.names()
         typer.echo(
             f"Serving {len(names)} collections of {folder} ({', '.join(names) or 'none yet'}) at {url}/ "

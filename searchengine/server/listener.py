@@ -32,6 +32,11 @@ def listening_socket(host: str, port: int, backlog: int = 2048) -> socket.socket
     return listener
 
 
+def http_url(host: str, port: int) -> str:
+    """http://HOST:PORT, an IPv6 address in brackets as URLs write it."""
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
 def is_loopback(host: str) -> bool:
     """Whether `host` reaches this machine only (127.0.0.1, ::1, localhost): elsewhere a server warns without a key."""
     try:

@@ -17,6 +17,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from searchengine.server.listener import http_url
+
 PORTS = 1000
 """How many ports the ingress's range holds, from its first (as many as Serve's own default range, 30000 to 31000)."""
 FIRST_PORT = 30000
@@ -76,8 +78,3 @@ def listed_ingress(details: dict[str, Any], app_name: str) -> tuple[bool, str | 
         return False, None
     host = (details.get("http_options") or {}).get("host") or targets[0]["ip"]
     return True, http_url(targets[0]["ip"] if host in ("0.0.0.0", "::") else host, targets[0]["port"])
-
-
-def http_url(host: str, port: int) -> str:
-    """http://HOST:PORT, an IPv6 address in brackets as URLs write it."""
-    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"

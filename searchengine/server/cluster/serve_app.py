@@ -11,6 +11,7 @@ from typing import Any
 
 from searchengine.cluster.errors import ClusterError
 from searchengine.server.cluster import direct_ingress
+from searchengine.server.listener import http_url
 from searchengine.server.settings import ServerSettings
 
 INGRESS_APP = "searchengine"
@@ -110,7 +111,7 @@ def serve_cluster(
     serve.run(bound, name=INGRESS_APP, route_prefix="/")
     # Serve started earlier keeps its own HTTP options (a new host or port is ignored, with Serve's warning)
     listening = _get_global_client().http_config
-    proxy_url = direct_ingress.http_url(
+    proxy_url = http_url(
         "127.0.0.1" if listening.host in ("0.0.0.0", "::") else listening.host, listening.port
     )
     return ServedAddresses(proxy_url, direct_ingress.ingress_address(INGRESS_APP))

@@ -13,7 +13,8 @@ pytest.importorskip("ray.serve")
 from ray.serve._private.common import ReplicaID, RequestProtocol  # noqa: E402
 from ray.serve.schema import Target, TargetGroup  # noqa: E402
 
-from searchengine.server.cluster.direct_ingress import http_url, listed_ingress  # noqa: E402
+from searchengine.server.cluster.direct_ingress import listed_ingress  # noqa: E402
+from searchengine.server.listener import http_url  # noqa: E402
 
 APP = "searchengine"
 PROXY = Target(ip="10.0.0.1", port=8000, instance_id="", name="SERVE_PROXY_ACTOR-0a1b")
