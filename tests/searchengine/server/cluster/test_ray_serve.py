@@ -67,6 +67,15 @@ def get(url: str) -> Any:  # noqa: ANN401
         return json.loads(response.read())
 
 
+def ingress_process() -> int:
+    """The process id of the ingress replica (one Ray actor of Serve's, asked for its own pid)."""
+    (name,) = [
+        actor["name"] for actor in ray.util.list_named_actors(all_namespaces=True)
+        if actor["name"].startswith("SERVE_REPLICA::searchengine#ingress#")
+    ]  # fmt: skip
+    return ray.get(ray.get_actor(name, namespace="serve").__ray_call__.remote(lambda _: os.getpid()), timeout=60)
+
+
 def send(url: str, body: Any, method: str = "POST") -> Any:  # noqa: ANN401
     request = urllib.request.Request(
         url, json.dumps(body).encode(), {"Content-Type": "application/json"}, method=method
@@ -258,11 +267,7 @@ def test_a_killed_ingress_is_started_again_and_status_says_where_it_listens(serv
     assert added["documents"] == 1
     body = {"queries": QUERIES, "k": 5, "mode": "hybrid"}
     before = send(served["url"] + "/search", body)["results"]
-    (name,) = [
-        actor["name"] for actor in ray.util.list_named_actors(all_namespaces=True)
-        if actor["name"].startswith("SERVE_REPLICA::searchengine#ingress#")
-    ]  # fmt: skip
-    process = ray.get(ray.get_actor(name, namespace="serve").__ray_call__.remote(lambda _: os.getpid()), timeout=60)
+    process = ingress_process()
     os.kill(process, signal.SIGKILL)
     deadline = time.monotonic() + 120
     while True:
@@ -292,11 +297,7 @@ def test_status_of_a_stopped_ingress_is_one_clear_error(served: dict) -> None:
     from searchengine.cluster.errors import ClusterError
     from searchengine.server.cluster.serve_app import cluster_status
 
-    (name,) = [
-        actor["name"] for actor in ray.util.list_named_actors(all_namespaces=True)
-        if actor["name"].startswith("SERVE_REPLICA::searchengine#ingress#")
-    ]  # fmt: skip
-    process = ray.get(ray.get_actor(name, namespace="serve").__ray_call__.remote(lambda _: os.getpid()), timeout=60)
+    process = ingress_process()
     os.kill(process, signal.SIGSTOP)
     try:
         with pytest.raises(ClusterError, match="did not answer within 2 s"):
