@@ -1,7 +1,8 @@
 """RoutedWrites: the part of ClusterIndex (cluster_index.py) that writes: each document routed to the shard its
 external id hashes to, and each shard's part committed on every live copy of it, in the shard's order, before the
 write is acknowledged (a WriteReceipt). A copy whose node is lost while a write waits for it stops counting as live
-within SERVING_CHECK_S of Ray declaring the node dead: the write is acknowledged by the others, never by none."""
+within SERVING_CHECK_S of Ray declaring the node dead: the write is acknowledged by the others, never by none. A
+write waits for the copies of all its shards together, so it takes one timeout at most, however many shards it spans."""
 
 from __future__ import annotations
 
@@ -109,56 +110,64 @@ class RoutedWrites:
                 for shard in shards
             }
             receipt, failure = WriteReceipt(), None
-            for shard in shards:
-                try:
-                    receipt.copies[shard] = self._committed(shard, pending[shard])
-                    self.sequences[shard] += 1
-                    receipt.sequences[shard] = self.sequences[shard]
-                except Exception as error:  # noqa: BLE001 (raised once every other shard's part is counted)
-                    failure = failure or error
+            for shard, outcome in self._committed(pending).items():
+                if isinstance(outcome, Exception):
+                    failure = failure or outcome  # raised once every other shard's part is counted
+                    continue
+                receipt.copies[shard] = outcome
+                self.sequences[shard] += 1
+                receipt.sequences[shard] = self.sequences[shard]
             if failure is not None:
                 raise failure
             return receipt
 
-    def _committed(self, shard: int, pending: list[tuple[CopyState, Any]]) -> int:
-        """How many copies committed a shard's write (started on each as `pending`); raises when none did. The
-        copies are waited for together, and every SERVING_CHECK_S the wait looks whether each copy it still waits
+    def _committed(self, pending: dict[int, list[tuple[CopyState, Any]]]) -> dict[int, int | Exception]:
+        """For each shard of a write (its calls started on each copy, as `pending`), how many copies committed its
+        part, or the error that part raises: the request's own error when no copy committed it and one refused it,
+        else ShardsUnavailableError when none committed it. The copies of every shard are waited for together,
+        against one deadline (the write's timeout from now, when its calls are out), so a write over many shards
+        waits one timeout, not one per shard. Every SERVING_CHECK_S the wait looks whether each copy it still waits
         for is live: a copy whose node Ray no longer lists, or that stopped serving meanwhile (heal found its node
-        gone, or a search's call to it failed), counts as failed at once, as one past the write's timeout does, and
-        its call is cancelled. A Serve call to a lost node's copy never fails by itself (copy_deployments.ServeCalls
-        says why), so without this look a write, and every write queued behind it, waited the whole timeout."""
-        committed, refusing = 0, []
-        waiting = {self.calls.waitable(call): (state, call) for state, call in pending}
+        gone, or a search's call to it failed), counts as failed at once, as one past the deadline does, and its call
+        is cancelled. A Serve call to a lost node's copy never fails by itself (copy_deployments.ServeCalls says
+        why), so without this look a write, and every write queued behind it, waited the whole timeout."""
+        committed = dict.fromkeys(pending, 0)
+        refusing: dict[int, list[tuple[CopyState, Exception]]] = {shard: [] for shard in pending}
+        waiting = {
+            self.calls.waitable(call): (shard, state, call) for shard, calls in pending.items() for state, call in calls
+        }
         deadline = time.perf_counter() + self.calls.timeout("apply")
         while waiting:
             done, _ = wait(list(waiting), timeout=max(0.0, min(SERVING_CHECK_S, deadline - time.perf_counter())))
             for future in done:
-                state, call = waiting.pop(future)
+                shard, state, call = waiting.pop(future)
                 try:
                     state.sequence = self.calls.finish(call)  # answered already: its result, or its error raised
-                    committed += 1
+                    committed[shard] += 1
                 except CopyBehindError:
                     state.serving = False  # it missed writes: heal catches it up
                 except Exception as error:  # noqa: BLE001 (sorted below: a failed copy or a bad request)
                     if copy_failed(error):
                         state.serving = False  # its process or node failed: heal restarts or rebuilds it
                     else:
-                        refusing.append((state, error))
+                        refusing[shard].append((state, error))
             if waiting:
                 nodes = live_nodes()
                 timed_out = time.perf_counter() >= deadline
-                for future, (state, call) in list(waiting.items()):
+                for future, (_, state, call) in list(waiting.items()):
                     if timed_out or not state.serving or state.place.node not in nodes:
                         del waiting[future]
                         self.calls.cancel(call)
                         state.serving = False  # away: heal restarts, rebuilds or catches it up
-        if refusing and not committed:
-            raise refusing[0][1]  # the request itself is wrong: every copy rolled it back
-        for state, _ in refusing:
-            state.serving = False
-        if not committed:
-            raise ShardsUnavailableError(
+        outcomes: dict[int, int | Exception] = {}
+        for shard in pending:
+            if refusing[shard] and not committed[shard]:
+                outcomes[shard] = refusing[shard][0][1]  # the request itself is wrong: every copy rolled it back
+                continue
+            for state, _ in refusing[shard]:
+                state.serving = False
+            outcomes[shard] = committed[shard] or ShardsUnavailableError(
                 f"no copy of shard {shard} committed the write (their nodes failed during it), so it is not "
                 "acknowledged: write again once ClusterIndex.heal has a copy serving"
             )
-        return committed
+        return outcomes

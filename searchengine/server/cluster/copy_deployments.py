@@ -42,9 +42,10 @@ CALLER_ENV = {"RAY_SERVE_REPLICA_GRPC_MAX_MESSAGE_LENGTH": str(2**31 - 1)}
 may be as large as gRPC allows (2 GiB), not Serve's default 4 MiB, which one batch of many queries with a large k
 (up to 256 x 1,000 hits with their texts) would pass."""
 WRITE_TIMEOUT_S = 30.0
-"""Seconds a write may take on one copy before that copy counts as failed (heal catches it up): a write reaches its
-copies already embedded, so storing even the most documents one request may send takes far less. A copy whose node
-is lost counts as failed much sooner: once Ray declares the node dead (routed_writes.py)."""
+"""Seconds a write waits for its copies (those of all the shards it touches together) before a copy that has not
+committed counts as failed (heal catches it up): a write reaches its copies already embedded, so storing even the
+most documents one request may send takes far less. A copy whose node is lost counts as failed much sooner: once
+Ray declares the node dead (routed_writes.py)."""
 
 
 class CopyDeployment:

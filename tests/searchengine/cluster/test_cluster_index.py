@@ -416,6 +416,48 @@ def test_a_write_waits_for_a_slow_live_copy_and_keeps_it_serving(built: dict) ->
     assert slow.serving and slow.sequence == other.sequence == index.sequences[2]
 
 
+class CallsWithAShortTimeout(ActorCalls):
+    """Ray actor calls whose timeout is a few seconds, not CALL_TIMEOUT: a test can wait one out."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def timeout(self, method: str) -> float:  # noqa: ARG002 (every call has the same)
+        return self.seconds
+
+
+def test_a_write_over_shards_with_stalled_copies_waits_one_timeout_not_one_per_shard(built: dict) -> None:
+    """One copy each of shards 1 and 2 stops (SIGSTOP: alive, its node listed, answering nothing) and a write goes
+    to both shards: the copies of both are waited for together, against one deadline, so the write is acknowledged
+    by the other copies after one timeout, not two (routed_writes._committed). The stalled copies stop serving and
+    heal brings them back."""
+    index = built["index"]
+    seconds = 3.0
+    stalled = [index.copies[1][0], index.copies[2][0]]
+    processes = [ray.get(state.handle.__ray_call__.remote(lambda copy: os.getpid()), timeout=60) for state in stalled]
+    ids = _ids_in_shard(1, 1, "stalled-shards") + _ids_in_shard(2, 1, "stalled-shards")
+    index.calls = CallsWithAShortTimeout(seconds)
+    for process in processes:
+        os.kill(process, signal.SIGSTOP)
+    try:
+        started = time.perf_counter()
+        receipt = index.add([Document(f"written while two shards stalled {i}", external_id=i) for i in ids])
+        took = time.perf_counter() - started
+    finally:
+        for process in processes:
+            os.kill(process, signal.SIGCONT)
+        index.calls = ActorCalls()
+    assert receipt.copies == {1: 1, 2: 1}, "acknowledged by each shard's copy that answered"
+    assert seconds * 0.9 <= took < seconds * 1.5, f"one timeout is {seconds} s; the write took {took:.1f} s"
+    assert not any(state.serving for state in stalled)
+    index.heal()
+    for shard in (1, 2):
+        assert all(state.serving and state.sequence == index.sequences[shard] for state in index.copies[shard])
+    found = index.search_batch([f"written while two shards stalled {i}" for i in ids], 5, mode="keyword")
+    assert not found.partial
+    assert set(ids) <= {hit.external_id for hits in found.hits for hit in hits}
+
+
 def test_a_write_whose_shard_loses_every_copy_inside_it_is_not_acknowledged(built: dict) -> None:
     """R = 1 as far as the write can tell: both copies of shard 2 die as the write's calls go out. The write fails
     with one clear error and is never acknowledged; shard 2 holds nothing of it once healed, and the other shard's
