@@ -112,6 +112,25 @@ def test_exact_types_keep_no_originals_and_compressed_ones_keep_them_as_asked(
         assert names == ({"faiss", "npy"} if kept else {"faiss"})
 
 
+def test_an_opq_rotation_before_flat_keeps_no_originals_and_a_projection_keeps_them(
+    tmp_path: Path, real_vectors: tuple
+) -> None:
+    corpus, queries = real_vectors
+    corpus, queries = corpus[:500, :32], queries[:, :32]  # 32 dimensions: OPQ trains in a fraction of a second
+    rotated = build(tmp_path / "rotated", corpus, "OPQ8,Flat")  # an orthogonal rotation: its vectors are exact
+    (segment,) = segments_of(rotated).segments
+    assert segment.index.originals is None
+    assert {entry.suffix for entry in rotated.path.iterdir() if entry.name.startswith("seg")} == {".faiss"}
+    scores, ids = segments_of(rotated).search(queries, K)
+    assert np.array_equal(ids, exact_top(corpus, queries))
+    assert np.allclose(scores[:, 0], np.einsum("ij,ij->i", corpus[ids[:, 0]], queries), atol=1e-5)
+    projected = build(tmp_path / "projected", corpus, "OPQ8_16,Flat")  # onto 16 of 32 dimensions: approximate
+    (segment,) = segments_of(projected).segments
+    assert segment.index.originals is not None
+    scores, ids = segments_of(projected).search(queries, K)
+    assert np.allclose(scores[:, 0], np.einsum("ij,ij->i", corpus[ids[:, 0]], queries), atol=2e-3)
+
+
 def test_tombstones_and_filters_hold_when_rescoring(built: dict, real_vectors: tuple) -> None:
     corpus, queries = real_vectors
     segments = segments_of(built["PQ48x4"])  # PQ has no id selectors: tombstones by a deeper search
