@@ -18,6 +18,7 @@ from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.tables.store import Document, DocumentStore
 from searchengine.indexer.vectors.build_parts import create_vectors
 from searchengine.indexer.vectors.originals import ORIGINALS_SETTING, MappedOriginals, keeps_originals, original_type
+from searchengine.indexer.vectors.rescore_depth import DEFAULT_RESCORE, PRODUCT_QUANTIZATION_RESCORE
 from searchengine.indexer.vectors.segments import SegmentSet, load_segment_set
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "stsb_vectors.npy"
@@ -129,6 +130,21 @@ def test_an_opq_rotation_before_flat_keeps_no_originals_and_a_projection_keeps_t
     assert segment.index.originals is not None
     scores, ids = segments_of(projected).search(queries, K)
     assert np.allclose(scores[:, 0], np.einsum("ij,ij->i", corpus[ids[:, 0]], queries), atol=2e-3)
+
+
+def test_the_candidates_a_segment_gives_follow_its_originals_and_the_asked_depth(
+    built: dict, tmp_path: Path, real_vectors: tuple
+) -> None:
+    """SegmentSet.candidates, what search and benchmarks/storage/dense_path_parts.py take from each segment."""
+    for factory, default in [("SQ8", DEFAULT_RESCORE), ("PQ48x4", PRODUCT_QUANTIZATION_RESCORE),
+                             ("LSH", DEFAULT_RESCORE)]:  # fmt: skip
+        segments = segments_of(built[factory])
+        (segment,) = segments.segments
+        assert segments.candidates(segment, K) == (default, True)
+        assert segments.rescoring(3).candidates(segment, K) == (K, True)  # never fewer than k
+        assert segments.rescoring(0).candidates(segment, K) == (K, factory == "LSH")  # Hamming is no score
+    flat = segments_of(build(tmp_path / "flat", real_vectors[0][:100], "Flat"))
+    assert flat.rescoring(500).candidates(flat.segments[0], K) == (K, False)  # no originals to rescore from
 
 
 def test_tombstones_and_filters_hold_when_rescoring(built: dict, real_vectors: tuple) -> None:
