@@ -35,7 +35,6 @@ import faiss
 import numpy as np
 
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
-from searchengine.indexer.vectors.rescore_depth import default_rescore
 
 from benchmarks.datasets.data_folder import DATA
 from benchmarks.harness.machine import command_line, machine_record
@@ -69,18 +68,17 @@ def timed_parts(engine: SearchEngine, ef: int, rescore: int | None, query: np.nd
     """CPU seconds of each layer for one query, and the ids the engine found."""
     reader = engine.reader
     vectors = reader.vectors.rescoring(rescore)
+    depth, rescored = vectors.candidates(vectors.segments[0], K)  # as SegmentSet.search decides it
     segment = vectors.segments[0].index
     faiss.downcast_index(segment.index.index).hnsw.efSearch = ef
-    originals = segment.originals
-    depth = max(K, default_rescore(segment.factory, segment.count) if rescore is None else rescore) if originals is not None else K
     row = query[None, :]
     seconds = {}
     begin = time.thread_time()
     candidates = segment.index.search(row, depth)[1]
     seconds["faiss"] = time.thread_time() - begin
-    if originals is not None and depth > 0:
+    if rescored:
         begin = time.thread_time()
-        originals.rescore(row, candidates, K)
+        segment.originals.rescore(row, candidates, K)
         seconds["rescore"] = time.thread_time() - begin
     begin = time.thread_time()
     vectors.search(row, K)

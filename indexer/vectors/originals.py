@@ -27,6 +27,7 @@ import numpy as np
 from searchengine.indexer.commit.crash_points import crash_point
 from searchengine.indexer.commit.durable_files import file_checksum, fsync_path
 from searchengine.indexer.errors import IndexerError
+from searchengine.indexer.vectors.factory_codes import stores_approximate_vectors
 
 ORIGINALS_SUFFIX = "npy"
 ORIGINAL_TYPES = ("float16", "float32")
@@ -34,16 +35,15 @@ DEFAULT_ORIGINAL_TYPE = "float16"
 """Half the bytes of float32; rescoring from it measured the same recall@10 (benchmarks/storage/rescoring.py)."""
 ORIGINALS_SETTING = "originals"
 """The store setting (indexer/tables/settings_table.py) holding the index's originals type, where a build chose one."""
-_APPROXIMATE = re.compile(r"(?<![A-Za-z])(?:O?PQ\d|SQ|LSH|ITQ|RQ|LSQ|PRQ|PLSQ|RaBitQ)|,PQ|_PQ")
-"""Factory components whose codes approximate the vectors."""
 _BINARY = re.compile(r"LSH")
 """Factory components with binary codes searched by Hamming distance."""
 COPY_ROWS = 65_536
 
 
 def keeps_originals(factory: str) -> bool:
-    """Whether segments of FAISS type `factory` keep their original vectors (their codes are approximate)."""
-    return bool(_APPROXIMATE.search(factory))
+    """Whether segments of FAISS type `factory` keep their original vectors: where their codes only approximate
+    them (indexer/vectors/factory_codes.py; an OPQ rotation before Flat or HNSW stores exact vectors and keeps none)."""
+    return stores_approximate_vectors(factory)
 
 
 def is_binary(factory: str) -> bool:

@@ -1,7 +1,7 @@
 """How many candidates a query rescores from a segment's originals by default: constants of their own, so that
 `query --help` shows them without importing NumPy (the CLI's help loads no numeric code)."""
 
-import re
+from searchengine.indexer.vectors.factory_codes import is_product_quantized
 
 DEFAULT_RESCORE = 100
 """Candidates per query a segment with originals takes from its codes and rescores exactly, unless told otherwise
@@ -21,12 +21,11 @@ benchmarks/storage/results/memory_check_10m_rescore_2m_codes.json) 300 rescored 
 real vectors alone), 600 0.951 (0.973) and 1,000 0.967 (0.973), at p50 11.9, 11.5 and 12.2 ms; at 2M, 300 reached
 0.978 (0.983: memory_check_2m.json). Between 3M and 10M the depth is interpolated, not measured."""
 VECTORS_PER_RESCORED = 10_000
-_PRODUCT_QUANTIZED = re.compile(r"PQ\d")
 
 
 def default_rescore(factory: str, count: int) -> int:
     """Candidates a segment of FAISS type `factory` holding `count` vectors rescores from its originals unless a query
     says otherwise."""
-    if not _PRODUCT_QUANTIZED.search(factory):
+    if not is_product_quantized(factory):
         return DEFAULT_RESCORE
     return min(LARGE_PRODUCT_QUANTIZATION_RESCORE, max(PRODUCT_QUANTIZATION_RESCORE, count // VECTORS_PER_RESCORED))

@@ -242,18 +242,24 @@ class SegmentSet:
             if len(gone if gone is not None else ()) == segment.index.count:
                 return None
             faiss.omp_set_num_threads(threads)
-            originals = segment.index.originals
-            wanted = default_rescore(segment.index.factory, segment.index.count) if self.rescore is None else self.rescore
-            rescored = originals is not None and (wanted > 0 or segment.index.binary)
-            depth = max(k, wanted) if rescored else k
+            depth, rescored = self.candidates(segment, k)
             found = segment.index.search(queries, depth, own, gone if gone is not None and len(gone) else None)
-            return originals.rescore(queries, found[1], k) if rescored else found
+            return segment.index.originals.rescore(queries, found[1], k) if rescored else found
 
         if len(self.segments) == 1:
             found = [search_segment(self.segments[0])]
         else:
             found = list(pool().map(search_segment, self.segments))
         return merge_found(found, k, len(queries))
+
+    def candidates(self, segment: Segment, k: int) -> tuple[int, bool]:
+        """How many candidates `search` takes from `segment`'s codes for each query's k best, and whether it rescores
+        them from the segment's originals: this set's rescore depth (its type's default where None) for a segment
+        with originals, at least k; k and no rescoring for one without, or where the depth is 0 (a binary segment's
+        k best are rescored even then: Hamming distances are no scores)."""
+        wanted = default_rescore(segment.index.factory, segment.index.count) if self.rescore is None else self.rescore
+        rescored = segment.index.originals is not None and (wanted > 0 or segment.index.binary)
+        return (max(k, wanted) if rescored else k), rescored
 
     def reconstruct(self, ids: np.ndarray) -> np.ndarray:
         ids = np.asarray(ids, dtype=np.int64)

@@ -16,7 +16,6 @@ benchmarks/storage/drift.py, which RETRAIN_ERROR_RATIO comes from).
 
 from __future__ import annotations
 
-import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ import numpy as np
 from searchengine.indexer.commit.crash_points import crash_point
 from searchengine.indexer.commit.durable_files import file_checksum, fsync_path
 from searchengine.indexer.errors import IndexerError
+from searchengine.indexer.vectors.factory_codes import is_product_quantized
 from searchengine.indexer.vectors.originals import OriginalsSpool, is_binary, keeps_originals
 from searchengine.indexer.vectors.recorded_file import check_recorded_size
 from searchengine.indexer.vectors.vector_index import VectorIndex
@@ -41,10 +41,6 @@ this much more error than the training vectors did. Measured by benchmarks/stora
 the index) the ratio was 1.31 to 1.34 and a retrain raised recall@10 of queries like them from 0.51-0.73 to
 0.72-0.87 (100 rescored); with more Wikipedia vectors added (9 to 33 %) it was 1.05 to 1.06 and a retrain bought
 nothing (-0.03 to 0.00). Nothing between was measured: 1.2 lies in that gap."""
-ADVISED_TYPES = re.compile(r"PQ\d")
-"""The types the rule was measured on (product quantization); for others `info` shows the ratio without advice: an
-8-bit scalar quantizer's error is so small that new data just outside its trained ranges multiplies it (4x for more
-of the same sentences), with little effect on recall once rescored."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +67,15 @@ class TemplateRecord:
         if not self.measured or not self.training_error:
             return None
         return (self.added_error / self.measured) / self.training_error
+
+
+def retrain_rule_applies(factory: str) -> bool:
+    """Whether RETRAIN_ERROR_RATIO was measured for templates of type `factory`: product quantization, after an OPQ
+    rotation or not (indexer/vectors/factory_codes.py). For others `info` shows the ratio without advice: an 8-bit
+    scalar quantizer's error is so small that new data just outside its trained ranges multiplies it (4x for more of
+    the same sentences), with little effect on recall once rescored; an OPQ rotation before Flat or HNSW stores the
+    vectors exactly and has no error to compare."""
+    return is_product_quantized(factory)
 
 
 def template_name(number: int) -> str:

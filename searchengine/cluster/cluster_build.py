@@ -35,11 +35,14 @@ from searchengine.cluster.placement import initial_placement, live_nodes
 from searchengine.cluster.routing import shard_of
 from searchengine.cluster.shard_copy import current_node
 from searchengine.cluster.vector_blocks import VectorRows
+from searchengine.engine.indexing import CHUNK
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.tables.documents import Document
 
-BATCH = 256
-"""Documents a worker embeds and a copy stores together."""
+BATCH = CHUNK
+"""Documents a worker embeds and a copy stores together: as many as a one-process build stores together
+(engine.indexing.CHUNK). Each batch costs a Ray call and object, and a copy's store a transaction: at 256, a build of
+200,000 given vectors spent about twice as long sending them (benchmarks/scale/cluster_answers.py; docs/cluster.md)."""
 IN_FLIGHT = 8
 """Batches sent on before the driver waits for the oldest: bounds what waits in Ray's object store."""
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from searchengine.indexer.vectors.template import ADVISED_TYPES, RETRAIN_ERROR_RATIO, TemplateRecord
+from searchengine.indexer.vectors.template import RETRAIN_ERROR_RATIO, TemplateRecord, retrain_rule_applies
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class TemplateState:
     @property
     def advisable(self) -> bool:
         """Whether the rule was measured for this type (product quantization)."""
-        return bool(ADVISED_TYPES.search(self.factory))
+        return retrain_rule_applies(self.factory)
 
     @property
     def retrain_advised(self) -> bool:

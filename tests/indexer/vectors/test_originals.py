@@ -18,6 +18,7 @@ from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.tables.store import Document, DocumentStore
 from searchengine.indexer.vectors.build_parts import create_vectors
 from searchengine.indexer.vectors.originals import ORIGINALS_SETTING, MappedOriginals, keeps_originals, original_type
+from searchengine.indexer.vectors.rescore_depth import DEFAULT_RESCORE, PRODUCT_QUANTIZATION_RESCORE
 from searchengine.indexer.vectors.segments import SegmentSet, load_segment_set
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "stsb_vectors.npy"
@@ -110,6 +111,40 @@ def test_exact_types_keep_no_originals_and_compressed_ones_keep_them_as_asked(
             assert np.allclose(found.vectors(np.arange(500)), corpus[:500], atol=1e-3)
         names = {entry.name.rsplit(".", 1)[-1] for entry in directory.path.iterdir() if entry.name.startswith("seg")}
         assert names == ({"faiss", "npy"} if kept else {"faiss"})
+
+
+def test_an_opq_rotation_before_flat_keeps_no_originals_and_a_projection_keeps_them(
+    tmp_path: Path, real_vectors: tuple
+) -> None:
+    corpus, queries = real_vectors
+    corpus, queries = corpus[:500, :32], queries[:, :32]  # 32 dimensions: OPQ trains in a fraction of a second
+    rotated = build(tmp_path / "rotated", corpus, "OPQ8,Flat")  # an orthogonal rotation: its vectors are exact
+    (segment,) = segments_of(rotated).segments
+    assert segment.index.originals is None
+    assert {entry.suffix for entry in rotated.path.iterdir() if entry.name.startswith("seg")} == {".faiss"}
+    scores, ids = segments_of(rotated).search(queries, K)
+    assert np.array_equal(ids, exact_top(corpus, queries))
+    assert np.allclose(scores[:, 0], np.einsum("ij,ij->i", corpus[ids[:, 0]], queries), atol=1e-5)
+    projected = build(tmp_path / "projected", corpus, "OPQ8_16,Flat")  # onto 16 of 32 dimensions: approximate
+    (segment,) = segments_of(projected).segments
+    assert segment.index.originals is not None
+    scores, ids = segments_of(projected).search(queries, K)
+    assert np.allclose(scores[:, 0], np.einsum("ij,ij->i", corpus[ids[:, 0]], queries), atol=2e-3)
+
+
+def test_the_candidates_a_segment_gives_follow_its_originals_and_the_asked_depth(
+    built: dict, tmp_path: Path, real_vectors: tuple
+) -> None:
+    """SegmentSet.candidates, what search and benchmarks/storage/dense_path_parts.py take from each segment."""
+    for factory, default in [("SQ8", DEFAULT_RESCORE), ("PQ48x4", PRODUCT_QUANTIZATION_RESCORE),
+                             ("LSH", DEFAULT_RESCORE)]:  # fmt: skip
+        segments = segments_of(built[factory])
+        (segment,) = segments.segments
+        assert segments.candidates(segment, K) == (default, True)
+        assert segments.rescoring(3).candidates(segment, K) == (K, True)  # never fewer than k
+        assert segments.rescoring(0).candidates(segment, K) == (K, factory == "LSH")  # Hamming is no score
+    flat = segments_of(build(tmp_path / "flat", real_vectors[0][:100], "Flat"))
+    assert flat.rescoring(500).candidates(flat.segments[0], K) == (K, False)  # no originals to rescore from
 
 
 def test_tombstones_and_filters_hold_when_rescoring(built: dict, real_vectors: tuple) -> None:

@@ -16,7 +16,14 @@ from searchengine.indexer.commit.live_write import writing_in_place
 from searchengine.indexer.commit.merge_policy import merge
 from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.tables.store import Document, DocumentStore
-from searchengine.indexer.vectors.template import TemplateRecord, load_template, quantization_errors, template_of
+from searchengine.indexer.vectors.template import (
+    TemplateRecord,
+    load_template,
+    quantization_errors,
+    retrain_rule_applies,
+    template_of,
+    train_template,
+)
 from searchengine.indexer.vectors.vector_index import VectorIndex
 
 from tests.indexer.vectors.test_originals import K, build, exact_top, recall, segments_of
@@ -193,3 +200,14 @@ def test_quantization_errors_of_ivf_types_match_faiss_decoding(vectors: np.ndarr
     if "300" not in factory:
         decoded = trained.sa_decode(trained.sa_encode(sample[:200]))
         assert np.allclose(errors, ((sample[:200] - decoded) ** 2).sum(axis=1), rtol=1e-5, atol=1e-7)
+
+
+def test_an_opq_rotated_exact_type_has_no_error_to_advise_on_and_opq_before_pq_has(vectors: np.ndarray) -> None:
+    """An OPQ rotation before Flat stores the vectors exactly: its template measures no quantization error (which
+    would be float rounding, 1e-12, against which any later rounding could read as drift) and gets no advice."""
+    sample = np.ascontiguousarray(vectors[:1000, :32])  # 32 dimensions: OPQ trains in a fraction of a second
+    rotated = train_template("OPQ8,Flat", 32, sample)
+    assert rotated.training_error is None and not retrain_rule_applies("OPQ8,Flat")
+    quantized = train_template("OPQ8,PQ8x4", 32, sample)
+    assert quantized.training_error is not None and quantized.training_error > 1e-4
+    assert retrain_rule_applies("OPQ8,PQ8x4")

@@ -32,6 +32,12 @@ def test_other_types_show_their_ratio_without_advice() -> None:
     assert lsh.error_ratio is None and "quantization error" not in lsh.summary()
 
 
+def test_an_opq_rotation_is_advised_only_before_product_quantization() -> None:
+    assert not template_state(record("OPQ16,Flat", 4.0), 1100).retrain_advised  # exact vectors: no error to compare
+    assert not template_state(record("OPQ16,IVF256,Flat", 4.0), 1100).advisable
+    assert template_state(record("OPQ16,IVF256,PQ16", RETRAIN_ERROR_RATIO + 0.05), 1100).retrain_advised
+
+
 def test_the_budget_calling_for_another_type_is_said() -> None:
     grown = template_state(record("IVF64,PQ48np", 1.0), 1100, "IVF256,PQ48np")
     assert "the memory budget calls for IVF256,PQ48np at this size" in grown.summary()
