@@ -54,9 +54,9 @@ Usage:
   At 10M, make the vectors, queries and exact top 10s once (untimed, at low priority; --work keeps them, outside the
   repository), then build and measure reusing them (a --work folder made with other settings is refused):
     nice -n 10 .venv/bin/python benchmarks/storage/memory_check.py --vectors 10000000 --vectors-dtype float16 \
-        --work /work/tenm-data --prepare-only
+        --work ../tenm-data --prepare-only
     .venv/bin/python benchmarks/storage/memory_check.py --vectors 10000000 --vectors-dtype float16 \
-        --work /work/tenm-data --memory-budget 1500MB --cold --scanned-codes 600000 1200000 5000000 \
+        --work ../tenm-data --memory-budget 1500MB --cold --scanned-codes 600000 1200000 5000000 \
         --out benchmarks/storage/results/memory_check_10m.json
 """
 

@@ -12,11 +12,11 @@ The older checkout (--baseline, a git worktree) is imported through the package 
 write_cost.py makes (`baseline_path`). Prints and writes (--out) each system's figures per round, and the ratios of
 their medians over all rounds.
 
-    git worktree add --detach /work/base-f24614a f24614a
+    git worktree add --detach ../base-f24614a f24614a
     .venv/bin/python benchmarks/storage/write_cost.py --sizes 100000 --systems searchengine --keep --work /tmp/wc_keep \\
         --cli-runs 0 --no-fsync-probe --runs 1 --out /tmp/wc_keep.json
     .venv/bin/python benchmarks/storage/small_writes.py --index /tmp/wc_keep/searchengine-100000 \\
-        --baseline /work/base-f24614a --out benchmarks/storage/results/delete_latency.json
+        --baseline ../base-f24614a --out benchmarks/storage/results/delete_latency.json
     .venv/bin/python benchmarks/storage/small_writes.py --write add --writes 1000 --index /tmp/wc_keep/searchengine-100000 \\
         --baseline /work/base-cfe6784 --out benchmarks/storage/results/small_adds.json
 """

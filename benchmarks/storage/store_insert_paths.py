@@ -11,7 +11,7 @@ to the copy, by each path in turn:
 Reported per path: rows/s (wall), CPU seconds per 1,000 rows (user + system: what the path costs whatever the
 load), bytes handed to write() per row, and, for `build`, the seconds its commit takes to make the hash index.
 
-    .venv/bin/python benchmarks/storage/store_insert_paths.py --store /work/tmp_store_scale/w/documents.db \\
+    .venv/bin/python benchmarks/storage/store_insert_paths.py --store /tmp/store_scale/w/documents.db \\
         --rounds 3 --out benchmarks/storage/results/store_insert_paths.json
 """
 

@@ -31,16 +31,16 @@ fsync     (where strace is installed) the same open, add 10 and delete 1 under `
 cli       (searchengine only) `python -m searchengine add` of a 10-line .jsonl file, wall time, median of
           --cli-runs (model load included), and a cold `python -m searchengine query` (dense, filtered) beside it.
 
-Systems: searchengine (the code this script's checkout imports, /work/main's working tree, recorded with its
+Systems: searchengine (the code this script's checkout imports, its working tree, recorded with its
 commit and whether the product code is modified), baseline (--baseline DIR: an older checkout, imported in
 its own processes through a package directory of symlinks put first on PYTHONPATH, since the repository maps
 indexer/ and training/ to searchengine.indexer and searchengine.training), chroma and lancedb (run by
 --peer-python, a separate virtual environment: this script with --peer, which never imports searchengine).
 
 Usage:
-  /work/bench-venv/bin/pip install chromadb lancedb numpy psutil       # the peers' environment, once
-  git worktree add /work/baseline a1b0769                              # an older searchengine, detached
-  .venv/bin/python benchmarks/storage/write_cost.py --sizes 10000,100000 --baseline /work/baseline
+  python3 -m venv ../bench-venv && ../bench-venv/bin/pip install chromadb lancedb numpy psutil  # the peers, once
+  git worktree add ../baseline a1b0769                                 # an older searchengine, detached
+  .venv/bin/python benchmarks/storage/write_cost.py --sizes 10000,100000 --baseline ../baseline
   .venv/bin/python benchmarks/storage/write_cost.py --sizes 1000000 --systems searchengine,lancedb
   .venv/bin/python benchmarks/storage/write_cost.py --table                    # the markdown table of the results
 Each system and size is merged into benchmarks/storage/results/write_cost.json as soon as it is measured.
