@@ -7,7 +7,7 @@
 # FILE, e.g. by benchmarks/files/file_search.py --folder-only --whole). The file is restored at the end, both copies
 # synced back, and each answers one query (printed, to compare the hits). Prints "round version wall user sys".
 # Usage: benchmarks/files/sync_edit_ab.sh BEFORE_PYTHON AFTER_PYTHON INDEX FILE [ROUNDS]
-#   e.g. benchmarks/files/sync_edit_ab.sh /work/base/.venv/bin/python .venv/bin/python \
+#   e.g. benchmarks/files/sync_edit_ab.sh ../base/.venv/bin/python .venv/bin/python \
 #        /tmp/filebench-whole/python-docs/folder-index-passage-headings \
 #        /tmp/filebench-whole/python-docs/folder-files/library/tokenize.html 6
 set -euo pipefail
