@@ -63,3 +63,12 @@ def copy_failed(error: BaseException) -> bool:
     """Whether `error` from a call means the copy is unavailable (its process, node or network failed, or it
     timed out), rather than a problem of the request itself, which is raised to the caller."""
     return not isinstance(error, SearchEngineError)
+
+
+def request_error(error: BaseException) -> BaseException:
+    """The error a copy raised for the request itself (a SearchEngineError: a bad filter, bad metadata), as the
+    caller would have raised it: Ray delivers it wrapped (a RayTaskError, which is also an instance of the cause's
+    class, whose message is the copy's traceback with Ray's header), and its `cause` says it in one line. Any other
+    error is returned as it is."""
+    cause = getattr(error, "cause", None)
+    return cause if isinstance(error, SearchEngineError) and isinstance(cause, SearchEngineError) else error

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from searchengine.cluster.copy_calls import CopyCalls, copy_failed
+from searchengine.cluster.copy_calls import CopyCalls, copy_failed, request_error
 from searchengine.cluster.copy_upkeep import CopyState
 from searchengine.cluster.errors import ClusterError, CopyBehindError, ShardsUnavailableError
 from searchengine.cluster.placement import live_nodes
@@ -150,7 +150,7 @@ class RoutedWrites:
                     if copy_failed(error):
                         state.serving = False  # its process or node failed: heal restarts or rebuilds it
                     else:
-                        refusing[shard].append((state, error))
+                        refusing[shard].append((state, request_error(error)))
             if waiting:
                 nodes = live_nodes()
                 timed_out = time.perf_counter() >= deadline

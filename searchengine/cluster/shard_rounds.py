@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from searchengine.cluster.call_latencies import CallLatencies
-from searchengine.cluster.copy_calls import CopyCalls, copy_failed
+from searchengine.cluster.copy_calls import CopyCalls, copy_failed, request_error
 from searchengine.cluster.copy_upkeep import CopyState
 from searchengine.cluster.query_spans import SearchSpan
 
@@ -179,7 +179,7 @@ class ShardRounds:
                         error = cancelled
                     if error is not None:
                         if not copy_failed(error):
-                            raise error
+                            raise request_error(error) from None
                         state.serving = False  # its process or node failed: heal restarts or rebuilds it
                         drop(future, call)
                         continue

@@ -39,6 +39,7 @@ from searchengine.cluster.statistics_cache import StatisticsCache
 from searchengine.engine.index_reader import IndexReader
 from searchengine.engine.index_writer import IndexWriter
 from searchengine.engine.search_engine import SearchEngine
+from searchengine.errors import SearchEngineError
 from tests.searchengine.cluster.conftest import corpus, one_index
 
 ray = pytest.importorskip("ray")
@@ -119,6 +120,28 @@ def test_search_equals_one_index(built: dict, tiny_encoder: Any) -> None:  # noq
     assert_same_as_one_index(built["index"], reference)
     assert_same_as_one_index(built["index"], reference, where=["lang=fr"], k=7)
     assert_same_as_one_index(built["index"], reference, k=300)  # more than there are documents
+
+
+def test_a_request_a_copy_refuses_raises_its_own_one_line_error_as_one_index_does(
+    built: dict, tiny_encoder: Any  # noqa: ANN401
+) -> None:
+    # Ray delivers a copy's error wrapped (RayTaskError, its message the copy's traceback with Ray's header); the
+    # caller gets the copy's own error, as one index raises it, and the copies keep serving.
+    index = built["index"]
+    sequences = list(index.sequences)
+    bad_filter = {"": 3}  # a metadata field no path can hold: refused by each shard's store
+    with pytest.raises(SearchEngineError) as one:
+        _reference(built, tiny_encoder).search_batch(QUERIES[:1], 5, bad_filter)
+    with pytest.raises(SearchEngineError) as cluster:
+        index.search_batch(QUERIES[:1], 5, bad_filter)
+    assert (type(cluster.value), str(cluster.value)) == (type(one.value), str(one.value))
+    with pytest.raises(SearchEngineError) as refused:
+        index.add([Document("a text", external_id="not-a-number", metadata={"score": float("nan")})])
+    message = str(refused.value)
+    assert "ray::" not in message and "\n" not in message and "Traceback" not in message, message
+    assert not any(type(error).__module__.startswith("ray") for error in (cluster.value, refused.value))
+    assert index.sequences == sequences
+    assert all(state.serving for states in index.copies for state in states)
 
 
 def test_a_copy_never_opens_another_nodes_folder(built: dict) -> None:
