@@ -32,8 +32,15 @@ def listening_socket(host: str, port: int, backlog: int = 2048) -> socket.socket
     return listener
 
 
-def http_url(host: str, port: int) -> str:
-    """http://HOST:PORT, an IPv6 address in brackets as URLs write it."""
+EVERY_INTERFACE = frozenset({"0.0.0.0", "::"})
+"""Hosts a server listens on to take connections on every interface, which no client can connect to by that name."""
+
+
+def http_url(host: str, port: int, every_interface_as: str | None = None) -> str:
+    """http://HOST:PORT, an IPv6 address in brackets as URLs write it; a host of EVERY_INTERFACE written as
+    `every_interface_as` where given (an address a client can reach that server at)."""
+    if every_interface_as is not None and host in EVERY_INTERFACE:
+        host = every_interface_as
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 

@@ -77,4 +77,4 @@ def listed_ingress(details: dict[str, Any], app_name: str) -> tuple[bool, str | 
     if not targets:
         return False, None
     host = (details.get("http_options") or {}).get("host") or targets[0]["ip"]
-    return True, http_url(targets[0]["ip"] if host in ("0.0.0.0", "::") else host, targets[0]["port"])
+    return True, http_url(host, targets[0]["port"], every_interface_as=targets[0]["ip"])

@@ -111,9 +111,7 @@ def serve_cluster(
     serve.run(bound, name=INGRESS_APP, route_prefix="/")
     # Serve started earlier keeps its own HTTP options (a new host or port is ignored, with Serve's warning)
     listening = _get_global_client().http_config
-    proxy_url = http_url(
-        "127.0.0.1" if listening.host in ("0.0.0.0", "::") else listening.host, listening.port
-    )
+    proxy_url = http_url(listening.host, listening.port, every_interface_as="127.0.0.1")
     return ServedAddresses(proxy_url, direct_ingress.ingress_address(INGRESS_APP))
 
 
