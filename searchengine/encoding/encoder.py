@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from searchengine.encoding.backend import Backend, registered_backends, resolve_runtime, runs_on_cpu_only
-from searchengine.encoding.hf_loading import load_pretrained
+from searchengine.encoding.hf_loading import load_pretrained, tokenize_on_every_core
 from searchengine.encoding.model_source import ModelSource, Pooling, locate_model
 from searchengine.encoding.model_transforms import apply_transforms, load_transforms, output_dimension
 from searchengine.encoding.padding import padded
@@ -113,6 +113,8 @@ class Encoder:
         self.prompt = PromptPooling(self.tokenizer, self.source.prompt) if self.source.prompt else None
         self.device = device or default_device(backend, precision)
         self.model.to(self.device).eval()
+        if self.device.startswith("cuda"):
+            tokenize_on_every_core()
         if threads is not None and threads < 1:
             raise SearchEngineError(f"threads must be at least 1, not {threads}")
         self.threads = threads

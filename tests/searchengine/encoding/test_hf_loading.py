@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from searchengine.encoding.hf_loading import load_pretrained, model_directory
+from searchengine.encoding import hf_loading
+from searchengine.encoding.encoder import Encoder
+from searchengine.encoding.hf_loading import PARALLELISM, load_pretrained, model_directory, tokenize_on_every_core
 from searchengine.errors import SearchEngineError
 
 
@@ -52,3 +54,22 @@ def test_a_directory_without_a_tokenizer_is_one_error(tiny_model: Path, tmp_path
     shutil.copy(tiny_model / "config.json", bare / "config.json")
     with pytest.raises(SearchEngineError, match=r"cannot load the cross-encoder in .*bare: "):
         load_pretrained(bare, "the cross-encoder", "AutoModelForSequenceClassification")
+
+
+def test_parallel_tokenizing_is_turned_on_unless_the_user_chose(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hf_loading, "USER_SET_PARALLELISM", False)
+    monkeypatch.setenv(PARALLELISM, "false")  # searchengine's own default
+    tokenize_on_every_core()
+    assert hf_loading.os.environ[PARALLELISM] == "true"
+    monkeypatch.setattr(hf_loading, "USER_SET_PARALLELISM", True)
+    monkeypatch.setenv(PARALLELISM, "0")
+    tokenize_on_every_core()
+    assert hf_loading.os.environ[PARALLELISM] == "0"
+
+
+def test_an_encoder_on_the_cpu_tokenizes_on_one_core(tiny_model: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Only an encoder on a GPU turns parallel tokenizing on: on a CPU the cores run the model."""
+    monkeypatch.setattr(hf_loading, "USER_SET_PARALLELISM", False)
+    monkeypatch.delenv(PARALLELISM, raising=False)
+    Encoder(tiny_model, device="cpu")
+    assert hf_loading.os.environ[PARALLELISM] == "false"
