@@ -334,25 +334,32 @@ class IndexDirectory:
         os.set_blocking(descriptor, True)
         return os.fdopen(descriptor, "r+", encoding="utf-8")
 
-    def _current_files(self) -> set[str]:
-        return named_files(self.path / MANIFEST) if self.exists() else set()
-
     def live_file_names(self, writer: DocumentStore | None = None) -> set[str]:
         """The files the committed state names: the manifest's, and for format 2 the store's segments (with their
         originals files) and its trained template. `writer`: the store a writer just committed through, still
         holding the writer lock, read instead of opening the store again (each new connection parses the schema)."""
-        names = self._current_files()
-        manifest = Manifest.read(self.path / MANIFEST) if names else None
-        if manifest is not None and manifest.segmented:
+        return self._live_file_names(*self._current_manifest(), writer)
+
+    def _current_manifest(self) -> tuple[set[str], Manifest | None]:
+        """The names of the files the manifest on disk names (`named_files`: checked plain first), and the
+        manifest; (set(), None) where there is none."""
+        if not self.exists():
+            return set(), None
+        return named_files(self.path / MANIFEST), Manifest.read(self.path / MANIFEST)
+
+    def _live_file_names(self, names: set[str], manifest: Manifest | None, writer: DocumentStore | None) -> set[str]:
+        """`live_file_names`, given the current manifest and the names it names (read once by a caller that needs
+        more of it)."""
+        if names and manifest is not None and manifest.segmented:
             from searchengine.indexer.tables.store import DocumentStore
 
             path = self.path / manifest.files["documents"].name
             if writer is not None and not writer.closed and Path(writer.path) == path:
-                return names | _store_file_names(writer)  # under the lock, after its commit: no one else commits
+                return names | writer.segments.file_names()  # under the lock, after its commit: no one else commits
             store = DocumentStore(path)
             try:
                 store.read_snapshot()
-                names |= _store_file_names(store)
+                names |= store.segments.file_names()
             finally:
                 store.close()
         return names
@@ -385,28 +392,21 @@ class IndexDirectory:
 
     def _unreferenced(self, writer: DocumentStore | None = None) -> tuple[list[Path], list[Path]]:
         """The adapted-model entries and the generation files no committed state names, nor a live process claims."""
-        keep = self.live_file_names(writer)
+        names, manifest = self._current_manifest()
+        keep = self._live_file_names(names, manifest, writer)
+        entries = sorted(os.listdir(self.path))  # names, listed once (Path objects for every entry cost a write more)
         models = []
-        if self.exists():
-            named = named_model_folder(Manifest.read(self.path / MANIFEST).model.spec, self.path)
-            models = unreferenced_model_entries(self.path, named)
+        if manifest is not None:
+            named = named_model_folder(manifest.model.spec, self.path)
+            models = unreferenced_model_entries(self.path, named, entries)
         files = []
-        for entry in sorted(self.path.iterdir()):
-            match = _GENERATION_FILE.match(entry.name)
-            if match and match.group(1) not in keep or entry.name == f"{MANIFEST}.tmp":
+        for name in entries:
+            match = _GENERATION_FILE.match(name)
+            if match and match.group(1) not in keep or name == f"{MANIFEST}.tmp":
                 if match and in_use(self.path / match.group(1)):  # a merge in another process is making it
                     continue
-                files.append(entry)
+                files.append(self.path / name)
         return models, files
-
-
-def _store_file_names(store: DocumentStore) -> set[str]:
-    """The files the store names: its segments (with their originals files) and its trained template."""
-    names = {name for record in store.segments.records() for name, _, _ in record.files}
-    template = store.segments.template()
-    if template is not None:
-        names.add(template.name)
-    return names
 
 
 class Generation:

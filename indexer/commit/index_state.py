@@ -16,6 +16,7 @@ from searchengine.indexer.commit.manifest import (
     StoredFile,
 )
 from searchengine.indexer.tables.store import DocumentStore
+from searchengine.indexer.vectors.segments import SegmentRecord
 
 
 def with_store_state(directory: Path, manifest: Manifest) -> Manifest:
@@ -31,11 +32,12 @@ def with_store_state(directory: Path, manifest: Manifest) -> Manifest:
         store.close()
 
 
-def state_of(store: DocumentStore, manifest: Manifest) -> Manifest:
-    """`with_store_state` through an open store, in its current read snapshot."""
+def state_of(store: DocumentStore, manifest: Manifest, records: list[SegmentRecord] | None = None) -> Manifest:
+    """`with_store_state` through an open store, in its current read snapshot; `records`: its segment records, where
+    the caller read them in the same snapshot already."""
     state = store.segments.state()
     segments = {}
-    for number, record in enumerate(store.segments.records()):
+    for number, record in enumerate(store.segments.records() if records is None else records):
         segments[f"{SEGMENT_ROLE}.{number}"] = StoredFile(record.name, record.size, record.checksum)
         if record.originals is not None:
             originals = record.originals

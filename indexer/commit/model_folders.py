@@ -44,14 +44,15 @@ def named_model_folder(spec: str, index: Path) -> str | None:
     return location.name if spec.startswith(INSIDE_INDEX) or location.is_absolute() else None
 
 
-def unreferenced_model_entries(index: Path, named: str | None) -> list[Path]:
+def unreferenced_model_entries(index: Path, named: str | None, entries: list[str] | None = None) -> list[Path]:
     """The adapted-model entries in the index directory `index` that no committed state needs: not the model
-    folder `named` (the manifest's, by name; None when it names none there) and not claimed by a live adapt."""
+    folder `named` (the manifest's, by name; None when it names none there) and not claimed by a live adapt.
+    `entries`: the names in `index`, where the caller listed them already."""
     found: dict[str, list[Path]] = {}
-    for entry in index.iterdir():
-        match = _ENTRY.match(entry.name)
+    for name in os.listdir(index) if entries is None else entries:
+        match = _ENTRY.match(name)
         if match and match.group(1) != named:
-            found.setdefault(match.group(1), []).append(entry)
+            found.setdefault(match.group(1), []).append(index / name)
     return sorted(entry for name, entries in found.items() if not in_use(_claim_path(index, name)) for entry in entries)
 
 

@@ -60,6 +60,16 @@ class SegmentTable(StoreTable):
                 ]
         return [self._record(row) for row in rows]
 
+    def file_names(self) -> set[str]:
+        """The names of the files the store names: its live segments, their originals files and its trained
+        template (what a clean-up keeps), read without the checks of `records` and `template`."""
+        with self._guard():
+            names = {row[0] for row in self.db.execute(f"SELECT name FROM {TABLE}").fetchall()}
+            for table in (ORIGINALS_TABLE, TEMPLATE_TABLE):
+                if self._has_table(table):
+                    names.update(row[0] for row in self.db.execute(f"SELECT name FROM {table}").fetchall())
+        return names
+
     def _has_originals_table(self) -> bool:
         return self._has_table(ORIGINALS_TABLE)
 

@@ -130,6 +130,13 @@ class DocumentStore:
         for table in (self.documents, self.keyword, self.filters):
             table.new_snapshot()
 
+    def schema_version(self) -> int:
+        """SQLite's schema cookie as of the current snapshot: it changes whenever a table, index or view of the
+        store is made, changed or dropped (an upgrade step, a field index, a keyword index added), so a connection
+        can tell that what it read of the store's shape when it opened may be stale."""
+        with self._guard():
+            return int(self.db.execute("PRAGMA schema_version").fetchone()[0])
+
     @property
     def holds_snapshot(self) -> bool:
         """Whether a read transaction is open (`read_snapshot`, until `release_snapshot`)."""

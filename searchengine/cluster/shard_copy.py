@@ -28,10 +28,12 @@ from searchengine.cluster.placement import node_name
 from searchengine.cluster.shard_search import ShardCandidates, ShardQuery, shard_candidates, shard_statistics
 from searchengine.engine.filters import Filters
 from searchengine.engine.index_reader import IndexReader
+from searchengine.engine.index_writer import IndexWriter
 from searchengine.engine.indexing import Chunk, IndexSettings, build_index, drop_vectors
 from searchengine.engine.search import Hit, Scored, hits_of
 from searchengine.indexer.commit.index_directory import IndexDirectory
 from searchengine.indexer.commit.live_write import writing_in_place
+from searchengine.indexer.commit.merge_policy import MERGE_LIMIT, merge_limit, plan_merge
 from searchengine.indexer.query.global_bm25 import TermStatistics
 from searchengine.indexer.tables.documents import Document
 
@@ -150,9 +152,10 @@ class ShardCopy:
     @_one_at_a_time
     def apply(self, sequence: int, documents: list[Document], vectors: np.ndarray | None, deleted: list[str]) -> int:
         """Write number `sequence` of the shard: upsert `documents` (with their `vectors`) and delete the documents
-        with the external ids `deleted`, in one commit that also stores `sequence`. A write this copy holds already
-        changes nothing; one that skips a write it lacks is refused (it must catch up first). Returns the copy's
-        sequence number after it."""
+        with the external ids `deleted`, in one commit that also stores `sequence`; then its segments are merged as
+        the index's merge policy asks, as one index's add merges (each write leaves a segment: unmerged, every later
+        reload and search of the copy pays for each). A write this copy holds already changes nothing; one that
+        skips a write it lacks is refused (it must catch up first). Returns the copy's sequence number after it."""
         reader = self._reader()
         held = self.sequence()
         if sequence <= held:
@@ -169,6 +172,11 @@ class ShardCopy:
             if documents:
                 _add_embedded(write, documents, np.asarray(vectors, dtype=np.float32))
             write.store.settings.set(SEQUENCE, sequence)
+        # The reader now holds the copy's newest commit (only this copy writes its folder): the merge policy is asked
+        # of that state, without reading the store again, and the merges run only when it asks for one.
+        records = [segment.record for segment in reader.vectors.segments]
+        if plan_merge(records, reader.tombstones, merge_limit(reader.store.settings.get(MERGE_LIMIT))) is not None:
+            IndexWriter(self.folder, snapshot=reader).merge()
         return sequence
 
     # copying ----------------------------------------------------------------------------------------------------

@@ -49,6 +49,8 @@ class IndexSnapshot:
         self._stamp: tuple[int, int] | None = None
         self._commit: int | None = None
         """The store's commit number as loaded (format 2): `refresh` reloads when a writer commits another."""
+        self._schema: int | None = None
+        """The store's schema version as loaded: a write that changed the store's tables is followed by `_load`."""
         self._probe: CommitProbe | None = None
         """Reads the newest commit number for `refresh`, leaving the loaded state's snapshot where it is."""
         self._upkeep: LogUpkeep | None = None
@@ -64,20 +66,11 @@ class IndexSnapshot:
         stamp = self.directory.manifest_stamp()
         probe = self._probe.newest if self._probe is not None else None  # a connection kept open, not a new one
         manifest, vectors, store, whitening = self.directory.read_consistently(self._open_files, False, probe)
-        if self._stamp is not None and manifest.model.fingerprint != self.manifest.model.fingerprint:
+        try:
+            tombstones, live = self._checked(manifest, vectors, store, whitening)
+        except BaseException:
             store.close()
-            raise SearchEngineError(
-                f"index {self.path} was rebuilt with model {manifest.model.name} (fingerprint "
-                f"{manifest.model.fingerprint}) since it was opened with {self.manifest.model.name}; open it again"
-            )
-        _check_dimensions(self.path, manifest, vectors, whitening)
-        tombstones, live, live_vectors = store.tombstones.ids(), store.count(), store.vector_count()
-        if live_vectors != manifest.count.vectors or vectors.count != live_vectors + len(tombstones):
-            store.close()
-            raise IndexerError(
-                f"index {self.path} is inconsistent: {vectors.count} vectors, {live_vectors} for the {live} stored "
-                f"documents and {len(tombstones)} deleted, manifest says {manifest.count.vectors}; rebuild the index"
-            )
+            raise
         probe = self._probe if self._probe is not None and self._probe.path == store.path else None
         if probe is not None:  # kept open for the same store file: its connection reads every later commit
             self._probe = None
@@ -87,11 +80,64 @@ class IndexSnapshot:
         self.manifest, self.vectors, self.store, self.whitening = manifest, vectors, store, whitening
         self.tombstones, self.live, self._stamp = tombstones, live, stamp
         self._commit = store.segments.commit_number() if manifest.segmented else None
+        self._schema = store.schema_version()
         self._probe = (probe or CommitProbe(store.path)) if manifest.segmented else None
         self._upkeep = LogUpkeep(store.path) if manifest.segmented else None
         if manifest.segmented:
             self.segments.update((segment.record.name, segment) for segment in vectors.segments)
         self.keyword_index = store.keyword.exists()
+
+    def _load_in_place(self) -> None:
+        """`_load` once this engine's snapshot was let go (around a write, `writing`, or by `release_snapshot`): the
+        newest commit read through the store connection held, on a new read snapshot, keeping the connections beside
+        it (the commit probe, the log's upkeep) and the loaded segments, so only new segments, the tombstones and
+        the counts are read. Every check of `_load` runs. Where more than rows and segments changed (a rebuild or a
+        conversion replaced the manifest, an upgrade step or a field index changed the store's tables), or nothing
+        looks committed, or a segment went missing meanwhile, the full `_load` runs instead."""
+        store, stamp = self.store, self.directory.manifest_stamp()
+        if not self.manifest.segmented or store.closed or stamp != self._stamp:
+            self._load()
+            return
+        store.read_snapshot()
+        commit = store.segments.commit_number()
+        if commit == self._commit or store.schema_version() != self._schema:
+            self._load()
+            return
+        dimension = self.manifest.index.dimension
+        try:
+            records = store.segments.records()
+            segments = [self._segment(record, dimension) for record in records]
+        except IndexerError:  # a merge removed a segment after this snapshot began: `_load` reads again
+            self._load()
+            return
+        manifest = state_of(store, self.manifest, records)
+        if self.directory.manifest_stamp() != stamp:  # replaced meanwhile: the store read may be an old one's
+            self._load()
+            return
+        vectors = SegmentSet(segments, manifest.index.type, dimension)
+        self.tombstones, self.live = self._checked(manifest, vectors, store, self.whitening)
+        self.manifest, self.vectors, self._commit = manifest, vectors, commit
+        self.segments.update((segment.record.name, segment) for segment in segments)
+        self.keyword_index = store.keyword.exists()
+
+    def _checked(
+        self, manifest: Manifest, vectors: SegmentSet, store: DocumentStore, whitening: Whitening | None
+    ) -> tuple[np.ndarray, int]:
+        """The tombstones and the live count of a state about to be loaded, once it passed every check: the model
+        it was built with is still the one opened, the shapes agree, and the store's counts match its vectors."""
+        if self._stamp is not None and manifest.model.fingerprint != self.manifest.model.fingerprint:
+            raise SearchEngineError(
+                f"index {self.path} was rebuilt with model {manifest.model.name} (fingerprint "
+                f"{manifest.model.fingerprint}) since it was opened with {self.manifest.model.name}; open it again"
+            )
+        _check_dimensions(self.path, manifest, vectors, whitening)
+        tombstones, live, live_vectors = store.tombstones.ids(), store.count(), store.vector_count()
+        if live_vectors != manifest.count.vectors or vectors.count != live_vectors + len(tombstones):
+            raise IndexerError(
+                f"index {self.path} is inconsistent: {vectors.count} vectors, {live_vectors} for the {live} stored "
+                f"documents and {len(tombstones)} deleted, manifest says {manifest.count.vectors}; rebuild the index"
+            )
+        return tombstones, live
 
     def refresh(self) -> bool:
         """Reload the index if a writer (another process, or another SearchEngine) committed since it was loaded;
@@ -168,11 +214,12 @@ class IndexSnapshot:
         return True
 
     def _load_or_close(self) -> None:
-        """`_load`, closing the loaded store if it fails: that store's snapshot of the loaded commit was let go, so
-        it would read a newer commit than the loaded segments, and the engine must not answer from both. (Closed
-        only then: closing it first, as the last connection, made SQLite rebuild its log index at every write.)"""
+        """`_load_in_place`, closing the loaded store if it fails: that store's snapshot of the loaded commit was let
+        go, so it would read a newer commit than the loaded segments, and the engine must not answer from both.
+        (Closed only then: closing it first, as the last connection, made SQLite rebuild its log index at every
+        write.)"""
         try:
-            self._load()
+            self._load_in_place()
         except BaseException:
             self.store.close()
             raise
@@ -188,13 +235,14 @@ class IndexSnapshot:
                 store.read_snapshot()  # the counts, segments and tombstones of one commit, and the documents with them
                 commit = store.segments.commit_number()
                 try:
-                    segments = [self._segment(record, manifest.index.dimension) for record in store.segments.records()]
+                    records = store.segments.records()
+                    segments = [self._segment(record, manifest.index.dimension) for record in records]
                     break
                 except IndexerError:
                     store.read_snapshot()
                     if attempt == READ_ATTEMPTS - 1 or store.segments.commit_number() == commit:
                         raise
-            manifest = state_of(store, manifest)
+            manifest = state_of(store, manifest, records)
         except BaseException:
             store.close()
             raise
