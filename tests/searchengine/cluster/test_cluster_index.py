@@ -33,8 +33,10 @@ from searchengine.cluster import (
 )
 from searchengine.cluster.call_latencies import LATENCY_SAMPLES_NEEDED
 from searchengine.cluster.cluster_build import remove_build
+from searchengine.cluster.copy_actors import start_copy_actor
 from searchengine.cluster.copy_calls import CALL_TIMEOUT
-from searchengine.cluster.manifest import read_manifest
+from searchengine.cluster.manifest import CopyPlace, read_manifest
+from searchengine.cluster.node_folders import remove_on_their_nodes
 from searchengine.cluster.routing import shard_of
 from searchengine.cluster.statistics_cache import StatisticsCache
 from searchengine.engine.index_reader import IndexReader
@@ -466,6 +468,49 @@ def test_given_vectors_with_a_nan_stop_the_build_with_one_error_and_commit_nothi
         build_cluster(built["folder"] / "nan.json", documents, settings, vectors=[given])
     assert not (built["folder"] / "nan.json").exists()
     assert not list(Path(settings.local_root).glob("*/nan/*/shard-*")), "the failed build's folders were removed"
+
+
+class CallsThatKillOnABatch(ActorCalls):
+    """Ray actor calls that kill the copy a build sends its `batch`-th batch to, just before it is sent."""
+
+    def __init__(self, batch: int) -> None:
+        self.batch, self.sent, self.killed = batch, 0, None
+
+    def start(self, handle: Any, method: str, *args: Any) -> Any:  # noqa: ANN401
+        if method == "write_batch":
+            self.sent += 1
+            if self.sent == self.batch:
+                ray.kill(handle)
+                self.killed = handle
+        return super().start(handle, method, *args)
+
+
+def test_a_build_whose_copy_dies_mid_build_removes_every_folder_it_made_on_every_node(built: dict) -> None:
+    settings = replace(built["settings"], name="killed", batch_size=16)
+    made: dict[str, str] = {}
+
+    def starter(place: Any, shard: int, local_root: str) -> Any:  # noqa: ANN401
+        made[place.folder] = place.node
+        return start_copy_actor(place, shard, local_root)
+
+    calls = CallsThatKillOnABatch(3)
+    with pytest.raises(ClusterError, match="the cluster build failed in Ray.*nothing was committed"):
+        build_cluster(built["folder"] / "killed.json", corpus(120, seed=5), settings, calls=calls, starter=starter)
+    assert calls.killed is not None and len(made) == SHARDS * 2
+    assert not (built["folder"] / "killed.json").exists()
+    roots = [path for path in Path(settings.local_root).iterdir() if path.is_dir()]
+    assert {root.name for root in roots} >= set(made.values())
+    assert not any((root / "killed").exists() and any((root / "killed").iterdir()) for root in roots), (
+        "every folder of the build is gone, the dead copy's too"
+    )
+    assert not any(Path(folder).exists() for folder in made)
+
+
+def test_the_folder_of_a_node_that_is_not_live_is_left_and_said(built: dict, tmp_path: Path) -> None:
+    folder = tmp_path / "gone" / "index" / "some-build" / "shard-0"
+    folder.mkdir(parents=True)
+    assert remove_on_their_nodes([CopyPlace("gone", str(folder))], str(tmp_path)) == [f"{folder} on node gone"]
+    assert folder.is_dir(), "no process of its node is live to remove it"
 
 
 class CallsThatKill(ActorCalls):
