@@ -486,7 +486,7 @@ class CallsThatKillOnABatch(ActorCalls):
 
 
 def test_a_build_whose_copy_dies_mid_build_removes_every_folder_it_made_on_every_node(built: dict) -> None:
-    settings = replace(built["settings"], name="killed", batch_size=16)
+    settings = replace(built["settings"], name="killed", copies=1, batch_size=8)  # a copy on each of the 3 nodes
     made: dict[str, str] = {}
 
     def starter(place: Any, shard: int, local_root: str) -> Any:  # noqa: ANN401
@@ -495,8 +495,8 @@ def test_a_build_whose_copy_dies_mid_build_removes_every_folder_it_made_on_every
 
     calls = CallsThatKillOnABatch(3)
     with pytest.raises(ClusterError, match="the cluster build failed in Ray.*nothing was committed"):
-        build_cluster(built["folder"] / "killed.json", corpus(120, seed=5), settings, calls=calls, starter=starter)
-    assert calls.killed is not None and len(made) == SHARDS * 2
+        build_cluster(built["folder"] / "killed.json", corpus(60, seed=5), settings, calls=calls, starter=starter)
+    assert calls.killed is not None and len(made) == SHARDS
     assert not (built["folder"] / "killed.json").exists()
     roots = [path for path in Path(settings.local_root).iterdir() if path.is_dir()]
     assert {root.name for root in roots} >= set(made.values())
