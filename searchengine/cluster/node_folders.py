@@ -73,11 +73,12 @@ def remove_on_their_nodes(places: Iterable[CopyPlace], local_root: str) -> list[
     tasks = [task for _, task in started]
     ready, _ = ray.wait(tasks, num_returns=len(tasks), timeout=REMOVAL_TIMEOUT_S) if tasks else ([], [])
     for place, task in started:
-        try:
-            if task not in ready:
-                raise TimeoutError(place.folder)
-            ray.get(task)
-        except Exception:  # noqa: BLE001 (a task that failed or is late leaves its folder, said to the caller)
+        if task not in ready:
             ray.cancel(task, force=True)
+            left.append(place)
+            continue
+        try:
+            ray.get(task)
+        except Exception:  # noqa: BLE001 (a task that failed leaves its folder, said to the caller)
             left.append(place)
     return [f"{place.folder} on node {place.node}" for place in left]

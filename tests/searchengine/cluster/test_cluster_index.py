@@ -506,11 +506,14 @@ def test_a_build_whose_copy_dies_mid_build_removes_every_folder_it_made_on_every
     assert not any(Path(folder).exists() for folder in made)
 
 
-def test_the_folder_of_a_node_that_is_not_live_is_left_and_said(built: dict, tmp_path: Path) -> None:
-    folder = tmp_path / "gone" / "index" / "some-build" / "shard-0"
-    folder.mkdir(parents=True)
-    assert remove_on_their_nodes([CopyPlace("gone", str(folder))], str(tmp_path)) == [f"{folder} on node gone"]
-    assert folder.is_dir(), "no process of its node is live to remove it"
+def test_a_folder_no_task_of_its_own_node_removes_is_left_and_said(built: dict, tmp_path: Path) -> None:
+    gone = tmp_path / "gone" / "index" / "some-build" / "shard-0"
+    others = tmp_path / "head" / "index" / "some-build" / "shard-1"
+    for folder in (gone, others):
+        folder.mkdir(parents=True)
+    places = [CopyPlace("gone", str(gone)), CopyPlace("a", str(others))]  # node a's task refuses head's folder
+    assert remove_on_their_nodes(places, str(tmp_path)) == [f"{gone} on node gone", f"{others} on node a"]
+    assert gone.is_dir() and others.is_dir()
 
 
 class CallsThatKill(ActorCalls):
