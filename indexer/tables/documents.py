@@ -98,22 +98,29 @@ def nested_beyond(value: object, levels: int) -> bool:
 
 
 def refuse_unstorable(documents: Sequence[Document]) -> None:
-    """Refuse, before anything is written, a document whose metadata nests too deeply, holds what JSON cannot (a
-    date, a set), or whose text, id or metadata holds a lone surrogate."""
+    """Refuse, before anything is written, a document whose external id is not a str, whose metadata nests too
+    deeply, holds what JSON cannot (a date, a set, NaN or Infinity), or whose text, id or metadata holds a lone
+    surrogate. Every write path comes through here: one index's store, and a cluster's write before it is routed."""
     for number, document in enumerate(documents, start=1):
+        if document.external_id is not None and not isinstance(document.external_id, str):
+            raise IndexerError(
+                f"document {number} has an external id that is a {type(document.external_id).__name__}, not a str; "
+                "give ids as text (e.g. str(5)): ids are text, and a stored id is matched as text"
+            )
         if nested_beyond(document.metadata, MAX_METADATA_DEPTH):
             raise IndexerError(
                 f"document {number} has metadata nested more than {MAX_METADATA_DEPTH} levels deep; flatten it "
                 "(metadata is one object of plain values and lists)"
             )
-        parts = (document.text, document.external_id or "", document.metadata or "")
         try:
-            code = next((code for code in map(lone_surrogate, parts) if code is not None), None)
+            metadata = metadata_json(document.metadata, number) if document.metadata else ""
         except TypeError as exc:  # json.dumps of a date, a set, bytes, a tuple key: from Python callers
             raise IndexerError(
                 f"document {number} has metadata JSON cannot hold ({exc}); give text, numbers, true/false, null, "
                 "lists and objects with text keys (a date as text, e.g. '2020-01-02')"
             ) from None
+        parts = (document.text, document.external_id or "", metadata)
+        code = next((code for code in map(lone_surrogate, parts) if code is not None), None)
         if code is not None:
             raise IndexerError(
                 f"document {number} holds a lone surrogate (\\u{code:04x}), half of a character, in its text, id or "

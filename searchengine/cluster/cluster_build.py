@@ -31,9 +31,9 @@ from searchengine.cluster.manifest import (
     read_manifest,
     write_manifest,
 )
+from searchengine.cluster.node_folders import current_node, remove_on_their_nodes
 from searchengine.cluster.placement import initial_placement, live_nodes
 from searchengine.cluster.routing import shard_of
-from searchengine.cluster.shard_copy import current_node
 from searchengine.cluster.vector_blocks import VectorRows
 from searchengine.engine.indexing import CHUNK
 from searchengine.errors import SearchEngineError
@@ -208,11 +208,14 @@ def build_cluster(
     except BaseException as error:
         for embedder in embedders:  # first: a copy still waiting for the model's identity then stops waiting
             ray.kill(embedder)
-        for states in copies:  # an uncommitted build: its folders go, the previous cluster stays as it was
-            for state in states:
-                with contextlib.suppress(Exception):
-                    calls.finish(calls.start(state.handle, "remove"), timeout=30.0)
+        left = _remove_copies(copies, calls, settings.local_root)
         failure = failed_inside_ray(error)
+        if left:
+            said = f"its copies' folders {', '.join(left)} are left (not reached on their nodes): remove them there"
+            if failure is None:
+                error.add_note(f"The cluster build did not commit; {said}.")
+            else:
+                failure = ClusterError(f"{failure}; {said}")
         if failure is None:
             raise
         raise failure from None
@@ -239,6 +242,24 @@ def build_cluster(
             remove_build(previous, calls=calls, starter=starter)
     report.seconds = time.perf_counter() - started
     return ClusterIndex(manifest_path, manifest, copies, calls=calls, starter=starter), report
+
+
+def _remove_copies(copies: list[list[CopyState]], calls: CopyCalls, local_root: str) -> list[str]:
+    """Remove the folders of an uncommitted build's copies, so the previous cluster (or none) is all that is left:
+    each by its copy, which first stops its build; the folder of a copy that cannot (its actor died, e.g. the cause
+    of the failure) by a Ray task on its node. Returns the folders left, as "FOLDER on node NODE" (their nodes not
+    live, or their tasks failed: remove_on_their_nodes)."""
+    unreached = []
+    for states in copies:
+        for state in states:
+            try:
+                calls.finish(calls.start(state.handle, "remove"), timeout=30.0)
+            except Exception:  # noqa: BLE001 (its folder is removed on its node below)
+                unreached.append(state.place)
+    try:
+        return remove_on_their_nodes(unreached, local_root)
+    except Exception:  # noqa: BLE001 (Ray itself failed: the build's own error says more)
+        return [f"{place.folder} on node {place.node}" for place in unreached]
 
 
 def failed_inside_ray(error: BaseException) -> ClusterError | None:

@@ -22,6 +22,7 @@ from searchengine.cluster.errors import ClusterError, CopyBehindError, ShardsUna
 from searchengine.cluster.placement import live_nodes
 from searchengine.cluster.routing import shard_of
 from searchengine.cluster.shard_rounds import SERVING_CHECK_S
+from searchengine.engine.corpus_input import checked_documents
 from searchengine.indexer.tables.documents import Document
 
 if TYPE_CHECKING:
@@ -50,11 +51,11 @@ class RoutedWrites:
     def add(self, documents: Sequence[Document]) -> WriteReceipt:
         """Add or replace (upsert, by external id) `documents`, each in the shard its external id hashes to, and
         commit them on every live copy of those shards before returning. The documents are encoded here once.
-        Refused when a document has no external id, or when a shard it goes to has no live copy (nothing is
-        acknowledged then: retry once `heal` has a copy serving)."""
-        documents = list(documents)
-        if not documents:
-            raise ClusterError("give documents to add")
+        Before any of it is encoded or sent, the write is checked as one index checks an add, with one index's
+        errors (corpus_input.checked_documents: blank texts are left out), and refused when a document has no
+        external id; refused too when a shard it goes to has no live copy (nothing is acknowledged then: retry
+        once `heal` has a copy serving)."""
+        documents = checked_documents(documents)
         missing = [position for position, document in enumerate(documents) if not document.external_id]
         if missing:
             raise ClusterError(

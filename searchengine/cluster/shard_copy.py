@@ -7,7 +7,6 @@ so applying one again changes nothing."""
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
 import queue
@@ -22,9 +21,8 @@ from typing import Any
 import numpy as np
 
 from searchengine.cluster.embedded_model import EmbeddedModel
-from searchengine.cluster.errors import ClusterError, CopyBehindError, CopyFolderError
-from searchengine.cluster.manifest import node_root
-from searchengine.cluster.placement import node_name
+from searchengine.cluster.errors import ClusterError, CopyBehindError
+from searchengine.cluster.node_folders import current_node, own_folder, remove_folder
 from searchengine.cluster.shard_search import ShardCandidates, ShardQuery, shard_candidates, shard_statistics
 from searchengine.engine.filters import Filters
 from searchengine.engine.index_reader import IndexReader
@@ -41,13 +39,6 @@ SEQUENCE = "cluster_sequence"
 """The store setting that holds the last write of the shard this copy committed (0: the build)."""
 _END = object()
 _ABORT = object()
-
-
-def current_node() -> str:
-    """The name of the Ray node this process runs on (searchengine.cluster.placement)."""
-    import ray
-
-    return node_name(ray.get_runtime_context().get_node_id())
 
 
 def _one_at_a_time(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -67,13 +58,7 @@ class ShardCopy:
 
     def __init__(self, folder: str, shard: int, local_root: str, node: str | None = None) -> None:
         self.node = node or current_node()
-        own = node_root(local_root, self.node).resolve()
-        path = Path(folder).resolve()
-        if own not in path.parents:
-            raise CopyFolderError(
-                f"shard copy folder {folder} is not under {own}, the folder of node {self.node} it runs on: a copy "
-                "opens only its own node's disk; place the copy on the node whose folder it is"
-            )
+        path = own_folder(folder, local_root, self.node)
         self.folder, self.shard = path, shard
         self._lock = threading.RLock()
         self.reader: IndexReader | None = None
@@ -233,9 +218,7 @@ class ShardCopy:
         if self.reader is not None:
             self.reader.close()
             self.reader = None
-        shutil.rmtree(self.folder, ignore_errors=True)
-        with contextlib.suppress(OSError):  # the build's folder on this node, once it holds no other copy
-            self.folder.parent.rmdir()
+        remove_folder(self.folder)
 
     def _reader(self) -> IndexReader:
         if self.reader is None:

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 from searchengine.errors import SearchEngineError
-from searchengine.indexer.tables.documents import Document
+from searchengine.indexer.tables.documents import Document, refuse_unstorable
 from searchengine.reading.corpus import STDIN, JsonFields, read_corpus
 
 Corpus = str | Path | Iterable[str | Document]
@@ -23,8 +23,28 @@ def corpus_documents(corpus: Corpus, jsonl: bool | None, fields: JsonFields = Js
             "id_field, text_field and title_field name fields of a .jsonl file; give Documents (with external_id) "
             "instead"
         )
+    return given_documents(corpus)
+
+
+def given_documents(corpus: Iterable[str | Document]) -> Iterator[Document]:
+    """The texts and Documents given from Python as Documents, blank texts left out (a text that is not a str is
+    refused in one line)."""
     documents = (_text_document(text, number) for number, text in enumerate(corpus, start=1))
     return (document for document in documents if document.text)
+
+
+def checked_documents(corpus: Iterable[str | Document] | None) -> list[Document]:
+    """The documents an add of `corpus` (texts or Documents given from Python) stores, refused before anything is
+    written as one index refuses them, with the same error: a text that is not a str, no text at all (blank texts
+    are left out, as one index leaves them out), or a document the store cannot hold (refuse_unstorable). A write
+    that is routed before it is stored (a cluster's) checks the whole write here, so no part of it is sent."""
+    from searchengine.engine.indexing import NO_TEXT
+
+    documents = list(given_documents(corpus or []))
+    if not documents:
+        raise SearchEngineError(NO_TEXT)
+    refuse_unstorable(documents)
+    return documents
 
 
 def _text_document(text: str | Document, number: int) -> Document:

@@ -141,10 +141,23 @@ class ClusterEngine:
         return sum(state["documents"] for state in self.shard_states().values())
 
     # writing ----------------------------------------------------------------------------------------------------
-    def add(self, corpus: Sequence[Document], *, merge: bool = True, **_options: Any) -> IndexingReport:  # noqa: ANN401
+    def add(
+        self,
+        corpus: Sequence[Document],
+        *,
+        merge: bool = True,
+        embeddings: object = None,
+        **_options: Any,  # noqa: ANN401
+    ) -> IndexingReport:
         """Upsert `corpus` (Documents, each with an external id: it picks the shard), committed on every live copy
-        of each shard it touches before this returns (ClusterIndex.add)."""
+        of each shard it touches before this returns (ClusterIndex.add, which checks it as one index does first).
+        Documents with their own vectors (`embeddings`) are refused: the ingress embeds every written document."""
         del merge  # each copy merges its own segments as it commits
+        if embeddings is not None:
+            raise ClusterError(
+                "a cluster index embeds the documents it is sent with its own model: leave out embeddings (or give "
+                "the vectors when the cluster is built: build_cluster's vectors)"
+            )
         documents = list(corpus)
         self.cluster.add(documents)
         return IndexingReport(documents=len(documents), added=len(documents), vectors=len(documents))

@@ -550,6 +550,25 @@ def test_metadata_json_cannot_hold_is_refused_in_one_line_before_anything_is_wri
     assert store.count() == 1
 
 
+@pytest.mark.parametrize("external_id", [5, 1.5, True, ["a"], ("a",), b"a"])
+def test_an_external_id_that_is_not_a_str_is_refused_in_one_line_before_anything_is_written(
+    store: DocumentStore, external_id: object
+) -> None:
+    """An int id was stored as text, so adding it again called the store corrupt (UNIQUE constraint failed); a list
+    raised TypeError, bytes were called metadata."""
+    store.add([Document("kept", external_id="5")])
+    with pytest.raises(IndexerError, match=r"document 2 has an external id that is a \w+, not a str; give ids as text"):
+        store.add([Document("fine too"), Document("odd", external_id=external_id)])  # type: ignore[arg-type]
+    assert store.count() == 1
+
+
+def test_nan_in_metadata_is_refused_before_anything_is_written(store: DocumentStore) -> None:
+    store.add([Document("kept")])
+    with pytest.raises(IndexerError, match="document 2 holds NaN or Infinity in its metadata"):
+        store.add([Document("fine too"), Document("odd", metadata={"x": [1.0, float("inf")]})])
+    assert store.count() == 1
+
+
 def test_a_store_used_from_another_thread_says_so_instead_of_calling_itself_corrupt(store: DocumentStore) -> None:
     import threading
 

@@ -5,6 +5,7 @@ a node removed. The tests run in order on one cluster and one cluster index, eac
 
 from __future__ import annotations
 
+import datetime
 import itertools
 import os
 import signal
@@ -32,8 +33,10 @@ from searchengine.cluster import (
 )
 from searchengine.cluster.call_latencies import LATENCY_SAMPLES_NEEDED
 from searchengine.cluster.cluster_build import remove_build
+from searchengine.cluster.copy_actors import start_copy_actor
 from searchengine.cluster.copy_calls import CALL_TIMEOUT
-from searchengine.cluster.manifest import read_manifest
+from searchengine.cluster.manifest import CopyPlace, read_manifest
+from searchengine.cluster.node_folders import remove_on_their_nodes
 from searchengine.cluster.routing import shard_of
 from searchengine.cluster.statistics_cache import StatisticsCache
 from searchengine.engine.index_reader import IndexReader
@@ -208,6 +211,125 @@ class CountedCalls(ActorCalls):
         return super().start(handle, method, *args)
 
 
+def _deeply_nested() -> dict:
+    nested: dict = {}
+    for _ in range(70):
+        nested = {"in": nested}
+    return nested
+
+
+REFUSED_WRITES = {  # each after a good document, which must not be written either
+    "no documents": [],
+    "only an empty text": [Document("", external_id="refused-empty")],
+    "a text that is not a str": [Document(5, external_id="refused-int-text")],  # type: ignore[arg-type]
+    "None for a document": [None],
+    "NaN in metadata": [Document("a text", metadata={"score": float("nan")}, external_id="refused-nan")],
+    "Infinity in metadata": [Document("a text", metadata={"score": float("-inf")}, external_id="refused-inf")],
+    "an id that is not a str": [Document("a text", external_id=5)],  # type: ignore[arg-type]
+    "an id that is a list": [Document("a text", external_id=["refused-list"])],  # type: ignore[arg-type]
+    "metadata JSON cannot hold": [Document("a text", metadata={"day": datetime.date(2020, 1, 2)}, external_id="d")],
+    "a lone surrogate": [Document("half \ud800 a character", external_id="refused-surrogate")],
+    "metadata nested too deeply": [Document("a text", metadata=_deeply_nested(), external_id="refused-deep")],
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSED_WRITES))
+def test_a_write_one_index_refuses_the_cluster_refuses_with_its_error_before_sending_any_of_it(
+    built: dict,
+    tiny_encoder: Any,  # noqa: ANN401
+    case: str,
+) -> None:
+    index = built["index"]
+    good = [] if case in ("no documents", "only an empty text") else [Document("a good text", external_id=f"ok-{case}")]
+    documents = good + REFUSED_WRITES[case]
+    with pytest.raises(SearchEngineError) as one:
+        IndexWriter(built["reference"], tiny_encoder).add(documents)
+    sequences, calls = list(index.sequences), CountedCalls()
+    index.calls = calls
+    try:
+        with pytest.raises(SearchEngineError) as cluster:
+            index.add(documents)
+    finally:
+        index.calls = ActorCalls()
+    assert (type(cluster.value), str(cluster.value)) == (type(one.value), str(one.value))
+    assert "\n" not in str(cluster.value)
+    assert not calls.methods, "refused before any copy was called"
+    assert index.sequences == sequences
+    assert {shard: held for shard, (_, held) in index.ask_shards("sequence").items()} == dict(enumerate(sequences))
+    if good:
+        found, _ = index.documents([Condition("external_id", "in", (f"ok-{case}",))])
+        assert found == []
+
+
+def test_the_http_write_route_refuses_as_one_index_serves_it(built: dict, tiny_encoder: Any) -> None:  # noqa: ANN401
+    """POST /documents of the app a Serve ingress serves (ClusterEngine) and of `serve` over one index: the same
+    status and error for each bad write, nothing written; documents with their own vectors a cluster refuses (it
+    embeds what it is sent), where it dropped the vectors."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    from searchengine.server.app import create_app
+    from searchengine.server.cluster.cluster_engine import ClusterEngine
+    from searchengine.server.served_index import ServedIndex
+    from tests.searchengine.server.conftest import running
+
+    def refusal(url: str, body: dict) -> tuple[int, str]:
+        request = urllib.request.Request(
+            url + "/documents", json.dumps(body).encode(), {"Content-Type": "application/json"}, method="POST"
+        )
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=60)
+        return refused.value.code, json.loads(refused.value.read())["error"]
+
+    good = {"id": "http-ok", "text": "a good text"}
+    bodies = [
+        {"documents": [good, {"id": "http-nan", "text": "a text", "score": float("nan")}]},
+        {"documents": [good, {"id": "http-empty", "text": " "}]},
+        {"documents": [good, {"id": "http-number", "text": 5}]},
+        {"documents": [good, {"id": ["http-list"], "text": "a text"}]},
+    ]
+    index = built["index"]
+    sequences = list(index.sequences)
+    engine = ClusterEngine(index)
+    cluster, one = ServedIndex(engine.path, open_engine=lambda: engine), ServedIndex(built["reference"])
+    try:
+        with running(create_app(cluster)) as cluster_url, running(create_app(one)) as one_url:
+            for body in bodies:
+                body["id_field"] = "id"
+                status, error = refusal(cluster_url, body)
+                assert (status, error) == refusal(one_url, body)
+                assert status == 400 and "\n" not in error
+            status, error = refusal(cluster_url, {"documents": [good], "embeddings": [[0.5] * 32]})
+            assert status == 400 and "leave out embeddings" in error
+    finally:
+        cluster.close()
+        one.close()
+    assert index.sequences == sequences
+    assert index.documents([Condition("external_id", "in", ("http-ok",))])[0] == []
+
+
+def test_a_write_one_index_takes_the_cluster_stores_as_one_index_does(built: dict, tiny_encoder: Any) -> None:  # noqa: ANN401
+    index, writer = built["index"], IndexWriter(built["reference"], tiny_encoder)
+    long_id = "odd-long-" + "x" * 5000
+    documents = [
+        Document("a key that is empty is kept", metadata={"": 1, "lang": "en"}, external_id="odd-key"),
+        Document("the first text of an id given twice", external_id="odd-twice"),
+        Document("", external_id="odd-blank"),  # left out, as one index leaves a blank text out
+        Document("the second text of an id given twice", external_id="odd-twice"),
+        Document("a document with a very long id", external_id=long_id),
+    ]
+    index.add(documents)
+    writer.add(documents)
+    wanted = [Condition("external_id", "in", ("odd-key", "odd-twice", "odd-blank", long_id))]
+    stored = lambda found: sorted((d.external_id, d.text, d.metadata) for d in found)  # noqa: E731
+    in_cluster, answer = index.documents(wanted)
+    assert not answer.partial
+    assert stored(in_cluster) == stored(_reference(built, tiny_encoder).documents(wanted))
+    assert {d.external_id for d in in_cluster} == {"odd-key", "odd-twice", long_id}
+    assert_same_as_one_index(index, _reference(built, tiny_encoder))
+
+
 def test_kept_term_statistics_skip_their_round_and_follow_every_write(built: dict, tiny_encoder: Any) -> None:  # noqa: ANN401
     index = built["index"]
     writer = IndexWriter(built["reference"], tiny_encoder)
@@ -346,6 +468,52 @@ def test_given_vectors_with_a_nan_stop_the_build_with_one_error_and_commit_nothi
         build_cluster(built["folder"] / "nan.json", documents, settings, vectors=[given])
     assert not (built["folder"] / "nan.json").exists()
     assert not list(Path(settings.local_root).glob("*/nan/*/shard-*")), "the failed build's folders were removed"
+
+
+class CallsThatKillOnABatch(ActorCalls):
+    """Ray actor calls that kill the copy a build sends its `batch`-th batch to, just before it is sent."""
+
+    def __init__(self, batch: int) -> None:
+        self.batch, self.sent, self.killed = batch, 0, None
+
+    def start(self, handle: Any, method: str, *args: Any) -> Any:  # noqa: ANN401
+        if method == "write_batch":
+            self.sent += 1
+            if self.sent == self.batch:
+                ray.kill(handle)
+                self.killed = handle
+        return super().start(handle, method, *args)
+
+
+def test_a_build_whose_copy_dies_mid_build_removes_every_folder_it_made_on_every_node(built: dict) -> None:
+    settings = replace(built["settings"], name="killed", copies=1, batch_size=8)  # a copy on each of the 3 nodes
+    made: dict[str, str] = {}
+
+    def starter(place: Any, shard: int, local_root: str) -> Any:  # noqa: ANN401
+        made[place.folder] = place.node
+        return start_copy_actor(place, shard, local_root)
+
+    calls = CallsThatKillOnABatch(3)
+    with pytest.raises(ClusterError, match="the cluster build failed in Ray.*nothing was committed"):
+        build_cluster(built["folder"] / "killed.json", corpus(60, seed=5), settings, calls=calls, starter=starter)
+    assert calls.killed is not None and len(made) == SHARDS
+    assert not (built["folder"] / "killed.json").exists()
+    roots = [path for path in Path(settings.local_root).iterdir() if path.is_dir()]
+    assert {root.name for root in roots} >= set(made.values())
+    assert not any((root / "killed").exists() and any((root / "killed").iterdir()) for root in roots), (
+        "every folder of the build is gone, the dead copy's too"
+    )
+    assert not any(Path(folder).exists() for folder in made)
+
+
+def test_a_folder_no_task_of_its_own_node_removes_is_left_and_said(built: dict, tmp_path: Path) -> None:
+    gone = tmp_path / "gone" / "index" / "some-build" / "shard-0"
+    others = tmp_path / "head" / "index" / "some-build" / "shard-1"
+    for folder in (gone, others):
+        folder.mkdir(parents=True)
+    places = [CopyPlace("gone", str(gone)), CopyPlace("a", str(others))]  # node a's task refuses head's folder
+    assert remove_on_their_nodes(places, str(tmp_path)) == [f"{gone} on node gone", f"{others} on node a"]
+    assert gone.is_dir() and others.is_dir()
 
 
 class CallsThatKill(ActorCalls):
