@@ -8,6 +8,7 @@ so applying one again changes nothing."""
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import queue
 import shutil
@@ -37,6 +38,7 @@ from searchengine.indexer.tables.documents import Document
 
 SEQUENCE = "cluster_sequence"
 """The store setting that holds the last write of the shard this copy committed (0: the build)."""
+log = logging.getLogger("searchengine.cluster")
 _END = object()
 _ABORT = object()
 
@@ -158,10 +160,15 @@ class ShardCopy:
                 _add_embedded(write, documents, np.asarray(vectors, dtype=np.float32))
             write.store.settings.set(SEQUENCE, sequence)
         # The reader now holds the copy's newest commit (only this copy writes its folder): the merge policy is asked
-        # of that state, without reading the store again, and the merges run only when it asks for one.
+        # of that state, without reading the store again, and the merges run only when it asks for one. The write is
+        # committed by now, so a merge that fails is logged, not raised (as the server's background merge): it leaves
+        # the copy as it was, and the next write's merge tries again.
         records = [segment.record for segment in reader.vectors.segments]
         if plan_merge(records, reader.tombstones, merge_limit(reader.store.settings.get(MERGE_LIMIT))) is not None:
-            IndexWriter(self.folder, snapshot=reader).merge()
+            try:
+                IndexWriter(self.folder, snapshot=reader).merge()
+            except Exception:  # noqa: BLE001 (the write it follows is committed and acknowledged on its own)
+                log.exception("merging shard %s copy at %s after write %s failed", self.shard, self.folder, sequence)
         return sequence
 
     # copying ----------------------------------------------------------------------------------------------------
