@@ -72,6 +72,12 @@ class ClusterBuildSettings:
                 raise ClusterError(f"{name} must be a whole number of at least 1, not {value!r}")
         if not self.local_root:
             raise ClusterError("give local_root: the folder each node keeps its shard copies under, on its own disk")
+        name = self.name
+        if not isinstance(name, str) or name in ("", ".", "..") or any(part in name for part in ("/", "\\", "\0")):
+            raise ClusterError(
+                f"name must be one plain folder name (its copies' folders are LOCAL_ROOT/NODE/NAME/...), not "
+                f"{name!r}: give a name without /, \\ or .., e.g. 'products'"
+            )
 
 
 @dataclass
