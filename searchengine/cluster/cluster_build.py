@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -281,6 +282,9 @@ def failed_inside_ray(error: BaseException) -> ClusterError | None:
         what = said[0] if isinstance(cause, SearchEngineError) else f"{type(cause or error).__name__}: {said[0]}"
         where = getattr(error, "function_name", None) or "a worker or copy"
         return ClusterError(f"the cluster build failed in Ray ({where}): {what}; {unchanged}: fix that and build again")
+    if isinstance(error, exceptions.RayActorError) and error.actor_init_failed:
+        what, where = _creation_failure(str(error))
+        return ClusterError(f"the cluster build failed in Ray ({where}): {what}; {unchanged}: fix that and build again")
     if isinstance(error, exceptions.RayError):
         said = str(error).strip().splitlines() or [type(error).__name__]
         return ClusterError(
@@ -288,6 +292,20 @@ def failed_inside_ray(error: BaseException) -> ClusterError | None:
             "lost, or out of memory) and build again"
         )
     return None
+
+
+def _creation_failure(message: str) -> tuple[str, str]:
+    """What failed, and where, in the message of an actor that died in its creation task (a copy refusing its
+    folder): Ray keeps only the message, the task's header and traceback, whose last line is the error raised
+    ("module.Class: what"); a project error is given as its own words, another with its class's name."""
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", message)
+    where = re.search(r"ray::([\w.]+)\(", plain)
+    raised = plain.strip().splitlines()[-1] if plain.strip() else ""
+    place = where.group(1) if where else "an actor's creation"
+    kind, given, said = raised.partition(": ")
+    if not given or " " in kind:  # no "module.Class: what" line: the message as Ray gave it
+        return raised or "its creation task failed", place
+    return (said if kind.startswith("searchengine.") else f"{kind.rsplit('.', 1)[-1]}: {said}"), place
 
 
 def _previous(path: Path) -> ClusterManifest | None:

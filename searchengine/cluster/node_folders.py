@@ -45,8 +45,10 @@ def remove_folder(folder: Path) -> None:
 
 
 def _remove_here(folder: str, local_root: str) -> None:
-    """remove_folder, in a Ray task on the node whose folder it is (refused on any other node)."""
-    remove_folder(own_folder(folder, local_root, current_node()))
+    """remove_folder, in a Ray task on the node whose folder it is (refused on any other node); a folder that is
+    not there (its copy died before making it, e.g. refusing it) is nothing to remove."""
+    if Path(folder).exists():
+        remove_folder(own_folder(folder, local_root, current_node()))
 
 
 def remove_on_their_nodes(places: Iterable[CopyPlace], local_root: str) -> list[str]:

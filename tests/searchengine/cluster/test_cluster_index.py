@@ -506,6 +506,28 @@ def test_a_build_whose_copy_dies_mid_build_removes_every_folder_it_made_on_every
     assert not any(Path(folder).exists() for folder in made)
 
 
+def test_a_name_folder_that_leads_off_its_nodes_disk_fails_the_build_in_one_line_and_deletes_nothing(
+    built: dict, tmp_path: Path
+) -> None:
+    """Node a's folder of the build's name is a link to a user's folder: its copy refuses it (own_folder), before
+    making anything. The build says that, in the copy's own words, not Ray's wrapper of its traceback, and names
+    no folder as left (none was made); the user's folder is as it was."""
+    settings = replace(built["settings"], name="linked", copies=1)
+    users = tmp_path / "users-folder"
+    (users / "kept").mkdir(parents=True)
+    (users / "kept" / "notes.txt").write_text("mine")
+    (Path(settings.local_root) / "a" / "linked").symlink_to(users, target_is_directory=True)
+    with pytest.raises(ClusterError) as refused:
+        build_cluster(built["folder"] / "linked.json", corpus(30, seed=6), settings)
+    message = str(refused.value)
+    assert "\n" not in message and "\x1b" not in message and "left" not in message, message
+    assert message.startswith("the cluster build failed in Ray (ShardCopy.__init__): shard copy folder "), message
+    assert "a copy opens only its own node's disk" in message and "nothing was committed" in message
+    assert sorted(str(path.relative_to(users)) for path in users.rglob("*")) == ["kept", "kept/notes.txt"]
+    assert not (built["folder"] / "linked.json").exists()
+    assert not list(Path(settings.local_root).glob("*/linked/*/shard-*")), "the other nodes' folders were removed"
+
+
 def test_a_folder_no_task_of_its_own_node_removes_is_left_and_said(built: dict, tmp_path: Path) -> None:
     gone = tmp_path / "gone" / "index" / "some-build" / "shard-0"
     others = tmp_path / "head" / "index" / "some-build" / "shard-1"
