@@ -191,8 +191,8 @@ def build_cluster(
         for position, document in enumerate(documents):
             if not document.external_id:
                 raise ClusterError(
-                    f"document {position} has no external id: a cluster routes each document by its id, so give every "
-                    "document one (Document.external_id, or --id-field)"
+                    f"document {position + 1} has no external id: a cluster routes each document by its id, so give "
+                    "every document one (Document.external_id, or --id-field)"
                 )
             shard = shard_of(document.external_id, settings.shards)
             batches.setdefault(shard, []).append(document)

@@ -56,11 +56,11 @@ class RoutedWrites:
         external id; refused too when a shard it goes to has no live copy (nothing is acknowledged then: retry
         once `heal` has a copy serving)."""
         documents = checked_documents(documents)
-        missing = [position for position, document in enumerate(documents) if not document.external_id]
+        missing = [number for number, document in enumerate(documents, start=1) if not document.external_id]
         if missing:
             raise ClusterError(
                 f"document {missing[0]} has no external id: a cluster routes each document by its id, so give every "
-                "document one (Document.external_id, or --id-field)"
+                "document one (Document.external_id from Python, id_field over HTTP, --id-field on the command line)"
             )
         vectors = self.encoder.encode([document.text for document in documents])
         groups = self._by_shard([document.external_id for document in documents])

@@ -261,6 +261,23 @@ def test_a_write_one_index_refuses_the_cluster_refuses_with_its_error_before_sen
         assert found == []
 
 
+def test_a_write_with_a_document_without_an_id_names_it_as_one_index_numbers_documents(built: dict) -> None:
+    """Numbered from 1, as every refusal of one index's add is (it said "document 0" of the first), and over HTTP
+    too, where the ids are given with id_field."""
+    index, calls = built["index"], CountedCalls()
+    index.calls = calls
+    try:
+        with pytest.raises(ClusterError) as refused:
+            index.add([Document("a text with an id", external_id="numbered-1"), Document("a text without one")])
+    finally:
+        index.calls = ActorCalls()
+    assert str(refused.value) == (
+        "document 2 has no external id: a cluster routes each document by its id, so give every document one "
+        "(Document.external_id from Python, id_field over HTTP, --id-field on the command line)"
+    )
+    assert not calls.methods
+
+
 def test_the_http_write_route_refuses_as_one_index_serves_it(built: dict, tiny_encoder: Any) -> None:  # noqa: ANN401
     """POST /documents of the app a Serve ingress serves (ClusterEngine) and of `serve` over one index: the same
     status and error for each bad write, nothing written; documents with their own vectors a cluster refuses (it
