@@ -23,6 +23,7 @@ from searchengine.cluster.placement import live_nodes
 from searchengine.cluster.routing import shard_of
 from searchengine.cluster.shard_rounds import SERVING_CHECK_S
 from searchengine.engine.corpus_input import checked_documents
+from searchengine.engine.document_ids import external_ids_given
 from searchengine.indexer.tables.documents import Document
 
 if TYPE_CHECKING:
@@ -71,6 +72,7 @@ class RoutedWrites:
     def delete(self, external_ids: Sequence[str]) -> WriteReceipt:
         """Delete the documents with `external_ids` from their shards, committed on every live copy before
         returning (an id no document has changes nothing)."""
+        external_ids = external_ids_given(external_ids)
         if not external_ids:
             raise ClusterError("say which documents to delete: give their external ids")
         groups = self._by_shard(list(external_ids))

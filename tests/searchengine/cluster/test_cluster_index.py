@@ -278,6 +278,21 @@ def test_a_write_with_a_document_without_an_id_names_it_as_one_index_numbers_doc
     assert not calls.methods
 
 
+def test_a_delete_of_a_lone_string_is_refused_as_one_index_refuses_it(built: dict, tiny_encoder: Any) -> None:  # noqa: ANN401
+    """list("doc-1") is its letters: a delete of them removed other documents (one index's too)."""
+    index, calls = built["index"], CountedCalls()
+    with pytest.raises(SearchEngineError) as one:
+        IndexWriter(built["reference"], tiny_encoder).delete(external_ids="doc-1")  # type: ignore[arg-type]
+    index.calls = calls
+    try:
+        with pytest.raises(SearchEngineError) as cluster:
+            index.delete("doc-1")  # type: ignore[arg-type]
+    finally:
+        index.calls = ActorCalls()
+    assert str(cluster.value) == str(one.value) == "give a list of external ids, not the string 'doc-1'; write ['doc-1']"
+    assert not calls.methods
+
+
 def test_the_http_write_route_refuses_as_one_index_serves_it(built: dict, tiny_encoder: Any) -> None:  # noqa: ANN401
     """POST /documents of the app a Serve ingress serves (ClusterEngine) and of `serve` over one index: the same
     status and error for each bad write, nothing written; documents with their own vectors a cluster refuses (it
