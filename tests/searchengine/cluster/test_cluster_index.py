@@ -280,6 +280,8 @@ def test_a_write_with_a_document_without_an_id_names_it_as_one_index_numbers_doc
 
 def test_a_delete_of_a_lone_string_is_refused_as_one_index_refuses_it(built: dict, tiny_encoder: Any) -> None:  # noqa: ANN401
     """list("doc-1") is its letters: a delete of them removed other documents (one index's too)."""
+    from searchengine.server.cluster.cluster_engine import ClusterEngine
+
     index, calls = built["index"], CountedCalls()
     with pytest.raises(SearchEngineError) as one:
         IndexWriter(built["reference"], tiny_encoder).delete(external_ids="doc-1")  # type: ignore[arg-type]
@@ -287,9 +289,12 @@ def test_a_delete_of_a_lone_string_is_refused_as_one_index_refuses_it(built: dic
     try:
         with pytest.raises(SearchEngineError) as cluster:
             index.delete("doc-1")  # type: ignore[arg-type]
+        with pytest.raises(SearchEngineError) as served:  # the engine of the ingress's routes
+            ClusterEngine(index).delete(external_ids="doc-1")  # type: ignore[arg-type]
     finally:
         index.calls = ActorCalls()
-    assert str(cluster.value) == str(one.value) == "give a list of external ids, not the string 'doc-1'; write ['doc-1']"
+    said = "give a list of external ids, not the string 'doc-1'; write ['doc-1']"
+    assert str(cluster.value) == str(served.value) == str(one.value) == said
     assert not calls.methods
 
 
