@@ -218,7 +218,10 @@ def build_cluster(
         left = _remove_copies(copies, calls, settings.local_root)
         failure = failed_inside_ray(error)
         if left:
-            said = f"its copies' folders {', '.join(left)} are left (not reached on their nodes): remove them there"
+            said = (
+                f"its copies' folders {', '.join(left)} are left (their nodes not live, or not removed there): remove "
+                "them there"
+            )
             if failure is None:
                 error.add_note(f"The cluster build did not commit; {said}.")
             else:

@@ -9,7 +9,7 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
-from searchengine.cluster.errors import CopyFolderError
+from searchengine.cluster.errors import ClusterError, CopyFolderError
 from searchengine.cluster.manifest import CopyPlace, node_root
 from searchengine.cluster.placement import live_nodes, node_name
 
@@ -38,8 +38,14 @@ def own_folder(folder: str, local_root: str, node: str) -> Path:
 
 
 def remove_folder(folder: Path) -> None:
-    """Delete a copy's folder, and its build's folder on this node once that holds no other copy."""
+    """Delete a copy's folder, and its build's folder on this node once that holds no other copy; ClusterError
+    where the folder stays (a file in it that may not be removed), so a caller names it as left."""
     shutil.rmtree(folder, ignore_errors=True)
+    if folder.exists():
+        raise ClusterError(
+            f"shard copy folder {folder} could not be removed (a file in it may not be deleted, or is in use): "
+            "remove it on its node"
+        )
     with contextlib.suppress(OSError):
         folder.parent.rmdir()
 
