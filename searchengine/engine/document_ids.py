@@ -19,8 +19,12 @@ def external_ids_given(external_ids: object) -> list[str]:
     """The external ids a delete names, as a list of str; SearchEngineError for a lone string (list() reads it as
     its letters: delete(external_ids="ab") deleted the documents "a" and "b", not "ab") and for an id that is not a
     str (a TypeError from the store), before anything is deleted."""
+    if external_ids is None:
+        return []
     if isinstance(external_ids, (str, bytes)):
-        raise SearchEngineError(f"give a list of external ids, not the string {external_ids!r}; write [{external_ids!r}]")
+        raise SearchEngineError(
+            f"give a list of external ids, not the string {external_ids!r}; write [{external_ids!r}]"
+        )
     try:
         given = list(external_ids)  # type: ignore[call-overload]
     except TypeError:
