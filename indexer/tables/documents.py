@@ -104,7 +104,7 @@ def refuse_unstorable(documents: Sequence[Document]) -> None:
     for number, document in enumerate(documents, start=1):
         if document.external_id is not None and not isinstance(document.external_id, str):
             raise IndexerError(
-                f"document {number} has an external id that is a {type(document.external_id).__name__}, not a str; "
+                f"document {number} has an external id of type {type(document.external_id).__name__}, not str; "
                 "give ids as text (e.g. str(5)): ids are text, and a stored id is matched as text"
             )
         if nested_beyond(document.metadata, MAX_METADATA_DEPTH):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -72,6 +73,12 @@ class ClusterBuildSettings:
                 raise ClusterError(f"{name} must be a whole number of at least 1, not {value!r}")
         if not self.local_root:
             raise ClusterError("give local_root: the folder each node keeps its shard copies under, on its own disk")
+        name = self.name
+        if not isinstance(name, str) or name in ("", ".", "..") or any(part in name for part in ("/", "\\", "\0")):
+            raise ClusterError(
+                f"name must be one plain folder name (its copies' folders are LOCAL_ROOT/NODE/NAME/...), not "
+                f"{name!r}: give a name without /, \\ or .., e.g. 'products'"
+            )
 
 
 @dataclass
@@ -184,8 +191,8 @@ def build_cluster(
         for position, document in enumerate(documents):
             if not document.external_id:
                 raise ClusterError(
-                    f"document {position} has no external id: a cluster routes each document by its id, so give every "
-                    "document one (Document.external_id, or --id-field)"
+                    f"document {position + 1} has no external id: a cluster routes each document by its id, so give "
+                    "every document one (Document.external_id, or --id-field)"
                 )
             shard = shard_of(document.external_id, settings.shards)
             batches.setdefault(shard, []).append(document)
@@ -211,7 +218,10 @@ def build_cluster(
         left = _remove_copies(copies, calls, settings.local_root)
         failure = failed_inside_ray(error)
         if left:
-            said = f"its copies' folders {', '.join(left)} are left (not reached on their nodes): remove them there"
+            said = (
+                f"its copies' folders {', '.join(left)} are left (their nodes not live, or not removed there): remove "
+                "them there"
+            )
             if failure is None:
                 error.add_note(f"The cluster build did not commit; {said}.")
             else:
@@ -275,6 +285,9 @@ def failed_inside_ray(error: BaseException) -> ClusterError | None:
         what = said[0] if isinstance(cause, SearchEngineError) else f"{type(cause or error).__name__}: {said[0]}"
         where = getattr(error, "function_name", None) or "a worker or copy"
         return ClusterError(f"the cluster build failed in Ray ({where}): {what}; {unchanged}: fix that and build again")
+    if isinstance(error, exceptions.RayActorError) and error.actor_init_failed:
+        what, where = _creation_failure(str(error))
+        return ClusterError(f"the cluster build failed in Ray ({where}): {what}; {unchanged}: fix that and build again")
     if isinstance(error, exceptions.RayError):
         said = str(error).strip().splitlines() or [type(error).__name__]
         return ClusterError(
@@ -282,6 +295,20 @@ def failed_inside_ray(error: BaseException) -> ClusterError | None:
             "lost, or out of memory) and build again"
         )
     return None
+
+
+def _creation_failure(message: str) -> tuple[str, str]:
+    """What failed, and where, in the message of an actor that died in its creation task (a copy refusing its
+    folder): Ray keeps only the message, the task's header and traceback, whose last line is the error raised
+    ("module.Class: what"); a project error is given as its own words, another with its class's name."""
+    plain = re.sub(r"\x1b\[[0-9;]*m", "", message)
+    where = re.search(r"ray::([\w.]+)\(", plain)
+    raised = plain.strip().splitlines()[-1] if plain.strip() else ""
+    place = where.group(1) if where else "an actor's creation"
+    kind, given, said = raised.partition(": ")
+    if not given or " " in kind:  # no "module.Class: what" line: the message as Ray gave it
+        return raised or "its creation task failed", place
+    return (said if kind.startswith("searchengine.") else f"{kind.rsplit('.', 1)[-1]}: {said}"), place
 
 
 def _previous(path: Path) -> ClusterManifest | None:

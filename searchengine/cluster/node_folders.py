@@ -9,7 +9,7 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
-from searchengine.cluster.errors import CopyFolderError
+from searchengine.cluster.errors import ClusterError, CopyFolderError
 from searchengine.cluster.manifest import CopyPlace, node_root
 from searchengine.cluster.placement import live_nodes, node_name
 
@@ -38,15 +38,23 @@ def own_folder(folder: str, local_root: str, node: str) -> Path:
 
 
 def remove_folder(folder: Path) -> None:
-    """Delete a copy's folder, and its build's folder on this node once that holds no other copy."""
+    """Delete a copy's folder, and its build's folder on this node once that holds no other copy; ClusterError
+    where the folder stays (a file in it that may not be removed), so a caller names it as left."""
     shutil.rmtree(folder, ignore_errors=True)
+    if folder.exists():
+        raise ClusterError(
+            f"shard copy folder {folder} could not be removed (a file in it may not be deleted, or is in use): "
+            "remove it on its node"
+        )
     with contextlib.suppress(OSError):
         folder.parent.rmdir()
 
 
 def _remove_here(folder: str, local_root: str) -> None:
-    """remove_folder, in a Ray task on the node whose folder it is (refused on any other node)."""
-    remove_folder(own_folder(folder, local_root, current_node()))
+    """remove_folder, in a Ray task on the node whose folder it is (refused on any other node); a folder that is
+    not there (its copy died before making it, e.g. refusing it) is nothing to remove."""
+    if Path(folder).exists():
+        remove_folder(own_folder(folder, local_root, current_node()))
 
 
 def remove_on_their_nodes(places: Iterable[CopyPlace], local_root: str) -> list[str]:

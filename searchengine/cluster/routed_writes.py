@@ -23,6 +23,7 @@ from searchengine.cluster.placement import live_nodes
 from searchengine.cluster.routing import shard_of
 from searchengine.cluster.shard_rounds import SERVING_CHECK_S
 from searchengine.engine.corpus_input import checked_documents
+from searchengine.engine.document_ids import external_ids_given
 from searchengine.indexer.tables.documents import Document
 
 if TYPE_CHECKING:
@@ -56,11 +57,11 @@ class RoutedWrites:
         external id; refused too when a shard it goes to has no live copy (nothing is acknowledged then: retry
         once `heal` has a copy serving)."""
         documents = checked_documents(documents)
-        missing = [position for position, document in enumerate(documents) if not document.external_id]
+        missing = [number for number, document in enumerate(documents, start=1) if not document.external_id]
         if missing:
             raise ClusterError(
                 f"document {missing[0]} has no external id: a cluster routes each document by its id, so give every "
-                "document one (Document.external_id, or --id-field)"
+                "document one (Document.external_id from Python, id_field over HTTP, --id-field on the command line)"
             )
         vectors = self.encoder.encode([document.text for document in documents])
         groups = self._by_shard([document.external_id for document in documents])
@@ -71,6 +72,7 @@ class RoutedWrites:
     def delete(self, external_ids: Sequence[str]) -> WriteReceipt:
         """Delete the documents with `external_ids` from their shards, committed on every live copy before
         returning (an id no document has changes nothing)."""
+        external_ids = external_ids_given(external_ids)
         if not external_ids:
             raise ClusterError("say which documents to delete: give their external ids")
         groups = self._by_shard(list(external_ids))

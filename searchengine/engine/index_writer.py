@@ -21,6 +21,7 @@ from searchengine.encoding.precision import BULK_TEXTS
 from searchengine.engine.build_settings import BuildSettings
 from searchengine.engine.corpus_input import Corpus, corpus_count, corpus_documents
 from searchengine.engine.corpus_record import fields_record
+from searchengine.engine.document_ids import external_ids_given
 from searchengine.engine.given_vectors import given_vectors
 from searchengine.engine.index_snapshot import IndexSnapshot
 from searchengine.engine.indexing import IndexSettings, append_to_index, build_index, document_chunks, drop_vectors
@@ -268,6 +269,7 @@ class IndexWriter:
 
     def delete(self, ids: Sequence[int] = (), external_ids: Sequence[str] = (), *, merge: bool = True) -> list[int]:
         """Delete documents by id and/or external id, all or none (SearchEngine.delete says more)."""
+        external_ids = external_ids_given(external_ids)
         if not ids and not external_ids:
             raise SearchEngineError("say which documents to delete: give ids or external ids")
         for value in ids:

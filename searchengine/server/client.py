@@ -116,10 +116,11 @@ class Client:
         id is stored replaces it. Sent as one POST /documents, written in one commit."""
         from searchengine.engine.document_columns import added_corpus
         from searchengine.engine.indexing_report import IndexingReport
-        from searchengine.indexer.tables.documents import Document
+        from searchengine.indexer.tables.documents import Document, refuse_unstorable
 
         given = added_corpus(None if corpus is None else list(corpus), ids, documents, metadatas)
         chosen = [item if isinstance(item, Document) else Document(str(item).strip()) for item in given]
+        refuse_unstorable(chosen)  # as SearchEngine.add: sent as JSON, an int id would be read as its text
         taken = {name for document in chosen for name in document.metadata}
         text_field, id_field = _free_name("text", taken), _free_name("id", taken)
         source_field, line_field = _free_name("source", taken), _free_name("line", taken)

@@ -19,6 +19,7 @@ from searchengine.cluster.cluster_index import ClusterIndex
 from searchengine.cluster.errors import ClusterError
 from searchengine.cluster.routing import global_id, shard_of, shard_of_id
 from searchengine.encoding.encoder import Encoder
+from searchengine.engine.document_ids import external_ids_given
 from searchengine.engine.index_info import IndexInfo
 from searchengine.engine.indexing_report import IndexingReport
 from searchengine.engine.modes import DEFAULT_MODE
@@ -166,6 +167,7 @@ class ClusterEngine:
         """Delete the documents with `external_ids` from their shards (ClusterIndex.delete); returns their cluster
         ids as they were found just before. A cluster deletes by external id only."""
         del merge
+        external_ids = external_ids_given(external_ids)  # a lone string is refused, not read as its letters
         if ids:
             shard, local = shard_of_id(int(ids[0]), self.cluster.shards)
             raise ClusterError(

@@ -557,7 +557,7 @@ def test_an_external_id_that_is_not_a_str_is_refused_in_one_line_before_anything
     """An int id was stored as text, so adding it again called the store corrupt (UNIQUE constraint failed); a list
     raised TypeError, bytes were called metadata."""
     store.add([Document("kept", external_id="5")])
-    with pytest.raises(IndexerError, match=r"document 2 has an external id that is a \w+, not a str; give ids as text"):
+    with pytest.raises(IndexerError, match=r"document 2 has an external id of type \w+, not str; give ids as text"):
         store.add([Document("fine too"), Document("odd", external_id=external_id)])  # type: ignore[arg-type]
     assert store.count() == 1
 

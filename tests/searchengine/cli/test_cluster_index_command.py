@@ -71,3 +71,17 @@ def test_builds_help_teaches_by_an_example() -> None:
     assert result.exit_code == 0
     assert "searchengine cluster-index build corpus.jsonl cluster.json --shards 4" in result.output
     assert "NAME#LINE" in result.output  # how a document without an id of its own gets one
+
+
+def test_build_refuses_a_name_that_is_not_one_folder_name_before_asking_ray(tmp_path: Path) -> None:
+    """The name is a folder of every node's local root: "../other" or "/home/me" put the copies' folders (which a
+    failed build removes) outside it; such a build failed in Ray with the copy's traceback, after starting copies."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("one text\nanother text\n")
+    address = f"127.0.0.1:{closed_port()}"
+    for name in ("../other", "/home/me", "a/b", "..", ".", "a\\b"):
+        lines = build(tmp_path, corpus, "--shards", "2", "--name", name, "--address", address)
+        assert lines == [
+            f"Error: name must be one plain folder name (its copies' folders are LOCAL_ROOT/NODE/NAME/...), not "
+            f"{name!r}: give a name without /, \\ or .., e.g. 'products'"
+        ], lines

@@ -261,6 +261,43 @@ def test_a_write_one_index_refuses_the_cluster_refuses_with_its_error_before_sen
         assert found == []
 
 
+def test_a_write_with_a_document_without_an_id_names_it_as_one_index_numbers_documents(built: dict) -> None:
+    """Numbered from 1, as every refusal of one index's add is (it said "document 0" of the first), and over HTTP
+    too, where the ids are given with id_field."""
+    index, calls = built["index"], CountedCalls()
+    index.calls = calls
+    try:
+        with pytest.raises(ClusterError) as refused:
+            index.add([Document("a text with an id", external_id="numbered-1"), Document("a text without one")])
+    finally:
+        index.calls = ActorCalls()
+    assert str(refused.value) == (
+        "document 2 has no external id: a cluster routes each document by its id, so give every document one "
+        "(Document.external_id from Python, id_field over HTTP, --id-field on the command line)"
+    )
+    assert not calls.methods
+
+
+def test_a_delete_of_a_lone_string_is_refused_as_one_index_refuses_it(built: dict, tiny_encoder: Any) -> None:  # noqa: ANN401
+    """list("doc-1") is its letters: a delete of them removed other documents (one index's too)."""
+    from searchengine.server.cluster.cluster_engine import ClusterEngine
+
+    index, calls = built["index"], CountedCalls()
+    with pytest.raises(SearchEngineError) as one:
+        IndexWriter(built["reference"], tiny_encoder).delete(external_ids="doc-1")  # type: ignore[arg-type]
+    index.calls = calls
+    try:
+        with pytest.raises(SearchEngineError) as cluster:
+            index.delete("doc-1")  # type: ignore[arg-type]
+        with pytest.raises(SearchEngineError) as served:  # the engine of the ingress's routes
+            ClusterEngine(index).delete(external_ids="doc-1")  # type: ignore[arg-type]
+    finally:
+        index.calls = ActorCalls()
+    said = "give a list of external ids, not the string 'doc-1'; write ['doc-1']"
+    assert str(cluster.value) == str(served.value) == str(one.value) == said
+    assert not calls.methods
+
+
 def test_the_http_write_route_refuses_as_one_index_serves_it(built: dict, tiny_encoder: Any) -> None:  # noqa: ANN401
     """POST /documents of the app a Serve ingress serves (ClusterEngine) and of `serve` over one index: the same
     status and error for each bad write, nothing written; documents with their own vectors a cluster refuses (it
@@ -504,6 +541,28 @@ def test_a_build_whose_copy_dies_mid_build_removes_every_folder_it_made_on_every
         "every folder of the build is gone, the dead copy's too"
     )
     assert not any(Path(folder).exists() for folder in made)
+
+
+def test_a_name_folder_that_leads_off_its_nodes_disk_fails_the_build_in_one_line_and_deletes_nothing(
+    built: dict, tmp_path: Path
+) -> None:
+    """Node a's folder of the build's name is a link to a user's folder: its copy refuses it (own_folder), before
+    making anything. The build says that, in the copy's own words, not Ray's wrapper of its traceback, and names
+    no folder as left (none was made); the user's folder is as it was."""
+    settings = replace(built["settings"], name="linked", copies=1)
+    users = tmp_path / "users-folder"
+    (users / "kept").mkdir(parents=True)
+    (users / "kept" / "notes.txt").write_text("mine")
+    (Path(settings.local_root) / "a" / "linked").symlink_to(users, target_is_directory=True)
+    with pytest.raises(ClusterError) as refused:
+        build_cluster(built["folder"] / "linked.json", corpus(30, seed=6), settings)
+    message = str(refused.value)
+    assert "\n" not in message and "\x1b" not in message and "left" not in message, message
+    assert message.startswith("the cluster build failed in Ray (ShardCopy.__init__): shard copy folder "), message
+    assert "a copy opens only its own node's disk" in message and "nothing was committed" in message
+    assert sorted(str(path.relative_to(users)) for path in users.rglob("*")) == ["kept", "kept/notes.txt"]
+    assert not (built["folder"] / "linked.json").exists()
+    assert not list(Path(settings.local_root).glob("*/linked/*/shard-*")), "the other nodes' folders were removed"
 
 
 def test_a_folder_no_task_of_its_own_node_removes_is_left_and_said(built: dict, tmp_path: Path) -> None:

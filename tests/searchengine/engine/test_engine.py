@@ -547,3 +547,28 @@ def test_too_few_texts_for_ivf_say_what_to_do(tmp_path: Path, tiny_encoder: Enco
     with pytest.raises(SearchEngineError, match=r"IVF1024 needs at least 39×1024 training vectors.*has 12: use Flat"):
         SearchEngine.build(sentences, tmp_path / "ivf", BuildSettings(index="IVF1024,Flat"), encoder=tiny_encoder)
     assert not (tmp_path / "ivf").exists()
+
+
+@pytest.mark.parametrize(
+    ("bad", "said"),
+    [
+        ("ab", "give a list of external ids, not the string 'ab'; write ['ab']"),
+        (b"ab", "give a list of external ids, not the string b'ab'; write [b'ab']"),
+        ([5], "external id 1 is 5, not a str: ids are text, e.g. '5'"),
+        (["a", None], "external id 2 is None, not a str: ids are text, e.g. 'None'"),
+        (5, "give a list of external ids, not 5"),
+    ],
+)
+def test_delete_refuses_external_ids_that_are_not_a_list_of_str_before_deleting_any(
+    tmp_path: Path, tiny_encoder: Encoder, bad: object, said: str
+) -> None:
+    """A lone string was read as its letters: external_ids="ab" deleted the documents "a" and "b" and kept "ab"; an
+    int id raised TypeError from the store."""
+    from searchengine import Document
+
+    engine = SearchEngine.create(tmp_path / "index", encoder=tiny_encoder)
+    engine.add([Document(text, external_id=name) for name, text in (("a", "alpha"), ("b", "beta"), ("ab", "both"))])
+    with pytest.raises(SearchEngineError) as refused:
+        engine.delete(external_ids=bad)  # type: ignore[arg-type]
+    assert str(refused.value) == said
+    assert sorted(engine.external_ids()) == ["a", "ab", "b"]

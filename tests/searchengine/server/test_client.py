@@ -54,6 +54,7 @@ def script(engine: Any) -> dict[str, Any]:  # noqa: ANN401 (a SearchEngine or a 
         "bad vector": lambda: engine.search_by_vector([0.5] * 7),
         "bad embeddings": lambda: engine.add(documents=["x"], embeddings=[[0.1] * 3]),
         "no ids": lambda: engine.get(),
+        "int id": lambda: engine.add([Document("a text", external_id=5)]),  # type: ignore[arg-type]
     }.items():
         try:
             call()

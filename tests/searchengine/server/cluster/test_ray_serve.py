@@ -242,6 +242,31 @@ def test_routed_writes_are_searchable_and_status_shows_no_lag(served: dict) -> N
     assert all(copy["lag"] == 0 and copy["serving"] for shard in status["shards"] for copy in shard["copies"])
 
 
+def test_a_refused_write_through_the_ingress_is_a_400_with_one_line_and_writes_nothing(served: dict) -> None:
+    """Through Serve's proxy and ingress (not only the app in a test server): each refusal is one index's, or the
+    cluster's own one line, before any copy is called."""
+    import urllib.error
+
+    url = served["url"]
+    good = {"id": "refused-ok", "text": "a good text"}
+    refusals = {
+        "document 2 holds NaN or Infinity in its metadata": {
+            "documents": [good, {"id": "refused-nan", "text": "a text", "score": float("nan")}],
+            "id_field": "id",
+        },
+        "leave out embeddings": {"documents": [good], "id_field": "id", "embeddings": [[0.5] * 32]},
+        "document 1 has no external id": {"documents": [{"text": "a text without an id"}]},
+    }
+    for said, body in refusals.items():
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            send(url + "/documents", body)
+        error = json.loads(refused.value.read())["error"]
+        assert refused.value.code == 400 and said in error and "\n" not in error, error
+    assert get(url + "/info")["documents"] == 200
+    hits = get(url + "/search?q=a+good+text&k=5&mode=keyword")["hits"]
+    assert all(hit["external_id"] != "refused-ok" for hit in hits)
+
+
 def test_a_shard_answer_over_grpcs_default_4_mib_comes_back_whole(served: dict) -> None:
     # A search's calls to the copies come back by value (gRPC), whose default limit is 4 MiB a reply: one document
     # of 5 MiB, sent with its shard's candidates, must reach the ingress (CALLER_ENV), not fail the shard's copies.
