@@ -98,14 +98,20 @@ def nested_beyond(value: object, levels: int) -> bool:
 
 
 def refuse_unstorable(documents: Sequence[Document]) -> None:
-    """Refuse, before anything is written, a document whose external id is not a str, whose metadata nests too
-    deeply, holds what JSON cannot (a date, a set, NaN or Infinity), or whose text, id or metadata holds a lone
-    surrogate. Every write path comes through here: one index's store, and a cluster's write before it is routed."""
+    """Refuse, before anything is written, a document whose external id is not a str or is blank (as a .jsonl or
+    .csv record's empty id field is refused: reading/corpus.py), whose metadata nests too deeply, holds what JSON
+    cannot (a date, a set, NaN or Infinity), or whose text, id or metadata holds a lone surrogate. Every write
+    path comes through here: one index's store, and a cluster's write before it is routed."""
     for number, document in enumerate(documents, start=1):
         if document.external_id is not None and not isinstance(document.external_id, str):
             raise IndexerError(
                 f"document {number} has an external id of type {type(document.external_id).__name__}, not str; "
                 "give ids as text (e.g. str(5)): ids are text, and a stored id is matched as text"
+            )
+        if document.external_id is not None and not document.external_id.strip():
+            raise IndexerError(
+                f"document {number} has a blank external id ({document.external_id!r}), which no delete or upsert "
+                "could name; give it an id with text in it, or None for no id"
             )
         if nested_beyond(document.metadata, MAX_METADATA_DEPTH):
             raise IndexerError(

@@ -562,6 +562,22 @@ def test_an_external_id_that_is_not_a_str_is_refused_in_one_line_before_anything
     assert store.count() == 1
 
 
+@pytest.mark.parametrize("external_id", ["", " ", "\t\n"])
+def test_a_blank_external_id_is_refused_in_one_line_before_anything_is_written(
+    store: DocumentStore, external_id: str
+) -> None:
+    """"" was stored as an id that no `delete --external` could name, and a .jsonl or .csv record's empty id field
+    is refused already (reading/corpus.py): every write refuses it alike, a cluster's too."""
+    store.add([Document("kept", external_id="5")])
+    with pytest.raises(IndexerError) as refused:
+        store.add([Document("fine too"), Document("odd", external_id=external_id)])
+    assert str(refused.value) == (
+        f"document 2 has a blank external id ({external_id!r}), which no delete or upsert could name; give it an id "
+        "with text in it, or None for no id"
+    )
+    assert store.count() == 1
+
+
 def test_nan_in_metadata_is_refused_before_anything_is_written(store: DocumentStore) -> None:
     store.add([Document("kept")])
     with pytest.raises(IndexerError, match="document 2 holds NaN or Infinity in its metadata"):

@@ -230,6 +230,8 @@ REFUSED_WRITES = {  # each after a good document, which must not be written eith
     "metadata JSON cannot hold": [Document("a text", metadata={"day": datetime.date(2020, 1, 2)}, external_id="d")],
     "a lone surrogate": [Document("half \ud800 a character", external_id="refused-surrogate")],
     "metadata nested too deeply": [Document("a text", metadata=_deeply_nested(), external_id="refused-deep")],
+    "an empty id": [Document("a text", external_id="")],  # one index stored it as an id nothing could name
+    "a blank id": [Document("a text", external_id="  ")],
 }
 
 
