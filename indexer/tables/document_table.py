@@ -50,6 +50,12 @@ def create_hash_index(db: sqlite_utils.Database, name: str = TABLE) -> None:
     db[name].create_index(["hash"], index_name=f"{name}_hash")
 
 
+def unknown_external_ids(missing: Sequence[str]) -> UnknownDocumentError:
+    """The error of a delete by external ids that names documents none has (the first ten of them, in the order
+    given): every index's, a cluster's too, so the delete is refused alike (HTTP 404)."""
+    return UnknownDocumentError(f"no document with external id {', '.join(missing[:10])}; nothing was deleted")
+
+
 class DocumentTable(StoreTable):
     """Document rows of one store. `cached`: count the documents once per read snapshot (`new_snapshot`), for a
     read-only store."""
@@ -151,7 +157,7 @@ class DocumentTable(StoreTable):
             found = self.by_external_id(set(external_ids))
         missing = [e for e in external_ids if e not in found]
         if missing:
-            raise UnknownDocumentError(f"no document with external id {', '.join(missing[:10])}; nothing was deleted")
+            raise unknown_external_ids(missing)
         return sorted({found[e][0] for e in external_ids})
 
     def metadata_of_external_ids(self, fields: Sequence[str]) -> dict[str, list[Any]]:

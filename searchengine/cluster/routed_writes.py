@@ -22,6 +22,7 @@ from searchengine.cluster.errors import ClusterError, CopyBehindError, ShardsUna
 from searchengine.cluster.placement import live_nodes
 from searchengine.cluster.routing import shard_of
 from searchengine.cluster.shard_rounds import SERVING_CHECK_S
+from searchengine.cluster.write_counts import WriteCounts
 from searchengine.engine.corpus_input import checked_documents
 from searchengine.engine.document_ids import external_ids_given
 from searchengine.indexer.tables.documents import Document
@@ -32,11 +33,17 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class WriteReceipt:
-    """An acknowledged write: each shard it touched and the write's sequence number there, and how many copies
-    committed it (every live copy of the shard)."""
+    """An acknowledged write: each shard it touched and the write's sequence number there, how many copies
+    committed it (every live copy of the shard), and what it did there (one committed copy's counts)."""
 
     sequences: dict[int, int] = field(default_factory=dict)
     copies: dict[int, int] = field(default_factory=dict)
+    shard_counts: dict[int, WriteCounts] = field(default_factory=dict)
+
+    @property
+    def counts(self) -> WriteCounts:
+        """What the whole write did, its shards' counts summed: what one index's add (or delete) of it counts."""
+        return sum(self.shard_counts.values(), WriteCounts())
 
 
 class RoutedWrites:
@@ -117,16 +124,21 @@ class RoutedWrites:
                 if isinstance(outcome, Exception):
                     failure = failure or outcome  # raised once every other shard's part is counted
                     continue
-                receipt.copies[shard] = outcome
+                receipt.copies[shard], counts = outcome
+                if counts is not None:
+                    receipt.shard_counts[shard] = counts
                 self.sequences[shard] += 1
                 receipt.sequences[shard] = self.sequences[shard]
             if failure is not None:
                 raise failure
             return receipt
 
-    def _committed(self, pending: dict[int, list[tuple[CopyState, Any]]]) -> dict[int, int | Exception]:
+    def _committed(
+        self, pending: dict[int, list[tuple[CopyState, Any]]]
+    ) -> dict[int, tuple[int, WriteCounts | None] | Exception]:
         """For each shard of a write (its calls started on each copy, as `pending`), how many copies committed its
-        part, or the error that part raises: the request's own error when no copy committed it and one refused it,
+        part and what it did (the counts of the first copy that applied it; None if every copy held it already),
+        or the error that part raises: the request's own error when no copy committed it and one refused it,
         else ShardsUnavailableError when none committed it. The copies of every shard are waited for together,
         against one deadline (the write's timeout from now, when its calls are out), so a write over many shards
         waits one timeout, not one per shard. Every SERVING_CHECK_S the wait looks whether each copy it still waits
@@ -135,6 +147,7 @@ class RoutedWrites:
         is cancelled. A Serve call to a lost node's copy never fails by itself (copy_deployments.ServeCalls says
         why), so without this look a write, and every write queued behind it, waited the whole timeout."""
         committed = dict.fromkeys(pending, 0)
+        counts: dict[int, WriteCounts | None] = dict.fromkeys(pending)
         refusing: dict[int, list[tuple[CopyState, Exception]]] = {shard: [] for shard in pending}
         waiting = {
             self.calls.waitable(call): (shard, state, call) for shard, calls in pending.items() for state, call in calls
@@ -145,8 +158,10 @@ class RoutedWrites:
             for future in done:
                 shard, state, call = waiting.pop(future)
                 try:
-                    state.sequence = self.calls.finish(call)  # answered already: its result, or its error raised
+                    applied = self.calls.finish(call)  # answered already: its result, or its error raised
+                    state.sequence = applied.sequence
                     committed[shard] += 1
+                    counts[shard] = counts[shard] or applied.counts  # the copies of a shard count alike
                 except CopyBehindError:
                     state.serving = False  # it missed writes: heal catches it up
                 except Exception as error:  # noqa: BLE001 (sorted below: a failed copy or a bad request)
@@ -162,15 +177,19 @@ class RoutedWrites:
                         del waiting[future]
                         self.calls.cancel(call)
                         state.serving = False  # away: heal restarts, rebuilds or catches it up
-        outcomes: dict[int, int | Exception] = {}
+        outcomes: dict[int, tuple[int, WriteCounts | None] | Exception] = {}
         for shard in pending:
             if refusing[shard] and not committed[shard]:
                 outcomes[shard] = refusing[shard][0][1]  # the request itself is wrong: every copy rolled it back
                 continue
             for state, _ in refusing[shard]:
                 state.serving = False
-            outcomes[shard] = committed[shard] or ShardsUnavailableError(
-                f"no copy of shard {shard} committed the write (their nodes failed during it), so it is not "
-                "acknowledged: write again once ClusterIndex.heal has a copy serving"
+            outcomes[shard] = (
+                (committed[shard], counts[shard])
+                if committed[shard]
+                else ShardsUnavailableError(
+                    f"no copy of shard {shard} committed the write (their nodes failed during it), so it is not "
+                    "acknowledged: write again once ClusterIndex.heal has a copy serving"
+                )
             )
         return outcomes

@@ -25,6 +25,7 @@ from searchengine.cluster.embedded_model import EmbeddedModel
 from searchengine.cluster.errors import ClusterError, CopyBehindError
 from searchengine.cluster.node_folders import current_node, own_folder, remove_folder
 from searchengine.cluster.shard_search import ShardCandidates, ShardQuery, shard_candidates, shard_statistics
+from searchengine.cluster.write_counts import AppliedWrite, WriteCounts
 from searchengine.engine.filters import Filters
 from searchengine.engine.index_reader import IndexReader
 from searchengine.engine.index_writer import IndexWriter
@@ -35,6 +36,7 @@ from searchengine.indexer.commit.live_write import writing_in_place
 from searchengine.indexer.commit.merge_policy import MERGE_LIMIT, merge_limit, plan_merge
 from searchengine.indexer.query.global_bm25 import TermStatistics
 from searchengine.indexer.tables.documents import Document
+from searchengine.indexer.tables.store import StoreChange
 
 SEQUENCE = "cluster_sequence"
 """The store setting that holds the last write of the shard this copy committed (0: the build)."""
@@ -118,6 +120,13 @@ class ShardCopy:
         return self._reader().documents(where)
 
     @_one_at_a_time
+    def ids_of(self, external_ids: list[str]) -> dict[str, int]:
+        """This shard's ids of the stored documents with `external_ids`, by external id (those a delete of them
+        removes; an id no document has is left out)."""
+        found = self._reader().store.documents.by_external_id(set(external_ids))
+        return {external_id: int(row_id) for external_id, (row_id, _) in found.items()}
+
+    @_one_at_a_time
     def status(self) -> dict[str, Any]:
         """This copy's node, folder, documents, segments and sequence number."""
         reader = self._reader()
@@ -137,27 +146,33 @@ class ShardCopy:
 
     # writing ----------------------------------------------------------------------------------------------------
     @_one_at_a_time
-    def apply(self, sequence: int, documents: list[Document], vectors: np.ndarray | None, deleted: list[str]) -> int:
+    def apply(
+        self, sequence: int, documents: list[Document], vectors: np.ndarray | None, deleted: list[str]
+    ) -> AppliedWrite:
         """Write number `sequence` of the shard: upsert `documents` (with their `vectors`) and delete the documents
         with the external ids `deleted`, in one commit that also stores `sequence`; then its segments are merged as
         the index's merge policy asks, as one index's add merges (each write leaves a segment: unmerged, every later
         reload and search of the copy pays for each). A write this copy holds already changes nothing; one that
-        skips a write it lacks is refused (it must catch up first). Returns the copy's sequence number after it."""
+        skips a write it lacks is refused (it must catch up first). Returns the copy's sequence number after it and
+        what the write did (WriteCounts, as one index's add counts it; None for a write it held already)."""
         reader = self._reader()
         held = self.sequence()
         if sequence <= held:
-            return held
+            return AppliedWrite(held, None)
         if sequence != held + 1:
             raise CopyBehindError(
                 f"shard {self.shard} copy at {self.folder} holds writes up to {held} and was sent write {sequence}: "
                 "it missed writes; catch it up from a live copy (ClusterIndex.heal)"
             )
+        counts = WriteCounts()
         with reader.writing(), writing_in_place(reader.directory) as write:
             if deleted:  # an id no document has changes nothing, so a delete can be sent again
                 known = [row_id for row_id, _ in write.store.documents.by_external_id(set(deleted)).values()]
                 drop_vectors(write.store, write.vectors, write.store.delete(sorted(known)))
+                counts = WriteCounts(deleted=len(known))
             if documents:
-                _add_embedded(write, documents, np.asarray(vectors, dtype=np.float32))
+                change = _add_embedded(write, documents, np.asarray(vectors, dtype=np.float32))
+                counts += WriteCounts.of_upsert(len(documents), change)
             write.store.settings.set(SEQUENCE, sequence)
         # The reader now holds the copy's newest commit (only this copy writes its folder): the merge policy is asked
         # of that state, without reading the store again, and the merges run only when it asks for one. The write is
@@ -169,7 +184,7 @@ class ShardCopy:
                 IndexWriter(self.folder, snapshot=reader).merge()
             except Exception:  # noqa: BLE001 (the write it follows is committed and acknowledged on its own)
                 log.exception("merging shard %s copy at %s after write %s failed", self.shard, self.folder, sequence)
-        return sequence
+        return AppliedWrite(sequence, counts)
 
     # copying ----------------------------------------------------------------------------------------------------
     @_one_at_a_time
@@ -234,8 +249,9 @@ class ShardCopy:
         return self.reader
 
 
-def _add_embedded(write: Any, documents: list[Document], vectors: np.ndarray) -> None:  # noqa: ANN401 (IndexWrite)
-    """Upsert `documents` with the encoder's output `vectors` (one per document) into an open write."""
+def _add_embedded(write: Any, documents: list[Document], vectors: np.ndarray) -> StoreChange:  # noqa: ANN401 (IndexWrite)
+    """Upsert `documents` with the encoder's output `vectors` (one per document) into an open write; returns what
+    it changed in the store."""
     from searchengine.engine.embedding import to_index_vectors
 
     change = write.store.add(documents)
@@ -243,6 +259,7 @@ def _add_embedded(write: Any, documents: list[Document], vectors: np.ndarray) ->
     if change.ids:
         rows = np.asarray(change.positions, dtype=np.int64)
         write.vectors.add(to_index_vectors(vectors[rows], write.whitening), np.asarray(change.ids, dtype=np.int64))
+    return change
 
 
 class _Build:

@@ -8,6 +8,7 @@ the cluster's numeric id (a cluster deletes by external id: ?external=true), and
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ from searchengine.engine.indexing_report import IndexingReport
 from searchengine.engine.modes import DEFAULT_MODE
 from searchengine.engine.query_request import QueryRequest
 from searchengine.engine.search import Hit
+from searchengine.indexer.tables.document_table import unknown_external_ids
 from searchengine.indexer.tables.documents import Document
 from searchengine.server.shard_answers import ShardedHits
 
@@ -152,6 +154,8 @@ class ClusterEngine:
     ) -> IndexingReport:
         """Upsert `corpus` (Documents, each with an external id: it picks the shard), committed on every live copy
         of each shard it touches before this returns (ClusterIndex.add, which checks it as one index does first).
+        The report counts what one index's add of it counts (documents added, replaced, updated, superseded),
+        from the shards' copies; not repeats (a shard knows only its own texts) nor truncated texts.
         Documents with their own vectors (`embeddings`) are refused: the ingress embeds every written document."""
         del merge  # each copy merges its own segments as it commits
         if embeddings is not None:
@@ -159,13 +163,23 @@ class ClusterEngine:
                 "a cluster index embeds the documents it is sent with its own model: leave out embeddings (or give "
                 "the vectors when the cluster is built: build_cluster's vectors)"
             )
-        documents = list(corpus)
-        self.cluster.add(documents)
-        return IndexingReport(documents=len(documents), added=len(documents), vectors=len(documents))
+        started = time.perf_counter()
+        counts = self.cluster.add(list(corpus)).counts
+        return IndexingReport(
+            documents=counts.documents,
+            added=counts.added,
+            replaced=counts.replaced,
+            updated=counts.updated,
+            superseded=counts.superseded,
+            vectors=counts.added,  # a cluster splits no document into passages: one vector each
+            seconds=time.perf_counter() - started,
+        )
 
     def delete(self, ids: Sequence[int] = (), external_ids: Sequence[str] = (), *, merge: bool = True) -> list[int]:
         """Delete the documents with `external_ids` from their shards (ClusterIndex.delete); returns their cluster
-        ids as they were found just before. A cluster deletes by external id only."""
+        ids as they were found just before. All or none, as one index deletes: an id no document has refuses the
+        delete (UnknownDocumentError, one index's error) before anything is deleted. A cluster deletes by
+        external id only."""
         del merge
         external_ids = external_ids_given(external_ids)  # a lone string is refused, not read as its letters
         if ids:
@@ -179,8 +193,14 @@ class ClusterEngine:
         for external_id in external_ids:
             wanted.setdefault(shard_of(str(external_id), shards), []).append(str(external_id))
         found = self.cluster.ask_shards("ids_of", per_shard=wanted)
+        known = {
+            name: global_id(local, shard, shards) for shard, (_, ids) in found.items() for name, local in ids.items()
+        }
+        unknown = [name for name in external_ids if name not in known and shard_of(str(name), shards) in found]
+        if unknown:  # a shard that did not answer is left to the delete, which refuses it (no live copy)
+            raise unknown_external_ids(unknown)
         self.cluster.delete(list(external_ids))
-        return sorted(global_id(local, shard, shards) for shard, (_, ids) in found.items() for local in ids)
+        return sorted(set(known.values()))
 
     def merge(self) -> list[Any]:
         """Nothing to do here: each shard copy merges its own segments as its writes commit."""

@@ -68,9 +68,9 @@ class CopyDeployment:
         )
 
     async def call(self, method: str, *args: Any) -> Any:  # noqa: ANN401 (what the ShardCopy method returns)
-        """`method(*args)` of the ShardCopy (or `ids_of`, `described` here), after the calls before it, timed by
-        shard, node and call."""
-        target = self if method in ("ids_of", "described") else self.copy
+        """`method(*args)` of the ShardCopy (or `described` here), after the calls before it, timed by shard, node
+        and call."""
+        target = self if method == "described" else self.copy
         if method.startswith("_") or not callable(getattr(target, method, None)):
             raise ClusterError(f"a shard copy has no call {method!r}")
         start = time.perf_counter()
@@ -80,12 +80,6 @@ class CopyDeployment:
             tags = {"shard": str(self.shard), "node": self.copy.node, "call": method}
             self._seconds.observe(time.perf_counter() - start, tags=tags)
 
-
-    def ids_of(self, external_ids: list[str]) -> list[int]:
-        """This shard's ids of the stored documents with `external_ids` (those a delete of them removes)."""
-        self.copy.sequence()  # refreshes the copy's reader to its last commit
-        found = self.copy.reader.store.documents.by_external_id(set(external_ids))
-        return sorted(int(row[0]) for row in found.values())
 
     def described(self) -> dict[str, Any]:
         """ShardCopy.status, with the bytes the copy's folder holds."""

@@ -55,3 +55,18 @@ def one_index(path: Path, documents: list[Any], encoder: Any) -> Path:  # noqa: 
     settings = IndexSettings(index_type="Flat", passages=False)
     build_index(IndexDirectory(path), document_chunks(documents), encoder, settings, total=len(documents))
     return path
+
+
+def counted_writes(prefix: str) -> list[list[dict]]:
+    """Writes (records: id and text) that one index's add counts apart: new ids, the same text again (updated), a
+    new text (replaced), one id twice in one write (superseded)."""
+    return [
+        [{"id": f"{prefix}-{n}", "text": f"a {word} rocket over the moon"} for n, word in enumerate(("red", "blue"))],
+        [{"id": f"{prefix}-0", "text": "a red rocket over the moon"}, {"id": f"{prefix}-2", "text": "a cold sea"}],
+        [{"id": f"{prefix}-1", "text": "a green rocket under the sea"}],
+        [{"id": f"{prefix}-3", "text": "the first of two"}, {"id": f"{prefix}-3", "text": "the second of two"}],
+    ]
+
+
+COUNTS = [(2, 2, 0, 0, 0), (2, 1, 1, 0, 0), (1, 1, 0, 1, 0), (2, 1, 0, 0, 1)]
+"""What one index's add reports for each of `counted_writes`: documents, added, updated, replaced, superseded."""

@@ -43,7 +43,7 @@ from searchengine.engine.index_reader import IndexReader
 from searchengine.engine.index_writer import IndexWriter
 from searchengine.engine.search_engine import SearchEngine
 from searchengine.errors import SearchEngineError
-from tests.searchengine.cluster.conftest import corpus, one_index
+from tests.searchengine.cluster.conftest import COUNTS, corpus, counted_writes, one_index
 
 ray = pytest.importorskip("ray")
 
@@ -367,6 +367,41 @@ def test_a_write_one_index_takes_the_cluster_stores_as_one_index_does(built: dic
     assert stored(in_cluster) == stored(_reference(built, tiny_encoder).documents(wanted))
     assert {d.external_id for d in in_cluster} == {"odd-key", "odd-twice", long_id}
     assert_same_as_one_index(index, _reference(built, tiny_encoder))
+
+
+COUNTED = ("documents", "added", "replaced", "updated", "superseded", "vectors")
+"""What one index's add reports and a cluster's must report alike (not repeats: a shard knows only its texts)."""
+
+
+def test_a_write_s_report_counts_what_one_index_s_counts_and_a_delete_answers_as_one_index_s(
+    built: dict,
+    tiny_encoder: Any,  # noqa: ANN401
+) -> None:
+    """ClusterEngine (the ingress's engine) against one index: each add's counts, from the copies that committed
+    it; a delete's ids (as many); a delete of an id no document has refused with one index's error, nothing
+    deleted. It reported every document sent as added."""
+    from searchengine.server.cluster.cluster_engine import ClusterEngine
+
+    engine, writer = ClusterEngine(built["index"]), IndexWriter(built["reference"], tiny_encoder)
+    reports = []
+    for records in counted_writes("counted"):
+        documents = [Document(record["text"], external_id=record["id"]) for record in records]
+        mine, theirs = engine.add(documents), writer.add(documents)
+        assert {name: getattr(mine, name) for name in COUNTED} == {name: getattr(theirs, name) for name in COUNTED}
+        reports.append(mine)
+    assert [(r.documents, r.added, r.updated, r.replaced, r.superseded) for r in reports] == COUNTS
+    with pytest.raises(SearchEngineError) as one:
+        writer.delete(external_ids=["counted-0", "no-such-document"])
+    with pytest.raises(SearchEngineError) as cluster:
+        engine.delete(external_ids=["counted-0", "no-such-document"])
+    assert (type(cluster.value), str(cluster.value)) == (type(one.value), str(one.value))
+    kept, _ = built["index"].documents([Condition("external_id", "in", ("counted-0",))])
+    assert [document.external_id for document in kept] == ["counted-0"]  # nothing deleted
+    gone = [f"counted-{n}" for n in range(4)]
+    assert len(engine.delete(external_ids=gone)) == len(writer.delete(external_ids=gone)) == 4
+    receipt = built["index"].delete(["counted-0", "counted-1"])  # ClusterIndex's own delete: sent again, no error
+    assert receipt.counts.deleted == 0 and sum(receipt.copies.values()) > 0
+    assert_same_as_one_index(built["index"], _reference(built, tiny_encoder))
 
 
 def test_kept_term_statistics_skip_their_round_and_follow_every_write(built: dict, tiny_encoder: Any) -> None:  # noqa: ANN401
@@ -766,7 +801,7 @@ def test_a_write_the_driver_sent_to_one_copy_only_is_caught_up_on_open(built: di
     ids = _ids_in_shard(0, 1, "half-sent")
     document = Document("sent to one copy before the driver died", external_id=ids[0])
     vectors = index.encoder.encode([document.text])
-    assert ray.get(first.handle.apply.remote(sequence, [document], vectors, []), timeout=60) == sequence
+    assert ray.get(first.handle.apply.remote(sequence, [document], vectors, []), timeout=60).sequence == sequence
     running = {state.place.folder: state.handle for states in index.copies for state in states}
     reopened = ClusterIndex.open(built["folder"] / "cluster.json", starter=lambda place, *_: running[place.folder])
     lag = {copy["folder"]: copy["lag"] for copy in reopened.status()["shards"][0]["copies"]}

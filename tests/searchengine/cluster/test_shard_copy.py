@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from searchengine.indexer.commit.merge_policy import MERGE_FACTOR
 from searchengine.indexer.tables.documents import Document
 
 from searchengine.cluster.embedded_model import EmbeddedModel
 from searchengine.cluster.shard_copy import ShardCopy
 from searchengine.encoding.encoder import Encoder
+from searchengine.engine.index_reader import IndexReader
 from tests.searchengine.cluster.conftest import corpus
 
 
@@ -29,14 +31,61 @@ def test_a_copy_s_writes_are_read_at_once_and_its_segments_merged(tmp_path: Path
         store = copy.reader.store
         for number in range(1, MERGE_FACTOR + 2):
             added = [Document(f"a rocket to the moon number {number}", external_id=f"new-{number}")]
-            assert copy.apply(number, added, tiny_encoder.encode([added[0].text]), []) == number
+            assert copy.apply(number, added, tiny_encoder.encode([added[0].text]), []).sequence == number
             assert copy.status()["documents"] == 20 + number
-        assert copy.apply(MERGE_FACTOR + 2, [], None, ["doc-3", "new-1"]) == MERGE_FACTOR + 2
+        assert copy.apply(MERGE_FACTOR + 2, [], None, ["doc-3", "new-1"]).sequence == MERGE_FACTOR + 2
         assert copy.reader.store is store  # each write reloaded through the connection the reader holds
         status = copy.status()
         assert status["documents"] == 20 + MERGE_FACTOR - 1 and status["sequence"] == MERGE_FACTOR + 2
         assert status["segments"] < MERGE_FACTOR + 1  # unmerged: the build's segment and one per write
         texts = [hit.text for hit in copy.reader.search_batch(["a rocket to the moon number 5"], k=3, mode="keyword")[0]]
         assert texts[0] == "a rocket to the moon number 5" and "a rocket to the moon number 1" not in texts
+    finally:
+        copy.reader.close()
+
+
+WRITES = [  # (documents to upsert, external ids to delete), in order
+    ([Document("a rocket to the moon", external_id="r-1"), Document("a storm at sea", external_id="r-2")], []),
+    ([Document("a rocket to the moon", external_id="r-1")], []),  # the same text again: updated
+    ([Document("a rocket to mars", external_id="r-1")], []),  # a new text: replaced
+    ([Document("first of two", external_id="r-3"), Document("second of two", external_id="r-3")], []),  # superseded
+    ([], ["r-2"]),
+    ([], ["no-such-document"]),  # one index refuses it; a copy removes nothing
+]
+
+
+def test_a_copy_s_write_counts_what_one_index_s_add_counts_and_a_write_it_holds_counts_nothing(
+    tmp_path: Path, tiny_encoder: Encoder
+) -> None:
+    from searchengine.cluster.write_counts import WriteCounts
+    from searchengine.engine.index_writer import IndexWriter
+    from searchengine.errors import SearchEngineError
+    from tests.searchengine.cluster.conftest import one_index
+
+    documents = corpus(20)
+    copy = _copy(tmp_path, tiny_encoder, documents)
+    writer = IndexWriter(one_index(tmp_path / "one", documents, tiny_encoder), tiny_encoder)
+    try:
+        for sequence, (upserted, deleted) in enumerate(WRITES, start=1):
+            vectors = tiny_encoder.encode([document.text for document in upserted]) if upserted else None
+            applied = copy.apply(sequence, upserted, vectors, deleted)
+            assert applied.sequence == sequence
+            if upserted:
+                report = writer.add(upserted)
+                fields = ("documents", "added", "replaced", "updated", "superseded")
+                assert applied.counts == WriteCounts(**{name: getattr(report, name) for name in fields})
+            elif deleted == ["no-such-document"]:
+                assert applied.counts == WriteCounts()
+                with pytest.raises(SearchEngineError, match="no document with external id no-such-document"):
+                    writer.delete(external_ids=deleted)
+            else:
+                assert applied.counts == WriteCounts(deleted=len(writer.delete(external_ids=deleted)))
+        held = [copy.apply(sequence, [], None, ["r-1"]) for sequence in (3, len(WRITES))]  # sent again: held
+        assert held == [(len(WRITES), None), (len(WRITES), None)]
+        one = IndexReader(writer.path, tiny_encoder)
+        try:
+            assert copy.status()["documents"] == len(one) == 22  # r-1 not deleted by the writes sent again
+        finally:
+            one.close()
     finally:
         copy.reader.close()

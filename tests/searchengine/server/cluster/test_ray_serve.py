@@ -267,6 +267,48 @@ def test_a_refused_write_through_the_ingress_is_a_400_with_one_line_and_writes_n
     assert all(hit["external_id"] != "refused-ok" for hit in hits)
 
 
+def test_the_ingress_answers_a_write_with_one_index_s_counts(served: dict) -> None:
+    """POST /documents and /documents/delete through the ingress and through `serve` over one index of the same
+    documents, for the same writes: the same counts and index size (the ingress said every document sent was
+    added), the same ids removed, and the same 404 for a delete that names an id no document has."""
+    import urllib.error
+
+    from searchengine.server.app import create_app
+    from searchengine.server.served_index import ServedIndex
+    from tests.searchengine.cluster.conftest import COUNTS, counted_writes
+    from tests.searchengine.server.conftest import running
+
+    def post(url: str, body: dict) -> tuple[int, dict]:
+        try:
+            return 200, send(url, body)
+        except urllib.error.HTTPError as refused:
+            return refused.code, json.loads(refused.read())
+
+    counted = ("documents", "added", "replaced", "updated", "superseded", "index_size")
+    one = ServedIndex(served["reference"])
+    answered = []
+    try:
+        with running(create_app(one)) as one_url:
+            urls = (served["url"], one_url)
+            for records in counted_writes("counted"):
+                (status, mine), (_, theirs) = [post(url + "/documents", {"documents": records, "id_field": "id"})
+                                               for url in urls]  # fmt: skip
+                assert status == 200 and {n: mine[n] for n in counted} == {n: theirs[n] for n in counted}, mine
+                answered.append(
+                    (mine["documents"], mine["added"], mine["updated"], mine["replaced"], mine["superseded"])
+                )
+            refusals = [
+                post(url + "/documents/delete", {"external_ids": ["counted-0", "no-such-document"]}) for url in urls
+            ]
+            assert refusals[0] == refusals[1] and refusals[0][0] == 404, refusals
+            gone = {"external_ids": [f"counted-{n}" for n in range(4)]}
+            (_, mine), (_, theirs) = [post(url + "/documents/delete", gone) for url in urls]
+    finally:
+        one.close()
+    assert answered == COUNTS
+    assert (len(mine["deleted"]), mine["index_size"]) == (len(theirs["deleted"]), theirs["index_size"]) == (4, 200)
+
+
 def test_a_shard_answer_over_grpcs_default_4_mib_comes_back_whole(served: dict) -> None:
     # A search's calls to the copies come back by value (gRPC), whose default limit is 4 MiB a reply: one document
     # of 5 MiB, sent with its shard's candidates, must reach the ingress (CALLER_ENV), not fail the shard's copies.
