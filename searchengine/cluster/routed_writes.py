@@ -153,6 +153,7 @@ class RoutedWrites:
             self.calls.waitable(call): (shard, state, call) for shard, calls in pending.items() for state, call in calls
         }
         deadline = time.perf_counter() + self.calls.timeout("apply")
+        nodes, nodes_read = None, time.perf_counter()  # Ray's node list (a call to its GCS) read once a period
         while waiting:
             done, _ = wait(list(waiting), timeout=max(0.0, min(SERVING_CHECK_S, deadline - time.perf_counter())))
             for future in done:
@@ -170,10 +171,12 @@ class RoutedWrites:
                     else:
                         refusing[shard].append((state, request_error(error)))
             if waiting:
-                nodes = live_nodes()
-                timed_out = time.perf_counter() >= deadline
+                now = time.perf_counter()
+                if now - nodes_read >= SERVING_CHECK_S:
+                    nodes, nodes_read = live_nodes(), now
+                timed_out = now >= deadline
                 for future, (_, state, call) in list(waiting.items()):
-                    if timed_out or not state.serving or state.place.node not in nodes:
+                    if timed_out or not state.serving or (nodes is not None and state.place.node not in nodes):
                         del waiting[future]
                         self.calls.cancel(call)
                         state.serving = False  # away: heal restarts, rebuilds or catches it up

@@ -76,7 +76,7 @@ def serve_cluster(
 
     from searchengine.cluster.manifest import read_manifest
     from searchengine.cluster.placement import live_nodes, node_resource
-    from searchengine.server.cluster.copy_deployments import CALLER_ENV, SERVE_LOGGING, start_copy_deployments
+    from searchengine.server.cluster.copy_deployments import GRPC_ENV, SERVE_LOGGING, start_copy_deployments
     from searchengine.server.cluster.ingress import HEAL_EVERY_S, ClusterIngress
 
     path = Path(manifest_path).resolve()
@@ -94,7 +94,7 @@ def serve_cluster(
         [(place, shard) for place, shard in copies if place.node in nodes], manifest.local_root, logging=logging
     )
     node = ingress_node or _own_node_name(nodes)
-    options: dict[str, Any] = {"num_cpus": 0, "runtime_env": {"env_vars": {**CALLER_ENV, **direct_ingress.replica_env()}}}
+    options: dict[str, Any] = {"num_cpus": 0, "runtime_env": {"env_vars": {**GRPC_ENV, **direct_ingress.replica_env()}}}
     if node is not None:
         if node not in nodes:
             raise ClusterError(f"node {node} is not in the Ray cluster: name a live node for the ingress")

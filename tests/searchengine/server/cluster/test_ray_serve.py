@@ -311,7 +311,7 @@ def test_the_ingress_answers_a_write_with_one_index_s_counts(served: dict) -> No
 
 def test_a_shard_answer_over_grpcs_default_4_mib_comes_back_whole(served: dict) -> None:
     # A search's calls to the copies come back by value (gRPC), whose default limit is 4 MiB a reply: one document
-    # of 5 MiB, sent with its shard's candidates, must reach the ingress (CALLER_ENV), not fail the shard's copies.
+    # of 5 MiB, sent with its shard's candidates, must reach the ingress (GRPC_ENV), not fail the shard's copies.
     url = served["url"]
     text = " ".join(WORDS[number % len(WORDS)] for number in range(1_100_000)) + " quokka"
     assert len(text) > 5 * 2**20
