@@ -25,6 +25,7 @@ from searchengine.cluster.shard_rounds import SERVING_CHECK_S
 from searchengine.cluster.write_counts import WriteCounts
 from searchengine.engine.corpus_input import checked_documents
 from searchengine.engine.document_ids import external_ids_given
+from searchengine.errors import SearchEngineError
 from searchengine.indexer.tables.documents import Document
 
 if TYPE_CHECKING:
@@ -130,7 +131,7 @@ class RoutedWrites:
                 self.sequences[shard] += 1
                 receipt.sequences[shard] = self.sequences[shard]
             if failure is not None:
-                raise failure
+                raise _with_committed_parts(failure, receipt)
             return receipt
 
     def _committed(
@@ -196,3 +197,17 @@ class RoutedWrites:
                 )
             )
         return outcomes
+
+
+def _with_committed_parts(failure: Exception, receipt: WriteReceipt) -> Exception:
+    """`failure` (a shard's part no copy committed), saying which other shards' parts were committed and what
+    they did: those stand, so the caller knows the write is partly applied, not undone (one index's is all or
+    none). Without them it said only "not acknowledged", as if nothing had been written."""
+    if not receipt.copies or not isinstance(failure, SearchEngineError):
+        return failure
+    parts = "; ".join(
+        f"shard {shard}: {receipt.shard_counts.get(shard, WriteCounts()).said()}" for shard in sorted(receipt.copies)
+    )
+    return type(failure)(
+        f"{failure}. The other shards' parts were committed and stand ({parts})"
+    )

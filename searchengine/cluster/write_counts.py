@@ -3,7 +3,7 @@ reports (summed over its shards), so a cluster's add says what one index's add s
 
 from __future__ import annotations
 
-from dataclasses import astuple, dataclass
+from dataclasses import asdict, astuple, dataclass
 from typing import NamedTuple
 
 from searchengine.indexer.tables.store import StoreChange
@@ -35,6 +35,11 @@ class WriteCounts:
 
     def __add__(self, other: WriteCounts) -> WriteCounts:
         return WriteCounts(*(mine + theirs for mine, theirs in zip(astuple(self), astuple(other))))
+
+    def said(self) -> str:
+        """What the write did in words, e.g. "2 added, 1 deleted" (its changes that are not 0; "nothing changed")."""
+        changes = [f"{value} {name}" for name, value in asdict(self).items() if name != "documents" and value]
+        return ", ".join(changes) or "nothing changed"
 
 
 class AppliedWrite(NamedTuple):

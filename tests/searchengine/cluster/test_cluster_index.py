@@ -748,16 +748,19 @@ def test_a_write_over_shards_with_stalled_copies_waits_one_timeout_not_one_per_s
 def test_a_write_whose_shard_loses_every_copy_inside_it_is_not_acknowledged(built: dict) -> None:
     """R = 1 as far as the write can tell: both copies of shard 2 die as the write's calls go out. The write fails
     with one clear error and is never acknowledged; shard 2 holds nothing of it once healed, and the other shard's
-    part, committed, is counted."""
+    part, committed, is counted, and the error says so (it said only "not acknowledged", as if nothing had been
+    written)."""
     index = built["index"]
     (kept,), (lost,) = _ids_in_shard(1, 1, "every-copy-lost"), _ids_in_shard(2, 1, "every-copy-lost")
     before = list(index.sequences)
     index.calls = CallsThatKill("apply", *(state.handle for state in index.copies[2]))
     try:
-        with pytest.raises(ShardsUnavailableError, match="no copy of shard 2 committed the write"):
+        with pytest.raises(ShardsUnavailableError, match="no copy of shard 2 committed the write") as failed:
             index.add([Document(f"written as every copy died {i}", external_id=i) for i in (kept, lost)])
     finally:
         index.calls = ActorCalls()
+    assert "The other shards' parts were committed and stand (shard 1: 1 added)" in str(failed.value)
+    assert "\n" not in str(failed.value)
     assert index.sequences[2] == before[2] and index.sequences[1] == before[1] + 1
     assert not any(state.serving for state in index.copies[2])
     index.heal()
