@@ -1,5 +1,5 @@
-"""An ASGI middleware that refuses request bodies over a size limit with 413, before they are read whole, and
-keeps the body it read as `request.state.body`."""
+"""An ASGI middleware that refuses request bodies over a size limit with 413, without keeping them (what is left
+of one is read and thrown away, so the client reads the 413), and keeps the body it read as `request.state.body`."""
 
 from __future__ import annotations
 
@@ -8,6 +8,21 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from searchengine.server.error_responses import error_response
+
+DISCARDED_BODIES = 8
+"""How many limits' worth of a refused body is read and thrown away before the 413 is sent: a server that closed
+the connection on a body still coming made the client's socket fail (connection reset, broken pipe) before it read
+the 413, so urllib and searchengine.Client said the server could not be reached. A larger body is cut off."""
+
+
+async def _discard_body(receive: Receive, most: int) -> None:
+    """Read what is left of the request body without keeping it, up to `most` bytes (or until the client goes)."""
+    read = 0
+    while read <= most:
+        message = await receive()
+        if message["type"] == "http.disconnect" or not message.get("more_body", False):
+            return
+        read += len(message.get("body", b""))
 
 
 class BodyLimit:
@@ -22,9 +37,11 @@ class BodyLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = dict(scope["headers"]).get(b"content-length")
+        headers = dict(scope["headers"])
+        declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await self._refuse(scope, receive, send)
+            waiting = headers.get(b"expect", b"").lower() == b"100-continue"  # curl's: it sends no body after a 413
+            await self._refuse(scope, receive, send, more=not waiting)
             return
         chunks, size = [], 0
         while True:
@@ -34,7 +51,7 @@ class BodyLimit:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_bytes:
-                await self._refuse(scope, receive, send)
+                await self._refuse(scope, receive, send, more=message.get("more_body", False))
                 return
             chunks.append(chunk)
             if not message.get("more_body", False):
@@ -52,7 +69,9 @@ class BodyLimit:
 
         await self.app(scope, replay, send)
 
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, *, more: bool) -> None:
+        if more:  # what is left of the body is read first, and thrown away
+            await _discard_body(receive, DISCARDED_BODIES * self.max_bytes)
         megabytes = self.max_bytes / (1024 * 1024)
         message = f"the request body is larger than {megabytes:g} MiB; send fewer documents or queries at once"
         response = error_response(413, message, {"Connection": "close"}, scope["path"])
