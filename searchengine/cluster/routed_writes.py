@@ -208,6 +208,4 @@ def _with_committed_parts(failure: Exception, receipt: WriteReceipt) -> Exceptio
     parts = "; ".join(
         f"shard {shard}: {receipt.shard_counts.get(shard, WriteCounts()).said()}" for shard in sorted(receipt.copies)
     )
-    return type(failure)(
-        f"{failure}. The other shards' parts were committed and stand ({parts})"
-    )
+    return type(failure)(f"{failure}. The other shards' parts were committed and stand ({parts})")
