@@ -324,6 +324,57 @@ def test_a_shard_answer_over_grpcs_default_4_mib_comes_back_whole(served: dict) 
         send(url + "/documents/huge?external=true", None, method="DELETE")
 
 
+def test_a_write_near_the_body_limit_commits_whole_and_one_over_it_is_a_413(served: dict) -> None:
+    """As many documents as one POST may hold, their body just under the server's limit: each shard's part reaches
+    its copies by value (shard 1's, 523 documents, holds 4.3 MB of text: past gRPC's default 4 MiB message) and is
+    counted whole; a body over the limit is refused in one line before anything is written."""
+    import urllib.error
+
+    from searchengine.server.limits import MAX_BODY_BYTES, MAX_DOCUMENTS
+
+    url = served["url"]
+    size = get(url + "/info")["documents"]
+    words = " ".join(WORDS[number % len(WORDS)] for number in range(3_000))
+    records = [{"id": f"bulk-{n}", "text": f"{words[: 8_300 - len(str(n))]} {n}"} for n in range(MAX_DOCUMENTS)]
+    body = {"documents": records, "id_field": "id"}
+    assert MAX_BODY_BYTES - 100_000 < len(json.dumps(body).encode()) <= MAX_BODY_BYTES
+    added = send(url + "/documents", body)
+    assert (added["documents"], added["added"]) == (MAX_DOCUMENTS, MAX_DOCUMENTS)
+    assert added["index_size"] == size + MAX_DOCUMENTS
+    deleted = send(url + "/documents/delete", {"external_ids": [record["id"] for record in records]})
+    assert (len(deleted["deleted"]), deleted["index_size"]) == (MAX_DOCUMENTS, size)
+    over = {"documents": [{"id": "over", "text": words * (MAX_BODY_BYTES // len(words) + 1)}], "id_field": "id"}
+    for where in (url, served["proxy_url"]):  # the ingress's own port, and through Serve's proxy
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            send(where + "/documents", over)
+        error = json.loads(refused.value.read())["error"]
+        assert refused.value.code == 413 and "\n" not in error, error
+    assert get(url + "/info")["documents"] == size
+
+
+def test_a_delete_by_an_odd_external_id_in_the_path_deletes_that_one_document(served: dict) -> None:
+    """Ids that a path mangles unless it is quoted (a slash, a quoted slash, letters past ASCII, 2,000 characters):
+    each is written and deleted through DELETE /documents/ID?external=true, and a second delete is one index's
+    404."""
+    import urllib.error
+    import urllib.parse
+
+    url = served["url"]
+    size = get(url + "/info")["documents"]
+    odd = ["a/b", "%2F", "dé jà ✓", "long-" + "x" * 2_000]
+    added = send(url + "/documents", {"documents": [{"id": i, "text": f"an odd id number {n}"} for n, i in enumerate(odd)],
+                                      "id_field": "id"})  # fmt: skip
+    assert added["added"] == len(odd)
+    for external_id in odd:
+        path = f"{url}/documents/{urllib.parse.quote(external_id, safe='')}?external=true"
+        assert len(send(path, None, method="DELETE")["deleted"]) == 1, external_id
+        with pytest.raises(urllib.error.HTTPError) as again:
+            send(path, None, method="DELETE")
+        error = json.loads(again.value.read())["error"]
+        assert again.value.code == 404 and error == f"no document with external id {external_id}; nothing was deleted"
+    assert get(url + "/info")["documents"] == size
+
+
 def test_a_killed_ingress_is_started_again_and_status_says_where_it_listens(served: dict) -> None:
     """kill -9 of the ingress replica: Serve starts it again, it reads from the copies which writes each holds (one
     acknowledged before the kill is found after), it answers through the proxy's address as before, and at its own
