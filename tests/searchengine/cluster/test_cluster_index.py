@@ -454,8 +454,30 @@ def test_a_shard_without_a_live_copy_gives_a_flagged_partial_answer(built: dict)
     with pytest.raises(ShardsUnavailableError, match="no live copy"):  # a 503 over HTTP: retry once it has one
         index.add([Document("refused", external_id=_ids_in_shard(0, 1, "refused")[0])])
     _http_answers_partial_or_503(index)
+    _a_delete_over_a_shard_without_a_live_copy_deletes_nothing(index)
     index.heal()  # the copies' nodes are live: each starts again over its own folder
     assert not index.search("the cat sat on the mat", 10, mode="dense", all_shards=True).partial
+
+
+def _a_delete_over_a_shard_without_a_live_copy_deletes_nothing(index: ClusterIndex) -> None:
+    """The ingress's delete (ClusterEngine) of a stored id of a live shard with an id of shard 0, which has no live
+    copy: refused whole (a 503: the shard's to fix), whether or not shard 0 holds that id, and the stored one kept;
+    with an id no document of a live shard has, one index's 404, nothing deleted."""
+    from searchengine.indexer.errors import UnknownDocumentError
+
+    from searchengine.server.cluster.cluster_engine import ClusterEngine
+
+    engine = ClusterEngine(index)
+    (kept,), unknown = _ids_in_shard(1, 1, "kept-while-0-is-down"), _ids_in_shard(1, 1, "never-written")[0]
+    index.add([Document("kept while shard 0 has no live copy", external_id=kept)])
+    for other in (_ids_in_shard(0, 1, "doc")[0], _ids_in_shard(0, 1, "never-written")[0]):  # built, and not
+        with pytest.raises(ShardsUnavailableError, match="shard 0 has no live copy"):
+            engine.delete(external_ids=[kept, other])
+    with pytest.raises(UnknownDocumentError, match=f"no document with external id {unknown}; nothing was deleted"):
+        engine.delete(external_ids=[kept, unknown])
+    stored, _ = index.documents([Condition("external_id", "in", (kept,))])
+    assert [document.external_id for document in stored] == [kept]
+    assert len(engine.delete(external_ids=[kept])) == 1
 
 
 def _http_answers_partial_or_503(index: ClusterIndex) -> None:
