@@ -340,6 +340,45 @@ def test_an_index_written_by_an_older_version_opens_answers_and_is_upgraded_on_i
     assert [hit.external_id for hit in engine.search("same", k=5, mode="keyword")] == ["d11"]
 
 
+def _give_a_blank_external_id(path: Path, external_id: str) -> None:
+    """Store "" as `external_id`'s id, in one committed write with its row checksum, as the code before blank ids
+    were refused (refuse_unstorable) stored a Document(external_id="")."""
+    from searchengine.indexer.commit.live_write import writing_in_place
+    from searchengine.indexer.tables.row_checksums import record_row_checksums
+
+    with writing_in_place(IndexDirectory(path)) as write:
+        db = write.store.documents.db
+        (row_id,) = db.execute("SELECT id FROM documents WHERE external_id = ?", [external_id]).fetchone()
+        db.execute("UPDATE documents SET external_id = '' WHERE id = ?", [row_id])
+        record_row_checksums(db, [row_id])
+
+
+def test_an_index_holding_a_blank_external_id_written_before_they_were_refused_still_serves_and_deletes_it(
+    tmp_path: Path, tiny_model: Path
+) -> None:
+    """A write now refuses "" as an id, but an index that holds one still opens, searches, verifies, takes writes
+    (an upsert of another id, compact), and `searchengine delete --external ""` removes that document."""
+    path = tmp_path / "idx"
+    SearchEngine.build(
+        [Document("the cat sat on the mat", external_id="blank"), Document("stock prices fell", external_id="b")],
+        path,
+        BuildSettings(model=str(tiny_model)),
+    )
+    _give_a_blank_external_id(path, "blank")
+    engine = SearchEngine.open(path)
+    assert engine.external_ids() == ["", "b"]
+    assert engine.search("the cat sat on the mat", k=1)[0].external_id == ""
+    assert engine.add([Document("stock prices rose", external_id="b")]).replaced == 1
+    engine.compact()
+    engine.close()
+    runner, base = CliRunner(), ["-d", str(path)]
+    verified = runner.invoke(app, ["verify", *base])
+    assert verified.exit_code == 0, verified.output
+    deleted = runner.invoke(app, ["delete", "--external", "", *base])
+    assert deleted.exit_code == 0 and "Deleted 1 document; the index holds 1 document." in deleted.output
+    assert SearchEngine.open(path).external_ids() == ["b"]
+
+
 def test_cli_delete_external_keeps_the_twin_and_query_json_carries_external_ids(
     tmp_path: Path, tiny_model: Path
 ) -> None:
