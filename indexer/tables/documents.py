@@ -97,22 +97,28 @@ def nested_beyond(value: object, levels: int) -> bool:
     return bool(layer)
 
 
+def refuse_unstorable_id(document: Document, number: int) -> None:
+    """Refuse document `number` (counted from 1) where its external id is not a str or is blank: refuse_unstorable's
+    check of ids, which a cluster's build makes as it routes each document, before any is sent to a copy."""
+    if document.external_id is not None and not isinstance(document.external_id, str):
+        raise IndexerError(
+            f"document {number} has an external id of type {type(document.external_id).__name__}, not str; "
+            "give ids as text (e.g. str(5)): ids are text, and a stored id is matched as text"
+        )
+    if document.external_id is not None and not document.external_id.strip():
+        raise IndexerError(
+            f"document {number} has a blank external id ({document.external_id!r}), which no delete or upsert "
+            "could name; give it an id with text in it, or None for no id"
+        )
+
+
 def refuse_unstorable(documents: Sequence[Document]) -> None:
     """Refuse, before anything is written, a document whose external id is not a str or is blank (as a .jsonl or
     .csv record's empty id field is refused: reading/corpus.py), whose metadata nests too deeply, holds what JSON
     cannot (a date, a set, NaN or Infinity), or whose text, id or metadata holds a lone surrogate. Every write
     path comes through here: one index's store, and a cluster's write before it is routed."""
     for number, document in enumerate(documents, start=1):
-        if document.external_id is not None and not isinstance(document.external_id, str):
-            raise IndexerError(
-                f"document {number} has an external id of type {type(document.external_id).__name__}, not str; "
-                "give ids as text (e.g. str(5)): ids are text, and a stored id is matched as text"
-            )
-        if document.external_id is not None and not document.external_id.strip():
-            raise IndexerError(
-                f"document {number} has a blank external id ({document.external_id!r}), which no delete or upsert "
-                "could name; give it an id with text in it, or None for no id"
-            )
+        refuse_unstorable_id(document, number)
         if nested_beyond(document.metadata, MAX_METADATA_DEPTH):
             raise IndexerError(
                 f"document {number} has metadata nested more than {MAX_METADATA_DEPTH} levels deep; flatten it "

@@ -38,7 +38,7 @@ from searchengine.cluster.routing import shard_of
 from searchengine.cluster.vector_blocks import VectorRows
 from searchengine.engine.indexing import CHUNK
 from searchengine.errors import SearchEngineError
-from searchengine.indexer.tables.documents import Document
+from searchengine.indexer.tables.documents import Document, refuse_unstorable_id
 
 BATCH = CHUNK
 """Documents a worker embeds and a copy stores together: as many as a one-process build stores together
@@ -189,7 +189,8 @@ def build_cluster(
                 calls.finish(in_flight.pop(0), timeout=600.0)
 
         for position, document in enumerate(documents):
-            if not document.external_id:
+            refuse_unstorable_id(document, position + 1)  # a copy refused it mid-build, in Ray's traceback
+            if document.external_id is None:
                 raise ClusterError(
                     f"document {position + 1} has no external id: a cluster routes each document by its id, so give "
                     "every document one (Document.external_id, or --id-field)"

@@ -537,6 +537,25 @@ def test_a_build_that_dies_leaves_the_cluster_as_it_was(built: dict, tiny_model:
     assert builds() == folders, "the dead build's folders were removed"
 
 
+@pytest.mark.parametrize("blank", ["", "  "])
+def test_a_build_with_a_blank_id_is_refused_in_one_line_as_a_write_is_and_leaves_the_cluster_as_it_was(
+    built: dict, blank: str
+) -> None:
+    """"" was called "no external id", and "  " reached a copy, which refused it mid-build inside Ray's traceback."""
+    path = built["folder"] / "cluster.json"
+    before = read_manifest(path)
+    builds = lambda: {p.name for p in Path(built["settings"].local_root).glob("*/index/*")}  # noqa: E731
+    folders = builds()
+    with pytest.raises(SearchEngineError) as refused:
+        build_cluster(path, [*corpus(3), Document("a text", external_id=blank)], built["settings"])
+    assert str(refused.value) == (
+        f"document 4 has a blank external id ({blank!r}), which no delete or upsert could name; give it an id with "
+        "text in it, or None for no id"
+    )
+    assert read_manifest(path) == before
+    assert builds() == folders, "the refused build's folders were removed"
+
+
 def test_a_build_with_given_vectors_stores_them_and_answers_as_one_index_of_them(
     built: dict,
     tiny_encoder: Any,  # noqa: ANN401
