@@ -206,6 +206,6 @@ def _with_committed_parts(failure: Exception, receipt: WriteReceipt) -> Exceptio
     if not receipt.copies or not isinstance(failure, SearchEngineError):
         return failure
     parts = "; ".join(
-        f"shard {shard}: {receipt.shard_counts.get(shard, WriteCounts()).said()}" for shard in sorted(receipt.copies)
+        f"shard {shard} ({receipt.shard_counts.get(shard, WriteCounts()).said()})" for shard in sorted(receipt.copies)
     )
-    return type(failure)(f"{failure}. The other shards' parts were committed and stand ({parts})")
+    return type(failure)(f"{failure}. These parts of it were committed and stand: {parts}")
