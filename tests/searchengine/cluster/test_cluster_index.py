@@ -39,6 +39,7 @@ from searchengine.cluster.manifest import CopyPlace, read_manifest
 from searchengine.cluster.node_folders import remove_on_their_nodes
 from searchengine.cluster.routing import shard_of
 from searchengine.cluster.statistics_cache import StatisticsCache
+from searchengine.cluster.write_counts import WriteCounts
 from searchengine.engine.index_reader import IndexReader
 from searchengine.engine.index_writer import IndexWriter
 from searchengine.engine.search_engine import SearchEngine
@@ -826,10 +827,14 @@ def test_a_copy_that_dies_inside_a_write_loses_no_acknowledged_write(built: dict
     )
     dying.handle = crashing.remote(dying.place.folder, 2, index.manifest.local_root)
     ids = _ids_in_shard(2, 2, f"crash-{step}")
-    receipt = index.add([Document(f"written as a copy crashed {step} {i}", external_id=i) for i in ids])
+    written = [Document(f"written as a copy crashed {step} {i}", external_id=i) for i in ids]
+    receipt = index.add(written)
     assert receipt.copies == {2: 1}, "acknowledged by the copy that survived"
+    assert receipt.counts == WriteCounts(documents=2, added=2), "counted by the copy that survived"
     index.heal()  # started again on its node, without the crash: it holds the write (after) or catches up (before)
     assert dying.serving and dying.sequence == survivor.sequence == index.sequences[2]
+    again = index.add(written)  # sent again, as a client that lost the answer does: one index counts it so too
+    assert again.copies == {2: 2} and again.counts == WriteCounts(documents=2, updated=2)
     ray.kill(survivor.handle)
     found = index.search(f"written as a copy crashed {step}", 10, mode="keyword")
     assert set(ids) <= {hit.external_id for hit in found.hits[0]}
