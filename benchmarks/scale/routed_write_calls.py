@@ -46,13 +46,13 @@ def main(argv: list[str] | None = None) -> None:
 
     import ray
     from ray import serve
+    from searchengine.indexer.tables.documents import Document
 
     from benchmarks.scale.simulated_nodes import simulated_cluster
     from searchengine.cluster import ClusterBuildSettings, build_cluster
     from searchengine.cluster.cluster_index import ClusterIndex
     from searchengine.cluster.placement import live_nodes
     from searchengine.engine.search_engine import SearchEngine
-    from searchengine.indexer.tables.documents import Document
     from searchengine.server.cluster.copy_deployments import SERVE_LOGGING, ServeCalls, start_copy_deployment
 
     documents, queries, _ = corpus(args.documents, args.data)
