@@ -28,6 +28,7 @@ LONGEST_FIRST = (
     "tests/searchengine/encoding/test_openvino_backend.py",
     "tests/searchengine/server/cluster/test_ray_serve.py",
     "tests/searchengine/cli/test_cluster_build_command.py",
+    "tests/searchengine/cluster/test_cluster_build.py",
     "tests/benchmarks/serving/test_cold_query.py",
     "tests/benchmarks/encoding/test_encoding_speed.py",
     "tests/benchmarks/storage/test_memory_check.py",

@@ -80,7 +80,8 @@ def build(
     id hashes to: its --id-field, or else NAME#LINE, its file's name (inside a corpus folder; stdin for standard
     input) and its line, the same at every build of the same files. Embedding workers embed, each shard's copy
     writes its own rows and segments on its own node (this machine writes no row and receives no vector), and the
-    manifest is written last: a build that fails leaves the previous index, or none, as it was. Name each node with
+    manifest is written last: a build that fails leaves the previous index, or none, as it was. A MANIFEST whose
+    index is being served is refused (the build would remove its copies' folders under them). Name each node with
     a searchengine_node_NAME resource so its copies stay in its own folder (README: On many machines).
 
     Examples:

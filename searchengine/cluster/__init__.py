@@ -12,7 +12,8 @@ The interface (names kept stable for the Ray Serve front end):
   (ClusterIndex, ClusterBuildReport): embedding workers embed, each copy on its node stores its shard's rows and
   segments; the driver writes no rows (report.driver_rows_written, measured) and receives no vectors. With
   `vectors=` (blocks of float32 rows in the documents' order, checked by vector_blocks.VectorRows) the documents'
-  own vectors go to the copies instead and nothing is embedded.
+  own vectors go to the copies instead and nothing is embedded. A manifest path whose cluster is being served
+  (served.py: its copies' Serve applications run) is refused before any copy starts.
 - `cluster_corpus(corpus, jsonl, fields)` (corpus_reading.py): the documents of a corpus file or folder, read as
   `searchengine index` reads them, each with the id that picks its shard (its id field, else NAME#LINE); what
   `searchengine cluster-index build` gives build_cluster.

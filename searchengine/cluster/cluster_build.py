@@ -3,7 +3,8 @@ workers (Ray actors) embed each batch, and the batch's vectors go from the worke
 Ray object the driver only names (it receives no vector); each copy, on its own node, stores its shard's rows and
 segments (the driver writes no row). The copies build in new folders; the cluster manifest, written last and whole,
 is the build's one commit: a build that dies leaves the previous cluster (or none) as it was, and once it is
-written the previous build's folders are removed (remove_build)."""
+written the previous build's folders are removed (remove_build). A build refuses a manifest path whose cluster is
+being served (served.py): its running copies would lose their folders, and the writes they acknowledge with them."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import os
 import re
 import time
 from collections.abc import Iterable
+from concurrent.futures import wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +37,7 @@ from searchengine.cluster.manifest import (
 from searchengine.cluster.node_folders import current_node, remove_on_their_nodes
 from searchengine.cluster.placement import initial_placement, live_nodes
 from searchengine.cluster.routing import shard_of
+from searchengine.cluster.served import served_copies
 from searchengine.cluster.vector_blocks import VectorRows
 from searchengine.engine.indexing import CHUNK
 from searchengine.errors import SearchEngineError
@@ -46,6 +49,9 @@ BATCH = CHUNK
 200,000 given vectors spent about twice as long sending them (benchmarks/scale/cluster_answers.py; docs/cluster.md)."""
 IN_FLIGHT = 8
 """Batches sent on before the driver waits for the oldest: bounds what waits in Ray's object store."""
+REMOVE_TIMEOUT_S = 30.0
+"""Seconds a failed build waits for its copies to remove their own folders, all of them together: a copy that has
+not answered by then (hung, or stopped) is killed, and its folder removed on its node once its process is gone."""
 
 
 @dataclass(frozen=True)
@@ -134,9 +140,10 @@ def build_cluster(
         raise ClusterError("give the model the cluster embeds with (settings.model)")
     started = time.perf_counter()
     calls = calls or ActorCalls()
+    manifest_path = Path(manifest_path)
+    _refuse_served(manifest_path)
     nodes = settings.nodes or sorted(live_nodes())
     build = new_build_id()
-    manifest_path = Path(manifest_path)
     placement = initial_placement(nodes, settings.shards, settings.copies)
     copies = [
         [
@@ -213,6 +220,7 @@ def build_cluster(
         written = [calls.finish(call, timeout=600.0) for call in finished]
         here = (os.getpid(), current_node())
         report.driver_rows_written = sum(done["rows"] for done in written if (done["pid"], done["node"]) == here)
+        _refuse_served(manifest_path)  # served since the build began: it commits nothing
     except BaseException as error:
         for embedder in embedders:  # first: a copy still waiting for the model's identity then stops waiting
             ray.kill(embedder)
@@ -255,22 +263,61 @@ def build_cluster(
     return ClusterIndex(manifest_path, manifest, copies, calls=calls, starter=starter), report
 
 
+def _refuse_served(manifest_path: Path) -> None:
+    """ClusterError when the cluster index at `manifest_path` is being served on this Ray cluster: a build there
+    would remove its folders under its running copies (remove_build), and the writes they acknowledge with them."""
+    previous = _previous(manifest_path)
+    running = served_copies(previous) if previous is not None else []
+    if running:
+        raise ClusterError(
+            f"the cluster index at {manifest_path} is being served on this Ray cluster ({len(running)} of its copies "
+            "run as Serve applications): a build there would remove their folders under them; stop serving it first "
+            "(`serve shutdown`), or build under another manifest path"
+        )
+
+
 def _remove_copies(copies: list[list[CopyState]], calls: CopyCalls, local_root: str) -> list[str]:
     """Remove the folders of an uncommitted build's copies, so the previous cluster (or none) is all that is left:
-    each by its copy, which first stops its build; the folder of a copy that cannot (its actor died, e.g. the cause
-    of the failure) by a Ray task on its node. Returns the folders left, as "FOLDER on node NODE" (their nodes not
-    live, or their tasks failed: remove_on_their_nodes)."""
-    unreached = []
-    for states in copies:
-        for state in states:
-            try:
-                calls.finish(calls.start(state.handle, "remove"), timeout=30.0)
-            except Exception:  # noqa: BLE001 (its folder is removed on its node below)
-                unreached.append(state.place)
+    each by its copy, which first stops its build, all asked at once and waited for together for REMOVE_TIMEOUT_S.
+    A copy that did not (its actor died, e.g. the cause of the failure, or it has not answered: it may still write)
+    is killed, and its folder removed by a Ray task on its node once the copy's process is gone. Returns the folders
+    left, as "FOLDER on node NODE" (their nodes not live, their processes not gone, or their tasks failed:
+    remove_on_their_nodes)."""
+    import ray
+
+    started, unreached = [], []
+    for state in (state for states in copies for state in states):
+        try:
+            started.append((state, calls.start(state.handle, "remove")))
+        except Exception:  # noqa: BLE001 (its folder is removed on its node below)
+            unreached.append(state)
+    asked = {calls.waitable(pending): state for state, pending in started}
+    answered, _ = wait(asked, timeout=REMOVE_TIMEOUT_S)
+    unreached += [state for done, state in asked.items() if done not in answered or done.exception() is not None]
+    processes = {}
+    for state in unreached:
+        processes[state.place.folder] = _process_of(state.handle)
+        with contextlib.suppress(Exception):  # dead already, or not an actor: nothing to stop
+            ray.kill(state.handle)
+    places = [state.place for state in unreached]
     try:
-        return remove_on_their_nodes(unreached, local_root)
+        return remove_on_their_nodes(places, local_root, processes)
     except Exception:  # noqa: BLE001 (Ray itself failed: the build's own error says more)
-        return [f"{place.folder} on node {place.node}" for place in unreached]
+        return [f"{place.folder} on node {place.node}" for place in places]
+
+
+def _process_of(handle: Any) -> int | None:  # noqa: ANN401 (a Ray actor handle)
+    """The process id of the copy behind the actor `handle`, as Ray's actor table records it (also for one that
+    does not answer, or died; a private table of Ray's, the one place that says it without the dashboard); None for
+    a handle that is not an actor's, or one the table does not have."""
+    from ray._private import state
+
+    actor = getattr(handle, "_actor_id", None)
+    if actor is None:
+        return None
+    with contextlib.suppress(Exception):  # not in the table: nothing to wait for
+        return int(state.actors(actor.hex())["Pid"]) or None
+    return None
 
 
 def failed_inside_ray(error: BaseException) -> ClusterError | None:

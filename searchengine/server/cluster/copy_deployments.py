@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
 import logging
 import threading
 import time
@@ -21,6 +20,7 @@ from searchengine.cluster.copy_calls import CALL_TIMEOUT, copy_failed
 from searchengine.cluster.errors import ClusterError
 from searchengine.cluster.manifest import CopyPlace
 from searchengine.cluster.placement import NODE_RESOURCE, live_nodes, node_resource
+from searchengine.cluster.served import copy_app_name
 
 log = logging.getLogger("searchengine.server")
 SHARD_SECONDS_BOUNDARIES = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0]
@@ -29,8 +29,6 @@ SERVE_LOGGING = {"enable_access_log": False, "log_level": "WARNING"}
 """Serve's logging for the proxy, the ingress and the copies (ray.serve.schema.LoggingConfig): no line per request
 or per call to a copy (a search makes one to three calls to every shard, each a line in a log file), warnings and
 errors kept."""
-COPY_APP_PREFIX = "searchengine-copy-"
-"""The name of every copy's Serve application begins so (`serve status` lists them together)."""
 SEARCH_CALLS = frozenset({"statistics", "candidates", "hits", "described", "ids_of"})
 """The calls of a search (and of /info), which another copy of the shard can answer instead."""
 BY_VALUE_CALLS = SEARCH_CALLS | {"apply"}
@@ -170,13 +168,6 @@ class ServeCalls:
 
 async def _awaited(pending: Any) -> Any:  # noqa: ANN401 (what the copy's call returns)
     return await pending
-
-
-def copy_app_name(place: CopyPlace, shard: int) -> str:
-    """The Serve application of the copy at `place`: named by its shard and a digest of its node and folder, so a
-    copy rebuilt elsewhere is a new application and the old one's name stays its own."""
-    digest = hashlib.blake2b(f"{place.node}\0{place.folder}".encode(), digest_size=6).hexdigest()
-    return f"{COPY_APP_PREFIX}{shard}-{digest}"
 
 
 def start_copy_deployment(place: CopyPlace, shard: int, local_root: str) -> Any:  # noqa: ANN401 (a DeploymentHandle)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from searchengine.cluster.errors import ClusterError
+from searchengine.cluster.served import serve_running
 from searchengine.server.cluster import direct_ingress
 from searchengine.server.listener import http_url
 from searchengine.server.settings import ServerSettings
@@ -115,17 +116,6 @@ def serve_cluster(
     return ServedAddresses(proxy_url, direct_ingress.ingress_address(INGRESS_APP))
 
 
-def _serve_running() -> bool:
-    """Whether Ray Serve runs on the connected cluster (asking serve.status() would start it)."""
-    import ray
-
-    try:
-        ray.get_actor("SERVE_CONTROLLER_ACTOR", namespace="serve")
-    except ValueError:
-        return False
-    return True
-
-
 def _own_node_name(nodes: dict[str, str]) -> str | None:
     """The name of the node this process runs on, when it is a Ray node that declares one."""
     import ray
@@ -144,7 +134,7 @@ def cluster_status(manifest_path: str | Path, timeout_s: float = 60.0) -> dict[s
     from searchengine.cluster.manifest import read_manifest
 
     read_manifest(Path(manifest_path))  # refused in one line when there is none, before Ray is asked anything
-    if _serve_running() and INGRESS_APP in serve.status().applications:
+    if serve_running() and INGRESS_APP in serve.status().applications:
         asked = serve.get_deployment_handle("ingress", app_name=INGRESS_APP).status.remote()
         try:
             status = asked.result(timeout_s=timeout_s)

@@ -3,10 +3,12 @@ own protocol and the copy's reader moves on to it, and the copy merges its segme
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
 from searchengine.indexer.commit.merge_policy import MERGE_FACTOR
+from searchengine.indexer.query.filter_sql import Condition
 from searchengine.indexer.tables.documents import Document
 
 from searchengine.cluster.embedded_model import EmbeddedModel
@@ -87,5 +89,49 @@ def test_a_copy_s_write_counts_what_one_index_s_add_counts_and_a_write_it_holds_
             assert copy.status()["documents"] == len(one) == 22  # r-1 not deleted by the writes sent again
         finally:
             one.close()
+    finally:
+        copy.reader.close()
+
+
+def test_a_merge_that_fails_after_the_write_committed_is_logged_and_the_next_write_merges(
+    tmp_path: Path, tiny_encoder: Encoder, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The copy's segment files are out of the merge's reach (moved out of its folder: the reader holds them
+    loaded) when the write that makes a merge due arrives. The write is committed and acknowledged, its document
+    and the older ones are found, the merge's failure is logged, not raised; with the files back, the next write
+    merges."""
+    copy = _copy(tmp_path, tiny_encoder, corpus(20))
+
+    def write(number: int) -> int:
+        added = [Document(f"a rocket to the moon number {number}", external_id=f"new-{number}")]
+        return copy.apply(number, added, tiny_encoder.encode([added[0].text]), []).sequence
+
+    try:
+        for number in range(1, MERGE_FACTOR - 1):  # the build's segment and one a write: a merge is due at the next
+            write(number)
+        aside = tmp_path / "aside"
+        aside.mkdir()
+        segments = sorted(copy.folder.glob("segment.*"))
+        assert len(segments) == MERGE_FACTOR - 1
+        for segment in segments:
+            segment.rename(aside / segment.name)
+        with caplog.at_level(logging.ERROR, logger="searchengine.cluster"):
+            assert write(MERGE_FACTOR - 1) == MERGE_FACTOR - 1, "the write is acknowledged"
+        (failed,) = [record for record in caplog.records if record.name == "searchengine.cluster"]
+        assert failed.getMessage() == f"merging shard 0 copy at {copy.folder} after write {MERGE_FACTOR - 1} failed"
+        assert failed.exc_info is not None and "is missing" in str(failed.exc_info[1])
+        status = copy.status()
+        assert (status["sequence"], status["documents"], status["segments"]) == (
+            MERGE_FACTOR - 1, 20 + MERGE_FACTOR - 1, MERGE_FACTOR,
+        )  # fmt: skip
+        for mode in ("keyword", "dense"):
+            found = copy.reader.search_batch([f"a rocket to the moon number {MERGE_FACTOR - 1}"], k=1, mode=mode)
+            assert found[0][0].external_id == f"new-{MERGE_FACTOR - 1}"
+        older = copy.documents([Condition("external_id", "in", ("doc-0", "new-1"))])
+        assert sorted(document.external_id for document in older) == ["doc-0", "new-1"]
+        for segment in segments:
+            (aside / segment.name).rename(segment)
+        assert write(MERGE_FACTOR) == MERGE_FACTOR
+        assert copy.status()["segments"] < MERGE_FACTOR, "the next write merged"
     finally:
         copy.reader.close()

@@ -425,6 +425,33 @@ def test_status_of_a_stopped_ingress_is_one_clear_error(served: dict) -> None:
     assert get(served["url"] + "/health") == {"status": "ok"}
 
 
+def test_a_build_at_the_served_manifest_path_is_refused_before_it_starts_a_copy(served: dict, tiny_model: Path) -> None:
+    """It committed, and removed the served copies' folders under them: from then on every search and write the
+    ingress took failed with a 400 naming a missing folder, and the writes acknowledged before it were gone. Now
+    the build refuses in one line, before any copy starts, and the served cluster goes on as it was."""
+    from searchengine.cluster import ClusterBuildSettings, ClusterError, build_cluster
+    from searchengine.cluster.manifest import read_manifest
+
+    path = served["folder"] / "cluster.json"
+    before = read_manifest(path)
+    settings = ClusterBuildSettings(
+        shards=SHARDS, copies=2, model=str(tiny_model), local_root=str(served["folder"] / "nodes"),
+        encoder_options={"precision": "fp32"}, nodes=["head", "a"],
+    )  # fmt: skip
+    started: list[Any] = []
+    with pytest.raises(ClusterError) as refused:
+        build_cluster(path, corpus(20), settings, starter=lambda *copy: started.append(copy))
+    message = str(refused.value)
+    assert message.startswith(f"the cluster index at {path} is being served on this Ray cluster (4 of its copies"), message
+    assert "stop serving it first (`serve shutdown`), or build under another manifest path" in message
+    assert started == [] and read_manifest(path) == before
+    assert all(Path(place.folder).is_dir() for places in before.placement for place in places)
+    send(served["url"] + "/documents", {"documents": [{"id": "after-refusal", "text": "a kestrel over the dunes"}],
+                                        "id_field": "id"})  # fmt: skip
+    found = get(served["url"] + "/search?q=kestrel+over+the+dunes&k=1&mode=keyword")
+    assert found["shards"]["answered"] == SHARDS and found["hits"][0]["external_id"] == "after-refusal"
+
+
 def test_a_lost_node_fails_no_search_and_loses_no_acknowledged_write(served: dict) -> None:
     """Searches in flight when the node goes, and those just after, answer whole and as before, each well within
     the search timeout (a call to the lost node's copy never fails by itself: it waited the whole timeout before
