@@ -97,9 +97,19 @@ def nested_beyond(value: object, levels: int) -> bool:
     return bool(layer)
 
 
-def refuse_unstorable_id(document: Document, number: int) -> None:
-    """Refuse document `number` (counted from 1) where its external id is not a str or is blank: refuse_unstorable's
-    check of ids, which a cluster's build makes as it routes each document, before any is sent to a copy."""
+def refuse_unstorable(documents: Sequence[Document]) -> None:
+    """Refuse, before anything is written, a document whose external id is not a str or is blank (as a .jsonl or
+    .csv record's empty id field is refused: reading/corpus.py), whose metadata nests too deeply, holds what JSON
+    cannot (a date, a set, NaN or Infinity), or whose text, id or metadata holds a lone surrogate. Every write
+    path comes through here: one index's store, and a cluster's write before it is routed."""
+    for number, document in enumerate(documents, start=1):
+        refuse_unstorable_document(document, number)
+
+
+def refuse_unstorable_document(document: Document, number: int) -> None:
+    """refuse_unstorable's checks of one document, named as document `number` (counted from 1): what a cluster's
+    build checks as it routes each document, so its error numbers the document in the whole input, before any is
+    sent to a copy (a copy numbered it within its batch, inside the build's error)."""
     if document.external_id is not None and not isinstance(document.external_id, str):
         raise IndexerError(
             f"document {number} has an external id of type {type(document.external_id).__name__}, not str; "
@@ -110,31 +120,22 @@ def refuse_unstorable_id(document: Document, number: int) -> None:
             f"document {number} has a blank external id ({document.external_id!r}), which no delete or upsert "
             "could name; give it an id with text in it, or None for no id"
         )
-
-
-def refuse_unstorable(documents: Sequence[Document]) -> None:
-    """Refuse, before anything is written, a document whose external id is not a str or is blank (as a .jsonl or
-    .csv record's empty id field is refused: reading/corpus.py), whose metadata nests too deeply, holds what JSON
-    cannot (a date, a set, NaN or Infinity), or whose text, id or metadata holds a lone surrogate. Every write
-    path comes through here: one index's store, and a cluster's write before it is routed."""
-    for number, document in enumerate(documents, start=1):
-        refuse_unstorable_id(document, number)
-        if nested_beyond(document.metadata, MAX_METADATA_DEPTH):
-            raise IndexerError(
-                f"document {number} has metadata nested more than {MAX_METADATA_DEPTH} levels deep; flatten it "
-                "(metadata is one object of plain values and lists)"
-            )
-        try:
-            metadata = metadata_json(document.metadata, number) if document.metadata else ""
-        except TypeError as exc:  # json.dumps of a date, a set, bytes, a tuple key: from Python callers
-            raise IndexerError(
-                f"document {number} has metadata JSON cannot hold ({exc}); give text, numbers, true/false, null, "
-                "lists and objects with text keys (a date as text, e.g. '2020-01-02')"
-            ) from None
-        parts = (document.text, document.external_id or "", metadata)
-        code = next((code for code in map(lone_surrogate, parts) if code is not None), None)
-        if code is not None:
-            raise IndexerError(
-                f"document {number} holds a lone surrogate (\\u{code:04x}), half of a character, in its text, id or "
-                "metadata; send valid Unicode"
-            )
+    if nested_beyond(document.metadata, MAX_METADATA_DEPTH):
+        raise IndexerError(
+            f"document {number} has metadata nested more than {MAX_METADATA_DEPTH} levels deep; flatten it "
+            "(metadata is one object of plain values and lists)"
+        )
+    try:
+        metadata = metadata_json(document.metadata, number) if document.metadata else ""
+    except TypeError as exc:  # json.dumps of a date, a set, bytes, a tuple key: from Python callers
+        raise IndexerError(
+            f"document {number} has metadata JSON cannot hold ({exc}); give text, numbers, true/false, null, "
+            "lists and objects with text keys (a date as text, e.g. '2020-01-02')"
+        ) from None
+    parts = (document.text, document.external_id or "", metadata)
+    code = next((code for code in map(lone_surrogate, parts) if code is not None), None)
+    if code is not None:
+        raise IndexerError(
+            f"document {number} holds a lone surrogate (\\u{code:04x}), half of a character, in its text, id or "
+            "metadata; send valid Unicode"
+        )

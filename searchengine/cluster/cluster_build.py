@@ -41,7 +41,7 @@ from searchengine.cluster.served import served_copies
 from searchengine.cluster.vector_blocks import VectorRows
 from searchengine.engine.indexing import CHUNK
 from searchengine.errors import SearchEngineError
-from searchengine.indexer.tables.documents import Document, refuse_unstorable_id
+from searchengine.indexer.tables.documents import Document, refuse_unstorable_document
 
 BATCH = CHUNK
 """Documents a worker embeds and a copy stores together: as many as a one-process build stores together
@@ -196,7 +196,7 @@ def build_cluster(
                 calls.finish(in_flight.pop(0), timeout=600.0)
 
         for position, document in enumerate(documents):
-            refuse_unstorable_id(document, position + 1)  # a copy refused it mid-build, in Ray's traceback
+            refuse_unstorable_document(document, position + 1)  # numbered in the whole input, not its batch
             if document.external_id is None:
                 raise ClusterError(
                     f"document {position + 1} has no external id: a cluster routes each document by its id, so give "

@@ -538,21 +538,27 @@ def test_a_build_that_dies_leaves_the_cluster_as_it_was(built: dict, tiny_model:
     assert builds() == folders, "the dead build's folders were removed"
 
 
-@pytest.mark.parametrize("blank", ["", "  "])
-def test_a_build_with_a_blank_id_is_refused_in_one_line_as_a_write_is_and_leaves_the_cluster_as_it_was(
-    built: dict, blank: str
+REFUSED_IN_A_BUILD = {
+    "": "document 4 has a blank external id (''), which no delete or upsert could name",
+    "  ": "document 4 has a blank external id ('  '), which no delete or upsert could name",
+    "nan": "document 4 holds NaN or Infinity in its metadata",
+}
+
+
+@pytest.mark.parametrize("refused_id", list(REFUSED_IN_A_BUILD))
+def test_a_build_refuses_a_document_a_write_refuses_in_one_line_numbered_in_its_input_and_changes_nothing(
+    built: dict, refused_id: str
 ) -> None:
-    """"" was called "no external id", and "  " reached a copy, which refused it mid-build inside Ray's traceback."""
+    """"" was called "no external id"; "  " or NaN metadata reached a copy, which refused it mid-build, inside the
+    build's error, numbered within the copy's batch (document 3 for the 4th)."""
     path = built["folder"] / "cluster.json"
     before = read_manifest(path)
     builds = lambda: {p.name for p in Path(built["settings"].local_root).glob("*/index/*")}  # noqa: E731
     folders = builds()
+    odd = Document("a text", metadata={"score": float("nan")} if refused_id == "nan" else None, external_id=refused_id)
     with pytest.raises(SearchEngineError) as refused:
-        build_cluster(path, [*corpus(3), Document("a text", external_id=blank)], built["settings"])
-    assert str(refused.value) == (
-        f"document 4 has a blank external id ({blank!r}), which no delete or upsert could name; give it an id with "
-        "text in it, or None for no id"
-    )
+        build_cluster(path, [*corpus(3), odd], built["settings"])
+    assert str(refused.value).startswith(REFUSED_IN_A_BUILD[refused_id]) and "\n" not in str(refused.value)
     assert read_manifest(path) == before
     assert builds() == folders, "the refused build's folders were removed"
 
