@@ -20,7 +20,7 @@ def copy_app_name(place: CopyPlace, shard: int) -> str:
     return f"{COPY_APP_PREFIX}{shard}-{digest}"
 
 
-def serve_running() -> bool:
+def _serve_running() -> bool:
     """Whether Ray Serve runs on the connected cluster (asking serve.status() would start it)."""
     import ray
 
@@ -31,13 +31,19 @@ def serve_running() -> bool:
     return True
 
 
+def running_apps() -> set[str]:
+    """The names of the Serve applications running on the connected Ray cluster (none where Serve does not run:
+    asking serve.status() then would start it)."""
+    if not _serve_running():
+        return set()
+    from ray import serve
+
+    return set(serve.status().applications)
+
+
 def served_copies(manifest: ClusterManifest) -> list[str]:
     """The Serve applications of `manifest`'s copies that run on the connected Ray cluster, by name (none where
     Serve does not run): a cluster index being served has them."""
-    if not serve_running():
-        return []
-    from ray import serve
-
-    running = set(serve.status().applications)
+    running = running_apps()
     names = [copy_app_name(place, shard) for shard, places in enumerate(manifest.placement) for place in places]
     return [name for name in names if name in running]

@@ -20,7 +20,7 @@ from searchengine.cluster.copy_calls import CALL_TIMEOUT, copy_failed
 from searchengine.cluster.errors import ClusterError
 from searchengine.cluster.manifest import CopyPlace
 from searchengine.cluster.placement import NODE_RESOURCE, live_nodes, node_resource
-from searchengine.cluster.served import copy_app_name
+from searchengine.cluster.served import copy_app_name, running_apps
 
 log = logging.getLogger("searchengine.server")
 SHARD_SECONDS_BOUNDARIES = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0]
@@ -33,7 +33,8 @@ SEARCH_CALLS = frozenset({"statistics", "candidates", "hits", "described", "ids_
 """The calls of a search (and of /info), which another copy of the shard can answer instead."""
 BY_VALUE_CALLS = SEARCH_CALLS | {"apply"}
 """The calls ServeCalls sends by value (over gRPC): a search's, and a write's `apply` (its documents and vectors
-come from the ingress; a routed add of 10 documents took 94 rather than 122 ms by reference, docs/cluster.md)."""
+come from the ingress; a routed add of 10 documents took 0.86x and 0.77x the time by reference in two runs of
+benchmarks/scale/routed_write_calls.py, docs/cluster.md)."""
 SEARCH_TIMEOUT_S = 10.0
 """Seconds a search's call to one copy may take before that copy counts as failed (it stops serving until heal
 brings it back). The shard's other copy is asked much sooner, once the call is late for its shard (shard_rounds.py's
@@ -184,7 +185,7 @@ def start_copy_deployments(
     from ray import serve
     from ray.serve.api import RunTarget
 
-    running = _running_apps()
+    running = running_apps()
     nodes = live_nodes()
     targets = []
     for place, shard in copies:
@@ -213,8 +214,3 @@ def start_copy_deployments(
         serve.run_many(targets)
     return [serve.get_deployment_handle("copy", app_name=copy_app_name(place, shard)) for place, shard in copies]
 
-
-def _running_apps() -> set[str]:
-    from ray import serve
-
-    return set(serve.status().applications)

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from searchengine.cluster.errors import ClusterError
-from searchengine.cluster.served import serve_running
+from searchengine.cluster.served import running_apps
 from searchengine.server.cluster import direct_ingress
 from searchengine.server.listener import http_url
 from searchengine.server.settings import ServerSettings
@@ -134,7 +134,7 @@ def cluster_status(manifest_path: str | Path, timeout_s: float = 60.0) -> dict[s
     from searchengine.cluster.manifest import read_manifest
 
     read_manifest(Path(manifest_path))  # refused in one line when there is none, before Ray is asked anything
-    if serve_running() and INGRESS_APP in serve.status().applications:
+    if INGRESS_APP in running_apps():
         asked = serve.get_deployment_handle("ingress", app_name=INGRESS_APP).status.remote()
         try:
             status = asked.result(timeout_s=timeout_s)
