@@ -31,7 +31,7 @@ and after (write_latency_*; write_latency_during_loss: node_loss's during); with
 same record goes to --out.
 
 Usage: .venv/bin/python benchmarks/scale/cluster_check.py --documents 20000 --shards 4 --nodes 3 --copies 2
-       [--model default] [--queries 200] [--latency-queries 100] [--adds 5] [--load-seconds 60] [--clients 8]
+       [--model default] [--queries 200] [--latency-queries 100] [--adds 20] [--load-seconds 60] [--clients 8]
        [--seed 0] [--one-copy-documents 2000] [--cache-dir ~/.cache/searchengine-bench/blocks]
        [--out benchmarks/scale/results/cluster_check.json]
 """
@@ -70,6 +70,8 @@ ROOT = Path(__file__).resolve().parents[2]
 OUT = ROOT / "benchmarks" / "scale" / "results" / "cluster_check.json"
 CACHE = Path.home() / ".cache" / "searchengine-bench" / "blocks"
 K = 10
+ADD_WARM_UP = 3
+"""Untimed adds of 10 sent to both first: the first writes of each open its writers and warm its write path."""
 
 
 def read_jsonl(path: Path) -> Iterator[dict]:
@@ -339,7 +341,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--model", default="default", help="The model (default: the bundled all-MiniLM-L6-v2).")
     parser.add_argument("--queries", type=int, default=200, help="Queries compared in each mode.")
     parser.add_argument("--latency-queries", type=int, default=100)
-    parser.add_argument("--adds", type=int, default=5, help="Adds of 10 documents timed (median).")
+    parser.add_argument("--adds", type=int, default=20, help="Adds of 10 documents timed (median), after 3 untimed.")
     parser.add_argument("--load-seconds", type=float, default=60.0, help="Seconds of search and write load in which "
                         "a node is lost (with two copies; then again with one copy, the node coming back).")
     parser.add_argument("--clients", type=int, default=8, help="Searching threads of the load (one more writes).")
@@ -426,8 +428,9 @@ def main(argv: list[str] | None = None) -> None:
                 record["p50_ms"] = {"cluster": round(1000 * cluster_s, 2), "one_index": round(1000 * one_s, 2)}
                 record["p50_ratio"] = round(cluster_s / one_s, 3)
                 adds = [{"documents": [{"id": f"routed-{turn}-{n}", "text": f"a routed write {n} about {texts[n % len(texts)]}"}
-                                       for n in range(10)], "id_field": "id"} for turn in range(args.adds)]  # fmt: skip
-                cluster_s, one_s = alternating_medians((url, one), "/documents", adds)
+                                       for n in range(10)], "id_field": "id"} for turn in range(ADD_WARM_UP + args.adds)]  # fmt: skip
+                alternating_medians((url, one), "/documents", adds[:ADD_WARM_UP])
+                cluster_s, one_s = alternating_medians((url, one), "/documents", adds[ADD_WARM_UP:])
                 record["add10_s"] = {"cluster": round(cluster_s, 3), "one_index": round(one_s, 3)}
                 record["add10_ratio"] = round(cluster_s / one_s, 3)
             record["compare_s"] = round(time.perf_counter() - phase, 1)
