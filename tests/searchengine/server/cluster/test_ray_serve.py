@@ -1,7 +1,8 @@
 """A cluster index served by Ray Serve on a simulated two-node Ray cluster (ray.cluster_utils.Cluster): one
 deployment per shard copy pinned to its node, the ingress serving the HTTP API of `searchengine serve`, checked
 against one ordinary index of the same documents, through HTTP and the CLI's `query --server`. One cluster and one
-Serve app for the module (Serve starts slowly); the tests run in order, the node's loss last."""
+Serve app for the module (Serve starts slowly); the tests run in order: the node's loss, serving again, then
+stopping the cluster and building at its manifest path last."""
 
 from __future__ import annotations
 
@@ -443,7 +444,7 @@ def test_a_build_at_the_served_manifest_path_is_refused_before_it_starts_a_copy(
         build_cluster(path, corpus(20), settings, starter=lambda *copy: started.append(copy))
     message = str(refused.value)
     assert message.startswith(f"the cluster index at {path} is being served on this Ray cluster (4 of its copies"), message
-    assert "stop serving it first (`serve shutdown`), or build under another manifest path" in message
+    assert f"stop serving it first (`searchengine cluster-index stop {path}`), or build under another" in message
     assert started == [] and read_manifest(path) == before
     assert all(Path(place.folder).is_dir() for places in before.placement for place in places)
     send(served["url"] + "/documents", {"documents": [{"id": "after-refusal", "text": "a kestrel over the dunes"}],
@@ -520,8 +521,8 @@ def test_a_lost_node_fails_no_search_and_loses_no_acknowledged_write(served: dic
 
 def test_serving_again_on_a_running_serve_gives_the_addresses_it_listens_on(served: dict) -> None:
     """Serve already running keeps its HTTP options and its controller's environment (a new port is ignored, with
-    Serve's warning): served again, the addresses given are those Serve listens on, not those asked for. Last: it
-    deploys the ingress again, and after the node's loss the copies left are those of the head."""
+    Serve's warning): served again, the addresses given are those Serve listens on, not those asked for. After the
+    node's loss: it deploys the ingress again, and the copies left are those of the head."""
     from searchengine.server.cluster.serve_app import serve_cluster
 
     again = serve_cluster(served["folder"] / "cluster.json", port=free_port(), heal_every_s=2.0)
@@ -530,3 +531,70 @@ def test_serving_again_on_a_running_serve_gives_the_addresses_it_listens_on(serv
     served["url"] = again.ingress_url  # the ingress was deployed again: its port may have moved
     for where in (again.ingress_url, again.proxy_url):
         assert get(where + "/health") == {"status": "ok"}
+
+
+def test_stop_and_status_refuse_a_file_that_is_not_a_cluster_manifest_in_the_same_line(served: dict) -> None:
+    not_one = served["folder"] / "not-a-manifest.json"
+    not_one.write_text("shards: 2\n")
+    lines = []
+    for command in ("stop", "status"):
+        result = CliRunner().invoke(cli, ["cluster-index", command, str(not_one), "--address", served["address"]])
+        assert result.exit_code == 1, result.output
+        lines.append(result.output.strip().splitlines())
+    assert lines[0] == lines[1] and len(lines[0]) == 1, lines
+    assert lines[0][0].startswith(f"Error: cluster manifest {not_one} cannot be read ("), lines
+
+
+def test_stop_deletes_the_clusters_serve_applications_only_and_a_build_there_goes_on(
+    served: dict, tiny_model: Path
+) -> None:
+    """`cluster-index stop`: the ingress and the manifest's copies go (waited for) while another Serve application
+    behind the same proxy still answers; stopped again, one line and exit code 0; status then asks the copies; and
+    a build at the manifest path, refused while it was served, commits. Last: it stops the cluster."""
+    import urllib.error
+
+    from ray import serve
+
+    from searchengine.cluster import ClusterBuildSettings, build_cluster
+    from searchengine.cluster.manifest import read_manifest
+    from searchengine.cluster.served import copy_app_name, running_apps
+    from searchengine.server.cluster.serve_app import INGRESS_APP
+
+    @serve.deployment(ray_actor_options={"num_cpus": 0})
+    def other(_request: Any) -> str:  # noqa: ANN401 (a Starlette request)
+        return "still here"
+
+    serve.run(other.bind(), name="other", route_prefix="/other")
+    path = served["folder"] / "cluster.json"
+    before = read_manifest(path)
+    copies = [copy_app_name(place, shard) for shard, places in enumerate(before.placement) for place in places]
+    documents = get(served["url"] + "/info")["documents"]
+    stop = ["cluster-index", "stop", str(path), "--address", served["address"]]
+    result = CliRunner().invoke(cli, stop)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (
+        f"Stopped serving {path}: its ingress and 4 copies (Serve applications {', '.join([INGRESS_APP, *copies])}).\n"
+    )
+    running = running_apps()
+    assert "other" in running and not {INGRESS_APP, *copies} & running, running
+    with urllib.request.urlopen(served["proxy_url"] + "/other", timeout=60) as response:
+        assert response.read() == b"still here"
+    with pytest.raises(urllib.error.HTTPError) as gone:
+        get(served["proxy_url"] + "/health")
+    assert gone.value.code == 404
+    again = CliRunner().invoke(cli, stop)
+    assert (again.exit_code, again.stdout) == (0, f"{path} is not being served on this Ray cluster: nothing to stop.\n")
+    result = CliRunner().invoke(cli, ["cluster-index", "status", str(path), "--address", served["address"], "--json"])
+    assert result.exit_code == 0, result.output
+    status = json.loads(result.stdout)
+    assert status["documents"] == documents and "ingress_url" not in status
+    assert all(copy["lag"] == 0 for shard in status["shards"] for copy in shard["copies"])
+    settings = ClusterBuildSettings(
+        shards=SHARDS, copies=1, model=str(tiny_model), local_root=str(served["folder"] / "nodes"),
+        encoder_options={"precision": "fp32"}, nodes=["head"],
+    )  # fmt: skip
+    built, report = build_cluster(path, corpus(20), settings)
+    for states in built.copies:
+        for state in states:
+            ray.kill(state.handle)
+    assert report.documents == 20 and read_manifest(path).build != before.build
