@@ -169,7 +169,7 @@ def status(
 ) -> None:
     """Show the shards, their copies and nodes, the documents of each shard and each copy's lag (writes it lacks).
 
-    Asks the running ingress when the index is served (it knows every acknowledged write), else the copies.
+    Asks the running ingress when it serves this manifest (it knows every acknowledged write), else the copies.
 
     Examples:
 

@@ -1,7 +1,7 @@
 """Deploy a cluster index on the Ray cluster this process is connected to: each copy a Serve application of its
 own (copy_deployments.py), then the ingress (ingress.py), listening on a port of its own (direct_ingress.py) and
-behind Serve's HTTP proxy; the cluster's status, from the running ingress when there is one; and stopping it,
-its own Serve applications only."""
+behind Serve's HTTP proxy; the cluster's status, from the running ingress when it serves that cluster; and stopping
+it, its own Serve applications only."""
 
 from __future__ import annotations
 
@@ -135,16 +135,18 @@ def _own_node_name(nodes: dict[str, str]) -> str | None:
 
 
 def cluster_status(manifest_path: str | Path, timeout_s: float = 60.0) -> dict[str, Any]:
-    """The cluster's shards, copies, nodes, documents per shard and each copy's lag: from the running ingress (it
-    knows every acknowledged write), with the address it listens on itself (`ingress_url`, None without direct
-    ingress), else from the copies themselves, started as Ray actors for the question. ClusterError when the
-    running ingress does not answer within `timeout_s`."""
+    """The cluster's shards, copies, nodes, documents per shard and each copy's lag: from the running ingress when
+    it serves this manifest (its replica's environment names it, MANIFEST_ENV; it knows every acknowledged write),
+    with the address it listens on itself (`ingress_url`, None without direct ingress), else from the copies
+    themselves, started as Ray actors for the question: an ingress serving another manifest is not asked.
+    ClusterError when the ingress does not answer within `timeout_s`."""
     from ray import serve
 
     from searchengine.cluster.manifest import read_manifest
 
-    read_manifest(Path(manifest_path))  # refused in one line when there is none, before Ray is asked anything
-    if INGRESS_APP in running_apps():
+    path = Path(manifest_path).resolve()
+    read_manifest(path)  # refused in one line when there is none, before Ray is asked anything
+    if _ingress_manifest() == str(path):
         asked = serve.get_deployment_handle("ingress", app_name=INGRESS_APP).status.remote()
         try:
             status = asked.result(timeout_s=timeout_s)
@@ -160,7 +162,7 @@ def cluster_status(manifest_path: str | Path, timeout_s: float = 60.0) -> dict[s
 
     from searchengine.cluster.cluster_index import ClusterIndex
 
-    index = ClusterIndex.open(Path(manifest_path))
+    index = ClusterIndex.open(path)
     try:
         return index.status()
     finally:

@@ -35,6 +35,9 @@ LOSS_TEXT = "a heron crossed the frozen lake at dawn"
 """The document written just after the node's loss."""
 REBUILT_WITHIN_S = 120.0
 """Seconds heal may take to rebuild the lost node's copies on the live node (a deployment starts in seconds)."""
+REPLACED_GONE_WITHIN_S = 60.0
+"""Seconds the lost node's copies' Serve applications may take to go once heal replaced them (Serve waits up to a
+replica's graceful_shutdown_timeout_s, 20 s, for one whose node is lost)."""
 SEARCHING_AFTER_LOSS_S = 5.0
 """Seconds the searches go on after the node's removal: past Ray's declaring it dead (FAST_NODE_DEATH) and the
 ingress's next heal (every 2 s here), which stops its copies serving."""
@@ -426,6 +429,29 @@ def test_status_of_a_stopped_ingress_is_one_clear_error(served: dict) -> None:
     assert get(served["url"] + "/health") == {"status": "ok"}
 
 
+def test_status_of_another_manifest_is_its_own_not_the_running_ingresss(served: dict) -> None:
+    """The running ingress serves the fixture's manifest: status of another (a cluster whose copies are on nodes
+    this Ray cluster lacks) asks that manifest's copies, and reports neither the ingress's documents nor its
+    address."""
+    from dataclasses import replace
+
+    from searchengine.cluster.manifest import CopyPlace, read_manifest, write_manifest
+    from searchengine.server.cluster.serve_app import cluster_status
+
+    served_manifest = read_manifest(served["folder"] / "cluster.json")
+    placement = tuple(
+        tuple(CopyPlace(f"elsewhere-{place.node}", place.folder) for place in places)
+        for places in served_manifest.placement
+    )
+    other = served["folder"] / "elsewhere.json"
+    write_manifest(other, replace(served_manifest, name="elsewhere", placement=placement))
+    status = cluster_status(other)
+    assert "ingress_url" not in status and status["name"] == "elsewhere" and status["documents"] == 0
+    copies = [copy for shard in status["shards"] for copy in shard["copies"]]
+    assert len(copies) == 4 and not any(copy["live"] or copy["serving"] for copy in copies)
+    assert cluster_status(served["folder"] / "cluster.json")["ingress_url"] is not None
+
+
 def test_a_build_at_the_served_manifest_path_is_refused_before_it_starts_a_copy(served: dict, tiny_model: Path) -> None:
     """It committed, and removed the served copies' folders under them: from then on every search and write the
     ingress took failed with a 400 naming a missing folder, and the writes acknowledged before it were gone. Now
@@ -458,10 +484,19 @@ def test_a_lost_node_fails_no_search_and_loses_no_acknowledged_write(served: dic
     the search timeout (a call to the lost node's copy never fails by itself: it waited the whole timeout before
     the shard's other copy was asked). A write sent just after the loss is acknowledged well within the write
     timeout (it waited the whole timeout for the lost copy), is found, and is held by the copy heal rebuilds in the
-    lost one's place; then writes go on and none is lost."""
+    lost one's place, whose Serve application replaces the lost copy's (deleted, as nothing else would: its replica
+    stayed pinned to the lost node); then writes go on and none is lost."""
+    from searchengine.cluster.manifest import read_manifest
+    from searchengine.cluster.served import copy_app_name, running_apps
     from searchengine.server.cluster.copy_deployments import SEARCH_TIMEOUT_S, WRITE_TIMEOUT_S
 
     url = served["url"]
+    path = served["folder"] / "cluster.json"
+    lost = {
+        copy_app_name(place, shard)
+        for shard, places in enumerate(read_manifest(path).placement) for place in places if place.node == "a"
+    }  # fmt: skip
+    assert len(lost) == SHARDS and lost <= running_apps()
     body = {"queries": QUERIES, "k": 5, "mode": "hybrid"}
     expected = [[hit["external_id"] for hit in answer["hits"]] for answer in send(url + "/search", body)["results"]]
     for _ in range(LATENCY_SAMPLES_NEEDED):  # each shard's calls measured: the hedge delay is their own
@@ -503,6 +538,12 @@ def test_a_lost_node_fails_no_search_and_loses_no_acknowledged_write(served: dic
     found = get(url + "/search?q=" + LOSS_TEXT.replace(" ", "+") + "&k=1&mode=keyword")
     assert found["shards"]["answered"] == SHARDS and found["hits"][0]["external_id"] == "at-loss"
     assert_rebuilt_copies_hold(served, "at-loss")
+    rebuilt = {copy_app_name(place, shard) for shard, places in enumerate(read_manifest(path).placement) for place in places}
+    deadline = time.perf_counter() + REPLACED_GONE_WITHIN_S
+    while lost & running_apps():
+        assert time.perf_counter() < deadline, f"the lost copies' applications {lost & running_apps()} still run"
+        time.sleep(0.5)
+    assert rebuilt <= running_apps() and not lost & rebuilt
     failed, written = 0, []
     for number in range(6):
         try:
