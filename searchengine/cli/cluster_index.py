@@ -1,6 +1,6 @@
 """`searchengine cluster-index`: a cluster index (searchengine.cluster) on a running Ray cluster: building it from a
-corpus, its status, and serving it with Ray Serve under the HTTP API of `searchengine serve`. (`searchengine
-cluster` is k-means over one index's vectors.)"""
+corpus, its status, serving it with Ray Serve under the HTTP API of `searchengine serve`, and stopping that.
+(`searchengine cluster` is k-means over one index's vectors.)"""
 
 from __future__ import annotations
 
@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     from searchengine.indexer.tables.documents import Document
 
 cluster_index_app = typer.Typer(
-    help="A cluster index spread over a Ray cluster: building it, its status, and serving it with Ray Serve.",
+    help="A cluster index spread over a Ray cluster: building it, its status, and serving it with Ray Serve (and "
+    "stopping that).",
     no_args_is_help=True,
 )
 ManifestArgument = typer.Argument(..., help="The cluster index's manifest (the JSON file its build wrote).")
@@ -168,7 +169,7 @@ def status(
 ) -> None:
     """Show the shards, their copies and nodes, the documents of each shard and each copy's lag (writes it lacks).
 
-    Asks the running ingress when the index is served (it knows every acknowledged write), else the copies.
+    Asks the running ingress when it serves this manifest (it knows every acknowledged write), else the copies.
 
     Examples:
 
@@ -219,8 +220,8 @@ def serve(
     """Serve a cluster index with Ray Serve: a deployment per shard copy on its node, and an ingress with the HTTP
     API of `searchengine serve` (/search, /documents, /info, /health, the page, /v1/embeddings, /metrics).
 
-    The application keeps running on the Ray cluster after this command returns; `serve shutdown` stops it.
-    `searchengine query --server URL` asks it as it asks `searchengine serve`.
+    The application keeps running on the Ray cluster after this command returns; `searchengine cluster-index stop
+    MANIFEST` stops it. `searchengine query --server URL` asks it as it asks `searchengine serve`.
 
     Examples:
 
@@ -236,4 +237,36 @@ def serve(
             manifest, host=host, port=port, ingress_port=ingress_port, settings=settings, ingress_node=ingress_node
         )
     faster = f"; the ingress itself, faster, at {served.ingress_url}/" if served.ingress_url else ""
-    typer.echo(f"Serving {manifest} at {served.proxy_url}/ (Ray Serve{faster}; `serve shutdown` stops it)", err=True)
+    typer.echo(
+        f"Serving {manifest} at {served.proxy_url}/ (Ray Serve{faster}; `searchengine cluster-index stop {manifest}` "
+        "stops it)",
+        err=True,
+    )
+
+
+@cluster_index_app.command()
+def stop(manifest: Path = ManifestArgument, address: str | None = AddressOption) -> None:
+    """Stop serving a cluster index: delete its ingress's and its copies' Ray Serve applications, and wait until
+    they are gone.
+
+    Other Serve applications on the Ray cluster go on, another cluster index's copies among them (`serve shutdown`
+    stops all of Serve). The manifest and the copies' folders stay: `cluster-index serve` serves it again, and a
+    build at MANIFEST is no longer refused. A MANIFEST that is not being served is said in one line, with exit code
+    0, as `docker stop` of a stopped container; no cluster index at MANIFEST is an error (exit code 1).
+
+    Examples:
+
+      searchengine cluster-index stop cluster.json --address head-node:6379
+    """
+    with user_errors(manifest):
+        from searchengine.server.cluster.serve_app import INGRESS_APP, connect, stop_cluster
+
+        connect(address)
+        stopped = stop_cluster(manifest)
+    if not stopped:
+        typer.echo(f"{manifest} is not being served on this Ray cluster: nothing to stop.")
+        return
+    copies = [app for app in stopped if app != INGRESS_APP]
+    ingress = "its ingress and " if INGRESS_APP in stopped else ""
+    counted = f"{len(copies)} copy" if len(copies) == 1 else f"{len(copies)} copies"
+    typer.echo(f"Stopped serving {manifest}: {ingress}{counted} (Serve applications {', '.join(stopped)}).")

@@ -272,7 +272,7 @@ def _refuse_served(manifest_path: Path) -> None:
         raise ClusterError(
             f"the cluster index at {manifest_path} is being served on this Ray cluster ({len(running)} of its copies "
             "run as Serve applications): a build there would remove their folders under them; stop serving it first "
-            "(`serve shutdown`), or build under another manifest path"
+            f"(`searchengine cluster-index stop {manifest_path}`), or build under another manifest path"
         )
 
 

@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from searchengine.cluster.call_latencies import CallLatencies
-from searchengine.cluster.copy_actors import CopyStarter, start_copy_actor
+from searchengine.cluster.copy_actors import CopyStarter, CopyStopper, start_copy_actor
 from searchengine.cluster.copy_calls import ActorCalls, CopyCalls, copy_failed
 from searchengine.cluster.copy_upkeep import CopyState, CopyUpkeep
 from searchengine.cluster.errors import ClusterError, ShardsUnavailableError
-from searchengine.cluster.manifest import ClusterManifest, read_manifest
+from searchengine.cluster.manifest import ClusterManifest, CopyPlace, read_manifest
 from searchengine.cluster.merge import KeywordPlan, keyword_plan, merged_ranking, summed
 from searchengine.cluster.placement import live_nodes
 from searchengine.cluster.query_spans import QuerySpans, SearchSpan
@@ -86,12 +86,15 @@ class ClusterIndex(CopyUpkeep, RoutedWrites, ShardRounds):
         *,
         calls: CopyCalls | None = None,
         starter: CopyStarter = start_copy_actor,
+        stopper: CopyStopper | None = None,
         encoder: Encoder | None = None,
         keep_statistics: bool = False,
     ) -> None:
         self.path, self.manifest, self.copies = Path(path), manifest, copies
         self.calls = calls or ActorCalls()
-        self.starter = starter
+        self.starter, self.stopper = starter, stopper
+        self._replaced: list[tuple[CopyPlace, int]] = []
+        """Copies replaced elsewhere whose stop failed: asked again at the next heal (copy_upkeep.py)."""
         self._encoder = encoder
         self._locks = [threading.Lock() for _ in range(manifest.shards)]
         self._turn = 0
@@ -113,13 +116,15 @@ class ClusterIndex(CopyUpkeep, RoutedWrites, ShardRounds):
         *,
         calls: CopyCalls | None = None,
         starter: CopyStarter = start_copy_actor,
+        stopper: CopyStopper | None = None,
         encoder: Encoder | None = None,
         keep_statistics: bool = False,
     ) -> ClusterIndex:
         """Open the cluster index whose manifest is at `path`: start each copy on its node (a copy whose node is
-        not live is left out until `heal`) and read which writes each holds. `keep_statistics`: keep each shard's
-        term statistics between its writes (statistics_cache.py), right only in the one process that makes every
-        write to the cluster (the ingress): another's writes would leave them stale."""
+        not live is left out until `heal`) and read which writes each holds. `stopper`: what stops a copy heal or
+        rebalance replaced elsewhere (CopyStopper; none for Ray actors). `keep_statistics`: keep each shard's term
+        statistics between its writes (statistics_cache.py), right only in the one process that makes every write
+        to the cluster (the ingress): another's writes would leave them stale."""
         manifest = read_manifest(Path(path))
         calls = calls or ActorCalls()
         nodes = live_nodes()
@@ -133,7 +138,14 @@ class ClusterIndex(CopyUpkeep, RoutedWrites, ShardRounds):
                 states.append(state)
             copies.append(states)
         index = cls(
-            Path(path), manifest, copies, calls=calls, starter=starter, encoder=encoder, keep_statistics=keep_statistics
+            Path(path),
+            manifest,
+            copies,
+            calls=calls,
+            starter=starter,
+            stopper=stopper,
+            encoder=encoder,
+            keep_statistics=keep_statistics,
         )
         index._read_sequences()
         return index

@@ -1,6 +1,6 @@
 """Shard copies as Ray actors, each pinned to the node whose disk holds its folder (a hard node affinity: it never
 runs elsewhere). What ClusterIndex starts when it opens a cluster, rebuilds a lost copy or moves one; a Ray Serve
-front end starts deployments instead (CopyStarter)."""
+front end starts deployments instead (CopyStarter), and stops those of the copies it replaced (CopyStopper)."""
 
 from __future__ import annotations
 
@@ -14,6 +14,10 @@ from searchengine.cluster.shard_copy import ShardCopy
 
 CopyStarter = Callable[[CopyPlace, int, str], Any]
 """Starts the copy of a shard at a place (under a local root) and returns the handle CopyCalls calls it by."""
+CopyStopper = Callable[[CopyPlace, int], None]
+"""Stops what still runs of the copy of a shard at a place the cluster replaced elsewhere (heal rebuilt it, rebalance
+moved it), once the committed manifest no longer names that place: a Serve application outlives its handles. A Ray
+actor ends with its node or its last handle, so a cluster of actors needs none."""
 
 
 def start_copy_actor(place: CopyPlace, shard: int, local_root: str) -> Any:  # noqa: ANN401 (a Ray actor handle)

@@ -1,21 +1,25 @@
 """CopyUpkeep: the part of ClusterIndex (cluster_index.py) that reports on and repairs the copies of its shards:
 status (shards, copies, nodes, lag), heal (restart a failed copy, rebuild a lost node's copy elsewhere, catch a copy
-up from a live one's committed files) and rebalance (move copies to a node just added)."""
+up from a live one's committed files) and rebalance (move copies to a node just added), and the stopping of what
+still runs of a copy replaced elsewhere (a Serve application), once the committed manifest no longer names it."""
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from searchengine.cluster.copy_actors import CopyStarter
+from searchengine.cluster.copy_actors import CopyStarter, CopyStopper
 from searchengine.cluster.copy_calls import CopyCalls
 from searchengine.cluster.errors import ClusterError
 from searchengine.cluster.manifest import ClusterManifest, CopyPlace, copy_folder, write_manifest
 from searchengine.cluster.placement import least_loaded, live_nodes
+
+log = logging.getLogger("searchengine.cluster")
 
 
 @dataclass
@@ -38,7 +42,9 @@ class CopyUpkeep:
     copies: list[list[CopyState]]
     calls: CopyCalls
     starter: CopyStarter
+    stopper: CopyStopper | None
     sequences: list[int]
+    _replaced: list[tuple[CopyPlace, int]]
     _locks: list[threading.Lock]
 
     def status(self) -> dict[str, Any]:
@@ -79,11 +85,13 @@ class CopyUpkeep:
         already, where there is another); a copy behind its shard installs a live copy's committed files, sent
         through Ray, under the shard's write lock (a copy starts without it: writes go on to the serving copies).
         First of all, every copy on a node Ray no longer lists as alive stops serving, without being called (a call
-        to it may wait for its timeout). The manifest is rewritten when a copy moved. Returns what was done, one
-        line each."""
+        to it may wait for its timeout). The manifest is rewritten when a copy moved, and only then is the
+        replaced copy stopped (`stopper`; one that fails is asked again at the next heal). Returns what was done,
+        one line each."""
         done: list[str] = []
         nodes = live_nodes()
         moved = False
+        replaced: list[tuple[CopyPlace, int]] = []
         for states in self.copies:  # first, at once: a search waiting on such a copy asks another now
             for state in states:
                 if state.place.node not in nodes:
@@ -112,6 +120,7 @@ class CopyUpkeep:
                             copy_folder(self.manifest.local_root, node, self.manifest.name, self.manifest.build, shard),
                         )
                         state.handle, moved = None, True
+                        replaced.append((old, shard))
                         done.append(f"shard {shard}: copy on lost node {old.node} rebuilt on {node}")
                     state.serving = False  # until it answers and holds the shard's newest write
                     broken.append(state)
@@ -129,13 +138,15 @@ class CopyUpkeep:
                         self.sequences[shard] = max(self.sequences[shard], state.sequence)
         if moved:
             self._save_placement()
+        self._stop_replaced(replaced)
         return done
 
     def rebalance(self) -> list[str]:
         """Move copies from the nodes that hold most to those that hold fewest (a node just added), until no node
         holds two more than another, never a second copy of a shard onto one node. Each move starts the copy on
         its new node, installs a live copy's committed files there (sent through Ray) under the shard's write lock,
-        rewrites the manifest, and only then removes the old copy. Returns the moves, one line each."""
+        rewrites the manifest, and only then removes the old copy (its folder, then, with `stopper`, what still
+        runs of it). Returns the moves, one line each."""
         done: list[str] = []
         nodes = set(live_nodes())
         while True:
@@ -168,12 +179,33 @@ class CopyUpkeep:
             handle = self.starter(place, shard, manifest.local_root)
             files = self.calls.start(state.handle, "committed_files")
             sequence = self.calls.finish(self.calls.start(handle, "install_files", files))
-            old = state.handle
+            old, old_place = state.handle, state.place
             state.place, state.handle, state.sequence = place, handle, sequence
             state.serving = sequence == self.sequences[shard]
             self._save_placement()
         with contextlib.suppress(Exception):  # the old copy's folder goes; a failure leaves only an unnamed folder
             self.calls.finish(self.calls.start(old, "remove"))
+        self._stop_replaced([(old_place, shard)])
+
+    def _stop_replaced(self, replaced: list[tuple[CopyPlace, int]]) -> None:
+        """Stop, through `stopper`, the copies (place, shard) replaced elsewhere: those just `replaced`, after the
+        manifest that no longer names them was written, and those whose stop failed before (asked again at each
+        heal or move). Never one the manifest names: a copy may come back to its place (its node's folder)."""
+        if self.stopper is None:
+            return
+        named = {(place, shard) for shard, places in enumerate(self.manifest.placement) for place in places}
+        pending, self._replaced = [*self._replaced, *replaced], []
+        for place, shard in pending:
+            if (place, shard) in named:
+                continue
+            try:
+                self.stopper(place, shard)
+            except Exception as error:  # noqa: BLE001 (asked again at the next heal; searches and writes go on)
+                log.warning(
+                    "the replaced copy of shard %d on node %s did not stop (asked again at the next heal): %s",
+                    shard, place.node, f"{type(error).__name__}: {error}".splitlines()[0],
+                )  # fmt: skip
+                self._replaced.append((place, shard))
 
     def _live_source(self, states: list[CopyState]) -> CopyState | None:
         """A serving copy that answers (the one others catch up from), or None."""

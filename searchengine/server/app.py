@@ -54,8 +54,12 @@ def create_app(
     app.state.metrics = ServerMetrics(per_collection=collections is not None)
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
     add_error_handlers(app)
-    # Added last, so it runs first: the key is checked before BodyLimit reads a body and FastAPI parses it.
-    app.add_middleware(KeyFirst, check_for=partial(_key_check_for, settings), refuse=refusal)
+    # Added last, so it runs first: the key is checked before BodyLimit reads a body and FastAPI parses it. A refused
+    # body is read and thrown away up to one limit's worth, the largest the server would take with the key: an
+    # unauthenticated client makes the server read no more than any client may, and one larger is cut off.
+    app.add_middleware(
+        KeyFirst, check_for=partial(_key_check_for, settings), refuse=refusal, discard_bytes=settings.max_body_bytes
+    )
     app.add_middleware(RequestMetrics, metrics=app.state.metrics)  # outermost: refusals are counted too
     for router in ROUTERS:
         app.include_router(router)

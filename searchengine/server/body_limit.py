@@ -8,21 +8,12 @@ from typing import Any
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from searchengine.server.error_responses import error_response
+from searchengine.server.refused_body import discard_body, discardable
 
 DISCARDED_BODIES = 8
-"""How many limits' worth of a refused body is read and thrown away before the 413 is sent: a server that closed
-the connection on a body still coming made the client's socket fail (connection reset, broken pipe) before it read
-the 413, so urllib and searchengine.Client said the server could not be reached. A larger body is cut off."""
-
-
-async def _discard_body(receive: Receive, most: int) -> None:
-    """Read what is left of the request body without keeping it, up to `most` bytes (or until the client goes)."""
-    read = 0
-    while read <= most:
-        message = await receive()
-        if message["type"] == "http.disconnect" or not message.get("more_body", False):
-            return
-        read += len(message.get("body", b""))
+"""How many limits' worth of a refused body is read and thrown away before the 413 is sent (refused_body.py: so
+the client reads the 413, not a reset connection); a body declared larger is not read, and one that streams past it
+is cut off."""
 
 
 class BodyLimit:
@@ -40,8 +31,7 @@ class BodyLimit:
         headers = dict(scope["headers"])
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            waiting = headers.get(b"expect", b"").lower() == b"100-continue"  # curl's: it sends no body after a 413
-            await self._refuse(scope, receive, send, more=not waiting)
+            await self._refuse(scope, receive, send, more=discardable(headers, DISCARDED_BODIES * self.max_bytes))
             return
         chunks, size = [], 0
         while True:
@@ -71,7 +61,7 @@ class BodyLimit:
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send, *, more: bool) -> None:
         if more:  # what is left of the body is read first, and thrown away
-            await _discard_body(receive, DISCARDED_BODIES * self.max_bytes)
+            await discard_body(receive, DISCARDED_BODIES * self.max_bytes)
         megabytes = self.max_bytes / (1024 * 1024)
         message = f"the request body is larger than {megabytes:g} MiB; send fewer documents or queries at once"
         response = error_response(413, message, {"Connection": "close"}, scope["path"])

@@ -9,5 +9,6 @@
   shard's writes) and the FastAPI app of searchengine.server.app, so /search, /documents, /info, /health, the
   page, /v1/embeddings and /metrics are the same code as on one machine.
 - serve_app.py: serve_cluster, which deploys both on a running Ray cluster; cluster_status, what
-  `searchengine cluster-index status` prints.
+  `searchengine cluster-index status` prints; stop_cluster, which deletes one cluster's Serve applications
+  (`searchengine cluster-index stop`).
 """

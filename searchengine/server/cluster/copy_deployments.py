@@ -177,6 +177,16 @@ def start_copy_deployment(place: CopyPlace, shard: int, local_root: str) -> Any:
     return start_copy_deployments([(place, shard)], local_root)[0]
 
 
+def stop_copy_deployment(place: CopyPlace, shard: int) -> None:
+    """Delete the Serve application of the copy at `place`, without waiting for it to go (the cluster's
+    CopyStopper, for a copy heal or rebalance replaced elsewhere): else its replica stays pinned to its node, which
+    Serve keeps trying to place when the node is lost, and starts again over a folder no manifest names should the
+    node come back under its name. Deleting an application that does not run does nothing."""
+    from ray import serve
+
+    serve.delete(copy_app_name(place, shard), _blocking=False)
+
+
 def start_copy_deployments(
     copies: list[tuple[CopyPlace, int]], local_root: str, logging: dict[str, Any] = SERVE_LOGGING
 ) -> list[Any]:

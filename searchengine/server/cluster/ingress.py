@@ -5,8 +5,8 @@ every route, key check, limit, error and metric is the same code as on one machi
 One replica, never more: it numbers each shard's writes, and two numbering the same shard would give two writes
 one number. Serve restarts it when it fails; the new one reads from the copies which writes each holds. It heals the
 cluster in a thread of its own (ClusterIndex.heal every `heal_every_s`, beside the writer thread): a copy whose
-replica died is started again, one whose node is gone is rebuilt on a live node from a live copy, one that missed
-writes catches up."""
+replica died is started again, one whose node is gone is rebuilt on a live node from a live copy (and, once the
+manifest names the new one, the old one's Serve application is deleted), one that missed writes catches up."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from ray import serve
 
 from searchengine.server.app import create_app
 from searchengine.server.cluster.cluster_engine import ClusterEngine
-from searchengine.server.cluster.copy_deployments import ServeCalls, start_copy_deployment
+from searchengine.server.cluster.copy_deployments import ServeCalls, start_copy_deployment, stop_copy_deployment
 from searchengine.server.served_index import ServedIndex
 from searchengine.server.settings import ServerSettings
 
@@ -46,7 +46,12 @@ class ClusterIngress:
         # Off the replica's event loop, where a handle's result may not be waited for. This replica makes every
         # write, so it may keep each shard's term statistics between the shard's writes.
         self.cluster = await asyncio.to_thread(
-            ClusterIndex.open, manifest_path, calls=ServeCalls(), starter=start_copy_deployment, keep_statistics=True
+            ClusterIndex.open,
+            manifest_path,
+            calls=ServeCalls(),
+            starter=start_copy_deployment,
+            stopper=stop_copy_deployment,
+            keep_statistics=True,
         )
         self.engine = ClusterEngine(self.cluster)
         self.served = await asyncio.to_thread(

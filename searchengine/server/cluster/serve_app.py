@@ -1,22 +1,31 @@
 """Deploy a cluster index on the Ray cluster this process is connected to: each copy a Serve application of its
 own (copy_deployments.py), then the ingress (ingress.py), listening on a port of its own (direct_ingress.py) and
-behind Serve's HTTP proxy; and the cluster's status, from the running ingress when there is one."""
+behind Serve's HTTP proxy; the cluster's status, from the running ingress when it serves that cluster; and stopping
+it, its own Serve applications only."""
 
 from __future__ import annotations
 
 import socket
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from searchengine.cluster.errors import ClusterError
-from searchengine.cluster.served import running_apps
+from searchengine.cluster.served import running_apps, served_copies
 from searchengine.server.cluster import direct_ingress
 from searchengine.server.listener import http_url
 from searchengine.server.settings import ServerSettings
 
 INGRESS_APP = "searchengine"
 """The Serve application of the ingress."""
+MANIFEST_ENV = "SEARCHENGINE_CLUSTER_MANIFEST"
+"""In the ingress replica's environment: the manifest it serves, so Serve's own record of the deployment names it
+(stop_cluster reads it there, without asking an ingress that may be busy or hung)."""
+STOP_TIMEOUT_S = 120.0
+"""Seconds stop_cluster waits for the ingress's application to be gone, and then as long for the copies': Serve
+waits for a replica's requests in flight, and up to its graceful_shutdown_timeout_s (20 s) for one whose node is
+lost."""
 
 
 @dataclass(frozen=True)
@@ -95,7 +104,8 @@ def serve_cluster(
         [(place, shard) for place, shard in copies if place.node in nodes], manifest.local_root, logging=logging
     )
     node = ingress_node or _own_node_name(nodes)
-    options: dict[str, Any] = {"num_cpus": 0, "runtime_env": {"env_vars": {**GRPC_ENV, **direct_ingress.replica_env()}}}
+    env = {**GRPC_ENV, **direct_ingress.replica_env(), MANIFEST_ENV: str(path)}
+    options: dict[str, Any] = {"num_cpus": 0, "runtime_env": {"env_vars": env}}
     if node is not None:
         if node not in nodes:
             raise ClusterError(f"node {node} is not in the Ray cluster: name a live node for the ingress")
@@ -125,16 +135,18 @@ def _own_node_name(nodes: dict[str, str]) -> str | None:
 
 
 def cluster_status(manifest_path: str | Path, timeout_s: float = 60.0) -> dict[str, Any]:
-    """The cluster's shards, copies, nodes, documents per shard and each copy's lag: from the running ingress (it
-    knows every acknowledged write), with the address it listens on itself (`ingress_url`, None without direct
-    ingress), else from the copies themselves, started as Ray actors for the question. ClusterError when the
-    running ingress does not answer within `timeout_s`."""
+    """The cluster's shards, copies, nodes, documents per shard and each copy's lag: from the running ingress when
+    it serves this manifest (its replica's environment names it, MANIFEST_ENV; it knows every acknowledged write),
+    with the address it listens on itself (`ingress_url`, None without direct ingress), else from the copies
+    themselves, started as Ray actors for the question: an ingress serving another manifest is not asked.
+    ClusterError when the ingress does not answer within `timeout_s`."""
     from ray import serve
 
     from searchengine.cluster.manifest import read_manifest
 
-    read_manifest(Path(manifest_path))  # refused in one line when there is none, before Ray is asked anything
-    if INGRESS_APP in running_apps():
+    path = Path(manifest_path).resolve()
+    read_manifest(path)  # refused in one line when there is none, before Ray is asked anything
+    if _ingress_manifest() == str(path):
         asked = serve.get_deployment_handle("ingress", app_name=INGRESS_APP).status.remote()
         try:
             status = asked.result(timeout_s=timeout_s)
@@ -150,7 +162,7 @@ def cluster_status(manifest_path: str | Path, timeout_s: float = 60.0) -> dict[s
 
     from searchengine.cluster.cluster_index import ClusterIndex
 
-    index = ClusterIndex.open(Path(manifest_path))
+    index = ClusterIndex.open(path)
     try:
         return index.status()
     finally:
@@ -158,3 +170,50 @@ def cluster_status(manifest_path: str | Path, timeout_s: float = 60.0) -> dict[s
             for state in states:
                 if state.handle is not None:
                     ray.kill(state.handle)
+
+
+def stop_cluster(manifest_path: str | Path, timeout_s: float = STOP_TIMEOUT_S) -> list[str]:
+    """Stop serving the cluster index at `manifest_path` on the connected Ray cluster: delete its ingress's Serve
+    application (when the running ingress serves this manifest), then its copies' (the ingress's heal would start
+    one again), each waited for until Serve no longer lists it. Returns the applications stopped, none when it was
+    not served. Other Serve applications go on (`serve shutdown` stops them all); the manifest and the copies'
+    folders stay, so `serve_cluster` serves it again. ClusterError when the ingress, or the copies, are not gone
+    within `timeout_s`."""
+    from searchengine.cluster.manifest import read_manifest
+
+    path = Path(manifest_path).resolve()
+    read_manifest(path)  # refused in one line when there is none
+    ingress = [INGRESS_APP] if _ingress_manifest() == str(path) else []
+    _delete_apps(ingress, path, timeout_s)
+    copies = served_copies(read_manifest(path))  # read again: the ingress's heal may have moved a copy
+    _delete_apps(copies, path, timeout_s)
+    return ingress + copies
+
+
+def _delete_apps(apps: list[str], path: Path, timeout_s: float) -> None:
+    """Delete the Serve applications `apps` of the cluster index at `path` at once, and wait until Serve no longer
+    lists them; ClusterError when some are still listed after `timeout_s`."""
+    from ray import serve
+
+    deadline = time.monotonic() + timeout_s
+    for app in apps:
+        serve.delete(app, _blocking=False)
+    while left := sorted(set(apps) & running_apps()):
+        if time.monotonic() > deadline:
+            raise ClusterError(
+                f"{len(left)} Serve applications of the cluster index at {path} were still stopping after "
+                f"{timeout_s:g} s ({', '.join(left)}): `serve status` shows their state; run the stop again"
+            )
+        time.sleep(0.2)
+
+
+def _ingress_manifest() -> str | None:
+    """The manifest the running ingress serves, as Serve records its replica's environment (MANIFEST_ENV); None
+    when no ingress runs."""
+    if INGRESS_APP not in running_apps():
+        return None
+    from ray.serve.context import _get_global_client
+
+    application = _get_global_client().get_serve_details()["applications"].get(INGRESS_APP, {})
+    options = application.get("deployments", {}).get("ingress", {}).get("deployment_config", {})
+    return ((options.get("ray_actor_options") or {}).get("runtime_env") or {}).get("env_vars", {}).get(MANIFEST_ENV)

@@ -20,7 +20,7 @@ def closed_port() -> int:
 
 
 def test_no_ray_cluster_at_the_address_is_one_line(tmp_path: Path) -> None:
-    for command in ("status", "serve"):
+    for command in ("status", "serve", "stop"):
         address = f"127.0.0.1:{closed_port()}"
         result = CliRunner().invoke(
             app, ["cluster-index", command, str(tmp_path / "cluster.json"), "--address", address]
@@ -63,7 +63,7 @@ def test_build_refuses_in_one_line_before_asking_ray(tmp_path: Path) -> None:
 
 def test_the_group_says_what_it_offers() -> None:
     result = CliRunner().invoke(app, ["cluster-index", "--help"])
-    assert result.exit_code == 0 and all(name in result.output for name in ("build", "status", "serve"))
+    assert result.exit_code == 0 and all(name in result.output for name in ("build", "status", "serve", "stop"))
 
 
 def test_builds_help_teaches_by_an_example() -> None:

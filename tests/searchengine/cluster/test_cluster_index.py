@@ -868,8 +868,22 @@ def test_a_write_the_driver_sent_to_one_copy_only_is_caught_up_on_open(built: di
 
 
 def test_a_removed_node_loses_no_search_and_no_acknowledged_write(built: dict, ray_cluster: Any) -> None:  # noqa: ANN401
+    """Searches and writes go on over the copies left; heal rebuilds the lost node's copies elsewhere and, with a
+    stopper, stops the replaced ones once the manifest on disk no longer names them: a stop that fails is asked
+    again at the next heal, and one that succeeded is not."""
     cluster, nodes = ray_cluster
     index = built["index"]
+    lost = [
+        (shard, place) for shard, places in enumerate(index.manifest.placement) for place in places if place.node == "b"
+    ]
+    asked: list[tuple[int, CopyPlace, bool]] = []  # shard, place, whether the committed manifest named it then
+
+    def stopper(place: CopyPlace, shard: int) -> None:
+        asked.append((shard, place, place in read_manifest(built["folder"] / "cluster.json").placement[shard]))
+        if len(asked) <= len(lost):
+            raise ConnectionError("Serve's controller is out of reach")  # the first heal's stops fail
+
+    index.stopper = stopper
     nodes["c"] = cluster.add_node(num_cpus=1, resources={"searchengine_node_c": 1})
     cluster.wait_for_nodes()
     acknowledged = []
@@ -895,17 +909,41 @@ def test_a_removed_node_loses_no_search_and_no_acknowledged_write(built: dict, r
     found = index.search_batch(texts, 1, mode="keyword")
     assert not found.partial
     assert [hits[0].external_id for hits in found.hits] == acknowledged
-    index.heal()
+    try:
+        index.heal()
+        index.heal()
+    finally:
+        index.stopper = None
+    expected = sorted(((shard, place, False) for shard, place in lost), key=str)
+    assert sorted(asked[: len(lost)], key=str) == expected and sorted(asked[len(lost) :], key=str) == expected
 
 
 def test_a_node_added_takes_copies(built: dict, ray_cluster: Any, tiny_encoder: Any) -> None:  # noqa: ANN401
+    """Copies move to the node added; with a stopper (what a Serve front end gives: an application outlives its
+    handles), each moved copy's old place is stopped once the manifest on disk no longer names it."""
     cluster, nodes = ray_cluster
     index = built["index"]
     nodes["d"] = cluster.add_node(num_cpus=1, resources={"searchengine_node_d": 1})
     cluster.wait_for_nodes()
     before = index.search_batch(QUERIES, 10, mode="hybrid")
-    moves = index.rebalance()
+    placed_before = index.manifest.placement
+    stopped: list[tuple[int, CopyPlace, bool]] = []  # shard, place, whether the committed manifest named it then
+
+    def stopper(place: CopyPlace, shard: int) -> None:
+        stopped.append((shard, place, place in read_manifest(built["folder"] / "cluster.json").placement[shard]))
+
+    index.stopper = stopper
+    try:
+        moves = index.rebalance()
+    finally:
+        index.stopper = None
     assert moves and all("to d" in line for line in moves)
+    replaced = [
+        (shard, place, False)
+        for shard, places in enumerate(placed_before) for place in places
+        if place not in index.manifest.placement[shard]
+    ]  # fmt: skip
+    assert len(replaced) == len(moves) and sorted(stopped, key=str) == sorted(replaced, key=str)
     placed = [copy["node"] for shard in index.status()["shards"] for copy in shard["copies"]]
     assert max(placed.count(node) for node in set(placed)) - placed.count("d") <= 1
     assert read_manifest(built["folder"] / "cluster.json").placement == index.manifest.placement

@@ -1,7 +1,8 @@
 """A cluster index served by Ray Serve on a simulated two-node Ray cluster (ray.cluster_utils.Cluster): one
 deployment per shard copy pinned to its node, the ingress serving the HTTP API of `searchengine serve`, checked
 against one ordinary index of the same documents, through HTTP and the CLI's `query --server`. One cluster and one
-Serve app for the module (Serve starts slowly); the tests run in order, the node's loss last."""
+Serve app for the module (Serve starts slowly); the tests run in order: the node's loss, serving again, then
+stopping the cluster and building at its manifest path last."""
 
 from __future__ import annotations
 
@@ -34,6 +35,9 @@ LOSS_TEXT = "a heron crossed the frozen lake at dawn"
 """The document written just after the node's loss."""
 REBUILT_WITHIN_S = 120.0
 """Seconds heal may take to rebuild the lost node's copies on the live node (a deployment starts in seconds)."""
+REPLACED_GONE_WITHIN_S = 60.0
+"""Seconds the lost node's copies' Serve applications may take to go once heal replaced them (Serve waits up to a
+replica's graceful_shutdown_timeout_s, 20 s, for one whose node is lost)."""
 SEARCHING_AFTER_LOSS_S = 5.0
 """Seconds the searches go on after the node's removal: past Ray's declaring it dead (FAST_NODE_DEATH) and the
 ingress's next heal (every 2 s here), which stops its copies serving."""
@@ -425,6 +429,29 @@ def test_status_of_a_stopped_ingress_is_one_clear_error(served: dict) -> None:
     assert get(served["url"] + "/health") == {"status": "ok"}
 
 
+def test_status_of_another_manifest_is_its_own_not_the_running_ingresss(served: dict) -> None:
+    """The running ingress serves the fixture's manifest: status of another (a cluster whose copies are on nodes
+    this Ray cluster lacks) asks that manifest's copies, and reports neither the ingress's documents nor its
+    address."""
+    from dataclasses import replace
+
+    from searchengine.cluster.manifest import CopyPlace, read_manifest, write_manifest
+    from searchengine.server.cluster.serve_app import cluster_status
+
+    served_manifest = read_manifest(served["folder"] / "cluster.json")
+    placement = tuple(
+        tuple(CopyPlace(f"elsewhere-{place.node}", place.folder) for place in places)
+        for places in served_manifest.placement
+    )
+    other = served["folder"] / "elsewhere.json"
+    write_manifest(other, replace(served_manifest, name="elsewhere", placement=placement))
+    status = cluster_status(other)
+    assert "ingress_url" not in status and status["name"] == "elsewhere" and status["documents"] == 0
+    copies = [copy for shard in status["shards"] for copy in shard["copies"]]
+    assert len(copies) == 4 and not any(copy["live"] or copy["serving"] for copy in copies)
+    assert cluster_status(served["folder"] / "cluster.json")["ingress_url"] is not None
+
+
 def test_a_build_at_the_served_manifest_path_is_refused_before_it_starts_a_copy(served: dict, tiny_model: Path) -> None:
     """It committed, and removed the served copies' folders under them: from then on every search and write the
     ingress took failed with a 400 naming a missing folder, and the writes acknowledged before it were gone. Now
@@ -443,7 +470,7 @@ def test_a_build_at_the_served_manifest_path_is_refused_before_it_starts_a_copy(
         build_cluster(path, corpus(20), settings, starter=lambda *copy: started.append(copy))
     message = str(refused.value)
     assert message.startswith(f"the cluster index at {path} is being served on this Ray cluster (4 of its copies"), message
-    assert "stop serving it first (`serve shutdown`), or build under another manifest path" in message
+    assert f"stop serving it first (`searchengine cluster-index stop {path}`), or build under another" in message
     assert started == [] and read_manifest(path) == before
     assert all(Path(place.folder).is_dir() for places in before.placement for place in places)
     send(served["url"] + "/documents", {"documents": [{"id": "after-refusal", "text": "a kestrel over the dunes"}],
@@ -457,10 +484,19 @@ def test_a_lost_node_fails_no_search_and_loses_no_acknowledged_write(served: dic
     the search timeout (a call to the lost node's copy never fails by itself: it waited the whole timeout before
     the shard's other copy was asked). A write sent just after the loss is acknowledged well within the write
     timeout (it waited the whole timeout for the lost copy), is found, and is held by the copy heal rebuilds in the
-    lost one's place; then writes go on and none is lost."""
+    lost one's place, whose Serve application replaces the lost copy's (deleted, as nothing else would: its replica
+    stayed pinned to the lost node); then writes go on and none is lost."""
+    from searchengine.cluster.manifest import read_manifest
+    from searchengine.cluster.served import copy_app_name, running_apps
     from searchengine.server.cluster.copy_deployments import SEARCH_TIMEOUT_S, WRITE_TIMEOUT_S
 
     url = served["url"]
+    path = served["folder"] / "cluster.json"
+    lost = {
+        copy_app_name(place, shard)
+        for shard, places in enumerate(read_manifest(path).placement) for place in places if place.node == "a"
+    }  # fmt: skip
+    assert len(lost) == SHARDS and lost <= running_apps()
     body = {"queries": QUERIES, "k": 5, "mode": "hybrid"}
     expected = [[hit["external_id"] for hit in answer["hits"]] for answer in send(url + "/search", body)["results"]]
     for _ in range(LATENCY_SAMPLES_NEEDED):  # each shard's calls measured: the hedge delay is their own
@@ -502,6 +538,12 @@ def test_a_lost_node_fails_no_search_and_loses_no_acknowledged_write(served: dic
     found = get(url + "/search?q=" + LOSS_TEXT.replace(" ", "+") + "&k=1&mode=keyword")
     assert found["shards"]["answered"] == SHARDS and found["hits"][0]["external_id"] == "at-loss"
     assert_rebuilt_copies_hold(served, "at-loss")
+    rebuilt = {copy_app_name(place, shard) for shard, places in enumerate(read_manifest(path).placement) for place in places}
+    deadline = time.perf_counter() + REPLACED_GONE_WITHIN_S
+    while lost & running_apps():
+        assert time.perf_counter() < deadline, f"the lost copies' applications {lost & running_apps()} still run"
+        time.sleep(0.5)
+    assert rebuilt <= running_apps() and not lost & rebuilt
     failed, written = 0, []
     for number in range(6):
         try:
@@ -520,8 +562,8 @@ def test_a_lost_node_fails_no_search_and_loses_no_acknowledged_write(served: dic
 
 def test_serving_again_on_a_running_serve_gives_the_addresses_it_listens_on(served: dict) -> None:
     """Serve already running keeps its HTTP options and its controller's environment (a new port is ignored, with
-    Serve's warning): served again, the addresses given are those Serve listens on, not those asked for. Last: it
-    deploys the ingress again, and after the node's loss the copies left are those of the head."""
+    Serve's warning): served again, the addresses given are those Serve listens on, not those asked for. After the
+    node's loss: it deploys the ingress again, and the copies left are those of the head."""
     from searchengine.server.cluster.serve_app import serve_cluster
 
     again = serve_cluster(served["folder"] / "cluster.json", port=free_port(), heal_every_s=2.0)
@@ -530,3 +572,70 @@ def test_serving_again_on_a_running_serve_gives_the_addresses_it_listens_on(serv
     served["url"] = again.ingress_url  # the ingress was deployed again: its port may have moved
     for where in (again.ingress_url, again.proxy_url):
         assert get(where + "/health") == {"status": "ok"}
+
+
+def test_stop_and_status_refuse_a_file_that_is_not_a_cluster_manifest_in_the_same_line(served: dict) -> None:
+    not_one = served["folder"] / "not-a-manifest.json"
+    not_one.write_text("shards: 2\n")
+    lines = []
+    for command in ("stop", "status"):
+        result = CliRunner().invoke(cli, ["cluster-index", command, str(not_one), "--address", served["address"]])
+        assert result.exit_code == 1, result.output
+        lines.append(result.output.strip().splitlines())
+    assert lines[0] == lines[1] and len(lines[0]) == 1, lines
+    assert lines[0][0].startswith(f"Error: cluster manifest {not_one} cannot be read ("), lines
+
+
+def test_stop_deletes_the_clusters_serve_applications_only_and_a_build_there_goes_on(
+    served: dict, tiny_model: Path
+) -> None:
+    """`cluster-index stop`: the ingress and the manifest's copies go (waited for) while another Serve application
+    behind the same proxy still answers; stopped again, one line and exit code 0; status then asks the copies; and
+    a build at the manifest path, refused while it was served, commits. Last: it stops the cluster."""
+    import urllib.error
+
+    from ray import serve
+
+    from searchengine.cluster import ClusterBuildSettings, build_cluster
+    from searchengine.cluster.manifest import read_manifest
+    from searchengine.cluster.served import copy_app_name, running_apps
+    from searchengine.server.cluster.serve_app import INGRESS_APP
+
+    @serve.deployment(ray_actor_options={"num_cpus": 0})
+    def other(_request: Any) -> str:  # noqa: ANN401 (a Starlette request)
+        return "still here"
+
+    serve.run(other.bind(), name="other", route_prefix="/other")
+    path = served["folder"] / "cluster.json"
+    before = read_manifest(path)
+    copies = [copy_app_name(place, shard) for shard, places in enumerate(before.placement) for place in places]
+    documents = get(served["url"] + "/info")["documents"]
+    stop = ["cluster-index", "stop", str(path), "--address", served["address"]]
+    result = CliRunner().invoke(cli, stop)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == (
+        f"Stopped serving {path}: its ingress and 4 copies (Serve applications {', '.join([INGRESS_APP, *copies])}).\n"
+    )
+    running = running_apps()
+    assert "other" in running and not {INGRESS_APP, *copies} & running, running
+    with urllib.request.urlopen(served["proxy_url"] + "/other", timeout=60) as response:
+        assert response.read() == b"still here"
+    with pytest.raises(urllib.error.HTTPError) as gone:
+        get(served["proxy_url"] + "/health")
+    assert gone.value.code == 404
+    again = CliRunner().invoke(cli, stop)
+    assert (again.exit_code, again.stdout) == (0, f"{path} is not being served on this Ray cluster: nothing to stop.\n")
+    result = CliRunner().invoke(cli, ["cluster-index", "status", str(path), "--address", served["address"], "--json"])
+    assert result.exit_code == 0, result.output
+    status = json.loads(result.stdout)
+    assert status["documents"] == documents and "ingress_url" not in status
+    assert all(copy["lag"] == 0 for shard in status["shards"] for copy in shard["copies"])
+    settings = ClusterBuildSettings(
+        shards=SHARDS, copies=1, model=str(tiny_model), local_root=str(served["folder"] / "nodes"),
+        encoder_options={"precision": "fp32"}, nodes=["head"],
+    )  # fmt: skip
+    built, report = build_cluster(path, corpus(20), settings)
+    for states in built.copies:
+        for state in states:
+            ray.kill(state.handle)
+    assert report.documents == 20 and read_manifest(path).build != before.build
