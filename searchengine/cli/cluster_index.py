@@ -175,8 +175,10 @@ def status(
       searchengine cluster-index status cluster.json --address head-node:6379
     """
     with user_errors(manifest):
+        from searchengine.cluster.manifest import read_manifest
         from searchengine.server.cluster.serve_app import cluster_status, connect
 
+        read_manifest(manifest)  # none, or a damaged one: one line before Ray is asked anything
         connect(address)
         found = cluster_status(manifest)
     if as_json:
@@ -227,10 +229,12 @@ def serve(
       searchengine cluster-index serve cluster.json --address head-node:6379 --host 0.0.0.0
     """
     with user_errors(manifest):
+        from searchengine.cluster.manifest import read_manifest
         from searchengine.server.cluster.serve_app import connect, serve_cluster
         from searchengine.server.settings import ServerSettings
 
         settings = ServerSettings(api_key=api_key, api_key_for=api_key_for)  # type: ignore[arg-type]
+        read_manifest(manifest)  # none, or a damaged one: one line before Ray is asked anything
         connect(address)
         served = serve_cluster(
             manifest, host=host, port=port, ingress_port=ingress_port, settings=settings, ingress_node=ingress_node
