@@ -127,7 +127,8 @@ def test_search_equals_one_index(built: dict, tiny_encoder: Any) -> None:  # noq
 
 
 def test_a_request_a_copy_refuses_raises_its_own_one_line_error_as_one_index_does(
-    built: dict, tiny_encoder: Any  # noqa: ANN401
+    built: dict,
+    tiny_encoder: Any,  # noqa: ANN401
 ) -> None:
     # Ray delivers a copy's error wrapped (RayTaskError, its message the copy's traceback with Ray's header); the
     # caller gets the copy's own error, as one index raises it, and the copies keep serving.
@@ -549,7 +550,7 @@ REFUSED_IN_A_BUILD = {
 def test_a_build_refuses_a_document_a_write_refuses_in_one_line_numbered_in_its_input_and_changes_nothing(
     built: dict, refused_id: str
 ) -> None:
-    """"" was called "no external id"; "  " or NaN metadata reached a copy, which refused it mid-build, inside the
+    """ "" was called "no external id"; "  " or NaN metadata reached a copy, which refused it mid-build, inside the
     build's error, numbered within the copy's batch (document 3 for the 4th)."""
     path = built["folder"] / "cluster.json"
     before = read_manifest(path)
@@ -865,6 +866,51 @@ def test_a_write_the_driver_sent_to_one_copy_only_is_caught_up_on_open(built: di
     assert all(copy["lag"] == 0 and copy["serving"] for copy in reopened.status()["shards"][0]["copies"])
     index._read_sequences()  # the first index's view of the same copies
     assert index.sequences[0] == sequence and all(state.serving for state in index.copies[0])
+
+
+def test_a_write_after_another_cluster_index_wrote_its_shard_is_refused_not_lost(built: dict) -> None:
+    """Two ClusterIndexes over one cluster (a driver and the ingress, or a driver opened earlier): one writes a
+    shard, then the other, whose number for the shard is now stale. Before, every copy took that write as one it
+    held already: acknowledged, never stored. Now it is refused in one line (over HTTP a 409), nothing of it
+    stored, and the writer's next write is numbered after the other's and stored."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    from searchengine.cluster.errors import WriteConflictError
+    from searchengine.server.app import create_app
+    from searchengine.server.cluster.cluster_engine import ClusterEngine
+    from searchengine.server.served_index import ServedIndex
+    from tests.searchengine.server.conftest import running
+
+    index = built["index"]
+    running_copies = {state.place.folder: state.handle for states in index.copies for state in states}
+    other = ClusterIndex.open(built["folder"] / "cluster.json", starter=lambda place, *_: running_copies[place.folder])
+    other._encoder = index.encoder
+    ids = _ids_in_shard(0, 5, "two-writers")
+    other.add([Document("the other writer's rocket", external_id=ids[0])])
+    with pytest.raises(WriteConflictError, match="another ClusterIndex .* wrote the shard since this one read it"):
+        index.add([Document("this writer's rocket", external_id=ids[1])])
+    other.add([Document("the other writer's second rocket", external_id=ids[2])])
+    engine = ClusterEngine(index)
+    served = ServedIndex(engine.path, open_engine=lambda: engine)
+    body = {"documents": [{"id": ids[3], "text": "this writer's rocket over HTTP"}], "id_field": "id"}
+    try:
+        with running(create_app(served)) as url:
+            request = urllib.request.Request(
+                url + "/documents", json.dumps(body).encode(), {"Content-Type": "application/json"}, method="POST"
+            )
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(request, timeout=60)
+    finally:
+        served.close()
+    error = json.loads(refused.value.read())["error"]
+    assert refused.value.code == 409 and "wrote the shard since this one read it" in error and "\n" not in error
+    receipt = index.add([Document("this writer's rocket, again", external_id=ids[4])])
+    assert receipt.copies == {0: 2} and receipt.counts.added == 1
+    found = {hit.external_id for hit in index.search("rocket", k=50, mode="keyword").hits[0]}
+    assert {ids[0], ids[2], ids[4]} <= found and not {ids[1], ids[3]} & found
+    assert all(copy["lag"] == 0 and copy["serving"] for copy in index.status()["shards"][0]["copies"])
 
 
 def test_a_removed_node_loses_no_search_and_no_acknowledged_write(built: dict, ray_cluster: Any) -> None:  # noqa: ANN401
