@@ -95,6 +95,7 @@ def build(
     with user_errors(manifest):
         from searchengine.cluster import ClusterBuildSettings, ClusterError
         from searchengine.cluster.corpus_reading import cluster_corpus
+        from searchengine.cluster.manifest import refuse_unwritable_manifest
         from searchengine.reading.corpus import STDIN, JsonFields
 
         settings = ClusterBuildSettings(
@@ -107,6 +108,7 @@ def build(
             index_type=index_type,
             workers=workers,
         )
+        refuse_unwritable_manifest(manifest)  # before Ray is asked anything, as the corpus is checked
         fields = JsonFields(text_field, title_field, id_field)
         read = lambda: cluster_corpus(corpus, True if jsonl else None, fields)  # noqa: E731
         if corpus != STDIN and sum(1 for _ in read()) == 0:  # every line checked before Ray is asked anything
@@ -199,7 +201,9 @@ def status(
 def serve(
     manifest: Path = ManifestArgument,
     address: str | None = AddressOption,
-    host: str = host_option("Address Serve's HTTP proxy and the ingress listen on; 0.0.0.0 reaches beyond this machine."),
+    host: str = host_option(
+        "Address Serve's HTTP proxy and the ingress listen on; 0.0.0.0 reaches beyond this machine."
+    ),
     port: int = port_option(8000, "Port Serve's HTTP proxy listens on: the address that stays."),
     ingress_port: int = typer.Option(
         INGRESS_FIRST_PORT,

@@ -135,6 +135,24 @@ def read_manifest(path: Path) -> ClusterManifest:
         raise ClusterError(str(error)) from None
 
 
+def refuse_unwritable_manifest(path: Path) -> None:
+    """ClusterError when no manifest can be written at `path`: a folder there, a file where one of its folders
+    should be, or a folder this process may not write (or on a read-only disk). A build checks it before it starts
+    any copy: a manifest it cannot write otherwise failed it only at its commit, after every copy was built, with the
+    operating system's error and the copies' folders left behind."""
+    path = Path(path)
+    if path.is_dir():
+        raise ClusterError(f"{path} is a folder: give the manifest a file's path, e.g. {path / 'cluster.json'}")
+    folder = next(folder for folder in (path.parent, *path.parent.parents) if folder.exists())
+    if not folder.is_dir():
+        raise ClusterError(f"{folder} is a file, so the manifest {path} cannot be written under it: give another path")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ClusterError(
+            f"the manifest {path} cannot be written: {folder} may not be written by this user (or is on a read-only "
+            "disk); give a path in a folder this user may write"
+        )
+
+
 def write_manifest(path: Path, manifest: ClusterManifest) -> None:
     """Write `manifest` to `path` as one commit: a temporary file beside it, fsynced, renamed over the old one,
     and the folder fsynced, so a crash leaves the old manifest or the new one, never half of either."""

@@ -100,6 +100,22 @@ def test_build_refuses_in_one_line_before_asking_ray(tmp_path: Path) -> None:
     assert lines == [f'Error: {records} line 2 needs a string or integer "id" field (the id)'], lines
 
 
+def test_build_refuses_a_manifest_path_it_cannot_write_before_asking_ray(tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("one text\nanother text\n")
+    (tmp_path / "file").write_text("not a folder")
+    address = f"127.0.0.1:{closed_port()}"  # no Ray cluster is asked: the address would fail otherwise
+    for target, said in [
+        (tmp_path, f"Error: {tmp_path} is a folder: give the manifest a file's path"),
+        (tmp_path / "file" / "deeper" / "cluster.json", f"Error: {tmp_path / 'file'} is a file, so the manifest"),
+    ]:
+        command = ["cluster-index", "build", str(corpus), str(target), "--shards", "2", "--local-root", str(tmp_path)]
+        result = CliRunner().invoke(app, [*command, "--address", address])
+        assert result.exit_code == 1, result.output
+        lines = result.output.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(said), lines
+
+
 def test_the_group_says_what_it_offers() -> None:
     result = CliRunner().invoke(app, ["cluster-index", "--help"])
     assert result.exit_code == 0 and all(name in result.output for name in ("build", "status", "serve"))
