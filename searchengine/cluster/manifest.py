@@ -70,6 +70,7 @@ class ClusterManifest:
                    if newer else REBUILD_CLUSTER)
             )  # fmt: skip
         shards = top.integer("shards", minimum=1)
+        local_root = top.string("local_root")
         placement = top.typed("placement", list, "a list of each shard's copies")
         if len(placement) != shards:
             top.fail("placement", f"lists {len(placement)} shards; it should list the copies of each of the {shards}")
@@ -77,10 +78,10 @@ class ClusterManifest:
             name=top.string("name"),
             shards=shards,
             copies=top.integer("copies", minimum=1),
-            local_root=top.string("local_root"),
+            local_root=local_root,
             model=top.string("model"),
             build=top.string("build"),
-            placement=tuple(_shard_places(top, shard, copies) for shard, copies in enumerate(placement)),
+            placement=tuple(_shard_places(top, shard, copies, local_root) for shard, copies in enumerate(placement)),
             encoder_options=top.object("encoder_options").data,
             settings=top.object("settings").data,
             version=top.integer("version", minimum=1),
@@ -91,14 +92,22 @@ class ClusterManifest:
         return replace(self, placement=placement, version=self.version + 1)
 
 
-def _shard_places(top: ManifestObject, shard: int, copies: object) -> tuple[CopyPlace, ...]:
-    """The copies of `shard` as the manifest `top` lists them: at least one, each a node and a folder (a shard with
-    none has no copy to answer for it, nor one to rebuild a copy from)."""
+def _shard_places(top: ManifestObject, shard: int, copies: object, local_root: str) -> tuple[CopyPlace, ...]:
+    """The copies of `shard` as the manifest `top` lists them: at least one, each a node and a folder under that
+    node's folder of `local_root` (a shard with none has no copy to answer for it, nor one to rebuild a copy from;
+    a copy refuses any other folder, so one named elsewhere could never be started, and heal said nothing)."""
     key = f"placement.{shard}"
     if not isinstance(copies, list) or not copies:
         top.fail(key, "should list at least one copy of the shard, each a node and a folder", copies)
-    places = [ManifestObject(place, f"{key}.{copy}", top.path, top.fix) for copy, place in enumerate(copies)]
-    return tuple(CopyPlace(place.string("node"), place.string("folder")) for place in places)
+    places = []
+    for copy, listed in enumerate(copies):
+        place = ManifestObject(listed, f"{key}.{copy}", top.path, top.fix)
+        node, folder = place.string("node"), place.string("folder")
+        own = os.path.normpath(node_root(local_root, node))
+        if os.path.normpath(folder) == own or not os.path.normpath(folder).startswith(own + os.sep):
+            place.fail("folder", f"should be a folder under {own}, node {node}'s folder of local_root", folder)
+        places.append(CopyPlace(node, folder))
+    return tuple(places)
 
 
 def new_build_id() -> str:

@@ -55,6 +55,10 @@ def test_a_damaged_manifest_is_one_cluster_error_naming_what_is_wrong_and_opens_
         (json.dumps({**data, "placement": [[]]}).encode(), "key 'placement.0' should list at least one copy"),
         (json.dumps({**data, "placement": [[{"node": 1, "folder": "/r"}]]}).encode(), "'placement.0.0.node' should"),
         (json.dumps({**data, "version": None}).encode(), "key 'version' is null"),
+        (
+            json.dumps({**data, "placement": [[{"node": "a", "folder": "/r/a/../b/x/shard-0"}]]}).encode(),
+            "key 'placement.0.0.folder' should be a folder under /r/a, node a's folder of local_root",
+        ),
     ]:
         path.write_bytes(text)
         with pytest.raises(ClusterError, match=re.escape(said)):  # before Ray is asked anything: none runs here
