@@ -201,9 +201,7 @@ def status(
 def serve(
     manifest: Path = ManifestArgument,
     address: str | None = AddressOption,
-    host: str = host_option(
-        "Address Serve's HTTP proxy and the ingress listen on; 0.0.0.0 reaches beyond this machine."
-    ),
+    host: str = host_option("Address Serve's HTTP proxy and the ingress listen on; 0.0.0.0 reaches beyond this machine."),
     port: int = port_option(8000, "Port Serve's HTTP proxy listens on: the address that stays."),
     ingress_port: int = typer.Option(
         INGRESS_FIRST_PORT,

@@ -127,8 +127,7 @@ def test_search_equals_one_index(built: dict, tiny_encoder: Any) -> None:  # noq
 
 
 def test_a_request_a_copy_refuses_raises_its_own_one_line_error_as_one_index_does(
-    built: dict,
-    tiny_encoder: Any,  # noqa: ANN401
+    built: dict, tiny_encoder: Any  # noqa: ANN401
 ) -> None:
     # Ray delivers a copy's error wrapped (RayTaskError, its message the copy's traceback with Ray's header); the
     # caller gets the copy's own error, as one index raises it, and the copies keep serving.
@@ -598,7 +597,7 @@ REFUSED_IN_A_BUILD = {
 def test_a_build_refuses_a_document_a_write_refuses_in_one_line_numbered_in_its_input_and_changes_nothing(
     built: dict, refused_id: str
 ) -> None:
-    """ "" was called "no external id"; "  " or NaN metadata reached a copy, which refused it mid-build, inside the
+    """"" was called "no external id"; "  " or NaN metadata reached a copy, which refused it mid-build, inside the
     build's error, numbered within the copy's batch (document 3 for the 4th)."""
     path = built["folder"] / "cluster.json"
     before = read_manifest(path)

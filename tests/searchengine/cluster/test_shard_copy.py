@@ -40,9 +40,7 @@ def test_a_copy_s_writes_are_read_at_once_and_its_segments_merged(tmp_path: Path
         status = copy.status()
         assert status["documents"] == 20 + MERGE_FACTOR - 1 and status["sequence"] == MERGE_FACTOR + 2
         assert status["segments"] < MERGE_FACTOR + 1  # unmerged: the build's segment and one per write
-        texts = [
-            hit.text for hit in copy.reader.search_batch(["a rocket to the moon number 5"], k=3, mode="keyword")[0]
-        ]
+        texts = [hit.text for hit in copy.reader.search_batch(["a rocket to the moon number 5"], k=3, mode="keyword")[0]]
         assert texts[0] == "a rocket to the moon number 5" and "a rocket to the moon number 1" not in texts
     finally:
         copy.reader.close()
