@@ -17,18 +17,19 @@ _MISSING = object()
 
 class ManifestObject:
     """One JSON object of a manifest, read key by key: a missing key, a null or a value of the wrong type is one
-    IndexerError naming the manifest, the key's dotted path and the fix."""
+    IndexerError naming the manifest, the key's dotted path and the fix (`fix`: an index's rebuild by default; a
+    cluster manifest names its own)."""
 
-    def __init__(self, data: object, where: str, path: Path) -> None:
-        self.where, self.path = where, path
+    def __init__(self, data: object, where: str, path: Path, fix: str = REBUILD) -> None:
+        self.where, self.path, self.fix = where, path, fix
         if not isinstance(data, dict):
             what = f"key '{where}'" if where else "the manifest"
-            raise IndexerError(f"{path} is corrupt: {what} should be a JSON object, not {_show(data)}; {REBUILD}")
+            raise IndexerError(f"{path} is corrupt: {what} should be a JSON object, not {_show(data)}; {fix}")
         self.data: dict[str, Any] = data
 
     def fail(self, key: str, problem: str, value: object = _MISSING) -> NoReturn:
         shown = "" if value is _MISSING else f" (it is {_show(value)})"
-        raise IndexerError(f"{self.path} is corrupt: key '{self._key(key)}' {problem}{shown}; {REBUILD}")
+        raise IndexerError(f"{self.path} is corrupt: key '{self._key(key)}' {problem}{shown}; {self.fix}")
 
     def _key(self, key: str) -> str:
         return f"{self.where}.{key}" if self.where else key
@@ -62,7 +63,7 @@ class ManifestObject:
 
     def object(self, key: str, optional: bool = False) -> ManifestObject | None:
         value = self.get(key, "a JSON object", optional)
-        return None if value is None else ManifestObject(value, self._key(key), self.path)
+        return None if value is None else ManifestObject(value, self._key(key), self.path, self.fix)
 
     def mapping(self, expected: type, kind: str) -> dict[str, Any]:
         """Every value of this object, each checked to be `expected` (and not negative, if a number)."""

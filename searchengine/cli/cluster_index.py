@@ -96,6 +96,7 @@ def build(
     with user_errors(manifest):
         from searchengine.cluster import ClusterBuildSettings, ClusterError
         from searchengine.cluster.corpus_reading import cluster_corpus
+        from searchengine.cluster.manifest import refuse_unwritable_manifest
         from searchengine.reading.corpus import STDIN, JsonFields
 
         settings = ClusterBuildSettings(
@@ -108,6 +109,7 @@ def build(
             index_type=index_type,
             workers=workers,
         )
+        refuse_unwritable_manifest(manifest)  # before Ray is asked anything, as the corpus is checked
         fields = JsonFields(text_field, title_field, id_field)
         read = lambda: cluster_corpus(corpus, True if jsonl else None, fields)  # noqa: E731
         if corpus != STDIN and sum(1 for _ in read()) == 0:  # every line checked before Ray is asked anything
@@ -176,8 +178,10 @@ def status(
       searchengine cluster-index status cluster.json --address head-node:6379
     """
     with user_errors(manifest):
+        from searchengine.cluster.manifest import read_manifest
         from searchengine.server.cluster.serve_app import cluster_status, connect
 
+        read_manifest(manifest)  # none, or a damaged one: one line before Ray is asked anything
         connect(address)
         found = cluster_status(manifest)
     if as_json:
@@ -228,10 +232,12 @@ def serve(
       searchengine cluster-index serve cluster.json --address head-node:6379 --host 0.0.0.0
     """
     with user_errors(manifest):
+        from searchengine.cluster.manifest import read_manifest
         from searchengine.server.cluster.serve_app import connect, serve_cluster
         from searchengine.server.settings import ServerSettings
 
         settings = ServerSettings(api_key=api_key, api_key_for=api_key_for)  # type: ignore[arg-type]
+        read_manifest(manifest)  # none, or a damaged one: one line before Ray is asked anything
         connect(address)
         served = serve_cluster(
             manifest, host=host, port=port, ingress_port=ingress_port, settings=settings, ingress_node=ingress_node

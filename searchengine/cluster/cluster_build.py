@@ -32,6 +32,7 @@ from searchengine.cluster.manifest import (
     copy_folder,
     new_build_id,
     read_manifest,
+    refuse_unwritable_manifest,
     write_manifest,
 )
 from searchengine.cluster.node_folders import current_node, remove_on_their_nodes
@@ -141,6 +142,7 @@ def build_cluster(
     started = time.perf_counter()
     calls = calls or ActorCalls()
     manifest_path = Path(manifest_path)
+    refuse_unwritable_manifest(manifest_path)  # before any copy starts: its commit could not be written
     _refuse_served(manifest_path)
     nodes = settings.nodes or sorted(live_nodes())
     build = new_build_id()

@@ -27,7 +27,7 @@ from searchengine.cluster.query_spans import QuerySpans, SearchSpan
 from searchengine.cluster.routed_writes import RoutedWrites
 from searchengine.cluster.routing import global_id
 from searchengine.cluster.shard_rounds import ShardRounds
-from searchengine.cluster.shard_search import ShardQuery
+from searchengine.cluster.shard_search import ShardCandidates, ShardQuery
 from searchengine.cluster.statistics_cache import StatisticsCache
 from searchengine.engine.filters import Filters
 from searchengine.engine.fusion import Fusion
@@ -253,7 +253,8 @@ class ClusterIndex(CopyUpkeep, RoutedWrites, ShardRounds):
             None if plans is None else [plan.phrases for plan in plans],
             average_length,
         )
-        answers = self._round(order, "candidates", query, len(texts), span=span)
+        nothing = ([ShardCandidates([], [], {}, {}, {}, {})] * len(texts), 0)  # a shard without a filtered field
+        answers = self._round(order, "candidates", query, len(texts), span=span, unknown_field_answer=nothing)
         searchable = sum(result[1] for _, result in answers.values())
         rankings = [
             merged_ranking(
@@ -371,7 +372,7 @@ class ClusterIndex(CopyUpkeep, RoutedWrites, ShardRounds):
     def documents(self, where: Filters, *, all_shards: bool = False) -> tuple[list[Document], ClusterAnswer]:
         """The stored documents that meet every filter, shard by shard (each in its index order), without a query,
         e.g. a lookup by external ids; with an answer that says which shards answered (no hits)."""
-        found = self._round(self._copy_order(), "documents", where)
+        found = self._round(self._copy_order(), "documents", where, unknown_field_answer=[])
         missing = tuple(shard for shard in range(self.shards) if shard not in found)
         if missing and all_shards:
             raise ShardsUnavailableError.of(list(missing), self.shards)

@@ -30,3 +30,9 @@ class CopyBehindError(ClusterError):
 
 class CopyFolderError(ClusterError):
     """A shard copy was asked to open a folder that does not belong to the node it runs on."""
+
+
+class WriteConflictError(ClusterError):
+    """A shard copy holds a different write under the number it was sent: another ClusterIndex (another process, or
+    one opened earlier) wrote the shard since this one read its sequence. Before, the copy took it as a write it held
+    already, and the write was acknowledged but never stored."""

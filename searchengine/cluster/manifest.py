@@ -14,8 +14,12 @@ from typing import Any
 
 from searchengine.cluster.errors import ClusterError
 from searchengine.indexer.commit.durable_files import fsync_path
+from searchengine.indexer.commit.manifest_object import ManifestObject
+from searchengine.indexer.errors import IndexerError
 
 FORMAT = 1
+REBUILD_CLUSTER = "rebuild the cluster (`searchengine cluster-index build`)"
+"""The fix a message about a damaged cluster manifest ends with."""
 
 
 @dataclass(frozen=True)
@@ -51,16 +55,59 @@ class ClusterManifest:
         return {"format": FORMAT, **asdict(self)}
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> ClusterManifest:
-        if data.get("format") != FORMAT:
-            raise ClusterError(f"cluster manifest format {data.get('format')!r} is not {FORMAT}: rebuild the cluster")
-        fields = {key: value for key, value in data.items() if key != "format"}
-        fields["placement"] = tuple(tuple(CopyPlace(**place) for place in shard) for shard in fields["placement"])
-        return cls(**fields)
+    def from_json(cls, data: object, path: Path) -> ClusterManifest:
+        """The manifest in `data` (read from `path`, named in errors), every key checked: a missing key, a value of
+        the wrong type, or a placement that does not give each of the `shards` at least one copy is one error naming
+        the key (an IndexerError, which read_manifest says as a ClusterError), never a manifest that fails later:
+        with a shard left out, its writes would go nowhere or to another shard."""
+        top = ManifestObject(data, "", path, REBUILD_CLUSTER)
+        found = top.get("format", "a whole number")
+        if found != FORMAT:
+            newer = isinstance(found, int) and not isinstance(found, bool) and found > FORMAT
+            raise ClusterError(
+                f"cluster manifest {path} has format {found!r}, this searchengine reads format {FORMAT}: "
+                + ("it was written by a newer searchengine; upgrade searchengine (pip install -U searchengine)"
+                   if newer else REBUILD_CLUSTER)
+            )  # fmt: skip
+        shards = top.integer("shards", minimum=1)
+        local_root = top.string("local_root")
+        placement = top.typed("placement", list, "a list of each shard's copies")
+        if len(placement) != shards:
+            top.fail("placement", f"lists {len(placement)} shards; it should list the copies of each of the {shards}")
+        return cls(
+            name=top.string("name"),
+            shards=shards,
+            copies=top.integer("copies", minimum=1),
+            local_root=local_root,
+            model=top.string("model"),
+            build=top.string("build"),
+            placement=tuple(_shard_places(top, shard, copies, local_root) for shard, copies in enumerate(placement)),
+            encoder_options=top.object("encoder_options").data,
+            settings=top.object("settings").data,
+            version=top.integer("version", minimum=1),
+        )
 
     def with_placement(self, placement: tuple[tuple[CopyPlace, ...], ...]) -> ClusterManifest:
         """The manifest with its copies moved, one version later."""
         return replace(self, placement=placement, version=self.version + 1)
+
+
+def _shard_places(top: ManifestObject, shard: int, copies: object, local_root: str) -> tuple[CopyPlace, ...]:
+    """The copies of `shard` as the manifest `top` lists them: at least one, each a node and a folder under that
+    node's folder of `local_root` (a shard with none has no copy to answer for it, nor one to rebuild a copy from;
+    a copy refuses any other folder, so one named elsewhere could never be started, and heal said nothing)."""
+    key = f"placement.{shard}"
+    if not isinstance(copies, list) or not copies:
+        top.fail(key, "should list at least one copy of the shard, each a node and a folder", copies)
+    places = []
+    for copy, listed in enumerate(copies):
+        place = ManifestObject(listed, f"{key}.{copy}", top.path, top.fix)
+        node, folder = place.string("node"), place.string("folder")
+        own = os.path.normpath(node_root(local_root, node))
+        if os.path.normpath(folder) == own or not os.path.normpath(folder).startswith(own + os.sep):
+            place.fail("folder", f"should be a folder under {own}, node {node}'s folder of local_root", folder)
+        places.append(CopyPlace(node, folder))
+    return tuple(places)
 
 
 def new_build_id() -> str:
@@ -80,13 +127,39 @@ def node_root(local_root: str, node: str) -> Path:
 
 
 def read_manifest(path: Path) -> ClusterManifest:
-    """The manifest at `path`; a clear error when there is none."""
+    """The manifest at `path`; one clear ClusterError when there is none, or it is not one (not JSON, a key
+    missing or of the wrong type, a shard without copies, another format)."""
     try:
-        return ClusterManifest.from_json(json.loads(Path(path).read_text(encoding="utf-8")))
-    except FileNotFoundError:
-        raise ClusterError(f"no cluster index at {path}: build one first (ClusterIndex.build)") from None
-    except (json.JSONDecodeError, TypeError, KeyError) as error:
-        raise ClusterError(f"cluster manifest {path} cannot be read ({error}): rebuild the cluster") from None
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        return ClusterManifest.from_json(data, Path(path))
+    except (FileNotFoundError, NotADirectoryError):
+        raise ClusterError(
+            f"no cluster index at {path}: build one first (`searchengine cluster-index build`, or build_cluster)"
+        ) from None
+    except IsADirectoryError:
+        raise ClusterError(f"{path} is a folder, not a cluster manifest: give the JSON file its build wrote") from None
+    except ValueError as error:  # not UTF-8, or not JSON
+        raise ClusterError(f"cluster manifest {path} cannot be read ({error}): {REBUILD_CLUSTER}") from None
+    except IndexerError as error:  # a key missing or of the wrong type: said as a cluster's error
+        raise ClusterError(str(error)) from None
+
+
+def refuse_unwritable_manifest(path: Path) -> None:
+    """ClusterError when no manifest can be written at `path`: a folder there, a file where one of its folders
+    should be, or a folder this process may not write (or on a read-only disk). A build checks it before it starts
+    any copy: a manifest it cannot write otherwise failed it only at its commit, after every copy was built, with the
+    operating system's error and the copies' folders left behind."""
+    path = Path(path)
+    if path.is_dir():
+        raise ClusterError(f"{path} is a folder: give the manifest a file's path, e.g. {path / 'cluster.json'}")
+    folder = next(folder for folder in (path.parent, *path.parent.parents) if folder.exists())
+    if not folder.is_dir():
+        raise ClusterError(f"{folder} is a file, so the manifest {path} cannot be written under it: give another path")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ClusterError(
+            f"the manifest {path} cannot be written: {folder} may not be written by this user (or is on a read-only "
+            "disk); give a path in a folder this user may write"
+        )
 
 
 def write_manifest(path: Path, manifest: ClusterManifest) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+import uuid
 from collections.abc import Sequence
 from concurrent.futures import wait
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ import numpy as np
 
 from searchengine.cluster.copy_calls import CopyCalls, copy_failed, request_error
 from searchengine.cluster.copy_upkeep import CopyState
-from searchengine.cluster.errors import ClusterError, CopyBehindError, ShardsUnavailableError
+from searchengine.cluster.errors import ClusterError, CopyBehindError, ShardsUnavailableError, WriteConflictError
 from searchengine.cluster.placement import live_nodes
 from searchengine.cluster.routing import shard_of
 from searchengine.cluster.shard_rounds import SERVING_CHECK_S
@@ -113,9 +114,13 @@ class RoutedWrites:
                         f"shard {shard} has no live copy, so the write was not applied: bring its node back or "
                         "rebuild its copies (ClusterIndex.heal), then write again"
                     )
+            write_id = uuid.uuid4().hex  # a copy that holds another write under a part's number refuses it
             pending = {
                 shard: [
-                    (state, self.calls.start(state.handle, "apply", self.sequences[shard] + 1, *writes[shard]))
+                    (
+                        state,
+                        self.calls.start(state.handle, "apply", self.sequences[shard] + 1, *writes[shard], write_id),
+                    )
                     for state in serving[shard]
                 ]
                 for shard in shards
@@ -123,6 +128,8 @@ class RoutedWrites:
             receipt, failure = WriteReceipt(), None
             for shard, outcome in self._committed(pending).items():
                 if isinstance(outcome, Exception):
+                    if isinstance(outcome, WriteConflictError):  # the next write is numbered after the other writer's
+                        self.sequences[shard] = self._newest_held(serving[shard], self.sequences[shard])
                     failure = failure or outcome  # raised once every other shard's part is counted
                     continue
                 receipt.copies[shard], counts = outcome
@@ -133,6 +140,15 @@ class RoutedWrites:
             if failure is not None:
                 raise _with_committed_parts(failure, receipt)
             return receipt
+
+    def _newest_held(self, states: list[CopyState], known: int) -> int:
+        """The newest write any of `states` holds (at least `known`): what a shard's copies hold after another
+        writer wrote it, so that this one's next write is numbered after it."""
+        newest = known
+        for state in states:
+            with contextlib.suppress(Exception):  # a copy that does not answer is found by the next write or heal
+                newest = max(newest, self.calls.finish(self.calls.start(state.handle, "sequence")))
+        return newest
 
     def _committed(
         self, pending: dict[int, list[tuple[CopyState, Any]]]

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from searchengine.cluster.embedded_model import EmbeddedModel
-from searchengine.cluster.errors import ClusterError, CopyBehindError
+from searchengine.cluster.errors import ClusterError, CopyBehindError, WriteConflictError
 from searchengine.cluster.node_folders import current_node, own_folder, remove_folder
 from searchengine.cluster.shard_search import ShardCandidates, ShardQuery, shard_candidates, shard_statistics
 from searchengine.cluster.write_counts import AppliedWrite, WriteCounts
@@ -39,6 +39,8 @@ from searchengine.indexer.tables.documents import Document
 from searchengine.indexer.tables.store import StoreChange
 
 SEQUENCE = "cluster_sequence"
+WRITE = "cluster_write"
+"""The store setting that names the copy's last write (its writer's id for it), committed with its SEQUENCE."""
 """The store setting that holds the last write of the shard this copy committed (0: the build)."""
 log = logging.getLogger("searchengine.cluster")
 _END = object()
@@ -147,18 +149,33 @@ class ShardCopy:
     # writing ----------------------------------------------------------------------------------------------------
     @_one_at_a_time
     def apply(
-        self, sequence: int, documents: list[Document], vectors: np.ndarray | None, deleted: list[str]
+        self,
+        sequence: int,
+        documents: list[Document],
+        vectors: np.ndarray | None,
+        deleted: list[str],
+        write_id: str | None = None,
     ) -> AppliedWrite:
         """Write number `sequence` of the shard: upsert `documents` (with their `vectors`) and delete the documents
-        with the external ids `deleted`, in one commit that also stores `sequence`; then its segments are merged as
-        the index's merge policy asks, as one index's add merges (each write leaves a segment: unmerged, every later
-        reload and search of the copy pays for each). A write this copy holds already changes nothing; one that
-        skips a write it lacks is refused (it must catch up first). Returns the copy's sequence number after it and
-        what the write did (WriteCounts, as one index's add counts it; None for a write it held already)."""
+        with the external ids `deleted`, in one commit that also stores `sequence` and `write_id` (the writer's id
+        for it); then its segments are merged as the index's merge policy asks, as one index's add merges (each write
+        leaves a segment: unmerged, every later reload and search of the copy pays for each). The write this copy
+        holds already (its last, with the same `write_id`) changes nothing; another write under a number it holds
+        is refused (WriteConflictError: another writer wrote the shard since this one read it), and so is one that
+        skips a write it lacks (it must catch up first). `write_id` None (a caller that writes the copy alone, as a
+        benchmark does): any number it holds is taken as held. Returns the copy's sequence number after it and what
+        the write did (WriteCounts, as one index's add counts it; None for a write it held already)."""
         reader = self._reader()
         held = self.sequence()
         if sequence <= held:
-            return AppliedWrite(held, None)
+            if write_id is None or (sequence == held and write_id == reader.store.settings.get(WRITE)):
+                return AppliedWrite(held, None)
+            raise WriteConflictError(
+                f"shard {self.shard} copy at {self.folder} holds write {held}, and this write was sent as write "
+                f"{sequence}: another ClusterIndex (another process, or one opened earlier) wrote the shard since "
+                "this one read it, so this write was not applied; write it again (the shard's number is read anew), "
+                "and let one process, the served cluster's ingress, make every write"
+            )
         if sequence != held + 1:
             raise CopyBehindError(
                 f"shard {self.shard} copy at {self.folder} holds writes up to {held} and was sent write {sequence}: "
@@ -174,6 +191,7 @@ class ShardCopy:
                 change = _add_embedded(write, documents, np.asarray(vectors, dtype=np.float32))
                 counts += WriteCounts.of_upsert(len(documents), change)
             write.store.settings.set(SEQUENCE, sequence)
+            write.store.settings.set(WRITE, write_id)
         # The reader now holds the copy's newest commit (only this copy writes its folder): the merge policy is asked
         # of that state, without reading the store again, and the merges run only when it asks for one. The write is
         # committed by now, so a merge that fails is logged, not raised (as the server's background merge): it leaves

@@ -16,7 +16,10 @@ from searchengine.cluster.call_latencies import CallLatencies
 from searchengine.cluster.copy_calls import CopyCalls, copy_failed, request_error
 from searchengine.cluster.copy_upkeep import CopyState
 from searchengine.cluster.query_spans import SearchSpan
+from searchengine.indexer.errors import UnknownFieldError
 
+NOT_FILTERED = object()
+"""`_round`'s `unknown_field_answer` for a read that takes no filter: a refusal is raised as it comes."""
 SERVING_CHECK_S = 0.1
 """Seconds between two looks, while a round waits for a copy, at whether the copy still serves: once heal finds its
 node gone (Ray declared it dead), or another search's call to it failed, the round asks the shard's next copy at
@@ -76,12 +79,18 @@ class ShardRounds:
         *args: Any,  # noqa: ANN401
         per_shard: dict[int, Any] | None = None,
         span: SearchSpan | None = None,
+        unknown_field_answer: Any = NOT_FILTERED,  # noqa: ANN401
     ) -> dict[int, tuple[CopyState, Any]]:
         """Ask one copy of every shard in `order` the read `method(*args)` (or `method(per_shard[shard])`), all at
         once, hedged and failing over as the module says. Returns (copy, result) by shard, for the shards that
-        answered; the wait and the calls are counted in `span`. Reads only: a call may reach two copies."""
+        answered; the wait and the calls are counted in `span`. Reads only: a call may reach two copies.
+        `unknown_field_answer`: for a read filtered by `where`, what a shard that refuses it for a field none of its
+        documents has (UnknownFieldError) answers instead (matching nothing), as one index of every shard's
+        documents would answer; raised only when every shard that answered refused it."""
         pending = self._start_round(order, method, *args, per_shard=per_shard, span=span)
-        return self._finish_round(order, pending, method, *args, per_shard=per_shard, span=span)
+        return self._finish_round(
+            order, pending, method, *args, per_shard=per_shard, span=span, unknown_field_answer=unknown_field_answer
+        )
 
     def _start_round(
         self,
@@ -121,12 +130,15 @@ class ShardRounds:
         *args: Any,  # noqa: ANN401
         per_shard: dict[int, Any] | None = None,
         span: SearchSpan | None = None,
+        unknown_field_answer: Any = NOT_FILTERED,  # noqa: ANN401
     ) -> dict[int, tuple[CopyState, Any]]:
         """The results of `_start_round`'s calls: the first answer of each shard, its copies asked in turn when a
         call fails (the copy stops serving), times out (likewise), or its copy stopped serving meanwhile, and the
         next copy asked beside a late call; a call no longer needed is cancelled. The time waited for them and the
-        calls made are counted in `span`."""
+        calls made are counted in `span`. A shard's refusal for a field its documents lack is `unknown_field_answer`
+        (as `_round` says)."""
         results: dict[int, tuple[CopyState, Any]] = {}
+        unknown_fields: list[BaseException] = []
         waiting: dict[Future, CopyCall] = {}
         asked = {shard: call.position for shard, call in started.items()}
         timeout = self.calls.timeout(method)
@@ -177,14 +189,17 @@ class ShardRounds:
                         error = future.exception()
                     except CancelledError as cancelled:  # not by this round (it waits on no call it gave up)
                         error = cancelled
-                    if error is not None:
-                        if not copy_failed(error):
-                            raise request_error(error) from None
+                    if error is not None and copy_failed(error):
                         state.serving = False  # its process or node failed: heal restarts or rebuilds it
                         drop(future, call)
                         continue
+                    if error is not None:
+                        refused = request_error(error)
+                        if unknown_field_answer is NOT_FILTERED or not isinstance(refused, UnknownFieldError):
+                            raise refused from None
+                        unknown_fields.append(refused)  # this shard's documents lack the field: none matches
                     del waiting[future]
-                    results[call.shard] = (state, future.result())
+                    results[call.shard] = (state, unknown_field_answer if error is not None else future.result())
                     self.latencies.add(call.shard, method, (call.answered or time.perf_counter()) - call.started)
                     for other, other_call in list(waiting.items()):
                         if other_call.shard == call.shard:  # the loser of a hedge
@@ -204,4 +219,6 @@ class ShardRounds:
                 self.calls.cancel(call.pending)
             if span is not None:
                 span.waiting(since)
+        if unknown_fields and len(unknown_fields) == len(results):  # no shard has the field: one index refuses it
+            raise unknown_fields[0]
         return results

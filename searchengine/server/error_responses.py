@@ -1,6 +1,7 @@
 """Every error the server answers is `{"error": "one line"}` (under /v1/, OpenAI's shape: `{"error": {"message":
 "one line", "type", "param", "code"}}`, where OpenAI's clients read the reason): 400 for a bad request, 401 without
-the API key, 404 for an unknown id or path, 409 while another process writes the index, 413 for an oversize body,
+the API key, 404 for an unknown id or path, 409 while another process writes the index (or, for a cluster index, wrote
+one of its shards behind the ingress: write again), 413 for an oversize body,
 503 when a request that asked for a whole answer (all_shards), or a write, finds a shard of a cluster index with no
 live copy, 507 when the index's disk is full, 500 otherwise (a file of the index this server may not write among
 them)."""
@@ -18,6 +19,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from searchengine.cluster.errors import WriteConflictError
 from searchengine.errors import SearchEngineError, UnavailableError, UnknownCollectionError, UnknownModelError
 from searchengine.indexer.errors import (
     IndexLockedError,
@@ -30,6 +32,7 @@ STATUS_OF_ERROR = {
     UnknownDocumentError: 404,
     UnknownCollectionError: 404,
     IndexLockedError: 409,
+    WriteConflictError: 409,
     StorageFullError: 507,
     StoragePermissionError: 500,
     UnavailableError: 503,

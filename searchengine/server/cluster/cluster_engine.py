@@ -1,5 +1,5 @@
 """ClusterEngine: the methods of SearchEngine that the server's reader and writer threads call (answer, add,
-delete, info, encode, len...), answered by a ClusterIndex, so the routers of searchengine.server serve a cluster
+delete, get, info, encode, len...), answered by a ClusterIndex, so the routers of searchengine.server serve a cluster
 index unchanged: the reader threads batch the queries of concurrent clients into one `search_batch` (one encoder
 call for all), and the writer thread routes each write to its shard.
 
@@ -21,6 +21,8 @@ from searchengine.cluster.errors import ClusterError
 from searchengine.cluster.routing import global_id, shard_of, shard_of_id
 from searchengine.encoding.encoder import Encoder
 from searchengine.engine.document_ids import external_ids_given
+from searchengine.engine.document_lookup import documents_read_by
+from searchengine.engine.filters import Filters
 from searchengine.engine.index_info import IndexInfo
 from searchengine.engine.indexing_report import IndexingReport
 from searchengine.engine.modes import DEFAULT_MODE
@@ -96,6 +98,12 @@ class ClusterEngine:
             sides = mode_named(request.mode or self.default_mode).sides
             results = with_highlights(request.queries, results, sides, self.cluster.query_vectors)
         return [ShardedHits(hits, shards=found.shards, answered=found.answered) for hits in results]
+
+    def get(self, ids: Sequence[str] | None = None, where: Filters = None) -> list[Document]:
+        """The stored documents with these external ids (in their order; unknown ones left out) and/or meeting
+        `where`, from every shard that answers (ClusterIndex.documents), as one index's `get` gives them (GET
+        /documents); with `where` alone, shard by shard. Before, GET /documents on the ingress was a 500."""
+        return documents_read_by(lambda conditions: self.cluster.documents(conditions)[0], ids, where)
 
     def search_by_vector(self, vector: object, k: int, where: Any, all_shards: bool = False) -> list[Hit]:  # noqa: ANN401
         """The k documents nearest to `vector` over the whole cluster (ClusterIndex.search_by_vector), as a ShardedHits."""

@@ -57,6 +57,19 @@ def _exists(process: int) -> bool:
     return True
 
 
+def test_a_manifest_path_a_build_cannot_write_is_refused_before_any_copy_starts(tmp_path: Path) -> None:
+    """No Ray cluster runs for this test: the refusal comes first. Before, the build ran whole, then failed at its
+    commit with the operating system's error (IsADirectoryError, FileExistsError), its copies' folders left."""
+    from searchengine.cluster import ClusterError
+
+    settings = ClusterBuildSettings(shards=2, model="model", local_root=str(tmp_path / "nodes"))
+    (tmp_path / "file").write_text("not a folder")
+    for target, said in [(tmp_path, "is a folder"), (tmp_path / "file" / "cluster.json", "is a file, so the manifest")]:
+        with pytest.raises(ClusterError, match=said):
+            build_cluster(target, corpus(3), settings)
+    assert not (tmp_path / "nodes").exists()
+
+
 def test_a_failed_build_waits_for_its_hung_copies_together_and_kills_them_before_their_folders_go(
     ray_cluster: Any,  # noqa: ANN401
     tiny_model: Path,

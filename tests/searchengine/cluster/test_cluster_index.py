@@ -349,6 +349,54 @@ def test_the_http_write_route_refuses_as_one_index_serves_it(built: dict, tiny_e
     assert index.documents([Condition("external_id", "in", ("http-ok",))])[0] == []
 
 
+def test_a_filter_on_a_field_some_shards_lack_and_get_documents_answer_as_one_index(
+    built: dict,
+    tiny_encoder: Any,  # noqa: ANN401
+) -> None:
+    """A field one shard's documents have and the others' lack: every mode finds the document (before, the shards
+    without it refused the search: "no document has a field"), a field no shard has is still refused as one index
+    refuses it, and GET /documents of the ingress's app answers by ids and by filter (before: a 500)."""
+    import json
+    import urllib.request
+
+    from searchengine.server.app import create_app
+    from searchengine.server.cluster.cluster_engine import ClusterEngine
+    from searchengine.server.served_index import ServedIndex
+    from tests.searchengine.server.conftest import running
+
+    index = built["index"]
+    [colored] = _ids_in_shard(1, 1, "colored")
+    index.add([Document("a red rocket over the moon", metadata={"color": "red"}, external_id=colored)])
+    try:
+        for mode in ("dense", "keyword", "hybrid"):
+            answer = index.search_batch(["red rocket"], 5, {"color": "red"}, mode=mode)
+            assert ([hit.external_id for hit in answer.hits[0]], answer.answered) == ([colored], SHARDS)
+        with pytest.raises(SearchEngineError) as one:
+            _reference(built, tiny_encoder).search_batch(["red rocket"], 5, {"no_such_field": "red"})
+        with pytest.raises(SearchEngineError) as cluster:
+            index.search_batch(["red rocket"], 5, {"no_such_field": "red"})
+        assert type(cluster.value) is type(one.value) and "no document has a field 'no_such_field'" in str(one.value)
+        assert [document.external_id for document in index.documents({"color": "red"})[0]] == [colored]
+        engine = ClusterEngine(index)
+        served = ServedIndex(engine.path, open_engine=lambda: engine)
+        try:
+            with running(create_app(served)) as url:
+                with urllib.request.urlopen(f"{url}/documents?ids=doc-7&ids={colored}&ids=doc-3&ids=none") as got:
+                    by_ids = json.loads(got.read())["documents"]
+                with urllib.request.urlopen(f"{url}/documents?where=color%20%3D%20red") as got:
+                    by_filter = json.loads(got.read())["documents"]
+        finally:
+            served.close()
+        reference = _reference(built, tiny_encoder)
+        expected = {document.external_id: document.text for document in reference.get(["doc-7", "doc-3"])}
+        assert [(record["id"], record["text"]) for record in by_ids] == [
+            ("doc-7", expected["doc-7"]), (colored, "a red rocket over the moon"), ("doc-3", expected["doc-3"])
+        ]  # fmt: skip
+        assert [(record["id"], record["metadata"]) for record in by_filter] == [(colored, {"color": "red"})]
+    finally:
+        index.delete([colored])
+
+
 def test_a_write_one_index_takes_the_cluster_stores_as_one_index_does(built: dict, tiny_encoder: Any) -> None:  # noqa: ANN401
     index, writer = built["index"], IndexWriter(built["reference"], tiny_encoder)
     long_id = "odd-long-" + "x" * 5000
@@ -865,6 +913,51 @@ def test_a_write_the_driver_sent_to_one_copy_only_is_caught_up_on_open(built: di
     assert all(copy["lag"] == 0 and copy["serving"] for copy in reopened.status()["shards"][0]["copies"])
     index._read_sequences()  # the first index's view of the same copies
     assert index.sequences[0] == sequence and all(state.serving for state in index.copies[0])
+
+
+def test_a_write_after_another_cluster_index_wrote_its_shard_is_refused_not_lost(built: dict) -> None:
+    """Two ClusterIndexes over one cluster (a driver and the ingress, or a driver opened earlier): one writes a
+    shard, then the other, whose number for the shard is now stale. Before, every copy took that write as one it
+    held already: acknowledged, never stored. Now it is refused in one line (over HTTP a 409), nothing of it
+    stored, and the writer's next write is numbered after the other's and stored."""
+    import json
+    import urllib.error
+    import urllib.request
+
+    from searchengine.cluster.errors import WriteConflictError
+    from searchengine.server.app import create_app
+    from searchengine.server.cluster.cluster_engine import ClusterEngine
+    from searchengine.server.served_index import ServedIndex
+    from tests.searchengine.server.conftest import running
+
+    index = built["index"]
+    running_copies = {state.place.folder: state.handle for states in index.copies for state in states}
+    other = ClusterIndex.open(built["folder"] / "cluster.json", starter=lambda place, *_: running_copies[place.folder])
+    other._encoder = index.encoder
+    ids = _ids_in_shard(0, 5, "two-writers")
+    other.add([Document("the other writer's rocket", external_id=ids[0])])
+    with pytest.raises(WriteConflictError, match="another ClusterIndex .* wrote the shard since this one read it"):
+        index.add([Document("this writer's rocket", external_id=ids[1])])
+    other.add([Document("the other writer's second rocket", external_id=ids[2])])
+    engine = ClusterEngine(index)
+    served = ServedIndex(engine.path, open_engine=lambda: engine)
+    body = {"documents": [{"id": ids[3], "text": "this writer's rocket over HTTP"}], "id_field": "id"}
+    try:
+        with running(create_app(served)) as url:
+            request = urllib.request.Request(
+                url + "/documents", json.dumps(body).encode(), {"Content-Type": "application/json"}, method="POST"
+            )
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(request, timeout=60)
+    finally:
+        served.close()
+    error = json.loads(refused.value.read())["error"]
+    assert refused.value.code == 409 and "wrote the shard since this one read it" in error and "\n" not in error
+    receipt = index.add([Document("this writer's rocket, again", external_id=ids[4])])
+    assert receipt.copies == {0: 2} and receipt.counts.added == 1
+    found = {hit.external_id for hit in index.search("rocket", k=50, mode="keyword").hits[0]}
+    assert {ids[0], ids[2], ids[4]} <= found and not {ids[1], ids[3]} & found
+    assert all(copy["lag"] == 0 and copy["serving"] for copy in index.status()["shards"][0]["copies"])
 
 
 def test_a_removed_node_loses_no_search_and_no_acknowledged_write(built: dict, ray_cluster: Any) -> None:  # noqa: ANN401

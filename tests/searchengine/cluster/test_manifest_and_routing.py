@@ -4,6 +4,7 @@ stable hash (the same shard in every process, ids that name their shard)."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -37,6 +38,35 @@ def test_missing_or_foreign_manifest_is_refused(tmp_path: Path) -> None:
     (tmp_path / "old.json").write_text(json.dumps({**_manifest().to_json(), "format": 99}), encoding="utf-8")
     with pytest.raises(ClusterError, match="format 99"):
         read_manifest(tmp_path / "old.json")
+
+
+def test_a_damaged_manifest_is_one_cluster_error_naming_what_is_wrong_and_opens_nothing(tmp_path: Path) -> None:
+    from searchengine.cluster.cluster_index import ClusterIndex
+
+    path = tmp_path / "cluster.json"
+    data = _manifest().to_json()
+    for text, said in [
+        (b"\xff\xfe", "cannot be read ('utf-8' codec"),
+        (b"null", "the manifest should be a JSON object, not null"),
+        (
+            json.dumps({**data, "shards": 2}).encode(),
+            "key 'placement' lists 1 shards; it should list the copies of each",
+        ),
+        (json.dumps({**data, "placement": [[]]}).encode(), "key 'placement.0' should list at least one copy"),
+        (json.dumps({**data, "placement": [[{"node": 1, "folder": "/r"}]]}).encode(), "'placement.0.0.node' should"),
+        (json.dumps({**data, "version": None}).encode(), "key 'version' is null"),
+        (
+            json.dumps({**data, "placement": [[{"node": "a", "folder": "/r/a/../b/x/shard-0"}]]}).encode(),
+            "key 'placement.0.0.folder' should be a folder under /r/a, node a's folder of local_root",
+        ),
+    ]:
+        path.write_bytes(text)
+        with pytest.raises(ClusterError, match=re.escape(said)):  # before Ray is asked anything: none runs here
+            ClusterIndex.open(path)
+    with pytest.raises(ClusterError, match="is a folder, not a cluster manifest"):
+        read_manifest(tmp_path)
+    with pytest.raises(ClusterError, match="no cluster index at"):
+        read_manifest(path / "cluster.json")  # under a file
 
 
 def test_routing_is_the_same_in_another_process() -> None:

@@ -93,6 +93,36 @@ def test_a_copy_s_write_counts_what_one_index_s_add_counts_and_a_write_it_holds_
         copy.reader.close()
 
 
+def test_a_write_sent_again_is_held_and_another_writers_write_under_a_held_number_is_refused(
+    tmp_path: Path, tiny_encoder: Encoder
+) -> None:
+    """Two writers that each read the shard's number 0 send write 1: the copy takes the first, holds it when the
+    same write comes again, and refuses the second writer's (before, it took any held number as held: the second
+    writer's write was acknowledged and never stored)."""
+    from searchengine.cluster.errors import WriteConflictError
+
+    copy = _copy(tmp_path, tiny_encoder, corpus(20))
+
+    def write(text: str, write_id: str, sequence: int = 1) -> object:
+        added = [Document(text, external_id="raced")]
+        return copy.apply(sequence, added, tiny_encoder.encode([text]), [], write_id)
+
+    try:
+        assert write("from the first writer", "first").sequence == 1
+        assert write("from the first writer", "first") == (1, None)  # the same write sent again: held
+        with pytest.raises(WriteConflictError, match="holds write 1, and this write was sent as write 1"):
+            write("from the second writer", "second")
+        with pytest.raises(WriteConflictError, match="holds write 1"):
+            write("from the first writer", "first", sequence=0)  # an older number: another write, whatever its id
+        documents = copy.reader.store.documents
+        [(row_id, _)] = documents.by_external_id({"raced"}).values()
+        assert documents.get([row_id])[row_id].text == "from the first writer"
+        assert copy.status()["documents"] == 21
+        assert write("from the second writer", "second", sequence=2).sequence == 2  # numbered after the first's
+    finally:
+        copy.reader.close()
+
+
 def test_a_merge_that_fails_after_the_write_committed_is_logged_and_the_next_write_merges(
     tmp_path: Path, tiny_encoder: Encoder, caplog: pytest.LogCaptureFixture
 ) -> None:

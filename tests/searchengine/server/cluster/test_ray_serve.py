@@ -246,6 +246,20 @@ def test_routed_writes_are_searchable_and_status_shows_no_lag(served: dict) -> N
     assert all(copy["lag"] == 0 and copy["serving"] for shard in status["shards"] for copy in shard["copies"])
 
 
+def test_a_field_only_one_shard_has_filters_and_gets_through_the_ingress(served: dict) -> None:
+    """Through Serve's calls too: a shard whose documents lack a filtered field matches nothing (before, it refused
+    the search: a 400), and GET /documents answers (before, a 500)."""
+    url = served["url"]
+    send(url + "/documents", {"documents": [{"id": "colored", "text": "a red rocket", "color": "red"}], "id_field": "id"})
+    try:
+        found = send(url + "/search", {"queries": ["a red rocket"], "k": 5, "where": ["color = red"]})["results"][0]
+        assert [hit["external_id"] for hit in found["hits"]] == ["colored"] and found["shards"]["answered"] == SHARDS
+        got = get(url + "/documents?ids=colored&ids=doc-1&where=color%20%3D%20red")["documents"]
+        assert [(record["id"], record["metadata"]) for record in got] == [("colored", {"color": "red"})]
+    finally:
+        send(url + "/documents/colored?external=true", None, method="DELETE")
+
+
 def test_a_refused_write_through_the_ingress_is_a_400_with_one_line_and_writes_nothing(served: dict) -> None:
     """Through Serve's proxy and ingress (not only the app in a test server): each refusal is one index's, or the
     cluster's own one line, before any copy is called."""
