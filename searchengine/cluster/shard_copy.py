@@ -39,9 +39,9 @@ from searchengine.indexer.tables.documents import Document
 from searchengine.indexer.tables.store import StoreChange
 
 SEQUENCE = "cluster_sequence"
+"""The store setting that holds the last write of the shard this copy committed (0: the build)."""
 WRITE = "cluster_write"
 """The store setting that names the copy's last write (its writer's id for it), committed with its SEQUENCE."""
-"""The store setting that holds the last write of the shard this copy committed (0: the build)."""
 log = logging.getLogger("searchengine.cluster")
 _END = object()
 _ABORT = object()
