@@ -374,11 +374,13 @@ class IndexDirectory:
         if name not in named:
             (self.path / name).unlink(missing_ok=True)
 
-    def remove_unreferenced(self, writer: DocumentStore | None = None) -> None:
+    def remove_unreferenced(self, writer: DocumentStore | None = None, manifest: Manifest | None = None) -> None:
         """Remove the files no committed state names: those of replaced generations, segments merged away, orphans
         of interrupted writes, and adapted models no adapt in progress claims (indexer/commit/model_folders.py). Only
-        under the writer lock, after a commit; never a file a commit names. `writer` as in `live_file_names`."""
-        models, files = self._unreferenced(writer)
+        under the writer lock, after a commit; never a file a commit names. `writer` as in `live_file_names`;
+        `manifest`: the manifest on disk as the caller read it (`read_settings`) under this same hold of the writer
+        lock, which no other writer can replace meanwhile (a write in place never does), so it is not read again."""
+        models, files = self._unreferenced(writer, manifest)
         remove_entries(models)
         for removed, entry in enumerate(files, start=1):
             entry.unlink(missing_ok=True)
@@ -390,9 +392,15 @@ class IndexDirectory:
         models, files = self._unreferenced()
         return bool(models or files)
 
-    def _unreferenced(self, writer: DocumentStore | None = None) -> tuple[list[Path], list[Path]]:
-        """The adapted-model entries and the generation files no committed state names, nor a live process claims."""
-        names, manifest = self._current_manifest()
+    def _unreferenced(
+        self, writer: DocumentStore | None = None, manifest: Manifest | None = None
+    ) -> tuple[list[Path], list[Path]]:
+        """The adapted-model entries and the generation files no committed state names, nor a live process claims;
+        `manifest`: the current one, as read under the writer lock held (else read here)."""
+        if manifest is None:
+            names, manifest = self._current_manifest()
+        else:
+            names = {stored.name for stored in manifest.files.values()}  # what `named_files` reads of the same file
         keep = self._live_file_names(names, manifest, writer)
         entries = sorted(os.listdir(self.path))  # names, listed once (Path objects for every entry cost a write more)
         models = []
