@@ -279,6 +279,7 @@ def _merge_into(
         segment = write_segment(directory.path, index, claim.path.name, mode_of=store_path)
         crash_point("merge-written")
     replaced = [r.name for r in chosen]
+    committed = False
     with directory.locked(wait=LOCK_WAIT):
         writer = DocumentStore(store_path, writable=True)
         try:
@@ -298,6 +299,7 @@ def _merge_into(
             writer.segments.stamp(None, writer.next_id())
             crash_point("merge-before-commit")
             writer.commit()
+            committed = True
             crash_point("merge-after-commit")
         except BaseException:
             writer.rollback()
@@ -305,8 +307,8 @@ def _merge_into(
         finally:
             writer.close()
             made = [name for name, _, _ in segment.files] if segment is not None else []
-            for name in made + ([template.name] if template is not None else []):
-                directory.remove_if_uncommitted(name)
+            for name in [] if committed else made + ([template.name] if template is not None else []):
+                directory.remove_if_uncommitted(name)  # committed under this lock: the store names them, none to read
         directory.remove_unreferenced()
     return MergeResult(replaced, segment, len(plan.dropped))
 
