@@ -122,6 +122,8 @@ def deleted_counts(records: list[SegmentRecord], tombstones: np.ndarray) -> list
     a `--shards` build's segments interleave ids (document d in shard d % n), and there the share is what each
     holds on average, where counting every tombstone in every range holding it made each shard look as deleted
     as the whole index."""
+    if not len(tombstones):  # no deletes (what every write of new documents asks after it): none to share out
+        return [0.0] * len(records)
     tombstones = np.sort(np.asarray(tombstones, dtype=np.int64))
     firsts = np.sort([r.first_id for r in records if r.last_id >= r.first_id]).astype(np.int64)
     lasts = np.sort([r.last_id for r in records if r.last_id >= r.first_id]).astype(np.int64)
