@@ -660,6 +660,20 @@ def test_a_folder_no_task_of_its_own_node_removes_is_left_and_said(built: dict, 
     assert gone.is_dir() and others.is_dir()
 
 
+def _kill(handle: Any) -> None:  # noqa: ANN401
+    """ray.kill, waited out: it returns before the actor ends, and a call sent right after it may still run (one in
+    three on 2 loaded vCPUs), a write then committed by a copy the test means to have died before it."""
+    ray.kill(handle)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            ray.get(handle.__ray_ready__.remote(), timeout=60)
+        except ray.exceptions.RayActorError:
+            return
+        time.sleep(0.01)
+    raise AssertionError("an actor killed a minute ago still answers")
+
+
 class CallsThatKill(ActorCalls):
     """Ray actor calls that kill a copy just before a chosen call is sent: a copy lost at a precise step of a
     query or a write (the kill and the call are real; nothing is simulated)."""
@@ -670,7 +684,7 @@ class CallsThatKill(ActorCalls):
     def start(self, handle: Any, method: str, *args: Any) -> Any:  # noqa: ANN401
         if method == self.method:
             for victim in self.victims:
-                ray.kill(victim)
+                _kill(victim)
             self.victims = []
         return super().start(handle, method, *args)
 
@@ -816,6 +830,30 @@ def test_a_write_whose_shard_loses_every_copy_inside_it_is_not_acknowledged(buil
     assert not found.partial
     assert kept in {hit.external_id for hit in found.hits[0]}
     assert lost not in {hit.external_id for hits in found.hits for hit in hits}
+
+
+def test_heal_of_a_shard_whose_every_copy_died_serves_a_copy_only_once_it_holds_the_newest_write(built: dict) -> None:
+    """Both copies of shard 2 die, one after committing a write no copy acknowledged (a call that reaches a copy
+    before its end runs: `_kill`). Heal takes the copy that holds the most writes as the shard's newest and catches
+    the other up from it before it serves. It served each copy as it held: the two answered from different writes,
+    and the one behind refused the shard's next write (test_a_copy_that_dies_inside_a_write_loses_no_acknowledged_write
+    then failed in CI, that copy being its "dying" one)."""
+    index = built["index"]
+    ahead, behind = index.copies[2]
+    (doc,) = _ids_in_shard(2, 1, "committed-as-every-copy-died")
+    sequence = index.sequences[2] + 1
+    document = Document("committed by one copy just before every copy died", external_id=doc)
+    vectors = index.encoder.encode([document.text])
+    assert ray.get(ahead.handle.apply.remote(sequence, [document], vectors, []), timeout=60).sequence == sequence
+    for state in (ahead, behind):
+        _kill(state.handle)
+    done = index.heal()
+    assert any(f"caught up to write {sequence}" in line for line in done), done
+    assert index.sequences[2] == sequence
+    for state in (ahead, behind):
+        assert state.serving and ray.get(state.handle.sequence.remote(), timeout=60) == sequence
+    receipt = index.add([Document("written again once healed", external_id=doc)])
+    assert receipt.copies == {2: 2} and receipt.counts == WriteCounts(documents=1, added=1, replaced=1)
 
 
 @pytest.mark.parametrize("step", ["before-commit", "after-commit"])
