@@ -180,11 +180,11 @@ class CopyUpkeep:
 
     def _newest(self, started: list[CopyState], shard: int) -> CopyState | None:
         """Where no copy of `shard` served: of the copies just `started`, the one that holds the most writes, made
-        the shard's newest and serving, for the others to catch up from; None where none holds an index. Every
-        acknowledged write reached every live copy, so that copy holds them all; it may hold one more, committed just
-        before every copy failed and never acknowledged (a call runs if it reaches a copy before the copy's end).
-        Serving each copy as it held, as heal did, left two serving copies holding different writes, and the one
-        behind refused the shard's next write."""
+        the shard's newest and serving, for the others to catch up from (`_caught_up`); None where none holds an
+        index. Every acknowledged write reached every live copy, so that copy holds them all; it may hold one more,
+        committed just before every copy failed and never acknowledged (a call runs if it reaches a copy before the
+        copy's end). Serving each copy as it held, as heal did, left two serving copies holding different writes,
+        and the one behind refused the shard's next write."""
         held = []
         for state in started:
             try:
@@ -214,17 +214,26 @@ class CopyUpkeep:
             return False
 
     def _caught_up(self, state: CopyState, source: CopyState | None, shard: int, done: list[str]) -> int:
-        """`state`'s sequence number after it installed `source`'s committed files, where it lacked writes."""
+        """`state`'s sequence number after it installed `source`'s committed files, where it holds other writes than
+        the shard's: it lacked some, or it holds one no copy acknowledged (committed just before that write failed on
+        every other copy, this one then slower to start than the one heal took as the shard's newest). Served as it
+        held, such a copy answered the shard's next write, which takes the same number, as one it held already,
+        without its documents."""
         try:
             held = self.calls.finish(self.calls.start(state.handle, "sequence"))
         except ClusterError:
             held = -1  # a new copy: no index yet
-        if source is None or held >= self.sequences[shard]:
+        if source is None or held == self.sequences[shard]:
             return max(held, 0)
         files = self.calls.start(source.handle, "committed_files")
-        held = self.calls.finish(self.calls.start(state.handle, "install_files", files))
-        done.append(f"shard {shard}: copy on {state.place.node} caught up to write {held} from {source.place.node}")
-        return held
+        installed = self.calls.finish(self.calls.start(state.handle, "install_files", files))
+        node, origin = state.place.node, source.place.node
+        if held > self.sequences[shard]:
+            done.append(f"shard {shard}: copy on {node} held write {held}, which no copy acknowledged; set back to "
+                        f"write {installed} from {origin}")  # fmt: skip
+        else:
+            done.append(f"shard {shard}: copy on {node} caught up to write {installed} from {origin}")
+        return installed
 
     def _save_placement(self) -> None:
         placement = tuple(tuple(state.place for state in states) for states in self.copies)
