@@ -215,10 +215,9 @@ class CopyUpkeep:
 
     def _caught_up(self, state: CopyState, source: CopyState | None, shard: int, done: list[str]) -> int:
         """`state`'s sequence number after it installed `source`'s committed files, where it holds other writes than
-        the shard's: it lacked some, or it holds one no copy acknowledged (committed just before that write failed on
-        every other copy, this one then slower to start than the one heal took as the shard's newest). Served as it
-        held, such a copy answered the shard's next write, which takes the same number, as one it held already,
-        without its documents."""
+        the shard's: it lacked some, or it holds one that no copy acknowledged (committed just before that write
+        failed on every other copy). Served as it held, such a copy answered the shard's next write, which takes the
+        same number, as one it held already, without storing its documents."""
         try:
             held = self.calls.finish(self.calls.start(state.handle, "sequence"))
         except ClusterError:
@@ -229,8 +228,10 @@ class CopyUpkeep:
         installed = self.calls.finish(self.calls.start(state.handle, "install_files", files))
         node, origin = state.place.node, source.place.node
         if held > self.sequences[shard]:
-            done.append(f"shard {shard}: copy on {node} held write {held}, which no copy acknowledged; set back to "
-                        f"write {installed} from {origin}")  # fmt: skip
+            done.append(
+                f"shard {shard}: copy on {node} held write {held}, which no copy acknowledged; set back to write "
+                f"{installed} from {origin}"
+            )
         else:
             done.append(f"shard {shard}: copy on {node} caught up to write {installed} from {origin}")
         return installed
