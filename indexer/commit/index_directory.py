@@ -21,16 +21,13 @@ File names are plain names in the directory, and a name that is a symbolic link 
 
 from __future__ import annotations
 
-import errno
-import fcntl
 import os
 import re
 import shutil
 import sqlite3
-import stat
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -40,16 +37,13 @@ from searchengine.indexer.commit.durable_files import file_checksum, fsync_path,
 from searchengine.indexer.commit.file_check import FileCheck
 from searchengine.indexer.commit.manifest import SEGMENT_ROLE, TEMPLATE_ROLE, Manifest, StoredFile, named_files
 from searchengine.indexer.commit.model_folders import named_model_folder, remove_entries, unreferenced_model_entries
-from searchengine.indexer.errors import IndexerError, IndexLockedError, storage_error_kind
+from searchengine.indexer.commit.writer_lock import LOCK, writer_lock
+from searchengine.indexer.errors import IndexerError
 
 if TYPE_CHECKING:
     from searchengine.indexer.tables.store import DocumentStore
 
 MANIFEST = "manifest.json"
-LOCK = ".lock"
-LOCK_TEXT_WIDTH = 32
-"""Characters of the lock file's text ("process <pid>", padded with spaces): a fixed width, so writing it over the
-last holder's leaves nothing of that behind without truncating the file."""
 READ_ATTEMPTS = 10
 """How often a reader starts over when writers keep committing while it reads (each retry follows a commit)."""
 VERIFY_ON_OPEN_BYTES = 8 << 20
@@ -285,54 +279,10 @@ class IndexDirectory:
                 if not generation.committed:
                     generation.discard()
 
-    @contextmanager
-    def locked(self, wait: float = 0.0) -> Iterator[None]:
-        """Hold the writer lock: one process writes an index at a time. `wait`: seconds to wait for another
-        writer to finish (0: fail at once with IndexLockedError naming it)."""
-        with self._open_lock() as lock:
-            deadline = time.monotonic() + wait
-            while True:
-                try:
-                    fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() < deadline:
-                        time.sleep(0.05)
-                        continue
-                    raise IndexLockedError(
-                        f"index {self.path} is being written by {_lock_holder(lock.fileno())}; wait for it to finish "
-                        "and try again"
-                    ) from None
-            lock.seek(0)
-            # padded to a fixed width instead of truncated first: ftruncate cost a one-document add a measurable share
-            # (docs/benchmarks.md#serving); 32 characters hold any pid, and readers strip the padding
-            lock.write(f"process {os.getpid()}".ljust(LOCK_TEXT_WIDTH))
-            lock.flush()
-            if os.fstat(lock.fileno()).st_size > LOCK_TEXT_WIDTH:  # longer text from elsewhere: cut it off once
-                lock.truncate(LOCK_TEXT_WIDTH)
-            yield
-
-    def _open_lock(self):  # noqa: ANN202 (a text file object)
-        """The lock file, opened without ever following a symbolic link (O_NOFOLLOW): a link planted there cannot
-        make the writer truncate and write some other file."""
-        path = self.path / LOCK
-        if path.exists() and not path.is_symlink() and not path.is_file():  # a FIFO would block the open
-            raise IndexerError(
-                f"the lock file {path} is not a regular file (a FIFO, a device or a directory); remove it and try again"
-            )
-        try:
-            descriptor = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o644)
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise IndexerError(
-                    f"the lock file {path} is a symbolic link, which is never followed; remove it and try again"
-                ) from None
-            raise storage_error_kind(exc)(f"cannot open the lock file {path} ({exc.strerror or exc})") from None
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):  # swapped for one between the check and the open
-            os.close(descriptor)
-            raise IndexerError(f"the lock file {path} is not a regular file; remove it and try again")
-        os.set_blocking(descriptor, True)
-        return os.fdopen(descriptor, "r+", encoding="utf-8")
+    def locked(self, wait: float = 0.0) -> AbstractContextManager[None]:
+        """Hold the writer lock: one process writes an index at a time (writer_lock.py). `wait`: seconds to wait
+        for another writer to finish (0: fail at once with IndexLockedError naming it)."""
+        return writer_lock(self.path, wait)
 
     def live_file_names(self, writer: DocumentStore | None = None) -> set[str]:
         """The files the committed state names: the manifest's, and for format 2 the store's segments (with their
@@ -374,11 +324,13 @@ class IndexDirectory:
         if name not in named:
             (self.path / name).unlink(missing_ok=True)
 
-    def remove_unreferenced(self, writer: DocumentStore | None = None) -> None:
+    def remove_unreferenced(self, writer: DocumentStore | None = None, manifest: Manifest | None = None) -> None:
         """Remove the files no committed state names: those of replaced generations, segments merged away, orphans
         of interrupted writes, and adapted models no adapt in progress claims (indexer/commit/model_folders.py). Only
-        under the writer lock, after a commit; never a file a commit names. `writer` as in `live_file_names`."""
-        models, files = self._unreferenced(writer)
+        under the writer lock, after a commit; never a file a commit names. `writer` as in `live_file_names`;
+        `manifest`: the manifest on disk as the caller read it (`read_settings`) under this same hold of the writer
+        lock, which no other writer can replace meanwhile (a write in place never does), so it is not read again."""
+        models, files = self._unreferenced(writer, manifest)
         remove_entries(models)
         for removed, entry in enumerate(files, start=1):
             entry.unlink(missing_ok=True)
@@ -390,9 +342,15 @@ class IndexDirectory:
         models, files = self._unreferenced()
         return bool(models or files)
 
-    def _unreferenced(self, writer: DocumentStore | None = None) -> tuple[list[Path], list[Path]]:
-        """The adapted-model entries and the generation files no committed state names, nor a live process claims."""
-        names, manifest = self._current_manifest()
+    def _unreferenced(
+        self, writer: DocumentStore | None = None, manifest: Manifest | None = None
+    ) -> tuple[list[Path], list[Path]]:
+        """The adapted-model entries and the generation files no committed state names, nor a live process claims;
+        `manifest`: the current one, as read under the writer lock held (else read here)."""
+        if manifest is None:
+            names, manifest = self._current_manifest()
+        else:
+            names = {stored.name for stored in manifest.files.values()}  # what `named_files` reads of the same file
         keep = self._live_file_names(names, manifest, writer)
         entries = sorted(os.listdir(self.path))  # names, listed once (Path objects for every entry cost a write more)
         models = []
@@ -464,14 +422,6 @@ class Generation:
                 path.unlink(missing_ok=True)
                 for suffix in ("-journal", "-wal", "-shm"):
                     Path(f"{path}{suffix}").unlink(missing_ok=True)
-
-
-def _lock_holder(descriptor: int) -> str:
-    """Who holds the lock, as the lock file's first LOCK_TEXT_WIDTH bytes say ("process <pid>" for a writer), on one
-    line: whatever something else holding it left there (a `flock` command, a writer between taking the lock and
-    writing its text) never raises, nor runs on."""
-    text = os.pread(descriptor, LOCK_TEXT_WIDTH, 0).decode("utf-8", "replace")
-    return " ".join("".join(c if c.isprintable() else " " for c in text).split()) or "another process"
 
 
 def _may_not_read(file: Path) -> bool:

@@ -156,6 +156,7 @@ def writing_in_place(directory: IndexDirectory, versions: dict[str, str] | None 
                 directory.remove_if_uncommitted(segment.name)
             raise
         try:
-            directory.remove_unreferenced(store)  # read through the writer's connection: no second one opened
+            # read through the writer's connection (no second one opened), with the manifest read under this lock
+            directory.remove_unreferenced(store, manifest)
         finally:
             store.close()

@@ -122,6 +122,8 @@ def deleted_counts(records: list[SegmentRecord], tombstones: np.ndarray) -> list
     a `--shards` build's segments interleave ids (document d in shard d % n), and there the share is what each
     holds on average, where counting every tombstone in every range holding it made each shard look as deleted
     as the whole index."""
+    if not len(tombstones):  # no deletes (what every write of new documents asks after it): none to share out
+        return [0.0] * len(records)
     tombstones = np.sort(np.asarray(tombstones, dtype=np.int64))
     firsts = np.sort([r.first_id for r in records if r.last_id >= r.first_id]).astype(np.int64)
     lasts = np.sort([r.last_id for r in records if r.last_id >= r.first_id]).astype(np.int64)
@@ -279,6 +281,7 @@ def _merge_into(
         segment = write_segment(directory.path, index, claim.path.name, mode_of=store_path)
         crash_point("merge-written")
     replaced = [r.name for r in chosen]
+    committed = False
     with directory.locked(wait=LOCK_WAIT):
         writer = DocumentStore(store_path, writable=True)
         try:
@@ -298,6 +301,7 @@ def _merge_into(
             writer.segments.stamp(None, writer.next_id())
             crash_point("merge-before-commit")
             writer.commit()
+            committed = True
             crash_point("merge-after-commit")
         except BaseException:
             writer.rollback()
@@ -305,8 +309,8 @@ def _merge_into(
         finally:
             writer.close()
             made = [name for name, _, _ in segment.files] if segment is not None else []
-            for name in made + ([template.name] if template is not None else []):
-                directory.remove_if_uncommitted(name)
+            for name in [] if committed else made + ([template.name] if template is not None else []):
+                directory.remove_if_uncommitted(name)  # committed under this lock: the store names them, none to read
         directory.remove_unreferenced()
     return MergeResult(replaced, segment, len(plan.dropped))
 

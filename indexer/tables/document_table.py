@@ -213,7 +213,10 @@ class DocumentTable(StoreTable):
         self.building = False
 
     def update_origins(self, updates: Sequence[tuple[str | None, int | None, str, str]]) -> None:
-        """Give documents new (source, line, metadata), by external id (the last of each tuple)."""
+        """Give documents new (source, line, metadata), by external id (the last of each tuple); no statement runs
+        for none (an add of new documents only)."""
+        if not updates:
+            return
         self.db.conn.executemany(
             f"UPDATE {TABLE} SET source = ?, line = ?, metadata = ? WHERE external_id = ?", updates
         )

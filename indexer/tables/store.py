@@ -252,7 +252,10 @@ class DocumentStore:
             return ids + self._delete_rows(ids)
 
     def _delete_rows(self, ids: Sequence[int]) -> list[int]:
-        """Delete documents and their passages; returns the vector ids of their further passages."""
+        """Delete documents and their passages; returns the vector ids of their further passages (none for no ids:
+        an add that replaces nothing asks nothing of the tables)."""
+        if not ids:
+            return []
         self.documents.delete(ids)
         return self.passages.delete_documents(ids)
 

@@ -10,7 +10,9 @@ from searchengine.indexer.tables.document_table import TABLE as DOCUMENTS
 from searchengine.indexer.tables.document_table import create_documents_table
 from searchengine.indexer.tables.keyword_table import TABLE as KEYWORD_TABLE
 from searchengine.indexer.tables.keyword_table import enable_keyword_index
+from searchengine.indexer.tables.passages import TABLE as PASSAGES
 from searchengine.indexer.tables.passages import create_passages_table
+from searchengine.indexer.tables.tombstone_table import TABLE as TOMBSTONES
 from searchengine.indexer.tables.tombstone_table import create_tombstones_table
 
 if TYPE_CHECKING:
@@ -19,11 +21,13 @@ if TYPE_CHECKING:
 
 def create_base_tables(db: sqlite_utils.Database) -> None:
     """The documents (with their keyword index), tombstones and passages tables, each where it is missing."""
-    tables = set(db.table_names())
+    tables = set(db.table_names())  # listed once: creating the documents table makes neither of the others
     if DOCUMENTS not in tables:
         create_documents_table(db)
-    create_tombstones_table(db)
-    create_passages_table(db)
+    if TOMBSTONES not in tables:
+        create_tombstones_table(db)
+    if PASSAGES not in tables:
+        create_passages_table(db)
 
 
 def create_keyword_index(db: sqlite_utils.Database) -> None:

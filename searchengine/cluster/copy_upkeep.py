@@ -84,6 +84,7 @@ class CopyUpkeep:
         node; one whose node is gone is rebuilt on the live node with fewest copies (not one holding the shard
         already, where there is another); a copy behind its shard installs a live copy's committed files, sent
         through Ray, under the shard's write lock (a copy starts without it: writes go on to the serving copies).
+        Where no copy of a shard serves, the one started holding the most writes is its newest (`_newest`).
         First of all, every copy on a node Ray no longer lists as alive stops serving, without being called (a call
         to it may wait for its timeout). The manifest is rewritten when a copy moved, and only then is the
         replaced copy stopped (`stopper`; one that fails is asked again at the next heal). Returns what was done,
@@ -129,13 +130,15 @@ class CopyUpkeep:
                     state.handle = self.starter(state.place, shard, self.manifest.local_root)
             with self._locks[shard]:
                 source = self._live_source(states)
-                for state in broken:
-                    if not self._answers(state):
-                        continue  # its node went while it started (its handle may name the lost replica): next turn
+                # one whose node went while it started (its handle may name the lost replica) waits for the next turn
+                started = [state for state in broken if self._answers(state)]
+                if source is None:
+                    source = self._newest(started, shard)
+                for state in started:
+                    if state is source:
+                        continue
                     state.sequence = self._caught_up(state, source, shard, done)
                     state.serving = state.sequence >= self.sequences[shard] or source is None
-                    if source is None:
-                        self.sequences[shard] = max(self.sequences[shard], state.sequence)
         if moved:
             self._save_placement()
         self._stop_replaced(replaced)
@@ -207,6 +210,26 @@ class CopyUpkeep:
                 )  # fmt: skip
                 self._replaced.append((place, shard))
 
+    def _newest(self, started: list[CopyState], shard: int) -> CopyState | None:
+        """Where no copy of `shard` served: of the copies just `started`, the one that holds the most writes, made
+        the shard's newest and serving, for the others to catch up from (`_caught_up`); None where none holds an
+        index. Every acknowledged write reached every live copy, so that copy holds them all; it may hold one more,
+        committed just before every copy failed and never acknowledged (a call runs if it reaches a copy before the
+        copy's end). Serving each copy as it held, as heal did, left two serving copies holding different writes,
+        and the one behind refused the shard's next write."""
+        held = []
+        for state in started:
+            try:
+                held.append((self.calls.finish(self.calls.start(state.handle, "sequence")), state))
+            except ClusterError:
+                continue  # started, but holds no index yet: it catches up from the newest
+        if not held:
+            return None
+        sequence, newest = max(held, key=lambda pair: pair[0])
+        newest.sequence, newest.serving = sequence, True
+        self.sequences[shard] = max(self.sequences[shard], sequence)
+        return newest
+
     def _live_source(self, states: list[CopyState]) -> CopyState | None:
         """A serving copy that answers (the one others catch up from), or None."""
         return next((state for state in states if state.serving and self._answers(state)), None)
@@ -223,17 +246,27 @@ class CopyUpkeep:
             return False
 
     def _caught_up(self, state: CopyState, source: CopyState | None, shard: int, done: list[str]) -> int:
-        """`state`'s sequence number after it installed `source`'s committed files, where it lacked writes."""
+        """`state`'s sequence number after it installed `source`'s committed files, where it holds other writes than
+        the shard's: it lacked some, or it holds one that no copy acknowledged (committed just before that write
+        failed on every other copy). Served as it held, such a copy answered the shard's next write, which takes the
+        same number, as one it held already, without storing its documents."""
         try:
             held = self.calls.finish(self.calls.start(state.handle, "sequence"))
         except ClusterError:
             held = -1  # a new copy: no index yet
-        if source is None or held >= self.sequences[shard]:
+        if source is None or held == self.sequences[shard]:
             return max(held, 0)
         files = self.calls.start(source.handle, "committed_files")
-        held = self.calls.finish(self.calls.start(state.handle, "install_files", files))
-        done.append(f"shard {shard}: copy on {state.place.node} caught up to write {held} from {source.place.node}")
-        return held
+        installed = self.calls.finish(self.calls.start(state.handle, "install_files", files))
+        node, origin = state.place.node, source.place.node
+        if held > self.sequences[shard]:
+            done.append(
+                f"shard {shard}: copy on {node} held write {held}, which no copy acknowledged; set back to write "
+                f"{installed} from {origin}"
+            )
+        else:
+            done.append(f"shard {shard}: copy on {node} caught up to write {installed} from {origin}")
+        return installed
 
     def _save_placement(self) -> None:
         placement = tuple(tuple(state.place for state in states) for states in self.copies)

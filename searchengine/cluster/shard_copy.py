@@ -144,7 +144,7 @@ class ShardCopy:
     @_one_at_a_time
     def sequence(self) -> int:
         """The shard's last write this copy committed (0: none since the build)."""
-        return int(self._reader().store.settings.get(SEQUENCE) or 0)
+        return _held(self._reader())
 
     # writing ----------------------------------------------------------------------------------------------------
     @_one_at_a_time
@@ -165,8 +165,8 @@ class ShardCopy:
         skips a write it lacks (it must catch up first). `write_id` None (a caller that writes the copy alone, as a
         benchmark does): any number it holds is taken as held. Returns the copy's sequence number after it and what
         the write did (WriteCounts, as one index's add counts it; None for a write it held already)."""
-        reader = self._reader()
-        held = self.sequence()
+        reader = self._reader()  # refreshed once: the sequence is read from the state it loaded
+        held = _held(reader)
         if sequence <= held:
             if write_id is None or (sequence == held and write_id == reader.store.settings.get(WRITE)):
                 return AppliedWrite(held, None)
@@ -265,6 +265,11 @@ class ShardCopy:
             raise ClusterError(f"shard copy {self.folder} holds no index yet: build the cluster first")
         self.reader.refresh()
         return self.reader
+
+
+def _held(reader: IndexReader) -> int:
+    """The shard's last write that the state `reader` holds committed (0: none since the build)."""
+    return int(reader.store.settings.get(SEQUENCE) or 0)
 
 
 def _add_embedded(write: Any, documents: list[Document], vectors: np.ndarray) -> StoreChange:  # noqa: ANN401 (IndexWrite)

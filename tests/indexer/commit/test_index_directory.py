@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 from pathlib import Path
 
 import pytest
-from searchengine.indexer.commit.index_directory import LOCK, LOCK_TEXT_WIDTH, MANIFEST, IndexDirectory, file_checksum
+from searchengine.indexer.commit.index_directory import MANIFEST, IndexDirectory, file_checksum
 from searchengine.indexer.commit.manifest import (
     FORMAT_VERSION,
     Counts,
@@ -18,6 +17,7 @@ from searchengine.indexer.commit.manifest import (
     VectorIndexSpec,
     WhiteningFit,
 )
+from searchengine.indexer.commit.writer_lock import LOCK
 from searchengine.indexer.errors import IndexerError, IndexLockedError
 
 FIRST, SECOND = "2026-01-01T00:00:00+0000", "2026-01-02T00:00:00+0000"
@@ -324,42 +324,6 @@ def test_a_second_writer_is_refused_while_the_first_holds_the_lock(index: IndexD
     assert _file_names(index.read_manifest()) == {kept.name, documents.name}
 
 
-def test_the_lock_names_its_holder_alone_whatever_the_file_held_before(
-    index: IndexDirectory, committed: Manifest
-) -> None:
-    """The holder's text is written at a fixed width over the last one (no truncation at every write); a longer
-    text left there by anything else is cut off, so a refused writer names the holder and nothing more."""
-    (index.path / LOCK).write_text("x" * 100, encoding="utf-8")
-    with index.locked():
-        with pytest.raises(IndexLockedError, match=f"by process {os.getpid()}; wait"):
-            with IndexDirectory(index.path).locked():
-                pass  # pragma: no cover
-        assert (index.path / LOCK).read_text(encoding="utf-8") == f"process {os.getpid()}".ljust(LOCK_TEXT_WIDTH)
-
-
-@pytest.mark.parametrize(
-    "text", [b"\xff\xfe\x00 not text", b"process 12" + b" " * 40 + b"\xc3", b"process 7\nand more" * 20]
-)
-def test_a_refused_writer_names_whatever_holds_the_lock_in_one_short_line(
-    index: IndexDirectory, committed: Manifest, text: bytes
-) -> None:
-    """Something else holding the lock (a `flock` command, a writer between taking it and writing its text) may
-    leave any bytes there: the refusal names at most LOCK_TEXT_WIDTH characters of them, on one line, and bytes
-    that are not UTF-8 raised a UnicodeDecodeError."""
-    (index.path / LOCK).write_bytes(text)
-    with open(index.path / LOCK, "rb") as held:
-        fcntl.flock(held, fcntl.LOCK_EX)
-        with pytest.raises(IndexLockedError) as refused:
-            with IndexDirectory(index.path).locked():
-                pass  # pragma: no cover
-    holder = str(refused.value).partition("is being written by ")[2].partition("; wait")[0]
-    assert holder and len(holder) <= LOCK_TEXT_WIDTH and "\n" not in str(refused.value) and "\x00" not in holder
-
-
-def test_index_locked_error_is_an_indexer_error() -> None:
-    assert issubclass(IndexLockedError, IndexerError)
-
-
 def test_the_lock_is_released_after_a_write(index: IndexDirectory, committed: Manifest) -> None:
     with index.writing():
         pass
@@ -496,19 +460,6 @@ def test_a_file_that_is_a_symlink_out_of_the_directory_is_refused(
     vectors.symlink_to(outside)
     with pytest.raises(IndexerError, match="symbolic link out of the index directory"):
         index.read_manifest()
-
-
-def test_the_lock_file_is_never_followed_through_a_symlink(
-    index: IndexDirectory, committed: Manifest, tmp_path: Path
-) -> None:
-    precious = tmp_path / "precious.txt"
-    precious.write_text("do not truncate", encoding="utf-8")
-    (index.path / LOCK).unlink()
-    (index.path / LOCK).symlink_to(precious)
-    with pytest.raises(IndexerError, match="lock file .* is a symbolic link"):
-        with index.writing():
-            pass
-    assert precious.read_text(encoding="utf-8") == "do not truncate"
 
 
 def test_the_manifest_keeps_its_permissions_across_commits(index: IndexDirectory, committed: Manifest) -> None:

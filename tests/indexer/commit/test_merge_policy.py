@@ -100,6 +100,15 @@ def test_a_segment_more_than_half_deleted_is_rewritten_alone() -> None:
     assert plan_merge(records, np.arange(100, 106)) == ["segment.2.faiss"]
 
 
+def test_deleted_counts_without_tombstones_are_zero_as_with_them_none_in_range() -> None:
+    """No tombstones (every write of new documents) counts nothing deleted, as a tombstone in no segment's range
+    does; an empty segment counts none either way."""
+    records = [_record(0, 10, 0), _record(1, 5, 10), SegmentRecord("segment.2.faiss", "Flat", 0, 1, None, 0, -1)]
+    assert merge_policy.deleted_counts(records, np.zeros(0, dtype=np.int64)) == [0.0, 0.0, 0.0]
+    assert merge_policy.deleted_counts(records, np.array([100])) == [0.0, 0.0, 0.0]
+    assert merge_policy.deleted_counts(records, np.array([3, 12])) == [1.0, 1.0, 0.0]
+
+
 def test_segments_stay_logarithmic_under_many_small_writes(tmp_path: Path) -> None:
     directory = build_small_index(tmp_path / "index", 5)
     for write in range(40):
