@@ -248,18 +248,29 @@ class CopyUpkeep:
     def _caught_up(self, state: CopyState, source: CopyState | None, shard: int, done: list[str]) -> int:
         """`state`'s sequence number after it installed `source`'s committed files, where it holds other writes than
         the shard's: it lacked some, or it holds one that no copy acknowledged (committed just before that write
-        failed on every other copy). Served as it held, such a copy answered the shard's next write, which takes the
-        same number, as one it held already, without storing its documents."""
+        failed on every other copy), numbered after the shard's last or, where the shard took another write under
+        that number meanwhile (the copy started too late for a heal), under the same number: the copies' last write
+        ids (ShardCopy.last_write) tell those apart. Served as it held, such a copy answered the shard's next write,
+        which takes the same number, as one it held already; or it held another write than its shard's."""
         try:
-            held = self.calls.finish(self.calls.start(state.handle, "sequence"))
+            held, write = self.calls.finish(self.calls.start(state.handle, "last_write"))
         except ClusterError:
-            held = -1  # a new copy: no index yet
-        if source is None or held == self.sequences[shard]:
+            held, write = -1, None  # a new copy: no index yet
+        if source is None:
             return max(held, 0)
+        if held == self.sequences[shard]:
+            _, shard_write = self.calls.finish(self.calls.start(source.handle, "last_write"))
+            if write == shard_write:
+                return held
         files = self.calls.start(source.handle, "committed_files")
         installed = self.calls.finish(self.calls.start(state.handle, "install_files", files))
         node, origin = state.place.node, source.place.node
-        if held > self.sequences[shard]:
+        if held == self.sequences[shard]:
+            done.append(
+                f"shard {shard}: copy on {node} held another write {held} than the shard's, which no copy "
+                f"acknowledged; set back to write {installed} from {origin}"
+            )
+        elif held > self.sequences[shard]:
             done.append(
                 f"shard {shard}: copy on {node} held write {held}, which no copy acknowledged; set back to write "
                 f"{installed} from {origin}"

@@ -146,6 +146,13 @@ class ShardCopy:
         """The shard's last write this copy committed (0: none since the build)."""
         return _held(self._reader())
 
+    @_one_at_a_time
+    def last_write(self) -> tuple[int, str | None]:
+        """The shard's last write this copy committed and its writer's id for it (None: none since the build, or one
+        written without an id): two copies at the same number hold the same writes only when the ids agree too."""
+        reader = self._reader()
+        return _held(reader), reader.store.settings.get(WRITE)
+
     # writing ----------------------------------------------------------------------------------------------------
     @_one_at_a_time
     def apply(

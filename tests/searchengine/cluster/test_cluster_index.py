@@ -938,6 +938,29 @@ def test_a_copy_holding_a_write_no_copy_acknowledged_serves_only_once_set_back_t
         assert ray.get(state.handle.ids_of.remote([stray, acknowledged]), timeout=60).keys() == {acknowledged}
 
 
+def test_a_copy_holding_another_write_under_the_shard_s_number_is_set_back_not_served(built: dict) -> None:
+    """A copy commits a write no other copy got and no copy acknowledged, then is away past a heal (it started too
+    slowly); the shard's next write, acknowledged by the other copy, takes the same number. Back at that number with
+    another write, the copy serves only once set back to the live copy's writes: its last write's id tells the two
+    apart (by the number alone it served the stray document and lacked the acknowledged one)."""
+    index = built["index"]
+    _healed(index)
+    away, live = index.copies[2]
+    stray, acknowledged = _ids_in_shard(2, 2, "same-number")
+    sequence = index.sequences[2] + 1
+    document = Document("committed by one copy under a number the shard gave another write", external_id=stray)
+    vectors = index.encoder.encode([document.text])
+    assert ray.get(away.handle.apply.remote(sequence, [document], vectors, [], "stray"), timeout=60).sequence == sequence
+    away.serving = False  # away: the shard's next write goes to the live copy only
+    receipt = index.add([Document("acknowledged by the live copy", external_id=acknowledged)])
+    assert receipt.copies == {2: 1} and receipt.sequences == {2: sequence}
+    done = _healed(index)
+    assert f"held another write {sequence} than the shard's, which no copy acknowledged" in " ".join(done)
+    assert away.serving and away.sequence == live.sequence == sequence
+    for state in (away, live):
+        assert ray.get(state.handle.ids_of.remote([stray, acknowledged]), timeout=60).keys() == {acknowledged}
+
+
 @pytest.mark.parametrize("step", ["before-commit", "after-commit"])
 def test_a_copy_that_dies_inside_a_write_loses_no_acknowledged_write(built: dict, step: str) -> None:
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
