@@ -449,13 +449,17 @@ def test_status_of_another_manifest_is_its_own_not_the_running_ingresss(served: 
     address."""
     from dataclasses import replace
 
-    from searchengine.cluster.manifest import CopyPlace, read_manifest, write_manifest
+    from searchengine.cluster.manifest import CopyPlace, copy_folder, read_manifest, write_manifest
     from searchengine.server.cluster.serve_app import cluster_status
 
     served_manifest = read_manifest(served["folder"] / "cluster.json")
+    root, build = served_manifest.local_root, served_manifest.build
     placement = tuple(
-        tuple(CopyPlace(f"elsewhere-{place.node}", place.folder) for place in places)
-        for places in served_manifest.placement
+        tuple(
+            CopyPlace(f"elsewhere-{place.node}", copy_folder(root, f"elsewhere-{place.node}", "elsewhere", build, shard))
+            for place in places
+        )
+        for shard, places in enumerate(served_manifest.placement)
     )
     other = served["folder"] / "elsewhere.json"
     write_manifest(other, replace(served_manifest, name="elsewhere", placement=placement))
