@@ -123,7 +123,10 @@ def build(
         "shard_documents": report.shard_documents,
         "seconds": round(report.seconds, 2),
         "driver_rows_written": report.driver_rows_written,
+        "warnings": report.warnings,
     }
+    for warning in report.warnings:
+        typer.echo(f"warning: {warning}", err=True)
     if as_json:
         typer.echo(json.dumps(found))
         return

@@ -9,6 +9,7 @@ being served (served.py): its running copies would lose their folders, and the w
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import re
 import time
@@ -36,7 +37,7 @@ from searchengine.cluster.manifest import (
     write_manifest,
 )
 from searchengine.cluster.node_folders import current_node, remove_on_their_nodes
-from searchengine.cluster.placement import initial_placement, live_nodes
+from searchengine.cluster.placement import initial_placement, live_nodes, shared_nodes
 from searchengine.cluster.routing import shard_of
 from searchengine.cluster.served import served_copies
 from searchengine.cluster.vector_blocks import VectorRows
@@ -97,6 +98,8 @@ class ClusterBuildReport:
     shard_documents: list[int] = field(default_factory=list)
     driver_rows_written: int = 0
     seconds: float = 0.0
+    warnings: list[str] = field(default_factory=list)
+    """What the user should know of the result, one line each (e.g. copies of a shard that share a node)."""
 
 
 class Embedder:
@@ -143,6 +146,11 @@ def build_cluster(
     calls = calls or ActorCalls()
     manifest_path = Path(manifest_path)
     refuse_unwritable_manifest(manifest_path)  # before any copy starts: its commit could not be written
+    documents = iter(documents)
+    first = next(documents, None)
+    if first is None:  # before any copy starts, as the command refuses an empty corpus
+        raise ClusterError("no documents to build from: give at least one (a cluster index is built from documents)")
+    documents = itertools.chain([first], documents)
     _refuse_served(manifest_path)
     nodes = settings.nodes or sorted(live_nodes())
     build = new_build_id()
@@ -262,6 +270,7 @@ def build_cluster(
         with contextlib.suppress(Exception):  # left behind, the old folders take space but no manifest names them
             remove_build(previous, calls=calls, starter=starter)
     report.seconds = time.perf_counter() - started
+    report.warnings = shared_nodes(placement)
     return ClusterIndex(manifest_path, manifest, copies, calls=calls, starter=starter), report
 
 

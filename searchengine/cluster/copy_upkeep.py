@@ -65,11 +65,14 @@ class CopyUpkeep:
                 elif state.place.node not in nodes:
                     state.serving = False
                 entry["serving"] = state.serving
-                entry["lag"] = self.sequences[shard] - entry.get("sequence", state.sequence)
                 copies.append(entry)
+            # the newest write any copy reports counts too: this process's number is stale where another wrote since
+            newest = max([self.sequences[shard], *(c["sequence"] for c in copies if "sequence" in c)])
+            for entry, state in zip(copies, states):
+                entry["lag"] = newest - entry.get("sequence", state.sequence)
             counted = next((c["documents"] for c in copies if c["serving"] and "documents" in c), None)
             documents += counted or 0
-            shards.append({"shard": shard, "sequence": self.sequences[shard], "documents": counted, "copies": copies})
+            shards.append({"shard": shard, "sequence": newest, "documents": counted, "copies": copies})
         placed = [state.place.node for states in self.copies for state in states]
         return {
             "name": self.manifest.name,

@@ -50,6 +50,18 @@ def initial_placement(nodes: list[str], shards: int, copies: int) -> list[list[s
     return [[nodes[(shard + copy) % len(nodes)] for copy in range(copies)] for shard in range(shards)]
 
 
+def shared_nodes(placement: list[list[str]]) -> list[str]:
+    """One line for each shard of `placement` (its copies' nodes) whose copies share a node, as they must where
+    there are more copies than nodes: losing that node loses those copies together."""
+    return [
+        f"shard {shard}: {len(nodes)} copies on {len(set(nodes))} node(s) ({', '.join(sorted(set(nodes)))}); losing "
+        "it loses every copy it holds: add Ray nodes and move copies onto them (ClusterIndex.rebalance()), or "
+        "build with fewer copies"
+        for shard, nodes in enumerate(placement)
+        if len(set(nodes)) < len(nodes)
+    ]
+
+
 def least_loaded(nodes: Iterable[str], placed: Iterable[str], avoid: Iterable[str] = ()) -> str | None:
     """The node of `nodes` holding fewest copies (`placed`: a node per copy), among those not in `avoid` if any
     is; None when there are no nodes."""

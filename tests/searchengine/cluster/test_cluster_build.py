@@ -70,6 +70,18 @@ def test_a_manifest_path_a_build_cannot_write_is_refused_before_any_copy_starts(
     assert not (tmp_path / "nodes").exists()
 
 
+def test_a_build_of_no_documents_is_refused_before_any_copy_starts(tmp_path: Path) -> None:
+    """No Ray cluster runs for this test: the refusal comes first. Before, `build_cluster` of no documents (from
+    Python, or the command reading an empty standard input) started every copy and committed an empty cluster."""
+    from searchengine.cluster import ClusterError
+
+    settings = ClusterBuildSettings(shards=2, model="model", local_root=str(tmp_path / "nodes"))
+    for nothing in ([], iter(()), (document for document in corpus(0))):
+        with pytest.raises(ClusterError, match="no documents to build from: give at least one"):
+            build_cluster(tmp_path / "cluster.json", nothing, settings)
+    assert not (tmp_path / "nodes").exists() and not (tmp_path / "cluster.json").exists()
+
+
 def test_a_failed_build_waits_for_its_hung_copies_together_and_kills_them_before_their_folders_go(
     ray_cluster: Any,  # noqa: ANN401
     tiny_model: Path,

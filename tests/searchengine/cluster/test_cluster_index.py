@@ -1034,6 +1034,8 @@ def test_a_write_after_another_cluster_index_wrote_its_shard_is_refused_not_lost
     other._encoder = index.encoder
     ids = _ids_in_shard(0, 5, "two-writers")
     other.add([Document("the other writer's rocket", external_id=ids[0])])
+    shard = index.status()["shards"][0]  # this writer's number is stale: the copies' newest write counts, no lag
+    assert shard["sequence"] == other.sequences[0] and all(copy["lag"] == 0 for copy in shard["copies"])
     with pytest.raises(WriteConflictError, match="another ClusterIndex .* wrote the shard since this one read it"):
         index.add([Document("this writer's rocket", external_id=ids[1])])
     other.add([Document("the other writer's second rocket", external_id=ids[2])])
