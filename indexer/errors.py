@@ -47,3 +47,8 @@ class MissingKeywordIndexError(IndexerError):
 
 class UnknownFieldError(IndexerError):
     """A filter names a metadata field no stored document has."""
+
+
+class FieldKindError(IndexerError):
+    """A filter compares a field with a value of a kind no stored value of that field is (a number with a field
+    holding only text, `contains` on a field holding no list): it could never match."""

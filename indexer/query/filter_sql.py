@@ -7,7 +7,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from searchengine.indexer.errors import IndexerError, UnknownFieldError
+from searchengine.indexer.errors import FieldKindError, IndexerError, UnknownFieldError
 
 Value = str | int | float | bool | None
 
@@ -244,20 +244,20 @@ def _check_kinds(condition: Condition, values: list[Value], kinds: set[str]) -> 
     held = " and ".join(sorted(kinds))
     if operator == "contains":
         if "list" not in kinds:
-            raise IndexerError(
+            raise FieldKindError(
                 f"'{field} contains ...' looks inside lists, but {field!r} holds {held}; use = or like instead"
             )
         return
     if operator in ("^=", "like", "includes"):
         if "text" not in kinds:
-            raise IndexerError(f"'{operator}' matches text, but {field!r} holds {held}; use = < > instead")
+            raise FieldKindError(f"'{operator}' matches text, but {field!r} holds {held}; use = < > instead")
         return
     for value in values:
         kind = _kind(value)
         if kind in kinds or kind == "null" or (kind == "true/false" and "number" in kinds):
             continue
         example = '"2004"' if kind == "number" else "2004"
-        raise IndexerError(
+        raise FieldKindError(
             f"the filter {field} {operator} {value!r} compares {kind} with the field {field!r}, which holds "
             f"{held}: it could never match. Compare {held} with {held}"
             + (f" (quote a value to make it text, e.g. {field}={example})" if "text" in kinds else "")

@@ -16,7 +16,11 @@ from searchengine.cluster.call_latencies import CallLatencies
 from searchengine.cluster.copy_calls import CopyCalls, copy_failed, request_error
 from searchengine.cluster.copy_upkeep import CopyState
 from searchengine.cluster.query_spans import SearchSpan
-from searchengine.indexer.errors import UnknownFieldError
+from searchengine.indexer.errors import FieldKindError, UnknownFieldError
+
+LOCAL_REFUSALS = (UnknownFieldError, FieldKindError)
+"""A shard's refusals of a filter that depend on its own documents (a field none has, values of another kind): one
+index of every shard's documents may take the filter, so such a shard matches nothing rather than refuse."""
 
 NOT_FILTERED = object()
 """`_round`'s `unknown_field_answer` for a read that takes no filter: a refusal is raised as it comes."""
@@ -85,8 +89,9 @@ class ShardRounds:
         once, hedged and failing over as the module says. Returns (copy, result) by shard, for the shards that
         answered; the wait and the calls are counted in `span`. Reads only: a call may reach two copies.
         `unknown_field_answer`: for a read filtered by `where`, what a shard that refuses it for a field none of its
-        documents has (UnknownFieldError) answers instead (matching nothing), as one index of every shard's
-        documents would answer; raised only when every shard that answered refused it."""
+        documents has, or whose values are all of another kind (LOCAL_REFUSALS), answers instead (matching nothing),
+        as one index of every shard's documents would answer; raised only when every shard that answered refused it
+        (a kind refusal first: some shard has the field)."""
         pending = self._start_round(order, method, *args, per_shard=per_shard, span=span)
         return self._finish_round(
             order, pending, method, *args, per_shard=per_shard, span=span, unknown_field_answer=unknown_field_answer
@@ -195,9 +200,9 @@ class ShardRounds:
                         continue
                     if error is not None:
                         refused = request_error(error)
-                        if unknown_field_answer is NOT_FILTERED or not isinstance(refused, UnknownFieldError):
+                        if unknown_field_answer is NOT_FILTERED or not isinstance(refused, LOCAL_REFUSALS):
                             raise refused from None
-                        unknown_fields.append(refused)  # this shard's documents lack the field: none matches
+                        unknown_fields.append(refused)  # this shard's documents cannot match it: none matches
                     del waiting[future]
                     results[call.shard] = (state, unknown_field_answer if error is not None else future.result())
                     self.latencies.add(call.shard, method, (call.answered or time.perf_counter()) - call.started)
@@ -219,6 +224,6 @@ class ShardRounds:
                 self.calls.cancel(call.pending)
             if span is not None:
                 span.waiting(since)
-        if unknown_fields and len(unknown_fields) == len(results):  # no shard has the field: one index refuses it
-            raise unknown_fields[0]
+        if unknown_fields and len(unknown_fields) == len(results):  # no shard could match: one index refuses it
+            raise next((error for error in unknown_fields if isinstance(error, FieldKindError)), unknown_fields[0])
         return results

@@ -397,6 +397,32 @@ def test_a_filter_on_a_field_some_shards_lack_and_get_documents_answer_as_one_in
         index.delete([colored])
 
 
+def test_a_filter_whose_value_one_shard_holds_in_another_kind_answers_as_one_index(built: dict) -> None:
+    """A field that holds text in one shard's documents and numbers in another's: one index of both takes a filter of
+    either kind (its field holds both), so the cluster does too, each shard whose values are all of the other kind
+    matching nothing (before, that shard's refusal, "compares text with the field ..., which holds number", was the
+    whole search's 400). A kind no shard holds is still refused as one index refuses it."""
+    index = built["index"]
+    [worded] = _ids_in_shard(1, 1, "kind-text")
+    [numbered] = _ids_in_shard(2, 1, "kind-number")
+    index.add([
+        Document("a red rocket over the moon", metadata={"size": "large"}, external_id=worded),
+        Document("a blue rocket over the sea", metadata={"size": 7}, external_id=numbered),
+    ])  # fmt: skip
+    try:
+        for mode in ("dense", "keyword", "hybrid"):
+            for where, expected in (
+                ({"size": "large"}, worded), ({"size": 7}, numbered), ([Condition("size", "like", "lar%")], worded)
+            ):  # fmt: skip
+                answer = index.search_batch(["rocket"], 5, where, mode=mode)
+                assert ([hit.external_id for hit in answer.hits[0]], answer.answered) == ([expected], SHARDS)
+        assert [document.external_id for document in index.documents({"size": 7})[0]] == [numbered]
+        with pytest.raises(SearchEngineError, match="'size contains ...' looks inside lists, but 'size' holds"):
+            index.search_batch(["rocket"], 5, [Condition("size", "contains", "l")])  # no shard holds a list
+    finally:
+        index.delete([worded, numbered])
+
+
 def test_a_write_one_index_takes_the_cluster_stores_as_one_index_does(built: dict, tiny_encoder: Any) -> None:  # noqa: ANN401
     index, writer = built["index"], IndexWriter(built["reference"], tiny_encoder)
     long_id = "odd-long-" + "x" * 5000
