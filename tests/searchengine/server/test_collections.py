@@ -113,7 +113,6 @@ def test_idle_collections_close_and_open_again(folder: Path) -> None:
         collections.close()
 
 
-
 def test_a_collection_is_let_go_once_a_request_is_answered(folder: Path) -> None:
     """The search routes hold a collection open while they answer (its users counted on a worker thread), and let
     it go after, a refused request too: else it never closes when idle."""
@@ -131,6 +130,7 @@ def test_a_collection_is_let_go_once_a_request_is_answered(folder: Path) -> None
             assert collections.open_names == []
     finally:
         collections.close()
+
 
 def test_a_key_of_one_collection_cannot_read_or_write_another(held: Collections) -> None:
     keys = collection_keys({"animals": {"read": ["ra"], "read-write": ["wa"]}, "plants": {"read-write": ["wp"]}})
