@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import hmac
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager, nullcontext
 from typing import Annotated, Any
 
 from fastapi import Depends, Header, HTTPException, Request
+from fastapi.concurrency import contextmanager_in_threadpool
 
 from searchengine.errors import UnknownCollectionError
 from searchengine.server.metrics import ServerMetrics
@@ -16,37 +18,43 @@ from searchengine.server.served_index import ServedIndex
 from searchengine.server.settings import ServerSettings
 
 
-def served_index(request: Request) -> Iterator[ServedIndex]:
+async def served_index(request: Request) -> AsyncIterator[ServedIndex]:
     """The index a request is for: the collection its path names (/collections/NAME/...), kept open while it is
-    answered, else the one index this app answers for."""
-    name = request.path_params.get("collection")
-    if name is None:
-        index = request.app.state.index
-        if index is None:
-            raise UnknownCollectionError(
-                "this server holds collections: name one, as in /collections/NAME/search (GET /collections lists them)"
-            )
-        yield index
-        return
-    with request.app.state.collections.opened(name) as index:
+    answered, else the one index this app answers for. A coroutine, as the other dependencies of the routes are:
+    FastAPI runs a plain function on a worker thread, one hop each; only a collection is opened (which may load
+    its model) and let go on one."""
+    async with _index_for(request) as index:
         yield index
 
 
-def named_or_one_index(request: Request) -> Iterator[ServedIndex | None]:
+async def named_or_one_index(request: Request) -> AsyncIterator[ServedIndex | None]:
     """As served_index, but None for a request to a server of collections that names none (its /v1/models,
     /v1/embeddings and /metrics answer for the server as a whole)."""
     if request.app.state.index is None and request.path_params.get("collection") is None:
         yield None
         return
-    yield from served_index(request)
+    async with _index_for(request) as index:
+        yield index
 
 
-def server_settings(request: Request) -> ServerSettings:
+def _index_for(request: Request) -> AbstractAsyncContextManager[ServedIndex]:
+    """served_index's index, held for an `async with`: the collection opened and let go on a worker thread."""
+    name = request.path_params.get("collection")
+    if name is not None:
+        return contextmanager_in_threadpool(request.app.state.collections.opened(name))
+    if request.app.state.index is None:
+        raise UnknownCollectionError(
+            "this server holds collections: name one, as in /collections/NAME/search (GET /collections lists them)"
+        )
+    return nullcontext(request.app.state.index)
+
+
+async def server_settings(request: Request) -> ServerSettings:
     """The settings this app was started with."""
     return request.app.state.settings
 
 
-def server_metrics(request: Request) -> ServerMetrics:
+async def server_metrics(request: Request) -> ServerMetrics:
     """The app's counters and histograms (GET /metrics shows them)."""
     return request.app.state.metrics
 

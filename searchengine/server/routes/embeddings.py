@@ -29,7 +29,7 @@ from searchengine.indexer.tables.store import lone_surrogate
 from searchengine.server.error_responses import error_response
 from searchengine.server.limits import MAX_EMBEDDING_INPUTS
 from searchengine.server.served_index import ServedIndex
-from searchengine.server.state import MaybeIndex, answer, check_reads, served_index
+from searchengine.server.state import MaybeIndex, answer, check_reads
 
 
 class EmbeddingsRequest(BaseModel):
@@ -109,19 +109,26 @@ def embedding_index(http: Request, request: EmbeddingsRequest) -> Iterator[Serve
     """The index that answers `request`: the server's one index, or the collection the path names, or, on a server
     of collections asked at /v1/embeddings, the first collection (by name) whose model the request's `model` names
     (UnknownModelError, naming the models offered, when none does)."""
-    if http.app.state.index is not None or http.path_params.get("collection") is not None:
-        yield from served_index(http)
+    name = http.path_params.get("collection")
+    if name is None and http.app.state.index is not None:
+        yield http.app.state.index
         return
+    with http.app.state.collections.opened(name or _collection_for(http, request.model)) as index:
+        yield index
+
+
+def _collection_for(http: Request, model: str) -> str:
+    """The first collection (by name) whose model `model` names; UnknownModelError, naming the models offered,
+    when none does."""
     manifests = http.app.state.collections.manifests()
-    name = next((name for name, manifest in manifests.items() if _names(request.model, manifest.model.name)), None)
+    name = next((name for name, manifest in manifests.items() if _names(model, manifest.model.name)), None)
     if name is None:
-        offered = ", ".join(repr(model) for model in dict.fromkeys(m.model.name for m in manifests.values()))
+        offered = ", ".join(repr(known) for known in dict.fromkeys(m.model.name for m in manifests.values()))
         raise UnknownModelError(
-            f"this server embeds with {offered or 'no model (it holds no collection yet)'}, not {request.model!r}; "
+            f"this server embeds with {offered or 'no model (it holds no collection yet)'}, not {model!r}; "
             "send one of them as model"
         )
-    with http.app.state.collections.opened(name) as index:
-        yield index
+    return name
 
 
 @router.post("/v1/embeddings", response_model=EmbeddingsOut)

@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
+from fastapi.testclient import TestClient
 from searchengine.indexer.tables.store import Document
 
 from searchengine import Client, SearchEngine, SearchEngineError
@@ -108,6 +109,25 @@ def test_idle_collections_close_and_open_again(folder: Path) -> None:
         assert collections.open_names == []
         with collections.opened("animals") as index:
             assert index.reader.run(len).result() == 6
+    finally:
+        collections.close()
+
+
+def test_a_collection_is_let_go_once_a_request_is_answered(folder: Path) -> None:
+    """The search routes hold a collection open while they answer (its users counted on a worker thread), and let
+    it go after, a refused request too: else it never closes when idle."""
+    collections = served_collections(folder, idle_close_s=0.2)
+    try:
+        with TestClient(create_app(None, ServerSettings(), collections)) as client:
+            found = client.post("/collections/animals/search", json={"queries": ["cat"], "k": 1})
+            assert found.status_code == 200, found.text
+            refused = client.get("/collections/plants/search", params={"q": "cat", "rerank": "none-such"})
+            assert refused.status_code == 400 and "--rerank none-such" in refused.json()["error"]
+            assert collections.open_names == ["animals", "plants"]
+            deadline = time.monotonic() + 10
+            while collections.open_names and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert collections.open_names == []
     finally:
         collections.close()
 
