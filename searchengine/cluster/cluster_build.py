@@ -13,9 +13,10 @@ import itertools
 import os
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import wait
 from dataclasses import dataclass, field
+from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
@@ -137,7 +138,10 @@ def build_cluster(
     the space of `settings.model`, which still encodes the queries. Each block is checked as it comes (the model's
     dimension, no NaN, no vector of zeros: one ClusterError, and nothing is committed), and each batch's rows go to
     every copy of its shard as one Ray object, as a worker's vectors do; no text is embedded (one worker reads the
-    model's identity and stops)."""
+    model's identity and stops).
+
+    Each document is checked as a write checks it, and for its id, as it is read: the first `settings.batch_size`
+    before any copy or worker starts, so a bad one among them is refused at once, with nothing started."""
     import ray
 
     if settings.model is None:
@@ -152,6 +156,8 @@ def build_cluster(
         raise ClusterError("no documents to build from: give at least one (a cluster index is built from documents)")
     documents = itertools.chain([first], documents)
     _refuse_served(manifest_path)
+    checked = _checked(documents)
+    first = list(islice(checked, settings.batch_size))  # before any copy or worker starts (a small input whole)
     nodes = settings.nodes or sorted(live_nodes())
     build = new_build_id()
     placement = initial_placement(nodes, settings.shards, settings.copies)
@@ -205,13 +211,7 @@ def build_cluster(
             while len(in_flight) > IN_FLIGHT * settings.copies:
                 calls.finish(in_flight.pop(0), timeout=600.0)
 
-        for position, document in enumerate(documents):
-            refuse_unstorable_document(document, position + 1)  # numbered in the whole input, not its batch
-            if document.external_id is None:
-                raise ClusterError(
-                    f"document {position + 1} has no external id: a cluster routes each document by its id, so give "
-                    "every document one (Document.external_id, or --id-field)"
-                )
+        for position, document in enumerate(chain(first, checked)):
             shard = shard_of(document.external_id, settings.shards)
             batches.setdefault(shard, []).append(document)
             if rows is not None:
@@ -272,6 +272,19 @@ def build_cluster(
     report.seconds = time.perf_counter() - started
     report.warnings = shared_nodes(placement)
     return ClusterIndex(manifest_path, manifest, copies, calls=calls, starter=starter), report
+
+
+def _checked(documents: Iterable[Document]) -> Iterator[Document]:
+    """`documents`, each checked as a write checks it and for the id that routes it: a SearchEngineError that
+    numbers the document in the whole input, not in its batch (a copy would number it within its batch)."""
+    for number, document in enumerate(documents, start=1):
+        refuse_unstorable_document(document, number)
+        if document.external_id is None:
+            raise ClusterError(
+                f"document {number} has no external id: a cluster routes each document by its id, so give every "
+                "document one (Document.external_id, or --id-field)"
+            )
+        yield document
 
 
 def _refuse_served(manifest_path: Path) -> None:

@@ -1,6 +1,7 @@
 """benchmarks/scale/cluster_check.py small (300 real documents, the tiny test model, a two-node simulated Ray
-cluster), so the quick check cannot rot: its last line is one JSON object with the issue's keys, and what must hold
-at any size holds (the same exact top 10, no driver rows, no failed search or lost write, a lost shard flagged)."""
+cluster, 2 searching threads under the loads, one timed add of 10), so the quick check cannot rot: its last line is
+one JSON object with the issue's keys, and what must hold at any size holds (the same exact top 10, no driver rows,
+no failed search or lost write, a lost shard flagged)."""
 
 from __future__ import annotations
 
@@ -26,8 +27,8 @@ def test_the_quick_check_runs_small(tmp_path: Path, tiny_model: Path) -> None:
         [
             sys.executable, str(REPOSITORY / "benchmarks" / "scale" / "cluster_check.py"),
             "--documents", "300", "--shards", "2", "--nodes", "2", "--copies", "2", "--model", str(tiny_model),
-            "--queries", "20", "--latency-queries", "5", "--load-seconds", "8", "--out", str(tmp_path / "out.json"),
-            "--cache-dir", str(tmp_path / "vectors"),
+            "--queries", "20", "--latency-queries", "5", "--load-seconds", "8", "--clients", "2", "--adds", "1",
+            "--out", str(tmp_path / "out.json"), "--cache-dir", str(tmp_path / "vectors"),
         ],
         capture_output=True, text=True, timeout=420, cwd=REPOSITORY,
     )  # fmt: skip

@@ -92,9 +92,11 @@ def test_a_failed_build_waits_for_its_hung_copies_together_and_kills_them_before
     every copy to remove its folder before it waits for any (it waited 30 s for each hung copy in turn), kills the
     two that did not answer, and their folders go once their processes have ended: no folder is left."""
     monkeypatch.setattr(cluster_build, "REMOVE_TIMEOUT_S", 3.0)
+    # Batches of 16: the build reads the first 16 documents before it starts the copies, and no shard gets 16 of
+    # the 30, so no copy is sent a batch before the corpus fails (as with 64, when the copies started first).
     settings = ClusterBuildSettings(
         shards=3, copies=1, model=str(tiny_model), local_root=str(tmp_path / "nodes"),
-        encoder_options={"precision": "fp32"}, batch_size=64,
+        encoder_options={"precision": "fp32"}, batch_size=16,
     )  # fmt: skip
     started: dict[str, Any] = {}
     stopped: list[int] = []

@@ -603,11 +603,18 @@ def test_a_build_that_dies_leaves_the_cluster_as_it_was(built: dict, tiny_model:
     folders = builds()
 
     def dying() -> Any:  # noqa: ANN401
-        yield from corpus(100)
+        yield from corpus(100)  # more than the batch read before the copies start
         raise OSError("the corpus's disk went away")
 
+    started: list[Any] = []
+
+    def starter(place: Any, shard: int, local_root: str) -> Any:  # noqa: ANN401
+        started.append(place)
+        return start_copy_actor(place, shard, local_root)
+
     with pytest.raises(OSError, match="went away"):
-        build_cluster(path, dying(), built["settings"])
+        build_cluster(path, dying(), built["settings"], starter=starter)
+    assert len(started) == SHARDS * 2, "every copy had started when the corpus failed"
     assert read_manifest(path) == before
     assert builds() == folders, "the dead build's folders were removed"
 
@@ -616,25 +623,29 @@ REFUSED_IN_A_BUILD = {
     "": "document 4 has a blank external id (''), which no delete or upsert could name",
     "  ": "document 4 has a blank external id ('  '), which no delete or upsert could name",
     "nan": "document 4 holds NaN or Infinity in its metadata",
+    None: "document 4 has no external id: a cluster routes each document by its id",
 }
 
 
 @pytest.mark.parametrize("refused_id", list(REFUSED_IN_A_BUILD))
 def test_a_build_refuses_a_document_a_write_refuses_in_one_line_numbered_in_its_input_and_changes_nothing(
-    built: dict, refused_id: str
+    built: dict, refused_id: str | None
 ) -> None:
     """"" was called "no external id"; "  " or NaN metadata reached a copy, which refused it mid-build, inside the
-    build's error, numbered within the copy's batch (document 3 for the 4th)."""
+    build's error, numbered within the copy's batch (document 3 for the 4th). Then the driver refused it as it routed
+    it, once every copy and the embedding worker had started; now, among the first batch, before any starts."""
     path = built["folder"] / "cluster.json"
     before = read_manifest(path)
     builds = lambda: {p.name for p in Path(built["settings"].local_root).glob("*/index/*")}  # noqa: E731
     folders = builds()
     odd = Document("a text", metadata={"score": float("nan")} if refused_id == "nan" else None, external_id=refused_id)
+    started: list[Any] = []
     with pytest.raises(SearchEngineError) as refused:
-        build_cluster(path, [*corpus(3), odd], built["settings"])
+        build_cluster(path, [*corpus(3), odd], built["settings"], starter=lambda *copy: started.append(copy))
     assert str(refused.value).startswith(REFUSED_IN_A_BUILD[refused_id]) and "\n" not in str(refused.value)
+    assert started == [], "refused before any copy started"
     assert read_manifest(path) == before
-    assert builds() == folders, "the refused build's folders were removed"
+    assert builds() == folders, "the refused build made no folder"
 
 
 def test_a_build_with_given_vectors_stores_them_and_answers_as_one_index_of_them(
