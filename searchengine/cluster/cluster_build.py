@@ -9,7 +9,6 @@ being served (served.py): its running copies would lose their folders, and the w
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 import re
 import time
@@ -150,14 +149,11 @@ def build_cluster(
     calls = calls or ActorCalls()
     manifest_path = Path(manifest_path)
     refuse_unwritable_manifest(manifest_path)  # before any copy starts: its commit could not be written
-    documents = iter(documents)
-    first = next(documents, None)
-    if first is None:  # before any copy starts, as the command refuses an empty corpus
-        raise ClusterError("no documents to build from: give at least one (a cluster index is built from documents)")
-    documents = itertools.chain([first], documents)
-    _refuse_served(manifest_path)
     checked = _checked(documents)
     first = list(islice(checked, settings.batch_size))  # before any copy or worker starts (a small input whole)
+    if not first:  # as the command refuses an empty corpus
+        raise ClusterError("no documents to build from: give at least one (a cluster index is built from documents)")
+    _refuse_served(manifest_path)
     nodes = settings.nodes or sorted(live_nodes())
     build = new_build_id()
     placement = initial_placement(nodes, settings.shards, settings.copies)
