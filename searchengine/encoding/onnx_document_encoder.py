@@ -24,7 +24,6 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from searchengine.encoding.long_texts import truncated_encodings
 from searchengine.encoding.model_source import ModelSource
 from searchengine.encoding.onnx_query_encoder import OnnxQueryEncoder, onnx_precision, onnx_query_encoder
 from searchengine.encoding.passage_headings import Headings, fit_headings
@@ -99,12 +98,7 @@ class OnnxDocumentEncoder(OnnxQueryEncoder):
         return fit_headings(self._untruncated, headings_of, tokens)
 
     def _token_ids(self, prepared: list[str]) -> list[list[int]]:
-        encodings = truncated_encodings(
-            self.tokenizer.encode_batch,
-            prepared,
-            self.max_seq_length,
-            keeps_start=self.tokenizer.truncation["direction"] == "right",
-        )
+        encodings = self._encodings(prepared)
         self.truncated += sum(1 for encoding in encodings if encoding.overflowing)
         return [encoding.ids for encoding in encodings]
 
