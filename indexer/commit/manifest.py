@@ -313,11 +313,14 @@ class Manifest:
             raise IndexerError(f"{path} is corrupt (not JSON: {exc}); {REBUILD}") from None
         top = ManifestObject(data, "", path)
         version = top.get("format_version", "a format number")
-        if not isinstance(version, int) or isinstance(version, bool) or version not in READABLE_FORMATS:
+        formats = ", ".join(map(str, READABLE_FORMATS))
+        if not isinstance(version, int) or isinstance(version, bool) or version < min(READABLE_FORMATS):
+            top.fail("format_version", f"should be one of the format numbers {formats}", version)
+        if version not in READABLE_FORMATS:
             raise IndexerError(
-                f"{path.parent} uses index format {version!r}, this searchengine reads formats "
-                f"{', '.join(map(str, READABLE_FORMATS))}: it was written by a newer searchengine; upgrade "
-                "searchengine (pip install -U searchengine), or rebuild the index with this version"
+                f"{path.parent} uses index format {version!r}, this searchengine reads formats {formats}: it was "
+                "written by a newer searchengine; upgrade searchengine (pip install -U searchengine), or rebuild the "
+                "index with this version"
             )
         whitening = top.object("whitening", optional=True)
         passages = top.object("passages", optional=True)

@@ -31,6 +31,7 @@ from searchengine.indexer.vectors.rescore_depth import (
     PRODUCT_QUANTIZATION_RESCORE,
     VECTORS_PER_RESCORED,
 )
+from searchengine.reading.byte_order import as_utf8
 
 if TYPE_CHECKING:
     from searchengine.engine.query_request import QueryRequest
@@ -293,7 +294,8 @@ def _queries(text: str | None, file: Path | None) -> list[str]:
 
 
 def _query_lines(file: Path) -> str:
-    """The text of a query file, or of standard input for '-'."""
+    """The text of a query file, or of standard input for '-': UTF-8, or UTF-16 or UTF-32 where a byte order mark
+    says so (as Windows tools write them)."""
     if str(file) == "-":
         data = typer.get_binary_stream("stdin").read()
     elif file.is_dir():
@@ -303,9 +305,13 @@ def _query_lines(file: Path) -> str:
             data = file.read_bytes()
         except FileNotFoundError:
             raise SearchEngineError(f"query file {file} does not exist") from None
+    try:
+        data = as_utf8(data)  # UTF-16 or UTF-32 behind a byte order mark, as corpus files are read
+    except SearchEngineError as error:
+        raise SearchEngineError(f"query file {file} {error}") from None
     if b"\x00" in data:
         raise SearchEngineError(f"query file {file} contains NUL bytes: it looks binary; pass UTF-8 text")
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError:
         raise SearchEngineError(f"query file {file} is not UTF-8 text") from None

@@ -13,6 +13,7 @@ import torch
 
 from searchengine.encoding.backend import Backend, registered_backends, resolve_runtime, runs_on_cpu_only
 from searchengine.encoding.hf_loading import load_pretrained, tokenize_on_every_core
+from searchengine.encoding.long_texts import truncated_encodings
 from searchengine.encoding.model_source import ModelSource, Pooling, locate_model
 from searchengine.encoding.model_transforms import apply_transforms, load_transforms, output_dimension
 from searchengine.encoding.padding import padded
@@ -284,9 +285,14 @@ class Encoder:
             ids, truncated = self.prompt.tokenize(texts, self.max_seq_length)
             self.truncated += truncated
             return ids
-        tokens = self.tokenizer(texts, truncation=True, max_length=self.max_seq_length, padding=False)
-        self.truncated += sum(1 for encoding in tokens.encodings if encoding.overflowing)
-        return tokens["input_ids"]
+        encodings = truncated_encodings(
+            lambda batch: self.tokenizer(batch, truncation=True, max_length=self.max_seq_length, padding=False).encodings,
+            texts,
+            self.max_seq_length,
+            keeps_start=self.tokenizer.truncation_side == "right",
+        )
+        self.truncated += sum(1 for encoding in encodings if encoding.overflowing)
+        return [encoding.ids for encoding in encodings]
 
     @contextlib.contextmanager
     def _threads(self, torch_runs: bool) -> Iterator[None]:

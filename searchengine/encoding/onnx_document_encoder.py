@@ -98,7 +98,7 @@ class OnnxDocumentEncoder(OnnxQueryEncoder):
         return fit_headings(self._untruncated, headings_of, tokens)
 
     def _token_ids(self, prepared: list[str]) -> list[list[int]]:
-        encodings = self.tokenizer.encode_batch(prepared)
+        encodings = self._encodings(prepared)
         self.truncated += sum(1 for encoding in encodings if encoding.overflowing)
         return [encoding.ids for encoding in encodings]
 

@@ -13,16 +13,20 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from searchengine.encoding.backend import resolve_runtime
+from searchengine.encoding.long_texts import truncated_encodings
 from searchengine.encoding.model_source import ModelSource
 from searchengine.encoding.onnx_backend import onnxruntime_installed
 from searchengine.encoding.onnx_cache import OPSET, cached_export_is_valid, export_path, open_session
 from searchengine.encoding.speed import EncoderSpeed, texts_per_pass
 from searchengine.errors import SearchEngineError
+
+if TYPE_CHECKING:
+    from tokenizers import Encoding
 
 LAST_LAYER_POOLINGS = frozenset({"mean", "cls", "max", "mean_sqrt_len"})
 """The poolings computed here from the last layer alone; the others (and prompt pooling) need the Encoder."""
@@ -82,7 +86,12 @@ class OnnxQueryEncoder:
 
     def _token_ids(self, prepared: list[str]) -> list[list[int]]:
         """Token ids per text, cut to the model's limit."""
-        return [encoding.ids for encoding in self.tokenizer.encode_batch(prepared)]
+        return [encoding.ids for encoding in self._encodings(prepared)]
+
+    def _encodings(self, prepared: list[str]) -> list[Encoding]:
+        """The tokenizer's truncated encoding of each text, a huge text cut before it is read (long_texts.py)."""
+        keeps_start = self.tokenizer.truncation["direction"] == "right"
+        return truncated_encodings(self.tokenizer.encode_batch, prepared, self.max_seq_length, keeps_start)
 
     def _encode_batch(self, ids: list[list[int]]) -> np.ndarray:
         width = max(len(row) for row in ids)

@@ -11,6 +11,7 @@ Each folder keeps the --include/--exclude/--max-file-size rules it was given, ma
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -80,10 +81,11 @@ def recorded_fields(reading: dict[str, Any]) -> JsonFields | None:
 def _rules(root: dict[str, Any]) -> FileRules:
     """The rules a recorded root was read with (the defaults where none were recorded)."""
     rules = root.get("rules") or {}
+    max_mb = rules.get("max_mb", FileRules.max_mb)
     return FileRules(
         tuple(str(pattern) for pattern in rules.get("include", ())),
         tuple(str(pattern) for pattern in rules.get("exclude", ())),
-        float(rules.get("max_mb", FileRules.max_mb)),
+        math.inf if max_mb is None else float(max_mb),  # (null: indexed with no size limit)
     )
 
 

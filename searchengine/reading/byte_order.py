@@ -28,6 +28,22 @@ def marked_encoding(head: bytes) -> str | None:
     return next((encoding for mark, encoding in BYTE_ORDER_MARKS if head.startswith(mark)), None)
 
 
+def unmarked_utf16(data: bytes) -> str | None:
+    """"UTF-16LE" or "UTF-16BE" where `data` (a whole file without a byte order mark) looks like mostly-Latin text in
+    that encoding: no NUL in its characters' low bytes, nine in ten of their high bytes NUL, and it decodes. Else
+    None. Such a file is not read on a guess; its skip names the encoding, so the user can convert it."""
+    if len(data) % 2:
+        return None
+    for encoding, low, high in (("UTF-16LE", data[::2], data[1::2]), ("UTF-16BE", data[1::2], data[::2])):
+        if b"\x00" not in low and 10 * high.count(0) >= 9 * len(high):
+            try:
+                data.decode(encoding)
+            except UnicodeDecodeError:
+                continue
+            return encoding
+    return None
+
+
 def as_utf8(data: bytes) -> bytes:
     """A whole file's bytes as UTF-8: re-encoded without the mark where a byte order mark names UTF-16 or UTF-32,
     else as they are (for the reader to check as UTF-8). A file that is not what its mark says is Unreadable."""

@@ -86,6 +86,12 @@ def read_records(handle: BinaryIO, name: str, fields: JsonFields = JsonFields())
         yield from _read_lines(handle, name, True, fields)
 
 
+CSV_CELL_LIMIT = 2**31 - 1
+"""The characters a CSV cell may hold (the most `csv.field_size_limit` takes everywhere): Python's csv module
+refuses cells over 131,072 by default, and a row holding a long article's text was skipped as "not CSV"; the
+file's size (--max-file-size in a folder) bounds it instead, as a .jsonl line is bounded."""
+
+
 def is_csv(name: str) -> bool:
     """Whether a corpus file is read as CSV: by its .csv(.gz) suffix."""
     return name.removesuffix(".gz").lower().endswith(".csv")
@@ -95,6 +101,7 @@ def _read_csv(handle: BinaryIO, name: str, fields: JsonFields) -> Iterator[Docum
     """The documents of a CSV file with a header row: each row a record whose columns are fields, as a .jsonl
     line's are (the text column, by default "text"; the others metadata, as text). Rows with an empty text are
     skipped, as blank lines are."""
+    csv.field_size_limit(max(csv.field_size_limit(), CSV_CELL_LIMIT))
     text = io.TextIOWrapper(handle, encoding="utf-8-sig", newline="")
     rows = csv.DictReader(text)
     try:

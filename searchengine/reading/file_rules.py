@@ -3,6 +3,7 @@ line can show their defaults without loading an extractor."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 DEFAULT_MAX_MB = 50
@@ -18,5 +19,6 @@ class FileRules:
     max_mb: float = DEFAULT_MAX_MB
 
     def as_json(self) -> dict[str, object]:
-        """The rules as the index records them, so `sync` reads the folders the same way."""
-        return {"include": list(self.include), "exclude": list(self.exclude), "max_mb": self.max_mb}
+        """The rules as the index records them, so `sync` reads the folders the same way (no size limit as null)."""
+        no_limit = not math.isfinite(self.max_mb)  # `--max-file-size inf`: JSON has no infinity; null says none
+        return {"include": list(self.include), "exclude": list(self.exclude), "max_mb": None if no_limit else self.max_mb}

@@ -15,8 +15,8 @@ def is_utf8(name: str) -> bool:
 
 def printable(text: str) -> str:
     """`text` with what would break a line of output (line breaks, control characters, undecodable bytes)
-    written as escapes."""
+    written as escapes (`\\n`, `\\xff`), each once; printable characters, accented ones too, stay as they are."""
     if text.isprintable() and is_utf8(text):
         return text
     raw = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return raw.encode("unicode_escape").decode("ascii")
+    return "".join(char if char.isprintable() else char.encode("unicode_escape").decode("ascii") for char in raw)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from searchengine.reading.byte_order import as_utf8
+from searchengine.reading.byte_order import as_utf8, unmarked_utf16
 from searchengine.reading.extracted import Extracted, Unreadable
 
 PARAGRAPH_BREAK = re.compile(r"\r?\n[ \t]*\r?\n|\r[ \t]*\r")
@@ -16,6 +16,12 @@ def decoded(data: bytes, name: str) -> str:
     dropped; reading/byte_order.py); anything else is Unreadable."""
     data = as_utf8(data)
     if b"\x00" in data:
+        encoding = unmarked_utf16(data)
+        if encoding is not None:
+            raise Unreadable(
+                f"holds NUL bytes: it looks like {encoding} text without a byte order mark; convert it, e.g. "
+                f"`iconv -f {encoding} -t utf-8 {name}`"
+            )
         raise Unreadable("holds NUL bytes: binary data, not text")
     try:
         return data.decode("utf-8").removeprefix("\ufeff")

@@ -197,8 +197,8 @@ def test_a_null_is_named(key: str) -> None:
     assert f"key '{key}' is null" in _one_line_error(_without(WRITTEN_BEFORE_TYPING, key, None))
 
 
-@pytest.mark.parametrize("version", [3, 0, "1", True, 1.0])
-def test_another_format_version_says_so(version: object) -> None:
+@pytest.mark.parametrize("version", [3, 99])
+def test_a_newer_format_version_says_so(version: object) -> None:
     with pytest.raises(IndexerError) as error:
         _parse(_without(WRITTEN_BEFORE_TYPING, "format_version", version))
     assert str(error.value) == (
@@ -206,6 +206,15 @@ def test_another_format_version_says_so(version: object) -> None:
         "newer searchengine; upgrade searchengine (pip install -U searchengine), or rebuild the index with this "
         "version"
     )
+
+
+@pytest.mark.parametrize("version", [0, -1, "1", "2", True, 1.0, 2.5])
+def test_a_format_version_no_searchengine_writes_is_corrupt_not_newer(version: object) -> None:
+    """A format below the first, or not a whole number, was never written by any searchengine: the manifest was
+    damaged, and upgrading would not help."""
+    message = _one_line_error(_without(WRITTEN_BEFORE_TYPING, "format_version", version))
+    assert f"key 'format_version' should be one of the format numbers 1, 2 (it is {json.dumps(version)})" in message
+    assert "newer" not in message
 
 
 def test_a_null_format_version_is_corrupt() -> None:

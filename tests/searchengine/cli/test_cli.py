@@ -89,6 +89,27 @@ def test_queries_from_a_file_run_as_one_batch(index_dir: Path, tmp_path: Path, s
     assert f"Query: {sentences[5]}" in text_result.output
 
 
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-32", "utf-8-sig"])
+def test_a_query_file_with_a_byte_order_mark_is_read_as_a_corpus_file_is(
+    index_dir: Path, tmp_path: Path, sentences: list[str], encoding: str
+) -> None:
+    """A query file saved by a Windows editor starts with a byte order mark; it was refused as binary (UTF-16), or
+    its first query began with U+FEFF (UTF-8)."""
+    queries = tmp_path / "q.txt"
+    queries.write_bytes(f"{sentences[0]}\r\n{sentences[5]}\r\n".encode(encoding))
+    result = run("query", "--file", queries, "-k", "1", "--json", "-d", index_dir, "--mode", "dense")
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.output)
+    assert [entry["query"] for entry in payload] == [sentences[0], sentences[5]]
+    assert [entry["hits"][0]["text"] for entry in payload] == [sentences[0], sentences[5]]
+
+
+def test_a_query_file_that_is_not_what_its_byte_order_mark_says_is_one_line(index_dir: Path, tmp_path: Path) -> None:
+    queries = tmp_path / "q.txt"
+    queries.write_bytes(b"\xff\xfeq\x00\x00\xd8")  # a UTF-16 mark, then a lone half of a surrogate pair
+    assert_one_line_error(run("query", "--file", queries, "-d", index_dir), "q.txt", "not valid UTF-16")
+
+
 def test_k_larger_than_index_says_so(index_dir: Path, sentences: list[str]) -> None:
     result = run("query", "cat", "-k", "500", "-d", index_dir)
     assert result.exit_code == 0

@@ -92,6 +92,18 @@ def test_file_options_that_do_not_fit_are_refused(tmp_path: Path, tiny_model: Pa
     assert "Indexed 2 documents" in lines.output
 
 
+def test_an_infinite_file_size_limit_is_no_limit_for_index_info_and_sync(tmp_path: Path, tiny_model: Path) -> None:
+    """`--max-file-size inf` read every file, then failed as a traceback when the index recorded its rules (JSON
+    has no infinity); it is recorded as no limit, which info shows and sync keeps."""
+    root, index = notes_folder(tmp_path / "notes"), tmp_path / "i"
+    result = run("index", root, "-d", index, "--model", tiny_model, "--max-file-size", "inf")
+    assert result.exit_code == 0 and "Traceback" not in result.output, result.output
+    assert "notes (files of any size)" in run("info", "-d", index).output
+    (root / "new.md").write_text("# New\n\nA new note about herons.\n", encoding="utf-8")
+    synced = run("sync", "-d", index)
+    assert synced.exit_code == 0 and "+ new.md" in synced.output, synced.output
+
+
 def test_records_in_a_folder_are_read_with_the_fields_the_index_records(tmp_path: Path, tiny_model: Path) -> None:
     root = notes_folder(tmp_path / "notes")
     facts = root / "facts.jsonl"

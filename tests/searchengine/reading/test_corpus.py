@@ -453,6 +453,13 @@ def test_json_nested_too_deep_to_show_names_its_line(tmp_path: Path) -> None:
     assert "line 2 is nested more than 64 levels deep; flatten its JSON" in message
 
 
+def test_a_csv_cell_longer_than_the_csv_modules_default_limit_is_read_whole(tmp_path: Path) -> None:
+    """Python's csv refuses a cell over 131,072 characters unless told; a long article in a row is a document."""
+    article = "Kettles boil. " * 20_000  # 280,000 characters
+    path = _write(tmp_path / "articles.csv", f'id,text\na1,"{article}"\n'.encode())
+    assert [document.text for document in read_corpus(path)] == [article.strip()]
+
+
 def test_a_csv_with_a_column_named_twice_is_refused_rather_than_losing_one(tmp_path: Path) -> None:
     message = _error(_write(tmp_path / "c.csv", b"text,note,note\nKettles boil.,first,second\n"))
     assert "has the column 'note' more than once; give each column its own name" in message

@@ -107,3 +107,20 @@ def test_text_is_utf8_or_unreadable() -> None:
         text.extract("Café".encode("latin-1"), "latin.txt")
     with pytest.raises(Unreadable, match="binary"):
         markdown.extract(b"\x89PNG\r\n\x1a\n\x00\x00", "image.md")
+
+
+@pytest.mark.parametrize("encoding", ["UTF-16LE", "UTF-16BE"])
+def test_utf16_without_a_byte_order_mark_is_named_with_the_command_that_converts_it(encoding: str) -> None:
+    """Windows tools write UTF-16 without the mark too; "binary data" would send the user looking for the wrong
+    problem."""
+    with pytest.raises(Unreadable, match=f"looks like {encoding} text without a byte order mark.*iconv -f {encoding}"):
+        text.extract("Café notes, line one.\n".encode(encoding.lower()), "notes.txt")
+
+
+@pytest.mark.parametrize(
+    "data",
+    [b"\x89PNG\r\n\x1a\n\x00\x00", b"\x00\x00\x00\x00\x01\x02", b"abc\x00", bytes(range(256)) * 4],
+)
+def test_binary_data_is_not_taken_for_utf16(data: bytes) -> None:
+    with pytest.raises(Unreadable, match="binary data, not text"):
+        text.extract(data, "data.txt")
