@@ -12,10 +12,12 @@ from searchengine.indexer.errors import UnknownFieldError
 from searchengine.indexer.query.filter_sql import (
     COLUMN_TYPES,
     JSON_KINDS,
+    METADATA_PREFIX,
     AnyOf,
     Condition,
     Filter,
     json_path,
+    metadata_key,
     where_clause,
 )
 from searchengine.indexer.query.number_columns import NumberColumns
@@ -88,7 +90,7 @@ class DocumentFilters:
         if self._matches is not None and key in self._matches:
             return self._matches[key]
         indexed = self.indexed()
-        on_index = any(condition.field in indexed for condition in _conditions(filters))
+        on_index = any(metadata_key(condition.field) in indexed for condition in _conditions(filters))
         ids = None if self._columns is None or on_index else self._columns.matching(filters)
         if ids is None:  # (an indexed field's index answers, rather than a column read whole)
             with self._guard():
@@ -125,7 +127,7 @@ class DocumentFilters:
             "json_each(latest.metadata) ORDER BY key LIMIT ?",
             [FIELDS_SAMPLE, limit],
         ).fetchall()
-        return [*COLUMN_FIELDS, *(key for (key,) in keys)]
+        return [*COLUMN_FIELDS, *(METADATA_PREFIX + key if key in COLUMN_TYPES else key for (key,) in keys)]
 
     def _field_kinds(self, key: str) -> set[str]:
         """The kinds of value ('number', 'text', 'list', ...) that metadata key `key` holds across documents; a key

@@ -21,6 +21,9 @@ COLUMN_TYPES = {
     "text": "text",
 }
 """Filterable fields that are columns, and what they hold; any other field name is a metadata key."""
+METADATA_PREFIX = "metadata."
+"""A field named `metadata.KEY` is always the metadata key KEY, also one named as a column: a document's own
+"source" key is `metadata.source`, where `source` is the file the document came from."""
 _INT64 = (-(2**63), 2**63 - 1)
 JSON_KINDS = {
     "integer": "number",
@@ -97,6 +100,13 @@ def where_clause(
     return " AND ".join(clauses) or "1", parameters
 
 
+def metadata_key(field: str) -> str | None:
+    """The metadata key a filter's `field` names (METADATA_PREFIX taken off); None where it names a column."""
+    if field.startswith(METADATA_PREFIX):
+        return field[len(METADATA_PREFIX) :]
+    return None if field in COLUMN_TYPES else field
+
+
 def json_path(key: str) -> str:
     """The JSON path of a top-level metadata key, refusing names that would need escaping (SQLite ends a path at a
     NUL, so that one too: it read as a broken path, reported as a corrupt store)."""
@@ -123,18 +133,19 @@ def _condition_sql(
     if operator == "is empty":
         return _empty_sql(condition.field)
     values = _checked_values(condition)
-    if condition.field in COLUMN_TYPES:
+    key = metadata_key(condition.field)
+    if key is None:
         target, prefix = condition.field, []
         kinds = {COLUMN_TYPES[condition.field]}
     else:
-        path = json_path(condition.field)
-        kinds = kinds_of(condition.field)
+        path = json_path(key)
+        kinds = kinds_of(key)
         if not kinds:
             raise UnknownFieldError(f"no document has a field {condition.field!r}; name a field the documents have")
         target, prefix = "json_extract(metadata, ?)", [path]
     _check_kinds(condition, values, kinds)
-    if prefix and condition.field in indexed and operator != "contains":
-        return _indexed_sql(condition.field, operator, values)
+    if key is not None and key in indexed and operator != "contains":
+        return _indexed_sql(key, operator, values)
     if operator == "contains":
         return "EXISTS (SELECT 1 FROM json_each(metadata, ?) WHERE json_each.value = ?)", [*prefix, values[0]]
     if operator == "in":
@@ -156,9 +167,10 @@ def _condition_sql(
 
 def _empty_sql(field: str) -> tuple[str, list[object]]:
     """Where `field` is missing, null, empty text or an empty list (a field no document has is empty in all)."""
-    if field in COLUMN_TYPES:
+    key = metadata_key(field)
+    if key is None:
         return f"coalesce({field}, '') = ''", []
-    path = json_path(field)
+    path = json_path(key)
     sql = (
         "(CASE coalesce(json_type(metadata, ?), 'null') WHEN 'null' THEN 1 WHEN 'text' THEN json_extract(metadata, ?) "
         "= '' WHEN 'array' THEN json_array_length(metadata, ?) = 0 ELSE 0 END)"

@@ -10,7 +10,15 @@ import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from searchengine.indexer.query.filter_sql import COMPARISONS, AnyOf, Condition, FieldKinds, Filter, json_path
+from searchengine.indexer.query.filter_sql import (
+    COMPARISONS,
+    AnyOf,
+    Condition,
+    FieldKinds,
+    Filter,
+    json_path,
+    metadata_key,
+)
 
 EXACT = 2**53
 """Integers up to this size are exact as float64; a field or value beyond it goes to SQL."""
@@ -62,9 +70,10 @@ class NumberColumns:
         values = condition.value if condition.operator == "in" else (condition.value,)
         if not isinstance(values, (tuple, list)) or not values or not all(map(_exact_number, values)):
             return False
-        if condition.field in NUMBER_COLUMNS:
-            return True
-        kinds = self._kinds_of(condition.field)  # an unknown field raises, as SQL's path does
+        key = metadata_key(condition.field)
+        if key is None:
+            return condition.field in NUMBER_COLUMNS
+        kinds = self._kinds_of(key)  # an unknown field raises, as SQL's path does
         return "number" in kinds and kinds <= {"number", "null"}
 
     def _column(self, field: str) -> np.ndarray | None:
@@ -80,9 +89,8 @@ class NumberColumns:
         if field == "id":
             column = self._ids.astype(np.float64) if not len(self._ids) or np.abs(self._ids).max() <= EXACT else None
         else:
-            target, parameters = (
-                (field, []) if field in NUMBER_COLUMNS else ("json_extract(metadata, ?)", [json_path(field)])
-            )
+            key = metadata_key(field)
+            target, parameters = (field, []) if key is None else ("json_extract(metadata, ?)", [json_path(key)])
             rows = self._fetch(f"SELECT {target} FROM {self._table} ORDER BY id", parameters)
             values = [row[0] for row in rows]
             column = None

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from searchengine.indexer.errors import IndexerError
-from searchengine.indexer.query.filter_sql import COLUMN_TYPES, JSON_KINDS, json_path, path_literal
+from searchengine.indexer.query.filter_sql import JSON_KINDS, METADATA_PREFIX, json_path, metadata_key, path_literal
 from searchengine.indexer.tables.store_table import StoreTable
 
 if TYPE_CHECKING:
@@ -70,12 +70,17 @@ class FieldIndexes(StoreTable):
     def create(self, keys: Sequence[str]) -> list[str]:
         """Index each of the metadata fields `keys` that has none (one pass over the documents each); returns the
         fields newly indexed. A column (id, text, source...) or a name no path can hold is refused."""
-        for key in keys:
-            if key in COLUMN_TYPES:
+        named = []
+        for field in keys:
+            key = metadata_key(field)
+            if key is None:
                 raise IndexerError(
-                    f"{key!r} is a column of every document, not a metadata field; name a metadata field"
+                    f"{field!r} is a column of every document, not a metadata field; name a metadata field (a "
+                    f"metadata key of that name is {METADATA_PREFIX}{field})"
                 )
             json_path(key)  # refuses names a path cannot hold, before anything is written
+            named.append(key)
+        keys = named
         made = []
         with self._guard():
             present = indexed_keys(self.db)
@@ -96,7 +101,7 @@ class FieldIndexes(StoreTable):
         dropped = []
         with self._guard():
             present = indexed_keys(self.db)
-            for key in dict.fromkeys(keys):
+            for key in dict.fromkeys(metadata_key(field) or field for field in keys):
                 if key in present:
                     self.db.execute(f"DROP INDEX {_quoted(index_name(key))}")
                     dropped.append(key)

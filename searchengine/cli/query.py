@@ -66,7 +66,8 @@ def query(
         "-w",
         help="Metadata filter FIELD OP VALUE, OP one of = != > >= < <= ^= (prefix), in (a,b), contains (list "
         "fields), like (% and _); join alternatives with ' or ' inside one --where, repeat --where to combine "
-        "(AND); `my field` quotes a field name with spaces.",
+        "(AND); `my field` quotes a field name with spaces; metadata.source names a metadata key called as a "
+        "column (id, external_id, source, line, text).",
     ),
     rerank: str | None = typer.Option(
         None,

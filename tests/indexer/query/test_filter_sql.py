@@ -182,3 +182,28 @@ def test_an_unknown_field_names_the_fields_of_the_latest_documents(store: Docume
         IndexerError, match="no document has a field 'colour'; fields: id, external_id, source, line, text, lang, tags"
     ):
         ids(store, Condition("colour", "=", "red"))
+
+
+def test_a_metadata_key_named_as_a_column_is_reached_as_metadata_dot_key(tmp_path: Path) -> None:
+    """A JSONL record's own "source", "line" or "id" is kept as metadata, but `source` names the column (the file a
+    document came from): before, such a key could not be filtered at all. `metadata.KEY` names the key, through SQL,
+    the numeric columns and a field index alike, and `fields()` lists it so."""
+    store = DocumentStore(tmp_path / "documents.db", writable=True)
+    try:
+        store.add([
+            Document("apples", "m.jsonl", 1, {"source": "web", "line": 7, "id": "a1"}),
+            Document("pears", "m.jsonl", 2, {"source": "print", "line": 9, "id": "a2"}),
+        ])  # fmt: skip
+        assert ids(store, Condition("source", "=", "web")) == []  # the column: the file's name
+        assert ids(store, Condition("source", "=", "m.jsonl")) == [0, 1]
+        assert ids(store, Condition("metadata.source", "=", "web")) == [0]
+        assert ids(store, Condition("metadata.id", "in", ("a2",))) == [1]
+        assert ids(store, Condition("metadata.line", ">=", 8)) == [1]  # the numeric columns' path
+        assert ids(store, Condition("line", ">=", 2)) == [1]  # the column: the line in the file
+        assert ids(store, Condition("metadata.source", "is empty", None)) == []
+        assert ids(store, Condition("metadata.source", "like", "pr%")) == [1]
+        with pytest.raises(IndexerError, match="compares number with the field 'metadata.source', which holds text"):
+            ids(store, Condition("metadata.source", "=", 3))
+        assert store.filters.fields()[-3:] == ["metadata.id", "metadata.line", "metadata.source"]
+    finally:
+        store.close()

@@ -173,3 +173,20 @@ def test_a_read_only_store_cannot_make_one(unchanged) -> None:  # noqa: ANN001
     connection = sqlite3.connect(plain_reader.path)
     assert connection.execute("SELECT name FROM sqlite_master WHERE name LIKE 'documents_field_%'").fetchall() == []
     connection.close()
+
+
+def test_a_metadata_key_named_as_a_column_is_indexed_and_sought_as_metadata_dot_key(tmp_path: Path) -> None:
+    store = DocumentStore(tmp_path / "documents.db", writable=True)
+    store.add([Document(f"text {n}", "c.jsonl", n, {"source": f"s{n % 3}"}, f"doc-{n}") for n in range(30)])
+    with pytest.raises(IndexerError, match="a metadata key of that name is metadata.source"):
+        store.field_indexes.create(["source"])
+    with store.db.atomic():
+        assert store.field_indexes.create(["metadata.source"]) == ["source"]
+    condition = Condition("metadata.source", "=", "s1")
+    where, parameters = where_clause([condition], store.filters._field_kinds, store.filters.indexed())
+    plan = " ".join(row[-1] for row in store.db.execute(f"EXPLAIN QUERY PLAN SELECT id FROM documents WHERE {where}", parameters))
+    assert f"USING INDEX {index_name('source')}" in plan
+    assert store.filters.matching_ids([condition]).tolist() == list(range(1, 30, 3))
+    with store.db.atomic():
+        assert store.field_indexes.drop(["metadata.source"]) == ["source"]
+    store.close()
