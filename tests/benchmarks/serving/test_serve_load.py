@@ -8,12 +8,20 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from searchengine.indexer.commit.index_directory import IndexDirectory
 
 REPOSITORY = Path(__file__).resolve().parents[3]
 
 
-def test_serve_load_quick_mode_runs(tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One --cache-dir for both runs: the Flat index of 300 documents is encoded by whichever runs first and reused
+    by the other, as the script reuses its cache between runs."""
+    return tmp_path_factory.mktemp("serve-load-cache")
+
+
+def test_serve_load_quick_mode_runs(tmp_path: Path, cache: Path) -> None:
     out = tmp_path / "serve_load_quick.json"
     completed = subprocess.run(
         [
@@ -23,7 +31,7 @@ def test_serve_load_quick_mode_runs(tmp_path: Path) -> None:
             "--out",
             str(out),
             "--cache-dir",
-            str(tmp_path / "cache"),
+            str(cache),
         ],
         capture_output=True,
         text=True,
@@ -44,8 +52,8 @@ def test_serve_load_quick_mode_runs(tmp_path: Path) -> None:
     assert "| clients | writer |" in completed.stdout
 
 
-def test_serve_load_builds_another_index_type_from_the_flat_vectors(tmp_path: Path) -> None:
-    out, cache = tmp_path / "serve_load_hnsw.json", tmp_path / "cache"
+def test_serve_load_builds_another_index_type_from_the_flat_vectors(tmp_path: Path, cache: Path) -> None:
+    out = tmp_path / "serve_load_hnsw.json"
     command = [sys.executable, str(REPOSITORY / "benchmarks" / "serving" / "serve_load.py"), "--quick", "--cache-dir", str(cache)]
     options = ["--index", "HNSW32", "--mode", "hybrid", "--no-writer", "--concurrency", "1", "--out", str(out)]
     completed = subprocess.run([*command, *options], capture_output=True, text=True, timeout=900)
