@@ -16,10 +16,12 @@ from searchengine.engine.embedding import to_index_vectors
 from searchengine.errors import SearchEngineError
 
 
-def given_vectors(vectors: object, dimension: int, count: int | None = None, what: str = "embeddings") -> np.ndarray:
+def given_vectors(
+    vectors: object, dimension: int, count: int | None = None, what: str = "embeddings", one: bool = False
+) -> np.ndarray:
     """`vectors` (a 2-D array or a list of lists of numbers) as the index stores them: checked to be `count` rows
     (when given) of `dimension` finite numbers, none all zeros, then L2-normalised; else one SearchEngineError
-    naming the problem."""
+    naming the problem, `what` (one vector's name where `one`, so the sentence says "has", not "have")."""
     try:
         array = np.asarray(vectors, dtype=np.float32)
     except (TypeError, ValueError):
@@ -30,13 +32,15 @@ def given_vectors(vectors: object, dimension: int, count: int | None = None, wha
         raise SearchEngineError(f"{len(array)} {what} for {count} documents: give one vector per document")
     if array.shape[1] != dimension:
         raise SearchEngineError(
-            f"{what} have {array.shape[1]} numbers each, but this index's vectors have {dimension}: make them with "
+            f"{what} {'has' if one else 'have'} {array.shape[1]} numbers{'' if one else ' each'}, but this index's "
+            f"vectors have {dimension}: make {'it' if one else 'them'} with "
             "the index's model (SearchEngine.encode gives them as the index stores them)"
         )
     if not np.isfinite(array).all():
-        raise SearchEngineError(f"{what} hold a NaN or an infinity: every number must be finite")
+        raise SearchEngineError(f"{what} {'holds' if one else 'hold'} a NaN or an infinity: every number must be finite")
     if len(array) and not np.linalg.norm(array, axis=1).all():
-        raise SearchEngineError(f"{what} hold a vector of zeros, which has no direction to compare by cosine")
+        zeros = "is all zeros" if one else "hold a vector of zeros"
+        raise SearchEngineError(f"{what} {zeros}, which has no direction to compare by cosine")
     return to_index_vectors(array, None)
 
 
@@ -48,4 +52,4 @@ def given_vector(vector: object, dimension: int) -> np.ndarray:
         raise SearchEngineError(f"the vector must be a list of {dimension} numbers") from None
     if array.ndim != 1:
         raise SearchEngineError(f"the vector must be one list of {dimension} numbers, not {array.ndim}-D")
-    return given_vectors(array[None, :], dimension, 1, "the vector")
+    return given_vectors(array[None, :], dimension, 1, "the vector", one=True)

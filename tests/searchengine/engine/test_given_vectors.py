@@ -3,6 +3,7 @@ embeddings=), upsert, get and search_by_vector, on the tiny model (and a whitene
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -49,7 +50,7 @@ def test_a_whitened_index_takes_vectors_in_its_own_space(tmp_path: Path, tiny_en
     settings = BuildSettings(whiten_k=8)
     with SearchEngine.build(texts, tmp_path / "i", settings, encoder=tiny_encoder) as engine:
         assert engine.encode(["x"]).shape[1] == 8
-        with pytest.raises(SearchEngineError, match=r"have 32 numbers each, but this index's vectors have 8"):
+        with pytest.raises(SearchEngineError, match=r"the vector has 32 numbers, but this index's vectors have 8: make it with"):
             engine.search_by_vector(tiny_encoder.encode(["a cat"])[0], k=1)
         own = engine.encode(["a new text about the cat"])
         engine.add(ids=["new"], documents=["a new text about the cat"], embeddings=own)
@@ -102,3 +103,18 @@ def test_chroma_style_add_upsert_and_get(tmp_path: Path, tiny_encoder: Encoder) 
         with pytest.raises(SearchEngineError, match="is '  ', not a text"):
             engine.add(documents=["ok", "  "])
         assert len(engine) == 3
+
+
+def test_one_vector_is_refused_in_the_singular_and_many_in_the_plural() -> None:
+    """A search vector's refusals read as sentences about one vector ("the vector have 3 numbers each" before)."""
+    from searchengine.engine.given_vectors import given_vector, given_vectors
+
+    for vector, said in (
+        ([0.5] * 3, "the vector has 3 numbers, but this index's vectors have 4: make it with the index's model"),
+        ([0.5, float("nan"), 0.5, 0.5], "the vector holds a NaN or an infinity"),
+        ([0.0] * 4, "the vector is all zeros, which has no direction"),
+    ):
+        with pytest.raises(SearchEngineError, match=re.escape(said)):
+            given_vector(vector, 4)
+    with pytest.raises(SearchEngineError, match=re.escape("embeddings have 3 numbers each, but this index's vectors have 4")):
+        given_vectors([[0.5] * 3] * 2, 4)

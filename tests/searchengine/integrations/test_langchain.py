@@ -87,9 +87,9 @@ def test_from_texts_and_documents_keep_ids_and_metadata(tmp_path: Path, tiny_enc
 def test_searches_it_does_not_offer_are_refused_in_one_line(store: SearchEngineVectorStore) -> None:
     with pytest.raises(SearchEngineError, match="lambda_mult must be a number from 0 to 1"):
         store.max_marginal_relevance_search("cat", lambda_mult=2)
-    with pytest.raises(SearchEngineError, match="vector of zeros"):
+    with pytest.raises(SearchEngineError, match="the vector is all zeros"):
         store.similarity_search_by_vector([0.0] * 32)
-    with pytest.raises(SearchEngineError, match="have 8 numbers each, but this index's vectors have 32"):
+    with pytest.raises(SearchEngineError, match="the vector has 8 numbers, but this index's vectors have 32"):
         store.similarity_search_by_vector([0.5] * 8)
     with pytest.raises(SearchEngineError, match="unknown option colour"):
         store.similarity_search("cat", colour="red")

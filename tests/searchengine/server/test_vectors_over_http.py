@@ -41,7 +41,7 @@ def test_documents_added_with_vectors_are_found_by_vector_and_by_keyword(live_ur
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        ({"vector": [0.5] * 31}, "have 31 numbers each, but this index's vectors have 32"),
+        ({"vector": [0.5] * 31}, "the vector has 31 numbers, but this index's vectors have 32"),
         ({"vector": [0.5] * 32, "queries": ["a"]}, "not both"),
         ({"vector": [0.5] * 32, "mode": "hybrid"}, "a search by vector is dense"),
         ({"vector": [0.5] * 32, "all_shards": True}, "drop all_shards"),
