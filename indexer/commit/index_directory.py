@@ -146,6 +146,11 @@ class IndexDirectory:
         its checksum verified when it is at most `verify_up_to` bytes (every file when None); for format 2 (when
         `with_state`) filled in from the store, its segments checked the same way."""
         manifest_path = self.path / MANIFEST
+        if self.path.exists() and not self.path.is_dir():
+            raise IndexerError(
+                f"{self.path} is a file, not an index directory: give the directory of an index (-d DIR), or build "
+                "one with `searchengine index FILE -d DIR`"
+            )
         if not self.path.is_dir():
             raise IndexerError(
                 f"no index at {self.path}: build one there with `searchengine index FILE`, or use the directory of "

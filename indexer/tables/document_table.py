@@ -52,8 +52,9 @@ def create_hash_index(db: sqlite_utils.Database, name: str = TABLE) -> None:
 
 def unknown_external_ids(missing: Sequence[str]) -> UnknownDocumentError:
     """The error of a delete by external ids that names documents none has (the first ten of them, in the order
-    given): every index's, a cluster's too, so the delete is refused alike (HTTP 404)."""
-    return UnknownDocumentError(f"no document with external id {', '.join(missing[:10])}; nothing was deleted")
+    given, each once): every index's, a cluster's too, so the delete is refused alike (HTTP 404)."""
+    named = list(dict.fromkeys(missing))[:10]
+    return UnknownDocumentError(f"no document with external id {', '.join(named)}; nothing was deleted")
 
 
 class DocumentTable(StoreTable):

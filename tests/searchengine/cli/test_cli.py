@@ -299,6 +299,9 @@ def test_missing_corpus_file(tmp_path: Path, tiny_model: Path) -> None:
 def test_missing_index(tmp_path: Path) -> None:
     assert_one_line_error(run("query", "cat", "-d", tmp_path / "none"), "no index at", "searchengine index")
     assert_one_line_error(run("info", "-d", tmp_path / "none"), "no index at")
+    (tmp_path / "corpus.jsonl").write_text('{"text": "a cat"}\n')
+    for command in (("query", "cat"), ("info",)):  # as `add` says it: the answer was "no index at" a file
+        assert_one_line_error(run(*command, "-d", tmp_path / "corpus.jsonl"), "corpus.jsonl is a file, not an index directory")
 
 
 def test_corrupt_index(index_dir: Path) -> None:

@@ -99,6 +99,8 @@ def test_delete_by_external_id(engine: SearchEngine) -> None:
     assert len(engine) == 62
     with pytest.raises(IndexerError, match="no document with external id doc-5"):
         engine.delete(external_ids=["doc-5"])
+    with pytest.raises(IndexerError, match="^no document with external id doc-5, nope; nothing was deleted$"):
+        engine.delete(external_ids=["doc-5", "doc-5", "nope"])  # each named once (it listed doc-5 twice)
 
 
 def test_upsert_replaces_the_text_of_an_external_id(engine: SearchEngine) -> None:
