@@ -12,10 +12,10 @@ from searchengine.indexer.errors import UnknownFieldError
 from searchengine.indexer.query.filter_sql import (
     COLUMN_TYPES,
     JSON_KINDS,
-    METADATA_PREFIX,
     AnyOf,
     Condition,
     Filter,
+    field_name,
     json_path,
     metadata_key,
     where_clause,
@@ -127,7 +127,7 @@ class DocumentFilters:
             "json_each(latest.metadata) ORDER BY key LIMIT ?",
             [FIELDS_SAMPLE, limit],
         ).fetchall()
-        return [*COLUMN_FIELDS, *(METADATA_PREFIX + key if key in COLUMN_TYPES else key for (key,) in keys)]
+        return [*COLUMN_FIELDS, *(field_name(key) for (key,) in keys)]
 
     def _field_kinds(self, key: str) -> set[str]:
         """The kinds of value ('number', 'text', 'list', ...) that metadata key `key` holds across documents; a key
@@ -143,7 +143,7 @@ class DocumentFilters:
             ).fetchall()
             kinds = {JSON_KINDS[kind] for (kind,) in rows}
         if not kinds:
-            raise UnknownFieldError(f"no document has a field {key!r}; fields: {', '.join(self.fields())}")
+            raise UnknownFieldError(f"no document has a field {field_name(key)!r}; fields: {', '.join(self.fields())}")
         if self._kinds is not None:
             self._kinds[key] = kinds
         return kinds

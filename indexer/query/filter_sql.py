@@ -107,6 +107,11 @@ def metadata_key(field: str) -> str | None:
     return None if field in COLUMN_TYPES else field
 
 
+def field_name(key: str) -> str:
+    """How a filter names metadata key `key`: `metadata.KEY` where a column has its name, else the key itself."""
+    return METADATA_PREFIX + key if key in COLUMN_TYPES else key
+
+
 def json_path(key: str) -> str:
     """The JSON path of a top-level metadata key, refusing names that would need escaping (SQLite ends a path at a
     NUL, so that one too: it read as a broken path, reported as a corrupt store)."""

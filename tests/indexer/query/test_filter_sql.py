@@ -205,5 +205,7 @@ def test_a_metadata_key_named_as_a_column_is_reached_as_metadata_dot_key(tmp_pat
         with pytest.raises(IndexerError, match="compares number with the field 'metadata.source', which holds text"):
             ids(store, Condition("metadata.source", "=", 3))
         assert store.filters.fields()[-3:] == ["metadata.id", "metadata.line", "metadata.source"]
+        with pytest.raises(IndexerError, match="no document has a field 'metadata.text'; fields: id, "):
+            ids(store, Condition("metadata.text", "=", "x"))  # not 'text', which names the column every row has
     finally:
         store.close()
