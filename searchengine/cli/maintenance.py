@@ -139,10 +139,11 @@ def _root_summary(root: dict) -> str:
     rules = root.get("rules") if isinstance(root.get("rules"), dict) else {}
     globs = [f"include {pattern!r}" for pattern in rules.get("include", [])]
     globs += [f"exclude {pattern!r}" for pattern in rules.get("exclude", [])]
-    if rules.get("max_mb", DEFAULT_MAX_MB) is None:
+    max_mb = rules.get("max_mb", DEFAULT_MAX_MB)
+    if max_mb is None:
         globs.append("files of any size")
-    elif rules.get("max_mb", DEFAULT_MAX_MB) != DEFAULT_MAX_MB:
-        globs.append(f"files up to {rules['max_mb']:g} MB")
+    elif max_mb != DEFAULT_MAX_MB:
+        globs.append(f"files up to {max_mb:g} MB")
     return f"{root.get('path')}" + (f" ({', '.join(globs)})" if globs else "")
 
 
