@@ -34,9 +34,35 @@ def extract(data: bytes, _name: str) -> Extracted:
     except Unreadable:
         raise
     except (PyPdfError, ValueError, KeyError, TypeError, AttributeError, IndexError, RecursionError) as exc:
-        raise Unreadable(f"is not a PDF pypdf can read ({type(exc).__name__}: {exc})") from None
+        raise Unreadable(_not_read(data, exc)) from None
     if not extracted.text.strip():
         raise Unreadable("has no text layer (a scanned PDF); run OCR on it first, e.g. `ocrmypdf in.pdf out.pdf`")
     title = info.title if info is not None and isinstance(info.title, str) else None
     extracted.title = (title or "").strip() or extracted.text.strip().splitlines()[0].strip()[:200]
     return extracted
+
+
+def _not_read(data: bytes, error: Exception) -> str:
+    """Why pypdf could not read `data`: a file that does not begin as a PDF does (its '%PDF-' header within its
+    first 1,024 bytes) is named as what it looks like, since pypdf's own error ("Stream has ended unexpectedly")
+    points at a damaged PDF instead of a misnamed file."""
+    if not data:
+        return "is empty (0 bytes)"
+    if b"%PDF-" not in data[:1024]:
+        start = data[:1024].lstrip()
+        if start.startswith(b"<"):
+            kind = "HTML or XML; rename it .html"
+        else:
+            kind = "text; rename it .txt" if _is_text(data[:4096]) else "another kind of file"
+        return f"is not a PDF (it does not begin with '%PDF-'): it looks like {kind}"
+    return f"is not a PDF pypdf can read ({type(error).__name__}: {error})"
+
+
+def _is_text(start: bytes) -> bool:
+    """Whether `start` decodes as UTF-8 text (a character cut at its end allowed) with no NUL byte."""
+    try:
+        start.decode("utf-8")
+    except UnicodeDecodeError as error:
+        if error.start < len(start) - 3:
+            return False
+    return b"\x00" not in start

@@ -101,6 +101,23 @@ def test_encrypted_and_scanned_pdfs_are_unreadable_with_the_reason(tmp_path: Pat
         pdf.extract(b"%PDF-1.4 then nothing", "cut.pdf")
 
 
+@pytest.mark.parametrize(
+    ("data", "said"),
+    [
+        (b"", "is empty (0 bytes)"),
+        (b"\n<!DOCTYPE html><html><body>Tea</body></html>", "it looks like HTML or XML; rename it .html"),
+        ("Notes on tea, caf\u00e9.\n".encode(), "it looks like text; rename it .txt"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00", "it looks like another kind of file"),
+    ],
+)
+def test_a_file_that_is_not_a_pdf_at_all_is_named_as_what_it_looks_like(data: bytes, said: str) -> None:
+    """pypdf's own error ("Stream has ended unexpectedly") sent a user looking for a damaged PDF, where the file was
+    a web page saved as .pdf (hostile tester's finding)."""
+    with pytest.raises(Unreadable) as refused:
+        pdf.extract(data, "fake.pdf")
+    assert said in str(refused.value) and "pypdf" not in str(refused.value)
+
+
 def test_text_is_utf8_or_unreadable() -> None:
     assert text.extract("Café au lait.\n\nSecond paragraph.".encode(), "x.txt").blocks == [0, 15]
     with pytest.raises(Unreadable, match="iconv"):
