@@ -811,6 +811,38 @@ def test_a_copy_lost_at_each_step_of_a_query_is_replaced_by_its_other_copy(built
     index.heal()
 
 
+@pytest.mark.parametrize("mode", ["dense", "hybrid"])
+def test_a_copy_heal_takes_off_a_round_about_to_ask_it_is_skipped_not_called(built: dict, mode: str) -> None:
+    """Heal, finding a copy's node lost, stops it serving and takes its handle (to rebuild it elsewhere) while a
+    search is between making its order of copies (or its statistics round, which that copy answered) and starting
+    the next round: here as the round's call to shard 0 starts, to shard 2's first copy. Before, the round called
+    that copy's handle, None by then, and the search failed (a 500 through the ingress); now it asks the shard's
+    other copy, and the answer is whole and the same."""
+    index = built["index"]
+    expected = index.search_batch(QUERIES, 10, mode=mode)
+    order = index._copy_order()  # the copy the next search asks first, for each shard
+    index._turn -= 1
+    moved = order[2][0]
+    handle = moved.handle
+
+    class CallsAsHealTakesACopy(ActorCalls):
+        def start(self, handle: Any, method: str, *args: Any) -> Any:  # noqa: ANN401
+            if method == "candidates" and moved.handle is not None:
+                moved.serving, moved.handle = False, None  # as heal does: serving first, then the handle
+            return super().start(handle, method, *args)
+
+    index.calls = CallsAsHealTakesACopy()
+    try:
+        answer = index.search_batch(QUERIES, 10, mode=mode)
+    finally:
+        index.calls = ActorCalls()
+        moved.handle, moved.serving = handle, True  # its node is not lost: it serves on
+    assert not answer.partial
+    assert [[(h.external_id, round(h.score, 5)) for h in hits] for hits in answer.hits] == [
+        [(h.external_id, round(h.score, 5)) for h in hits] for hits in expected.hits
+    ]
+
+
 def test_a_stalled_copy_is_hedged_by_its_other_copy_and_keeps_serving(built: dict) -> None:
     """A copy whose process stops (SIGSTOP: a node that hangs, a long pause) answers nothing and fails nothing: the
     search asks the shard's other copy once the call is late for its shard, takes that answer, and returns long
