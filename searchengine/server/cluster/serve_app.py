@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from searchengine.cluster.errors import ClusterError
-from searchengine.cluster.served import running_apps, served_copies
+from searchengine.cluster.served import recorded_env, running_apps, served_copies
 from searchengine.server.cluster import direct_ingress
 from searchengine.server.listener import http_url
 from searchengine.server.settings import ServerSettings
@@ -212,8 +212,4 @@ def _ingress_manifest() -> str | None:
     when no ingress runs."""
     if INGRESS_APP not in running_apps():
         return None
-    from ray.serve.context import _get_global_client
-
-    application = _get_global_client().get_serve_details()["applications"].get(INGRESS_APP, {})
-    options = application.get("deployments", {}).get("ingress", {}).get("deployment_config", {})
-    return ((options.get("ray_actor_options") or {}).get("runtime_env") or {}).get("env_vars", {}).get(MANIFEST_ENV)
+    return recorded_env("ingress").get(INGRESS_APP, {}).get(MANIFEST_ENV)
