@@ -44,6 +44,13 @@ GRPC_ENV = {"RAY_SERVE_REPLICA_GRPC_MAX_MESSAGE_LENGTH": str(2**31 - 1)}
 replica): a message over gRPC may be as large as gRPC allows (2 GiB), not Serve's default 4 MiB, which one batch
 of many queries with a large k (up to 256 x 1,000 hits with their texts) would pass in a reply, and a write of one
 long document in its request."""
+COPY_SHUTDOWN_S = 3.0
+"""Seconds Serve waits for a copy's replica to stop by itself (graceful_shutdown_timeout_s; Serve's default is 20)
+before it kills it. An idle replica stops at the first look of its wait loop (every 2 s) for calls still running; a
+replica that cannot stop by itself, the one Serve keeps trying to place on a lost node, is waited for until then
+before its deleted application goes. Nothing needs a copy's last calls to finish: a copy is deleted once replaced
+(its node lost, or its files moved and removed) or after the ingress (cluster-index stop), and a write cut short
+counts as that copy's failure, which heal repairs."""
 COPY_FOLDER_ENV = "SEARCHENGINE_COPY_FOLDER"
 """In each copy replica's environment: the copy's folder, so Serve's own record of the deployment says whose copy it
 is (its cluster index and build: stop_unnamed_copies), without asking the replica."""
@@ -236,6 +243,7 @@ def start_copy_deployments(
             name="copy",
             num_replicas=1,
             max_ongoing_requests=64,
+            graceful_shutdown_timeout_s=COPY_SHUTDOWN_S,
             ray_actor_options={
                 "num_cpus": 0, "resources": node_resource(place.node),
                 "runtime_env": {"env_vars": {**GRPC_ENV, COPY_FOLDER_ENV: place.folder}},

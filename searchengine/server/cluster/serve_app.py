@@ -24,8 +24,8 @@ MANIFEST_ENV = "SEARCHENGINE_CLUSTER_MANIFEST"
 (stop_cluster reads it there, without asking an ingress that may be busy or hung)."""
 STOP_TIMEOUT_S = 120.0
 """Seconds stop_cluster waits for the ingress's application to be gone, and then as long for the copies': Serve
-waits for a replica's requests in flight, and up to its graceful_shutdown_timeout_s (20 s) for one whose node is
-lost."""
+waits for a replica's requests in flight, up to its graceful_shutdown_timeout_s (the ingress's: Serve's default, 20 s;
+a copy's: COPY_SHUTDOWN_S, 3 s, the wait for one whose node is lost)."""
 
 
 @dataclass(frozen=True)

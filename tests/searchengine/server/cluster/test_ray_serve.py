@@ -36,8 +36,9 @@ LOSS_TEXT = "a heron crossed the frozen lake at dawn"
 REBUILT_WITHIN_S = 120.0
 """Seconds heal may take to rebuild the lost node's copies on the live node (a deployment starts in seconds)."""
 REPLACED_GONE_WITHIN_S = 60.0
-"""Seconds the lost node's copies' Serve applications may take to go once heal replaced them (Serve waits up to a
-replica's graceful_shutdown_timeout_s, 20 s, for one whose node is lost)."""
+"""Seconds the lost node's copies' Serve applications may take to go once heal replaced them (Serve waits a copy's
+graceful_shutdown_timeout_s, COPY_SHUTDOWN_S, for one whose node is lost: they went 4.7 to 5.4 s after the rebuilt
+copies served, with 3 s, and 19.8 to 20.4 s with Serve's default 20 s)."""
 SEARCHING_AFTER_LOSS_S = 5.0
 """Seconds the searches go on after the node's removal: past Ray's declaring it dead (FAST_NODE_DEATH) and the
 ingress's next heal (every 2 s here), which stops its copies serving."""
