@@ -322,6 +322,7 @@ class CopyUpkeep:
 
     def _save_placement(self, placement: tuple[tuple[CopyPlace, ...], ...] | None = None) -> None:
         """Write the manifest with `placement` (by default, every copy where it is now), one version later."""
-        placement = placement or tuple(tuple(state.place for state in states) for states in self.copies)
+        if placement is None:
+            placement = tuple(tuple(state.place for state in states) for states in self.copies)
         self.manifest = self.manifest.with_placement(placement)
         write_manifest(self.path, self.manifest)
