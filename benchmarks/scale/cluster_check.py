@@ -259,7 +259,7 @@ def vector_blocks(vectors: np.ndarray) -> list[np.ndarray]:
 def shutdown_serve_after_loss(index: Any) -> None:  # noqa: ANN401 (the build's ClusterIndex)
     """serve.shutdown() once a node's loss is measured, without Serve's graceful wait for the copies on the lost
     node: their replicas can never start again (their node's resource went with it), so Serve would wait each one's
-    graceful_shutdown_timeout_s (its default, 20 s) before killing it. Their applications are deleted and their
+    graceful_shutdown_timeout_s (COPY_SHUTDOWN_S, 3 s; Serve's default, 20 s, before stop 56) before killing it. Their applications are deleted and their
     replicas killed first (the deployments keep their graceful stop); then Serve shuts down as before, so that the
     next phase starts it afresh on the same cluster."""
     import ray

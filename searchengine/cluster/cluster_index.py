@@ -94,7 +94,8 @@ class ClusterIndex(CopyUpkeep, RoutedWrites, ShardRounds):
         self.calls = calls or ActorCalls()
         self.starter, self.stopper = starter, stopper
         self._replaced: list[tuple[CopyPlace, int]] = []
-        """Copies replaced elsewhere whose stop failed: asked again at the next heal (copy_upkeep.py)."""
+        """Copies replaced elsewhere not stopped yet (their stop failed, or the manifest names them still): asked
+        again at the next heal (copy_upkeep.py)."""
         self._encoder = encoder
         self._locks = [threading.Lock() for _ in range(manifest.shards)]
         self._turn = 0

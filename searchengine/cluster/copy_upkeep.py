@@ -89,12 +89,13 @@ class CopyUpkeep:
         through Ray, under the shard's write lock (a copy starts without it: writes go on to the serving copies).
         Where no copy of a shard serves, the one started holding the most writes is its newest (`_newest`).
         First of all, every copy on a node Ray no longer lists as alive stops serving, without being called (a call
-        to it may wait for its timeout). The manifest is rewritten when a copy moved, and only then is the
-        replaced copy stopped (`stopper`; one that fails is asked again at the next heal). Returns what was done,
-        one line each."""
+        to it may wait for its timeout). A copy whose start fails is said, one line, and started at the next heal;
+        one being rebuilt goes back to the place the manifest names (and what its start left running is stopped).
+        The manifest names a rebuilt copy's new place once the copy serves (`_save_served_places`), so a crash never
+        leaves it naming an empty folder in place of the lost one, and only then is the replaced copy stopped
+        (`stopper`; one that fails is asked again at the next heal). Returns what was done, one line each."""
         done: list[str] = []
         nodes = live_nodes()
-        moved = False
         replaced: list[tuple[CopyPlace, int]] = []
         for states in self.copies:  # first, at once: a search waiting on such a copy asks another now
             for state in states:
@@ -106,10 +107,11 @@ class CopyUpkeep:
             answering = [state.serving and self._answers(state) for state in states]
             with self._locks[shard]:
                 source = next((s for s, ok in zip(states, answering) if ok and s.serving), None)
-                broken = []
+                broken: list[tuple[CopyState, CopyPlace | None]] = []  # a copy to start, and its lost place if moved
                 for state, ok in zip(states, answering):
                     if ok and state.serving:
                         continue
+                    old = None
                     if state.place.node not in nodes:
                         if source is None:
                             continue
@@ -123,18 +125,23 @@ class CopyUpkeep:
                             node,
                             copy_folder(self.manifest.local_root, node, self.manifest.name, self.manifest.build, shard),
                         )
-                        state.handle, moved = None, True
-                        replaced.append((old, shard))
-                        done.append(f"shard {shard}: copy on lost node {old.node} rebuilt on {node}")
+                        state.handle = None
                     state.serving = False  # until it answers and holds the shard's newest write
-                    broken.append(state)
-            for state in broken:  # started without the shard's lock: its writes go on meanwhile (a start takes seconds)
+                    broken.append((state, old))
+            for state, old in broken:  # started without the shard's lock: its writes go on meanwhile (seconds)
                 if not self._answers(state):
-                    state.handle = self.starter(state.place, shard, self.manifest.local_root)
+                    try:
+                        state.handle = self.starter(state.place, shard, self.manifest.local_root)
+                    except Exception as error:  # noqa: BLE001 (said; started again at the next heal)
+                        done.append(self._not_started(state, old, shard, error))
+                        continue
+                if old is not None:
+                    replaced.append((old, shard))
+                    done.append(f"shard {shard}: copy on lost node {old.node} rebuilt on {state.place.node}")
             with self._locks[shard]:
                 source = self._live_source(states)
                 # one whose node went while it started (its handle may name the lost replica) waits for the next turn
-                started = [state for state in broken if self._answers(state)]
+                started = [state for state, _ in broken if self._answers(state)]
                 if source is None:
                     source = self._newest(started, shard)
                 for state in started:
@@ -142,10 +149,38 @@ class CopyUpkeep:
                         continue
                     state.sequence = self._caught_up(state, source, shard, done)
                     state.serving = state.sequence >= self.sequences[shard] or source is None
-        if moved:
-            self._save_placement()
+        self._save_served_places()
         self._stop_replaced(replaced)
         return done
+
+    def _not_started(self, state: CopyState, old: CopyPlace | None, shard: int, error: Exception) -> str:
+        """What heal says of `state`'s copy, whose start failed with `error`. A copy being rebuilt elsewhere (`old`:
+        its lost place) goes back to `old`, the place the manifest names, for the next heal to rebuild it afresh;
+        what its start may have left running at the new place (a Serve application deployed before the start failed)
+        is stopped with the replaced copies."""
+        why = f"{type(error).__name__}: {error}".splitlines()[0]
+        if old is None:
+            return f"shard {shard}: copy on {state.place.node} did not start ({why}); started again at the next heal"
+        tried, state.place, state.handle = state.place, old, None
+        if self.stopper is not None:
+            self._replaced.append((tried, shard))
+        return (
+            f"shard {shard}: copy on lost node {old.node} not rebuilt on {tried.node}: its start failed ({why}); "
+            "rebuilt at the next heal"
+        )
+
+    def _save_served_places(self) -> None:
+        """Rewrite the manifest where a serving copy sits elsewhere than the manifest names: a copy heal rebuilt
+        on another node is named there once it serves (holds its shard's newest write), at the heal that got it
+        there, so the manifest never names an empty folder in place of the lost copy's. Before, heal wrote the
+        manifest only in the turn that moved a copy, and raised at a failed start before it did: a copy started at
+        the next turn served where no manifest named it."""
+        placement = tuple(
+            tuple(state.place if state.serving else named for state, named in zip(states, places))
+            for states, places in zip(self.copies, self.manifest.placement)
+        )
+        if placement != self.manifest.placement:
+            self._save_placement(placement)
 
     def rebalance(self) -> list[str]:
         """Move copies from the nodes that hold most to those that hold fewest (a node just added), until no node
@@ -194,15 +229,18 @@ class CopyUpkeep:
         self._stop_replaced([(old_place, shard)])
 
     def _stop_replaced(self, replaced: list[tuple[CopyPlace, int]]) -> None:
-        """Stop, through `stopper`, the copies (place, shard) replaced elsewhere: those just `replaced`, after the
-        manifest that no longer names them was written, and those whose stop failed before (asked again at each
-        heal or move). Never one the manifest names: a copy may come back to its place (its node's folder)."""
+        """Stop, through `stopper`, the copies (place, shard) replaced elsewhere: those just `replaced`, and those
+        left from before (a stop that failed, a copy whose replacement did not serve yet, what a failed start left
+        running): each once the committed manifest no longer names it and no copy of this index sits there, and
+        asked again at each heal or move until its stop succeeds."""
         if self.stopper is None:
             return
         named = {(place, shard) for shard, places in enumerate(self.manifest.placement) for place in places}
-        pending, self._replaced = [*self._replaced, *replaced], []
+        named |= {(state.place, shard) for shard, states in enumerate(self.copies) for state in states}
+        pending, self._replaced = list(dict.fromkeys([*self._replaced, *replaced])), []
         for place, shard in pending:
             if (place, shard) in named:
+                self._replaced.append((place, shard))  # its replacement serves not yet: stopped once it does
                 continue
             try:
                 self.stopper(place, shard)
@@ -282,7 +320,9 @@ class CopyUpkeep:
             done.append(f"shard {shard}: copy on {node} caught up to write {installed} from {origin}")
         return installed
 
-    def _save_placement(self) -> None:
-        placement = tuple(tuple(state.place for state in states) for states in self.copies)
+    def _save_placement(self, placement: tuple[tuple[CopyPlace, ...], ...] | None = None) -> None:
+        """Write the manifest with `placement` (by default, every copy where it is now), one version later."""
+        if placement is None:
+            placement = tuple(tuple(state.place for state in states) for states in self.copies)
         self.manifest = self.manifest.with_placement(placement)
         write_manifest(self.path, self.manifest)

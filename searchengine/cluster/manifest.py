@@ -121,6 +121,15 @@ def copy_folder(local_root: str, node: str, name: str, build: str, shard: int) -
     return str(Path(local_root) / node / name / build / f"shard-{shard}-{uuid.uuid4().hex[:8]}")
 
 
+def of_build(manifest: ClusterManifest, folder: str) -> bool:
+    """Whether `folder` is a copy's folder of `manifest`'s build, as copy_folder lays them out (LOCAL_ROOT/NODE/NAME/
+    BUILD/shard-...): what tells this build's copies from another build's or another cluster index's on one Ray
+    cluster."""
+    root = Path(os.path.normpath(manifest.local_root)).parts
+    parts = Path(os.path.normpath(folder)).parts
+    return len(parts) == len(root) + 4 and parts[: len(root)] == root and parts[-3:-1] == (manifest.name, manifest.build)
+
+
 def node_root(local_root: str, node: str) -> Path:
     """The folder that holds every copy on `node`: only an actor running on that node opens what is under it."""
     return Path(local_root) / node

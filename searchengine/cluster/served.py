@@ -41,6 +41,23 @@ def running_apps() -> set[str]:
     return set(serve.status().applications)
 
 
+def recorded_env(deployment: str) -> dict[str, dict[str, str]]:
+    """The environment variables of the deployment named `deployment`, as Serve records it (its replicas'
+    runtime_env), by the running application that has one (none where Serve does not run): what says whose a
+    replica is without asking the replica, which may be busy, hung or on a lost node."""
+    if not _serve_running():
+        return {}
+    from ray.serve.context import _get_global_client
+
+    found = {}
+    for name, application in _get_global_client().get_serve_details()["applications"].items():
+        options = (application.get("deployments") or {}).get(deployment, {}).get("deployment_config", {})
+        env = ((options.get("ray_actor_options") or {}).get("runtime_env") or {}).get("env_vars")
+        if env is not None:
+            found[name] = env
+    return found
+
+
 def served_copies(manifest: ClusterManifest) -> list[str]:
     """The Serve applications of `manifest`'s copies that run on the connected Ray cluster, by name (none where
     Serve does not run): a cluster index being served has them."""

@@ -108,8 +108,13 @@ class ShardRounds:
         """`_round`'s calls to the first copy of every shard, started (the caller may work while they run); the
         time taken to start them is counted in `span`."""
         since = time.perf_counter()
-        started = {shard: self._call(order, shard, 0, method, args, per_shard) for shard, states in order.items()
-                   if states}  # fmt: skip
+        started = {}
+        for shard, states in order.items():
+            for position in range(len(states)):  # the first that still serves (heal may have stopped one since)
+                call = self._call(order, shard, position, method, args, per_shard)
+                if call is not None:
+                    started[shard] = call
+                    break
         if span is not None:
             span.starting(since)
         return started
@@ -122,10 +127,18 @@ class ShardRounds:
         method: str,
         args: tuple[Any, ...],
         per_shard: dict[int, Any] | None,
-    ) -> CopyCall:
+    ) -> CopyCall | None:
+        """The call of `method` to the copy at `position` in its shard's order, started; None when that copy no
+        longer serves, or has no handle, since the order was made. Heal stops a copy serving before it takes its
+        handle (a lost node's copy, rebuilt elsewhere) or gives it a new one (a copy started, not caught up yet), so
+        the handle is read first: before, a round started on the copy that answered the round before read the handle
+        heal had just set to None (the search failed: the node's loss at the wrong millisecond), or a new copy's."""
+        state = order[shard][position]
+        handle = state.handle
+        if handle is None or not state.serving:
+            return None
         call_args = args if per_shard is None else (per_shard[shard],)
-        return CopyCall(shard, position, self.calls.start(order[shard][position].handle, method, *call_args),
-                        time.perf_counter())  # fmt: skip
+        return CopyCall(shard, position, self.calls.start(handle, method, *call_args), time.perf_counter())
 
     def _finish_round(
         self,
@@ -157,9 +170,9 @@ class ShardRounds:
             """Ask the shard's next copy not asked yet in this round that still serves, if there is one."""
             while asked[shard] + 1 < len(order[shard]):
                 asked[shard] += 1
-                state = order[shard][asked[shard]]
-                if state.serving and state.handle is not None:  # heal may have stopped it since the round began
-                    watch(self._call(order, shard, asked[shard], method, args, per_shard))
+                call = self._call(order, shard, asked[shard], method, args, per_shard)  # None: heal stopped it
+                if call is not None:
+                    watch(call)
                     if span is not None:
                         span.calls += 1
                     return

@@ -18,9 +18,9 @@ from typing import Any
 
 from searchengine.cluster.copy_calls import CALL_TIMEOUT, copy_failed
 from searchengine.cluster.errors import ClusterError
-from searchengine.cluster.manifest import CopyPlace
+from searchengine.cluster.manifest import ClusterManifest, CopyPlace, of_build
 from searchengine.cluster.placement import NODE_RESOURCE, live_nodes, node_resource
-from searchengine.cluster.served import copy_app_name, running_apps
+from searchengine.cluster.served import COPY_APP_PREFIX, copy_app_name, recorded_env, running_apps
 
 log = logging.getLogger("searchengine.server")
 SHARD_SECONDS_BOUNDARIES = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0]
@@ -44,6 +44,16 @@ GRPC_ENV = {"RAY_SERVE_REPLICA_GRPC_MAX_MESSAGE_LENGTH": str(2**31 - 1)}
 replica): a message over gRPC may be as large as gRPC allows (2 GiB), not Serve's default 4 MiB, which one batch
 of many queries with a large k (up to 256 x 1,000 hits with their texts) would pass in a reply, and a write of one
 long document in its request."""
+COPY_SHUTDOWN_S = 3.0
+"""Seconds Serve waits for a copy's replica to stop by itself (graceful_shutdown_timeout_s; Serve's default is 20)
+before it kills it. An idle replica stops at the first look of its wait loop (every 2 s) for calls still running; a
+replica that cannot stop by itself, the one Serve keeps trying to place on a lost node, is waited for until then
+before its deleted application goes. Nothing needs a copy's last calls to finish: a copy is deleted once replaced
+(its node lost, or its files moved and removed) or after the ingress (cluster-index stop), and a write cut short
+counts as that copy's failure, which heal repairs."""
+COPY_FOLDER_ENV = "SEARCHENGINE_COPY_FOLDER"
+"""In each copy replica's environment: the copy's folder, so Serve's own record of the deployment says whose copy it
+is (its cluster index and build: stop_unnamed_copies), without asking the replica."""
 WRITE_TIMEOUT_S = 30.0
 """Seconds a write waits for its copies (those of all the shards it touches together) before a copy that has not
 committed counts as failed (heal catches it up): a write reaches its copies already embedded, so storing even the
@@ -187,6 +197,25 @@ def stop_copy_deployment(place: CopyPlace, shard: int) -> None:
     serve.delete(copy_app_name(place, shard), _blocking=False)
 
 
+def stop_unnamed_copies(manifest: ClusterManifest) -> list[str]:
+    """Delete, without waiting, the Serve applications of copies of `manifest`'s build that the manifest does not
+    name, and return their names: what an ingress that died between writing the manifest (a copy moved) and deleting
+    the replaced copy's application left running, for ever (its list of replaced copies was in its memory only). A
+    copy's build is its folder's (COPY_FOLDER_ENV, as Serve records it), so the copies of another build or another
+    cluster index are left alone, as are those deployed before copies recorded their folder."""
+    from ray import serve
+
+    named = {copy_app_name(place, shard) for shard, places in enumerate(manifest.placement) for place in places}
+    unnamed = sorted(
+        app
+        for app, env in recorded_env("copy").items()
+        if app.startswith(COPY_APP_PREFIX) and app not in named and of_build(manifest, env.get(COPY_FOLDER_ENV, ""))
+    )
+    for app in unnamed:
+        serve.delete(app, _blocking=False)
+    return unnamed
+
+
 def start_copy_deployments(
     copies: list[tuple[CopyPlace, int]], local_root: str, logging: dict[str, Any] = SERVE_LOGGING
 ) -> list[Any]:
@@ -214,8 +243,10 @@ def start_copy_deployments(
             name="copy",
             num_replicas=1,
             max_ongoing_requests=64,
+            graceful_shutdown_timeout_s=COPY_SHUTDOWN_S,
             ray_actor_options={
-                "num_cpus": 0, "resources": node_resource(place.node), "runtime_env": {"env_vars": GRPC_ENV}
+                "num_cpus": 0, "resources": node_resource(place.node),
+                "runtime_env": {"env_vars": {**GRPC_ENV, COPY_FOLDER_ENV: place.folder}},
             },
             logging_config=logging,
         )

@@ -6,7 +6,9 @@ One replica, never more: it numbers each shard's writes, and two numbering the s
 one number. Serve restarts it when it fails; the new one reads from the copies which writes each holds. It heals the
 cluster in a thread of its own (ClusterIndex.heal every `heal_every_s`, beside the writer thread): a copy whose
 replica died is started again, one whose node is gone is rebuilt on a live node from a live copy (and, once the
-manifest names the new one, the old one's Serve application is deleted), one that missed writes catches up."""
+manifest names the new one, the old one's Serve application is deleted), one that missed writes catches up. On
+start it deletes the copy applications of its manifest's build that the manifest does not name (an ingress that died
+between the manifest's write and the delete left them)."""
 
 from __future__ import annotations
 
@@ -19,7 +21,12 @@ from ray import serve
 
 from searchengine.server.app import create_app
 from searchengine.server.cluster.cluster_engine import ClusterEngine
-from searchengine.server.cluster.copy_deployments import ServeCalls, start_copy_deployment, stop_copy_deployment
+from searchengine.server.cluster.copy_deployments import (
+    ServeCalls,
+    start_copy_deployment,
+    stop_copy_deployment,
+    stop_unnamed_copies,
+)
 from searchengine.server.served_index import ServedIndex
 from searchengine.server.settings import ServerSettings
 
@@ -53,6 +60,7 @@ class ClusterIngress:
             stopper=stop_copy_deployment,
             keep_statistics=True,
         )
+        await asyncio.to_thread(self._stop_unnamed_copies)
         self.engine = ClusterEngine(self.cluster)
         self.served = await asyncio.to_thread(
             ServedIndex, self.engine.path, max_batch=max_batch, readers=readers, open_engine=lambda: self.engine
@@ -61,6 +69,17 @@ class ClusterIngress:
         self._healing = threading.Lock()
         self._healer = threading.Thread(target=self._heal, args=(heal_every_s,), name="cluster-heal", daemon=True)
         self._healer.start()
+
+    def _stop_unnamed_copies(self) -> None:
+        """Delete the copy applications of this cluster's build its manifest does not name (stop_unnamed_copies): an
+        ingress that died after heal wrote the manifest and before it deleted the replaced copy's left it running. A
+        failure is logged; the ingress serves on, and the application stays until the next start."""
+        try:
+            for app in stop_unnamed_copies(self.cluster.manifest):
+                log.warning("deleted Serve application %s: a copy of this cluster its manifest no longer names", app)
+        except Exception as error:  # noqa: BLE001 (searches and writes do not need it)
+            why = f"{type(error).__name__}: {error}".splitlines()[0]
+            log.warning("could not look for copies the manifest no longer names: %s", why)
 
     def __serve_build_asgi_app__(self) -> Any:  # noqa: ANN401 (a FastAPI app)
         return create_app(self.served, self.settings)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from searchengine.cluster.errors import ClusterError
-from searchengine.cluster.served import running_apps, served_copies
+from searchengine.cluster.served import recorded_env, running_apps, served_copies
 from searchengine.server.cluster import direct_ingress
 from searchengine.server.listener import http_url
 from searchengine.server.settings import ServerSettings
@@ -24,8 +24,8 @@ MANIFEST_ENV = "SEARCHENGINE_CLUSTER_MANIFEST"
 (stop_cluster reads it there, without asking an ingress that may be busy or hung)."""
 STOP_TIMEOUT_S = 120.0
 """Seconds stop_cluster waits for the ingress's application to be gone, and then as long for the copies': Serve
-waits for a replica's requests in flight, and up to its graceful_shutdown_timeout_s (20 s) for one whose node is
-lost."""
+waits for a replica's requests in flight, up to its graceful_shutdown_timeout_s (the ingress's: Serve's default, 20 s;
+a copy's: COPY_SHUTDOWN_S, 3 s, the wait for one whose node is lost)."""
 
 
 @dataclass(frozen=True)
@@ -212,8 +212,4 @@ def _ingress_manifest() -> str | None:
     when no ingress runs."""
     if INGRESS_APP not in running_apps():
         return None
-    from ray.serve.context import _get_global_client
-
-    application = _get_global_client().get_serve_details()["applications"].get(INGRESS_APP, {})
-    options = application.get("deployments", {}).get("ingress", {}).get("deployment_config", {})
-    return ((options.get("ray_actor_options") or {}).get("runtime_env") or {}).get("env_vars", {}).get(MANIFEST_ENV)
+    return recorded_env("ingress").get(INGRESS_APP, {}).get(MANIFEST_ENV)

@@ -811,6 +811,38 @@ def test_a_copy_lost_at_each_step_of_a_query_is_replaced_by_its_other_copy(built
     index.heal()
 
 
+@pytest.mark.parametrize("mode", ["dense", "hybrid"])
+def test_a_copy_heal_takes_off_a_round_about_to_ask_it_is_skipped_not_called(built: dict, mode: str) -> None:
+    """Heal, finding a copy's node lost, stops it serving and takes its handle (to rebuild it elsewhere) while a
+    search is between making its order of copies (or its statistics round, which that copy answered) and starting
+    the next round: here as the round's call to shard 0 starts, to shard 2's first copy. Before, the round called
+    that copy's handle, None by then, and the search failed (a 500 through the ingress); now it asks the shard's
+    other copy, and the answer is whole and the same."""
+    index = built["index"]
+    expected = index.search_batch(QUERIES, 10, mode=mode)
+    order = index._copy_order()  # the copy the next search asks first, for each shard
+    index._turn -= 1
+    moved = order[2][0]
+    handle = moved.handle
+
+    class CallsAsHealTakesACopy(ActorCalls):
+        def start(self, handle: Any, method: str, *args: Any) -> Any:  # noqa: ANN401
+            if method == "candidates" and moved.handle is not None:
+                moved.serving, moved.handle = False, None  # as heal does: serving first, then the handle
+            return super().start(handle, method, *args)
+
+    index.calls = CallsAsHealTakesACopy()
+    try:
+        answer = index.search_batch(QUERIES, 10, mode=mode)
+    finally:
+        index.calls = ActorCalls()
+        moved.handle, moved.serving = handle, True  # its node is not lost: it serves on
+    assert not answer.partial
+    assert [[(h.external_id, round(h.score, 5)) for h in hits] for hits in answer.hits] == [
+        [(h.external_id, round(h.score, 5)) for h in hits] for hits in expected.hits
+    ]
+
+
 def test_a_stalled_copy_is_hedged_by_its_other_copy_and_keeps_serving(built: dict) -> None:
     """A copy whose process stops (SIGSTOP: a node that hangs, a long pause) answers nothing and fails nothing: the
     search asks the shard's other copy once the call is late for its shard, takes that answer, and returns long
@@ -1210,6 +1242,57 @@ def test_a_node_that_comes_back_under_its_name_serves_its_copies_again(built: di
     found = index.search("written while node d was away", 10, mode="keyword", all_shards=False)
     assert set(ids) <= {hit.external_id for hit in found.hits[0]}
     index.heal()
+
+
+def test_a_rebuilt_copy_whose_start_fails_leaves_the_manifest_naming_copies_that_hold_their_shard(
+    built: dict, ray_cluster: Any  # noqa: ANN401
+) -> None:
+    """A node is lost, and heal's first start of a copy rebuilt elsewhere raises, its second starts a copy that is
+    lost at once (it does not answer). Before, the start's error left heal with the new place in memory only, and
+    the next heal, which started the copy there, never wrote the manifest: it named the lost place of a copy that
+    served elsewhere. Now heal says the failure in one line and goes on; memory and manifest name the same places
+    but for a copy not serving yet, for which the manifest keeps the lost place; the next heals finish, and the lost
+    places and what the failed start left are stopped, each once the committed manifest no longer names it."""
+    cluster, nodes = ray_cluster
+    index = built["index"]
+    path = built["folder"] / "cluster.json"
+    _healed(index)
+    gone = next(name for name in sorted(nodes) if any(s.place.node == name for states in index.copies for s in states))
+    lost = {(shard, s.place) for shard, states in enumerate(index.copies) for s in states if s.place.node == gone}
+    tried: list[tuple[int, CopyPlace]] = []
+    stopped: list[tuple[int, CopyPlace, bool]] = []  # shard, place, whether the committed manifest named it then
+
+    def starter(place: CopyPlace, shard: int, local_root: str) -> Any:  # noqa: ANN401 (an actor handle)
+        tried.append((shard, place))
+        if len(tried) == 1:
+            raise ClusterError("Serve's controller is out of reach")
+        handle = start_copy_actor(place, shard, local_root)
+        if len(tried) == 2:
+            _kill(handle)  # started, and lost at once
+        return handle
+
+    def stopper(place: CopyPlace, shard: int) -> None:
+        stopped.append((shard, place, place in read_manifest(path).placement[shard]))
+
+    index.starter, index.stopper = starter, stopper
+    cluster.remove_node(nodes.pop(gone))
+    try:
+        first = index.heal()
+        on_disk = read_manifest(path)
+        assert on_disk == index.manifest
+        for shard, states in enumerate(index.copies):
+            for state, named in zip(states, on_disk.placement[shard]):
+                assert state.place == named or (not state.serving and (shard, named) in lost), (state, named)
+        failed = "its start failed (ClusterError: Serve's controller is out of reach); rebuilt at the next heal"
+        assert any(failed in line for line in first), first
+        _healed(index)
+    finally:
+        index.starter, index.stopper = start_copy_actor, None
+    on_disk = read_manifest(path)
+    assert on_disk == index.manifest
+    assert on_disk.placement == tuple(tuple(state.place for state in states) for states in index.copies)
+    assert not any(place.node == gone for places in on_disk.placement for place in places)
+    assert sorted(stopped, key=str) == sorted(((shard, place, False) for shard, place in {*lost, tried[0]}), key=str)
 
 
 def test_removing_a_build_frees_its_folders_on_every_live_node(built: dict) -> None:

@@ -12,7 +12,14 @@ from pathlib import Path
 import pytest
 
 from searchengine.cluster.errors import ClusterError
-from searchengine.cluster.manifest import ClusterManifest, CopyPlace, read_manifest, write_manifest
+from searchengine.cluster.manifest import (
+    ClusterManifest,
+    CopyPlace,
+    copy_folder,
+    of_build,
+    read_manifest,
+    write_manifest,
+)
 from searchengine.cluster.routing import global_id, shard_of, shard_of_id
 
 
@@ -82,3 +89,17 @@ def test_cluster_ids_name_their_shard() -> None:
     for shard in range(3):
         for local in (0, 1, 17):
             assert shard_of_id(global_id(local, shard, 3), 3) == (shard, local)
+
+
+def test_a_folder_is_of_a_build_only_under_its_local_root_name_and_build() -> None:
+    manifest = _manifest()
+    assert of_build(manifest, copy_folder("/r", "c", "x", "build1", 3)) and of_build(manifest, "/r/./a/x/build1/s-0/")
+    others = [
+        copy_folder("/r", "c", "x", "build2", 3),  # another build of the cluster index
+        copy_folder("/r", "c", "y", "build1", 3),  # another cluster index
+        copy_folder("/elsewhere", "c", "x", "build1", 3),  # another local root
+        "/r/c/x/build1",  # the build's folder itself
+        "/r/c/x/build1/shard-0/inner",
+        "",
+    ]
+    assert not any(of_build(manifest, folder) for folder in others)
