@@ -61,8 +61,10 @@ def merged_ranking(
     keyword = [
         (global_id(doc, shard, shards), score) for shard, answer in answers.items() for doc, score in answer.keyword
     ]
-    for side in (dense, keyword):  # best first, ties by id: sorted by id, then stably by score (no tuple key built
-        side.sort(key=itemgetter(0))  # per item: 0.6 times the time of sorting by (-score, id))
+    # Best first, ties by id: sorted by id, then stably by score, with no tuple key built per pair (0.6 times the
+    # time of one sort by (-score, id) for 400 pairs).
+    for side in (dense, keyword):
+        side.sort(key=itemgetter(0))
         side.sort(key=itemgetter(1), reverse=True)
     bound = plan.bound if plan is not None else 0.0
 
