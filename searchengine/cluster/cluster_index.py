@@ -61,10 +61,12 @@ class ClusterAnswer:
         return self.answered < self.shards
 
 
-def scored_hit(document: Hit, scored: Scored) -> Hit:
-    """The stored document a shard sent (an unscored hit) with the score and sides the merge gave it."""
+def scored_hit(document: Hit, scored: Scored, cluster_id: int) -> Hit:
+    """The stored document a shard sent (an unscored hit) with its id in the cluster and the score and sides the
+    merge gave it: one copy of the hit (dataclasses.replace takes about 4 µs a hit)."""
     return replace(
         document,
+        id=cluster_id,
         score=scored.score,
         found_by=scored.found_by,
         dense_score=scored.dense_score,
@@ -351,12 +353,12 @@ class ClusterIndex(CopyUpkeep, RoutedWrites, ShardRounds):
         for position, ranking in enumerate(rankings):
             hits = []
             for shard, scored in ranking:
+                cluster_id = global_id(scored.id, shard, self.shards)
                 document = sent[position][shard].get(scored.id)
-                hit = (
-                    read.get((shard, position), {}).get(scored.id) if document is None else scored_hit(document, scored)
-                )
-                if hit is not None:
-                    hits.append(replace(hit, id=global_id(hit.id, shard, self.shards)))
+                if document is not None:
+                    hits.append(scored_hit(document, scored, cluster_id))
+                elif (hit := read.get((shard, position), {}).get(scored.id)) is not None:
+                    hits.append(replace(hit, id=cluster_id))
             results.append(hits)
         return results, set(wanted) - set(found)
 

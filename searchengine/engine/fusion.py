@@ -73,12 +73,16 @@ def fuse(dense: Ranked, keyword: Ranked, fusion: Fusion, keyword_bound: float = 
         parts = [{doc: max(0.0, min(1.0, score)) for doc, score in dense}, bounded_keyword(keyword, keyword_bound)]
     else:
         parts = [min_max(side) for side in (dense, keyword)]
-    best_rank: dict[int, int] = {}
-    for side in (dense, keyword):
-        for rank, (doc, _) in enumerate(side):
-            best_rank[doc] = min(rank, best_rank.get(doc, rank))
-    scores = {doc: sum(w * part.get(doc, 0.0) for w, part in zip(weights, parts)) for doc in best_rank}
-    return sorted(scores.items(), key=lambda item: (-item[1], best_rank[item[0]], item[0]))
+    best_rank = {doc: rank for rank, (doc, _) in enumerate(keyword)}
+    for rank, (doc, _) in enumerate(dense):
+        if rank < best_rank.get(doc, rank + 1):
+            best_rank[doc] = rank
+    (dense_weight, keyword_weight), (dense_part, keyword_part) = weights, parts
+    ranked = sorted(
+        (-(dense_weight * dense_part.get(doc, 0.0) + keyword_weight * keyword_part.get(doc, 0.0)), rank, doc)
+        for doc, rank in best_rank.items()
+    )  # one tuple a candidate, ordered as (-score, best rank, id), with no Python key function called per item
+    return [(doc, -negated) for negated, _, doc in ranked]
 
 
 def min_max(side: Ranked) -> dict[int, float]:
