@@ -256,42 +256,6 @@ def vector_blocks(vectors: np.ndarray) -> list[np.ndarray]:
     return [vectors[start : start + BLOCK] for start in range(0, len(vectors), BLOCK)]
 
 
-def shutdown_serve_after_loss(index: Any) -> None:  # noqa: ANN401 (the build's ClusterIndex)
-    """serve.shutdown() once a node's loss is measured, without Serve's graceful wait for the copies on the lost
-    node: their replicas can never start again (their node's resource went with it), so Serve would wait each one's
-    graceful_shutdown_timeout_s (COPY_SHUTDOWN_S, 3 s; Serve's default, 20 s, before stop 56) before killing it. Their applications are deleted and their
-    replicas killed first (the deployments keep their graceful stop); then Serve shuts down as before, so that the
-    next phase starts it afresh on the same cluster."""
-    import ray
-    from ray import serve
-    from ray.serve._private.common import REPLICA_ID_FULL_ID_STR_PREFIX
-    from ray.serve._private.constants import SERVE_NAMESPACE
-
-    from searchengine.cluster.placement import live_nodes
-    from searchengine.server.cluster.copy_deployments import copy_app_name
-
-    nodes = live_nodes()
-    lost = {
-        copy_app_name(state.place, shard)
-        for shard, states in enumerate(index.copies)
-        for state in states
-        if state.place.node not in nodes
-    }
-    for app in lost:
-        serve.delete(app, _blocking=False)
-    replicas = tuple(f"{REPLICA_ID_FULL_ID_STR_PREFIX}{app}#" for app in lost)
-    deadline = time.monotonic() + 60
-    while lost & set(serve.status().applications) and time.monotonic() < deadline:
-        for actor in ray.util.list_named_actors(all_namespaces=True):
-            if actor["namespace"] == SERVE_NAMESPACE and actor["name"].startswith(replicas):
-                try:
-                    ray.kill(ray.get_actor(actor["name"], namespace=SERVE_NAMESPACE), no_restart=True)
-                except ValueError:  # gone meanwhile
-                    pass
-        time.sleep(0.2)
-    serve.shutdown()
-
-
 def one_copy_loss(
     cluster: Any, folder: Path, documents: list[Any], vectors: np.ndarray, args: argparse.Namespace,  # noqa: ANN401
     options: dict, queries: list[str],
@@ -358,6 +322,7 @@ def main(argv: list[str] | None = None) -> None:
     started = time.perf_counter()
 
     import ray
+    from ray import serve
     from searchengine.indexer.commit.index_directory import IndexDirectory
 
     from benchmarks.scale.simulated_nodes import simulated_cluster
@@ -439,7 +404,7 @@ def main(argv: list[str] | None = None) -> None:
             loss = node_loss(
                 url, cluster, nodes[victim], texts or dense_queries, args.load_seconds, args.seed, args.clients
             )
-            shutdown_serve_after_loss(index)
+            serve.shutdown()  # its copies on the lost node are killed after their COPY_SHUTDOWN_S
             record["node_removed"] = victim
             record["node_loss"] = loss
             record["failed_searches"] = loss["failed_searches"]
