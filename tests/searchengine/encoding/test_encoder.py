@@ -36,6 +36,27 @@ def test_empty_input(tiny_encoder: Encoder) -> None:
     assert tiny_encoder.encode([]).shape == (0, 32)
 
 
+@pytest.mark.parametrize(
+    ("texts", "refused"),
+    [
+        ("the cat", r"list of str, such as \['a text'\], not a str"),  # gave seven vectors, one per character
+        (b"the cat", "not a bytes"),
+        (None, "not a NoneType"),
+        (["the cat", None], "text number 2 to encode is a NoneType, not a str"),
+        ([b"the cat"], "text number 1 to encode is a bytes, not a str"),
+    ],
+)
+def test_texts_that_are_not_a_list_of_str_are_refused_in_one_line(
+    tiny_encoder: Encoder, texts: object, refused: str
+) -> None:
+    with pytest.raises(SearchEngineError, match=refused):
+        tiny_encoder.encode(texts)  # type: ignore[arg-type]
+
+
+def test_any_iterable_of_texts_is_encoded(tiny_encoder: Encoder, sentences: list[str]) -> None:
+    np.testing.assert_allclose(tiny_encoder.encode(iter(sentences)), tiny_encoder.encode(sentences), atol=1e-6)
+
+
 def test_truncation_is_counted(tiny_model: Path) -> None:
     encoder = Encoder(tiny_model)
     encoder.encode(["short", "word " * 100, "also short", "cat " * 63])
