@@ -137,6 +137,19 @@ def test_a_document_whose_text_is_not_a_str_is_refused_before_anything_is_writte
     assert len(engine) == len(sentences)
 
 
+@pytest.mark.parametrize("corpus", [b"the cat sat", bytearray(b"the cat sat")])
+def test_bytes_given_as_the_corpus_are_refused_in_one_line(
+    engine: SearchEngine, sentences: list[str], tmp_path: Path, tiny_encoder: Encoder, corpus: object
+) -> None:
+    """Read as a sequence, each byte was a text: 'text number 1 is a int, not a str'."""
+    refused = rf"the corpus is {type(corpus).__name__}, not texts: decode it"
+    with pytest.raises(SearchEngineError, match=refused):
+        engine.add(corpus)  # type: ignore[arg-type]
+    with pytest.raises(SearchEngineError, match=refused):
+        SearchEngine.build(corpus, tmp_path / "other", encoder=tiny_encoder)  # type: ignore[arg-type]
+    assert len(engine) == len(sentences)
+
+
 def test_add_appends_and_counts_repeats(engine: SearchEngine, sentences: list[str]) -> None:
     report = engine.add(["a brand new text about the sun", sentences[0]])
     assert (report.added, report.repeats) == (2, 1)
