@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -239,3 +242,37 @@ def test_a_call_with_a_batch_size_below_one_is_refused(tiny_encoder: Encoder) ->
             tiny_encoder.encode(["the cat sat"], size)
         with pytest.raises(SearchEngineError, match=f"batch_size must be at least 1, not {size}"):
             tiny_encoder.encode_queries(["the cat sat"], size)
+
+
+THREADS_LOADING = """
+import sys, threading
+from searchengine.encoding.encoder import Encoder
+start, failed = threading.Barrier(4), []
+def load():
+    start.wait()
+    try:
+        Encoder(sys.argv[1], precision="fp32")
+    except Exception as exc:
+        failed.append(f"{type(exc).__name__}: {exc}")
+threads = [threading.Thread(target=load) for _ in range(4)]
+[thread.start() for thread in threads]
+[thread.join() for thread in threads]
+print(failed)
+"""
+
+
+def test_threads_loading_one_model_at_once_in_a_fresh_process_all_load(tiny_model: Path, tmp_path: Path) -> None:
+    """A server's first requests to collections each load their model: transformers imports its classes lazily
+    ("module 'transformers' has no attribute 'AutoTokenizer'" in three threads of four) and torch.onnx.export
+    keeps global state ("GLOBALS.in_onnx_export must be False"). A fresh process, since this one imported
+    transformers long ago, and an empty ONNX cache, so that the export is made."""
+    environment = {**os.environ, "SEARCHENGINE_CACHE": str(tmp_path / "cache")}
+    completed = subprocess.run(
+        [sys.executable, "-c", THREADS_LOADING, str(tiny_model)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=environment,
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert completed.stdout.strip().splitlines()[-1] == "[]", completed.stdout
