@@ -243,6 +243,15 @@ def test_query_on_empty_index(tmp_path: Path, tiny_encoder: Encoder) -> None:
     assert engine.search("now there is one text", k=3, mode="dense")[0].score == pytest.approx(1.0, abs=1e-5)
 
 
+def test_create_refuses_a_path_that_holds_an_index_and_leaves_it_as_it_was(
+    engine: SearchEngine, sentences: list[str], tiny_encoder: Encoder
+) -> None:
+    """create over an index emptied it without a word (a script run twice lost what its first run added)."""
+    with pytest.raises(SearchEngineError, match=r"index .* exists already: open it \(SearchEngine.open\) to add to it"):
+        SearchEngine.create(engine.path, encoder=tiny_encoder)
+    assert len(SearchEngine.open(engine.path, encoder=tiny_encoder)) == len(sentences)
+
+
 def test_empty_index_cannot_need_training(tmp_path: Path, tiny_encoder: Encoder) -> None:
     with pytest.raises(SearchEngineError, match="fitted on documents"):
         SearchEngine.create(tmp_path / "empty", encoder=tiny_encoder, index="IVF4,Flat")
