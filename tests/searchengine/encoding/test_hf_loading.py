@@ -73,4 +73,3 @@ def test_an_encoder_on_the_cpu_tokenizes_on_one_core(tiny_model: Path, monkeypat
     monkeypatch.delenv(PARALLELISM, raising=False)
     Encoder(tiny_model, device="cpu")
     assert hf_loading.os.environ[PARALLELISM] == "false"
-
