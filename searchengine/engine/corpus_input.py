@@ -35,7 +35,7 @@ def given_documents(corpus: Iterable[str | Document]) -> Iterator[Document]:
             "or give the path of a corpus file"
         )
     documents = (_text_document(text, number) for number, text in enumerate(corpus, start=1))
-    return (document for document in documents if document.text)
+    return (document for document in documents if document.text.strip())  # a Document's text is kept as given
 
 
 def checked_documents(corpus: Iterable[str | Document] | None) -> list[Document]:

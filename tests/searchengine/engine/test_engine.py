@@ -150,6 +150,15 @@ def test_bytes_given_as_the_corpus_are_refused_in_one_line(
     assert len(engine) == len(sentences)
 
 
+def test_a_document_of_only_spaces_is_left_out_as_an_empty_one_is(engine: SearchEngine, sentences: list[str]) -> None:
+    """Document("") was left out, as a blank text is, but Document("   ") was stored, a blank hit for every query."""
+    from searchengine import Document
+
+    report = engine.add([Document("   ", external_id="spaces"), Document("", external_id="empty"), Document("kept")])
+    assert report.added == 1 and len(engine) == len(sentences) + 1
+    assert engine.get(ids=["spaces", "empty"]) == []
+
+
 def test_add_appends_and_counts_repeats(engine: SearchEngine, sentences: list[str]) -> None:
     report = engine.add(["a brand new text about the sun", sentences[0]])
     assert (report.added, report.repeats) == (2, 1)
