@@ -25,6 +25,7 @@ from searchengine.indexer.commit.manifest import (
 )
 from searchengine.indexer.commit.manifest_check import BUILT_AS, METRIC, built_as
 from searchengine.indexer.commit.merge_policy import MERGE_LIMIT, build_merge_limit
+from searchengine.indexer.errors import IndexerError, StorageFullError
 from searchengine.indexer.tables.store import DocumentStore
 from searchengine.indexer.upgrades.format_one import add_to_format_one, format_one_segments
 from searchengine.indexer.vectors.build_parts import BuildParts
@@ -117,13 +118,22 @@ def rewriting(directory: IndexDirectory, versions: dict[str, str] | None = None)
 
 def copy_store(source: Path, target: Path) -> None:
     """A consistent copy of the store at `source` (through SQLite's backup: a WAL store's latest commits may still
-    be in its log), with the same permissions."""
+    be in its log), with the same permissions. One that cannot be written (the index's folder read-only, the disk
+    full) is an IndexerError of one line: it was SQLite's traceback, from the first write to a format-1 index."""
     reader = sqlite3.connect(f"{source.resolve().as_uri()}?mode=ro", uri=True)
-    writer = sqlite3.connect(str(target))
     try:
-        reader.backup(writer)
+        writer = sqlite3.connect(str(target))
+        try:
+            reader.backup(writer)
+        finally:
+            writer.close()
+    except sqlite3.Error as exc:
+        kind = StorageFullError if "full" in str(exc) else IndexerError
+        raise kind(
+            f"cannot write a copy of the store as {target} ({exc}); a conversion or compaction writes the whole store "
+            "anew beside the old one: make the index's folder writable (and free as much space as the store takes)"
+        ) from None
     finally:
-        writer.close()
         reader.close()
     shutil.copymode(source, target)
 

@@ -81,6 +81,26 @@ MAX_METADATA_DEPTH = 64
 one could not be shown (Python's recursion limit)."""
 
 
+def non_text_keys(value: object) -> list[object]:
+    """The keys of the first object (dict) in `value`, looked at a level at a time, that has keys other than str,
+    which JSON turns into text (1 into "1", True into "true", None into "null") even beside that key written as
+    text, giving an object with the same key twice; none found: []. Called after `nested_beyond` bounds the depth."""
+    layer = [value] if isinstance(value, (list, dict)) else []
+    while layer:
+        for container in layer:
+            if isinstance(container, dict):
+                odd = [key for key in container if not isinstance(key, str)]
+                if odd:
+                    return odd
+        layer = [
+            item
+            for container in layer
+            for item in (container.values() if isinstance(container, dict) else container)
+            if isinstance(item, (list, dict))
+        ]
+    return []
+
+
 def nested_beyond(value: object, levels: int) -> bool:
     """Whether lists and objects (dicts) nest in `value` deeper than `levels`; looks no deeper than that, a level
     at a time (no call per value: reading a hit's metadata back checks it too)."""
@@ -124,6 +144,12 @@ def refuse_unstorable_document(document: Document, number: int) -> None:
         raise IndexerError(
             f"document {number} has metadata nested more than {MAX_METADATA_DEPTH} levels deep; flatten it "
             "(metadata is one object of plain values and lists)"
+        )
+    odd_keys = non_text_keys(document.metadata)
+    if odd_keys:
+        raise IndexerError(
+            f"document {number} has a metadata key that is not text ({odd_keys[0]!r}); JSON's keys are text (a key 1 "
+            'would be stored as "1", beside any key "1" there): give str keys'
         )
     try:
         metadata = metadata_json(document.metadata, number) if document.metadata else ""

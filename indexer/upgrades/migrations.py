@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.upgrades.build_settings_table import build_settings
 from searchengine.indexer.upgrades.distinct_texts import distinct_texts
 from searchengine.indexer.upgrades.document_checksums import row_checksums
@@ -41,9 +42,17 @@ def applied(db: sqlite_utils.Database) -> int:
 
 
 def migrate(db: sqlite_utils.Database) -> int:
-    """Apply the migrations the store has not had, in one transaction; returns how many were applied."""
+    """Apply the migrations the store has not had, in one transaction; returns how many were applied. A store that
+    has had more than this code knows was written by a newer searchengine, whose tables this one would not keep up
+    to date as it writes: refused (a reader never migrates, so it still reads the store)."""
     done = applied(db)
-    if done >= len(MIGRATIONS):
+    if done > len(MIGRATIONS):
+        raise IndexerError(
+            f"this index was written by a newer searchengine (its store has had {done} schema changes, this "
+            f"searchengine knows {len(MIGRATIONS)}), whose records a write by this one would not keep: upgrade "
+            "searchengine (pip install -U searchengine) to write it; searching it works as it is"
+        )
+    if done == len(MIGRATIONS):
         return 0
     with db.atomic():
         db.execute(f"CREATE TABLE IF NOT EXISTS {TABLE} (number INTEGER PRIMARY KEY, name TEXT NOT NULL)")

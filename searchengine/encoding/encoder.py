@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +34,20 @@ TOKENIZE_SLICE_CHARS = 16_384
 queries wait for. Tokenizing a whole call at once held it for all of a write's texts, seconds for a large write;
 by slices the longest hold is a small fraction of a second, for a little more total time (benchmarks/serving/encoder_lock.py,
 measured in docs/benchmarks.md#serving)."""
+
+
+
+def checked_texts(texts: object) -> list[str]:
+    """`texts` as `encode` takes them, as a list; refused in one line where they are one text rather than a list of
+    them (a str was embedded character by character), not a list at all, or hold something other than a str."""
+    if isinstance(texts, (str, bytes)) or not isinstance(texts, Iterable):
+        shown = type(texts).__name__
+        raise SearchEngineError(f"give the texts to encode as a list of str, such as ['a text'], not a {shown}")
+    texts = list(texts)
+    for number, text in enumerate(texts, start=1):
+        if not isinstance(text, str):
+            raise SearchEngineError(f"text number {number} to encode is a {type(text).__name__}, not a str")
+    return texts
 
 
 def _slices(texts: Sequence[str]) -> Iterator[slice]:
@@ -229,6 +243,7 @@ class Encoder:
         post-processing modules, not L2-normalised); what a new post-processing module is fitted on.
         `bulk`: where the encoder has a bulk runtime (`bulk_precision`), a call whose batches hold BULK_TEXTS texts
         or more runs in it; False keeps every call on the main runtime (see encode_queries)."""
+        texts = checked_texts(texts)
         if len(texts) == 0:
             return np.zeros((0, self.dimension), dtype=np.float32)
         prepared = [text.strip() for text in texts]

@@ -6,6 +6,7 @@ names the model and the first line of the cause."""
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -16,6 +17,11 @@ PARALLELISM = "TOKENIZERS_PARALLELISM"
 """The tokenizers library's switch for tokenizing a batch on every core (its Rust thread pool)."""
 USER_SET_PARALLELISM = PARALLELISM in os.environ
 """Whether the user chose PARALLELISM themselves (read at import, before searchengine sets a default)."""
+
+LOADING = threading.Lock()
+"""Held while a tokenizer and model load: transformers imports its classes lazily on first use, and threads doing
+that at once got "module 'transformers' has no attribute 'AutoTokenizer'" (the first requests of a server to
+collections of its own models, in parallel)."""
 
 HUB_FILES = ("*.json", "*.txt", "*.safetensors", "*.model")
 """What a Hub download fetches: configs, tokenizer files and safetensors weights, never pickled weights."""
@@ -79,10 +85,11 @@ def load_pretrained(path: Path, what: str, auto_class: str = "AutoModel", **opti
 
     auto_class: the transformers class that builds the model ("AutoModel", "AutoModelForSequenceClassification");
     options: passed on to its from_pretrained. what: how the error names the model ("the cross-encoder")."""
-    transformers = _quiet_transformers()
     try:
-        tokenizer = transformers.AutoTokenizer.from_pretrained(path)
-        model = getattr(transformers, auto_class).from_pretrained(path, use_safetensors=True, **options)
+        with LOADING:
+            transformers = _quiet_transformers()
+            tokenizer = transformers.AutoTokenizer.from_pretrained(path)
+            model = getattr(transformers, auto_class).from_pretrained(path, use_safetensors=True, **options)
     except (OSError, ValueError) as exc:
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise SearchEngineError(

@@ -17,6 +17,7 @@ import json
 import logging
 import os
 import tempfile
+import threading
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,6 +40,11 @@ if TYPE_CHECKING:  # numpy and torch load where a model is exported or run, so t
     import torch
 
 
+EXPORTING = threading.Lock()
+"""Held while a cached export is looked for and, if missing, made: torch.onnx.export keeps global state, and
+threads exporting at once (a server's first requests to collections, each loading its model) failed with
+"GLOBALS.in_onnx_export must be False"; a thread that waited then finds the export made."""
+
 FUSABLE_MODEL_TYPES = frozenset({"bert", "roberta", "xlm-roberta"})
 """Architectures onnxruntime.transformers.optimizer fuses as model_type="bert"; others run unfused."""
 
@@ -58,14 +64,15 @@ class OnnxTransformer:
         self.input_names = input_names
         self.path = export_path(fingerprint, precision)
         self.identity = {"fingerprint": fingerprint, "precision": precision, "opset": OPSET, "inputs": input_names}
-        if not cached_export_is_valid(self.path, self.identity):
-            try:
-                self._export(model)
-            except OSError as exc:
-                raise SearchEngineError(
-                    f"cannot write the ONNX export to {self.path.parent} ({exc.strerror or exc}); set "
-                    "SEARCHENGINE_CACHE to a writable folder, or use the torch backend"
-                ) from None
+        with EXPORTING:
+            if not cached_export_is_valid(self.path, self.identity):
+                try:
+                    self._export(model)
+                except OSError as exc:
+                    raise SearchEngineError(
+                        f"cannot write the ONNX export to {self.path.parent} ({exc.strerror or exc}); set "
+                        "SEARCHENGINE_CACHE to a writable folder, or use the torch backend"
+                    ) from None
         self.session = open_session(self.path, threads)
 
     def _export(self, model: torch.nn.Module) -> None:

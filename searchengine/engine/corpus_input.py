@@ -28,9 +28,14 @@ def corpus_documents(corpus: Corpus, jsonl: bool | None, fields: JsonFields = Js
 
 def given_documents(corpus: Iterable[str | Document]) -> Iterator[Document]:
     """The texts and Documents given from Python as Documents, blank texts left out (a text that is not a str is
-    refused in one line)."""
+    refused in one line, as are bytes given as the corpus: read as a sequence, each byte was a text that is an int)."""
+    if isinstance(corpus, (bytes, bytearray, memoryview)):
+        raise SearchEngineError(
+            f"the corpus is {type(corpus).__name__}, not texts: decode it (data.decode('utf-8')) and give a list of str, "
+            "or give the path of a corpus file"
+        )
     documents = (_text_document(text, number) for number, text in enumerate(corpus, start=1))
-    return (document for document in documents if document.text)
+    return (document for document in documents if document.text.strip())  # a Document's text is kept as given
 
 
 def checked_documents(corpus: Iterable[str | Document] | None) -> list[Document]:

@@ -347,9 +347,19 @@ def existing_index(path: Path) -> ExistingIndex | None:
 
 def check_replacing(path: Path, sources: Sequence[object], replace: bool) -> None:
     """Refuse to replace an index of other documents unless told (`--replace`): building from the same input
-    again is a rebuild, building from another one would silently discard what the index holds."""
-    existing = existing_index(path)
-    if existing is None or replace or existing.documents == 0:
+    again is a rebuild, building from another one would silently discard what the index holds. With `replace` the
+    index there is not read at all: one that is damaged, or of a newer format, is what a rebuild over it is for
+    (every such error says to rebuild, and `index --replace` refused with that same error)."""
+    if replace:
+        return
+    try:
+        existing = existing_index(path)
+    except SearchEngineError as exc:
+        raise SearchEngineError(
+            f"{path} holds an index that cannot be read, kept until you say to replace it ({exc}); pass --replace to "
+            "build over it, or --index-dir DIR to build another"
+        ) from None
+    if existing is None or existing.documents == 0:
         return
     names = [source_name(source) for source in sources]
     if existing.sources and names == existing.sources and STDIN not in names:

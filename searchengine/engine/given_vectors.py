@@ -22,8 +22,11 @@ def given_vectors(
     """`vectors` (a 2-D array or a list of lists of numbers) as the index stores them: checked to be `count` rows
     (when given) of `dimension` finite numbers, none all zeros, then L2-normalised; else one SearchEngineError
     naming the problem, `what` (one vector's name where `one`, so the sentence says "has", not "have")."""
+    if isinstance(vectors, np.ndarray) and vectors.dtype.kind == "c":  # float32 would drop the imaginary parts
+        raise SearchEngineError(f"{what} must be real numbers, not complex ones")
     try:
-        array = np.asarray(vectors, dtype=np.float32)
+        with np.errstate(over="ignore"):  # a number beyond float32 becomes an infinity, refused below in one line
+            array = np.asarray(vectors, dtype=np.float32)
     except (TypeError, ValueError):
         raise SearchEngineError(f"{what} must be lists of numbers of the same length ({dimension} each)") from None
     if array.ndim != 2:
@@ -37,17 +40,24 @@ def given_vectors(
             "the index's model (SearchEngine.encode gives them as the index stores them)"
         )
     if not np.isfinite(array).all():
-        raise SearchEngineError(f"{what} {'holds' if one else 'hold'} a NaN or an infinity: every number must be finite")
-    if len(array) and not np.linalg.norm(array, axis=1).all():
+        raise SearchEngineError(
+            f"{what} {'holds' if one else 'hold'} a NaN or an infinity (or a number beyond float32's 3.4e38): every "
+            "number must be finite"
+        )
+    largest = np.abs(array).max(axis=1, keepdims=True)
+    if not largest.all():
         zeros = "is all zeros" if one else "hold a vector of zeros"
         raise SearchEngineError(f"{what} {zeros}, which has no direction to compare by cosine")
-    return to_index_vectors(array, None)
+    # Each row divided by its largest number first: the same direction, and a norm that can be taken (the squares of
+    # 1e19 overflow float32, and normalising such a row stored zeros; those of 1e-30 underflow to a norm of 0).
+    return to_index_vectors(array / largest, None)
 
 
 def given_vector(vector: object, dimension: int) -> np.ndarray:
     """One search vector as a 1 x `dimension` row in the index's space (given_vectors says what is refused)."""
     try:
-        array = np.asarray(vector, dtype=np.float32)
+        with np.errstate(over="ignore"):  # as in given_vectors
+            array = np.asarray(vector, dtype=np.float32)
     except (TypeError, ValueError):
         raise SearchEngineError(f"the vector must be a list of {dimension} numbers") from None
     if array.ndim != 1:

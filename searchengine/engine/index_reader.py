@@ -90,7 +90,7 @@ class IndexReader(IndexSnapshot):
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         """Vectors as this index stores them: encoder output, whitened when fitted, L2-normalised."""
-        return to_index_vectors(self.encoders.encoder.encode(list(texts)), self.whitening)
+        return to_index_vectors(self.encoders.encoder.encode(texts), self.whitening)
 
     @lists_search_options
     def search_batch(

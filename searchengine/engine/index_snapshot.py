@@ -37,7 +37,7 @@ class IndexSnapshot:
         self.manifest: Manifest
         """What the index holds, as of the last load (open, and after each change made through this engine)."""
         self.vectors: SegmentSet
-        self.store: DocumentStore | None = None
+        self._store: DocumentStore | None = None
         self.whitening: Whitening | None = None
         self.tombstones: np.ndarray
         """Ids of deleted documents whose vectors wait for `compact()` (index types that cannot delete)."""
@@ -55,11 +55,20 @@ class IndexSnapshot:
         """Reads the newest commit number for `refresh`, leaving the loaded state's snapshot where it is."""
         self._upkeep: LogUpkeep | None = None
         """Says when `refresh` should renew the snapshot so SQLite can start its write-ahead log again."""
+        self.closed = False
+        """Whether `close()` was called: every later read or write is refused in one line (`check_open`)."""
         self._load()
 
     @property
     def path(self) -> Path:
         return self.directory.path
+
+    @property
+    def store(self) -> DocumentStore:
+        """The document store of the loaded commit; refused after `close()` (`check_open`)."""
+        if self.closed or self._store is None:  # None only once closed: every load sets it
+            raise self._closed_error()
+        return self._store
 
     def _load(self) -> None:
         # A writer may commit and remove the files between reading the manifest and opening them: read again.
@@ -74,10 +83,10 @@ class IndexSnapshot:
         probe = self._probe if self._probe is not None and self._probe.path == store.path else None
         if probe is not None:  # kept open for the same store file: its connection reads every later commit
             self._probe = None
-        self.close()
+        self._close_files()
         if probe is not None and not manifest.segmented:
             probe.close()
-        self.manifest, self.vectors, self.store, self.whitening = manifest, vectors, store, whitening
+        self.manifest, self.vectors, self._store, self.whitening = manifest, vectors, store, whitening
         self.tombstones, self.live, self._stamp = tombstones, live, stamp
         self._commit = store.segments.commit_number() if manifest.segmented else None
         self._schema = store.schema_version()
@@ -173,7 +182,7 @@ class IndexSnapshot:
             self._load()
             return True
         self.store.close()
-        self.store = store
+        self._store = store
         return False
 
     @contextlib.contextmanager
@@ -183,6 +192,7 @@ class IndexSnapshot:
         state is loaded after. `may_commit_nothing` (a merge with nothing to merge), and a write that failed, first
         look whether anything was committed (`_pick_up_snapshot`); should that fail after a write that failed, the
         write's own error is the one raised."""
+        self.check_open()
         self.store.release_snapshot()
         try:
             yield
@@ -259,11 +269,24 @@ class IndexSnapshot:
             raise IndexerError(f"{problem}; rebuild the index")
         return load_segment(self.path, record, dimension)
 
+    def check_open(self) -> None:
+        """Refuse a use of this state after `close()`, in one line, instead of failing on the files it let go."""
+        if self.closed:
+            raise self._closed_error()
+
+    def _closed_error(self) -> SearchEngineError:
+        return SearchEngineError(f"the engine on {self.path} was closed; open the index again (SearchEngine.open)")
+
     def close(self) -> None:
-        """Close the store and the connections beside it."""
-        if self.store is not None:
-            self.store.close()
-            self.store = None
+        """Close the store and the connections beside it; every later use is refused (`check_open`)."""
+        self.closed = True
+        self._close_files()
+
+    def _close_files(self) -> None:
+        """Close the store and the connections beside it, before a load replaces them or at `close()`."""
+        if self._store is not None:
+            self._store.close()
+            self._store = None
         if self._probe is not None:
             self._probe.close()
             self._probe = None

@@ -94,14 +94,16 @@ def create_index(
     passages: bool = PASSAGES_BY_DEFAULT,
     passage_headings: bool = PASSAGE_HEADINGS_BY_DEFAULT,
 ) -> tuple[Encoder, IndexingReport]:
-    """Make an empty index in `target` to add documents to later (index types that need training are refused), with
-    `encoder`, else `model` loaded here with `pooling`. Returns the encoder and what the build did."""
+    """Make an empty index in `target` to add documents to later (index types that need training are refused, as is
+    a `target` that holds an index: it was emptied), with `encoder`, else `model` loaded here with `pooling`. Returns
+    the encoder and what the build did."""
     if encoder is None:
         from searchengine.encoding.encoder import Encoder
 
         encoder = Encoder(model, pooling)
     settings = IndexSettings(index_type=index, passages=passages, passage_headings=passage_headings)
-    return encoder, build_index(IndexDirectory(target), iter(()), encoder, settings, total=0, allow_empty=True)
+    directory = IndexDirectory(target)
+    return encoder, build_index(directory, iter(()), encoder, settings, total=0, allow_empty=True, new_only=True)
 
 
 def ensure_index(

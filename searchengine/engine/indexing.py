@@ -138,12 +138,14 @@ def build_index(
     total: int | None = None,
     progress: bool = False,
     allow_empty: bool = False,
+    new_only: bool = False,
 ) -> IndexingReport:
     """Replace whatever `directory` holds with an index of the documents of `chunks`; the old index stays until
     commit. `encoder` embeds the chunks that come without vectors, and names the model in the manifest.
 
     `allow_empty` lets an empty corpus make an empty index (to `add` to later); such an index cannot be one
-    that needs fitting or training, since there is nothing to fit on.
+    that needs fitting or training, since there is nothing to fit on. `new_only` refuses a directory that holds an
+    index already, looked at under the writer lock, so of two such builds at once one makes it (`create`).
     """
     if total == 0 and not allow_empty:
         raise SearchEngineError(NO_TEXT)
@@ -157,6 +159,11 @@ def build_index(
         check_overlap(tokens, overlap)
         passages = PassageSplitting(tokens, overlap, settings.passage_headings)
     with directory.writing() as generation:
+        if new_only and directory.exists():
+            raise SearchEngineError(
+                f"index {directory.path} exists already: open it (SearchEngine.open) to add to it, or remove the "
+                "folder to start again"
+            )
         store = DocumentStore(generation.path("documents"), writable=True)
         store.start_build()  # the hash index is made at the commit, in one pass (indexer/tables/build_hashes.py)
         whitening = settings.whitening

@@ -8,7 +8,7 @@ from __future__ import annotations
 import inspect
 import math
 import numbers
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
@@ -121,7 +121,15 @@ class QueryRequest:
             object.__setattr__(self, "rerank_top", count_argument("rerank_top", self.rerank_top))
             if self.rerank is None:
                 raise SearchEngineError(RERANK_TOP_ALONE)
+        queries = self.queries
+        if isinstance(queries, (str, bytes)) or not isinstance(queries, Iterable):
+            shown = type(queries).__name__
+            raise SearchEngineError(f"the queries are a list of str, such as ['password help'], not a {shown}")
+        if not isinstance(queries, Sequence):  # a generator: read once, here
+            object.__setattr__(self, "queries", list(queries))
         check_queries(self.queries)
+        if self.mode_options is not None and not isinstance(self.mode_options, Mapping):
+            raise SearchEngineError(f"mode_options is a dict, such as {{'fetch_k': 20}}, not {self.mode_options!r}")
         if self.mode is not None:
             mode_named(self.mode).check_options(self.mode_options or {})
             check_fusion(self.fusion, mode_named(self.mode), f"mode={self.mode!r}")
@@ -146,7 +154,12 @@ class QueryRequest:
     def of(cls, queries: Sequence[str], k: int, where: Filters, options: SearchOptions) -> QueryRequest:
         """The request of the API's `search` and `search_batch`, whose rerank_top, when given, is a count: None is
         refused there as any other non-count is (a request's None, the other front ends' "not given", is the
-        default)."""
+        default); an option it does not know is refused in one line (it was a TypeError naming QueryRequest)."""
+        unknown = [name for name in options if name not in SearchOptions.__annotations__]
+        if unknown:
+            raise SearchEngineError(
+                f"search takes no option {unknown[0]!r}; its options: {', '.join(SearchOptions.__annotations__)}"
+            )
         if "rerank_top" in options and options["rerank_top"] is None:
             count_argument("rerank_top", None)
         return cls(queries, k, where, **options)

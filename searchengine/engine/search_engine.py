@@ -128,8 +128,8 @@ class SearchEngine(ChromaStyleCalls, AnalysisCalls):
         passages: bool = PASSAGES_BY_DEFAULT,
         passage_headings: bool = PASSAGE_HEADINGS_BY_DEFAULT,
     ) -> SearchEngine:
-        """Make an empty index to `add` documents to later (index types that need training are refused);
-        `passages` and `passage_headings` as in BuildSettings."""
+        """Make an empty index to `add` documents to later (index types that need training, and a path that holds an
+        index, are refused); `passages` and `passage_headings` as in BuildSettings."""
         from searchengine.engine.index_writer import create_index
 
         target = Path(path) if path is not None else default_index_dir()

@@ -102,7 +102,16 @@ class SearchEngineVectorStore(VectorStore):
         """Embed and add `texts`; returns their ids (new UUIDs where `ids` gives none). An id already stored is
         replaced. The documents are searchable when this returns."""
         _no_other_options(kwargs)
+        if isinstance(texts, (str, bytes)):  # list() would add each character as a text
+            raise SearchEngineError(f"texts is a list of str, not one {type(texts).__name__}: write [text]")
         texts = list(texts)
+        blank = next(
+            (number for number, text in enumerate(texts, start=1) if isinstance(text, str) and not text.strip()), 0
+        )
+        if blank:  # the index leaves blank texts out: the id returned for it would name nothing
+            raise SearchEngineError(
+                f"text {blank} is blank, and the index stores no blank text: give it text, or leave it out"
+            )
         metadatas = metadatas or [{} for _ in texts]
         given = id_list(ids) if ids is not None else [None] * len(texts)
         if not len(texts) == len(metadatas) == len(given):
@@ -183,7 +192,22 @@ class SearchEngineVectorStore(VectorStore):
             return engine.search(query, k, where, **options) if len(engine) else []
 
         hits = self._index.reader.run(search).result()
-        return [Document(page_content=hit.text, metadata=hit.metadata, id=hit.external_id) for hit in hits]
+        return [_document(hit, hit.external_id or str(hit.id)) for hit in hits]
+
+    def _similarity_search_with_relevance_scores(
+        self, query: str, k: int = 4, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        """LangChain's relevance scores, from cosines: refused for a call that asks for another mode, as for a store
+        made with one (_select_relevance_score_fn)."""
+        _refuse_relevance_in_another_mode(kwargs)
+        return super()._similarity_search_with_relevance_scores(query, k, **kwargs)
+
+    async def _asimilarity_search_with_relevance_scores(
+        self, query: str, k: int = 4, **kwargs: Any
+    ) -> list[tuple[Document, float]]:
+        """The async twin of `_similarity_search_with_relevance_scores`."""
+        _refuse_relevance_in_another_mode(kwargs)
+        return await super()._asimilarity_search_with_relevance_scores(query, k, **kwargs)
 
     def _select_relevance_score_fn(self) -> Callable[[float], float]:
         if self.mode != "dense":
@@ -269,6 +293,17 @@ def _filters(options: dict[str, Any]) -> Filters:
     where = options.pop("where", None) if where is None else where
     _no_other_options(options)
     return operator_filters(where) if isinstance(where, Mapping) else where
+
+
+def _refuse_relevance_in_another_mode(options: dict[str, Any]) -> None:
+    """Refuse relevance scores for a call whose `mode=` is not dense: its fused or BM25 scores were mapped to relevance
+    as if they were cosines."""
+    mode = options.get("mode")
+    if mode is not None and mode != "dense":
+        raise SearchEngineError(
+            f"relevance scores are cosines, given in dense mode; this call asks for {mode} mode: leave mode out (or "
+            "pass mode='dense') to use relevance scores or a score threshold"
+        )
 
 
 def _no_other_options(options: dict[str, Any]) -> None:

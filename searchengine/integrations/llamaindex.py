@@ -201,6 +201,11 @@ class SearchEngineVectorStore(BasePydanticVectorStore):
             raise SearchEngineError(
                 f"query mode {query.mode.value} is not offered; use default ({self.mode}), hybrid or text_search"
             )
+        if by_vector and query.mode != VectorStoreQueryMode.DEFAULT:  # it ran dense, the mode asked for ignored
+            raise SearchEngineError(
+                f"query mode {query.mode.value} ranks by the query's text, and this query gives only query_embedding: "
+                "give query_str too, or leave the mode at default to search by the vector"
+            )
         mode = QUERY_MODES.get(query.mode, self.mode)
         where: list[Condition | AnyOf] = _conditions(query.filters)
         if query.doc_ids:

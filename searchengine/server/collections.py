@@ -10,6 +10,7 @@ import re
 import shutil
 import threading
 import time
+import uuid
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -67,6 +68,8 @@ class Collections:
         self._models: weakref.WeakValueDictionary[tuple, Encoder] = weakref.WeakValueDictionary()
         """Loaded models by identity, kept while an open collection uses them."""
         self._lock = threading.Lock()
+        self._creating = threading.Lock()
+        """Held while a collection is made, so that of two requests for one name one makes it and one is refused."""
         self._opening: dict[str, threading.Lock] = {}
         self._stop = threading.Event()
         self._reaper = None
@@ -149,7 +152,12 @@ class Collections:
         if not directory.exists():
             raise UnknownCollectionError(f"no collection named {name!r}; GET /collections lists them")
         key = _model_key(directory)
-        index = self._open_index(path, self._models.get(key))
+        try:
+            index = self._open_index(path, self._models.get(key))
+        except SearchEngineError:
+            if not directory.exists():  # deleted while it opened
+                raise UnknownCollectionError(f"no collection named {name!r}; GET /collections lists them") from None
+            raise
         self._models.setdefault(key, index.encoder)
         return index
 
@@ -157,21 +165,33 @@ class Collections:
         """Make the empty collection `name` with `make(path, a loaded Encoder of `model` or None)`; refused when
         there is one."""
         path = self.folder / checked_name(name)
-        if path.exists():
-            raise SearchEngineError(f"a collection named {name!r} exists already; delete it first or pick another name")
-        loaded = next((encoder for key, encoder in self._models.items() if key[0] == (model or "default")), None)
-        make(path, loaded)
+        with self._creating:
+            if IndexDirectory(path).exists():
+                raise SearchEngineError(
+                    f"a collection named {name!r} exists already; delete it first or pick another name"
+                )
+            if path.exists():  # DELETE answers 404 for it: it is no collection, and never removed from here
+                raise SearchEngineError(
+                    f"{name!r} is taken by something in the collections' folder that holds no index (a folder or file "
+                    f"of that name); remove it on the server, or pick another name"
+                )
+            loaded = next((encoder for key, encoder in self._models.items() if key[0] == (model or "default")), None)
+            make(path, loaded)
 
     def delete(self, name: str) -> None:
-        """Close the collection `name` and remove its folder (UnknownCollectionError when there is none)."""
+        """Close the collection `name` and remove its folder (UnknownCollectionError when there is none). The folder is
+        renamed out of the way first, so that from then on a request for the collection gets a 404 (it got a 400
+        about an interrupted build while the folder was being removed) and its name can be made again."""
         path = self.folder / checked_name(name)
         if not IndexDirectory(path).exists():
             raise UnknownCollectionError(f"no collection named {name!r}; GET /collections lists them")
+        removed = path.with_name(f".removed-{name}-{uuid.uuid4().hex}")  # no collection's name: it starts with '.'
+        path.rename(removed)
         with self._lock:
             entry = self._open.pop(name, None)
         if entry is not None:
             entry.index.close()
-        shutil.rmtree(path)
+        shutil.rmtree(removed)
 
     def close_idle(self, now: float | None = None) -> list[str]:
         """Close the collections no request has used for idle_close_s seconds; returns their names."""

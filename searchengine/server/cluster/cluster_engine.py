@@ -114,7 +114,7 @@ class ClusterEngine:
         """Vectors as the shards store them: the encoder's output, L2-normalised (a cluster has no whitening)."""
         from searchengine.engine.embedding import to_index_vectors
 
-        return to_index_vectors(self.encoder.encode(list(texts)), None)
+        return to_index_vectors(self.encoder.encode(texts), None)
 
     def shard_states(self) -> dict[int, dict[str, Any]]:
         """Each answering shard's documents, segments and bytes, from one serving copy of it (CopyDeployment's

@@ -57,3 +57,25 @@ def test_migrations_run_once(tmp_path: Path) -> None:
     assert again.db.execute("SELECT count(*) FROM schema_migrations").fetchone()[0] == len(MIGRATIONS)
     again.close()
     assert sqlite3.connect(path).execute("SELECT sql FROM sqlite_master ORDER BY name").fetchall() == schema
+
+
+def test_a_store_from_a_newer_searchengine_is_read_but_not_written(tmp_path: Path) -> None:
+    """A store that has had a migration this code does not know was written to as if it were current, its newer
+    records left behind by the write."""
+    import pytest
+    from searchengine.indexer.errors import IndexerError
+
+    path = tmp_path / "documents.db"
+    store = DocumentStore(path, writable=True)
+    store.add([Document("a text of a newer searchengine")])
+    store.close()
+    connection = sqlite3.connect(path)
+    connection.execute("INSERT INTO schema_migrations VALUES (?, 'from_a_newer_version')", [len(MIGRATIONS) + 1])
+    connection.commit()
+    connection.close()
+    reader = DocumentStore(path)
+    assert reader.count() == 1
+    reader.close()
+    newer = rf"written by a newer searchengine \(its store has had {len(MIGRATIONS) + 1} schema changes, this .* knows"
+    with pytest.raises(IndexerError, match=newer):
+        DocumentStore(path, writable=True)

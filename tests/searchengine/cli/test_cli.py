@@ -268,6 +268,20 @@ def test_empty_corpus(tmp_path: Path, tiny_model: Path) -> None:
     assert not (tmp_path / "i" / "manifest.json").exists()
 
 
+def test_index_replace_rebuilds_over_an_index_that_cannot_be_read(tmp_path: Path, tiny_model: Path, index_dir: Path) -> None:
+    """The damaged index's error said "rebuild the index from its corpus with `searchengine index`", and
+    `index --replace` refused with that same error."""
+    (index_dir / "manifest.json").write_text("not json {", encoding="utf-8")
+    corpus = tmp_path / "again.txt"
+    corpus.write_text("the cat sat on the mat\na dog ran\n", encoding="utf-8")
+    kept = run("index", corpus, "-d", index_dir, "--model", tiny_model)
+    assert_one_line_error(kept, "holds an index that cannot be read", "pass --replace")
+    rebuilt = run("index", corpus, "-d", index_dir, "--model", tiny_model, "--replace")
+    assert rebuilt.exit_code == 0, rebuilt.output
+    assert run("verify", "-d", index_dir).exit_code == 0
+    assert "the cat sat on the mat" in run("query", "cat", "-d", index_dir, "-k", "1").output
+
+
 def test_binary_corpus_names_the_line(tmp_path: Path, tiny_model: Path, index_dir: Path) -> None:
     binary = tmp_path / "blob.txt"
     binary.write_bytes(b"fine text\n\x89PNG\x00\x00\x01\n")

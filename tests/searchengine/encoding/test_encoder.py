@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +37,27 @@ def test_padding_does_not_change_a_vector(tiny_encoder: Encoder) -> None:
 
 def test_empty_input(tiny_encoder: Encoder) -> None:
     assert tiny_encoder.encode([]).shape == (0, 32)
+
+
+@pytest.mark.parametrize(
+    ("texts", "refused"),
+    [
+        ("the cat", r"list of str, such as \['a text'\], not a str"),  # gave seven vectors, one per character
+        (b"the cat", "not a bytes"),
+        (None, "not a NoneType"),
+        (["the cat", None], "text number 2 to encode is a NoneType, not a str"),
+        ([b"the cat"], "text number 1 to encode is a bytes, not a str"),
+    ],
+)
+def test_texts_that_are_not_a_list_of_str_are_refused_in_one_line(
+    tiny_encoder: Encoder, texts: object, refused: str
+) -> None:
+    with pytest.raises(SearchEngineError, match=refused):
+        tiny_encoder.encode(texts)  # type: ignore[arg-type]
+
+
+def test_any_iterable_of_texts_is_encoded(tiny_encoder: Encoder, sentences: list[str]) -> None:
+    np.testing.assert_allclose(tiny_encoder.encode(iter(sentences)), tiny_encoder.encode(sentences), atol=1e-6)
 
 
 def test_truncation_is_counted(tiny_model: Path) -> None:
@@ -218,3 +242,37 @@ def test_a_call_with_a_batch_size_below_one_is_refused(tiny_encoder: Encoder) ->
             tiny_encoder.encode(["the cat sat"], size)
         with pytest.raises(SearchEngineError, match=f"batch_size must be at least 1, not {size}"):
             tiny_encoder.encode_queries(["the cat sat"], size)
+
+
+THREADS_LOADING = """
+import sys, threading
+from searchengine.encoding.encoder import Encoder
+start, failed = threading.Barrier(4), []
+def load():
+    start.wait()
+    try:
+        Encoder(sys.argv[1], precision="fp32")
+    except Exception as exc:
+        failed.append(f"{type(exc).__name__}: {exc}")
+threads = [threading.Thread(target=load) for _ in range(4)]
+[thread.start() for thread in threads]
+[thread.join() for thread in threads]
+print(failed)
+"""
+
+
+def test_threads_loading_one_model_at_once_in_a_fresh_process_all_load(tiny_model: Path, tmp_path: Path) -> None:
+    """A server's first requests to collections each load their model: transformers imports its classes lazily
+    ("module 'transformers' has no attribute 'AutoTokenizer'" in three threads of four) and torch.onnx.export
+    keeps global state ("GLOBALS.in_onnx_export must be False"). A fresh process, since this one imported
+    transformers long ago, and an empty ONNX cache, so that the export is made."""
+    environment = {**os.environ, "SEARCHENGINE_CACHE": str(tmp_path / "cache")}
+    completed = subprocess.run(
+        [sys.executable, "-c", THREADS_LOADING, str(tiny_model)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=environment,
+    )
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert completed.stdout.strip().splitlines()[-1] == "[]", completed.stdout

@@ -137,6 +137,28 @@ def test_a_document_whose_text_is_not_a_str_is_refused_before_anything_is_writte
     assert len(engine) == len(sentences)
 
 
+@pytest.mark.parametrize("corpus", [b"the cat sat", bytearray(b"the cat sat")])
+def test_bytes_given_as_the_corpus_are_refused_in_one_line(
+    engine: SearchEngine, sentences: list[str], tmp_path: Path, tiny_encoder: Encoder, corpus: object
+) -> None:
+    """Read as a sequence, each byte was a text: 'text number 1 is a int, not a str'."""
+    refused = rf"the corpus is {type(corpus).__name__}, not texts: decode it"
+    with pytest.raises(SearchEngineError, match=refused):
+        engine.add(corpus)  # type: ignore[arg-type]
+    with pytest.raises(SearchEngineError, match=refused):
+        SearchEngine.build(corpus, tmp_path / "other", encoder=tiny_encoder)  # type: ignore[arg-type]
+    assert len(engine) == len(sentences)
+
+
+def test_a_document_of_only_spaces_is_left_out_as_an_empty_one_is(engine: SearchEngine, sentences: list[str]) -> None:
+    """Document("") was left out, as a blank text is, but Document("   ") was stored, a blank hit for every query."""
+    from searchengine import Document
+
+    report = engine.add([Document("   ", external_id="spaces"), Document("", external_id="empty"), Document("kept")])
+    assert report.added == 1 and len(engine) == len(sentences) + 1
+    assert engine.get(ids=["spaces", "empty"]) == []
+
+
 def test_add_appends_and_counts_repeats(engine: SearchEngine, sentences: list[str]) -> None:
     report = engine.add(["a brand new text about the sun", sentences[0]])
     assert (report.added, report.repeats) == (2, 1)
@@ -228,6 +250,15 @@ def test_query_on_empty_index(tmp_path: Path, tiny_encoder: Encoder) -> None:
         engine.search("anything")
     engine.add(["now there is one text"])
     assert engine.search("now there is one text", k=3, mode="dense")[0].score == pytest.approx(1.0, abs=1e-5)
+
+
+def test_create_refuses_a_path_that_holds_an_index_and_leaves_it_as_it_was(
+    engine: SearchEngine, sentences: list[str], tiny_encoder: Encoder
+) -> None:
+    """create over an index emptied it without a word (a script run twice lost what its first run added)."""
+    with pytest.raises(SearchEngineError, match=r"index .* exists already: open it \(SearchEngine.open\) to add to it"):
+        SearchEngine.create(engine.path, encoder=tiny_encoder)
+    assert len(SearchEngine.open(engine.path, encoder=tiny_encoder)) == len(sentences)
 
 
 def test_empty_index_cannot_need_training(tmp_path: Path, tiny_encoder: Encoder) -> None:

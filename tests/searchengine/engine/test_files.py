@@ -104,6 +104,27 @@ def test_an_index_of_other_input_is_replaced_only_when_told(tmp_path: Path, tiny
     check_replacing(tmp_path / "index", [tmp_path / "b.txt"], replace=True)
 
 
+@pytest.mark.parametrize("damage", ["corrupt manifest", "newer format"])
+def test_an_index_that_cannot_be_read_is_replaced_when_told_and_kept_otherwise(
+    tmp_path: Path, tiny_encoder: Encoder, damage: str
+) -> None:
+    """Every such index's error says to rebuild it, and `index --replace` refused with that same error, reading
+    the index it was told to replace."""
+    import json
+
+    corpus = tmp_path / "a.txt"
+    corpus.write_text("one\ntwo\n", encoding="utf-8")
+    SearchEngine.build(corpus, tmp_path / "index", encoder=tiny_encoder).close()
+    manifest = tmp_path / "index" / "manifest.json"
+    if damage == "corrupt manifest":
+        manifest.write_text("not json {", encoding="utf-8")
+    else:
+        manifest.write_text(json.dumps({**json.loads(manifest.read_text("utf-8")), "format_version": 3}), "utf-8")
+    with pytest.raises(SearchEngineError, match=r"index holds an index that cannot be read, kept until .* --replace"):
+        check_replacing(tmp_path / "index", [corpus], replace=False)
+    check_replacing(tmp_path / "index", [corpus], replace=True)
+
+
 def test_a_dense_hit_names_the_section_of_its_best_passage(tmp_path: Path, tiny_encoder: Encoder) -> None:
     from tests.conftest import WORDS
 

@@ -118,3 +118,31 @@ def test_one_vector_is_refused_in_the_singular_and_many_in_the_plural() -> None:
             given_vector(vector, 4)
     with pytest.raises(SearchEngineError, match=re.escape("embeddings have 3 numbers each, but this index's vectors have 4")):
         given_vectors([[0.5] * 3] * 2, 4)
+
+
+@pytest.mark.parametrize("scale", [1e19, 1e30, 1e-30])
+def test_a_vector_of_very_large_or_very_small_numbers_keeps_its_direction(
+    tmp_path: Path, tiny_encoder: Encoder, scale: float
+) -> None:
+    """Finite float32 numbers whose squares overflow (1e19) or underflow (1e-30): the first was stored as a vector of
+    zeros, which every query scores 0, and the second was refused as all zeros."""
+    from searchengine.engine.given_vectors import given_vector
+
+    direction = np.random.default_rng(1).standard_normal(32).astype(np.float32)
+    unit = direction / np.linalg.norm(direction)
+    given = (direction.astype(np.float64) * scale).tolist()
+    with SearchEngine.create(tmp_path / "i", encoder=tiny_encoder) as engine:
+        engine.add(ids=["far"], documents=["a far vector"], embeddings=[given])
+        _, stored = next(engine.stored_vectors())
+        np.testing.assert_allclose(stored[0], unit, atol=1e-6)
+        assert engine.search_by_vector(given, k=1)[0].score == pytest.approx(1.0, abs=1e-5)
+    np.testing.assert_allclose(given_vector(given, 32)[0], unit, atol=1e-6)
+
+
+def test_numbers_beyond_float32_and_complex_numbers_are_refused_in_one_line() -> None:
+    from searchengine.engine.given_vectors import given_vector, given_vectors
+
+    with pytest.raises(SearchEngineError, match=re.escape("a NaN or an infinity (or a number beyond float32's 3.4e38)")):
+        given_vector([1e300] * 4, 4)
+    with pytest.raises(SearchEngineError, match="embeddings must be real numbers, not complex ones"):
+        given_vectors(np.ones((1, 4), dtype=np.complex64), 4)  # float32 dropped the imaginary parts, with a warning

@@ -133,3 +133,25 @@ def test_the_reload_after_a_write_still_refuses_an_inconsistent_commit(tmp_path:
             engine.search("row without vector", k=1)
     finally:
         engine.close()
+
+
+def test_an_engine_closed_refuses_every_later_call_in_one_line(tmp_path: Path, tiny_encoder: Encoder) -> None:
+    """After close() (or leaving `with`), reads, writes and refresh say the engine was closed; none reopens it
+    (a write once loaded the index again behind the caller's back, and a read failed on a missing store)."""
+    with _engine(tmp_path / "index", tiny_encoder) as engine:
+        assert len(engine.search("cat", k=1)) == 1
+    calls = {
+        "search": lambda: engine.search("cat", k=1),
+        "search_by_vector": lambda: engine.search_by_vector(engine.encode(["cat"])[0]),
+        "get": lambda: engine.get(ids=["doc-1"]),
+        "info": lambda: engine.info(),
+        "add": lambda: engine.add(["a rocket to the moon"]),
+        "delete": lambda: engine.delete(external_ids=["doc-1"]),
+        "refresh": lambda: engine.refresh(),
+    }
+    for name, call in calls.items():
+        with pytest.raises(SearchEngineError, match=r"^the engine on .* was closed; open the index again"):
+            call()
+        assert engine.reader.closed, name
+    engine.close()  # closing again is harmless
+    assert len(SearchEngine.open(tmp_path / "index", encoder=tiny_encoder)) == len(TEXTS)

@@ -30,6 +30,9 @@ REFUSED = [
         {"queries": ["cat"], "mode": "dense", "fusion": Fusion("rrf")},
         "fusion sets how 'hybrid' search fuses its two sides, and mode='dense' fuses nothing: add mode='hybrid', or",
     ),
+    ({"queries": "cat"}, r"the queries are a list of str, such as \['password help'\], not a str"),  # was c, a, t
+    ({"queries": None}, "the queries are a list of str, .* not a NoneType"),
+    ({"queries": ["cat"], "mode": "mmr", "mode_options": 5}, r"mode_options is a dict, such as \{'fetch_k': 20\}, not 5"),
 ]
 
 
@@ -37,6 +40,17 @@ REFUSED = [
 def test_a_request_is_refused_when_made(fields: dict, message: str) -> None:
     with pytest.raises(SearchEngineError, match=message):
         QueryRequest(**fields)
+
+
+def test_queries_from_a_generator_are_read_once_into_a_list() -> None:
+    assert QueryRequest(query for query in ["cat", "dog"]).queries == ["cat", "dog"]
+
+
+def test_the_api_refuses_an_option_it_does_not_know_in_one_line() -> None:
+    """`search("cat", colour="red")` was a TypeError naming QueryRequest.__init__; it names the option and the
+    options there are."""
+    with pytest.raises(SearchEngineError, match="search takes no option 'colour'; its options: mode, fusion, rerank"):
+        QueryRequest.of(["cat"], 10, None, {"colour": "red"})  # type: ignore[typeddict-unknown-key]
 
 
 def test_a_reranked_request_retrieves_at_least_rerank_top_candidates() -> None:

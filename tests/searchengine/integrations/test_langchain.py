@@ -209,3 +209,43 @@ def test_max_marginal_relevance_picks_near_and_unlike_documents(tmp_path: Path, 
         assert [d.id for d in store.as_retriever(search_type="mmr", search_kwargs={"k": 2}).invoke(query)][:1] == [
             plain[0].id
         ]
+
+
+def test_texts_given_as_one_string_or_blank_are_refused_and_nothing_is_added(store: SearchEngineVectorStore) -> None:
+    """add_texts("abc") added the documents a, b and c; add_texts(["ok", ""]) returned an id for the blank text,
+    which the index leaves out, and ["  "] stored a blank document."""
+    before = len(store.similarity_search("x", k=100))
+    with pytest.raises(SearchEngineError, match=r"texts is a list of str, not one str: write \[text\]"):
+        store.add_texts("abc")  # type: ignore[arg-type]
+    for texts in (["a fine text", ""], ["  "]):
+        with pytest.raises(SearchEngineError, match=r"text \d is blank, and the index stores no blank text"):
+            store.add_texts(texts, ids=[f"blank-{n}" for n in range(len(texts))])
+    assert len(store.similarity_search("x", k=100)) == before
+    assert store.get_by_ids(["blank-0", "blank-1"]) == []
+
+
+def test_relevance_scores_are_refused_for_a_call_in_another_mode(store: SearchEngineVectorStore) -> None:
+    """mode="hybrid" on the call (not the store) gave fused scores mapped as if they were cosines."""
+    for mode in ("hybrid", "keyword"):
+        with pytest.raises(SearchEngineError, match=f"relevance scores are cosines, .* this call asks for {mode} mode"):
+            store.similarity_search_with_relevance_scores("piano", k=2, mode=mode)
+    assert store.similarity_search_with_relevance_scores("piano", k=2, mode="dense")
+
+
+async def test_relevance_scores_are_refused_for_an_async_call_in_another_mode(store: SearchEngineVectorStore) -> None:
+    with pytest.raises(SearchEngineError, match="this call asks for hybrid mode"):
+        await store.asimilarity_search_with_relevance_scores("piano", k=2, mode="hybrid")
+
+
+def test_mmr_gives_documents_indexed_without_an_id_their_id_and_origin(
+    tmp_path: Path, tiny_model: Path, tiny_encoder: Encoder
+) -> None:
+    """max_marginal_relevance_search gave them id=None and no source or line, unlike similarity_search."""
+    corpus = tmp_path / "notes.txt"
+    corpus.write_text("\n".join(SENTENCES[:4]) + "\n", encoding="utf-8")
+    built = CliRunner().invoke(app, ["index", str(corpus), "-d", str(tmp_path / "i"), "--model", str(tiny_model), "-q"])
+    assert built.exit_code == 0, built.output
+    with SearchEngineVectorStore(tmp_path / "i", encoder=tiny_encoder) as store:
+        [plain] = store.similarity_search(SENTENCES[2], k=1)
+        [diverse] = store.max_marginal_relevance_search(SENTENCES[2], k=1, fetch_k=4)
+        assert diverse == plain and diverse.metadata == {"source": str(corpus), "line": 3}

@@ -109,6 +109,10 @@ def test_what_it_cannot_do_is_refused_in_one_line(store: SearchEngineVectorStore
         )
     with pytest.raises(SearchEngineError, match="query mode svm is not offered"):
         store.query(VectorStoreQuery(query_str="x", mode=VectorStoreQueryMode.SVM))
+    vector = store.embed_model.get_query_embedding("x")
+    for mode in (VectorStoreQueryMode.TEXT_SEARCH, VectorStoreQueryMode.HYBRID, VectorStoreQueryMode.MMR):
+        with pytest.raises(SearchEngineError, match=f"query mode {mode.value} ranks by the query's text, and this"):
+            store.query(VectorStoreQuery(query_embedding=vector, similarity_top_k=1, mode=mode))  # ran dense silently
 
 
 def test_an_empty_store_answers_nothing_and_nodes_read_back(store: SearchEngineVectorStore) -> None:

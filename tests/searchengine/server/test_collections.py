@@ -4,6 +4,8 @@ shared by two loaded once, idle ones closed, and keys of one collection refused 
 
 from __future__ import annotations
 
+import shutil
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +22,7 @@ from searchengine.errors import UnknownCollectionError
 from searchengine.server.app import ServerSettings, create_app
 from searchengine.server.collection_keys import collection_keys
 from searchengine.server.collections import Collections, served_collections
+from searchengine.server.served_index import ServedIndex
 from tests.conftest import SENTENCES
 from tests.searchengine.server.conftest import running
 from tests.serving import serve_process
@@ -83,6 +86,74 @@ def test_each_collection_answers_under_its_name(held: Collections, tiny_model: P
         assert not (held.folder / "fresh").exists() and "fresh" not in [c["name"] for c in client.collections()]
         with pytest.raises(UnknownCollectionError):
             fresh.search("library")
+
+
+def test_a_name_taken_by_a_folder_that_is_no_index_says_so_instead_of_delete_it_first(
+    held: Collections, tiny_model: Path
+) -> None:
+    """Create said "exists already; delete it first", and DELETE said "no collection named": nothing over HTTP could
+    free the name. The folder is left alone (only an index is ever removed from here)."""
+    def make(path: Path, encoder: Encoder | None) -> None:
+        SearchEngine.create(path, model=tiny_model, encoder=encoder).close()
+
+    with pytest.raises(SearchEngineError, match="'not-an-index' is taken by something in the collections' folder that"):
+        held.create("not-an-index", make, str(tiny_model))
+    with pytest.raises(UnknownCollectionError):
+        held.delete("not-an-index")
+    assert (held.folder / "not-an-index").is_dir()
+
+
+def test_of_several_creates_of_one_name_at_once_one_makes_it_and_the_others_are_refused(
+    held: Collections, tiny_model: Path
+) -> None:
+    """Each create looked for the folder, then loaded its model and built: all of them could pass the look first,
+    and a later one then emptied what an earlier one made."""
+    made, refused = [], []
+    start = threading.Barrier(4)
+
+    def make(path: Path, encoder: Encoder | None) -> None:
+        SearchEngine.create(path, encoder=Encoder(tiny_model)).close()
+        made.append(path)
+
+    def create() -> None:
+        start.wait()
+        try:
+            held.create("twin", make, str(tiny_model))
+        except SearchEngineError as exc:
+            refused.append(str(exc))
+
+    threads = [threading.Thread(target=create) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(made) == 1 and len(refused) == 3
+    assert all("a collection named 'twin' exists already" in message for message in refused)
+
+
+def test_a_collection_deleted_while_it_opens_is_unknown_not_a_broken_index(folder: Path) -> None:
+    """A request that opened a collection as DELETE removed its folder got a 400 about an interrupted build."""
+    def deleted_as_it_opens(path: Path, encoder: Encoder | None) -> ServedIndex:
+        shutil.rmtree(path)  # as DELETE does, between the request's look for the index and its opening
+        return ServedIndex(path, encoder=encoder, readers=1)
+
+    collections = Collections(folder, deleted_as_it_opens, idle_close_s=None)
+    try:
+        with pytest.raises(UnknownCollectionError, match="no collection named 'plants'"):
+            with collections.opened("plants"):
+                pass  # pragma: no cover
+    finally:
+        collections.close()
+
+
+def test_a_deleted_collection_leaves_nothing_and_its_name_can_be_made_again(held: Collections, tiny_model: Path) -> None:
+    with held.opened("plants") as plants:
+        assert plants.reader.run(len).result() == 6
+    held.delete("plants")  # open: closed, then removed
+    assert sorted(path.name for path in held.folder.iterdir()) == ["animals", "not-an-index", "other"]
+    held.create("plants", lambda path, encoder: SearchEngine.create(path, model=tiny_model).close(), str(tiny_model))
+    with held.opened("plants") as plants:
+        assert plants.reader.run(len).result() == 0
 
 
 def httpx_error(response: httpx.Response) -> None:
