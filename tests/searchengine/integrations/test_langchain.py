@@ -162,14 +162,20 @@ def test_a_filter_it_cannot_read_is_refused_in_one_line(
     assert "\n" not in str(caught.value)
 
 
-def test_documents_indexed_by_the_cli_come_back_with_their_id_source_and_line(
-    tmp_path: Path, tiny_model: Path, tiny_encoder: Encoder
-) -> None:
-    """They came back with id=None and empty metadata: no external id, and their origin left out."""
+def indexed_by_the_cli(tmp_path: Path, tiny_model: Path) -> Path:
+    """A corpus file of four sentences without ids, indexed by `searchengine index` into tmp_path/i; returns it."""
     corpus = tmp_path / "notes.txt"
     corpus.write_text("\n".join(SENTENCES[:4]) + "\n", encoding="utf-8")
     built = CliRunner().invoke(app, ["index", str(corpus), "-d", str(tmp_path / "i"), "--model", str(tiny_model), "-q"])
     assert built.exit_code == 0, built.output
+    return corpus
+
+
+def test_documents_indexed_by_the_cli_come_back_with_their_id_source_and_line(
+    tmp_path: Path, tiny_model: Path, tiny_encoder: Encoder
+) -> None:
+    """They came back with id=None and empty metadata: no external id, and their origin left out."""
+    corpus = indexed_by_the_cli(tmp_path, tiny_model)
     with SearchEngineVectorStore(tmp_path / "i", encoder=tiny_encoder) as store:
         [found] = store.similarity_search(SENTENCES[2], k=1)
         assert found.page_content == SENTENCES[2] and found.id is not None
@@ -241,10 +247,7 @@ def test_mmr_gives_documents_indexed_without_an_id_their_id_and_origin(
     tmp_path: Path, tiny_model: Path, tiny_encoder: Encoder
 ) -> None:
     """max_marginal_relevance_search gave them id=None and no source or line, unlike similarity_search."""
-    corpus = tmp_path / "notes.txt"
-    corpus.write_text("\n".join(SENTENCES[:4]) + "\n", encoding="utf-8")
-    built = CliRunner().invoke(app, ["index", str(corpus), "-d", str(tmp_path / "i"), "--model", str(tiny_model), "-q"])
-    assert built.exit_code == 0, built.output
+    corpus = indexed_by_the_cli(tmp_path, tiny_model)
     with SearchEngineVectorStore(tmp_path / "i", encoder=tiny_encoder) as store:
         [plain] = store.similarity_search(SENTENCES[2], k=1)
         [diverse] = store.max_marginal_relevance_search(SENTENCES[2], k=1, fetch_k=4)
