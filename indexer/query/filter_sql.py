@@ -207,7 +207,7 @@ def _indexed_sql(key: str, operator: str, values: list[Value]) -> tuple[str, lis
 def _same_kind_types(values: list[Value]) -> tuple[str, ...] | None:
     """The JSON types a metadata value may have for a condition on `values` to hold: a number matches only numbers
     and text only text (SQLite orders every text above every number, so `year >= 3000` held for year "unknown", and
-    reads true as 1). None (no restriction) where a value is true/false or null, which keep SQLite's meaning."""
+    reads true as 1). None (no restriction) where a value is true/false, which keeps SQLite's meaning."""
     types: set[str] = set()
     for value in values:
         kind = _kind(value)
@@ -228,7 +228,12 @@ def _checked_values(condition: Condition) -> list[Value]:
     else:
         values = [condition.value]
     for value in values:
-        if value is not None and not isinstance(value, (str, int, float, bool)):
+        if value is None:
+            raise IndexerError(
+                f"the filter {shown} compares with None (null), which no value equals, so it would match nothing; "
+                f"to find documents without the field, write '{condition.field} is empty'"
+            )
+        if not isinstance(value, (str, int, float, bool)):
             raise IndexerError(
                 f"the filter {shown} has a value of type {type(value).__name__}; a filter value is text, a number "
                 "or true/false (to look inside a list field write FIELD contains VALUE)"
@@ -252,7 +257,7 @@ def _kind(value: Value) -> str:
         return "true/false"
     if isinstance(value, (int, float)):
         return "number"
-    return "null" if value is None else "text"
+    return "text"
 
 
 def _check_kinds(condition: Condition, values: list[Value], kinds: set[str]) -> None:
@@ -271,7 +276,7 @@ def _check_kinds(condition: Condition, values: list[Value], kinds: set[str]) -> 
         return
     for value in values:
         kind = _kind(value)
-        if kind in kinds or kind == "null" or (kind == "true/false" and "number" in kinds):
+        if kind in kinds or (kind == "true/false" and "number" in kinds):
             continue
         example = '"2004"' if kind == "number" else "2004"
         raise FieldKindError(

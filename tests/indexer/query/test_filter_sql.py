@@ -94,6 +94,10 @@ def test_a_field_name_with_spaces(store: DocumentStore) -> None:
         (Condition("colour", "=", "red"), "no document has a field 'colour'; fields: id"),
         (Condition("la\x00ng", "=", "en"), "cannot be filtered on"),
         (Condition("\x00", ">", 1), "cannot be filtered on"),
+        (Condition("lang", "=", None), "compares with None (null), which no value equals, so it would match nothing; "
+                                       "to find documents without the field, write 'lang is empty'"),
+        (Condition("year", "in", (2020, None)), "which no value equals"),
+        (Condition("lang", "!=", None), "which no value equals"),
     ],
 )
 def test_conditions_that_cannot_mean_what_they_say_are_refused(

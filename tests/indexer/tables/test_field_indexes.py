@@ -30,7 +30,6 @@ CONDITIONS = [
     Condition("lang", "like", "_R"),
     Condition("lang", "includes", "n"),
     Condition("lang", "is empty", None),
-    Condition("lang", "=", None),
     Condition("year", ">=", 2020),
     Condition("year", "<", 2021.5),
     Condition("year", "in", (2019, 2023.5)),
