@@ -66,7 +66,7 @@ class SearchRequest(BaseModel):
         None, min_length=1, max_length=MAX_QUERIES, description="What to search for (or give a vector)."
     )
     vector: list[float] | None = Field(None, max_length=65_536, description=VECTOR_HELP)
-    k: int = Field(10, ge=1, le=MAX_K, description="Results per query.")
+    k: int = Field(10, ge=1, le=MAX_K, strict=True, description="Results per query.")
     where: list[str] = Field(
         default_factory=list,
         max_length=MAX_FILTERS,
@@ -74,13 +74,13 @@ class SearchRequest(BaseModel):
     )
     mode: ModeName | None = Field(None, description=MODE_FIELD_HELP)
     rerank: str | None = Field(None, description="A cross-encoder the server was started with (--rerank).")
-    rerank_top: int | None = Field(None, ge=1, le=MAX_K, description="Candidates the cross-encoder rescores.")
-    min_score: float | None = Field(None, allow_inf_nan=False, description=MIN_SCORE_HELP)
+    rerank_top: int | None = Field(None, ge=1, le=MAX_K, strict=True, description="Candidates the cross-encoder rescores.")
+    min_score: float | None = Field(None, allow_inf_nan=False, strict=True, description=MIN_SCORE_HELP)
     highlight: bool = Field(False, description=HIGHLIGHT_HELP)
     mode_options: dict[str, int | float] | None = Field(
         None, description='Options of the mode itself: mmr takes {"fetch_k": 20, "lambda_mult": 0.5}.'
     )
-    rescore: int | None = Field(None, ge=0, le=RESCORE_LIMIT, description=RESCORE_HELP)
+    rescore: int | None = Field(None, ge=0, le=RESCORE_LIMIT, strict=True, description=RESCORE_HELP)
     all_shards: bool = Field(False, description=ALL_SHARDS_HELP)
 
     @model_validator(mode="after")

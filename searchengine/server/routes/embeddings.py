@@ -49,7 +49,7 @@ class EmbeddingsRequest(BaseModel):
         "float", description="float: lists of numbers; base64: little-endian float32 bytes, base64-encoded."
     )
     dimensions: int | None = Field(
-        None, ge=1, description="Must be the index's dimension when given: the vectors cannot be shortened."
+        None, ge=1, strict=True, description="Must be the index's dimension when given: the vectors cannot be shortened."
     )
     user: str | None = Field(None, description="Accepted and ignored (OpenAI's end-user id).")
 

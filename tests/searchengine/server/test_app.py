@@ -183,6 +183,9 @@ def test_bad_searches_get_400_and_one_line(client: TestClient, params: dict, mes
         ({"queries": ["cat"], "colour": 1}, "colour: Extra inputs are not permitted"),
         ({"queries": "cat"}, "queries: Input should be a valid list"),
         ({"queries": ["cat"], "mode": "bm25"}, "mode: Input should be 'dense', 'keyword', 'hybrid' or 'mmr'"),
+        ({"queries": ["cat"], "k": True}, "k: Input should be a valid integer"),  # was read as k 1
+        ({"queries": ["cat"], "rescore": False}, "rescore: Input should be a valid integer"),
+        ({"queries": ["cat"], "min_score": True}, "min_score: Input should be a valid number"),
     ],
 )
 def test_bad_batch_searches_get_400_and_one_line(client: TestClient, body: dict, message: str) -> None:

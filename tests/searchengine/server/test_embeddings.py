@@ -55,6 +55,7 @@ def test_a_string_input_and_float_format(live_url: str, index_path: Path) -> Non
         ({"input": ["a", 1], "model": None}, "input 1 is an int, not a text"),
         ({"input": [[1, 2], "b"], "model": None}, "input 0 is a list, not a text"),
         ({"input": "x", "model": None, "dimensions": 8}, "cannot be shortened"),
+        ({"input": "x", "model": None, "dimensions": True}, "dimensions: Input should be a valid integer"),
         ({"input": "cat " * 100, "model": None}, "more than the model's 62"),
         ({"input": ["x"] * 257, "model": None}, "257 texts, more than 256"),
     ],
