@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from searchengine.engine.document_ids import external_ids_given
 from searchengine.engine.filters import Filters, conditions_of
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.query.filter_sql import Condition, Filter
@@ -33,7 +34,7 @@ def documents_read_by(
         return read(conditions)
     if isinstance(ids, (str, bytes)):
         raise SearchEngineError(f"give a list of ids, not the string {ids!r}; write [{ids!r}]")
-    wanted = [str(name) for name in dict.fromkeys(ids)]
+    wanted = list(dict.fromkeys(external_ids_given(ids)))  # get(ids=[1]) read 1 as "1", which delete refuses
     found: dict[str | None, Document] = {}
     for start in range(0, len(wanted), LOOKUP_CHUNK):
         chunk = Condition("external_id", "in", tuple(wanted[start : start + LOOKUP_CHUNK]))

@@ -92,6 +92,9 @@ def test_chroma_style_add_upsert_and_get(tmp_path: Path, tiny_encoder: Encoder) 
             engine.get()
         with pytest.raises(SearchEngineError, match="not the string"):
             engine.get(ids="a")
+        with pytest.raises(SearchEngineError, match="external id 1 is 1, not a str"):
+            engine.get(ids=[1])  # was read as "1", an id a delete refuses
+        assert [d.external_id for d in engine.get(ids=(name for name in ["b", "a"]))] == ["b", "a"]
         with pytest.raises(SearchEngineError, match="2 documents, 1 ids and 2 metadatas"):
             engine.add(ids=["x"], documents=["p", "q"], metadatas=[{}, {}])
         with pytest.raises(SearchEngineError, match="not both"):
