@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 """A collection's name: its folder's, letters, digits, '_', '.' and '-', 64 at most, not starting with '.' or '-'."""
+REMOVED_PREFIX = ".removed-"
+"""A deleted collection's folder is renamed so before it is removed (no collection's name starts with '.'); one a
+crash left is removed when collections are next served (`Collections`)."""
 
 
 def checked_name(name: str) -> str:
@@ -62,6 +65,8 @@ class Collections:
         if not folder.is_dir():
             raise SearchEngineError(f"{folder} is not a folder: make it, or name the folder that holds the indexes")
         self.folder = folder
+        for leftover in folder.glob(f"{REMOVED_PREFIX}*"):  # a DELETE that a crash stopped between rename and removal
+            shutil.rmtree(leftover, ignore_errors=True)
         self._open_index = open_index
         self.idle_close_s = idle_close_s
         self._open: dict[str, _Open] = {}
@@ -181,14 +186,19 @@ class Collections:
     def delete(self, name: str) -> None:
         """Close the collection `name` and remove its folder (UnknownCollectionError when there is none). The folder is
         renamed out of the way first, so that from then on a request for the collection gets a 404 (it got a 400
-        about an interrupted build while the folder was being removed) and its name can be made again."""
+        about an interrupted build while the folder was being removed) and its name can be made again. An open of it
+        under way ends first and is closed here (it was kept open: a collection made again under the name was served
+        by the deleted one's state, its model and last generation)."""
         path = self.folder / checked_name(name)
-        if not IndexDirectory(path).exists():
-            raise UnknownCollectionError(f"no collection named {name!r}; GET /collections lists them")
-        removed = path.with_name(f".removed-{name}-{uuid.uuid4().hex}")  # no collection's name: it starts with '.'
-        path.rename(removed)
         with self._lock:
-            entry = self._open.pop(name, None)
+            opening = self._opening.setdefault(name, threading.Lock())
+        with opening:  # an open under way ends first, and is closed here: else it was kept, and served the name on
+            if not IndexDirectory(path).exists():
+                raise UnknownCollectionError(f"no collection named {name!r}; GET /collections lists them")
+            removed = path.with_name(f"{REMOVED_PREFIX}{name}-{uuid.uuid4().hex}")
+            path.rename(removed)
+            with self._lock:
+                entry = self._open.pop(name, None)
         if entry is not None:
             entry.index.close()
         shutil.rmtree(removed)

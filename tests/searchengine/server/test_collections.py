@@ -156,6 +156,59 @@ def test_a_deleted_collection_leaves_nothing_and_its_name_can_be_made_again(held
         assert plants.reader.run(len).result() == 0
 
 
+def test_a_collection_deleted_while_it_opens_is_not_kept_open_to_serve_its_name_made_again(
+    folder: Path, tiny_model: Path, other_tiny_model: Path
+) -> None:
+    """The open ended after DELETE had removed the folder and kept its collection open: the name made again (on
+    another model) was served by the deleted collection's state, its model and last generation."""
+    opened, go = threading.Event(), threading.Event()
+
+    def slow_open(path: Path, encoder: Encoder | None) -> ServedIndex:
+        index = ServedIndex(path, encoder=encoder, readers=1)
+        opened.set()
+        go.wait(30)
+        return index
+
+    collections = Collections(folder, slow_open, idle_close_s=None)
+    try:
+
+        def request() -> None:
+            with collections.opened("plants"):
+                pass
+
+        asked = threading.Thread(target=request)
+        asked.start()
+        assert opened.wait(30)
+        delete = threading.Thread(target=collections.delete, args=("plants",))
+        delete.start()
+        delete.join(1.0)  # the code before deleted here, the open still under way
+        go.set()
+        asked.join()
+        delete.join()
+        assert collections.open_names == []
+        make = lambda path, encoder: SearchEngine.create(path, model=other_tiny_model).close()  # noqa: E731
+        collections.create("plants", make, str(other_tiny_model))
+        with collections.opened("plants") as plants:
+            assert plants.reader.run(len).result() == 0
+            assert plants.encoder.source.path == other_tiny_model
+    finally:
+        collections.close()
+
+
+def test_a_delete_a_crash_cut_short_is_finished_at_the_next_start(held: Collections, folder: Path) -> None:
+    """DELETE renames the folder away, then removes it: a crash between the two left the renamed folder, the whole
+    index, where no listing shows it."""
+    left = folder / ".removed-plants-0123"
+    (folder / "plants").rename(left)
+    assert held.names() == ["animals", "other"]
+    again = served_collections(folder, idle_close_s=None)
+    try:
+        assert not left.exists()
+        assert sorted(path.name for path in folder.iterdir()) == ["animals", "not-an-index", "other"]
+    finally:
+        again.close()
+
+
 def httpx_error(response: httpx.Response) -> None:
     """Raise the one-line error a refused response carries."""
     raise SearchEngineError(response.json()["error"])
