@@ -28,9 +28,9 @@ if TYPE_CHECKING:
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 """A collection's name: its folder's, letters, digits, '_', '.' and '-', 64 at most, not starting with '.' or '-'."""
-REMOVED_PREFIX = ".removed-"
-"""A deleted collection's folder is renamed so before it is removed (no collection's name starts with '.'); one a
-crash left is removed when collections are next served (`Collections`)."""
+REMOVED = re.compile(r"\.removed-.+-[0-9a-f]{32}")
+"""A deleted collection's folder, renamed so before it is removed (`.removed-NAME-UUID`: no collection's name starts
+with '.'); one a crash left is removed when collections are next served (`Collections`)."""
 
 
 def checked_name(name: str) -> str:
@@ -65,8 +65,9 @@ class Collections:
         if not folder.is_dir():
             raise SearchEngineError(f"{folder} is not a folder: make it, or name the folder that holds the indexes")
         self.folder = folder
-        for leftover in folder.glob(f"{REMOVED_PREFIX}*"):  # a DELETE that a crash stopped between rename and removal
-            shutil.rmtree(leftover, ignore_errors=True)
+        for leftover in folder.iterdir():  # a DELETE that a crash stopped between its rename and its removal
+            if REMOVED.fullmatch(leftover.name):
+                shutil.rmtree(leftover, ignore_errors=True)
         self._open_index = open_index
         self.idle_close_s = idle_close_s
         self._open: dict[str, _Open] = {}
@@ -195,7 +196,7 @@ class Collections:
         with opening:  # an open under way ends first, and is closed here: else it was kept, and served the name on
             if not IndexDirectory(path).exists():
                 raise UnknownCollectionError(f"no collection named {name!r}; GET /collections lists them")
-            removed = path.with_name(f"{REMOVED_PREFIX}{name}-{uuid.uuid4().hex}")
+            removed = path.with_name(f".removed-{name}-{uuid.uuid4().hex}")  # of the form REMOVED
             path.rename(removed)
             with self._lock:
                 entry = self._open.pop(name, None)

@@ -198,13 +198,14 @@ def test_a_collection_deleted_while_it_opens_is_not_kept_open_to_serve_its_name_
 def test_a_delete_a_crash_cut_short_is_finished_at_the_next_start(held: Collections, folder: Path) -> None:
     """DELETE renames the folder away, then removes it: a crash between the two left the renamed folder, the whole
     index, where no listing shows it."""
-    left = folder / ".removed-plants-0123"
+    left = folder / ".removed-plants-0123456789abcdef0123456789abcdef"
     (folder / "plants").rename(left)
+    (folder / ".removed-mine").mkdir()  # not of that form: never removed from here
     assert held.names() == ["animals", "other"]
     again = served_collections(folder, idle_close_s=None)
     try:
         assert not left.exists()
-        assert sorted(path.name for path in folder.iterdir()) == ["animals", "not-an-index", "other"]
+        assert sorted(path.name for path in folder.iterdir()) == [".removed-mine", "animals", "not-an-index", "other"]
     finally:
         again.close()
 
