@@ -74,9 +74,10 @@ class Collections:
         self._models: weakref.WeakValueDictionary[tuple, Encoder] = weakref.WeakValueDictionary()
         """Loaded models by identity, kept while an open collection uses them."""
         self._lock = threading.Lock()
-        self._creating = threading.Lock()
-        """Held while a collection is made, so that of two requests for one name one makes it and one is refused."""
-        self._opening: dict[str, threading.Lock] = {}
+        self._naming: dict[str, threading.Lock] = {}
+        """One lock a name (`_name_lock`), held while its collection is opened, made or deleted: of two creates of one
+        name one makes it and the other is refused, and a request waits for an open, a create or a delete under way
+        (the makes of other names go on meanwhile: a create may load, or download, its model)."""
         self._stop = threading.Event()
         self._reaper = None
         if idle_close_s is not None:
@@ -138,8 +139,7 @@ class Collections:
             if entry is not None:
                 entry.users += 1
                 return entry
-            opening = self._opening.setdefault(name, threading.Lock())
-        with opening:  # one thread opens a collection; others asking for it meanwhile wait for that one
+        with self._name_lock(name):  # one thread opens a collection; others asking for it meanwhile wait for that one
             with self._lock:
                 entry = self._open.get(name)
                 if entry is not None:
@@ -171,7 +171,7 @@ class Collections:
         """Make the empty collection `name` with `make(path, a loaded Encoder of `model` or None)`; refused when
         there is one."""
         path = self.folder / checked_name(name)
-        with self._creating:
+        with self._name_lock(name):
             if IndexDirectory(path).exists():
                 raise SearchEngineError(
                     f"a collection named {name!r} exists already; delete it first or pick another name"
@@ -191,9 +191,7 @@ class Collections:
         under way ends first and is closed here (it was kept open: a collection made again under the name was served
         by the deleted one's state, its model and last generation)."""
         path = self.folder / checked_name(name)
-        with self._lock:
-            opening = self._opening.setdefault(name, threading.Lock())
-        with opening:  # an open under way ends first, and is closed here: else it was kept, and served the name on
+        with self._name_lock(name):  # an open under way ends first, and is closed here: else it was kept, and served on
             if not IndexDirectory(path).exists():
                 raise UnknownCollectionError(f"no collection named {name!r}; GET /collections lists them")
             removed = path.with_name(f".removed-{name}-{uuid.uuid4().hex}")  # of the form REMOVED
@@ -203,6 +201,11 @@ class Collections:
         if entry is not None:
             entry.index.close()
         shutil.rmtree(removed)
+
+    def _name_lock(self, name: str) -> threading.Lock:
+        """The lock of the collection `name` (`_naming`)."""
+        with self._lock:
+            return self._naming.setdefault(name, threading.Lock())
 
     def close_idle(self, now: float | None = None) -> list[str]:
         """Close the collections no request has used for idle_close_s seconds; returns their names."""

@@ -131,6 +131,30 @@ def test_of_several_creates_of_one_name_at_once_one_makes_it_and_the_others_are_
     assert all("a collection named 'twin' exists already" in message for message in refused)
 
 
+def test_a_create_that_loads_its_model_holds_up_no_create_of_another_name(held: Collections, tiny_model: Path) -> None:
+    """One lock for every create: a create loading (or downloading) its model kept all others waiting."""
+    loading, loaded = threading.Event(), threading.Event()
+
+    def slow(path: Path, encoder: Encoder | None) -> None:
+        loading.set()
+        loaded.wait(30)
+        SearchEngine.create(path, encoder=Encoder(tiny_model)).close()
+
+    slow_create = threading.Thread(target=held.create, args=("slow", slow, str(tiny_model)))
+    slow_create.start()
+    try:
+        assert loading.wait(30)
+        quick = threading.Thread(target=held.create, args=("quick", lambda path, encoder: SearchEngine.create(
+            path, encoder=Encoder(tiny_model)).close(), str(tiny_model)))  # fmt: skip
+        quick.start()
+        quick.join(15)
+        assert not quick.is_alive() and "quick" in held.names()
+    finally:
+        loaded.set()
+        slow_create.join()
+    assert {"slow", "quick"} <= set(held.names())
+
+
 def test_a_collection_deleted_while_it_opens_is_unknown_not_a_broken_index(folder: Path) -> None:
     """A request that opened a collection as DELETE removed its folder got a 400 about an interrupted build."""
     def deleted_as_it_opens(path: Path, encoder: Encoder | None) -> ServedIndex:
