@@ -273,7 +273,12 @@ class IndexDirectory:
                 f"{self.path} already exists and is not a searchengine index; choose another index directory "
                 "so nothing in it is overwritten"
             )
-        self.path.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a file on the way (NotADirectoryError), a folder this user may not write
+            raise IndexerError(
+                f"cannot make the index directory {self.path} ({exc.strerror or exc}); choose another index directory"
+            ) from None
         with self.locked():
             if existing:  # every checksum, under the lock so no writer commits meanwhile, before anything changes
                 self._read_manifest_once(verify_up_to=None)
