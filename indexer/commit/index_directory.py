@@ -73,6 +73,13 @@ class IndexDirectory:
     def exists(self) -> bool:
         return (self.path / MANIFEST).is_file()
 
+    def interrupted(self) -> bool:
+        """Whether the directory holds no index, only what a build killed before its first commit left (the writer
+        lock, files of a generation never committed): what a build over it replaces, nothing else in it."""
+        return (
+            self.path.is_dir() and not self.exists() and any(self.path.iterdir()) and not _foreign_entries(self.path)
+        )
+
     def read_manifest(self) -> Manifest:
         """The current manifest, checked against the files it names (sizes, and checksums of small files); for
         format 2 filled in from the store's latest commit (counts, segments: indexer/commit/index_state.py)."""

@@ -169,14 +169,18 @@ class Collections:
 
     def create(self, name: str, make: Callable[[Path, Encoder | None], None], model: str | None) -> None:
         """Make the empty collection `name` with `make(path, a loaded Encoder of `model` or None)`; refused when
-        there is one."""
+        there is one, or when something else has its name (a create that a crash killed before its commit is made
+        over: it left the name refused by create, and unknown to DELETE)."""
         path = self.folder / checked_name(name)
+        directory = IndexDirectory(path)
         with self._name_lock(name):
-            if IndexDirectory(path).exists():
+            if directory.exists():
                 raise SearchEngineError(
                     f"a collection named {name!r} exists already; delete it first or pick another name"
                 )
-            if path.exists():  # DELETE answers 404 for it: it is no collection, and never removed from here
+            # Something else of the name (no collection: DELETE answers 404, and never removes it from here), but for
+            # what a create killed before its commit left, which the build replaces.
+            if path.exists() and not directory.interrupted():
                 raise SearchEngineError(
                     f"{name!r} is taken by something in the collections' folder that holds no index (a folder or file "
                     f"of that name); remove it on the server, or pick another name"

@@ -103,6 +103,31 @@ def test_a_name_taken_by_a_folder_that_is_no_index_says_so_instead_of_delete_it_
     assert (held.folder / "not-an-index").is_dir()
 
 
+KILLED_CREATE = """
+import os, signal, sys
+from searchengine import SearchEngine
+def kill_at_commit(frame, event, arg):
+    if event == "call" and frame.f_code.co_name == "commit_generation":
+        os.kill(os.getpid(), signal.SIGKILL)
+sys.setprofile(kill_at_commit)
+SearchEngine.create(sys.argv[1], model=sys.argv[2])
+"""
+
+
+def test_a_create_a_crash_killed_before_its_commit_can_be_made_again(held: Collections, tiny_model: Path) -> None:
+    """A server killed inside POST /collections left a folder of the name with no index: create refused the name
+    ('remove it on the server') and DELETE did not know it, so no request could ever make it."""
+    import subprocess
+    import sys
+
+    path = held.folder / "notes"
+    killed = subprocess.run([sys.executable, "-c", KILLED_CREATE, str(path), str(tiny_model)], timeout=120)
+    assert killed.returncode == -9 and path.is_dir() and "notes" not in held.names()
+    held.create("notes", lambda path, encoder: SearchEngine.create(path, model=tiny_model).close(), str(tiny_model))
+    with held.opened("notes") as notes:
+        assert notes.reader.run(len).result() == 0
+
+
 def test_of_several_creates_of_one_name_at_once_one_makes_it_and_the_others_are_refused(
     held: Collections, tiny_model: Path
 ) -> None:
