@@ -73,6 +73,13 @@ class IndexDirectory:
     def exists(self) -> bool:
         return (self.path / MANIFEST).is_file()
 
+    def interrupted(self) -> bool:
+        """Whether the directory holds no index, only what a build killed before its first commit left (the writer
+        lock, files of a generation never committed): what a build over it replaces, nothing else in it."""
+        return (
+            self.path.is_dir() and not self.exists() and any(self.path.iterdir()) and not _foreign_entries(self.path)
+        )
+
     def read_manifest(self) -> Manifest:
         """The current manifest, checked against the files it names (sizes, and checksums of small files); for
         format 2 filled in from the store's latest commit (counts, segments: indexer/commit/index_state.py)."""
@@ -273,7 +280,12 @@ class IndexDirectory:
                 f"{self.path} already exists and is not a searchengine index; choose another index directory "
                 "so nothing in it is overwritten"
             )
-        self.path.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a file on the way (NotADirectoryError), a folder this user may not write
+            raise IndexerError(
+                f"cannot make the index directory {self.path} ({exc.strerror or exc}); choose another index directory"
+            ) from None
         with self.locked():
             if existing:  # every checksum, under the lock so no writer commits meanwhile, before anything changes
                 self._read_manifest_once(verify_up_to=None)

@@ -36,7 +36,6 @@ by slices the longest hold is a small fraction of a second, for a little more to
 measured in docs/benchmarks.md#serving)."""
 
 
-
 def checked_texts(texts: object) -> list[str]:
     """`texts` as `encode` takes them, as a list; refused in one line where they are one text rather than a list of
     them (a str was embedded character by character), not a list at all, or hold something other than a str."""

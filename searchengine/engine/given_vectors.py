@@ -22,11 +22,8 @@ def given_vectors(
     """`vectors` (a 2-D array or a list of lists of numbers) as the index stores them: checked to be `count` rows
     (when given) of `dimension` finite numbers, none all zeros, then L2-normalised; else one SearchEngineError
     naming the problem, `what` (one vector's name where `one`, so the sentence says "has", not "have")."""
-    if isinstance(vectors, np.ndarray) and vectors.dtype.kind == "c":  # float32 would drop the imaginary parts
-        raise SearchEngineError(f"{what} must be real numbers, not complex ones")
     try:
-        with np.errstate(over="ignore"):  # a number beyond float32 becomes an infinity, refused below in one line
-            array = np.asarray(vectors, dtype=np.float32)
+        array = _as_float32(vectors, what)
     except (TypeError, ValueError):
         raise SearchEngineError(f"{what} must be lists of numbers of the same length ({dimension} each)") from None
     if array.ndim != 2:
@@ -56,10 +53,19 @@ def given_vectors(
 def given_vector(vector: object, dimension: int) -> np.ndarray:
     """One search vector as a 1 x `dimension` row in the index's space (given_vectors says what is refused)."""
     try:
-        with np.errstate(over="ignore"):  # as in given_vectors
-            array = np.asarray(vector, dtype=np.float32)
+        array = _as_float32(vector, "the vector")
     except (TypeError, ValueError):
         raise SearchEngineError(f"the vector must be a list of {dimension} numbers") from None
     if array.ndim != 1:
         raise SearchEngineError(f"the vector must be one list of {dimension} numbers, not {array.ndim}-D")
     return given_vectors(array[None, :], dimension, 1, "the vector", one=True)
+
+
+def _as_float32(values: object, what: str) -> np.ndarray:
+    """`values` as a float32 array, a complex array refused in one line naming `what` (the cast would drop its
+    imaginary parts, with a warning only); a number beyond float32 becomes an infinity, which the caller refuses.
+    TypeError or ValueError where `values` are not numbers."""
+    if isinstance(values, np.ndarray) and values.dtype.kind == "c":
+        raise SearchEngineError(f"{what} must be real numbers, not complex ones")
+    with np.errstate(over="ignore"):
+        return np.asarray(values, dtype=np.float32)

@@ -117,14 +117,20 @@ def ensure_index(
 ) -> Encoder | None:
     """Make an empty index in `path` where there is none, for writers that add to an index they may have to start
     (`index --append`, the LangChain and LlamaIndex stores). Returns the encoder to open it with: `encoder`, or
-    the one loaded to create it (None where nothing was loaded)."""
-    if IndexDirectory(Path(path)).exists():
+    the one loaded to create it (None where nothing was loaded). One that another writer made meanwhile (while
+    this one loaded its model) is added to as it is: create refuses it, and the caller wants it, not an error."""
+    directory = IndexDirectory(Path(path))
+    if directory.exists():
         return encoder
     if encoder is None:
         from searchengine.encoding.encoder import Encoder
 
         encoder = Encoder(model, **(speed.options() if speed else {}))
-    create_index(Path(path), encoder, passages=passages, passage_headings=passage_headings)
+    try:
+        create_index(Path(path), encoder, passages=passages, passage_headings=passage_headings)
+    except SearchEngineError:
+        if not directory.exists():
+            raise
     return encoder
 
 

@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 """A collection's name: its folder's, letters, digits, '_', '.' and '-', 64 at most, not starting with '.' or '-'."""
+REMOVED = re.compile(r"\.removed-.+-[0-9a-f]{32}")
+"""A deleted collection's folder, renamed so before it is removed (`.removed-NAME-UUID`: no collection's name starts
+with '.'); one a crash left is removed when collections are next served (`Collections`)."""
 
 
 def checked_name(name: str) -> str:
@@ -62,15 +65,19 @@ class Collections:
         if not folder.is_dir():
             raise SearchEngineError(f"{folder} is not a folder: make it, or name the folder that holds the indexes")
         self.folder = folder
+        for leftover in folder.iterdir():  # a DELETE that a crash stopped between its rename and its removal
+            if REMOVED.fullmatch(leftover.name):
+                shutil.rmtree(leftover, ignore_errors=True)
         self._open_index = open_index
         self.idle_close_s = idle_close_s
         self._open: dict[str, _Open] = {}
         self._models: weakref.WeakValueDictionary[tuple, Encoder] = weakref.WeakValueDictionary()
         """Loaded models by identity, kept while an open collection uses them."""
         self._lock = threading.Lock()
-        self._creating = threading.Lock()
-        """Held while a collection is made, so that of two requests for one name one makes it and one is refused."""
-        self._opening: dict[str, threading.Lock] = {}
+        self._naming: dict[str, threading.Lock] = {}
+        """One lock a name (`_name_lock`), held while its collection is opened, made or deleted: of two creates of one
+        name one makes it and the other is refused, and a request waits for an open, a create or a delete under way
+        (the makes of other names go on meanwhile: a create may load, or download, its model)."""
         self._stop = threading.Event()
         self._reaper = None
         if idle_close_s is not None:
@@ -132,8 +139,7 @@ class Collections:
             if entry is not None:
                 entry.users += 1
                 return entry
-            opening = self._opening.setdefault(name, threading.Lock())
-        with opening:  # one thread opens a collection; others asking for it meanwhile wait for that one
+        with self._name_lock(name):  # one thread opens a collection; others asking for it meanwhile wait for that one
             with self._lock:
                 entry = self._open.get(name)
                 if entry is not None:
@@ -163,14 +169,18 @@ class Collections:
 
     def create(self, name: str, make: Callable[[Path, Encoder | None], None], model: str | None) -> None:
         """Make the empty collection `name` with `make(path, a loaded Encoder of `model` or None)`; refused when
-        there is one."""
+        there is one, or when something else has its name (a create that a crash killed before its commit is made
+        over: it left the name refused by create, and unknown to DELETE)."""
         path = self.folder / checked_name(name)
-        with self._creating:
-            if IndexDirectory(path).exists():
+        directory = IndexDirectory(path)
+        with self._name_lock(name):
+            if directory.exists():
                 raise SearchEngineError(
                     f"a collection named {name!r} exists already; delete it first or pick another name"
                 )
-            if path.exists():  # DELETE answers 404 for it: it is no collection, and never removed from here
+            # Something else of the name (no collection: DELETE answers 404, and never removes it from here), but for
+            # what a create killed before its commit left, which the build replaces.
+            if path.exists() and not directory.interrupted():
                 raise SearchEngineError(
                     f"{name!r} is taken by something in the collections' folder that holds no index (a folder or file "
                     f"of that name); remove it on the server, or pick another name"
@@ -181,17 +191,25 @@ class Collections:
     def delete(self, name: str) -> None:
         """Close the collection `name` and remove its folder (UnknownCollectionError when there is none). The folder is
         renamed out of the way first, so that from then on a request for the collection gets a 404 (it got a 400
-        about an interrupted build while the folder was being removed) and its name can be made again."""
+        about an interrupted build while the folder was being removed) and its name can be made again. An open of it
+        under way ends first and is closed here (it was kept open: a collection made again under the name was served
+        by the deleted one's state, its model and last generation)."""
         path = self.folder / checked_name(name)
-        if not IndexDirectory(path).exists():
-            raise UnknownCollectionError(f"no collection named {name!r}; GET /collections lists them")
-        removed = path.with_name(f".removed-{name}-{uuid.uuid4().hex}")  # no collection's name: it starts with '.'
-        path.rename(removed)
-        with self._lock:
-            entry = self._open.pop(name, None)
+        with self._name_lock(name):  # an open under way ends first, and is closed here: else it was kept, and served on
+            if not IndexDirectory(path).exists():
+                raise UnknownCollectionError(f"no collection named {name!r}; GET /collections lists them")
+            removed = path.with_name(f".removed-{name}-{uuid.uuid4().hex}")  # of the form REMOVED
+            path.rename(removed)
+            with self._lock:
+                entry = self._open.pop(name, None)
         if entry is not None:
             entry.index.close()
         shutil.rmtree(removed)
+
+    def _name_lock(self, name: str) -> threading.Lock:
+        """The lock of the collection `name` (`_naming`)."""
+        with self._lock:
+            return self._naming.setdefault(name, threading.Lock())
 
     def close_idle(self, now: float | None = None) -> list[str]:
         """Close the collections no request has used for idle_close_s seconds; returns their names."""

@@ -116,6 +116,21 @@ def test_a_role_committed_as_none_is_not_named(index: IndexDirectory) -> None:
     assert not unused.exists()
 
 
+def test_only_what_a_first_write_killed_before_its_commit_left_is_interrupted(index: IndexDirectory) -> None:
+    assert not index.interrupted()  # no folder
+    index.path.mkdir()
+    assert not index.interrupted()  # an empty folder: nothing left by a build
+    (index.path / LOCK).write_text("")
+    (index.path / "documents.1796050157199487021.db").write_bytes(b"D")  # a generation's store, never committed
+    assert index.interrupted()
+    (index.path / "notes.txt").write_text("mine")
+    assert not index.interrupted()  # something else in it
+
+
+def test_an_index_is_not_interrupted(index: IndexDirectory, committed: Manifest) -> None:
+    assert not index.interrupted()
+
+
 def test_read_manifest_of_a_missing_directory(tmp_path: Path) -> None:
     with pytest.raises(IndexerError, match="no index at"):
         IndexDirectory(tmp_path / "nowhere").read_manifest()

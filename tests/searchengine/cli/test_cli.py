@@ -318,6 +318,16 @@ def test_missing_index(tmp_path: Path) -> None:
         assert_one_line_error(run(*command, "-d", tmp_path / "corpus.jsonl"), "corpus.jsonl is a file, not an index directory")
 
 
+def test_an_index_directory_under_a_file_is_refused_in_one_line(tmp_path: Path, tiny_model: Path) -> None:
+    """mkdir's NotADirectoryError reached the user as a traceback."""
+    (tmp_path / "corpus.txt").write_text("a cat\n")
+    under_a_file = tmp_path / "corpus.txt" / "index"
+    assert_one_line_error(
+        run("index", tmp_path / "corpus.txt", "-d", under_a_file, "--model", tiny_model),
+        f"cannot make the index directory {under_a_file} (Not a directory); choose another index directory",
+    )
+
+
 def test_corrupt_index(index_dir: Path) -> None:
     next(index_dir.glob("segment.*.faiss")).write_bytes(b"garbage")
     assert_one_line_error(run("query", "cat", "-d", index_dir), "truncated", "rebuild")

@@ -149,3 +149,5 @@ def test_numbers_beyond_float32_and_complex_numbers_are_refused_in_one_line() ->
         given_vector([1e300] * 4, 4)
     with pytest.raises(SearchEngineError, match="embeddings must be real numbers, not complex ones"):
         given_vectors(np.ones((1, 4), dtype=np.complex64), 4)  # float32 dropped the imaginary parts, with a warning
+    with pytest.raises(SearchEngineError, match="the vector must be real numbers, not complex ones"):
+        given_vector(np.array([1j, 1, 0, 0]), 4)  # a search's vector: cast to float32 before given_vectors looked

@@ -53,3 +53,35 @@ def test_search_engine_stays_a_thin_front() -> None:
     assert issubclass(SearchEngine, ChromaStyleCalls) and issubclass(SearchEngine, AnalysisCalls)
     for name in ("add", "upsert", "get", "search_by_vector", "cluster", "clustering", "mine", "dedupe", "search"):
         assert callable(getattr(SearchEngine, name)), name
+
+
+def test_ensure_index_adds_to_an_index_another_writer_made_while_it_loaded_its_model(
+    tmp_path: Path, tiny_encoder: Encoder
+) -> None:
+    """`index --append` and the LangChain and LlamaIndex stores look for the index, load their model (seconds),
+    then create it: one made meanwhile by another writer was emptied before create refused a path holding an index,
+    and then failed the call with 'exists already'. The other writer's create and add run here at the moment
+    ensure_index calls create_index (a profile hook; the code itself runs as it is)."""
+    import sys
+
+    from searchengine.engine.index_writer import ensure_index
+
+    path = tmp_path / "index"
+    other: list[int] = []
+
+    def other_writer(frame: object, event: str, arg: object) -> None:  # noqa: ARG001
+        if event == "call" and frame.f_code is create_index.__code__ and not other:  # type: ignore[attr-defined]
+            create_index(path, tiny_encoder)
+            other.append(IndexWriter(path, tiny_encoder).add(["written by the other writer"]).added)
+
+    sys.setprofile(other_writer)
+    try:
+        assert ensure_index(path, encoder=tiny_encoder) is tiny_encoder
+    finally:
+        sys.setprofile(None)
+    assert other == [1]
+    reader = IndexReader(path, tiny_encoder)
+    try:
+        assert len(reader) == 1
+    finally:
+        reader.close()

@@ -103,6 +103,31 @@ def test_a_name_taken_by_a_folder_that_is_no_index_says_so_instead_of_delete_it_
     assert (held.folder / "not-an-index").is_dir()
 
 
+KILLED_CREATE = """
+import os, signal, sys
+from searchengine import SearchEngine
+def kill_at_commit(frame, event, arg):
+    if event == "call" and frame.f_code.co_name == "commit_generation":
+        os.kill(os.getpid(), signal.SIGKILL)
+sys.setprofile(kill_at_commit)
+SearchEngine.create(sys.argv[1], model=sys.argv[2])
+"""
+
+
+def test_a_create_a_crash_killed_before_its_commit_can_be_made_again(held: Collections, tiny_model: Path) -> None:
+    """A server killed inside POST /collections left a folder of the name with no index: create refused the name
+    ('remove it on the server') and DELETE did not know it, so no request could ever make it."""
+    import subprocess
+    import sys
+
+    path = held.folder / "notes"
+    killed = subprocess.run([sys.executable, "-c", KILLED_CREATE, str(path), str(tiny_model)], timeout=120)
+    assert killed.returncode == -9 and path.is_dir() and "notes" not in held.names()
+    held.create("notes", lambda path, encoder: SearchEngine.create(path, model=tiny_model).close(), str(tiny_model))
+    with held.opened("notes") as notes:
+        assert notes.reader.run(len).result() == 0
+
+
 def test_of_several_creates_of_one_name_at_once_one_makes_it_and_the_others_are_refused(
     held: Collections, tiny_model: Path
 ) -> None:
@@ -131,6 +156,30 @@ def test_of_several_creates_of_one_name_at_once_one_makes_it_and_the_others_are_
     assert all("a collection named 'twin' exists already" in message for message in refused)
 
 
+def test_a_create_that_loads_its_model_holds_up_no_create_of_another_name(held: Collections, tiny_model: Path) -> None:
+    """One lock for every create: a create loading (or downloading) its model kept all others waiting."""
+    loading, loaded = threading.Event(), threading.Event()
+
+    def slow(path: Path, encoder: Encoder | None) -> None:
+        loading.set()
+        loaded.wait(30)
+        SearchEngine.create(path, encoder=Encoder(tiny_model)).close()
+
+    slow_create = threading.Thread(target=held.create, args=("slow", slow, str(tiny_model)))
+    slow_create.start()
+    try:
+        assert loading.wait(30)
+        quick = threading.Thread(target=held.create, args=("quick", lambda path, encoder: SearchEngine.create(
+            path, encoder=Encoder(tiny_model)).close(), str(tiny_model)))  # fmt: skip
+        quick.start()
+        quick.join(15)
+        assert not quick.is_alive() and "quick" in held.names()
+    finally:
+        loaded.set()
+        slow_create.join()
+    assert {"slow", "quick"} <= set(held.names())
+
+
 def test_a_collection_deleted_while_it_opens_is_unknown_not_a_broken_index(folder: Path) -> None:
     """A request that opened a collection as DELETE removed its folder got a 400 about an interrupted build."""
     def deleted_as_it_opens(path: Path, encoder: Encoder | None) -> ServedIndex:
@@ -154,6 +203,60 @@ def test_a_deleted_collection_leaves_nothing_and_its_name_can_be_made_again(held
     held.create("plants", lambda path, encoder: SearchEngine.create(path, model=tiny_model).close(), str(tiny_model))
     with held.opened("plants") as plants:
         assert plants.reader.run(len).result() == 0
+
+
+def test_a_collection_deleted_while_it_opens_is_not_kept_open_to_serve_its_name_made_again(
+    folder: Path, tiny_model: Path, other_tiny_model: Path
+) -> None:
+    """The open ended after DELETE had removed the folder and kept its collection open: the name made again (on
+    another model) was served by the deleted collection's state, its model and last generation."""
+    opened, go = threading.Event(), threading.Event()
+
+    def slow_open(path: Path, encoder: Encoder | None) -> ServedIndex:
+        index = ServedIndex(path, encoder=encoder, readers=1)
+        opened.set()
+        go.wait(30)
+        return index
+
+    collections = Collections(folder, slow_open, idle_close_s=None)
+    try:
+
+        def request() -> None:
+            with collections.opened("plants"):
+                pass
+
+        asked = threading.Thread(target=request)
+        asked.start()
+        assert opened.wait(30)
+        delete = threading.Thread(target=collections.delete, args=("plants",))
+        delete.start()
+        delete.join(1.0)  # the code before deleted here, the open still under way
+        go.set()
+        asked.join()
+        delete.join()
+        assert collections.open_names == []
+        make = lambda path, encoder: SearchEngine.create(path, model=other_tiny_model).close()  # noqa: E731
+        collections.create("plants", make, str(other_tiny_model))
+        with collections.opened("plants") as plants:
+            assert plants.reader.run(len).result() == 0
+            assert plants.encoder.source.path == other_tiny_model
+    finally:
+        collections.close()
+
+
+def test_a_delete_a_crash_cut_short_is_finished_at_the_next_start(held: Collections, folder: Path) -> None:
+    """DELETE renames the folder away, then removes it: a crash between the two left the renamed folder, the whole
+    index, where no listing shows it."""
+    left = folder / ".removed-plants-0123456789abcdef0123456789abcdef"
+    (folder / "plants").rename(left)
+    (folder / ".removed-mine").mkdir()  # not of that form: never removed from here
+    assert held.names() == ["animals", "other"]
+    again = served_collections(folder, idle_close_s=None)
+    try:
+        assert not left.exists()
+        assert sorted(path.name for path in folder.iterdir()) == [".removed-mine", "animals", "not-an-index", "other"]
+    finally:
+        again.close()
 
 
 def httpx_error(response: httpx.Response) -> None:
