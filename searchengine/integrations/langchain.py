@@ -105,12 +105,9 @@ class SearchEngineVectorStore(VectorStore):
         if isinstance(texts, (str, bytes)):  # list() would add each character as a text
             raise SearchEngineError(f"texts is a list of str, not one {type(texts).__name__}: write [text]")
         texts = list(texts)
-        blank = next(
-            (number for number, text in enumerate(texts, start=1) if isinstance(text, str) and not text.strip()), 0
-        )
-        if blank:  # the index leaves blank texts out: the id returned for it would name nothing
-            raise SearchEngineError(
-                f"text {blank} is blank, and the index stores no blank text: give it text, or leave it out"
+        if texts and all(isinstance(text, str) and not text.strip() for text in texts):
+            raise SearchEngineError(  # a blank one among others is left out, as the index leaves it (a blank PDF page)
+                "every text given is blank, and the index stores no blank text: give texts with words in them"
             )
         metadatas = metadatas or [{} for _ in texts]
         given = id_list(ids) if ids is not None else [None] * len(texts)

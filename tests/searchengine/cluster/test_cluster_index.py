@@ -1126,7 +1126,8 @@ def test_a_write_after_another_cluster_index_wrote_its_shard_is_refused_not_lost
     assert receipt.copies == {0: 2} and receipt.counts.added == 1
     found = {hit.external_id for hit in index.search("rocket", k=50, mode="keyword").hits[0]}
     assert {ids[0], ids[2], ids[4]} <= found and not {ids[1], ids[3]} & found
-    assert all(copy["lag"] == 0 and copy["serving"] for copy in index.status()["shards"][0]["copies"])
+    copies = index.status()["shards"][0]["copies"]
+    assert all(copy["lag"] == 0 and copy["serving"] for copy in copies), copies  # CI saw one fail once, loaded
 
 
 def test_a_removed_node_loses_no_search_and_no_acknowledged_write(built: dict, ray_cluster: Any) -> None:  # noqa: ANN401

@@ -217,17 +217,21 @@ def test_max_marginal_relevance_picks_near_and_unlike_documents(tmp_path: Path, 
         ]
 
 
-def test_texts_given_as_one_string_or_blank_are_refused_and_nothing_is_added(store: SearchEngineVectorStore) -> None:
-    """add_texts("abc") added the documents a, b and c; add_texts(["ok", ""]) returned an id for the blank text,
-    which the index leaves out, and ["  "] stored a blank document."""
+def test_texts_given_as_one_string_or_only_blank_are_refused_and_a_blank_one_among_others_is_left_out(
+    store: SearchEngineVectorStore,
+) -> None:
+    """add_texts("abc") added the documents a, b and c, and ["  "] stored a blank document. A blank text among
+    others (a loader's blank PDF page) is left out, as the index leaves it, and the others are added; its id is
+    returned with theirs, as LlamaIndex's store returns a textless node's."""
     before = len(store.similarity_search("x", k=100))
     with pytest.raises(SearchEngineError, match=r"texts is a list of str, not one str: write \[text\]"):
         store.add_texts("abc")  # type: ignore[arg-type]
-    for texts in (["a fine text", ""], ["  "]):
-        with pytest.raises(SearchEngineError, match=r"text \d is blank, and the index stores no blank text"):
+    for texts in ([""], ["  ", "\n"]):
+        with pytest.raises(SearchEngineError, match="every text given is blank, and the index stores no blank text"):
             store.add_texts(texts, ids=[f"blank-{n}" for n in range(len(texts))])
     assert len(store.similarity_search("x", k=100)) == before
-    assert store.get_by_ids(["blank-0", "blank-1"]) == []
+    assert store.add_texts(["a fine text", " "], ids=["fine", "blank"]) == ["fine", "blank"]
+    assert [document.id for document in store.get_by_ids(["fine", "blank"])] == ["fine"]
 
 
 def test_relevance_scores_are_refused_for_a_call_in_another_mode(store: SearchEngineVectorStore) -> None:
