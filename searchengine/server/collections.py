@@ -164,7 +164,8 @@ class Collections:
             if not directory.exists():  # deleted while it opened
                 raise UnknownCollectionError(f"no collection named {name!r}; GET /collections lists them") from None
             raise
-        self._models.setdefault(key, index.encoder)
+        with self._lock:  # create reads _models under it: a dict changing size while read raises
+            self._models.setdefault(key, index.encoder)
         return index
 
     def create(self, name: str, make: Callable[[Path, Encoder | None], None], model: str | None) -> None:
@@ -185,7 +186,8 @@ class Collections:
                     f"{name!r} is taken by something in the collections' folder that holds no index (a folder or file "
                     f"of that name); remove it on the server, or pick another name"
                 )
-            loaded = next((encoder for key, encoder in self._models.items() if key[0] == (model or "default")), None)
+            with self._lock:
+                loaded = next((encoder for key, encoder in self._models.items() if key[0] == (model or "default")), None)
             make(path, loaded)
 
     def delete(self, name: str) -> None:
