@@ -50,8 +50,10 @@ def _not_read(data: bytes, error: Exception) -> str:
         return "is empty (0 bytes)"
     if b"%PDF-" not in data[:1024]:
         start = data[:1024].lstrip()
-        if start.startswith(b"<"):
-            kind = "HTML or XML; rename it .html"
+        if start.startswith(b"<?xml") and b"<html" not in start.lower():  # XHTML is HTML
+            kind = "XML, which is not read"
+        elif start.startswith(b"<"):
+            kind = "HTML; rename it .html"
         else:
             kind = "text; rename it .txt" if _is_text(data[:4096]) else "another kind of file"
         return f"is not a PDF (it does not begin with '%PDF-'): it looks like {kind}"

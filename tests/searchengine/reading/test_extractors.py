@@ -105,7 +105,9 @@ def test_encrypted_and_scanned_pdfs_are_unreadable_with_the_reason(tmp_path: Pat
     ("data", "said"),
     [
         (b"", "is empty (0 bytes)"),
-        (b"\n<!DOCTYPE html><html><body>Tea</body></html>", "it looks like HTML or XML; rename it .html"),
+        (b"\n<!DOCTYPE html><html><body>Tea</body></html>", "it looks like HTML; rename it .html"),
+        (b'<?xml version="1.0"?><svg/>', "it looks like XML, which is not read"),
+        (b'<?xml version="1.0"?>\n<html xmlns="http://www.w3.org/1999/xhtml"/>', "it looks like HTML; rename"),
         ("Notes on tea, caf\u00e9.\n".encode(), "it looks like text; rename it .txt"),
         (b"\x89PNG\r\n\x1a\n\x00\x00", "it looks like another kind of file"),
     ],
