@@ -4,10 +4,8 @@ dependencies never meet the engine's."""
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
-import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,21 +43,3 @@ def system_env(system: str, baseline: Path | None, shim: Path | None) -> dict[st
     elif system == "searchengine":
         env[CODE_VARIABLE] = str(ROOT)
     return env
-
-
-def baseline_arguments(description: str) -> argparse.ArgumentParser:
-    """A parser with what a checkout-against-baseline benchmark takes: --baseline (an older checkout's files),
-    --rounds (each runs both checkouts once) and --out; the benchmark adds its own."""
-    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument(
-        "--baseline", type=Path, required=True, help="the older checkout (its files, as git archive gives)"
-    )
-    parser.add_argument("--rounds", type=int, default=4, help="rounds; each runs both checkouts once (default 4)")
-    parser.add_argument("--out", type=Path, help="write the results as JSON here")
-    return parser
-
-
-def check_baseline(baseline: Path) -> None:
-    """Stop with one line where `baseline` is not a checkout of the project."""
-    if not (baseline / "searchengine").is_dir():
-        sys.exit(f"--baseline {baseline} holds no searchengine/: give a checkout of the project")

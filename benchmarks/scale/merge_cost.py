@@ -18,6 +18,7 @@ ratios, after checking that both checkouts rank alike.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -27,7 +28,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
-from benchmarks.harness.environments import baseline_arguments, baseline_path, check_baseline, system_env
+from benchmarks.harness.environments import baseline_path, system_env
 from benchmarks.harness.machine import command_line, machine_record
 from benchmarks.harness.results import write_results
 from benchmarks.harness.rounds import rotation
@@ -97,11 +98,17 @@ print(json.dumps({"us": measured, "rankings": repr(rankings)}))
 
 
 def main() -> None:
-    parser = baseline_arguments(__doc__)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument(
+        "--baseline", type=Path, required=True, help="the older checkout (its files, as git archive gives)"
+    )
+    parser.add_argument("--rounds", type=int, default=4, help="rounds; each runs both checkouts once (default 4)")
     parser.add_argument("--calls", type=int, default=200, help="calls timed together in a block (default 200)")
     parser.add_argument("--blocks", type=int, default=15, help="blocks per part and process (default 15)")
+    parser.add_argument("--out", type=Path, help="write the results as JSON here")
     args = parser.parse_args()
-    check_baseline(args.baseline)
+    if not (args.baseline / "searchengine").is_dir():
+        sys.exit(f"--baseline {args.baseline} holds no searchengine/: give a checkout of the project")
     load_before = os.getloadavg()
     runs: dict[str, list[dict[str, float]]] = {system: [] for system in SYSTEMS}
     rankings: dict[str, str] = {}

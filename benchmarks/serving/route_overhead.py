@@ -20,6 +20,7 @@ checkout's medians by mode over all rounds, the ratios, and the route's own time
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -29,7 +30,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.append(str(Path(__file__).resolve().parents[2]))  # the repository root, for `benchmarks.*`
-from benchmarks.harness.environments import ROOT, baseline_arguments, baseline_path, check_baseline, system_env
+from benchmarks.harness.environments import ROOT, baseline_path, system_env
 from benchmarks.harness.machine import command_line, machine_record
 from benchmarks.harness.results import write_results
 from benchmarks.harness.rounds import rotation
@@ -121,11 +122,17 @@ served.close()
 
 
 def main() -> None:
-    parser = baseline_arguments(__doc__)
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument(
+        "--baseline", type=Path, required=True, help="the older checkout (its files, as git archive gives)"
+    )
+    parser.add_argument("--rounds", type=int, default=4, help="rounds; each runs both checkouts once (default 4)")
     parser.add_argument("--requests", type=int, default=500, help="timed requests per mode and process (default 500)")
     parser.add_argument("--warmup", type=int, default=50, help="requests per mode before the timed ones (default 50)")
+    parser.add_argument("--out", type=Path, help="write the results as JSON here")
     args = parser.parse_args()
-    check_baseline(args.baseline)
+    if not (args.baseline / "searchengine").is_dir():
+        sys.exit(f"--baseline {args.baseline} holds no searchengine/: give a checkout of the project")
     load_before = os.getloadavg()
     with tempfile.TemporaryDirectory(prefix="route-overhead-") as scratch:
         work = Path(scratch)
