@@ -4,7 +4,7 @@ engine/search_engine.py stays a short list of what the engine does."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from searchengine.engine.filters import Filters
@@ -40,6 +40,14 @@ class ChromaStyleCalls:
         """The stored documents with these ids (in their order; unknown ones left out) and/or meeting `where`."""
         return self.reader.get(ids, where)
 
-    def search_by_vector(self, vector: Any, k: int = 10, where: Filters = None) -> list[Hit]:  # noqa: ANN401
-        """The k documents nearest to `vector` (in the index's space: engine/given_vectors.py), best first."""
-        return self.reader.search_by_vector(vector, k, where)
+    def search_by_vector(
+        self,
+        vector: Any,  # noqa: ANN401
+        k: int = 10,
+        where: Filters = None,
+        *,
+        mmr: Mapping[str, Any] | None = None,
+    ) -> list[Hit]:
+        """The k documents nearest to `vector` (in the index's space: engine/given_vectors.py), best first; with
+        `mmr` ({"fetch_k": ..., "lambda_mult": ...}), picked by maximal marginal relevance among the fetch_k nearest."""
+        return self.reader.search_by_vector(vector, k, where, mmr=mmr)

@@ -118,12 +118,19 @@ class IndexReader(IndexSnapshot):
             results = with_highlights(queries, results, retrieval.sides, self._embed_sentences)
         return results
 
-    def search_by_vector(self, vector: object, k: int = 10, where: Filters = None) -> list[Hit]:
+    def search_by_vector(
+        self, vector: object, k: int = 10, where: Filters = None, *, mmr: Mapping[str, Any] | None = None
+    ) -> list[Hit]:
         """The k documents whose vectors are nearest to `vector` by cosine, best first, among those meeting `where`:
-        dense search without encoding (the vector is in the index's space: engine/given_vectors.py)."""
+        dense search without encoding (the vector is in the index's space: engine/given_vectors.py). With `mmr`
+        ({"fetch_k": 20, "lambda_mult": 0.5}, either may be left out), the k picked by maximal marginal relevance
+        among the fetch_k nearest instead, as the "mmr" mode picks for a query's text."""
         k, conditions = count_argument("k", k), conditions_of(where)
+        mode = mode_named("dense" if mmr is None else "mmr")
+        if mmr is not None:
+            mode.check_options(mmr)
         rows = given_vector(vector, self.manifest.index.dimension)
-        return self._retrieve([""], k, conditions, mode_named("dense"), DEFAULT_FUSION, rows)[0]
+        return self._retrieve([""], k, conditions, mode, DEFAULT_FUSION, rows, options=mmr)[0]
 
     def get(self, ids: Sequence[str] | None = None, where: Filters = None) -> list[Document]:
         """The stored documents with these external ids (in their order) and/or meeting `where` (document_lookup)."""

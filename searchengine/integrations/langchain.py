@@ -191,6 +191,20 @@ class SearchEngineVectorStore(VectorStore):
         hits = self._index.reader.run(search).result()
         return [_document(hit, hit.external_id or str(hit.id)) for hit in hits]
 
+    def max_marginal_relevance_search_by_vector(
+        self, embedding: list[float], k: int = 4, fetch_k: int = 20, lambda_mult: float = 0.5, **kwargs: Any
+    ) -> list[Document]:
+        """`max_marginal_relevance_search` for a vector in the index's space (as `store.embeddings` gives it): the
+        same picks as for the query whose vector it is."""
+        where = _filters(kwargs)
+        mmr = {"fetch_k": fetch_k, "lambda_mult": lambda_mult}
+
+        def search(engine: SearchEngine) -> list:
+            return engine.search_by_vector(embedding, k, where, mmr=mmr) if len(engine) else []
+
+        hits = self._index.reader.run(search).result()
+        return [_document(hit, hit.external_id or str(hit.id)) for hit in hits]
+
     def _similarity_search_with_relevance_scores(
         self, query: str, k: int = 4, **kwargs: Any
     ) -> list[tuple[Document, float]]:

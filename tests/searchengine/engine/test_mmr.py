@@ -36,6 +36,11 @@ def test_mmr_picks_as_its_formula_says_and_takes_only_its_options(tmp_path: Path
 
             chosen.append(max((i for i in candidates if i not in chosen), key=value))
         assert [h.id for h in picked] == chosen
+        by_vector = engine.search_by_vector(q, k=4, mmr={"fetch_k": 8, "lambda_mult": 0.2})
+        assert [h.id for h in by_vector] == [h.id for h in picked]  # the query's own vector: the same picks
+        assert [h.score for h in by_vector] == pytest.approx([h.score for h in picked], abs=1e-5)
+        with pytest.raises(SearchEngineError, match="mode mmr takes fetch_k and lambda_mult, not depth"):
+            engine.search_by_vector(q, mmr={"depth": 3})
         assert all(h.score == pytest.approx(float(vector[h.id] @ q), abs=1e-5) for h in picked)
         assert len(engine.search(query, k=3, mode="mmr", where=["line>=10"])) == 3
         for options, message in (

@@ -212,6 +212,12 @@ def test_max_marginal_relevance_picks_near_and_unlike_documents(tmp_path: Path, 
         vectors = store.embeddings.embed_documents([d.page_content for d in candidates])
         picks = maximal_marginal_relevance(np.asarray(store.embeddings.embed_query(query)), vectors, 0.3, 4)
         assert [d.id for d in diverse] == [candidates[i].id for i in picks]
+        by_vector = store.max_marginal_relevance_search_by_vector(
+            store.embeddings.embed_query(query), k=4, fetch_k=10, lambda_mult=0.3
+        )  # LangChain's own raised NotImplementedError
+        assert by_vector == diverse
+        with pytest.raises(SearchEngineError, match="lambda_mult"):
+            store.max_marginal_relevance_search_by_vector(store.embeddings.embed_query(query), lambda_mult=2)
         assert [d.id for d in store.as_retriever(search_type="mmr", search_kwargs={"k": 2}).invoke(query)][:1] == [
             plain[0].id
         ]
