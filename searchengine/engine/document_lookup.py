@@ -32,9 +32,7 @@ def documents_read_by(
         if not conditions:
             raise SearchEngineError("say which documents to get: give ids=['a', ...] and/or where={'field': value}")
         return read(conditions)
-    if isinstance(ids, (str, bytes)):
-        raise SearchEngineError(f"give a list of ids, not the string {ids!r}; write [{ids!r}]")
-    wanted = list(dict.fromkeys(external_ids_given(ids)))  # get(ids=[1]) read 1 as "1", which delete refuses
+    wanted = list(dict.fromkeys(external_ids_given(ids, "ids")))  # get(ids=[1]) read 1 as "1", which delete refuses
     found: dict[str | None, Document] = {}
     for start in range(0, len(wanted), LOOKUP_CHUNK):
         chunk = Condition("external_id", "in", tuple(wanted[start : start + LOOKUP_CHUNK]))
