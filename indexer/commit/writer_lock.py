@@ -75,6 +75,10 @@ def _open_lock(path: Path) -> TextIO:
 def _lock_holder(descriptor: int) -> str:
     """Who holds the lock, as the lock file's first LOCK_TEXT_WIDTH bytes say ("process <pid>" for a writer), on one
     line: whatever something else holding it left there (a `flock` command, a writer between taking the lock and
-    writing its text) never raises, nor runs on."""
+    writing its text) never raises, nor runs on. A holder that is this process (another of its threads, or another
+    engine it opened on the same folder) is named so, not by a pid the caller would take for someone else's."""
     text = os.pread(descriptor, LOCK_TEXT_WIDTH, 0).decode("utf-8", "replace")
-    return " ".join("".join(c if c.isprintable() else " " for c in text).split()) or "another process"
+    holder = " ".join("".join(c if c.isprintable() else " " for c in text).split()) or "another process"
+    if holder == f"process {os.getpid()}":  # flock is per open file: a second writer of this same process
+        return f"this process ({os.getpid()}): another thread or another SearchEngine of it"
+    return holder

@@ -15,10 +15,12 @@ from searchengine.indexer.errors import IndexerError, IndexLockedError
 def test_the_lock_names_its_holder_alone_whatever_the_file_held_before(tmp_path: Path) -> None:
     """The holder's text is written at a fixed width over the last one (no truncation at every write); a longer
     text left there by anything else is cut off, so a refused writer names the holder and nothing more. flock locks
-    belong to an open file description, so a second open in this process conflicts too."""
+    belong to an open file description, so a second open in this process conflicts too: it is named as this process
+    (another thread or engine of it), not by a pid the caller would take for another process's."""
     (tmp_path / LOCK).write_text("x" * 100, encoding="utf-8")
     with writer_lock(tmp_path):
-        with pytest.raises(IndexLockedError, match=f"by process {os.getpid()}; wait"):
+        named = rf"by this process \({os.getpid()}\): another thread or another SearchEngine of it; wait"
+        with pytest.raises(IndexLockedError, match=named):
             with writer_lock(tmp_path):
                 pass  # pragma: no cover
         assert (tmp_path / LOCK).read_text(encoding="utf-8") == f"process {os.getpid()}".ljust(LOCK_TEXT_WIDTH)

@@ -405,7 +405,7 @@ def test_a_write_while_another_process_writes_is_refused_in_one_line_and_searche
     served: ServedIndex = client.app.state.index
     with IndexDirectory(served.path).locked():  # as `searchengine add` in another process holds it
         added = client.post("/documents", json={"documents": [{"text": "refused while locked"}]})
-        assert "is being written by process" in _error(added, 409)
+        assert "is being written by this process" in _error(added, 409)  # held here: named as this process
         assert "wait for it to finish and try again" in _error(client.delete("/documents/3"), 409)
         for mode in ("dense", "keyword", "hybrid"):
             hits = client.get("/search", params={"q": "the cat sat on the mat", "k": 1, "mode": mode}).json()["hits"]
