@@ -62,10 +62,18 @@ def given_vector(vector: object, dimension: int) -> np.ndarray:
 
 
 def _as_float32(values: object, what: str) -> np.ndarray:
-    """`values` as a float32 array, a complex array refused in one line naming `what` (the cast would drop its
-    imaginary parts, with a warning only); a number beyond float32 becomes an infinity, which the caller refuses.
-    TypeError or ValueError where `values` are not numbers."""
-    if isinstance(values, np.ndarray) and values.dtype.kind == "c":
-        raise SearchEngineError(f"{what} must be real numbers, not complex ones")
-    with np.errstate(over="ignore"):
-        return np.asarray(values, dtype=np.float32)
+    """`values` as a float32 array, complex numbers refused in one line naming `what` (an array of them, or a list
+    of numpy's complex scalars: the cast would drop their imaginary parts, with a warning only); a float beyond
+    float32 becomes an infinity, which the caller refuses, and an integer beyond any float is refused here (numpy
+    raised OverflowError). TypeError or ValueError where `values` are not numbers."""
+    try:
+        with np.errstate(over="ignore"):
+            array = values if isinstance(values, np.ndarray) else np.asarray(values)
+            if array.dtype.kind == "c":
+                raise SearchEngineError(f"{what} must be real numbers, not complex ones")
+            return array.astype(np.float32, copy=False)
+    except OverflowError:
+        raise SearchEngineError(
+            f"{what} {'holds' if what == 'the vector' else 'hold'} a number beyond float32's 3.4e38: every number "
+            "must be finite"
+        ) from None

@@ -151,3 +151,19 @@ def test_numbers_beyond_float32_and_complex_numbers_are_refused_in_one_line() ->
         given_vectors(np.ones((1, 4), dtype=np.complex64), 4)  # float32 dropped the imaginary parts, with a warning
     with pytest.raises(SearchEngineError, match="the vector must be real numbers, not complex ones"):
         given_vector(np.array([1j, 1, 0, 0]), 4)  # a search's vector: cast to float32 before given_vectors looked
+
+
+def test_lists_of_complex_scalars_and_integers_beyond_any_float_are_refused_in_one_line() -> None:
+    """A list of numpy's complex scalars was cast with a warning only (its imaginary parts dropped: the vector
+    stored was another one), and an integer beyond float64 (a JSON body may hold one) raised numpy's OverflowError."""
+    from searchengine.engine.given_vectors import given_vector, given_vectors
+
+    with pytest.raises(SearchEngineError, match="embeddings must be real numbers, not complex ones"):
+        given_vectors([[np.complex128(1 + 2j), np.complex128(1), 0, 0]], 4)
+    with pytest.raises(SearchEngineError, match="the vector must be real numbers, not complex ones"):
+        given_vector([1j, 1, 0, 0], 4)
+    with pytest.raises(SearchEngineError, match=re.escape("embeddings hold a number beyond float32's 3.4e38")):
+        given_vectors([[10**400, 1, 0, 0]], 4)
+    with pytest.raises(SearchEngineError, match=re.escape("the vector holds a number beyond float32's 3.4e38")):
+        given_vector([10**400, 1, 0, 0], 4)
+    np.testing.assert_allclose(given_vectors([[2**70, 0, 0, 0]], 4), [[1, 0, 0, 0]])  # within range: kept
