@@ -75,7 +75,8 @@ class IndexReader(IndexSnapshot):
         )
 
     def __len__(self) -> int:
-        """Number of documents in the index (deleted ones not counted)."""
+        """Number of documents in the index (deleted ones not counted); refused after `close()`, as every read is."""
+        self.check_open()
         return self.live
 
     @property
@@ -89,7 +90,9 @@ class IndexReader(IndexSnapshot):
         return not len(self.tombstones) and self.keyword_index and self.manifest.segmented and one_segment
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """Vectors as this index stores them: encoder output, whitened when fitted, L2-normalised."""
+        """Vectors as this index stores them: encoder output, whitened when fitted, L2-normalised; refused after
+        `close()` (the whitening is the index's)."""
+        self.check_open()
         return to_index_vectors(self.encoders.encoder.encode(texts), self.whitening)
 
     @lists_search_options

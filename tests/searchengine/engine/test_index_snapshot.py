@@ -136,13 +136,17 @@ def test_the_reload_after_a_write_still_refuses_an_inconsistent_commit(tmp_path:
 
 
 def test_an_engine_closed_refuses_every_later_call_in_one_line(tmp_path: Path, tiny_encoder: Encoder) -> None:
-    """After close() (or leaving `with`), reads, writes and refresh say the engine was closed; none reopens it
-    (a write once loaded the index again behind the caller's back, and a read failed on a missing store)."""
+    """After close() (or leaving `with`), reads, writes, refresh, len() and encode() say the engine was closed; none
+    reopens it (a write once loaded the index again behind the caller's back, a read failed on a missing store, and
+    len() still told the count it had when closed)."""
     with _engine(tmp_path / "index", tiny_encoder) as engine:
         assert len(engine.search("cat", k=1)) == 1
+        cat = engine.encode(["cat"])[0]
     calls = {
         "search": lambda: engine.search("cat", k=1),
-        "search_by_vector": lambda: engine.search_by_vector(engine.encode(["cat"])[0]),
+        "search_by_vector": lambda: engine.search_by_vector(cat),
+        "encode": lambda: engine.encode(["cat"]),
+        "len": lambda: len(engine),
         "get": lambda: engine.get(ids=["doc-1"]),
         "info": lambda: engine.info(),
         "add": lambda: engine.add(["a rocket to the moon"]),
