@@ -43,6 +43,23 @@ def checked_name(name: str) -> str:
     return name
 
 
+class _NameLock:
+    """The lock of one collection's name, weakly kept by `Collections._naming`: it lasts while a request holds it
+    (a `with` block keeps its manager) or waits for it."""
+
+    __slots__ = ("_lock", "__weakref__")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> _NameLock:
+        self._lock.acquire()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+
 @dataclass
 class _Open:
     index: ServedIndex
@@ -74,10 +91,11 @@ class Collections:
         self._models: weakref.WeakValueDictionary[tuple, Encoder] = weakref.WeakValueDictionary()
         """Loaded models by identity, kept while an open collection uses them."""
         self._lock = threading.Lock()
-        self._naming: dict[str, threading.Lock] = {}
+        self._naming: weakref.WeakValueDictionary[str, _NameLock] = weakref.WeakValueDictionary()
         """One lock a name (`_name_lock`), held while its collection is opened, made or deleted: of two creates of one
         name one makes it and the other is refused, and a request waits for an open, a create or a delete under way
-        (the makes of other names go on meanwhile: a create may load, or download, its model)."""
+        (the makes of other names go on meanwhile: a create may load, or download, its model). Kept only while a
+        request holds or waits for it: a lock for every name ever asked for grew without end."""
         self._stop = threading.Event()
         self._reaper = None
         if idle_close_s is not None:
@@ -208,10 +226,13 @@ class Collections:
             entry.index.close()
         shutil.rmtree(removed)
 
-    def _name_lock(self, name: str) -> threading.Lock:
-        """The lock of the collection `name` (`_naming`)."""
+    def _name_lock(self, name: str) -> _NameLock:
+        """The lock of the collection `name` (`_naming`): the one a request holds or waits for, else a new one."""
         with self._lock:
-            return self._naming.setdefault(name, threading.Lock())
+            held = self._naming.get(name)
+            if held is None:
+                held = self._naming[name] = _NameLock()
+            return held
 
     def close_idle(self, now: float | None = None) -> list[str]:
         """Close the collections no request has used for idle_close_s seconds; returns their names."""

@@ -437,3 +437,17 @@ def test_the_search_page_picks_a_collection(held: Collections) -> None:
             assert "1 documents" in page.inner_text("#summary")
         finally:
             browser.close()
+
+
+def test_the_lock_of_a_name_is_let_go_once_no_request_holds_it(held: Collections) -> None:
+    """Each name asked for made a lock kept for ever: a client asking for many names that are no collection grew
+    the server without end. A name's lock lasts while a request holds or waits for it."""
+    for n in range(200):
+        with pytest.raises(UnknownCollectionError):
+            with held.opened(f"nothing-{n}"):
+                pass  # pragma: no cover
+        with pytest.raises(UnknownCollectionError):
+            held.delete(f"nothing-{n}")
+    with held.opened("animals") as animals:
+        assert animals.path.name == "animals"
+    assert len(held._naming) == 0  # noqa: SLF001 (what grew)
