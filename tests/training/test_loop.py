@@ -71,6 +71,7 @@ def test_ctrl_c_keeps_the_last_good_checkpoint(tmp_path: Path) -> None:
 def test_a_failed_write_leaves_the_old_model_untouched(tmp_path: Path) -> None:
     out = tmp_path / "model"
     out.mkdir()
+    (out / "config.json").write_text("{}")
     (out / "weights").write_text("good")
     with pytest.raises(KeyboardInterrupt):
         with writing_model_directory(out) as partial:
