@@ -82,6 +82,10 @@ def _rows(path: Path, header: tuple[str, str, str]) -> Iterator[tuple[int, list[
 
 def read_scored_pairs(path: Path, max_score: float = 5.0) -> list[RatedPair]:
     """Read `score<TAB>sentence1<TAB>sentence2` rows; scores must lie in [0, max_score]."""
+    if not (math.isfinite(max_score) and max_score > 0):
+        raise SearchEngineError(
+            f"max_score is the largest score of the data's scale (STS-B: 5), a number above 0, not {max_score:g}"
+        )
     pairs = []
     for number, (score, first, second) in _rows(path, ("score", "sentence1", "sentence2")):
         try:

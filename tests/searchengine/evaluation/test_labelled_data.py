@@ -47,6 +47,14 @@ def test_bad_scored_files(tmp_path: Path, text: str, message: str) -> None:
         read_scored_pairs(write(tmp_path / "s.tsv", text))
 
 
+@pytest.mark.parametrize("max_score", [0.0, -1.0, float("nan"), float("inf")])
+def test_a_scale_with_no_largest_score_above_0_is_refused(tmp_path: Path, max_score: float) -> None:
+    """max_score 0 divided a score of 0 by it: a ZeroDivisionError traceback from `eval sts` and `train sbert-sts`."""
+    path = write(tmp_path / "s.tsv", "score\tsentence1\tsentence2\n0\ta\tb\n")
+    with pytest.raises(SearchEngineError, match=f"a number above 0, not {max_score:g}"):
+        read_scored_pairs(path, max_score)
+
+
 def test_unknown_label_binary_and_missing(tmp_path: Path) -> None:
     with pytest.raises(SearchEngineError, match=r"n.tsv:2: unknown label 'maybe'"):
         read_labelled_pairs(write(tmp_path / "n.tsv", "premise\thypothesis\tlabel\np\th\tmaybe\n"))
