@@ -86,7 +86,12 @@ def adapt_index(
             data = _write_documents(directory, manifest, scratch / "documents.jsonl")
             crash_point("adapt-documents-written")
             base = model_location(manifest.model.spec, directory.path)
-            training = method_class(base=base, data=data, out=model_dir, quiet=not progress, **given).run()
+            try:
+                training = method_class(base=base, data=data, out=model_dir, quiet=not progress, **given).run()
+            except SearchEngineError as exc:  # about the documents' copy, deleted by now: named after the index
+                raise SearchEngineError(
+                    str(exc).replace(str(data), f"the documents of index {directory.path}")
+                ) from None
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         if training.interrupted or not training.saved:
