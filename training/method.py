@@ -163,10 +163,9 @@ class SentenceEncoderMethod(TrainingMethod):
         """Spearman x 100 on the STS file with the model's current weights."""
         if self.eval_file is None:
             return None
-        from searchengine.evaluation.labelled_data import read_scored_pairs
-        from searchengine.evaluation.sts import sts_spearman
+        from searchengine.evaluation.sts import read_sts_pairs, sts_spearman
 
-        pairs = read_scored_pairs(self.eval_file)
+        pairs = read_sts_pairs(self.eval_file)
         return lambda: sts_spearman(model.encode, pairs)
 
     def details(self, examples: list) -> dict[str, Any]:
