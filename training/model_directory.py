@@ -1,10 +1,11 @@
 """Write a model directory so that an interrupted run never leaves a half-written model where a good one was:
 everything is written into a hidden sibling, then swapped into place with renames. The output directory is checked
 before any training (check_output_directory), so a bad one costs no training time, and a folder that is not a model
-is never replaced: the swap deletes what was there."""
+is never replaced: the swap deletes what was there. What a killed write left beside it is cleared by the next write."""
 
 from __future__ import annotations
 
+import glob
 import os
 import shutil
 from collections.abc import Iterator
@@ -49,6 +50,7 @@ def writing_model_directory(out: Path) -> Iterator[Path]:
     deleted."""
     out = check_output_directory(out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    clear_killed_writes(out)
     partial = out.parent / f".{out.name}.partial-{os.getpid()}"
     shutil.rmtree(partial, ignore_errors=True)
     partial.mkdir()
@@ -62,6 +64,32 @@ def writing_model_directory(out: Path) -> Iterator[Path]:
         os.replace(out, old)
     os.replace(partial, out)
     shutil.rmtree(old, ignore_errors=True)
+
+
+def clear_killed_writes(out: Path) -> None:
+    """Remove what a killed write left beside `out`: its hidden partial model (never loaded, but a model's size,
+    kept for good), and the old model it had moved aside; that one is moved back instead when `out` is missing
+    (the kill came between the two renames of the swap), as it is then the last whole model. A folder whose
+    process still runs is another write's, and is left alone."""
+    for sibling in out.parent.glob(f".{glob.escape(out.name)}.*-*"):
+        kind, _, process = sibling.name[len(out.name) + 2 :].rpartition("-")
+        if kind not in ("partial", "old") or not process.isdigit() or _running(int(process)):
+            continue
+        if kind == "old" and not out.exists():
+            os.replace(sibling, out)
+        else:
+            shutil.rmtree(sibling, ignore_errors=True)
+
+
+def _running(process: int) -> bool:
+    """Whether process `process` of this machine is running (another user's counts)."""
+    try:
+        os.kill(process, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True
 
 
 def copy_model_files(source: Path, destination: Path) -> None:

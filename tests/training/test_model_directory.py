@@ -3,10 +3,16 @@ swap into place would delete, and never at a file or under one."""
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
-from searchengine.training.model_directory import check_output_directory, writing_model_directory
+from searchengine.training.model_directory import (
+    check_output_directory,
+    clear_killed_writes,
+    writing_model_directory,
+)
 
 from searchengine.errors import SearchEngineError
 
@@ -44,3 +50,29 @@ def test_a_new_empty_or_model_directory_is_taken(tmp_path: Path, marker: str | N
     with writing_model_directory(out) as partial:
         (partial / "config.json").write_text("{}")
     assert sorted(p.name for p in out.iterdir()) == ["config.json"]
+
+
+def _ended_process() -> int:
+    """The id of a process that has ended (and been waited for)."""
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return child.pid
+
+
+def test_what_a_killed_write_left_is_removed_or_put_back(tmp_path: Path) -> None:
+    """kill -9 during a save left a hidden .NAME.partial-PID or .NAME.old-PID folder (a model's size) for good."""
+    out, ended = tmp_path / "model", _ended_process()
+    for kind in ("partial", "old"):
+        (tmp_path / f".model.{kind}-{ended}").mkdir()
+        (tmp_path / f".model.{kind}-{ended}" / "config.json").write_text(kind)
+    running = tmp_path / f".model.partial-{os.getpid()}"  # a write whose process runs: left alone
+    running.mkdir()
+    clear_killed_writes(out)  # killed between the swap's two renames: the old model is the last whole one
+    assert sorted(p.name for p in tmp_path.iterdir()) == [running.name, "model"]
+    assert (out / "config.json").read_text() == "old"
+    running.rmdir()
+    (tmp_path / f".model.old-{ended}").mkdir()  # killed after the swap, before the old model was deleted
+    with writing_model_directory(out) as partial:
+        (partial / "config.json").write_text("new")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
+    assert (out / "config.json").read_text() == "new"
