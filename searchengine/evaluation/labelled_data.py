@@ -50,7 +50,8 @@ def _rows(path: Path, header: tuple[str, str, str]) -> Iterator[tuple[int, list[
     opener = gzip.open if path.suffix == ".gz" else open
     expected = "<TAB>".join(header)
     try:
-        with opener(path, "rt", encoding="utf-8", newline="\n") as handle:
+        # utf-8-sig: a byte-order mark (what Excel and Notepad write before UTF-8) is not part of the header
+        with opener(path, "rt", encoding="utf-8-sig", newline="\n") as handle:
             first = handle.readline().rstrip("\n").rstrip("\r")
             if not first:
                 raise SearchEngineError(f"{path}: the file is empty; it needs the header line '{expected}' and rows")

@@ -21,6 +21,13 @@ def test_scored_pairs_are_scaled_to_unit_range(tmp_path: Path) -> None:
     assert [(p.first, p.second, p.score) for p in pairs] == [("a", "b", 1.0), ('"quoted', "c", 0.3)]
 
 
+def test_a_byte_order_mark_is_not_part_of_the_header(tmp_path: Path) -> None:
+    """A UTF-8 file saved with a byte-order mark (Excel, Notepad) was refused: "the header is '\\ufeffscore...'"."""
+    path = tmp_path / "s.tsv"
+    path.write_text("score\tsentence1\tsentence2\n4\ta\tb\n", encoding="utf-8-sig")
+    assert [(p.first, p.score) for p in read_scored_pairs(path)] == [("a", 0.8)]
+
+
 def test_gzip_and_labels(tmp_path: Path) -> None:
     path = tmp_path / "nli.tsv.gz"
     with gzip.open(path, "wt", encoding="utf-8") as handle:
