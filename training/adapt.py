@@ -34,7 +34,7 @@ from searchengine.training.loop import TrainingReport
 from searchengine.training.registry import METHODS
 
 from searchengine.engine.indexing_report import IndexingReport
-from searchengine.engine.reembedding import reembed_index
+from searchengine.engine.reembedding import reembed_index, refuse_passages
 from searchengine.errors import SearchEngineError
 
 ADAPT_METHODS = ("pseudo-queries", "simcse", "consert", "promptbert")
@@ -68,6 +68,7 @@ def adapt_index(
         raise SearchEngineError(f"adapt cannot run {method!r}; choose one of {', '.join(ADAPT_METHODS)}")
     directory = IndexDirectory(index_dir)
     manifest = directory.read_manifest()
+    refuse_passages(directory, manifest)
     method_class = METHODS[method]
     given = dict(options or {})
     known = {item.name for item in fields(method_class)} - {"base", "data", "out", "quiet"}
@@ -85,7 +86,12 @@ def adapt_index(
             data = _write_documents(directory, manifest, scratch / "documents.jsonl")
             crash_point("adapt-documents-written")
             base = model_location(manifest.model.spec, directory.path)
-            training = method_class(base=base, data=data, out=model_dir, quiet=not progress, **given).run()
+            try:
+                training = method_class(base=base, data=data, out=model_dir, quiet=not progress, **given).run()
+            except SearchEngineError as exc:  # about the documents' copy, deleted by now: named after the index
+                raise SearchEngineError(
+                    str(exc).replace(str(data), f"the documents of index {directory.path}")
+                ) from None
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         if training.interrupted or not training.saved:

@@ -25,6 +25,8 @@ from searchengine.training.threads import default_threads
 from torch import nn
 from tqdm.auto import tqdm
 
+from searchengine.errors import SearchEngineError
+
 Batch = object
 LossFunction = Callable[[Batch], torch.Tensor]
 
@@ -129,7 +131,16 @@ def train(
     model.train()
     bar = tqdm(total=settings.steps, desc=method, unit="step", disable=not settings.progress, dynamic_ncols=True)
 
+    def diverged(step: int, what: str) -> SearchEngineError:
+        kept = f"{out} holds its last good checkpoint" if report.saved else f"{out} is as it was"
+        return SearchEngineError(
+            f"training diverged at step {step} ({what}): lower the learning rate (now {settings.learning_rate:g}); "
+            f"{kept}"
+        )
+
     def checkpoint(step: int) -> None:
+        if not all(bool(torch.isfinite(parameter).all()) for parameter in parameters):
+            raise diverged(step, "the weights are not finite")
         if out is None:
             return
         report.seconds = time.perf_counter() - started
@@ -155,12 +166,14 @@ def train(
             batch = next(batches)
             with autocast(settings.precision):
                 loss = loss_function(batch)
+            value = float(loss.detach())
+            if not math.isfinite(value):
+                raise diverged(step, f"the loss is {value}")
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             torch.nn.utils.clip_grad_norm_(parameters, settings.max_grad_norm)
             optimizer.step()
             scheduler.step()
-            value = float(loss.detach())
             running_loss = value if running_loss is None else 0.9 * running_loss + 0.1 * value
             report.steps, report.final_loss = step, value
             report.losses.append(round(value, 6))

@@ -14,6 +14,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from searchengine.training.model_directory import check_output_directory
 from searchengine.training.options import SEED_HELP, TRUNCATE_HELP, option
 from searchengine.training.settings import TrainingPrecision, TrainingSettings
 
@@ -29,7 +30,15 @@ class Method:
     base: str = option(
         "default", short="-b", help="Model to start from: model directory or Hugging Face id [default: bundled MiniLM]."
     )
-    out: Path = option(short="-o", help="Directory to write the model to (replaced only on success).")
+    out: Path = option(
+        short="-o", help="Directory to write the model to: new, empty or a model's (replaced only on success)."
+    )
+
+    def __post_init__(self) -> None:
+        """Refuse an output directory the model cannot be written to (checked again when it is written) before any
+        data is read or step trained, so a bad one costs no training time; `out=None` writes nothing."""
+        if self.out is not None:
+            check_output_directory(self.out)
 
     def run(self) -> Any:
         """Train (or fit) with these options; returns a report with summary()."""
@@ -154,10 +163,9 @@ class SentenceEncoderMethod(TrainingMethod):
         """Spearman x 100 on the STS file with the model's current weights."""
         if self.eval_file is None:
             return None
-        from searchengine.evaluation.labelled_data import read_scored_pairs
-        from searchengine.evaluation.sts import sts_spearman
+        from searchengine.evaluation.sts import read_sts_pairs, sts_spearman
 
-        pairs = read_scored_pairs(self.eval_file)
+        pairs = read_sts_pairs(self.eval_file)
         return lambda: sts_spearman(model.encode, pairs)
 
     def details(self, examples: list) -> dict[str, Any]:

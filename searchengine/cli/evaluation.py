@@ -50,10 +50,9 @@ def sts(
     """
     with user_errors():
         from searchengine.encoding.encoder import Encoder
-        from searchengine.evaluation.labelled_data import read_scored_pairs
-        from searchengine.evaluation.sts import sts_spearman
+        from searchengine.evaluation.sts import read_sts_pairs, sts_spearman
 
-        datasets = [(path, read_scored_pairs(path, max_score)) for path in files]
+        datasets = [(path, read_sts_pairs(path, max_score)) for path in files]
         encoder = Encoder(model, pooling=pooling, batch_size=batch_size, template=template, denoise=denoise)
         scores = []
         for path, pairs in datasets:
@@ -277,10 +276,10 @@ def analyze(
         from searchengine.encoding.encoder import Encoder
         from searchengine.evaluation.anisotropy import REPRESENTATIONS, read_sentences
         from searchengine.evaluation.anisotropy import analyze as run_analysis
-        from searchengine.evaluation.labelled_data import read_scored_pairs
+        from searchengine.evaluation.sts import read_sts_pairs
 
         sentences = read_sentences(data, limit)
-        sts_pairs = read_scored_pairs(sts, max_score) if sts else None
+        sts_pairs = read_sts_pairs(sts, max_score) if sts else None
         encoder = Encoder(model, batch_size=batch_size, backend="torch")  # the analysis reads every layer
         started = time.perf_counter()
         report = run_analysis(encoder, sentences, sts_pairs, pairs, seed, top_frequent)

@@ -85,6 +85,8 @@ def load_pretrained(path: Path, what: str, auto_class: str = "AutoModel", **opti
 
     auto_class: the transformers class that builds the model ("AutoModel", "AutoModelForSequenceClassification");
     options: passed on to its from_pretrained. what: how the error names the model ("the cross-encoder")."""
+    from safetensors import SafetensorError  # what a damaged weights file raises; imported with the model's loading
+
     try:
         with LOADING:
             transformers = _quiet_transformers()
@@ -94,5 +96,10 @@ def load_pretrained(path: Path, what: str, auto_class: str = "AutoModel", **opti
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise SearchEngineError(
             f"cannot load {what} in {path}: {first_line} (searchengine loads safetensors weights only)"
+        ) from None
+    except SafetensorError as exc:  # a weights file cut short (a copy or save that was interrupted) or damaged
+        raise SearchEngineError(
+            f"cannot load {what} in {path}: its safetensors weights are damaged or cut short ({exc}); copy or save "
+            "the model again"
         ) from None
     return tokenizer, model

@@ -16,13 +16,24 @@ from searchengine.engine.manifest_record import library_versions, model_identity
 from searchengine.engine.progress_bar import progress_bar
 from searchengine.errors import SearchEngineError
 from searchengine.indexer.commit.index_directory import IndexDirectory
-from searchengine.indexer.commit.manifest import spec_inside
+from searchengine.indexer.commit.manifest import Manifest, spec_inside
 from searchengine.indexer.commit.rewrite import rewriting
 from searchengine.indexer.vectors.build_parts import create_vectors
 from searchengine.indexer.vectors.whitening import CovarianceAccumulator, Whitening
 
 if TYPE_CHECKING:  # the encoder (torch, transformers) is imported only by what encodes
     from searchengine.encoding.encoder import Encoder
+
+
+def refuse_passages(directory: IndexDirectory, manifest: Manifest) -> None:
+    """Refuse an index that splits long documents into passages, which re-embedding does not do yet: `adapt` asks
+    before it trains (a refusal after minutes of training wasted them), and reembed_index again under its lock."""
+    if manifest.passages is not None:
+        raise SearchEngineError(
+            f"index {directory.path} splits long documents into passages, which re-embedding does not do yet: "
+            "train with `searchengine train pseudo-queries --data CORPUS --base MODEL --out DIR` and build a new "
+            "index with the model (`searchengine index ... --model DIR`)"
+        )
 
 
 def reembed_index(directory: IndexDirectory, encoder: Encoder, progress: bool = False) -> IndexingReport:
@@ -45,11 +56,7 @@ def reembed_index(directory: IndexDirectory, encoder: Encoder, progress: bool = 
         ids = store.documents.ids()
         report.index_type = previous.index.type
         report.documents = report.added = len(ids)
-        if previous.passages is not None:
-            raise SearchEngineError(
-                f"index {directory.path} splits long documents into passages, which re-embedding does not do yet: "
-                "build a new index with the adapted model (`searchengine index ... --model DIR --passages`)"
-            )
+        refuse_passages(directory, previous)
         vectors = create_vectors(previous.index.type, fit_k or encoder.dimension, previous.index.shards)
         statistics = CovarianceAccumulator(encoder.dimension) if fit_k is not None else None
         spool_path = rewrite.generation.path("spool")

@@ -50,7 +50,8 @@ def _rows(path: Path, header: tuple[str, str, str]) -> Iterator[tuple[int, list[
     opener = gzip.open if path.suffix == ".gz" else open
     expected = "<TAB>".join(header)
     try:
-        with opener(path, "rt", encoding="utf-8", newline="\n") as handle:
+        # utf-8-sig: a byte-order mark (what Excel and Notepad write before UTF-8) is not part of the header
+        with opener(path, "rt", encoding="utf-8-sig", newline="\n") as handle:
             first = handle.readline().rstrip("\n").rstrip("\r")
             if not first:
                 raise SearchEngineError(f"{path}: the file is empty; it needs the header line '{expected}' and rows")
@@ -82,6 +83,10 @@ def _rows(path: Path, header: tuple[str, str, str]) -> Iterator[tuple[int, list[
 
 def read_scored_pairs(path: Path, max_score: float = 5.0) -> list[RatedPair]:
     """Read `score<TAB>sentence1<TAB>sentence2` rows; scores must lie in [0, max_score]."""
+    if not (math.isfinite(max_score) and max_score > 0):
+        raise SearchEngineError(
+            f"max_score is the largest score of the data's scale (STS-B: 5), a number above 0, not {max_score:g}"
+        )
     pairs = []
     for number, (score, first, second) in _rows(path, ("score", "sentence1", "sentence2")):
         try:

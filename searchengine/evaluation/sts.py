@@ -4,13 +4,27 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 import numpy as np
 from scipy.stats import spearmanr
 
-from searchengine.evaluation.labelled_data import RatedPair
+from searchengine.errors import SearchEngineError
+from searchengine.evaluation.labelled_data import RatedPair, read_scored_pairs
 
 EmbedFunction = Callable[[Sequence[str]], np.ndarray]
+
+
+def read_sts_pairs(path: Path, max_score: float = 5.0) -> list[RatedPair]:
+    """The scored pairs of an STS file to correlate against, refused (one error naming the file) when every pair
+    has the same gold score, one pair included: Spearman's correlation is then undefined, and it printed as nan."""
+    pairs = read_scored_pairs(path, max_score)
+    if len({pair.score for pair in pairs}) < 2:
+        raise SearchEngineError(
+            f"{path}: all {len(pairs)} pair(s) have the same gold score; a correlation needs pairs with at least two "
+            "different scores"
+        )
+    return pairs
 
 
 def sts_spearman(embed: EmbedFunction, pairs: Sequence[RatedPair]) -> float:
@@ -25,4 +39,3 @@ def sts_spearman(embed: EmbedFunction, pairs: Sequence[RatedPair]) -> float:
     second = vectors[[row[pair.second] for pair in pairs]]
     cosines = (first * second).sum(axis=1)
     return float(spearmanr(cosines, [pair.score for pair in pairs]).statistic * 100)
-

@@ -175,6 +175,17 @@ def test_bad_requests_are_refused_before_training(titled_index: Path, method: st
     assert not [path for path in titled_index.iterdir() if path.is_dir()]
 
 
+def test_an_index_split_into_passages_is_refused_before_training(tmp_path: Path, tiny_model: Path) -> None:
+    """Re-embedding does not split documents into passages (a folder's index does), and adapt trained for minutes
+    before it said so. These documents give no pseudo-query, so training, had it started, would have refused that."""
+    target = tmp_path / "passages"
+    encoder = Encoder(tiny_model, precision="fp32")
+    SearchEngine.build(["a cat", "the dog ran"], target, BuildSettings(passages=True), encoder=encoder).close()
+    with pytest.raises(SearchEngineError, match="splits long documents into passages.*searchengine train"):
+        adapt_index(target, "pseudo-queries", FAST, progress=False)
+    assert not [path for path in target.iterdir() if path.is_dir()]
+
+
 def _killed_adapt(index: Path, step: str, system_temp: Path) -> None:
     """Run an adapt in a process of its own that ends at `step` as kill -9 would, with `system_temp` as the
     system's temporary folder."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,8 @@ from searchengine.training.loop import TrainingSettings, cycle, train
 from searchengine.training.model_directory import writing_model_directory
 from searchengine.training.threads import default_threads
 from torch import nn
+
+from searchengine.errors import SearchEngineError
 
 
 class Line(nn.Module):
@@ -71,6 +74,7 @@ def test_ctrl_c_keeps_the_last_good_checkpoint(tmp_path: Path) -> None:
 def test_a_failed_write_leaves_the_old_model_untouched(tmp_path: Path) -> None:
     out = tmp_path / "model"
     out.mkdir()
+    (out / "config.json").write_text("{}")
     (out / "weights").write_text("good")
     with pytest.raises(KeyboardInterrupt):
         with writing_model_directory(out) as partial:
@@ -82,6 +86,27 @@ def test_a_failed_write_leaves_the_old_model_untouched(tmp_path: Path) -> None:
         (partial / "weights").write_text("new")
     assert (out / "weights").read_text() == "new"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["model"]
+
+
+@pytest.mark.parametrize(
+    ("learning_rate", "eval_every", "what"),
+    [(float("inf"), 1, "the weights are not finite"), (1e30, 10, "the loss is inf")],
+)
+def test_a_run_that_diverges_stops_with_one_error_and_keeps_the_last_good_model(
+    tmp_path: Path, learning_rate: float, eval_every: int, what: str
+) -> None:
+    """`train simcse --lr inf` (or 1e30) saved a model whose weights were NaN, and said it had trained."""
+    out = tmp_path / "out"
+    train("line", Line(), _line_loss(Line()), cycle([1], 1, 0), TrainingSettings(steps=1, progress=False), out)
+    model = Line()
+    settings = TrainingSettings(steps=20, eval_every=eval_every, learning_rate=learning_rate, progress=False)
+    message = "diverged at step [12] " + re.escape(
+        f"({what}): lower the learning rate (now {learning_rate:g}); {out} is as"
+    )
+    with pytest.raises(SearchEngineError, match=message):
+        train("line", model, _line_loss(model), cycle([1], 1, 0), settings, out)
+    assert (out / "w.txt").read_text() == "0.000000"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
 
 
 def test_cycle_is_seeded_and_keeps_batches_full() -> None:

@@ -78,9 +78,9 @@ class CrossEncoderTraining(TrainingMethod):
             return None
         from searchengine.training.cross_encoder_model import pair_spearman
 
-        from searchengine.evaluation.labelled_data import read_scored_pairs
+        from searchengine.evaluation.sts import read_sts_pairs
 
-        dev = read_scored_pairs(self.eval_file, self.max_score)
+        dev = read_sts_pairs(self.eval_file, self.max_score)
         return lambda: pair_spearman(model.predict, dev)
 
     def log_details(self, model: CrossEncoderModel, examples: list) -> dict[str, Any]:

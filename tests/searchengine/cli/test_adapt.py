@@ -37,7 +37,8 @@ def test_adapt_refuses_a_method_that_needs_labels(index_dir: Path) -> None:
 
 def test_pseudo_queries_without_enough_sentences_is_one_line(index_dir: Path) -> None:
     result = run("adapt", "-d", index_dir, *FAST)  # one-sentence texts and no title field: no pair to train on
-    assert_one_line_error(result, "give a pseudo-query")
+    assert_one_line_error(result, f"the documents of index {index_dir}: 0 document(s) give a pseudo-query")
+    assert ".scratch" not in result.output, "named after the index, not after its documents' copy, deleted by now"
 
 
 def test_adapt_without_an_index_is_one_line(tmp_path: Path) -> None:

@@ -85,6 +85,28 @@ def test_train_errors_are_one_line(tiny_model: Path, tmp_path: Path) -> None:
     assert not (tmp_path / "m").exists()
 
 
+def test_an_output_directory_that_cannot_take_a_model_is_refused_before_training(
+    tiny_model: Path, tmp_path: Path
+) -> None:
+    """Writing the model replaces --out whole: `--out .` in the folder holding the data deleted the folder after
+    training, and an --out at or under a file failed only at the first save, after the steps were run."""
+    data = tmp_path / "sentences.txt"
+    data.write_text("the cat sat on the mat\nrain and snow in the city\nreset my password\n")
+    cases = [
+        (tmp_path, data, "holds other things than a model (sentences.txt)"),
+        (data / "model", tmp_path / "missing.txt", f"{data} is a file"),  # refused before the data is read
+    ]
+    for out, given, message in cases:
+        result = runner.invoke(
+            app,
+            ["train", "simcse", "--base", str(tiny_model), "--data", str(given), "--out", str(out), "--steps", "1",
+             "--batch-size", "2", "--quiet"],
+        )  # fmt: skip
+        assert result.exit_code == 1 and message in result.output, result.output
+        assert "steps in" not in result.output and "Traceback" not in result.output
+    assert [p.name for p in tmp_path.iterdir()] == ["sentences.txt"]
+
+
 # The `train` subcommands are generated from the registry: every method listed, every option of its dataclass in
 # its --help with its flag, short flag, default and bound.
 

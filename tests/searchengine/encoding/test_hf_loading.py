@@ -48,6 +48,15 @@ def test_pickled_weights_are_refused(tiny_model: Path, tmp_path: Path) -> None:
         load_pretrained(pickled, "the base model")
 
 
+def test_weights_cut_short_are_one_error(tiny_model: Path, tmp_path: Path) -> None:
+    """A model.safetensors cut short (an interrupted copy) was a SafetensorError traceback from `eval sts`."""
+    cut = tmp_path / "cut"
+    shutil.copytree(tiny_model, cut)
+    (cut / "model.safetensors").write_bytes((tiny_model / "model.safetensors").read_bytes()[:1000])
+    with pytest.raises(SearchEngineError, match=r"cannot load the model in .*cut: its safetensors weights are damaged"):
+        load_pretrained(cut, "the model")
+
+
 def test_a_directory_without_a_tokenizer_is_one_error(tiny_model: Path, tmp_path: Path) -> None:
     bare = tmp_path / "bare"
     bare.mkdir()

@@ -21,6 +21,13 @@ def test_scored_pairs_are_scaled_to_unit_range(tmp_path: Path) -> None:
     assert [(p.first, p.second, p.score) for p in pairs] == [("a", "b", 1.0), ('"quoted', "c", 0.3)]
 
 
+def test_a_byte_order_mark_is_not_part_of_the_header(tmp_path: Path) -> None:
+    """A UTF-8 file saved with a byte-order mark (Excel, Notepad) was refused: "the header is '\\ufeffscore...'"."""
+    path = tmp_path / "s.tsv"
+    path.write_text("score\tsentence1\tsentence2\n4\ta\tb\n", encoding="utf-8-sig")
+    assert [(p.first, p.score) for p in read_scored_pairs(path)] == [("a", 0.8)]
+
+
 def test_gzip_and_labels(tmp_path: Path) -> None:
     path = tmp_path / "nli.tsv.gz"
     with gzip.open(path, "wt", encoding="utf-8") as handle:
@@ -45,6 +52,14 @@ def test_gzip_and_labels(tmp_path: Path) -> None:
 def test_bad_scored_files(tmp_path: Path, text: str, message: str) -> None:
     with pytest.raises(SearchEngineError, match=message):
         read_scored_pairs(write(tmp_path / "s.tsv", text))
+
+
+@pytest.mark.parametrize("max_score", [0.0, -1.0, float("nan"), float("inf")])
+def test_a_scale_with_no_largest_score_above_0_is_refused(tmp_path: Path, max_score: float) -> None:
+    """max_score 0 divided a score of 0 by it: a ZeroDivisionError traceback from `eval sts` and `train sbert-sts`."""
+    path = write(tmp_path / "s.tsv", "score\tsentence1\tsentence2\n0\ta\tb\n")
+    with pytest.raises(SearchEngineError, match=f"a number above 0, not {max_score:g}"):
+        read_scored_pairs(path, max_score)
 
 
 def test_unknown_label_binary_and_missing(tmp_path: Path) -> None:
