@@ -17,19 +17,20 @@ import searchengine
 
 ALLOWED: dict[str, set[str]] = {
     "errors": set(),
+    "processes": set(),
     "indexer": {"errors"},
-    "encoding": {"errors"},
+    "encoding": {"errors", "processes"},
     "evaluation": {"errors", "encoding"},
     "analysis": {"errors", "indexer"},
     "reading": {"errors", "indexer"},
     "engine": {"errors", "indexer", "encoding", "analysis", "reading"},
-    "cluster": {"errors", "indexer", "encoding", "analysis", "engine", "reading"},
+    "cluster": {"errors", "indexer", "encoding", "analysis", "engine", "reading", "processes"},
     "server": {"errors", "indexer", "encoding", "analysis", "engine", "reading", "cluster"},
-    "training": {"errors", "indexer", "encoding", "evaluation", "engine", "reading"},
+    "training": {"errors", "indexer", "encoding", "evaluation", "engine", "reading", "processes"},
     "integrations": {"errors", "indexer", "encoding", "analysis", "engine", "server", "reading"},
     "cli": {
         "errors", "indexer", "encoding", "evaluation", "analysis", "engine", "server", "training", "integrations",
-        "reading", "cluster",
+        "reading", "cluster", "processes",
     },  # fmt: skip
 }
 """Each layer and the layers it may import. `searchengine/__init__.py` (lazy public names) and `__main__.py`

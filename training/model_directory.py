@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from searchengine.errors import SearchEngineError
+from searchengine.processes import process_running
 
 MODEL_FILES = ("modules.json", "config.json", "training_log.json")
 """A directory with one of these at its root is a model: sentence-transformers or Hugging Face, as loading tells them
@@ -73,23 +74,12 @@ def clear_killed_writes(out: Path) -> None:
     process still runs is another write's, and is left alone."""
     for sibling in out.parent.glob(f".{glob.escape(out.name)}.*-*"):
         kind, _, process = sibling.name[len(out.name) + 2 :].rpartition("-")
-        if kind not in ("partial", "old") or not process.isdigit() or _running(int(process)):
+        if kind not in ("partial", "old") or not process.isdigit() or process_running(int(process)):
             continue
         if kind == "old" and not out.exists():
             os.replace(sibling, out)
         else:
             shutil.rmtree(sibling, ignore_errors=True)
-
-
-def _running(process: int) -> bool:
-    """Whether process `process` of this machine is running (another user's counts)."""
-    try:
-        os.kill(process, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
 
 
 def copy_model_files(source: Path, destination: Path) -> None:

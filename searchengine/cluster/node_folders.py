@@ -6,7 +6,6 @@ that copy's process is gone."""
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import time
 from collections.abc import Iterable
@@ -15,6 +14,7 @@ from pathlib import Path
 from searchengine.cluster.errors import ClusterError, CopyFolderError
 from searchengine.cluster.manifest import CopyPlace, node_root
 from searchengine.cluster.placement import live_nodes, node_name
+from searchengine.processes import process_running
 
 REMOVAL_TIMEOUT_S = 60.0
 """How long the removal of the folders waits for its tasks (each removes one folder)."""
@@ -56,23 +56,12 @@ def remove_folder(folder: Path) -> None:
         folder.parent.rmdir()
 
 
-def _running(process: int) -> bool:
-    """Whether process `process` of this machine is still there (its parent, the node's raylet, reaps it at once)."""
-    try:
-        os.kill(process, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's: it is there
-        return True
-    return True
-
-
 def _remove_here(folder: str, local_root: str, process: int | None) -> None:
     """remove_folder, in a Ray task on the node whose folder it is (refused on any other node), once `process`
     (that of the folder's killed copy, which could still write in it; None: none to wait for) has ended; a folder
     that is not there (its copy died before making it, e.g. refusing it) is nothing to remove."""
     deadline = time.monotonic() + PROCESS_EXIT_S
-    while process is not None and _running(process):
+    while process is not None and process_running(process):
         if time.monotonic() > deadline:
             raise ClusterError(f"the process {process} of shard copy folder {folder}'s copy still runs: kill it first")
         time.sleep(0.05)

@@ -33,6 +33,7 @@ from types import ModuleType
 from typing import Any
 
 from searchengine.encoding.digest_memo import file_sha256, regular_size
+from searchengine.processes import process_running
 
 GRAPH = "graph.onnx"
 """The copy's graph, which names its weights file by this relative name."""
@@ -164,7 +165,7 @@ def remove_leftovers(root: Path) -> None:
         pid, _, host = entry.name.partition("-")[2].partition("@")
         host = host.partition("@")[0]
         if host == socket.gethostname() and pid.isdigit():
-            if _running(int(pid)):
+            if process_running(int(pid)):
                 continue
         else:
             try:
@@ -178,17 +179,6 @@ def remove_leftovers(root: Path) -> None:
 def _owner() -> str:
     """This process as a temporary folder's name says it: its id and host, each followed by "@"."""
     return f"{os.getpid()}@{socket.gethostname()}@"
-
-
-def _running(pid: int) -> bool:
-    """Whether process `pid` of this host is running (one of another user counts)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True
-    return True
 
 
 def _remove(path: Path) -> None:
