@@ -12,6 +12,7 @@ import signal
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,18 @@ def built(ray_cluster: Any, tiny_model: Path, tiny_encoder: Any, tmp_path_factor
     index._encoder = tiny_encoder  # the same model, already loaded: queries encode as the reference's do
     reference = one_index(folder / "one", documents, tiny_encoder)
     return {"index": index, "report": report, "folder": folder, "reference": reference, "settings": settings}
+
+
+@pytest.fixture(autouse=True)
+def left_whole(built: dict) -> Iterator[None]:
+    """After each test, the cluster index is whole again for the next: its own calls, starter and stopper, and every
+    copy serving (heal run until it does). A test that failed half-way left a copy not serving or a stopper of its
+    own, and each test after it, on the same cluster, failed too (one failure in CI read as six)."""
+    yield
+    index = built["index"]
+    index.calls, index.starter, index.stopper, index._replaced = ActorCalls(), start_copy_actor, None, []
+    if not all(state.serving for states in index.copies for state in states):
+        _healed(index)
 
 
 def _reference(built: dict, tiny_encoder: Any) -> IndexReader:  # noqa: ANN401
@@ -506,14 +519,14 @@ def test_a_copy_that_was_away_catches_up(built: dict) -> None:
     receipt = index.add([Document(f"written while a copy was away {i}", external_id=i) for i in ids])
     assert receipt.copies == {1: 1}
     assert not index.search("written while a copy was away", 5, mode="keyword").partial
-    done = index.heal()
+    done = _healed(index)
     assert any("caught up" in line for line in done)
     assert away.serving and away.sequence == other.sequence == index.sequences[1]
     ray.kill(other.handle)  # now only the copy that was away holds shard 1: the writes must be in it
     answer = index.search("written while a copy was away", 20, mode="keyword")
     assert not answer.partial
     assert set(ids) <= {hit.external_id for hit in answer.hits[0]}
-    index.heal()
+    _healed(index)
     assert all(copy["serving"] for shard in index.status()["shards"] for copy in shard["copies"])
 
 
@@ -530,7 +543,7 @@ def test_a_shard_without_a_live_copy_gives_a_flagged_partial_answer(built: dict)
         index.add([Document("refused", external_id=_ids_in_shard(0, 1, "refused")[0])])
     _http_answers_partial_or_503(index)
     _a_delete_over_a_shard_without_a_live_copy_deletes_nothing(index)
-    index.heal()  # the copies' nodes are live: each starts again over its own folder
+    _healed(index)  # the copies' nodes are live: each starts again over its own folder
     assert not index.search("the cat sat on the mat", 10, mode="dense", all_shards=True).partial
 
 
@@ -927,7 +940,7 @@ def test_a_write_over_shards_with_stalled_copies_waits_one_timeout_not_one_per_s
     assert receipt.copies == {1: 1, 2: 1}, "acknowledged by each shard's copy that answered"
     assert seconds * 0.9 <= took < seconds * 1.5, f"one timeout is {seconds} s; the write took {took:.1f} s"
     assert not any(state.serving for state in stalled)
-    index.heal()
+    _healed(index)
     for shard in (1, 2):
         assert all(state.serving and state.sequence == index.sequences[shard] for state in index.copies[shard])
     found = index.search_batch([f"written while two shards stalled {i}" for i in ids], 5, mode="keyword")
@@ -953,7 +966,7 @@ def test_a_write_whose_shard_loses_every_copy_inside_it_is_not_acknowledged(buil
     assert "\n" not in str(failed.value)
     assert index.sequences[2] == before[2] and index.sequences[1] == before[1] + 1
     assert not any(state.serving for state in index.copies[2])
-    index.heal()
+    _healed(index)
     found = index.search_batch([f"written as every copy died {kept}", f"written as every copy died {lost}"], 5)
     assert not found.partial
     assert kept in {hit.external_id for hit in found.hits[0]}
@@ -1052,7 +1065,7 @@ def test_a_copy_that_dies_inside_a_write_loses_no_acknowledged_write(built: dict
     assert receipt.counts == WriteCounts(documents=2, added=2), "counted by the copy that survived"
     with pytest.raises(ray.exceptions.RayActorError):  # it crashed inside the write: heal starts it again
         ray.get(dying.handle.sequence.remote(), timeout=60)
-    index.heal()  # started again on its node, without the crash: it holds the write (after) or catches up (before)
+    _healed(index)  # started again on its node, without the crash: it holds the write (after) or catches up (before)
     assert dying.serving and dying.sequence == survivor.sequence == index.sequences[2]
     again = index.add(written)  # sent again, as a client that lost the answer does: one index counts it so too
     assert again.copies == {2: 2} and again.counts == WriteCounts(documents=2, updated=2)
@@ -1142,9 +1155,10 @@ def test_a_removed_node_loses_no_search_and_no_acknowledged_write(built: dict, r
     asked: list[tuple[int, CopyPlace, bool]] = []  # shard, place, whether the committed manifest named it then
 
     def stopper(place: CopyPlace, shard: int) -> None:
+        first = all(place != other for _, other, _ in asked)
         asked.append((shard, place, place in read_manifest(built["folder"] / "cluster.json").placement[shard]))
-        if len(asked) <= len(lost):
-            raise ConnectionError("Serve's controller is out of reach")  # the first heal's stops fail
+        if first:  # each copy's first stop fails (at whichever heal turn its replacement first serves)
+            raise ConnectionError("Serve's controller is out of reach")
 
     index.stopper = stopper
     nodes["c"] = cluster.add_node(num_cpus=1, resources={"searchengine_node_c": 1})
@@ -1157,7 +1171,7 @@ def test_a_removed_node_loses_no_search_and_no_acknowledged_write(built: dict, r
         document = Document(f"acknowledged after the loss {i}", external_id=f"after-{i}")
         index.add([document])
         acknowledged.append(document.external_id)
-    done = index.heal()
+    done = _healed(index)
     assert sum("rebuilt on c" in line for line in done) == 2
     assert read_manifest(built["folder"] / "cluster.json").placement == index.manifest.placement
     status = index.status()
@@ -1178,7 +1192,7 @@ def test_a_removed_node_loses_no_search_and_no_acknowledged_write(built: dict, r
     finally:
         index.stopper = None
     expected = sorted(((shard, place, False) for shard, place in lost), key=str)
-    assert sorted(asked[: len(lost)], key=str) == expected and sorted(asked[len(lost) :], key=str) == expected
+    assert sorted(asked, key=str) == sorted(expected * 2, key=str), "each asked twice: once failing, then stopped"
 
 
 def test_a_node_added_takes_copies(built: dict, ray_cluster: Any, tiny_encoder: Any) -> None:  # noqa: ANN401
@@ -1232,7 +1246,7 @@ def test_a_node_that_comes_back_under_its_name_serves_its_copies_again(built: di
     nodes["d"] = cluster.add_node(num_cpus=1, resources={"searchengine_node_d": 1})
     cluster.wait_for_nodes()
     placement = index.manifest.placement
-    done = index.heal()
+    done = _healed(index)
     assert any(f"shard {shard}: copy on d caught up" in line for line in done) and not any(
         "rebuilt" in line for line in done
     )
