@@ -112,11 +112,12 @@ def parse_memory_size(text: str | int) -> int:
     else:
         match = _SIZE.match(str(text))
         unit = match.group(2).upper() if match else None
-        if match is None or unit not in UNITS:
+        number = float(match.group(1)) * UNITS[unit] if match and unit in UNITS else math.nan
+        if not math.isfinite(number):  # not a size, or more digits than a float holds (inf)
             raise IndexerError(
                 f"memory budget {text!r} is not a size: write a number and a unit, such as 8GB, 300MB or 1.5GiB"
             )
-        value = int(float(match.group(1)) * UNITS[unit])
+        value = int(number)
     if value < SMALLEST_BUDGET:
         raise IndexerError(f"memory budget {text!r} is {value} bytes, under 1 MB: give a unit, such as 300MB or 8GB")
     return value

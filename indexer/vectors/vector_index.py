@@ -12,6 +12,7 @@ import faiss
 import numpy as np
 from searchengine.indexer.errors import IndexerError
 from searchengine.indexer.vectors.exact_batches import scored_together
+from searchengine.indexer.vectors.graph_degree import check_graph_degree
 from searchengine.indexer.vectors.index_choice import choose_index_type
 from searchengine.indexer.vectors.originals import MappedOriginals, OriginalsSpool, is_binary, keeps_originals
 
@@ -105,6 +106,7 @@ class VectorIndex:
         # Binary codes (LSH) rank by Hamming distance, which FAISS builds under the L2 metric only; on normalised
         # vectors L2 and inner product rank alike.
         metric = faiss.METRIC_L2 if is_binary(factory) else faiss.METRIC_INNER_PRODUCT
+        check_graph_degree(factory)
         try:
             inner = faiss.index_factory(dimension, factory, metric)
         except RuntimeError as exc:
@@ -152,8 +154,16 @@ class VectorIndex:
         self.trained_vectors = len(vectors)
 
     def add(self, vectors: np.ndarray, ids: np.ndarray) -> None:
+        """Add `vectors` under `ids`; a type FAISS cannot add them to (an NSG graph of fewer than 100 vectors) is
+        an IndexerError naming it, before anything is written."""
         vectors = np.ascontiguousarray(vectors, dtype=np.float32)
-        self.index.add_with_ids(vectors, np.asarray(ids, dtype=np.int64))
+        try:
+            self.index.add_with_ids(vectors, np.asarray(ids, dtype=np.int64))
+        except RuntimeError as exc:
+            raise IndexerError(
+                f"FAISS cannot add {len(vectors)} vectors to index type {self.factory!r}: {_reason(exc)}. "
+                'Choose another --index, such as "Flat" or "HNSW32"'
+            ) from None
         graph = _graph_of(self.index)
         if graph is not None:
             graph.efSearch = hnsw_ef_search(self.count)
@@ -393,7 +403,9 @@ def training_shortfall(factory: str, count: int) -> str | None:
 
 
 def check_trainable(factory: str, count: int) -> None:
-    """Refuse, before any embedding, an index type that `count` documents cannot train."""
+    """Refuse, before any embedding, an index type that `count` documents cannot train, or whose graph FAISS
+    cannot build."""
+    check_graph_degree(factory)
     shortfall = training_shortfall(factory, count)
     if shortfall is not None:
         raise IndexerError(shortfall)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from searchengine.indexer.vectors.factory_codes import stores_approximate_vectors
 from searchengine.indexer.vectors.template import RETRAIN_ERROR_RATIO, TemplateRecord, retrain_rule_applies
 
 
@@ -76,8 +77,12 @@ class TemplateState:
 
 def template_state(record: TemplateRecord | None, vectors: int, budget_type: str | None = None) -> TemplateState | None:
     """The state of the template `record` in an index of `vectors` searchable vectors (None: no template), where
-    its memory budget calls for `budget_type` at that size (indexer/vectors/index_choice.type_for_growth)."""
+    its memory budget calls for `budget_type` at that size (indexer/vectors/index_choice.type_for_growth). A budget
+    type of exact vectors (the budget's Flat or HNSW32, which keep no quantizer) is not named: `compact --retrain`
+    has nothing to train for it and refuses, so naming it sent the user to a command that fails."""
     if record is None:
         return None
     moved = budget_type if budget_type is not None and budget_type != record.factory else None
+    if moved is not None and not stores_approximate_vectors(moved):  # Flat, HNSW32: `compact --retrain` refuses them
+        moved = None
     return TemplateState(record.factory, record.trained_vectors, record.added, vectors, record.added_error_ratio, moved)

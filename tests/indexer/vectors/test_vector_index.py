@@ -290,6 +290,12 @@ def test_invalid_factory_string_raises_indexer_error_naming_it(factory: str) -> 
     assert repr(factory) in str(error.value)
 
 
+def test_a_type_faiss_cannot_add_to_is_an_indexer_error_naming_it() -> None:
+    """An NSG graph needs more than 100 vectors to build."""
+    with pytest.raises(IndexerError, match=r"FAISS cannot add 50 vectors to index type 'NSG32': .*smaller than 100"):
+        VectorIndex.create("NSG32", DIMENSION).add(_unit_vectors(50), np.arange(50))
+
+
 def test_training_ivf_with_fewer_points_than_lists_raises_indexer_error() -> None:
     index = VectorIndex.create("IVF4,Flat", DIMENSION)
     with pytest.raises(IndexerError) as error:

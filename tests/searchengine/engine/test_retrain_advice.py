@@ -43,3 +43,10 @@ def test_the_budget_calling_for_another_type_is_said() -> None:
     assert "the memory budget calls for IVF256,PQ48np at this size" in grown.summary()
     assert template_state(record("IVF64,PQ48np", 1.0), 1100, "IVF64,PQ48np").budget_type is None
     assert template_state(None, 1100) is None
+
+
+def test_a_budget_calling_for_an_exact_type_sends_no_one_to_a_retrain_that_refuses_it() -> None:
+    """Deleting all but 10 of 20,000 vectors left the budget calling for Flat, which `compact --retrain` refuses."""
+    shrunk = template_state(record("IVF512,PQ8x4fs", 1.0), 10, "Flat")
+    assert shrunk.budget_type is None and "--retrain` moves" not in shrunk.summary()
+    assert template_state(record("IVF64,PQ48np", 1.0), 60_000, "HNSW32,SQ8").budget_type == "HNSW32,SQ8"
