@@ -62,6 +62,7 @@ def speed(index: Path, data: Path, docs: int, rounds: int) -> None:
     queries = [" ".join(text.split()[:QUERY_WORDS]) for text in corpus[docs : docs + 300]]
     times: dict[tuple[str, str], list[float]] = {}
     with SearchEngine.open(index, speed=EncoderSpeed("auto", "auto", 1)) as engine, one_thread():
+        documents = len(engine)
         for query in queries[:10]:
             engine.search(query, k=10, mode="hybrid")
         for _ in range(rounds):
@@ -74,7 +75,7 @@ def speed(index: Path, data: Path, docs: int, rounds: int) -> None:
                         engine.search(query, k=10, mode=mode)
                         samples.append(time.perf_counter() - started)
                     times.setdefault((mode, label), []).append(1000 * statistics.median(samples))
-    print(f"{len(engine)} documents, {len(queries)} queries; {cpu_name()}, load {os.getloadavg()[0]:.1f}")
+    print(f"{documents} documents, {len(queries)} queries; {cpu_name()}, load {os.getloadavg()[0]:.1f}")
     for (mode, label), values in times.items():
         print(f"{mode:<8} stop words {label:<3}: p50 " + ", ".join(f"{value:.1f}" for value in values) + " ms")
 

@@ -327,7 +327,7 @@ def test_a_second_writer_is_refused_while_the_first_holds_the_lock(index: IndexD
     with index.writing() as first:
         kept = first.path("vectors")
         kept.write_bytes(b"in progress")
-        with pytest.raises(IndexLockedError, match=f"process {os.getpid()}"):
+        with pytest.raises(IndexLockedError, match=rf"by this process \({os.getpid()}\)"):
             with IndexDirectory(index.path).writing():
                 pass  # pragma: no cover
         # The refused writer removed nothing: neither the first writer's file nor the current index.
