@@ -48,7 +48,7 @@ def sts(
 
     Example: searchengine eval sts data/stsb/dev.tsv data/stsb/test.tsv --model my-model
     """
-    with user_errors():
+    with user_errors(kept="nothing was written"):
         from searchengine.encoding.encoder import Encoder
         from searchengine.evaluation.sts import read_sts_pairs, sts_spearman
 
@@ -134,7 +134,7 @@ def retrieval(
       searchengine eval retrieval -d nfcorpus-index --queries queries.jsonl --qrels qrels_test.tsv \\
         --mode hybrid --fusion minmax --dense-weight 0.5
     """
-    with user_errors():
+    with user_errors(kept="nothing was written"):
         import json
         import time
 
@@ -269,7 +269,7 @@ def analyze(
 
     Example: searchengine analyze --data wiki_sentences.txt.gz --limit 10000 --sts data/stsb/test.tsv
     """
-    with user_errors():
+    with user_errors(kept="nothing was written"):
         import json
         import time
 

@@ -102,7 +102,7 @@ def _command(method: type[Method]) -> Callable[..., None]:
         from searchengine.training.threads import use_passive_openmp_waits
 
         use_passive_openmp_waits()  # before anything imports torch
-        with user_errors():
+        with user_errors(kept="the output directory holds the last whole model written there, if any"):
             options = method(**values)
             report = options.run()
         typer.echo(report.summary())
