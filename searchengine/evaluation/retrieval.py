@@ -84,12 +84,10 @@ def document_text(title: str, text: str) -> str:
 
 
 def _jsonl(path: Path, kind: str) -> list[tuple[int, dict]]:
-    path = Path(path)
-    if not path.is_file():
-        raise SearchEngineError(f"{path}: no such file (the {kind} .jsonl file)")
+    path = _the_file(Path(path), f"the {kind} .jsonl file")
     rows = []
     try:
-        with path.open(encoding="utf-8") as handle:
+        with path.open(encoding="utf-8-sig") as handle:  # a byte-order mark before the first line is no JSON
             for number, line in enumerate(handle, start=1):
                 if not line.strip():
                     continue
@@ -107,6 +105,19 @@ def _jsonl(path: Path, kind: str) -> list[tuple[int, dict]]:
     if not rows:
         raise SearchEngineError(f"{path}: the {kind} file has no lines")
     return rows
+
+
+def _the_file(path: Path, what: str) -> Path:
+    """`path`, refused in one line naming `what` it should be when it is missing or a folder (a BEIR data set's
+    folder holds corpus.jsonl, queries.jsonl and qrels/test.tsv)."""
+    if path.is_dir():
+        raise SearchEngineError(
+            f"{path}: a folder, not {what}; give the file in it (a BEIR folder holds corpus.jsonl, queries.jsonl "
+            "and qrels/test.tsv)"
+        )
+    if not path.is_file():
+        raise SearchEngineError(f"{path}: no such file ({what})")
+    return path
 
 
 def _string_field(path: Path, number: int, row: dict, name: str, required: bool = True) -> str:
@@ -159,15 +170,13 @@ def read_qrels(
     never be retrieved, so it scores 0, as in BEIR and MTEB, whose ArguAna qrels name 5 documents its corpus lacks.
     The file is refused, naming the first such id, only when no relevant (grade > 0) document it names is in the
     corpus: then the ids are of another corpus, or the index was built without its ids."""
-    path = Path(path)
-    if not path.is_file():
-        raise SearchEngineError(f"{path}: no such file (the qrels .tsv file)")
+    path = _the_file(Path(path), "the qrels .tsv file")
     known_queries, known_documents = set(query_ids), set(corpus_ids)
     expected = "\t".join(QRELS_HEADER)
     qrels: dict[str, dict[str, int]] = {}
     first_unknown: str | None = None
     try:
-        with path.open(encoding="utf-8", newline="\n") as handle:
+        with path.open(encoding="utf-8-sig", newline="\n") as handle:  # a byte-order mark is not the header's
             header = handle.readline().rstrip("\n").rstrip("\r")
             if not header:
                 raise SearchEngineError(f"{path}: the file is empty; it needs the header line '{expected}' and rows")

@@ -164,6 +164,24 @@ def test_missing_file(tmp_path: Path) -> None:
         read_retrieval_set(paths[0], tmp_path / "nothing.jsonl", paths[2])
 
 
+def test_a_folder_given_for_a_file_is_named_as_a_folder(tmp_path: Path) -> None:
+    """`eval retrieval --corpus FOLDER` (a BEIR data set's folder) said "no such file"."""
+    paths = write_set(tmp_path, CORPUS, QUERIES, QRELS)
+    with pytest.raises(SearchEngineError, match=r": a folder, not the corpus \.jsonl file; give the file in it"):
+        read_retrieval_set(tmp_path, paths[1], paths[2])
+    with pytest.raises(SearchEngineError, match=r": a folder, not the qrels \.tsv file"):
+        read_retrieval_set(paths[0], paths[1], tmp_path)
+
+
+def test_files_behind_a_byte_order_mark_are_read(tmp_path: Path) -> None:
+    """UTF-8 with a byte-order mark (as Excel and Notepad save it): the qrels' header and the first JSON line were
+    refused ("the header is '\\ufeffquery-id…'", "not valid JSON")."""
+    paths = write_set(tmp_path, CORPUS, QUERIES, QRELS)
+    for path in paths:
+        path.write_text(path.read_text(encoding="utf-8"), encoding="utf-8-sig")
+    assert read_retrieval_set(*paths) == read_retrieval_set(*write_set(tmp_path / "plain", CORPUS, QUERIES, QRELS))
+
+
 def test_cli_end_to_end(tmp_path: Path, tiny_model: Path) -> None:
     corpus = [
         {"_id": f"d{i}", "text": text}
