@@ -115,6 +115,11 @@ class BuildSettings:
     def __post_init__(self) -> None:
         """Refuse settings that cannot go together, before any model is loaded or text read; read the memory
         budget's size once, here."""
+        if self.index is not None and not self.index.strip():  # "" was taken for auto without a word
+            raise SearchEngineError(
+                "the index type is empty: give a FAISS factory string such as Flat or HNSW32, or auto (or leave "
+                "--index out) to have one chosen by the corpus size"
+            )
         if self.index is not None and self.index.strip().lower() == "auto":
             object.__setattr__(self, "index", None)
         if self.memory_budget is not None:

@@ -126,3 +126,11 @@ def test_auto_above_the_exact_search_limit_builds_the_mid_size_default_whose_hit
             assert best.score == pytest.approx(1.0, abs=2e-3)
     finally:
         engine.close()
+
+
+@pytest.mark.parametrize("index", ["", " ", "\t"])
+def test_an_empty_index_type_is_refused_not_taken_for_auto(index: str) -> None:
+    """`--index ""` (a script's unset variable) built with the type chosen for the corpus size without a word."""
+    with pytest.raises(SearchEngineError, match="the index type is empty: give a FAISS factory string"):
+        BuildSettings(index=index)
+    assert BuildSettings(index="auto").index is None
