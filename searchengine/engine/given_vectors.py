@@ -23,7 +23,7 @@ def given_vectors(
     (when given) of `dimension` finite numbers, none all zeros, then L2-normalised; else one SearchEngineError
     naming the problem, `what` (one vector's name where `one`, so the sentence says "has", not "have")."""
     try:
-        array = _as_float32(vectors, what)
+        array = _as_float32(vectors, what, one)
     except (TypeError, ValueError):
         raise SearchEngineError(f"{what} must be lists of numbers of the same length ({dimension} each)") from None
     if array.ndim != 2:
@@ -53,7 +53,7 @@ def given_vectors(
 def given_vector(vector: object, dimension: int) -> np.ndarray:
     """One search vector as a 1 x `dimension` row in the index's space (given_vectors says what is refused)."""
     try:
-        array = _as_float32(vector, "the vector")
+        array = _as_float32(vector, "the vector", one=True)
     except (TypeError, ValueError):
         raise SearchEngineError(f"the vector must be a list of {dimension} numbers") from None
     if array.ndim != 1:
@@ -61,11 +61,12 @@ def given_vector(vector: object, dimension: int) -> np.ndarray:
     return given_vectors(array[None, :], dimension, 1, "the vector", one=True)
 
 
-def _as_float32(values: object, what: str) -> np.ndarray:
+def _as_float32(values: object, what: str, one: bool = False) -> np.ndarray:
     """`values` as a float32 array, complex numbers refused in one line naming `what` (an array of them, or a list
     of numpy's complex scalars: the cast would drop their imaginary parts, with a warning only); a float beyond
     float32 becomes an infinity, which the caller refuses, and an integer beyond any float is refused here (numpy
-    raised OverflowError). TypeError or ValueError where `values` are not numbers."""
+    raised OverflowError; `one`: `what` names one vector, as in given_vectors). TypeError or ValueError where
+    `values` are not numbers."""
     try:
         with np.errstate(over="ignore"):
             array = values if isinstance(values, np.ndarray) else np.asarray(values)
@@ -74,6 +75,6 @@ def _as_float32(values: object, what: str) -> np.ndarray:
             return array.astype(np.float32, copy=False)
     except OverflowError:
         raise SearchEngineError(
-            f"{what} {'holds' if what == 'the vector' else 'hold'} a number beyond float32's 3.4e38: every number "
+            f"{what} {'holds' if one else 'hold'} a number beyond float32's 3.4e38: every number "
             "must be finite"
         ) from None
